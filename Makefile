@@ -1,0 +1,34 @@
+# The two commands of the README: `make run` and `make test`. Both create .venv on first use.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+
+.PHONY: run test bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(VENV)/.installed-run: requirements.txt | $(BIN)/python
+	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements.txt
+	touch $@
+
+$(VENV)/.installed-dev: requirements.txt requirements-dev.txt | $(BIN)/python
+	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+	touch $@ $(VENV)/.installed-run
+
+## run: install, then play one whole 9x9 game between two random GTP engines and print its SGF
+run: $(VENV)/.installed-run
+	$(BIN)/python -m client twogtp --size 9
+
+## test: install, then lint and run every test (`$(BIN)/python -m pytest -m slow` runs the end-to-end part alone)
+test: $(VENV)/.installed-dev
+	$(BIN)/ruff check .
+	$(BIN)/python -m pytest
+
+## bench: the speed benchmarks
+bench: $(VENV)/.installed-dev
+	for b in tests/bench/bench_*.py; do $(BIN)/python $$b || exit 1; done
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis
+	find . -name __pycache__ -type d -prune -exec rm -rf {} +
