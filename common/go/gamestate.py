@@ -1,0 +1,356 @@
+"""Game-level rules as numba kernels: superko, passes, the button, the end of the game and its score.
+
+A game is a board array (``common.go.board``) plus:
+- ``g``: int64[G_LEN], the rules and the game's scalars (G_* below);
+- ``hist``: int64[cap + 1], the ko hash of the position after each turn (index 0 is the start);
+  the ko hash is the position hash, plus the side to move under situational superko and simple
+  ko (whose long-cycle detection counts situations);
+- ``moves``: int32[cap, 2], the location and the colour of each turn;
+- ``table``: int64[T], an open-addressing multiset of hist[G_HSTART..], so a superko test
+  is O(1).
+
+The behaviour follows KataGo's BoardHistory for area scoring: positional superko bans recreating any
+board since the start; situational bans recreating a board with the same player to move; the
+simple-ko point is banned under every ko rule; the button goes to the first player to pass and
+its pass clears the ko history; under simple ko a pass clears the history, a pass in a situation
+where that player already passed ends the game, and a third occurrence of a situation without a
+pass between ends the game without result. Two consecutive passes end the game.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from common.go.area import all_pass_alive, area_score
+from common.go.board import (
+    ZOBRIST_TO_MOVE,
+    board_clear,
+    get_hash,
+    hash_after_move,
+    is_pseudo_legal,
+    play,
+)
+from common.go.geometry import ARR, BLACK, PASS, WHITE
+
+KO_SIMPLE = 0
+KO_POSITIONAL = 1
+KO_SITUATIONAL = 2
+
+WHB_ZERO = 0
+WHB_N = 1
+WHB_N_MINUS_ONE = 2
+
+END_NONE = 0
+END_PASSES = 1  # two consecutive passes
+END_REPEATED_PASS = 2  # simple ko: a player passed again in a situation where they had passed
+END_CYCLE = 3  # simple ko: a situation occurred three times; no result
+END_ALL_PASS_ALIVE = 4  # every point pass-alive or pass-alive territory
+END_RESIGNATION = 5
+END_MOVE_LIMIT = 6  # no result
+
+# --- layout of g ---------------------------------------------------------------------------------
+G_KO_RULE = 0
+G_SUICIDE = 1  # multi-stone suicide legal
+G_TAX = 2
+G_BUTTON_RULE = 3
+G_WHB = 4
+G_KOMI2 = 5  # komi in half points
+G_TO_MOVE = 6
+G_NMOVES = 7
+G_HSTART = 8  # first index of hist that counts as ko history
+G_PSTART = 9  # first turn whose passes count for the repeated-pass ending
+G_PASSES = 10  # consecutive game-ending passes
+G_BUTTON = 11  # 1 while the button has not been taken
+G_WBONUS2 = 12  # white's button bonus in half points
+G_HANDICAP = 13  # handicap stones on the initial board
+G_OVER = 14
+G_NO_RESULT = 15
+G_WINNER = 16  # BLACK, WHITE, or 0 for a draw or no result
+G_SCORE2 = 17  # final white-minus-black score in half points, when scored
+G_END = 18  # END_* reason
+G_SCORED = 19  # 1 once a finished game's score is in G_SCORE2 (see game_finish)
+G_RECENT = 20  # recent turns that count as the network's move history (KataGo's "valid turns")
+G_LEN = 24
+
+def new_table(cap: int) -> np.ndarray:
+    """An empty multiset for a history of up to cap turns (load factor at most one half)."""
+    size = 16
+    while size < 2 * (cap + 1):
+        size *= 2
+    return np.zeros(size, dtype=np.int64)
+
+
+# --- hash multiset -------------------------------------------------------------------------------
+# Linear probing over int64 keys, 0 marking an empty slot (a hash of 0 is stored as 1); each
+# occurrence of a hash takes its own slot, so counting walks the probe chain. Entries are only
+# ever removed newest first, which leaves the table exactly as before their insertion.
+@njit(cache=True, inline="always")
+def _key(h):
+    return h if h != 0 else np.int64(1)
+
+
+@njit(cache=True, inline="always")
+def _start(table, k):
+    return (k ^ (k >> 29)) & (table.shape[0] - 1)
+
+
+@njit(cache=True)
+def table_clear(table):
+    for i in range(table.shape[0]):
+        table[i] = 0
+
+
+@njit(cache=True, inline="always")
+def _scan(table, k):
+    """Walk k's probe chain: (the first free slot after it, how many times k occurs)."""
+    mask = table.shape[0] - 1
+    i = _start(table, k)
+    count = 0
+    while table[i] != 0:
+        if table[i] == k:
+            count += 1
+        i = (i + 1) & mask
+    return i, count
+
+
+@njit(cache=True, inline="always")
+def table_add(table, h):
+    """Add one occurrence of h; returns how many there are now."""
+    k = _key(h)
+    free, count = _scan(table, k)
+    table[free] = k
+    return count + 1
+
+
+@njit(cache=True, inline="always")
+def table_contains(table, h):
+    k = _key(h)
+    mask = table.shape[0] - 1
+    i = _start(table, k)
+    while table[i] != 0:
+        if table[i] == k:
+            return True
+        i = (i + 1) & mask
+    return False
+
+
+@njit(cache=True)
+def _remove_newest(table, h):
+    k = _key(h)
+    mask = table.shape[0] - 1
+    i = _start(table, k)
+    last = -1
+    while table[i] != 0:
+        if table[i] == k:
+            last = i
+        i = (i + 1) & mask
+    if last >= 0:
+        table[last] = 0
+
+
+@njit(cache=True)
+def table_remove_history(g, hist, table):
+    """Empty the table by removing hist[G_HSTART..G_NMOVES] newest first: O(history)."""
+    for i in range(g[G_NMOVES], g[G_HSTART] - 1, -1):
+        _remove_newest(table, hist[i])
+
+
+@njit(cache=True)
+def table_restore(g_before, hist, table, n_after, hstart_after):
+    """Put the table back as it was for game state g_before after play went on from it to n_after
+    turns with the history starting at hstart_after: the positions those turns added are removed
+    newest first, or, if a turn cleared the history, the table is rebuilt. The turns before
+    g_before's end (hist[..G_NMOVES]) must be unchanged."""
+    if hstart_after == g_before[G_HSTART]:
+        for i in range(n_after, g_before[G_NMOVES], -1):
+            _remove_newest(table, hist[i])
+    else:
+        table_rebuild(g_before, hist, table)
+
+
+@njit(cache=True)
+def table_rebuild(g, hist, table):
+    table_clear(table)
+    for i in range(g[G_HSTART], g[G_NMOVES] + 1):
+        table_add(table, hist[i])
+
+
+# --- the game ------------------------------------------------------------------------------------
+@njit(cache=True, inline="always")
+def ko_hash(g, b, to_move):
+    h = get_hash(b)
+    if g[G_KO_RULE] != KO_POSITIONAL:
+        h ^= ZOBRIST_TO_MOVE[to_move]
+    return h
+
+
+@njit(cache=True)
+def game_start(g, b, hist, table, to_move):
+    """Start the game's history from the current position with to_move to play."""
+    table_remove_history(g, hist, table)
+    g[G_TO_MOVE] = to_move
+    g[G_NMOVES] = 0
+    g[G_HSTART] = 0
+    g[G_PSTART] = 0
+    g[G_PASSES] = 0
+    g[G_BUTTON] = g[G_BUTTON_RULE]
+    g[G_WBONUS2] = 0
+    g[G_OVER] = 0
+    g[G_NO_RESULT] = 0
+    g[G_WINNER] = 0
+    g[G_SCORE2] = 0
+    g[G_SCORED] = 0
+    g[G_END] = END_NONE
+    g[G_RECENT] = 0
+    hist[0] = ko_hash(g, b, to_move)
+    table_add(table, hist[0])
+
+
+@njit(cache=True)
+def game_new(g, b, hist, table, x_size, y_size):
+    """Reuse a game's arrays for a new game on an empty board, black to move, same rules."""
+    board_clear(b, x_size, y_size)
+    g[G_HANDICAP] = 0
+    game_start(g, b, hist, table, BLACK)
+
+
+@njit(cache=True, inline="always")
+def is_legal(g, b, table, loc, pla):
+    """Is loc (or PASS) a legal move for pla now, superko included?"""
+    if loc == PASS:
+        return True
+    if not is_pseudo_legal(b, loc, pla, g[G_SUICIDE] != 0):
+        return False
+    if g[G_KO_RULE] != KO_SIMPLE:
+        h = hash_after_move(b, loc, pla)
+        if g[G_KO_RULE] == KO_SITUATIONAL:
+            h ^= ZOBRIST_TO_MOVE[3 - pla]
+        if table_contains(table, h):
+            return False
+    return True
+
+
+@njit(cache=True)
+def handicap_bonus(g):
+    n = g[G_HANDICAP]
+    if g[G_WHB] == WHB_N:
+        return n
+    if g[G_WHB] == WHB_N_MINUS_ONE:
+        return n - 1 if n > 1 else 0
+    return 0
+
+
+@njit(cache=True)
+def final_score2(g, b, result):
+    """White-minus-black score in half points, komi and bonuses included; result gets the owners."""
+    board = area_score(b, g[G_TAX], g[G_SUICIDE] != 0, result)
+    return 2 * board + g[G_KOMI2] + g[G_WBONUS2] + 2 * handicap_bonus(g)
+
+
+@njit(cache=True)
+def game_finish(g, b):
+    """Score a game that has ended and is not scored yet (no-op otherwise).
+
+    Kept out of game_play so that the per-move kernel stays small: callers run it once the
+    game is over.
+    """
+    if g[G_OVER] == 0 or g[G_NO_RESULT] != 0 or g[G_SCORED] != 0:
+        return
+    if g[G_BUTTON] != 0:
+        # Nobody took the button: it goes to the player to move.
+        g[G_BUTTON] = 0
+        g[G_WBONUS2] += 1 if g[G_TO_MOVE] == WHITE else -1
+    result = np.empty(ARR, dtype=np.int8)
+    s = final_score2(g, b, result)
+    g[G_SCORE2] = s
+    g[G_WINNER] = WHITE if s > 0 else (BLACK if s < 0 else 0)
+    g[G_SCORED] = 1
+
+
+@njit(cache=True, inline="always")
+def _end(g, reason, no_result):
+    g[G_OVER] = 1
+    g[G_NO_RESULT] = no_result
+    g[G_WINNER] = 0
+    g[G_SCORE2] = 0
+    g[G_SCORED] = 0
+    g[G_END] = reason
+
+
+@njit(cache=True)
+def end_and_score(g, b, reason):
+    _end(g, reason, 0)
+    game_finish(g, b)
+
+
+@njit(cache=True, inline="always")
+def end_without_result(g, reason):
+    _end(g, reason, 1)
+
+
+@njit(cache=True)
+def game_play(g, b, hist, moves, table, loc, pla):
+    """Play a legal move (or PASS) for pla and update the history and the game's end.
+
+    The caller checks legality and that hist and moves have room for one more turn, and calls
+    game_finish once the game is over to score it.
+    """
+    n = g[G_NMOVES]
+    if g[G_OVER] != 0:
+        # Play goes on after the end: of the history only the move that ended the game counts.
+        g[G_RECENT] = min(g[G_RECENT], 1)
+    g[G_RECENT] += 1
+    g[G_OVER] = 0
+    g[G_NO_RESULT] = 0
+    g[G_WINNER] = 0
+    g[G_SCORE2] = 0
+    g[G_SCORED] = 0
+    g[G_END] = END_NONE
+    repeated_pass = False
+    if loc != PASS:
+        g[G_PASSES] = 0
+    elif g[G_BUTTON] != 0:
+        g[G_BUTTON] = 0
+        g[G_WBONUS2] += 1 if pla == WHITE else -1
+        g[G_PASSES] = 0
+        # Taking the button clears the ko history: a buttonless position is a new position.
+        table_remove_history(g, hist, table)
+        g[G_HSTART] = n + 1
+        g[G_PSTART] = n + 1
+    else:
+        before = hist[n]
+        if g[G_KO_RULE] == KO_SIMPLE:
+            table_remove_history(g, hist, table)
+            g[G_HSTART] = n + 1
+            for i in range(g[G_PSTART], n):
+                if moves[i, 0] == PASS and moves[i, 1] == pla and hist[i] == before:
+                    repeated_pass = True
+                    break
+        g[G_PASSES] += 1
+
+    play(b, loc, pla)
+    opp = 3 - pla
+    after = ko_hash(g, b, opp)
+    hist[n + 1] = after
+    moves[n, 0] = loc
+    moves[n, 1] = pla
+    g[G_NMOVES] = n + 1
+    g[G_TO_MOVE] = opp
+    occurrences = table_add(table, after)
+
+    if g[G_PASSES] >= 2:
+        _end(g, END_PASSES, 0)
+    elif repeated_pass:
+        _end(g, END_REPEATED_PASS, 0)
+    elif loc != PASS and g[G_KO_RULE] == KO_SIMPLE and occurrences >= 3:
+        end_without_result(g, END_CYCLE)
+
+
+@njit(cache=True)
+def end_if_all_pass_alive(g, b):
+    """End and score the game when every point is pass-alive or pass-alive territory."""
+    if all_pass_alive(b, g[G_SUICIDE] != 0):
+        end_and_score(g, b, END_ALL_PASS_ALIVE)
+        return True
+    return False

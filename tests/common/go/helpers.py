@@ -1,0 +1,16 @@
+from common.go.game import Game
+from common.go.geometry import parse_gtp_vertex
+
+
+def v(game: Game, vertex: str) -> int:
+    """Location of a GTP vertex on the game's board."""
+    return parse_gtp_vertex(vertex, game.x_size, game.y_size)
+
+
+def play_all(game: Game, *moves: str) -> None:
+    """Play 'B C3', 'W pass', ... in order."""
+    from common.go.geometry import parse_color
+
+    for m in moves:
+        c, vertex = m.split()
+        game.play(v(game, vertex), parse_color(c))
