@@ -1,0 +1,1 @@
+"""The volunteer's program (``python -m client``)."""

@@ -1,0 +1,270 @@
+"""The volunteer's program: ``python -m client <command>``."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+
+
+class _UsageError(Exception):
+    """A bad command-line value: the message names the option."""
+
+
+def _load_evaluator(spec: str, device: str | None, seed: int | None = None, compile: bool = False):
+    """A network from a file, or the null network for "random" (uniform policy, even value)."""
+    if spec == "random":
+        from client.search.engine import NullEvaluator
+
+        return NullEvaluator()
+    from client.evaluator import Evaluator
+    from common.nn.katago_import import KataGoModelError
+    from common.nn.modelfile import ModelFileError
+
+    try:
+        return Evaluator.from_file(spec, device=device, seed=seed, compile=compile)
+    except (OSError, KataGoModelError, ModelFileError, ValueError) as e:
+        raise _UsageError(f"--model: {e}") from None
+
+
+def _visits_pair(text: str) -> tuple[int, int]:
+    """'600,100' (full and cheap search visits) or '600' (cheap searches get the same)."""
+    parts = text.split(",")
+    try:
+        values = [int(p) for p in parts]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid visits {text!r}: expected N or N,n such as 600,100") from None
+    if len(values) not in (1, 2) or min(values) < 1:
+        raise argparse.ArgumentTypeError(f"invalid visits {text!r}: expected N or N,n with positive numbers")
+    full = values[0]
+    cheap = values[1] if len(values) == 2 else full
+    if cheap > full:
+        raise argparse.ArgumentTypeError(f"invalid visits {text!r}: the cheap search (n) cannot exceed N")
+    return full, cheap
+
+
+def _read_settings(path: str | None, cls):
+    if path is None:
+        return cls()
+    import json
+
+    from common.settings import SettingsError
+
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        return cls.from_dict(data)
+    except OSError as e:
+        raise _UsageError(f"--settings: cannot read {path}: {e.strerror}") from None
+    except json.JSONDecodeError as e:
+        raise _UsageError(f"--settings: {path} is not JSON: {e}") from None
+    except SettingsError as e:
+        raise _UsageError(f"--settings: {path}: {e}") from None
+
+
+def _gtp(args) -> int:
+    from client.gtp.engine import GtpEngine
+    from client.gtp.players import PolicyPlayer, RandomPlayer
+    from client.gtp.search_player import SearchPlayer
+    from common.go.rules import Rules, RulesError
+
+    try:
+        rules, komi = Rules.parse(args.rules)
+        rules.check_playable()
+    except RulesError as e:
+        raise _UsageError(f"--rules: {e}") from None
+    evaluator = _load_evaluator(args.model, args.device, args.seed, compile=args.compile) if args.model else None
+    player_kind = args.player or ("search" if args.visits else "random")
+    if player_kind in ("policy", "search") and evaluator is None:
+        raise _UsageError(f"--player {player_kind} needs a network: --model FILE (or --model random)")
+    if player_kind == "policy":
+        if not hasattr(evaluator, "evaluate"):
+            raise _UsageError("--player policy needs a network file, not --model random")
+        player = PolicyPlayer(evaluator)
+    elif player_kind == "search":
+        player = SearchPlayer(evaluator, args.visits or 400, seed=args.seed or 0,
+                              max_analysis_visits=args.max_analysis_visits)
+    else:
+        player = RandomPlayer(args.seed)
+    engine = GtpEngine(player, rules=rules, komi=komi, evaluator=evaluator if hasattr(evaluator, "evaluate") else None)
+    engine.run()
+    return 0
+
+
+def _selfplay(args) -> int:
+    from client.selfplay.run import run_selfplay
+    from common.settings import SelfPlaySettings, SettingsError
+
+    settings = _read_settings(args.settings, SelfPlaySettings)
+    try:
+        if args.visits is not None:
+            settings = settings.replace(visits=args.visits[0], cheap_visits=args.visits[1])
+        if args.size is not None:
+            settings = settings.replace(board_sizes=(args.size,), board_size_weights=(1.0,))
+    except SettingsError as e:
+        raise _UsageError(str(e)) from None
+    evaluator = _load_evaluator(args.model, args.device, args.seed, compile=args.compile)
+    name = "random" if args.model == "random" else Path(args.model).name
+    summary = run_selfplay(evaluator, settings, games=args.games, parallel=args.parallel, out_dir=args.out,
+                           seed=args.seed or 0, leaves_per_game=args.leaves, cache_entries=args.cache,
+                           player_name=f"sente:{name}", progress=not args.quiet)
+    for line in summary.lines():
+        print(line)
+    return 0
+
+
+def _match(args) -> int:
+    from client.match.run import run_match
+    from common.settings import MatchSettings, SettingsError
+
+    settings = _read_settings(args.settings, MatchSettings)
+    try:
+        if args.visits is not None:
+            settings = settings.replace(visits=args.visits)
+        if args.size is not None:
+            settings = settings.replace(board_sizes=(args.size,), board_size_weights=(1.0,))
+    except SettingsError as e:
+        raise _UsageError(str(e)) from None
+    evaluators = [_load_evaluator(m, args.device, args.seed, compile=args.compile) for m in (args.first, args.second)]
+    names = tuple("random" if m == "random" else Path(m).name for m in (args.first, args.second))
+    if names[0] == names[1]:
+        names = (names[0] + " (1)", names[1] + " (2)")
+    summary = run_match(evaluators, names, settings, games=args.games, parallel=args.parallel, out_dir=args.out,
+                        seed=args.seed or 0, leaves_per_game=args.leaves)
+    for line in summary.lines():
+        print(line)
+    return 0
+
+
+def _convert_katago(args) -> int:
+    from common.nn.katago_import import KataGoModelError, read_katago_model
+    from common.nn.modelfile import ModelFileError, save_model_file
+
+    try:
+        imported = read_katago_model(args.input)
+        name = args.name or imported.name
+        digest = save_model_file(args.output, imported.config, imported.state_dict, name)
+    except (OSError, KataGoModelError, ModelFileError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    print(f"{args.output}: network {name!r}, sha256 {digest}")
+    return 0
+
+
+def _twogtp(args) -> int:
+    from client.gtp.twogtp import GtpProcessError, main
+    from common.go.rules import RulesError
+
+    try:
+        return main(args)
+    except (GtpProcessError, RulesError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+
+
+def _board_size(text: str) -> tuple[int, int]:
+    """'9' or '19x13' (columns x rows)."""
+    from common.go.geometry import check_size
+
+    x, sep, y = text.lower().partition("x")
+    if not x.isdigit() or (sep and not y.isdigit()):
+        raise argparse.ArgumentTypeError(f"invalid board size {text!r}: expected N or WxH, such as 9 or 19x13")
+    size = (int(x), int(y) if sep else int(x))
+    try:
+        check_size(*size)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(f"invalid board size {text!r}: {e}") from None
+    return size
+
+
+def _add_play_options(parser: argparse.ArgumentParser, files: str, parallel: int) -> None:
+    """The options self-play and matches share."""
+    parser.add_argument("--games", type=_positive, required=True, help="games to play")
+    parser.add_argument("--parallel", type=_positive, default=parallel,
+                        help=f"games played at once (default {parallel})")
+    parser.add_argument("--out", required=True, help=f"directory for {files}")
+    parser.add_argument("--seed", type=int, default=0, help="random seed (default 0): same seed, same games")
+    parser.add_argument("--device", default=None, help="torch device, e.g. cuda:0 or cpu (default: cuda if present)")
+    parser.add_argument("--settings", help="JSON file of settings (default: the paper's)")
+    parser.add_argument("--size", type=int, help="play only this board size")
+    parser.add_argument("--leaves", type=_positive, default=1, help="leaves per game in each batch (default 1)")
+    parser.add_argument("--compile", action=argparse.BooleanOptionalAction, default=True,
+                        help="compile the network with torch.compile (default: on)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m client", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    gtp = sub.add_parser("gtp", help="speak GTP on stdin/stdout (for GUIs and referees)")
+    gtp.add_argument("--player", choices=["random", "policy", "search"], default=None,
+                     help="who chooses the moves: random, policy (the network's top move) or search (MCTS); "
+                          "default: search with --visits, else random")
+    gtp.add_argument("--model", help="network file: .safetensors, or a KataGo .bin.gz (random: no network)")
+    gtp.add_argument("--visits", type=_positive, help="visits per move of the search (default 400)")
+    gtp.add_argument("--max-analysis-visits", type=_positive, default=20000,
+                     help="visits at which kata-analyze stops (default 20000)")
+    gtp.add_argument("--compile", action="store_true",
+                     help="compile the network with torch.compile (faster moves, slower start)")
+    gtp.add_argument("--device", default=None, help="torch device, e.g. cuda:0 or cpu (default: cuda if present)")
+    gtp.add_argument("--seed", type=int, default=None, help="random seed, for reproducible games")
+    gtp.add_argument("--rules", default="tromp-taylor",
+                     help="rules: a preset name, KataGo rules JSON or compact string (default: tromp-taylor)")
+    gtp.set_defaults(func=_gtp)
+
+    sp = sub.add_parser("selfplay", help="play self-play games into SGF files and training rows (npz)")
+    sp.add_argument("--model", required=True, help="network file, or random (a uniform policy, no network)")
+    _add_play_options(sp, "the games' .sgf and .npz files", parallel=64)
+    sp.add_argument("--visits", type=_visits_pair, help="full and cheap search visits, N,n (default 600,100)")
+    sp.add_argument("--cache", type=int, default=1 << 15, help="position cache entries (default 32768)")
+    sp.add_argument("--quiet", action="store_true", help="no progress bar")
+    sp.set_defaults(func=_selfplay)
+
+    mt = sub.add_parser("match", help="play two networks against each other (gating settings)")
+    mt.add_argument("first", help="network file (or random)")
+    mt.add_argument("second", help="network file (or random)")
+    _add_play_options(mt, "the SGF files and the summary", parallel=16)
+    mt.add_argument("--visits", type=_positive, help="visits per move (default 600)")
+    mt.set_defaults(func=_match)
+
+    conv = sub.add_parser("convert-katago", help="convert a KataGo model file (.bin.gz) to our .safetensors")
+    conv.add_argument("input", help="KataGo model file, version 8 (.bin.gz or .txt.gz)")
+    conv.add_argument("output", help="the .safetensors file to write")
+    conv.add_argument("--name", help="network name (default: the name inside the KataGo file)")
+    conv.set_defaults(func=_convert_katago)
+
+    two = sub.add_parser("twogtp", help="play two GTP engines against each other and print the SGF")
+    two.add_argument("--black", help="command line of the black engine (default: the random player)")
+    two.add_argument("--white", help="command line of the white engine (default: the random player)")
+    two.add_argument("--black-name", help="name of black in the SGF")
+    two.add_argument("--white-name", help="name of white in the SGF")
+    two.add_argument("--size", type=_board_size, default=(9, 9), help="board size, N or WxH (default: 9)")
+    two.add_argument("--komi", type=float, default=7.0, help="komi (default: 7)")
+    two.add_argument("--rules", default="chinese", help="rules (default: chinese)")
+    two.add_argument("--seed", type=int, default=1, help="seed of the default random engines")
+    two.set_defaults(func=_twogtp)
+    return parser
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid number {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} must be at least 1")
+    return value
+
+
+def main(argv: list[str] | None = None) -> int:
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except _UsageError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,157 @@
+"""A referee that plays two GTP engines against each other and records the game.
+
+Each engine runs as a child process. The referee keeps its own Game under the chosen rules, checks
+every move it is given, relays it to the other engine, and ends the game by the rules (two
+passes), by resignation, by an illegal move (which loses) or at a move limit (no result).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import shlex
+import subprocess
+import sys
+from dataclasses import dataclass
+
+from common.go.game import Game, IllegalMoveError
+from common.go.geometry import BLACK, PASS, WHITE, color_name, opponent, parse_gtp_vertex
+from common.go.rules import Rules
+from common.go.sgf import GameRecord
+
+log = logging.getLogger(__name__)
+
+
+class GtpProcessError(RuntimeError):
+    """An engine that failed a command, crashed or broke the protocol."""
+
+
+class GtpProcess:
+    """A GTP engine in a child process."""
+
+    def __init__(self, command: list[str] | str, name: str | None = None) -> None:
+        self.argv = shlex.split(command) if isinstance(command, str) else list(command)
+        self.name = name or self.argv[0]
+        try:
+            self.proc = subprocess.Popen(
+                self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1
+            )
+        except OSError as e:
+            raise GtpProcessError(f"cannot start engine {self.argv!r}: {e.strerror}") from None
+
+    def send(self, command: str) -> str:
+        """Send one command; the response text, or GtpProcessError on '?' or a broken pipe."""
+        ok, text = self.try_send(command)
+        if not ok:
+            raise GtpProcessError(f"{self.name} refused {command!r}: {text}")
+        return text
+
+    def try_send(self, command: str) -> tuple[bool, str]:
+        try:
+            self.proc.stdin.write(command + "\n")
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            raise GtpProcessError(f"{self.name} is not running (sending {command!r})") from None
+        lines = []
+        while True:
+            line = self.proc.stdout.readline()
+            if line == "":
+                raise GtpProcessError(f"{self.name} closed its output (after {command!r})")
+            line = line.rstrip("\r\n")
+            if line == "" and lines:
+                break
+            if line == "" and not lines:
+                continue
+            lines.append(line)
+        first = lines[0]
+        if first[:1] not in "=?":
+            raise GtpProcessError(f"{self.name} answered {command!r} with {first!r}, not '=' or '?'")
+        text = "\n".join([first[1:].lstrip("0123456789").strip(), *lines[1:]]).strip()
+        return first[0] == "=", text
+
+    def known(self, command: str) -> bool:
+        ok, text = self.try_send(f"known_command {command}")
+        return ok and text == "true"
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            with contextlib.suppress(GtpProcessError):
+                self.try_send("quit")
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+    def __enter__(self) -> GtpProcess:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+@dataclass
+class MatchResult:
+    game: Game
+    record: GameRecord
+    reason: str
+
+
+def play_match(black: GtpProcess, white: GtpProcess, size: tuple[int, int] = (9, 9),
+               rules: Rules | None = None, komi: float = 7.0, max_moves: int | None = None) -> MatchResult:
+    """Play one game between two engines."""
+    rules = rules or Rules()
+    x_size, y_size = size
+    game = Game(x_size, y_size, rules, komi)
+    engines = {BLACK: black, WHITE: white}
+    for eng in engines.values():
+        if x_size == y_size:
+            eng.send(f"boardsize {x_size}")
+        else:
+            eng.send(f"rectangular_boardsize {x_size} {y_size}")
+        eng.send("clear_board")
+        eng.send(f"komi {komi:g}")
+        if eng.known("kata-set-rules"):
+            eng.send(f"kata-set-rules {rules.to_json()}")
+    max_moves = max_moves or 4 * x_size * y_size
+    reason = ""
+    while not game.is_over:
+        if game.num_moves >= max_moves:
+            game.end_without_result()
+            reason = f"move limit {max_moves}"
+            break
+        color = game.to_move
+        mover, other = engines[color], engines[opponent(color)]
+        answer = mover.send(f"genmove {color_name(color)}").strip()
+        if answer.lower() == "resign":
+            game.resign(color)
+            reason = f"{color_name(color)} resigned"
+            break
+        try:
+            loc = parse_gtp_vertex(answer, x_size, y_size)
+            game.play(loc, color)
+        except (ValueError, IllegalMoveError) as e:
+            game.resign(color)
+            reason = f"{mover.name} ({color_name(color)}) played an illegal move {answer!r}: {e}"
+            break
+        other.send(f"play {color_name(color)} {'pass' if loc == PASS else answer}")
+    record = GameRecord.from_game(game, black_player=black.name, white_player=white.name)
+    return MatchResult(game, record, reason or game.result.reason)
+
+
+def main(args) -> int:
+    """``python -m client twogtp``: one game, its SGF on stdout, a summary on stderr."""
+    rules = Rules.from_text(args.rules)
+    random_engine = [sys.executable, "-m", "client", "gtp", "--player", "random", "--seed"]
+    engines = {}
+    for color, command, name, seed in (("black", args.black, args.black_name, args.seed),
+                                       ("white", args.white, args.white_name, args.seed + 1)):
+        if command:
+            engines[color] = (shlex.split(command), name or shlex.split(command)[0])
+        else:
+            engines[color] = ([*random_engine, str(seed)], name or "Sente random")
+    with GtpProcess(*engines["black"]) as black, GtpProcess(*engines["white"]) as white:
+        match = play_match(black, white, args.size, rules, args.komi)
+    sys.stdout.write(match.record.to_sgf())
+    print(f"{match.record.result} after {match.game.num_moves} moves ({match.reason})", file=sys.stderr)
+    return 0
