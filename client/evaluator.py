@@ -1,0 +1,320 @@
+"""The batched evaluator: many positions in, one forward pass, per-position results out.
+
+Positions are encoded into preallocated buffers (common.nn.features), cropped to the largest board
+of the batch (boards sit in the top-left corner of the 19x19 grid and the network is fully
+convolutional with masking, so a 9x9 batch runs on 9x9 tensors), evaluated in one pass and
+post-processed as KataGo does (common.nn.interpret). Results come from the side to move or from
+white's point of view. An LRU cache keyed by a hash of everything the inputs depend on skips
+repeated positions.
+
+On CUDA the forward pass runs under fp16 (or bf16) autocast when a start-up check on fixed
+positions shows the reduced precision agrees with fp32 (as KataGo's client checks its fp16 path);
+otherwise it runs in fp32. On the CPU it runs in fp32 unless a reduced precision is asked for (it
+is then checked the same way).
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from common.go.game import Game
+from common.go.geometry import BLACK, PASS, WHITE
+from common.go.rules import Rules
+from common.nn.device import resolve_device
+from common.nn.features import (
+    NN_AREA,
+    NN_LEN,
+    NUM_GLOBAL,
+    NUM_SPATIAL,
+    Encoder,
+    position_key,
+    unapply_symmetry,
+)
+from common.nn.interpret import interpret, no_result_possible
+from common.nn.model import Model
+from common.nn.outputs import ModelOutput
+
+log = logging.getLogger(__name__)
+
+# Agreement required of reduced precision against fp32 on the check positions.
+PRECISION_POLICY_TOLERANCE = 0.02
+PRECISION_VALUE_TOLERANCE = 0.02
+COMPILED_SHAPES = 64
+
+
+@dataclass
+class PositionEval:
+    """One position's evaluation (numpy). ``policy`` [362]: probabilities of the legal moves
+    (index y * 19 + x, pass last; illegal 0). ``ownership`` [y_size, x_size] in [-1, 1].
+    Values are from the side to move, or from white when the evaluator was asked for white."""
+
+    policy: np.ndarray
+    win: float
+    loss: float
+    no_result: float
+    score_mean: float
+    score_stdev: float
+    score_mean_sq: float
+    lead: float
+    ownership: np.ndarray
+    perspective: str  # "side" or "white"
+
+    @property
+    def policy_pass(self) -> float:
+        return float(self.policy[NN_AREA])
+
+    def policy_board(self, x_size: int, y_size: int) -> np.ndarray:
+        """The board part of the policy as a [y_size, x_size] grid."""
+        return self.policy[:NN_AREA].reshape(NN_LEN, NN_LEN)[:y_size, :x_size]
+
+
+def load_network(path: str | Path, device: torch.device | str | None = None) -> Model:
+    """A network from our .safetensors file or from a KataGo .bin.gz / .txt.gz file."""
+    p = Path(path)
+    if p.name.endswith((".bin.gz", ".txt.gz", ".bin", ".txt")):
+        from common.nn.katago_import import build_katago_model
+
+        return build_katago_model(p, device)
+    from common.nn.modelfile import load_model
+
+    return load_model(p, device)[0]
+
+
+class Evaluator:
+    """Evaluates Game positions with a network, in batches."""
+
+    def __init__(
+        self,
+        model: Model,
+        device: torch.device | str | None = None,
+        max_batch: int = 256,
+        cache_size: int = 65536,
+        precision: str = "auto",
+        seed: int | None = None,
+        compile: bool = False,
+    ) -> None:
+        self.device = resolve_device(device)
+        self.model = model.to(self.device).eval()
+        # torch.compile fuses the many small operations of a forward pass (several times faster on
+        # the CPU at small batches) at the price of compiling once per input shape.
+        self.net = self.model
+        if compile:
+            # One compilation per (batch, board) shape: allow as many as a client meets.
+            torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, COMPILED_SHAPES)
+            self.net = torch.compile(self.model, dynamic=False)
+        self.max_batch = max_batch
+        self.cache_size = cache_size
+        self.cache: OrderedDict[int, PositionEval] = OrderedDict()
+        self.encoder = Encoder()
+        self.rng = random.Random(seed)
+        self.spatial = np.zeros((max_batch, NUM_SPATIAL, NN_AREA), dtype=np.float32)
+        self.glob = np.zeros((max_batch, NUM_GLOBAL), dtype=np.float32)
+        self.legal = np.zeros((max_batch, NN_AREA + 1), dtype=np.float32)
+        self.hits = 0
+        self.misses = 0
+        self.autocast_dtype: torch.dtype | None = None
+        if precision not in ("auto", "fp32", "fp16", "bf16"):
+            raise ValueError(f"precision {precision!r}: expected auto, fp32, fp16 or bf16")
+        if precision in ("fp16", "bf16") or (precision == "auto" and self.device.type == "cuda"):
+            self._choose_precision(precision)
+
+    @classmethod
+    def from_file(cls, path: str | Path, **kwargs) -> Evaluator:
+        device = kwargs.pop("device", None)
+        return cls(load_network(path, resolve_device(device)), device=device, **kwargs)
+
+    # --- evaluation ------------------------------------------------------------------------------
+    def evaluate(
+        self,
+        games: Sequence[Game],
+        symmetries: Sequence[int] | str | None = None,
+        perspective: str = "side",
+        use_cache: bool = True,
+        players: Sequence[int] | None = None,
+    ) -> list[PositionEval]:
+        """Evaluate each game's position for its side to move (or for players[i]).
+
+        symmetries: None (identity), "random" (a random one of 8 per position) or one per game.
+        perspective: "side" (values from the player evaluated for) or "white".
+        """
+        if perspective not in ("side", "white"):
+            raise ValueError(f"perspective {perspective!r}: expected 'side' or 'white'")
+        if symmetries is None:
+            syms = [0] * len(games)
+        elif symmetries == "random":
+            syms = [self.rng.randrange(8) for _ in games]
+        else:
+            syms = [int(s) for s in symmetries]
+            if len(syms) != len(games) or any(not 0 <= s < 8 for s in syms):
+                raise ValueError("symmetries must give one value in 0..7 per position")
+        plas = [g.to_move for g in games] if players is None else [int(p) for p in players]
+        if len(plas) != len(games) or any(p not in (BLACK, WHITE) for p in plas):
+            raise ValueError("players must give BLACK or WHITE per position")
+        results: list[PositionEval | None] = [None] * len(games)
+        todo: list[tuple[int, int]] = []
+        for i, (game, s) in enumerate(zip(games, syms)):
+            key = int(position_key(game.g, game.b, game.hist, game.moves, plas[i], s,
+                                   1 if perspective == "white" else 0))
+            cached = self.cache.get(key) if use_cache else None
+            if cached is not None:
+                self.cache.move_to_end(key)
+                self.hits += 1
+                results[i] = cached
+            else:
+                todo.append((i, key))
+        self.misses += len(todo)
+        for start in range(0, len(todo), self.max_batch):
+            chunk = todo[start : start + self.max_batch]
+            evals = self._evaluate_batch([games[i] for i, _ in chunk], [syms[i] for i, _ in chunk],
+                                         [plas[i] for i, _ in chunk], perspective)
+            for (i, key), ev in zip(chunk, evals):
+                results[i] = ev
+                if use_cache and self.cache_size > 0:
+                    self.cache[key] = ev
+                    if len(self.cache) > self.cache_size:
+                        self.cache.popitem(last=False)
+        return results  # type: ignore[return-value]
+
+    def _evaluate_batch(self, games: list[Game], syms: list[int], plas: list[int],
+                        perspective: str) -> list[PositionEval]:
+        n = len(games)
+        spatial, glob, legal = self.spatial[:n], self.glob[:n], self.legal[:n]
+        self.encoder.encode(games, spatial, glob, legal, symmetries=syms, players=plas)
+        # Crop to the largest (possibly transposed) board of the batch.
+        w = max(g.y_size if s & 4 else g.x_size for g, s in zip(games, syms))
+        h = max(g.x_size if s & 4 else g.y_size for g, s in zip(games, syms))
+        x = torch.from_numpy(spatial).view(n, NUM_SPATIAL, NN_LEN, NN_LEN)[:, :, :h, :w]
+        out = self._forward(x, torch.from_numpy(glob))
+        out = _pad_to_grid(out, h, w)
+        legal_t = torch.from_numpy(legal) > 0
+        white = [p == WHITE for p in plas]
+        nr = [no_result_possible(g.rules.ko, g.rules.scoring) for g in games]
+        ev = interpret(out, legal_t, white, nr, model_version=self.model.config.version)
+        if perspective == "white":
+            win, loss, lead = ev.white_win, ev.white_loss, ev.white_lead
+            mean, own = ev.white_score_selfplay, ev.white_ownership
+        else:
+            win, loss, lead, mean, own = ev.win, ev.loss, ev.lead, ev.score_mean, ev.ownership
+        policy = ev.policy_full.float().cpu().numpy()
+        own_np = own.float().cpu().numpy().reshape(n, NN_AREA)
+        win, loss, nr_p = win.cpu().numpy(), loss.cpu().numpy(), ev.no_result.cpu().numpy()
+        mean, stdev, msq, lead = (t.cpu().numpy() for t in (mean, ev.score_stdev, ev.score_mean_sq, lead))
+        results = []
+        for i, (game, s) in enumerate(zip(games, syms)):
+            pol, own_i = policy[i], own_np[i]
+            if s:
+                pol = unapply_symmetry(pol, game.x_size, game.y_size, s)
+                own_i = unapply_symmetry(own_i, game.x_size, game.y_size, s)
+            results.append(PositionEval(
+                policy=pol,
+                win=float(win[i]),
+                loss=float(loss[i]),
+                no_result=float(nr_p[i]),
+                score_mean=float(mean[i]),
+                score_stdev=float(stdev[i]),
+                score_mean_sq=float(msq[i]),
+                lead=float(lead[i]),
+                ownership=own_i.reshape(NN_LEN, NN_LEN)[: game.y_size, : game.x_size].copy(),
+                perspective=perspective,
+            ))
+        return results
+
+    def forward_raw(self, spatial: np.ndarray, glob: np.ndarray,
+                    width: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The network's raw outputs for encoded rows (the search's path): spatial [n, 22, W * W]
+        (a W x W crop of the grid), glob [n, 19]. Returns float32 numpy arrays: the move policy
+        logits [n, W * W + 1] (pass last), value logits [n, 3] and misc outputs [n, M].
+
+        With a compiled network the batch is padded to a multiple of 8 rows, so that varying batch
+        sizes share a few compiled shapes."""
+        n = spatial.shape[0]
+        x = torch.from_numpy(spatial).view(n, NUM_SPATIAL, width, width)
+        g = torch.from_numpy(glob)
+        if self.net is not self.model and n % 8:
+            pad = 8 - n % 8
+            x = torch.cat([x, x.new_zeros((pad, *x.shape[1:]))])
+            g = torch.cat([g, g.new_zeros((pad, g.shape[1]))])
+        out = self._run(x, g)
+        policy = out.policy[:n, 0, :].float().cpu().numpy()
+        value = out.value[:n].float().cpu().numpy()
+        misc = out.misc[:n].float().cpu().numpy()
+        self.misses += n
+        return policy, value, misc
+
+    def _run(self, spatial: torch.Tensor, glob: torch.Tensor, dtype: torch.dtype | None = None) -> ModelOutput:
+        """The network on the device, under autocast to dtype (default: the checked precision)."""
+        dtype = self.autocast_dtype if dtype is None else dtype
+        non_blocking = self.device.type == "cuda"
+        spatial = spatial.to(self.device, non_blocking=non_blocking)
+        glob = glob.to(self.device, non_blocking=non_blocking)
+        with torch.inference_mode():
+            if dtype is not None:
+                with torch.autocast(self.device.type, dtype=dtype):
+                    return self.net(spatial, glob, with_score_belief=False)
+            return self.net(spatial, glob, with_score_belief=False)
+
+    def _forward(self, spatial: torch.Tensor, glob: torch.Tensor, dtype: torch.dtype | None = None) -> ModelOutput:
+        out = self._run(spatial, glob, dtype)
+        return ModelOutput(*(t.float() for t in (out.policy, out.value, out.misc, out.ownership,
+                                                 out.score_belief, out.score_belief_gamma)))
+
+    # --- precision check -------------------------------------------------------------------------
+    def _choose_precision(self, precision: str) -> None:
+        candidates = {"fp16": [torch.float16], "bf16": [torch.bfloat16]}.get(
+            precision, [torch.float16, torch.bfloat16])
+        games = _check_positions()
+        n = len(games)
+        spatial, glob, legal = self.spatial[:n], self.glob[:n], self.legal[:n]
+        self.encoder.encode(games, spatial, glob, legal)
+        x = torch.from_numpy(spatial).view(n, NUM_SPATIAL, NN_LEN, NN_LEN)
+        g = torch.from_numpy(glob)
+        legal_t = torch.from_numpy(legal) > 0
+        ref = interpret(self._forward(x, g, None), legal_t, False)
+        for dtype in candidates:
+            try:
+                got = interpret(self._forward(x, g, dtype), legal_t, False)
+            except RuntimeError as e:  # a device without that type
+                log.info("%s autocast unavailable: %s", dtype, e)
+                continue
+            dp = float((got.policy_full - ref.policy_full).abs().max())
+            dv = float((got.win - ref.win).abs().max())
+            if dp <= PRECISION_POLICY_TOLERANCE and dv <= PRECISION_VALUE_TOLERANCE:
+                self.autocast_dtype = dtype
+                log.info("using %s autocast (policy error %.4f, value error %.4f)", dtype, dp, dv)
+                return
+            log.warning("%s differs from fp32 (policy %.4f, value %.4f): using fp32", dtype, dp, dv)
+
+
+def _pad_to_grid(out: ModelOutput, h: int, w: int) -> ModelOutput:
+    """Outputs of an h x w crop laid out on the 19x19 grid again."""
+    if h == NN_LEN and w == NN_LEN:
+        return out
+    n, p, _ = out.policy.shape
+    board = out.policy[:, :, : h * w].reshape(n, p, h, w)
+    grid = torch.zeros((n, p, NN_LEN, NN_LEN), dtype=out.policy.dtype, device=out.policy.device)
+    grid[:, :, :h, :w] = board
+    policy = torch.cat([grid.reshape(n, p, NN_AREA), out.policy[:, :, h * w :]], dim=2)
+    own = torch.zeros((n, NN_LEN, NN_LEN), dtype=out.ownership.dtype, device=out.ownership.device)
+    own[:, :h, :w] = out.ownership
+    return ModelOutput(policy, out.value, out.misc, own, out.score_belief, out.score_belief_gamma)
+
+
+def _check_positions() -> list[Game]:
+    """A few fixed positions of several sizes for the precision check."""
+    games = []
+    for size, moves in ((19, 40), (13, 25), (9, 15)):
+        game = Game(size, rules=Rules())
+        rng = random.Random(size)
+        for _ in range(moves):
+            legal = game.legal_moves()
+            game.play(rng.choice(legal) if legal else PASS)
+        games.append(game)
+    return games

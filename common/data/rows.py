@@ -1,0 +1,711 @@
+"""One self-play game as the search records it, and the writer that turns a game into training rows
+and stores them.
+
+The rows are in KataGo's npz layout; the arrays and what each channel holds are in
+:mod:`common.data.schema`, and how often each turn becomes a row in :mod:`common.data.weights`. The
+records: :class:`TurnRecord` per move (the search's values and policy target, the raw network's
+values), :class:`GameResult` and :class:`GameRecord` for the whole game. The writer,
+:func:`game_to_rows`, fills every row from its turn, the turns after it and the result, following
+KataGo's trainingwrite.cpp (``TrainingWriteBuffers::addRow``, ``fillValueTDTargets``) and
+cpp/program/play.cpp (the final value targets); :func:`save_rows` and :func:`write_game_rows` store
+rows as one compressed npz per game, atomically.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import math
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from common.data.schema import (
+    ARRAY_NAMES,
+    DATA_AREA,
+    DATA_LEN,
+    FUTURE_BOARD_TURNS,
+    GAME_MODE_NORMAL,
+    GT_AREA_SCORING,
+    GT_EARLIER_NET,
+    GT_EXTRA_BLACK,
+    GT_FINAL_SCORE,
+    GT_FIRST_TRAINING_TURN,
+    GT_FORMAT_VERSION,
+    GT_FUTURE_BOARD_WEIGHT,
+    GT_GAME_FINISHED,
+    GT_GAME_HASH,
+    GT_GAME_MODE,
+    GT_HISTORY_MASK_FIRST,
+    GT_HIT_TURN_LIMIT,
+    GT_INITIAL_TURN,
+    GT_LEAD,
+    GT_LEAD_WEIGHT,
+    GT_NETS_BEHIND,
+    GT_NEXT_POLICY_WEIGHT,
+    GT_ONE_MINUS_TD_WEIGHT,
+    GT_ONE_MINUS_VALUE_WEIGHT,
+    GT_OWNERSHIP_WEIGHT,
+    GT_POLICY_ENTROPY,
+    GT_POLICY_SURPRISE,
+    GT_POLICY_WEIGHT,
+    GT_RAW_POLICY_ENTROPY,
+    GT_RAW_SCORE,
+    GT_RAW_WIN_LOSS,
+    GT_ROW_WEIGHT,
+    GT_SCORING_WEIGHT,
+    GT_SEARCH_ENTROPY,
+    GT_SELF_KOMI,
+    GT_SENTE_VERSION,
+    GT_TURN_INDEX,
+    GT_UNREDUCED_VISITS,
+    GT_VARIANCE_TIME,
+    KATAGO_FORMAT_VERSION,
+    MAX_ROWS_PER_FILE,
+    NUM_GAME_MODES,
+    NUM_GLOBAL_INPUTS,
+    NUM_GLOBAL_TARGETS,
+    NUM_QVALUE,
+    NUM_SPATIAL_INPUTS,
+    NUM_VALUE_SPATIAL,
+    POLICY_LEN,
+    POLICY_TARGET_MAX,
+    POLICY_TARGET_MIN_MAX,
+    QVALUE_MAX,
+    QVALUE_SCORE_SCALE,
+    QVALUE_WINLOSS_SCALE,
+    REQUIRED_ARRAYS,
+    SCHEMA_BY_NAME,
+    SCORE_DISTR_LEN,
+    SCORE_DISTR_MID,
+    SCORE_TARGET_CAP,
+    SCORING_SCALE,
+    SENTE_ROWS_VERSION,
+    VT_FUTURE_8,
+    VT_FUTURE_32,
+    VT_OWNERSHIP,
+    VT_SCORING,
+    VT_SEKI,
+    RowArrays,
+    empty_rows,
+    pack_spatial,
+)
+from common.data.weights import (
+    POLICY_SURPRISE_DATA_WEIGHT,
+    VALUE_SURPRISE_DATA_WEIGHT,
+    frequency_weights,
+    stochastic_round,
+    stochastic_row_counts,
+)
+from common.files import atomic_write
+from common.go.geometry import BLACK, EMPTY, WHITE
+from common.go.rules import Rules
+
+log = logging.getLogger(__name__)
+
+HISTORY_KEEP_PROB = 0.98  # KataGo's selfplay1.cfg default
+
+# TD-like value targets: nowFactor = 1 / (1 + area * c) for the long, medium and short horizons.
+TD_AREA_COEFFICIENTS = (0.176, 0.056, 0.016)
+
+
+# --- What the search records ----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class SearchValues:
+    """The search's root values, from the side to move: win/loss/no-result probabilities (summing to
+    1), score mean and, on turns that estimated it, the lead (else None)."""
+
+    win: float
+    loss: float
+    no_result: float = 0.0
+    score: float = 0.0
+    lead: float | None = None
+
+
+@dataclass(frozen=True)
+class NetValues:
+    """The raw network's outputs at the root (no search), from the side to move."""
+
+    win: float
+    loss: float
+    no_result: float = 0.0
+    score: float = 0.0
+
+
+@dataclass
+class TurnRecord:
+    """One turn of a self-play game as the search produced it. Every move of the game from the start
+    position on has a record, cheap searches too (their values and targets feed the neighbouring
+    rows); ``weight`` decides how often the turn becomes a row.
+
+    - ``spatial`` [22, 361] 0/1 and ``global_inputs`` [19]: the encoded inputs of the position
+      (``common.nn.features``), on the 19x19 grid.
+    - ``player``: BLACK or WHITE, the side to move; every value here is from its view.
+    - ``move``: the grid position played (``y * 19 + x``; 361 = pass).
+    - ``policy_target`` [362]: the pruned visit counts the search keeps as its policy target (any
+      non-negative scale; None when the search kept none).
+    - ``search``: the root values; ``raw``: the raw network's values at the root.
+    - ``policy_surprise``: KL(target || root prior); ``policy_entropy``: entropy of the root prior the
+      search used; ``search_entropy``: entropy of the target (None: computed from the target);
+      ``raw_policy_entropy``: entropy of the unnoised network policy (None: ``policy_entropy``). See
+      :func:`policy_surprise_and_entropy`.
+    - ``weight``: 1 for a full search, 0 for a cheap one, between 0.1 and 1 once soft resignation
+      reduced the search (:func:`common.data.weights.soft_resignation_weight`); ``reduced`` says it did.
+    - ``visits``: the search's root visits.
+    - ``q_targets`` [3, 362] or None: per move the child's win-loss (in [-1, 1]), score and visits.
+    """
+
+    spatial: np.ndarray
+    global_inputs: np.ndarray
+    player: int
+    move: int
+    policy_target: np.ndarray | None
+    search: SearchValues
+    raw: NetValues
+    policy_surprise: float = 0.0
+    policy_entropy: float = 0.0
+    search_entropy: float | None = None
+    raw_policy_entropy: float | None = None
+    weight: float = 1.0
+    reduced: bool = False
+    visits: int = 0
+    q_targets: np.ndarray | None = None
+
+
+@dataclass(frozen=True)
+class GameResult:
+    """How the game ended: ``white_score`` is white's points minus black's (komi included), ``winner``
+    BLACK, WHITE or EMPTY (a draw, or no result)."""
+
+    winner: int
+    white_score: float
+    no_result: bool = False
+
+    def __post_init__(self) -> None:
+        if self.winner not in (BLACK, WHITE, EMPTY):
+            raise ValueError(f"game result: winner {self.winner!r} is not BLACK, WHITE or EMPTY")
+        if not math.isfinite(self.white_score):
+            raise ValueError(f"game result: white_score {self.white_score!r} is not finite")
+        if self.no_result:
+            if self.winner != EMPTY:
+                raise ValueError("game result: a game without result has no winner")
+            return
+        expected = WHITE if self.white_score > 0 else BLACK if self.white_score < 0 else EMPTY
+        if self.winner != expected:
+            raise ValueError(f"game result: winner {self.winner} disagrees with white_score {self.white_score:+g}")
+
+    @classmethod
+    def from_score(cls, white_score: float) -> GameResult:
+        winner = WHITE if white_score > 0 else BLACK if white_score < 0 else EMPTY
+        return cls(winner=winner, white_score=float(white_score))
+
+    @classmethod
+    def without_result(cls) -> GameResult:
+        return cls(winner=EMPTY, white_score=0.0, no_result=True)
+
+
+@dataclass
+class GameRecord:
+    """One finished self-play game.
+
+    Boards are ``y_size`` rows of ``x_size`` points. The final maps are [y_size, x_size] arrays from
+    white's view: ``final_ownership`` 1 white / -1 black / 0 neither, as scored; ``final_full_area``
+    the same including points owned only as seki (optional: feeds valueTargetsNCHW C1, which stays
+    0 without it); ``final_stones`` the stones on the final board (optional: the board after the last
+    move, for the 8- and 32-turns-ahead targets near the end); ``final_scoring`` KataGo's per-point
+    scoring values in [-1, 1] (optional: C4, weight 0 without it).
+
+    Metadata: ``game_id`` the client-made id (file name), ``game_hash`` its 128-bit hash (None:
+    derived from the id), ``mode`` a GAME_MODE_*, ``start_turn`` the moves made before the first
+    record, ``initial_turn_number`` the turn number the history started at, ``extra_black`` handicap
+    stones, ``hit_turn_limit`` whether the move limit ended it, ``net_switch_turns`` the turn indices
+    at which a newer network took over, ``training_weight`` the weight every row carries.
+    """
+
+    x_size: int
+    y_size: int
+    komi: float
+    rules: Rules
+    result: GameResult
+    turns: list[TurnRecord]
+    final_ownership: np.ndarray | None
+    game_id: str = ""
+    game_hash: int | None = None
+    final_full_area: np.ndarray | None = None
+    final_stones: np.ndarray | None = None
+    final_scoring: np.ndarray | None = None
+    mode: int = GAME_MODE_NORMAL
+    start_turn: int = 0
+    initial_turn_number: int = 0
+    extra_black: int = 0
+    hit_turn_limit: bool = False
+    draw_equivalent_wins_for_white: float = 0.5
+    training_weight: float = 1.0
+    net_switch_turns: tuple[int, ...] = field(default_factory=tuple)
+
+    @property
+    def num_turns(self) -> int:
+        return len(self.turns)
+
+    @property
+    def board_area(self) -> int:
+        return self.x_size * self.y_size
+
+    def hash128(self) -> int:
+        """The game hash: ``game_hash`` or, when None, the first 16 bytes of BLAKE2b of ``game_id``."""
+        if self.game_hash is not None:
+            return int(self.game_hash) & ((1 << 128) - 1)
+        return int.from_bytes(hashlib.blake2b(self.game_id.encode(), digest_size=16).digest(), "little")
+
+    def result_will_be_integer(self) -> bool:
+        """KataGo's Rules::gameResultWillBeInteger: an integer komi, unless the button adds a half."""
+        return (float(self.komi) == int(self.komi)) != bool(self.rules.has_button)
+
+    def white_value_targets(self) -> np.ndarray:
+        """[n+1, 4] win, loss, no result, score from white's view: each turn's search, then the final
+        result (play.cpp: whiteValueTargetsByTurn plus finalValueTargets)."""
+        n = self.num_turns
+        out = np.zeros((n + 1, 4), dtype=np.float64)
+        for i, turn in enumerate(self.turns):
+            s = turn.search
+            out[i, 0], out[i, 1] = _white_wl(turn.player, s.win, s.loss)
+            out[i, 2] = s.no_result
+            out[i, 3] = _white(turn.player, s.score)
+        result = self.result
+        if result.no_result:
+            out[n] = (0.0, 0.0, 1.0, 0.0)
+        else:
+            d = self.draw_equivalent_wins_for_white
+            win = 1.0 if result.winner == WHITE else 0.0 if result.winner == BLACK else d
+            adjust = (d - 0.5) if self.result_will_be_integer() else 0.0  # ScoreValue::whiteScoreDrawAdjust
+            out[n] = (win, 1.0 - win, 0.0, result.white_score + adjust)
+        return out
+
+    def check(self) -> None:
+        """Raise ValueError saying what is wrong when the game cannot become training rows (sizes, values
+        and shapes of every turn and of the game's metadata)."""
+        if not (2 <= self.x_size <= DATA_LEN and 2 <= self.y_size <= DATA_LEN):
+            raise ValueError(f"board {self.x_size}x{self.y_size} does not fit the {DATA_LEN}x{DATA_LEN} data grid")
+        if not 0 <= self.mode < NUM_GAME_MODES:
+            raise ValueError(f"game mode {self.mode} is not one of KataGo's 0..{NUM_GAME_MODES - 1}")
+        if not 0.0 <= self.draw_equivalent_wins_for_white <= 1.0:
+            raise ValueError("draw_equivalent_wins_for_white must be within [0, 1]")
+        if not (math.isfinite(self.training_weight) and self.training_weight >= 0):
+            raise ValueError("training_weight must be finite and >= 0")
+        if not math.isfinite(self.komi):
+            raise ValueError(f"komi {self.komi!r} is not finite")
+        for label, value in (
+            ("start_turn", self.start_turn),
+            ("initial_turn_number", self.initial_turn_number),
+            ("extra_black", self.extra_black),
+        ):
+            if value < 0:
+                raise ValueError(f"{label} {value} is negative")
+        board_mask = np.zeros((DATA_LEN, DATA_LEN), dtype=bool)
+        board_mask[: self.y_size, : self.x_size] = True
+        board_mask = board_mask.reshape(-1)
+        for i, turn in enumerate(self.turns):
+            where = f"turn {i}"
+            if turn.player not in (BLACK, WHITE):
+                raise ValueError(f"{where}: player {turn.player!r} is not BLACK or WHITE")
+            spatial = np.asarray(turn.spatial)
+            if spatial.shape != (NUM_SPATIAL_INPUTS, DATA_AREA):
+                raise ValueError(f"{where}: spatial inputs have shape {spatial.shape}")
+            if not np.array_equal(spatial[0] != 0, board_mask):
+                raise ValueError(
+                    f"{where}: input plane 0 (on board) is not the top-left {self.x_size}x{self.y_size} corner "
+                    "of the 19x19 grid"
+                )
+            g = np.asarray(turn.global_inputs)
+            if g.shape != (NUM_GLOBAL_INPUTS,) or not np.all(np.isfinite(g)):
+                raise ValueError(f"{where}: global inputs must be {NUM_GLOBAL_INPUTS} finite values")
+            if not 0 <= turn.move < POLICY_LEN:
+                raise ValueError(f"{where}: move {turn.move} is not a grid position or pass")
+            if turn.visits < 0:
+                raise ValueError(f"{where}: visits {turn.visits} is negative")
+            if not (math.isfinite(turn.weight) and 0.0 <= turn.weight <= 1.0):
+                raise ValueError(f"{where}: weight {turn.weight} is not within [0, 1]")
+            s = turn.search
+            raw = turn.raw
+            for label, wld in (("search", (s.win, s.loss, s.no_result)), ("raw", (raw.win, raw.loss, raw.no_result))):
+                if not all(math.isfinite(v) and -1e-6 <= v <= 1 + 1e-6 for v in wld) or abs(sum(wld) - 1.0) > 1e-3:
+                    raise ValueError(f"{where}: {label} win/loss/no-result {wld} are not probabilities summing to 1")
+            if not (math.isfinite(s.score) and math.isfinite(turn.raw.score)):
+                raise ValueError(f"{where}: score is not finite")
+            if s.lead is not None and not math.isfinite(s.lead):
+                raise ValueError(f"{where}: lead is not finite")
+            for label, v in (("policy_surprise", turn.policy_surprise), ("policy_entropy", turn.policy_entropy)):
+                if not (math.isfinite(v) and v >= 0):
+                    raise ValueError(f"{where}: {label} {v} must be finite and >= 0")
+            if turn.policy_target is not None:
+                target = np.asarray(turn.policy_target, dtype=np.float64)
+                if target.shape != (POLICY_LEN,):
+                    raise ValueError(f"{where}: policy target has shape {target.shape}; expected ({POLICY_LEN},)")
+                off_board = np.concatenate((spatial[0] == 0, [False]))
+                if np.any(target[off_board] != 0):
+                    raise ValueError(f"{where}: policy target has mass off the board")
+            if turn.q_targets is not None and np.asarray(turn.q_targets).shape != (NUM_QVALUE, POLICY_LEN):
+                raise ValueError(f"{where}: q_targets has shape {np.asarray(turn.q_targets).shape}")
+
+
+# --- Small helpers --------------------------------------------------------------------------------------
+def _round_half_away(x: float) -> int:
+    """C's round(): halves away from zero."""
+    return int(math.copysign(math.floor(abs(x) + 0.5), x))
+
+
+def policy_target_to_int16(counts: np.ndarray) -> np.ndarray:
+    """A policy target as KataGo stores it: scaled so the largest entry is at least 10 (keeps the
+    resolution of pruned fractional counts) and at most 30000, rounded (halves up)."""
+    c = np.asarray(counts, dtype=np.float64)
+    if c.shape != (POLICY_LEN,):
+        raise ValueError(f"policy target has shape {c.shape}; expected ({POLICY_LEN},)")
+    if not np.all(np.isfinite(c)) or np.any(c < 0):
+        raise ValueError("policy target has negative or non-finite entries")
+    top = float(c.max())
+    if top <= 0:
+        raise ValueError("policy target is all zero")
+    scale = 1.0
+    if top < POLICY_TARGET_MIN_MAX:
+        scale = POLICY_TARGET_MIN_MAX / top
+    elif top > POLICY_TARGET_MAX:
+        scale = POLICY_TARGET_MAX / top
+    return np.minimum(np.floor(c * scale + 0.5), POLICY_TARGET_MAX).astype(np.int16)
+
+
+def policy_surprise_and_entropy(target: np.ndarray, prior: np.ndarray) -> tuple[float, float, float]:
+    """(KL(target || prior), entropy of the target, entropy of the prior), natural logs, as KataGo's
+    Search::getPolicySurpriseAndEntropy: ``target`` is normalised; terms with target or prior below
+    1e-100 are skipped; results are clamped at 0. A target entry on a move the prior gives zero makes
+    the surprise infinite, so such a prior is floored at 1e-30."""
+    t = np.asarray(target, dtype=np.float64)
+    p = np.asarray(prior, dtype=np.float64)
+    if t.shape != p.shape:
+        raise ValueError(f"target shape {t.shape} differs from prior shape {p.shape}")
+    total = t.sum()
+    if not total > 0:
+        raise ValueError("policy target sums to zero")
+    t = t / total
+    used = t > 1e-100
+    log_t = np.log(t[used])
+    surprise = float(np.sum(t[used] * (log_t - np.log(np.maximum(p[used], 1e-30)))))
+    search_entropy = float(-np.sum(t[used] * log_t))
+    pp = p[p > 1e-100]
+    prior_entropy = float(-np.sum(pp * np.log(pp)))
+    return max(surprise, 0.0), max(search_entropy, 0.0), max(prior_entropy, 0.0)
+
+
+def _entropy(weights: np.ndarray) -> float:
+    """Entropy (natural log) of non-negative weights, normalised."""
+    total = float(weights.sum())
+    if not total > 0:
+        return 0.0
+    p = weights[weights > 0] / total
+    return max(float(-np.sum(p * np.log(p))), 0.0)
+
+
+def score_distribution(score: float) -> np.ndarray:
+    """scoreDistrN for a final score from the side to move: 100 split over the buckets of
+    ``round(score) -/+ 0.5`` so that their mean is ``score`` (the upper share rounded to a percent);
+    beyond the ends all 100 go to the end bucket. trainingwrite.cpp addRow."""
+    distr = np.zeros(SCORE_DISTR_LEN, dtype=np.int8)
+    center = _round_half_away(score)
+    lower = center + SCORE_DISTR_MID - 1
+    upper = center + SCORE_DISTR_MID
+    if upper <= 0:
+        distr[0] = 100
+    elif lower >= SCORE_DISTR_LEN - 1:
+        distr[SCORE_DISTR_LEN - 1] = 100  # KataGo indexes one past the end here; the last bucket is meant
+    else:
+        upper_share = _round_half_away((score - (center - 0.5)) * 100.0)
+        distr[lower] = 100 - upper_share
+        distr[upper] = upper_share
+    return distr
+
+
+def _dummy_score_distribution() -> np.ndarray:
+    """KataGo's filler when there is no score target: 50/50 around 0, so it still sums to 100."""
+    distr = np.zeros(SCORE_DISTR_LEN, dtype=np.int8)
+    distr[SCORE_DISTR_MID - 1] = 50
+    distr[SCORE_DISTR_MID] = 50
+    return distr
+
+
+# --- Value targets in white's view --------------------------------------------------------------------
+def _white(player: int, value: float) -> float:
+    return value if player == WHITE else -value
+
+
+def _white_wl(player: int, win: float, loss: float) -> tuple[float, float]:
+    return (win, loss) if player == WHITE else (loss, win)
+
+
+def _td_targets(white_targets: np.ndarray, now_factor: float) -> np.ndarray:
+    """fillValueTDTargets for every turn at once, white's view: T[n] = v[n], T[i] = f v[i] + (1-f) T[i+1]."""
+    n = white_targets.shape[0] - 1
+    out = np.empty_like(white_targets)
+    out[n] = white_targets[n]
+    for i in range(n - 1, -1, -1):
+        out[i] = now_factor * white_targets[i] + (1.0 - now_factor) * out[i + 1]
+    return out
+
+
+def _variance_times(white_targets: np.ndarray) -> np.ndarray:
+    """[n] sum over j > i of (j - i) (WL_j - WL_{j-1})², WL = win - loss (trainingwrite.cpp)."""
+    wl = white_targets[:, 0] - white_targets[:, 1]
+    n = wl.shape[0] - 1
+    jumps = np.zeros(n + 1)
+    jumps[1:] = np.diff(wl) ** 2
+    idx = np.arange(n + 1, dtype=np.float64)
+    s0 = np.cumsum(jumps[::-1])[::-1]  # sum_{j >= i} jumps[j]
+    s1 = np.cumsum((idx * jumps)[::-1])[::-1]
+    i = np.arange(n)
+    return (s1[i + 1] - i * s0[i + 1]) if n > 0 else np.zeros(0)
+
+
+# --- Rows -----------------------------------------------------------------------------------------------
+def _board_map(name: str, values: np.ndarray | None, game: GameRecord, *, ternary: bool) -> np.ndarray | None:
+    """A [y_size, x_size] map embedded in the top-left of the 19x19 grid (float64)."""
+    if values is None:
+        return None
+    a = np.asarray(values, dtype=np.float64)
+    if a.shape != (game.y_size, game.x_size):
+        raise ValueError(f"{name} has shape {a.shape}; expected ({game.y_size}, {game.x_size}) (y, x)")
+    if not np.all(np.isfinite(a)):
+        raise ValueError(f"{name} has non-finite values")
+    if ternary and not np.all((a == -1) | (a == 0) | (a == 1)):
+        raise ValueError(f"{name} holds values other than -1, 0, 1")
+    if not ternary and np.any(np.abs(a) > 1):
+        raise ValueError(f"{name} has values outside [-1, 1]")
+    grid = np.zeros((DATA_LEN, DATA_LEN))
+    grid[: game.y_size, : game.x_size] = a
+    return grid
+
+
+def _policy_plane(target: np.ndarray | None) -> tuple[np.ndarray, float]:
+    if target is None:
+        return np.ones(POLICY_LEN, dtype=np.int16), 0.0  # KataGo's uniformPolicyTarget, weight 0
+    return policy_target_to_int16(target), 1.0
+
+
+def _side_view(grid: np.ndarray, player: int) -> np.ndarray:
+    return grid if player == WHITE else -grid
+
+
+def _board_from_inputs(turn: TurnRecord) -> np.ndarray:
+    """The stones of a turn's position from white's view (+1 white, -1 black) on the 19x19 grid."""
+    spatial = np.asarray(turn.spatial)
+    own = spatial[1].astype(np.float64)
+    opp = spatial[2].astype(np.float64)
+    side = own - opp
+    return (side if turn.player == WHITE else -side).reshape(DATA_LEN, DATA_LEN)
+
+
+def game_to_rows(
+    game: GameRecord,
+    rng: np.random.Generator | int | None = None,
+    policy_surprise_weight: float = POLICY_SURPRISE_DATA_WEIGHT,
+    value_surprise_weight: float = VALUE_SURPRISE_DATA_WEIGHT,
+    history_keep_prob: float = HISTORY_KEEP_PROB,
+) -> RowArrays:
+    """The game's training rows in KataGo's layout (possibly zero rows).
+
+    ``rng`` (a Generator or a seed) drives the row counts, the history masks and the stochastic
+    rounding of scoring and q-values; the same seed gives the same rows. ``history_keep_prob`` 1.0
+    keeps history on every row.
+    """
+    game.check()
+    gen = np.random.default_rng(rng)
+    n = game.num_turns
+    if n == 0:
+        return empty_rows(0)
+    counts = stochastic_row_counts(frequency_weights(game, policy_surprise_weight, value_surprise_weight), gen)
+    total = int(counts.sum())
+    rows = empty_rows(total)
+    if total == 0:
+        return rows
+
+    area = game.board_area
+    white_targets = game.white_value_targets()
+    td = [_td_targets(white_targets, 0.0)]
+    td += [_td_targets(white_targets, 1.0 / (1.0 + area * c)) for c in TD_AREA_COEFFICIENTS]
+    td.append(_td_targets(white_targets, 1.0))
+    variance_times = _variance_times(white_targets)
+
+    no_result = game.result.no_result
+    ownership = _board_map("final_ownership", game.final_ownership, game, ternary=True)
+    full_area = _board_map("final_full_area", game.final_full_area, game, ternary=True)
+    scoring = _board_map("final_scoring", game.final_scoring, game, ternary=False)
+    final_stones = _board_map("final_stones", game.final_stones, game, ternary=True)
+    boards: list[np.ndarray | None] = [_board_from_inputs(t) for t in game.turns] + [final_stones]
+    final_white_score = white_targets[n, 3]
+
+    hash128 = game.hash128()
+    halves = (hash128 & ((1 << 64) - 1), hash128 >> 64)
+    hash_chunks = []
+    for h in halves:
+        hash_chunks += [h & 0x3FFFFF, (h >> 22) & 0x3FFFFF, (h >> 44) & 0xFFFFF]
+    switches = sorted(int(t) for t in game.net_switch_turns)
+    policy_planes = [_policy_plane(t.policy_target) for t in game.turns]
+
+    r = 0
+    for i, turn in enumerate(game.turns):
+        if counts[i] == 0:
+            continue
+        player = turn.player
+        turn_index = game.start_turn + i
+        packed = pack_spatial(np.asarray(turn.spatial))
+        global_inputs = np.asarray(turn.global_inputs, dtype=np.float32)
+
+        base = np.zeros(NUM_GLOBAL_TARGETS, dtype=np.float64)
+        for k, group in enumerate(td):
+            win, loss, nores, score = group[i]
+            if player == BLACK:
+                win, loss, score = loss, win, -score
+            base[4 * k : 4 * k + 4] = (win, loss, nores, np.clip(score, -SCORE_TARGET_CAP, SCORE_TARGET_CAP))
+        base[GT_VARIANCE_TIME] = variance_times[i]
+        base[GT_ONE_MINUS_TD_WEIGHT] = 0.0
+        base[GT_ROW_WEIGHT] = game.training_weight
+        plane0, w0 = policy_planes[i]
+        plane1, w1 = policy_planes[i + 1] if i + 1 < n else _policy_plane(None)
+        base[GT_POLICY_WEIGHT] = w0
+        base[GT_NEXT_POLICY_WEIGHT] = w1
+        if turn.search.lead is not None and not no_result:
+            base[GT_LEAD] = np.clip(turn.search.lead, -SCORE_TARGET_CAP, SCORE_TARGET_CAP)
+            base[GT_LEAD_WEIGHT] = 1.0
+        base[GT_POLICY_SURPRISE] = turn.policy_surprise
+        base[GT_POLICY_ENTROPY] = turn.policy_entropy
+        if turn.search_entropy is not None:
+            base[GT_SEARCH_ENTROPY] = turn.search_entropy
+        elif turn.policy_target is not None:
+            base[GT_SEARCH_ENTROPY] = _entropy(np.asarray(turn.policy_target, dtype=np.float64))
+        base[GT_ONE_MINUS_VALUE_WEIGHT] = 0.0
+        base[GT_GAME_HASH] = hash_chunks
+        base[GT_SELF_KOMI] = float(global_inputs[5]) * 20.0  # fillRowV7 writes selfKomi / 20 there
+        base[GT_AREA_SCORING] = 1.0 if game.rules.scoring == "AREA" else 0.0
+        base[GT_EARLIER_NET] = 1.0 if switches else 0.0
+        base[GT_NETS_BEHIND] = sum(1 for s in switches if s > turn_index)
+        base[GT_TURN_INDEX] = turn_index
+        base[GT_HIT_TURN_LIMIT] = 1.0 if game.hit_turn_limit else 0.0
+        base[GT_FIRST_TRAINING_TURN] = game.start_turn
+        base[GT_EXTRA_BLACK] = game.extra_black
+        base[GT_GAME_MODE] = game.mode
+        base[GT_INITIAL_TURN] = game.initial_turn_number
+        base[GT_RAW_WIN_LOSS] = turn.raw.win - turn.raw.loss
+        base[GT_RAW_SCORE] = turn.raw.score
+        base[GT_RAW_POLICY_ENTROPY] = (
+            turn.raw_policy_entropy if turn.raw_policy_entropy is not None else turn.policy_entropy
+        )
+        base[GT_UNREDUCED_VISITS] = turn.visits
+        base[GT_GAME_FINISHED] = 0.0 if game.hit_turn_limit else 1.0
+        base[GT_FORMAT_VERSION] = KATAGO_FORMAT_VERSION
+        base[GT_SENTE_VERSION] = SENTE_ROWS_VERSION
+
+        value_spatial = np.zeros((NUM_VALUE_SPATIAL, DATA_LEN, DATA_LEN), dtype=np.int8)
+        if ownership is None or no_result:
+            distr = _dummy_score_distribution()
+        else:
+            base[GT_OWNERSHIP_WEIGHT] = 1.0
+            own = _side_view(ownership, player)
+            value_spatial[VT_OWNERSHIP] = own
+            if full_area is not None:
+                value_spatial[VT_SEKI] = np.where((full_area != 0) & (ownership == 0), _side_view(full_area, player), 0)
+            score = _white(player, final_white_score)
+            base[GT_FINAL_SCORE] = np.clip(score, -SCORE_TARGET_CAP, SCORE_TARGET_CAP)  # KataGo leaves it uncapped
+            distr = score_distribution(score)
+        future = [boards[min(i + k, n)] for k in FUTURE_BOARD_TURNS]
+        if all(b is not None for b in future):
+            base[GT_FUTURE_BOARD_WEIGHT] = 1.0
+            value_spatial[VT_FUTURE_8] = _side_view(future[0], player)
+            value_spatial[VT_FUTURE_32] = _side_view(future[1], player)
+        side_scoring = None
+        if scoring is not None and not no_result:
+            base[GT_SCORING_WEIGHT] = 1.0
+            side_scoring = _side_view(scoring, player) * SCORING_SCALE
+        q_source = None if turn.q_targets is None else np.asarray(turn.q_targets, dtype=np.float64)
+
+        for _ in range(int(counts[i])):
+            row_targets = base.copy()
+            keep = True
+            for h in range(5):
+                keep = keep and bool(gen.random() < history_keep_prob)
+                row_targets[GT_HISTORY_MASK_FIRST + h] = 1.0 if keep else 0.0
+            rows["binaryInputNCHWPacked"][r] = packed
+            rows["globalInputNC"][r] = global_inputs
+            rows["policyTargetsNCMove"][r, 0] = plane0
+            rows["policyTargetsNCMove"][r, 1] = plane1
+            rows["globalTargetsNC"][r] = row_targets
+            rows["scoreDistrN"][r] = distr
+            rows["valueTargetsNCHW"][r] = value_spatial
+            if side_scoring is not None:
+                rows["valueTargetsNCHW"][r, VT_SCORING] = stochastic_round(
+                    side_scoring, gen, -SCORING_SCALE, SCORING_SCALE
+                )
+            if q_source is not None:
+                rows["qValueTargetsNCMove"][r] = _q_plane(q_source, gen)
+            r += 1
+    assert r == total
+    log.debug("game %s: %d turns -> %d rows", game.game_id or "?", n, total)
+    return rows
+
+
+def _q_plane(q: np.ndarray, gen: np.random.Generator) -> np.ndarray:
+    """fillQValueTarget: win-loss x 32000 and score (capped) x 60 stochastically rounded, visits clipped.
+    The values are already from the side to move."""
+    plane = np.zeros((NUM_QVALUE, POLICY_LEN), dtype=np.int16)
+    if not np.all(np.isfinite(q)):
+        raise ValueError("q_targets hold non-finite values")
+    wl = np.clip(q[0], -1.0, 1.0) * QVALUE_WINLOSS_SCALE
+    score = np.clip(q[1], -SCORE_TARGET_CAP, SCORE_TARGET_CAP) * QVALUE_SCORE_SCALE
+    plane[0] = stochastic_round(wl, gen, -QVALUE_MAX, QVALUE_MAX)
+    plane[1] = stochastic_round(score, gen, -QVALUE_MAX, QVALUE_MAX)
+    plane[2] = np.clip(np.rint(q[2]), 0, QVALUE_MAX)
+    return plane
+
+
+# --- Files ----------------------------------------------------------------------------------------------
+_SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+
+
+def save_rows(rows: Mapping[str, np.ndarray], path: str | os.PathLike[str]) -> Path:
+    """Write rows to ``path`` as a compressed npz, atomically: a temporary file in the same directory,
+    flushed and fsynced, then renamed over ``path``. Arrays are written in schema order with their
+    schema dtypes; names outside the schema are refused. Nothing is left behind on failure."""
+    target = Path(path)
+    unknown = sorted(set(rows) - set(ARRAY_NAMES))
+    if unknown:
+        raise ValueError(f"not schema arrays: {', '.join(unknown)}")
+    missing = [name for name in REQUIRED_ARRAYS if name not in rows]
+    if missing:
+        raise ValueError(f"rows lack required array(s): {', '.join(missing)}")
+    arrays = {
+        name: np.ascontiguousarray(rows[name], dtype=SCHEMA_BY_NAME[name].dtype) for name in ARRAY_NAMES if name in rows
+    }
+    return atomic_write(target, lambda f: np.savez_compressed(f, **arrays))
+
+
+def write_game_rows(
+    game: GameRecord,
+    directory: str | os.PathLike[str],
+    rng: np.random.Generator | int | None = None,
+    filename: str | None = None,
+    **options: float,
+) -> Path | None:
+    """Turn one game into rows and store them as ``<directory>/<game_id>.npz`` (or ``filename``), one
+    file per game, atomically. Returns the path, or None when the game yielded no rows (KataGo skips
+    such games). ``options`` go to :func:`game_to_rows`."""
+    rows = game_to_rows(game, rng=rng, **options)
+    num_rows = rows["globalTargetsNC"].shape[0]
+    if num_rows == 0:
+        log.info("game %s yielded no training rows; nothing written", game.game_id or "?")
+        return None
+    if num_rows > MAX_ROWS_PER_FILE:
+        raise ValueError(f"game {game.game_id!r} yielded {num_rows} rows, above {MAX_ROWS_PER_FILE} per file")
+    name = filename or f"{game.game_id}.npz"
+    if not name.endswith(".npz") or not _SAFE_NAME.match(name):
+        name = f"{game.hash128():032x}.npz"
+    return save_rows(rows, Path(directory) / name)

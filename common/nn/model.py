@@ -1,0 +1,552 @@
+"""The network: the KataGo paper's Appendix A architecture, laid out as KataGo's model version 8.
+
+Inputs are KataGo's inputs version 7: ``spatial`` float32 [N, 22, H, W] whose channel 0 is the
+on-board mask (boards smaller than the tensor sit in its top-left corner) and ``global_inputs``
+float32 [N, 19]. The standard tensor is 19x19 and then the outputs follow the contract in
+:mod:`common.nn.outputs`; the model itself works for any H, W (policy then has H*W+1 entries and
+ownership is [N, H, W]), which is what lets tests check that a board computed inside a larger,
+masked tensor equals the same board computed in a tensor of exactly its size.
+
+Structure (every "norm" is a batch norm that is a per-channel affine map in eval mode, always
+followed by ReLU and by multiplication with the on-board mask, so off-board cells are exactly 0
+whenever a convolution or pooling reads them):
+
+- trunk: 5x5 conv of the (masked) spatial input, plus a bias per channel from a matmul of the
+  global input; then the residual blocks; then norm + ReLU + mask.
+- regular block: norm, ReLU, 3x3 conv (mid channels), norm, ReLU, 3x3 conv, added to the trunk.
+- gpool block: norm, ReLU, then two 3x3 convs: "regular" channels and "gpool" channels; the gpool
+  channels go through norm + ReLU + mask and global pooling (3 values per channel), a matmul of
+  the pooled values is added to the regular channels as a per-channel bias; then norm, ReLU, 3x3
+  conv back to the trunk width, added to the trunk.
+- policy head: 1x1 conv P1 and 1x1 conv G1 of the trunk; G1 -> norm, ReLU, mask, global pooling;
+  matmul of the pooled G1 added to P1 as a bias; P1 -> norm, ReLU, mask, 1x1 conv to
+  ``policy_channels`` logits per point. Pass logits: matmul of the pooled G1, one per channel.
+- value head: 1x1 conv V1 -> norm, ReLU, mask -> value pooling (3 values per channel) -> v2
+  (matmul + bias, ReLU) -> v3 (3 logits: win, loss, no result) and the misc values (matmul +
+  bias). Ownership: 1x1 conv of the V1 activations, masked.
+- score belief head (training only; KataGo's C++ engine and .bin files do not have it): see
+  :class:`ScoreBeliefHead`.
+
+Global pooling (KataGo ``global_pool``): with b = sqrt(number of on-board cells) (KataGo uses the
+square root of the mask sum, i.e. sqrt(area) also for rectangular boards), per channel:
+mean over on-board cells, mean * (b - 14) / 10, max over on-board cells. The value head's pooling
+(KataGo ``value_head_pool``) replaces the max with mean * ((b - 14)^2 / 100 - 0.1).
+
+Policy channels, ``ModelOutput.policy[:, c]`` (each a separate distribution over the points and
+pass, side to move):
+
+==== ================================================ ==========================================
+ c    prediction of                                    present in
+==== ================================================ ==========================================
+ 0    the move to play (the search's policy target)    every network; the only one the engine uses
+ 1    the opponent's reply on the next turn            our networks (KataGo trains it too, but its
+                                                       version 8 files carry only channel 0)
+ 2    the soft policy target (channel 0's target       our networks; training only
+      to the power 1/T, renormalised)
+ 3    the soft opponent policy target                  our networks; training only
+==== ================================================ ==========================================
+
+Our named sizes have all four (:data:`OWN_POLICY_CHANNELS`); imported KataGo version 8 networks have
+one (:data:`KATAGO_V8_POLICY_CHANNELS`). The loss (:mod:`common.nn.loss`) trains each channel that is
+present and skips the others.
+
+Misc (score) values layout, ``ModelOutput.misc[:, i]`` (KataGo's "sv3" for version 8, from the
+side to move, before the post-processing in :mod:`common.nn.interpret`):
+
+==== =========================================== ==========================================
+ i    meaning                                      post-processing (KataGo model version 8)
+==== =========================================== ==========================================
+ 0    score mean ("selfplay score")                x * 20
+ 1    score standard deviation, before softplus    softplus(x) * 20
+ 2    lead                                         x * 20
+ 3    variance time, before softplus               softplus(x) * 40 (engine reports it only
+                                                   for model version >= 9)
+ 4-7  the paper's root-variance predictions,       softplus(x); training only, not used by
+      before softplus: variance of the root        the engine
+      value between 1 and 4, 16, 64, 256 visits
+      (present only when misc_values >= 8)
+ 8+   unused
+==== =========================================== ==========================================
+
+Columns 0-3 are KataGo's version 8 layout and are all an imported network has. The paper
+(Appendix A) put the root variances right after the score stdev; version 8 replaced those columns
+with lead and variance time, so ours come after them. KataGo's own training networks use the
+columns after 3 for other training-only outputs; the engine reads only columns 0-3, so the
+difference never reaches a KataGo program. The multipliers are :data:`SCORE_MEAN_MULTIPLIER`,
+:data:`SCORE_STDEV_MULTIPLIER`, :data:`LEAD_MULTIPLIER` and :data:`VARIANCE_TIME_MULTIPLIER` (KataGo's
+ModelPostProcessParams defaults, cpp/neuralnet/desc.cpp, and python/katago/train/model_pytorch.py).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import MISSING, asdict, dataclass, fields
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from common.nn.device import resolve_device
+from common.nn.outputs import NN_LEN, SCORE_BELIEF_LEN, SCORE_BELIEF_OFFSET, ModelOutput
+
+NUM_SPATIAL_INPUTS = 22
+NUM_GLOBAL_INPUTS = 19
+KOMI_PARITY_GLOBAL_INDEX = 18  # the komi/board-parity triangle wave; feeds the score belief head
+
+# Misc values layout (see the module docstring).
+MISC_SCORE_MEAN = 0
+MISC_SCORE_STDEV = 1
+MISC_LEAD = 2
+MISC_VARIANCE_TIME = 3
+MIN_MISC_VALUES = 4  # KataGo's version 8 layout: columns 0-3
+MISC_ROOT_VARIANCE = slice(4, 8)  # root-variance predictions, before softplus, when misc_values >= 8
+NUM_ROOT_VARIANCES = MISC_ROOT_VARIANCE.stop - MISC_ROOT_VARIANCE.start  # between 1 and 4/16/64/256 visits
+SCORE_MEAN_MULTIPLIER = 20.0  # score mean = 20 * misc[0]
+SCORE_STDEV_MULTIPLIER = 20.0  # score stdev = 20 * softplus(misc[1])
+LEAD_MULTIPLIER = 20.0  # lead = 20 * misc[2]
+VARIANCE_TIME_MULTIPLIER = 40.0  # variance time = 40 * softplus(misc[3])
+
+# Policy channels (see the module docstring).
+POLICY_CHANNEL = 0  # the move to play
+OPPONENT_POLICY_CHANNEL = 1  # the opponent's reply on the next turn
+SOFT_POLICY_CHANNEL = 2  # the soft policy target (training only)
+SOFT_OPPONENT_POLICY_CHANNEL = 3  # the soft opponent policy target (training only)
+MAX_POLICY_CHANNELS = 4
+OWN_POLICY_CHANNELS = 4  # our networks carry every channel above
+KATAGO_V8_POLICY_CHANNELS = 1  # KataGo's version 8 model files carry only the move to play
+
+# Global pooling constants (KataGo python/model.py global_pool / value_head_pool).
+POOL_CENTER_BOARD_LEN = 14.0
+POOL_LINEAR_SCALE = 0.1
+POOL_QUADRATIC_SCALE = 0.01
+POOL_QUADRATIC_OFFSET = 0.1
+
+BLOCK_KINDS = ("regular", "gpool")
+
+
+class ModelConfigError(ValueError):
+    """A model configuration that cannot describe a network."""
+
+
+@dataclass
+class ModelConfig:
+    """Architecture of a network. JSON-serialisable through :meth:`to_dict` / :meth:`from_dict`.
+
+    ``version`` is KataGo's model version whose conventions the network follows (8: outputs and
+    post-processing as KataGo's version 8 networks, inputs version 7).
+    """
+
+    blocks: list[str]  # residual blocks in order: "regular" or "gpool"
+    trunk_channels: int  # C, the trunk width
+    mid_channels: int  # inner width of regular blocks
+    regular_channels: int  # gpool blocks: width of the biased conv (KataGo: mid - C_pool)
+    gpool_channels: int  # gpool blocks: pooled channels, C_pool
+    p1_channels: int  # policy head P (C_head1)
+    g1_channels: int  # policy head G, pooled (C_head1)
+    v1_channels: int  # value head V (C_head1)
+    v2_size: int  # value head hidden layer
+    sbv2_channels: int  # score belief hidden layer (C_head2)
+    policy_channels: int = OWN_POLICY_CHANNELS  # layout in the module docstring; 1 for imported KataGo nets
+    misc_values: int = MIN_MISC_VALUES  # score outputs, layout in the module docstring
+    spatial_inputs: int = NUM_SPATIAL_INPUTS
+    global_inputs: int = NUM_GLOBAL_INPUTS
+    bn_epsilon: float = 1e-3  # KataGo's TF batch norm epsilon (fixup-exported nets use 1e-20)
+    version: int = 8
+
+    def __post_init__(self) -> None:
+        self.blocks = list(self.blocks)
+        self.validate()
+
+    def validate(self) -> None:
+        """Raise :class:`ModelConfigError` naming the first field that is wrong."""
+        if self.version != 8:
+            raise ModelConfigError(f"model config: version {self.version} is not supported (only 8)")
+        if not self.blocks:
+            raise ModelConfigError("model config: blocks is empty; a network needs at least one block")
+        for i, kind in enumerate(self.blocks):
+            if kind not in BLOCK_KINDS:
+                raise ModelConfigError(f"model config: blocks[{i}] is {kind!r}; expected one of {BLOCK_KINDS}")
+        for f in fields(self):
+            if f.name in ("blocks", "bn_epsilon", "version"):
+                continue
+            value = getattr(self, f.name)
+            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+                raise ModelConfigError(f"model config: {f.name} must be a positive integer, got {value!r}")
+        if self.policy_channels > MAX_POLICY_CHANNELS:
+            raise ModelConfigError(
+                f"model config: policy_channels must be 1..{MAX_POLICY_CHANNELS}, got {self.policy_channels}"
+            )
+        if self.misc_values < MIN_MISC_VALUES:
+            raise ModelConfigError(
+                f"model config: misc_values must be at least {MIN_MISC_VALUES}, got {self.misc_values}"
+            )
+        if self.spatial_inputs != NUM_SPATIAL_INPUTS or self.global_inputs != NUM_GLOBAL_INPUTS:
+            raise ModelConfigError(
+                f"model config: inputs must be {NUM_SPATIAL_INPUTS} spatial and {NUM_GLOBAL_INPUTS} global "
+                f"(inputs version 7), got {self.spatial_inputs} and {self.global_inputs}"
+            )
+        if not (isinstance(self.bn_epsilon, float | int) and math.isfinite(self.bn_epsilon) and self.bn_epsilon > 0):
+            raise ModelConfigError(f"model config: bn_epsilon must be a positive number, got {self.bn_epsilon!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ModelConfig:
+        """Build a config from :meth:`to_dict` output; unknown or missing keys are errors."""
+        if not isinstance(data, dict):
+            raise ModelConfigError(f"model config: expected a JSON object, got {type(data).__name__}")
+        names = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - names)
+        if unknown:
+            raise ModelConfigError(f"model config: unknown keys {unknown}")
+        required = {f.name for f in fields(cls) if f.default is MISSING and f.default_factory is MISSING}
+        missing = sorted(required - set(data))
+        if missing:
+            raise ModelConfigError(f"model config: missing keys {missing}")
+        try:
+            return cls(**data)
+        except TypeError as e:
+            raise ModelConfigError(f"model config: {e}") from e
+
+    @property
+    def num_blocks(self) -> int:
+        return len(self.blocks)
+
+
+def _sizes(blocks: list[str], c: int, gpool: int, head1: int, sbv2: int, v2: int) -> ModelConfig:
+    return ModelConfig(
+        blocks=blocks,
+        trunk_channels=c,
+        mid_channels=c,
+        regular_channels=c - gpool,
+        gpool_channels=gpool,
+        p1_channels=head1,
+        g1_channels=head1,
+        v1_channels=head1,
+        v2_size=v2,
+        sbv2_channels=sbv2,
+        policy_channels=OWN_POLICY_CHANNELS,
+    )
+
+
+def _blocks(n: int, gpool_at: tuple[int, ...]) -> list[str]:
+    return ["gpool" if i in gpool_at else "regular" for i in range(n)]
+
+
+def named_config(name: str) -> ModelConfig:
+    """A fresh config for a named size.
+
+    Sizes follow the paper's Table 5 (N, C, C_pool, C_head1, C_head2 = score-belief hidden size)
+    with the block layouts, gpool-block regular widths (mid - C_pool) and v2 sizes of KataGo's
+    python/modelconfigs.py (b6c96 equals the g170 b6c96 net). ``tiny`` is a 2-block net for tests.
+    Every size has all four policy channels and the four version 8 misc values.
+    """
+    makers = {
+        "tiny": lambda: _sizes(["regular", "gpool"], 16, 8, 8, 12, 12),
+        "b6c96": lambda: _sizes(_blocks(6, (2, 4)), 96, 32, 32, 48, 64),
+        "b10c128": lambda: _sizes(_blocks(10, (4, 7)), 128, 32, 32, 64, 80),
+        "b15c192": lambda: _sizes(_blocks(15, (6, 11)), 192, 64, 32, 80, 96),
+        "b20c256": lambda: _sizes(_blocks(20, (6, 11, 16)), 256, 64, 48, 96, 112),
+    }
+    if name not in makers:
+        raise ModelConfigError(f"unknown model size {name!r}; known sizes: {sorted(makers)}")
+    return makers[name]()
+
+
+NAMED_SIZES = ("tiny", "b6c96", "b10c128", "b15c192", "b20c256")
+
+
+# ---------------------------------------------------------------------------------------------
+# Building blocks
+
+
+class MaskedBatchNorm(nn.Module):
+    """Batch norm over on-board cells only, followed by ReLU and the mask.
+
+    Eval mode: the per-channel affine map y = x * s + t with s = weight / sqrt(running_var + eps)
+    and t = bias - running_mean * s (KataGo's merged scale and bias). Training mode: the mean and
+    (biased) variance are taken over the on-board cells of the whole batch (KataGo masks the
+    statistics the same way) and the running statistics move by ``momentum``.
+    """
+
+    def __init__(self, channels: int, eps: float, momentum: float = 0.001) -> None:
+        super().__init__()
+        self.eps = eps
+        self.momentum = momentum
+        self.weight = nn.Parameter(torch.ones(channels))
+        self.bias = nn.Parameter(torch.zeros(channels))
+        self.register_buffer("running_mean", torch.zeros(channels))
+        self.register_buffer("running_var", torch.ones(channels))
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor, mask_sum: torch.Tensor) -> torch.Tensor:
+        if self.training:
+            total = mask_sum.sum()
+            mean = (x * mask).sum(dim=(0, 2, 3)) / total
+            centered = (x - mean.view(1, -1, 1, 1)) * mask
+            var = (centered * centered).sum(dim=(0, 2, 3)) / total
+            with torch.no_grad():
+                self.running_mean.lerp_(mean.detach(), self.momentum)
+                self.running_var.lerp_(var.detach(), self.momentum)
+            scale = self.weight / torch.sqrt(var + self.eps)
+            shift = self.bias - mean * scale
+        else:
+            scale = self.weight / torch.sqrt(self.running_var + self.eps)
+            shift = self.bias - self.running_mean * scale
+        return F.relu(x * scale.view(1, -1, 1, 1) + shift.view(1, -1, 1, 1)) * mask
+
+
+def global_pool(x: torch.Tensor, mask: torch.Tensor, mask_sum: torch.Tensor) -> torch.Tensor:
+    """[N, C, H, W] (zero off board) -> [N, 3C]: mean, mean * (b - 14) / 10, on-board max."""
+    mean = x.sum(dim=(2, 3)) / mask_sum
+    b = torch.sqrt(mask_sum)
+    linear = mean * ((b - POOL_CENTER_BOARD_LEN) * POOL_LINEAR_SCALE)
+    maximum = x.masked_fill(mask == 0, float("-inf")).amax(dim=(2, 3))
+    return torch.cat([mean, linear, maximum], dim=1)
+
+
+def value_pool(x: torch.Tensor, mask_sum: torch.Tensor) -> torch.Tensor:
+    """[N, C, H, W] (zero off board) -> [N, 3C]: mean, linear and quadratic board-size terms."""
+    mean = x.sum(dim=(2, 3)) / mask_sum
+    d = torch.sqrt(mask_sum) - POOL_CENTER_BOARD_LEN
+    linear = mean * (d * POOL_LINEAR_SCALE)
+    quadratic = mean * (d * d * POOL_QUADRATIC_SCALE - POOL_QUADRATIC_OFFSET)
+    return torch.cat([mean, linear, quadratic], dim=1)
+
+
+def _conv(cin: int, cout: int, k: int) -> nn.Conv2d:
+    return nn.Conv2d(cin, cout, kernel_size=k, padding=k // 2, bias=False)
+
+
+class RegularBlock(nn.Module):
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.norm1 = MaskedBatchNorm(cfg.trunk_channels, cfg.bn_epsilon)
+        self.conv1 = _conv(cfg.trunk_channels, cfg.mid_channels, 3)
+        self.norm2 = MaskedBatchNorm(cfg.mid_channels, cfg.bn_epsilon)
+        self.conv2 = _conv(cfg.mid_channels, cfg.trunk_channels, 3)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor, mask_sum: torch.Tensor) -> torch.Tensor:
+        h = self.conv1(self.norm1(x, mask, mask_sum))
+        h = self.conv2(self.norm2(h, mask, mask_sum))
+        return x + h
+
+
+class GPoolBlock(nn.Module):
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.norm1 = MaskedBatchNorm(cfg.trunk_channels, cfg.bn_epsilon)
+        self.conv1_regular = _conv(cfg.trunk_channels, cfg.regular_channels, 3)
+        self.conv1_gpool = _conv(cfg.trunk_channels, cfg.gpool_channels, 3)
+        self.norm_gpool = MaskedBatchNorm(cfg.gpool_channels, cfg.bn_epsilon)
+        self.gpool_to_bias = nn.Linear(3 * cfg.gpool_channels, cfg.regular_channels, bias=False)
+        self.norm2 = MaskedBatchNorm(cfg.regular_channels, cfg.bn_epsilon)
+        self.conv2 = _conv(cfg.regular_channels, cfg.trunk_channels, 3)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor, mask_sum: torch.Tensor) -> torch.Tensor:
+        h = self.norm1(x, mask, mask_sum)
+        a = self.conv1_regular(h)
+        g = self.norm_gpool(self.conv1_gpool(h), mask, mask_sum)
+        a = a + self.gpool_to_bias(global_pool(g, mask, mask_sum)).unsqueeze(-1).unsqueeze(-1)
+        h = self.conv2(self.norm2(a, mask, mask_sum))
+        return x + h
+
+
+class PolicyHead(nn.Module):
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.conv_p1 = _conv(cfg.trunk_channels, cfg.p1_channels, 1)
+        self.conv_g1 = _conv(cfg.trunk_channels, cfg.g1_channels, 1)
+        self.norm_g1 = MaskedBatchNorm(cfg.g1_channels, cfg.bn_epsilon)
+        self.gpool_to_bias = nn.Linear(3 * cfg.g1_channels, cfg.p1_channels, bias=False)
+        self.norm_p1 = MaskedBatchNorm(cfg.p1_channels, cfg.bn_epsilon)
+        self.conv_p2 = _conv(cfg.p1_channels, cfg.policy_channels, 1)
+        self.linear_pass = nn.Linear(3 * cfg.g1_channels, cfg.policy_channels, bias=False)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor, mask_sum: torch.Tensor) -> torch.Tensor:
+        p = self.conv_p1(x)
+        g = self.norm_g1(self.conv_g1(x), mask, mask_sum)
+        pooled = global_pool(g, mask, mask_sum)
+        p = p + self.gpool_to_bias(pooled).unsqueeze(-1).unsqueeze(-1)
+        p = self.conv_p2(self.norm_p1(p, mask, mask_sum))
+        passes = self.linear_pass(pooled)
+        return torch.cat([p.flatten(2), passes.unsqueeze(-1)], dim=2)
+
+
+def scale_transform(x: torch.Tensor) -> torch.Tensor:
+    """KataGo's positive scaling of a real value: 1 + log(1 + x) for x > 0, 1 / (1 + log(1 - x)) else."""
+    t = 1.0 + torch.log1p(x.abs())
+    return torch.where(x > 0, t, 1.0 / t)
+
+
+class ScoreBeliefHead(nn.Module):
+    """Distribution over final score differences s = -S+0.5 .. S-0.5 (S = 421), side to move.
+
+    As KataGo's model version 8 training net (python/model.py): for every bucket i (score
+    s_i = i - S + 0.5) a shared 2-layer MLP reads the pooled value features plus two per-bucket
+    inputs, 0.05 * s_i and parity_i * w, where parity_i = +0.5 when (i - S) is even and -0.5 when
+    odd, and w is the komi/board-area parity triangle wave (global input 18). Its single output
+    per bucket, multiplied by a positive scale, is the logit. The scale is
+    scale_transform(gamma) with gamma = sbscale3(relu(sbscale2(pooled))); ``gamma`` is returned
+    for the training penalty w_scale * gamma^2.
+    """
+
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        c_in = 3 * cfg.v1_channels
+        h = cfg.sbv2_channels
+        self.linear_sb2 = nn.Linear(c_in, h)
+        self.sb2_offset = nn.Parameter(torch.zeros(h))
+        self.sb2_parity = nn.Parameter(torch.zeros(h))
+        self.linear_sb3 = nn.Linear(h, 1, bias=False)
+        self.linear_sbscale2 = nn.Linear(c_in, h)
+        self.linear_sbscale3 = nn.Linear(h, 1)
+        i = torch.arange(SCORE_BELIEF_LEN, dtype=torch.float64) - SCORE_BELIEF_OFFSET
+        self.register_buffer("offset_vector", (0.05 * (i + 0.5)).float(), persistent=False)
+        self.register_buffer("parity_vector", (0.5 - torch.remainder(i, 2.0)).float(), persistent=False)
+
+    def forward(self, pooled: torch.Tensor, komi_wave: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        base = self.linear_sb2(pooled).unsqueeze(1)  # [N, 1, h]
+        offset = self.offset_vector.view(1, -1, 1) * self.sb2_offset.view(1, 1, -1)  # [1, L, h]
+        parity = (self.parity_vector.view(1, -1) * komi_wave.view(-1, 1)).unsqueeze(-1) * self.sb2_parity.view(1, 1, -1)
+        logits = self.linear_sb3(F.relu(base + offset + parity)).squeeze(-1)  # [N, L]
+        gamma = self.linear_sbscale3(F.relu(self.linear_sbscale2(pooled)))  # [N, 1]
+        return F.log_softmax(logits * scale_transform(gamma), dim=1), gamma
+
+
+class ValueHead(nn.Module):
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.conv_v1 = _conv(cfg.trunk_channels, cfg.v1_channels, 1)
+        self.norm_v1 = MaskedBatchNorm(cfg.v1_channels, cfg.bn_epsilon)
+        self.linear_v2 = nn.Linear(3 * cfg.v1_channels, cfg.v2_size)
+        self.linear_v3 = nn.Linear(cfg.v2_size, 3)
+        self.linear_misc = nn.Linear(cfg.v2_size, cfg.misc_values)
+        self.conv_ownership = _conv(cfg.v1_channels, 1, 1)
+        self.score_belief = ScoreBeliefHead(cfg)
+
+    def forward(
+        self, x: torch.Tensor, mask: torch.Tensor, mask_sum: torch.Tensor, global_inputs: torch.Tensor,
+        with_score_belief: bool = True,
+    ) -> tuple[torch.Tensor, ...]:
+        v1 = self.norm_v1(self.conv_v1(x), mask, mask_sum)
+        pooled = value_pool(v1, mask_sum)
+        v2 = F.relu(self.linear_v2(pooled))
+        value = self.linear_v3(v2)
+        misc = self.linear_misc(v2)
+        ownership = (self.conv_ownership(v1) * mask).squeeze(1)
+        if with_score_belief:
+            score_belief, gamma = self.score_belief(pooled, global_inputs[:, KOMI_PARITY_GLOBAL_INDEX])
+        else:
+            score_belief, gamma = pooled.new_zeros((x.shape[0], 0)), pooled.new_zeros((x.shape[0], 0))
+        return value, misc, ownership, score_belief, gamma
+
+
+class Model(nn.Module):
+    """The network; ``forward(spatial, global_inputs) -> ModelOutput`` (raw outputs, side to move)."""
+
+    def __init__(self, config: ModelConfig, initialize: bool = True) -> None:
+        """``initialize=False`` skips :func:`init_weights` (for weights about to be loaded)."""
+        super().__init__()
+        config.validate()
+        self.config = config
+        self.conv_spatial = _conv(config.spatial_inputs, config.trunk_channels, 5)
+        self.linear_global = nn.Linear(config.global_inputs, config.trunk_channels, bias=False)
+        self.blocks = nn.ModuleList(
+            RegularBlock(config) if kind == "regular" else GPoolBlock(config) for kind in config.blocks
+        )
+        self.norm_trunk = MaskedBatchNorm(config.trunk_channels, config.bn_epsilon)
+        self.policy_head = PolicyHead(config)
+        self.value_head = ValueHead(config)
+        if initialize:
+            init_weights(self)
+
+    def forward(
+        self, spatial: torch.Tensor, global_inputs: torch.Tensor, with_score_belief: bool = True
+    ) -> ModelOutput:
+        """Raw outputs. ``with_score_belief=False`` skips the score belief head (used only in
+        training; it is the costliest head at inference), leaving its fields empty ([N, 0])."""
+        cfg = self.config
+        if spatial.dim() != 4 or spatial.shape[1] != cfg.spatial_inputs:
+            raise ValueError(f"spatial input must be [N, {cfg.spatial_inputs}, H, W], got {list(spatial.shape)}")
+        if global_inputs.shape != (spatial.shape[0], cfg.global_inputs):
+            raise ValueError(
+                f"global input must be [{spatial.shape[0]}, {cfg.global_inputs}], got {list(global_inputs.shape)}"
+            )
+        mask = spatial[:, 0:1]
+        mask_sum = mask.sum(dim=(2, 3))  # [N, 1]
+        x = self.conv_spatial(spatial * mask)
+        x = x + self.linear_global(global_inputs).unsqueeze(-1).unsqueeze(-1)
+        for block in self.blocks:
+            x = block(x, mask, mask_sum)
+        x = self.norm_trunk(x, mask, mask_sum)
+        policy = self.policy_head(x, mask, mask_sum)
+        value, misc, ownership, score_belief, gamma = self.value_head(
+            x, mask, mask_sum, global_inputs, with_score_belief)
+        return ModelOutput(
+            policy=policy,
+            value=value,
+            misc=misc,
+            ownership=ownership,
+            score_belief=score_belief,
+            score_belief_gamma=gamma,
+        )
+
+
+def _trunc_normal_(t: torch.Tensor, std: float) -> None:
+    if std <= 0:
+        nn.init.zeros_(t)
+    else:
+        nn.init.trunc_normal_(t, mean=0.0, std=std, a=-2.0 * std, b=2.0 * std)
+
+
+def init_weights(model: Model) -> None:
+    """He-style truncated-normal initialisation (std sqrt(2 / fan_in), as KataGo's training code).
+
+    The last conv of each residual block starts at zero, so a fresh trunk is the identity plus the
+    input layer (KataGo's fixup scheme does the same); output layers start small.
+    """
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, nn.Conv2d | nn.Linear):
+                fan_in = m.weight[0].numel()
+                _trunc_normal_(m.weight, math.sqrt(2.0 / fan_in))
+                if isinstance(m, nn.Linear) and m.bias is not None:
+                    nn.init.zeros_(m.bias)
+        for block in model.blocks:
+            nn.init.zeros_(block.conv2.weight)
+        small = [
+            model.policy_head.conv_p2,
+            model.policy_head.linear_pass,
+            model.value_head.linear_v3,
+            model.value_head.linear_misc,
+            model.value_head.conv_ownership,
+            model.value_head.score_belief.linear_sb3,
+            model.value_head.score_belief.linear_sbscale3,
+        ]
+        for m in small:
+            m.weight.mul_(0.3)
+        sb = model.value_head.score_belief
+        _trunc_normal_(sb.sb2_offset, 0.5 * math.sqrt(2.0 / (3 * model.config.v1_channels + 1)))
+        _trunc_normal_(sb.sb2_parity, math.sqrt(2.0 / (3 * model.config.v1_channels + 1)))
+
+
+def build_model(config: ModelConfig, device: torch.device | str | None = None) -> Model:
+    """A freshly initialised model on ``device`` (default: :func:`common.nn.device.default_device`)."""
+    return Model(config).to(resolve_device(device))
+
+
+def count_parameters(model: nn.Module) -> int:
+    """Number of trainable parameters."""
+    return sum(p.numel() for p in model.parameters() if p.requires_grad)
+
+
+def board_mask(sizes: list[tuple[int, int]], length: int = NN_LEN) -> torch.Tensor:
+    """On-board masks [N, length, length] for boards given as (width, height), top-left aligned."""
+    mask = torch.zeros(len(sizes), length, length)
+    for i, (w, h) in enumerate(sizes):
+        if not (1 <= w <= length and 1 <= h <= length):
+            raise ValueError(f"board {w}x{h} does not fit in a {length}x{length} network grid")
+        mask[i, :h, :w] = 1.0
+    return mask

@@ -1,0 +1,32 @@
+"""What the model returns: raw head outputs, before any activation, from the side to move.
+
+Spatial outputs use the 19x19 network grid: index ``y * 19 + x`` with y the row from the top and
+x the column from the left; boards smaller than 19x19 sit in the top-left corner. Off-board
+entries are meaningless and must be masked by callers (the mask is input channel 0).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+NN_LEN = 19
+NN_AREA = NN_LEN * NN_LEN
+POLICY_LEN = NN_AREA + 1  # board points, then pass
+SCORE_BELIEF_OFFSET = NN_AREA + 60  # S: scores run over -S+0.5 .. S-0.5
+SCORE_BELIEF_LEN = 2 * SCORE_BELIEF_OFFSET  # 842
+
+
+@dataclass
+class ModelOutput:
+    policy: torch.Tensor  # [N, P, 362] logits; index 361 is pass. Channel 0 the move to play; our
+    #                       networks add 1 the opponent's reply and 2, 3 the soft policy targets
+    #                       (layout documented by the model, common/nn/model.py)
+    value: torch.Tensor  # [N, 3] logits of win, loss, no result
+    misc: torch.Tensor  # [N, M] the score/variance outputs before their activations; the layout
+    #                     is documented by the model (common/nn/model.py)
+    ownership: torch.Tensor  # [N, 19, 19] before tanh; +1 means the side to move owns the point
+    score_belief: torch.Tensor  # [N, 842] log-probabilities of final score differences
+    #                             -S+0.5 .. S-0.5 (S = 421), side to move
+    score_belief_gamma: torch.Tensor  # [N, 1] the belief's scaling activation (for its penalty)

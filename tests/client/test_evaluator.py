@@ -1,0 +1,266 @@
+"""The batched evaluator and the network's GTP commands, against real KataGo outputs."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+from client.evaluator import Evaluator, PositionEval
+from client.gtp.engine import GtpEngine
+from client.gtp.players import PolicyPlayer, RandomPlayer
+from common.go.game import Game
+from common.go.geometry import BLACK, WHITE, loc_of, parse_color, parse_gtp_vertex
+from common.go.rules import Rules
+from common.nn.features import NN_AREA, Encoder, new_batch, symmetry_map
+from common.nn.model import Model, named_config
+from common.nn.modelfile import read_model_file
+
+G170 = "models/g170-b6c96-s175395328-d26788732.bin.gz"
+
+
+@pytest.fixture(scope="module")
+def g170(shared):
+    return Evaluator.from_file(shared / G170, device="cpu")
+
+
+def golden_positions(shared):
+    for line in (shared / "golden" / "katago_rawnn_sample.jsonl").read_text().splitlines():
+        d = json.loads(line)
+        size = d["size"]
+        game = Game(size, rules=Rules.from_text(json.dumps(d["rules"])), komi=d["komi"])
+        for c, vertex in d["moves"]:
+            game.play(parse_gtp_vertex(vertex, size, size), parse_color(c))
+        assert game.to_move == parse_color(d["next_color"])
+        yield game, d
+
+
+def test_g170_matches_katagos_raw_outputs(shared, g170):
+    """kata-raw-nn 0 of real KataGo on 15 positions (7x7 to 19x19, all ko rules, passes)."""
+    pairs = list(golden_positions(shared))
+    evals = g170.evaluate([g for g, _ in pairs], perspective="white")
+    for (_, d), ev in zip(pairs, evals):
+        k = d["katago_raw_nn"]
+        size = d["size"]
+        expected = np.array([np.nan if p is None else p for p in k["policy"]]).reshape(size, size)
+        legal = ~np.isnan(expected)
+        board = ev.policy_board(size, size)
+        assert np.array_equal(board > 0, legal), "legal moves differ"
+        assert np.abs(board[legal] - expected[legal]).max(initial=0) <= 0.002
+        assert abs(ev.policy_pass - k["policyPass"]) <= 0.002
+        assert abs(ev.win - k["whiteWin"]) <= 0.003 and abs(ev.loss - k["whiteLoss"]) <= 0.003
+        assert abs(ev.no_result - k["noResult"]) <= 0.003
+        assert abs(ev.lead - k["whiteLead"]) <= 0.1
+        assert abs(ev.score_mean - k["whiteScoreSelfplay"]) <= 0.1
+        assert np.abs(ev.ownership.ravel() - np.array(k["whiteOwnership"])).max() <= 0.01
+
+
+def test_kata_raw_nn_prints_katagos_format(shared, g170):
+    for _, d in golden_positions(shared):
+        size = d["size"]
+        engine = GtpEngine(RandomPlayer(1), evaluator=g170)
+        for cmd in (f"boardsize {size}", "kata-set-rules " + json.dumps(d["rules"]), f"komi {d['komi']}"):
+            assert engine.handle(cmd).startswith("=")
+        for c, vertex in d["moves"]:
+            engine.handle(f"play {c} {vertex}")
+        ours = engine.handle("kata-raw-nn 0")
+        assert ours.startswith("= ") and ours.endswith("\n\n")
+        ours_lines = ours[2:].rstrip("\n").split("\n")
+        gold_lines = d["raw_text"].split("\n")
+        assert len(ours_lines) == len(gold_lines)
+        for a, b in zip(ours_lines, gold_lines):
+            wa, wb = a.split(), b.split()
+            assert len(wa) == len(wb) and [w for w in wa if not _num(w)] == [w for w in wb if not _num(w)]
+            assert ["NAN" in w for w in wa] == ["NAN" in w for w in wb]  # same illegal points
+            for x, y in zip(wa, wb):
+                if _num(x):
+                    assert abs(float(x) - float(y)) <= 0.002, (a, b)
+            # Same column layout: each value ends at the same character.
+            assert [i for i, ch in enumerate(a) if ch == " "] == [i for i, ch in enumerate(b) if ch == " "] or (
+                "-" in a or "-" in b)
+    engine = GtpEngine(RandomPlayer(1))
+    assert engine.handle("kata-raw-nn 0").startswith("? no network loaded")
+
+
+def _num(word: str) -> bool:
+    try:
+        float(word)
+    except ValueError:
+        return False
+    return word != "NAN"
+
+
+def test_policy_player_plays_the_networks_top_move(g170):
+    game = Game(9)
+    player = PolicyPlayer(g170)
+    loc = player.choose_move(game, BLACK)
+    ev = g170.evaluate([game])[0]
+    assert ev.policy[(loc // 20 - 1) * 19 + (loc % 20 - 1)] == ev.policy.max()
+    # Asked for white on black's turn, it answers for white.
+    white = g170.evaluate([game], players=[WHITE])[0]
+    assert white.policy.argmax() == loc_index(player.choose_move(game, WHITE))
+
+
+def loc_index(loc: int) -> int:
+    return (loc // 20 - 1) * 19 + (loc % 20 - 1)
+
+
+def test_cache_and_perspective(g170):
+    game = Game(9, komi=7.5)
+    game.play(loc_of(4, 4))
+    before = g170.hits
+    side = g170.evaluate([game])[0]
+    again = g170.evaluate([game])[0]
+    assert again is side and g170.hits == before + 1
+    white = g170.evaluate([game], perspective="white")[0]
+    assert white.win == pytest.approx(side.win)  # white is to move
+    game.play(loc_of(2, 2))
+    black_side = g170.evaluate([game])[0]
+    black_white = g170.evaluate([game], perspective="white")[0]
+    assert black_white.win == pytest.approx(black_side.loss)
+    assert black_white.lead == pytest.approx(-black_side.lead)
+    np.testing.assert_allclose(black_white.ownership, -black_side.ownership)
+
+
+def random_net_evaluator() -> Evaluator:
+    torch.manual_seed(3)
+    model = Model(named_config("tiny"))
+    # Random batch-norm statistics, so that the test exercises every layer.
+    for m in model.modules():
+        for name in ("running_mean", "running_var"):
+            if hasattr(m, name):
+                getattr(m, name).uniform_(0.5, 1.5) if name == "running_var" else getattr(m, name).normal_()
+    return Evaluator(model, device="cpu", cache_size=0)
+
+
+def play_random(game: Game, count: int, seed: int) -> list[tuple[int, int]]:
+    rng = np.random.RandomState(seed)
+    played = []
+    for _ in range(count):
+        legal = game.legal_moves()
+        loc = legal[rng.randint(len(legal))]
+        played.append((loc % 20 - 1, loc // 20 - 1))
+        game.play(loc)
+    return played
+
+
+LADDER_PLANES = [14, 15, 16, 17]
+
+
+def rotated_game(moves: list[tuple[int, int]], x_size: int, y_size: int, s: int) -> tuple[Game, np.ndarray]:
+    """The game of `moves` played on the board turned by symmetry s, and the point map."""
+    perm = np.empty(NN_AREA, dtype=np.int64)
+    symmetry_map(x_size, y_size, s, perm)
+    rotated = Game(y_size, x_size) if s & 4 else Game(x_size, y_size)
+    for x, y in moves:
+        p = perm[y * 19 + x]
+        rotated.play(loc_of(p % 19, p // 19))
+    return rotated, perm
+
+
+def encoded(game: Game, s: int) -> np.ndarray:
+    spatial, glob, _ = new_batch(1)
+    Encoder().encode([game], spatial, glob, symmetries=[s])
+    return spatial[0]
+
+
+@pytest.mark.parametrize("size", [(9, 9), (13, 7)])
+def test_symmetry_equals_evaluating_the_rotated_position(size):
+    """Evaluating under symmetry s gives what evaluating the turned board gives.
+
+    KataGo's ladder reading bounds the liberties of the last move of the defender's list, and
+    which move is last follows the order of a chain's stones, so on rare boards the ladder planes
+    of a turned board differ (the rules allow both answers; tests/common/nn/test_ladders.py reads
+    them). Every other input must agree exactly; the outputs are compared on the positions whose
+    ladder planes agree too, and there must be enough of those for the test to mean something.
+    """
+    ev = random_net_evaluator()
+    x_size, y_size = size
+    game = Game(x_size, y_size)
+    moves: list[tuple[int, int]] = []
+    compared = 0
+    for seed in range(4):
+        moves += play_random(game, 10, seed=x_size + seed)
+        for s in range(8):
+            rotated, perm = rotated_game(moves, x_size, y_size, s)
+            mine, theirs = encoded(game, s), encoded(rotated, 0)
+            other = [c for c in range(mine.shape[0]) if c not in LADDER_PLANES]
+            np.testing.assert_array_equal(mine[other], theirs[other])
+            if not np.array_equal(mine[LADDER_PLANES], theirs[LADDER_PLANES]):
+                continue
+            compared += 1
+            a = ev.evaluate([game], symmetries=[s])[0]
+            b = ev.evaluate([rotated])[0]
+            # b is on the rotated board: bring it back to the original points.
+            back = np.zeros(NN_AREA + 1)
+            on = perm >= 0
+            back[:NN_AREA][on] = b.policy[perm[on]]
+            back[NN_AREA] = b.policy[NN_AREA]
+            np.testing.assert_allclose(a.policy, back, atol=1e-5)
+            assert a.win == pytest.approx(b.win, abs=1e-5) and a.lead == pytest.approx(b.lead, abs=1e-4)
+            own_b = b.ownership.T if s & 4 else b.ownership
+            assert np.abs(np.sort(a.ownership.ravel()) - np.sort(own_b.ravel())).max() <= 1e-5
+    assert compared >= 24
+
+
+def test_mixed_sizes_in_one_batch_equal_each_alone():
+    ev = random_net_evaluator()
+    games = []
+    for i, size in enumerate([(9, 9), (19, 19), (13, 13), (7, 11), (5, 5)]):
+        g = Game(*size)
+        play_random(g, 6, seed=i)
+        games.append(g)
+    together = ev.evaluate(games)
+    for g, t in zip(games, together):
+        alone = ev.evaluate([g])[0]
+        np.testing.assert_allclose(t.policy, alone.policy, atol=1e-5)
+        np.testing.assert_allclose(t.ownership, alone.ownership, atol=1e-5)
+        assert t.win == pytest.approx(alone.win, abs=1e-5)
+        assert t.score_mean == pytest.approx(alone.score_mean, abs=1e-4)
+
+
+def test_convert_katago_then_load_gives_identical_outputs(shared, g170, tmp_path):
+    out = tmp_path / "g170.safetensors"
+    proc = subprocess.run([sys.executable, "-m", "client", "convert-katago", str(shared / G170), str(out)],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    mf = read_model_file(out)
+    assert mf.name == "g170-b6c96-s175395328-d26788732" and mf.sha256 in proc.stdout
+    converted = Evaluator.from_file(out, device="cpu", cache_size=0)
+    game = Game(19)
+    play_random(game, 30, seed=5)
+    a = g170.evaluate([game], use_cache=False)[0]
+    b = converted.evaluate([game])[0]
+    assert np.array_equal(a.policy, b.policy) and a.win == b.win and np.array_equal(a.ownership, b.ownership)
+    bad = tmp_path / "bad.bin.gz"
+    bad.write_bytes(b"\x1f\x8b not really gzip")
+    proc = subprocess.run([sys.executable, "-m", "client", "convert-katago", str(bad), str(tmp_path / "x")],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1 and "bad.bin.gz" in proc.stderr
+
+
+def test_evaluation_fields():
+    ev = random_net_evaluator().evaluate([Game(9)])[0]
+    assert isinstance(ev, PositionEval)
+    assert ev.policy.shape == (NN_AREA + 1,) and ev.ownership.shape == (9, 9)
+    assert ev.policy.sum() == pytest.approx(1.0, abs=1e-5)
+    assert ev.win + ev.loss + ev.no_result == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="perspective"):
+        random_net_evaluator().evaluate([Game(9)], perspective="black")
+
+
+def test_reduced_precision_is_checked_against_fp32(monkeypatch):
+    import client.evaluator as evaluator_module
+
+    torch.manual_seed(1)
+    model = Model(named_config("tiny"))
+    ev = Evaluator(model, device="cpu", precision="bf16")
+    assert ev.autocast_dtype == torch.bfloat16  # a tiny net agrees with fp32 within tolerance
+    a = ev.evaluate([Game(9)])[0]
+    assert a.policy.sum() == pytest.approx(1.0, abs=1e-3)
+    monkeypatch.setattr(evaluator_module, "PRECISION_POLICY_TOLERANCE", 0.0)
+    strict = Evaluator(model, device="cpu", precision="bf16")
+    assert strict.autocast_dtype is None  # disagreement: fp32
+    assert Evaluator(model, device="cpu").autocast_dtype is None  # CPU default: fp32

@@ -1,0 +1,63 @@
+"""The GTP engine with a network, as a GUI starts it: a child process speaking GTP."""
+
+import sys
+
+import pytest
+
+from client.gtp.twogtp import GtpProcess
+
+pytestmark = pytest.mark.slow
+
+
+def test_policy_player_and_raw_outputs_over_gtp(shared):
+    model = shared / "models" / "g170-b6c96-s175395328-d26788732.bin.gz"
+    cmd = [sys.executable, "-m", "client", "gtp", "--player", "policy", "--model", str(model), "--device", "cpu"]
+    with GtpProcess(cmd, "sente") as engine:
+        engine.send("boardsize 9")
+        engine.send("clear_board")
+        engine.send("komi 7")
+        move = engine.send("genmove b")
+        assert move.upper() in {"E5", "D5", "E4", "F5", "E6", "C3", "G7", "C7", "G3", "D4", "F4", "D6", "F6"}
+        raw = engine.send("kata-raw-nn 0").splitlines()
+        assert raw[0] == "symmetry 0" and raw[1].startswith("whiteWin ")
+        assert len(raw) == 10 + 1 + 9 + 1 + 1 + 9
+        ok, text = engine.try_send("kata-raw-nn 9")
+        assert not ok and "0..7" in text
+
+
+def test_policy_player_needs_a_network():
+    import subprocess
+
+    proc = subprocess.run([sys.executable, "-m", "client", "gtp", "--player", "policy"],
+                          input="quit\n", capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "needs a network" in proc.stderr
+    proc = subprocess.run([sys.executable, "-m", "client", "gtp", "--model", "/nonexistent.safetensors"],
+                          input="quit\n", capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "nonexistent.safetensors" in proc.stderr
+
+
+def test_search_player_and_analysis_over_gtp(shared):
+    model = shared / "models" / "g170-b6c96-s175395328-d26788732.bin.gz"
+    cmd = [sys.executable, "-m", "client", "gtp", "--model", str(model), "--visits", "64", "--device", "cpu"]
+    with GtpProcess(cmd, "sente") as engine:
+        engine.send("boardsize 9")
+        engine.send("komi 7")
+        engine.send("play b e5")
+        # A real network answers a centre stone from the usual points, never with a pass.
+        move = engine.send("genmove w")
+        assert move.upper() not in ("PASS", "RESIGN")
+        proc = engine.proc
+        proc.stdin.write("kata-analyze b 10 maxmoves 3 ownership true\n")
+        proc.stdin.flush()
+        assert proc.stdout.readline().strip() == "="
+        line = proc.stdout.readline().strip()
+        assert line.startswith("info move ") and " pv " in line and " ownership " in line
+        assert len(line.split(" ownership ")[1].split()) == 81
+        proc.stdin.write("name\n")  # the next command ends the analysis: its blank line, then the answer
+        proc.stdin.flush()
+        while line != "":
+            line = proc.stdout.readline().strip()
+            assert line == "" or line.startswith("info move ")
+        assert proc.stdout.readline().strip() == "= Sente"
+        assert proc.stdout.readline().strip() == ""
+        assert engine.send("list_stones white")  # still answering normally
