@@ -1,0 +1,132 @@
+"""The search as a GTP player, and KataGo's analysis lines for GUIs (Sabaki, Lizzie, KaTrain).
+
+:class:`SearchPlayer` runs the batched search on one game, several leaves per batch, and keeps its
+tree between moves when the position it is asked about continues the one it last searched. Moves
+are the most visited child. Analysis reports follow KataGo's ``kata-analyze`` format: one line of
+``info move ... pv ...`` entries, best first, values from the side to move, optionally followed by
+``ownership`` (the network's ownership of the root position, row by row from the top left).
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+from client.search.engine import BatchedSearch, SearchResult
+from common.go.game import Game
+from common.go.geometry import EMPTY, PASS, WHITE
+from common.settings import SearchSettings
+
+GTP_LEAVES = 8
+
+
+def gtp_search_settings() -> SearchSettings:
+    """Playing strength: no noise, no forced playouts, the tree's first-play urgency at the root
+    and the raw policy at the root (temperature 1)."""
+    return SearchSettings(root_noise=False, forced_playouts=False, root_fpu_reduction=0.2,
+                          root_policy_temperature_early=1.0, root_policy_temperature=1.0)
+
+
+class SearchPlayer:
+    def __init__(self, evaluator, visits: int, settings: SearchSettings | None = None,
+                 leaves_per_batch: int = GTP_LEAVES, seed: int = 0, max_analysis_visits: int = 20000) -> None:
+        if visits < 1:
+            raise ValueError(f"visits {visits}: must be at least 1")
+        self.visits = visits
+        self.max_analysis_visits = max(max_analysis_visits, visits)
+        self.settings = settings or gtp_search_settings()
+        self.search = BatchedSearch(evaluator, 1, self.max_analysis_visits, leaves_per_batch, seed=seed)
+        self.rng = np.random.default_rng(seed)
+        self._key: tuple | None = None
+        self._moves: list[tuple[int, int]] | None = None
+
+    # --- the tree across moves -------------------------------------------------------------------
+    def _sync(self, game: Game) -> bool:
+        """Bring the tree to game's position if it continues the last searched one; else reset it.
+        Returns whether a tree was kept."""
+        key = (game.x_size, game.y_size, game.rules, game.komi, tuple(game.setup_black),
+               tuple(game.setup_white), game.start_to_move)
+        kept = self.search.follow(0, game, self._moves if key == self._key else None)
+        self._key = key
+        self._moves = game.move_list
+        return kept
+
+    def position_for(self, game: Game, color: int) -> Game:
+        """The position to search for color: if the other side is to move, it passes first."""
+        if game.to_move == color or game.is_over:
+            return game
+        position = game.copy()
+        position.play(PASS, 3 - color)
+        return position
+
+    def run_search(self, game: Game, visits: int, report: Callable[[SearchResult], None] | None = None,
+                   interval: float = 0.0, stop: threading.Event | None = None) -> SearchResult:
+        """Search game's position to `visits` root visits (kept tree included), calling report with
+        the current result every `interval` seconds, until done or until stop is set."""
+        reuse = self._sync(game)
+        self.search.start(0, game, min(visits, self.max_analysis_visits), self.settings, full=True, reuse=reuse)
+        last = time.monotonic()
+        while self.search.searching()[0]:
+            if stop is not None and stop.is_set():
+                break
+            self.search.step()
+            if report is not None and interval > 0 and time.monotonic() - last >= interval:
+                last = time.monotonic()
+                report(self.search.result(0))
+        self.search.stop(0)
+        return self.search.result(0)
+
+    # --- the GTP player --------------------------------------------------------------------------
+    def choose_move(self, game: Game, color: int) -> int:
+        position = self.position_for(game, color)
+        if position.is_over:
+            return PASS
+        result = self.run_search(position, self.visits)
+        return best_move(result)
+
+    def choose_handicap(self, game: Game, count: int, exclude: set[int]) -> list[int]:
+        free = [loc for loc in game.locs() if game.color_at(loc) == EMPTY and loc not in exclude]
+        return [int(x) for x in self.rng.choice(free, count, replace=False)]
+
+    def principal_variation(self, move: int) -> list[int]:
+        return self.search.principal_variation(0, move)
+
+
+def best_move(result: SearchResult) -> int:
+    if result.moves.size == 0:
+        return PASS
+    return int(result.moves[result.best_index()])
+
+
+def analysis_line(result: SearchResult, game: Game, pv: Callable[[int], list[int]], max_moves: int = 0,
+                  ownership: np.ndarray | None = None) -> str:
+    """KataGo's ``info move ...`` line for a search result (from the side to move)."""
+    side = 1.0 if result.pla == WHITE else -1.0
+    order = [int(k) for k in np.lexsort((-result.priors, -result.visits)) if result.visits[k] > 0]
+    if max_moves > 0:
+        order = order[:max_moves]
+    parts = []
+    for rank, k in enumerate(order):
+        move = int(result.moves[k])
+        score = side * result.score[k]
+        sd = math.sqrt(max(0.0, result.score_sq[k] - result.score[k] ** 2))
+        winrate = 0.5 * (1.0 + result.winloss[k])
+        line = " ".join(game.vertex(m) for m in pv(move))
+        parts.append(
+            f"info move {game.vertex(move)} visits {int(result.visits[k])} edgeVisits {int(result.visits[k])} "
+            f"utility {_num(result.utility[k])} winrate {_num(winrate)} scoreMean {_num(score)} "
+            f"scoreStdev {_num(sd)} scoreLead {_num(side * result.lead[k])} scoreSelfplay {_num(score)} "
+            f"prior {_num(result.raw_priors[k])} lcb {_num(winrate)} utilityLcb {_num(result.utility[k])} "
+            f"weight {_num(float(result.visits[k]))} order {rank} pv {line}")
+    text = " ".join(parts)
+    if ownership is not None:
+        text += " ownership " + " ".join(_num(float(v)) for v in np.asarray(ownership).ravel())
+    return text
+
+
+def _num(x: float) -> str:
+    return f"{x:.6g}"

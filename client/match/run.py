@@ -1,0 +1,183 @@
+"""Match games between two networks, with the gating settings of the paper's Appendix D: komi fixed,
+no handicap, a full search from the first move with the tree kept between moves, no noise and no
+forced playouts, moves drawn from the visits at a temperature from 0.5 down to 0.2, and resignation
+when both sides agree: the searching player's win rate for the losing side stayed below the
+threshold on each of the last few turns.
+
+Each network has its own :class:`BatchedSearch` over the same G games; a game searches in the engine
+of the network to move, so every step makes one batch per network. Colours alternate: game k has
+the first network as black when k is even. Every game is written as an SGF; the summary counts wins
+per network and colour and estimates the Elo difference.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from client.search.engine import BatchedSearch
+from client.search.targets import choose_move
+from common.files import atomic_write
+from common.go.game import Game
+from common.go.geometry import BLACK, WHITE
+from common.go.sgf import GameRecord as SgfRecord
+from common.settings import MatchSettings
+
+
+@dataclass
+class MatchSummary:
+    names: tuple[str, str]
+    games: int = 0
+    wins: list[int] = field(default_factory=lambda: [0, 0])  # per network
+    wins_as_black: list[int] = field(default_factory=lambda: [0, 0])
+    draws: int = 0  # draws and games without result
+    resignations: int = 0
+    moves: int = 0
+    seconds: float = 0.0
+
+    @property
+    def score(self) -> float:
+        """The first network's points: wins plus half the draws, over games."""
+        return (self.wins[0] + 0.5 * self.draws) / self.games if self.games else 0.5
+
+    def elo(self) -> tuple[float, float]:
+        """The first network's Elo difference and a 95% interval half-width (normal approximation of
+        the score; infinite when one side won everything)."""
+        p = self.score
+        if self.games == 0 or p <= 0.0 or p >= 1.0:
+            return (math.copysign(math.inf, p - 0.5) if self.games else 0.0), math.inf
+        elo = -400.0 * math.log10(1.0 / p - 1.0)
+        se = math.sqrt(p * (1.0 - p) / self.games)
+        slope = 400.0 / (math.log(10.0) * p * (1.0 - p))
+        return elo, 1.96 * se * slope
+
+    def lines(self) -> list[str]:
+        a, b = self.names
+        elo, half = self.elo()
+        return [
+            f"{a} vs {b}: {self.wins[0]}-{self.wins[1]}" + (f" ({self.draws} drawn or void)" if self.draws else "")
+            + f" in {self.games} games, score {100 * self.score:.1f}%",
+            f"Elo difference {elo:+.0f} +- {half:.0f} (95%)",
+            f"as black: {a} won {self.wins_as_black[0]}, {b} won {self.wins_as_black[1]}; "
+            f"{self.resignations} resignations, {self.moves} moves in {self.seconds:.1f} s",
+        ]
+
+    def to_dict(self) -> dict:
+        elo, half = self.elo()
+        return {"names": list(self.names), "games": self.games, "wins": self.wins, "wins_as_black": self.wins_as_black,
+                "draws_or_void": self.draws, "resignations": self.resignations, "score": self.score,
+                "elo": elo, "elo_95": half, "moves": self.moves, "seconds": self.seconds}
+
+
+@dataclass
+class _MatchGame:
+    index: int
+    game: Game
+    black: int  # which network plays black (0 or 1)
+    rng: np.random.Generator
+    searched: list[list[tuple[int, int]] | None] = field(default_factory=lambda: [None, None])
+    black_winrates: list[float] = field(default_factory=list)
+    resigned: int = 0  # the colour that resigned
+
+    def network_to_move(self) -> int:
+        return self.black if self.game.to_move == BLACK else 1 - self.black
+
+
+def run_match(evaluators, names: tuple[str, str], settings: MatchSettings, games: int, parallel: int,
+              out_dir: str | Path, seed: int = 0, leaves_per_game: int = 1) -> MatchSummary:
+    if games < 1 or parallel < 1:
+        raise ValueError("games and parallel must be at least 1")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    parallel = min(parallel, games)
+    engines = [BatchedSearch(ev, parallel, settings.visits, leaves_per_game, seed=seed + k,
+                             history=settings.max_moves + 8) for k, ev in enumerate(evaluators)]
+    summary = MatchSummary(names=names)
+    slots: list[_MatchGame | None] = [None] * parallel
+    started = 0
+    t0 = time.perf_counter()
+
+    def new_game() -> _MatchGame:
+        nonlocal started
+        index = started
+        started += 1
+        rng = np.random.default_rng([seed, index])
+        weights = np.asarray(settings.board_size_weights, dtype=np.float64)
+        size = int(settings.board_sizes[int(rng.choice(len(weights), p=weights / weights.sum()))])
+        game = Game(size, rules=settings.rules.draw(rng), komi=settings.komi, capacity=settings.max_moves + 8)
+        return _MatchGame(index, game, index % 2, rng)
+
+    def launch(i: int) -> None:
+        while True:
+            m = slots[i]
+            if m is None:
+                return
+            if m.game.is_over or m.resigned:
+                finish(m)
+                slots[i] = new_game() if started < games else None
+                continue
+            k = m.network_to_move()
+            engine = engines[k]
+            reuse = engine.follow(i, m.game, m.searched[k])
+            m.searched[k] = m.game.move_list
+            engine.start(i, m.game, settings.visits, settings.search, full=True, reuse=reuse)
+            if engine.searching()[i]:
+                return
+            play(i, m, engine)
+
+    def play(i: int, m: _MatchGame, engine: BatchedSearch) -> None:
+        result = engine.result(i)
+        game = m.game
+        temperature = settings.move_temperature_at(game.num_moves, math.sqrt(game.x_size * game.y_size))
+        move = int(result.moves[choose_move(result.visits.astype(np.float64), temperature, m.rng)])
+        black_winrate = 0.5 * (1.0 + (result.root_winloss if game.to_move == BLACK else -result.root_winloss))
+        m.black_winrates.append(black_winrate)
+        game.play(move)
+        last = m.black_winrates[-settings.resign_consecutive_turns:]
+        if not game.is_over and len(last) == settings.resign_consecutive_turns:
+            if max(last) < settings.resign_threshold:
+                m.resigned = BLACK
+            elif min(last) > 1.0 - settings.resign_threshold:
+                m.resigned = WHITE
+        if not game.is_over and not m.resigned and game.num_moves >= settings.max_moves:
+            game.end_without_result()
+
+    def finish(m: _MatchGame) -> None:
+        game = m.game
+        if m.resigned:
+            game.resign(m.resigned)
+            summary.resignations += 1
+        res = game.result
+        summary.games += 1
+        summary.moves += game.num_moves
+        if res is None or res.no_result or res.winner not in (BLACK, WHITE):
+            summary.draws += 1
+        else:
+            winner = m.black if res.winner == BLACK else 1 - m.black
+            summary.wins[winner] += 1
+            if res.winner == BLACK:
+                summary.wins_as_black[winner] += 1
+        black, white = (names[0], names[1]) if m.black == 0 else (names[1], names[0])
+        record = SgfRecord.from_game(game, black_player=black, white_player=white,
+                                     game_name=f"match-{seed}-{m.index:05d}")
+        record.nodes[0].comment = json.dumps({"settings": settings.to_dict()}, sort_keys=True)
+        atomic_write(out / f"match-{seed}-{m.index:05d}.sgf", record.to_sgf().encode())
+
+    for i in range(parallel):
+        slots[i] = new_game()
+        launch(i)
+    while any(e.searching().any() for e in engines):
+        for engine in engines:
+            if not engine.searching().any():
+                continue
+            for i in engine.step():
+                play(int(i), slots[int(i)], engine)
+                launch(int(i))
+    summary.seconds = time.perf_counter() - t0
+    atomic_write(out / f"match-{seed}-summary.json", json.dumps(summary.to_dict(), indent=1).encode())
+    return summary

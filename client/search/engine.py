@@ -1,0 +1,392 @@
+"""Batched MCTS over many games at once: the Python side of the lock-step search.
+
+:class:`BatchedSearch` holds G search trees, the games' root positions, one batch buffer and the
+position cache. A caller sets a game's position and starts a search on it (:meth:`start`), then
+calls :meth:`step` until the searches it waits for are done; each step is one numba pass selecting
+and encoding leaves in every searching game, one forward pass of the network, and one numba pass
+expanding and backing up. Nothing in a step loops in Python over games or visits. Games whose search
+is done sit out until they are started again, so a self-play driver can start the next search of
+one game while the others go on.
+
+The evaluator is anything with ``forward_raw(spatial, glob, width)`` returning the network's raw
+policy logits [n, W * W + 1], value logits [n, 3] and misc outputs [n, >= 3] as numpy arrays
+(:class:`client.evaluator.Evaluator`, or :class:`NullEvaluator` to measure the search alone).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import numpy as np
+
+from client.search import tree as tr
+from client.search.batch import (
+    apply_results,
+    new_batch,
+    new_roots,
+    new_work,
+    select_leaves,
+    spatial_view,
+    store_results,
+)
+from client.search.cache import new_cache
+from client.search.utility import score_table
+from common.go import gamestate as gs
+from common.go.board import BOARD_LEN
+from common.go.game import Game
+from common.go.geometry import PASS, STRIDE, WHITE
+from common.go.playout import new_rng
+from common.nn.features import NN_AREA, NN_LEN, ladder_plane, new_scratch
+from common.settings import SearchSettings
+
+
+class NullEvaluator:
+    """No network: every policy logit, value logit and score output is zero (a uniform policy over
+    the legal moves, equal win and loss). The search still encodes every leaf's inputs."""
+
+    def forward_raw(self, spatial: np.ndarray, glob: np.ndarray, width: int):
+        n = spatial.shape[0]
+        return (np.zeros((n, width * width + 1), np.float32), np.zeros((n, 3), np.float32),
+                np.zeros((n, 4), np.float32))
+
+
+@dataclass
+class SearchResult:
+    """A finished search, from the root player's point of view (score and lead: white's).
+
+    Per root edge (pass included): ``moves`` (board locations, PASS = 0), ``visits``, ``priors``
+    (after temperature and noise), ``raw_priors`` (the network's), and the children's mean
+    ``utility``, ``winloss``, ``score``, ``lead`` and ``score_sq`` (0 where unvisited).
+    ``root_*``: the root's averages over the whole search; ``raw_*``: the network at the root.
+    """
+
+    pla: int
+    moves: np.ndarray
+    visits: np.ndarray
+    priors: np.ndarray
+    raw_priors: np.ndarray
+    utility: np.ndarray
+    winloss: np.ndarray
+    score: np.ndarray
+    lead: np.ndarray
+    score_sq: np.ndarray
+    root_visits: int
+    root_utility: float
+    root_winloss: float
+    root_score: float
+    root_score_sq: float
+    root_lead: float
+    raw_winloss: float
+    raw_score: float
+    raw_score_stdev: float
+    raw_lead: float
+    nn_evals: int
+    cache_hits: int
+    terminal_visits: int
+    collisions: int
+
+    @property
+    def root_score_stdev(self) -> float:
+        return math.sqrt(max(0.0, self.root_score_sq - self.root_score**2))
+
+    def best_index(self) -> int:
+        """The most visited edge (ties: higher prior)."""
+        order = np.lexsort((-self.priors, -self.visits))
+        return int(order[0])
+
+    def policy_target(self, visits: np.ndarray | None = None) -> np.ndarray:
+        """Visits (by default the raw counts) on the 19x19 grid plus pass: float32[362]."""
+        v = self.visits if visits is None else visits
+        out = np.zeros(NN_AREA + 1, np.float32)
+        out[move_positions(self.moves)] = v
+        return out
+
+    def prior_grid(self, raw: bool = True) -> np.ndarray:
+        out = np.zeros(NN_AREA + 1, np.float32)
+        out[move_positions(self.moves)] = self.raw_priors if raw else self.priors
+        return out
+
+
+def move_positions(moves: np.ndarray) -> np.ndarray:
+    """Board locations (PASS = 0) to network positions y * 19 + x (pass = 361)."""
+    moves = np.asarray(moves, dtype=np.int64)
+    pos = (moves // STRIDE - 1) * NN_LEN + (moves % STRIDE - 1)
+    return np.where(moves == PASS, NN_AREA, pos)
+
+
+class BatchedSearch:
+    """G searches advanced in lock step; see the module docstring.
+
+    ``max_visits`` bounds any one search's visits (it sizes the trees); ``leaves_per_game`` is how
+    many leaves one game puts into a batch (more fill larger batches, at the price of virtual loss);
+    ``history`` bounds the moves of a game (plus the tree's depth).
+    """
+
+    def __init__(
+        self,
+        evaluator,
+        games: int,
+        max_visits: int,
+        leaves_per_game: int = 1,
+        cache_entries: int = 1 << 15,
+        seed: int = 0,
+        history: int = 2048,
+        max_area: int = NN_AREA,
+        threads: int | None = None,
+    ) -> None:
+        if games < 1 or max_visits < 1 or leaves_per_game < 1:
+            raise ValueError("games, max_visits and leaves_per_game must be at least 1")
+        self.evaluator = evaluator
+        self.games = games
+        self.leaves = leaves_per_game
+        self.max_visits = max_visits
+        nodes = max_visits + leaves_per_game + 2
+        edges = nodes * (max_area + 1)
+        self.trees = tr.new_trees(games, nodes, edges, score_table())
+        self.depth = min(nodes + 1, 1024)
+        self.history = history
+        self.roots = new_roots(games, history + self.depth + 2, gs.new_table(history + self.depth + 2).shape[0])
+        self.work = new_work(games, leaves_per_game, self.depth)
+        self.batch = new_batch(games, leaves_per_game)
+        self.cache = new_cache(cache_entries)
+        self.scratch = new_scratch()
+        self.use_cache = cache_entries > 0
+        self.sizes = np.zeros((games, 2), np.int64)
+        for i in range(games):
+            self.trees.rng[i, 0] = new_rng(seed * 1_000_003 + i)[0]
+        self.settings: list[SearchSettings | None] = [None] * games
+        self.random_symmetries = np.ones(games, bool)
+        threads = max(1, min(threads if threads is not None else (os.cpu_count() or 1), games))
+        self.bounds = [games * k // threads for k in range(threads + 1)]
+        self.pool = ThreadPoolExecutor(threads - 1, thread_name_prefix="search") if threads > 1 else None
+        self.steps = 0
+        self.visits_total = 0  # visits made by step() (cache hits and finished games included)
+        self.batch_rows = 0  # network evaluations
+        self.slots_offered = 0
+
+    # --- positions -------------------------------------------------------------------------------
+    def set_position(self, i: int, game: Game) -> None:
+        """Make game i's root position a copy of game's position (its tree is not changed: call
+        :meth:`advance` or :meth:`start` with reuse off to match it)."""
+        n = game.num_moves
+        if n > self.history:
+            raise ValueError(f"game {i}: {n} moves exceed the search's history of {self.history}")
+        r = self.roots
+        r.boards[i, :] = game.b[:BOARD_LEN]
+        r.states[i, :] = game.g
+        r.hists[i, : n + 1] = game.hist[: n + 1]
+        r.moves[i, :n] = game.moves[:n]
+        gs.table_rebuild(r.states[i], r.hists[i], r.tables[i])
+        prev = game.undo_boards(2)
+        for k in range(2):
+            if k < len(prev):
+                ladder_plane(prev[k], r.prev_ladder[i, k], self.scratch)
+            else:
+                r.prev_ladder[i, k, :] = 0
+        self.sizes[i] = (game.x_size, game.y_size)
+
+    def advance(self, i: int, move: int, keep: bool) -> bool:
+        """Move game i's tree to the child reached by move (keeping its subtree if keep)."""
+        return bool(tr.advance_root(self.trees, i, move, keep))
+
+    def follow(self, i: int, game: Game, previous: list[tuple[int, int]] | None) -> bool:
+        """Bring game i's tree to game's position from the one it last searched, whose move list was
+        `previous` (None: unknown): the moves played since are walked down the tree, keeping the
+        subtree; if the tree does not lead there, it starts afresh. Returns whether a tree was kept."""
+        moves = game.move_list
+        kept = previous is not None and moves[: len(previous)] == previous
+        if kept:
+            for _, loc in moves[len(previous):]:
+                kept = self.advance(i, loc, keep=True) and kept
+        if not kept:
+            self.reset(i, game.to_move)
+        return kept
+
+    def reset(self, i: int, to_move: int) -> None:
+        tr.reset_tree(self.trees, i, to_move)
+
+    # --- searching -------------------------------------------------------------------------------
+    def start(self, i: int, game: Game, visits: int, settings: SearchSettings, *, full: bool = True,
+              reuse: bool = False, draw_equivalent_wins: float = 0.5) -> None:
+        """Start searching game i's position (game) until its root has `visits` visits.
+
+        full: noise and forced playouts as the settings say (a full search); otherwise neither, and
+        the root's first-play urgency is the tree's (a cheap search, section 6.1). reuse: keep the
+        tree (which :meth:`advance` must have brought to this position); otherwise a fresh tree.
+        """
+        if game.is_over:
+            raise ValueError(f"game {i}: the game is over, there is nothing to search")
+        if not 1 <= visits <= self.max_visits:
+            raise ValueError(f"visits {visits}: must be between 1 and {self.max_visits}")
+        self.set_position(i, game)
+        t = self.trees
+        if not full:
+            settings = settings.for_cheap_search()
+        if not reuse or t.state[i, 0] != tr.EXPANDED or t.pla[i, 0] != game.to_move:
+            tr.reset_tree(t, i, game.to_move)
+        t.gi[i, tr.GI_READY] = 0
+        t.gi[i, tr.GI_FULL] = 0
+        t.gi[i, tr.GI_TARGET] = visits
+        t.gi[i, tr.GI_NOISE] = int(settings.root_noise)
+        t.gi[i, tr.GI_FORCED] = int(settings.forced_playouts)
+        for k in (tr.GI_NN_EVALS, tr.GI_CACHE_HITS, tr.GI_TERMINAL_VISITS, tr.GI_COLLISIONS):
+            t.gi[i, k] = 0
+        board_len = math.sqrt(game.x_size * game.y_size)
+        gf = t.gf[i]
+        gf[tr.GF_BOARD_LEN] = board_len
+        gf[tr.GF_CPUCT] = settings.cpuct
+        gf[tr.GF_FPU] = settings.fpu_reduction
+        gf[tr.GF_ROOT_FPU] = settings.root_fpu_reduction
+        gf[tr.GF_SCORE_FACTOR] = settings.score_utility_factor
+        gf[tr.GF_VIRTUAL_LOSS] = settings.virtual_loss
+        gf[tr.GF_ROOT_TEMPERATURE] = settings.root_policy_temperature_at(game.num_moves, board_len)
+        gf[tr.GF_NOISE_WEIGHT] = settings.noise_weight
+        gf[tr.GF_NOISE_TOTAL] = settings.noise_total_concentration
+        gf[tr.GF_NOISE_SHAPED] = float(settings.noise_shaped)
+        gf[tr.GF_FORCED_COEFF] = settings.forced_playout_coeff
+        gf[tr.GF_DRAW_WL] = 2.0 * draw_equivalent_wins - 1.0
+        self.settings[i] = settings
+        self.random_symmetries[i] = settings.symmetries == "random"
+        t.gi[i, tr.GI_ACTIVE] = 1
+        self._check_done(i)
+
+    def _check_done(self, i: int) -> None:
+        t = self.trees
+        gi = t.gi[i]
+        if gi[tr.GI_ACTIVE] and t.n_inflight[i, 0] == 0 and (
+                t.n_visits[i, 0] >= gi[tr.GI_TARGET] or gi[tr.GI_FULL]):
+            gi[tr.GI_ACTIVE] = 0
+
+    def stop(self, i: int) -> None:
+        """End game i's search where it is (between steps no leaf is in flight)."""
+        self.trees.gi[i, tr.GI_ACTIVE] = 0
+
+    def searching(self) -> np.ndarray:
+        """Which games are searching (bool[G])."""
+        return self.trees.gi[:, tr.GI_ACTIVE] != 0
+
+    def step(self) -> np.ndarray:
+        """One lock-step round over every searching game. Returns the indices of the games whose
+        search finished in this round."""
+        t, b = self.trees, self.batch
+        active_before = self.searching()
+        if not active_before.any():
+            return np.zeros(0, np.int64)
+        visits_before = int(t.n_visits[active_before, 0].sum())
+        width = int(self.sizes[active_before].max())
+        spatial = spatial_view(b, width)
+        random_sym = bool(self.random_symmetries[active_before].all())
+        self._parallel(select_leaves, t, self.roots, self.work, b, spatial, self.cache, self.leaves, width,
+                       self.use_cache, random_sym)
+        counts = t.gi[:, tr.GI_LEAVES]
+        n = int(counts.sum())
+        if n > 0:
+            mask = np.arange(self.leaves)[None, :] < counts[:, None]
+            slots = np.flatnonzero(mask.ravel())
+            b.rows[slots] = np.arange(n)
+            if n == spatial.shape[0]:
+                x, g = spatial, b.glob
+            else:
+                x, g = spatial[slots], b.glob[slots]
+            policy, value, misc = self.evaluator.forward_raw(x, g, width)
+            self._parallel(apply_results, t, self.roots, self.work, b, np.ascontiguousarray(policy, dtype=np.float32),
+                           np.ascontiguousarray(value, dtype=np.float32),
+                           np.ascontiguousarray(misc, dtype=np.float32), self.leaves)
+            if self.use_cache:
+                store_results(t, self.work, b, self.cache, self.leaves)
+            self.batch_rows += n
+        self.slots_offered += int(active_before.sum()) * self.leaves
+        self.visits_total += int(t.n_visits[active_before, 0].sum()) - visits_before
+        self.steps += 1
+        t.gi[:, tr.GI_LEAVES] = 0
+        gi = t.gi
+        finished = active_before & (t.n_inflight[:, 0] == 0) & (
+            (t.n_visits[:, 0] >= gi[:, tr.GI_TARGET]) | (gi[:, tr.GI_FULL] != 0))
+        gi[finished, tr.GI_ACTIVE] = 0
+        return np.flatnonzero(finished)
+
+    def _parallel(self, kernel, *args) -> None:
+        """Run kernel(*args, first, stop) over contiguous ranges of games, one per thread. Each thread
+        calls the compiled kernel itself (it releases the GIL), so each works on its own unboxed
+        arrays: numba's prange would share the arrays' reference counts between threads, and the
+        cache lines those counts live on would bounce between cores on every access."""
+        if self.pool is None:
+            kernel(*args, 0, self.games)
+            return
+        bounds = self.bounds
+        futures = [self.pool.submit(kernel, *args, bounds[k], bounds[k + 1]) for k in range(1, len(bounds) - 1)]
+        kernel(*args, bounds[0], bounds[1])
+        for f in futures:
+            f.result()
+
+    def run(self) -> None:
+        """Step until no game is searching."""
+        while self.searching().any():
+            self.step()
+
+    # --- results ---------------------------------------------------------------------------------
+    def result(self, i: int) -> SearchResult:
+        t = self.trees
+        n = int(t.edge_count[i, 0]) if t.state[i, 0] == tr.EXPANDED else 0
+        moves = np.zeros(NN_AREA + 1, np.int64)
+        visits = np.zeros(NN_AREA + 1, np.int64)
+        f = [np.zeros(NN_AREA + 1, np.float64) for _ in range(7)]
+        if n:
+            tr.root_children(t, i, moves, visits, *f)
+        prior, raw, util, wl, score, lead, sq = (a[:n].copy() for a in f)
+        root_n = max(int(t.n_visits[i, 0]), 1)
+        sign = 1.0 if t.pla[i, 0] == WHITE else -1.0
+        own = t.own[i, 0]
+        return SearchResult(
+            pla=int(t.pla[i, 0]),
+            moves=moves[:n].copy(),
+            visits=visits[:n].copy(),
+            priors=prior,
+            raw_priors=raw,
+            utility=util,
+            winloss=wl,
+            score=score,
+            lead=lead,
+            score_sq=sq,
+            root_visits=int(t.n_visits[i, 0]),
+            root_utility=sign * float(t.util_sum[i, 0]) / root_n,
+            root_winloss=sign * float(t.wl_sum[i, 0]) / root_n,
+            root_score=float(t.score_sum[i, 0]) / root_n,
+            root_score_sq=float(t.sq_sum[i, 0]) / root_n,
+            root_lead=float(t.lead_sum[i, 0]) / root_n,
+            raw_winloss=sign * float(own[tr.OWN_WL]),
+            raw_score=float(own[tr.OWN_SCORE]),
+            raw_score_stdev=float(own[tr.OWN_SD]),
+            raw_lead=float(own[tr.OWN_LEAD]),
+            nn_evals=int(t.gi[i, tr.GI_NN_EVALS]),
+            cache_hits=int(t.gi[i, tr.GI_CACHE_HITS]),
+            terminal_visits=int(t.gi[i, tr.GI_TERMINAL_VISITS]),
+            collisions=int(t.gi[i, tr.GI_COLLISIONS]),
+        )
+
+    def principal_variation(self, i: int, move: int | None = None, length: int = 30) -> list[int]:
+        """The most visited line from the root (or from the root's child reached by move)."""
+        t = self.trees
+        out = np.zeros(length, np.int64)
+        node = 0
+        prefix: list[int] = []
+        if move is not None:
+            node = -1
+            if t.state[i, 0] == tr.EXPANDED:
+                start = int(t.edge_start[i, 0])
+                for e in range(start, start + int(t.edge_count[i, 0])):
+                    if t.e_move[i, e] == move:
+                        node = int(t.e_child[i, e])
+            prefix = [move]
+            if node < 0:
+                return prefix
+        k = tr.principal_variation(t, i, node, out)
+        return prefix + [int(m) for m in out[:k]]
+
+    @property
+    def average_batch_fill(self) -> float:
+        return self.batch_rows / self.slots_offered if self.slots_offered else 0.0
+

@@ -1,0 +1,573 @@
+"""Search trees as flat arrays, one tree per game, and the numba kernels that work on one tree.
+
+Nodes live in ``[G, C]`` arrays (G games, C nodes per game); node 0 is the root. A node's children
+are a contiguous range of edges in ``[G, E]`` arrays holding the move, the network's prior and the
+child node (-1 until the edge is first chosen). Edges are kept so that the ones already chosen
+("touched") come first and the next one is the untouched edge of highest prior: an untouched child's
+PUCT value only depends on its prior, so selection looks at the touched children and that one edge,
+not at every legal move.
+
+Statistics are sums over the visits that went through a node, from white's point of view: win minus
+loss, score mean, score mean square, lead and utility. A node counts its own evaluation as one
+visit (a finished game's node counts every visit), so after every backup a non-terminal node has
+``N = 1 + sum of its children's N``. Each node also keeps its own evaluation (``own``) so that
+utilities can be recomputed when the score utility is re-centred on a reused tree.
+
+Virtual loss: a leaf waiting for the network counts, on every node of its path, as an in-flight visit
+with utility -virtual_loss for the player choosing it, which steers the other leaves of the same
+game elsewhere.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+from numba import njit
+
+from client.search.noise import add_noise, apply_temperature
+from client.search.utility import expected_score_value
+from common.go.geometry import PASS, STRIDE, WHITE
+from common.nn.features import NN_AREA, NN_LEN
+
+# Node states.
+PENDING = 0  # allocated; its evaluation is in flight
+EXPANDED = 1
+TERMINAL = 2  # a finished game: its value is exact
+
+# Own evaluation of a node (white's point of view).
+OWN_WL = 0
+OWN_SCORE = 1
+OWN_SD = 2
+OWN_LEAD = 3
+OWN_LEN = 4
+
+# Per-game integers (Trees.gi).
+GI_NODES = 0  # nodes in use
+GI_EDGES = 1  # edges in use
+GI_TARGET = 2  # root visits the search stops at
+GI_READY = 3  # the root's priors and score centre are set for this search
+GI_NOISE = 4  # Dirichlet noise at the root
+GI_FORCED = 5  # forced playouts at the root
+GI_ACTIVE = 6  # searching
+GI_FULL = 7  # the tree ran out of room (the search stops early)
+GI_LEAVES = 8  # leaves waiting for the network this step
+GI_NN_EVALS = 9  # statistics of the current search:
+GI_CACHE_HITS = 10
+GI_TERMINAL_VISITS = 11
+GI_COLLISIONS = 12
+GI_LEN = 16
+
+# Per-game floats (Trees.gf).
+GF_X0 = 0  # the score utility's centre (white's score)
+GF_BOARD_LEN = 1  # B, the board length
+GF_CPUCT = 2
+GF_FPU = 3
+GF_ROOT_FPU = 4
+GF_SCORE_FACTOR = 5  # c_score
+GF_VIRTUAL_LOSS = 6
+GF_ROOT_TEMPERATURE = 7
+GF_NOISE_WEIGHT = 8
+GF_NOISE_TOTAL = 9
+GF_NOISE_SHAPED = 10
+GF_FORCED_COEFF = 11
+GF_DRAW_WL = 12  # white's win-loss value of a draw: 2 * draw-equivalent wins - 1
+GF_LEN = 16
+
+
+class Trees(NamedTuple):
+    n_visits: np.ndarray  # int32[G, C]
+    n_inflight: np.ndarray  # int32[G, C]
+    util_sum: np.ndarray  # float64[G, C]
+    wl_sum: np.ndarray  # float64[G, C]
+    score_sum: np.ndarray  # float64[G, C]
+    sq_sum: np.ndarray  # float64[G, C]
+    lead_sum: np.ndarray  # float64[G, C]
+    own: np.ndarray  # float32[G, C, OWN_LEN]
+    state: np.ndarray  # int8[G, C]
+    pla: np.ndarray  # int8[G, C]: the player to move at the node
+    parent: np.ndarray  # int32[G, C]
+    edge_start: np.ndarray  # int32[G, C]
+    edge_count: np.ndarray  # int32[G, C]
+    n_touched: np.ndarray  # int32[G, C]
+    ladder: np.ndarray  # uint8[G, C, 361]: the node's ladder plane (its children's history plane)
+    e_move: np.ndarray  # int16[G, E]: board location or PASS
+    e_prior: np.ndarray  # float32[G, E]
+    e_child: np.ndarray  # int32[G, E]
+    root_prior: np.ndarray  # float32[G, 362]: the root's edges' priors after temperature and noise
+    gi: np.ndarray  # int64[G, GI_LEN]
+    gf: np.ndarray  # float64[G, GF_LEN]
+    rng: np.ndarray  # uint64[G, 1]: per game generator (noise, symmetries)
+    scratch: np.ndarray  # float64[G, 362]
+    score_table: np.ndarray  # float64[M, S]: see client.search.utility
+
+
+def new_trees(games: int, nodes: int, edges: int, score_table: np.ndarray) -> Trees:
+    g = games
+    return Trees(
+        n_visits=np.zeros((g, nodes), np.int32),
+        n_inflight=np.zeros((g, nodes), np.int32),
+        util_sum=np.zeros((g, nodes), np.float64),
+        wl_sum=np.zeros((g, nodes), np.float64),
+        score_sum=np.zeros((g, nodes), np.float64),
+        sq_sum=np.zeros((g, nodes), np.float64),
+        lead_sum=np.zeros((g, nodes), np.float64),
+        own=np.zeros((g, nodes, OWN_LEN), np.float32),
+        state=np.zeros((g, nodes), np.int8),
+        pla=np.zeros((g, nodes), np.int8),
+        parent=np.full((g, nodes), -1, np.int32),
+        edge_start=np.zeros((g, nodes), np.int32),
+        edge_count=np.zeros((g, nodes), np.int32),
+        n_touched=np.zeros((g, nodes), np.int32),
+        ladder=np.zeros((g, nodes, NN_AREA), np.uint8),
+        e_move=np.zeros((g, edges), np.int16),
+        e_prior=np.zeros((g, edges), np.float32),
+        e_child=np.full((g, edges), -1, np.int32),
+        root_prior=np.zeros((g, NN_AREA + 1), np.float32),
+        gi=np.zeros((g, GI_LEN), np.int64),
+        gf=np.zeros((g, GF_LEN), np.float64),
+        rng=np.ones((g, 1), np.uint64),
+        scratch=np.zeros((g, NN_AREA + 1), np.float64),
+        score_table=score_table,
+    )
+
+
+# --- values ------------------------------------------------------------------------------------------
+@njit(cache=True, inline="always")
+def utility(t, i, wl, score, sd):
+    """White's utility of a position: win-loss plus the expected score utility."""
+    c = t.gf[i, GF_SCORE_FACTOR]
+    if c == 0.0:
+        return wl
+    return wl + c * expected_score_value(t.score_table, score, sd, t.gf[i, GF_X0], t.gf[i, GF_BOARD_LEN])
+
+
+@njit(cache=True, inline="always")
+def node_own_utility(t, i, node):
+    return utility(t, i, t.own[i, node, OWN_WL], t.own[i, node, OWN_SCORE], t.own[i, node, OWN_SD])
+
+
+@njit(cache=True)
+def recompute_utilities(t, i):
+    """Recompute every node's utility sum with the current score centre (children have higher
+    indices than their parents, so one backward sweep adds subtrees up)."""
+    n = t.gi[i, GI_NODES]
+    for k in range(n):
+        st = t.state[i, k]
+        if st == EXPANDED:
+            t.util_sum[i, k] = node_own_utility(t, i, k)
+        elif st == TERMINAL:
+            t.util_sum[i, k] = node_own_utility(t, i, k) * t.n_visits[i, k]
+        else:
+            t.util_sum[i, k] = 0.0
+    for k in range(n - 1, 0, -1):
+        t.util_sum[i, t.parent[i, k]] += t.util_sum[i, k]
+
+
+@njit(cache=True, inline="always")
+def backup(t, i, path, plen, inflight):
+    """Add the evaluation of the path's last node to every node of the path (removing the virtual
+    loss when the visit was in flight)."""
+    leaf = path[plen - 1]
+    wl = t.own[i, leaf, OWN_WL]
+    score = t.own[i, leaf, OWN_SCORE]
+    sd = t.own[i, leaf, OWN_SD]
+    sq = score * score + sd * sd
+    lead = t.own[i, leaf, OWN_LEAD]
+    util = utility(t, i, wl, score, sd)
+    visits = t.n_visits[i]
+    inflights = t.n_inflight[i]
+    wl_sum = t.wl_sum[i]
+    score_sum = t.score_sum[i]
+    sq_sum = t.sq_sum[i]
+    lead_sum = t.lead_sum[i]
+    util_sum = t.util_sum[i]
+    for d in range(plen):
+        node = path[d]
+        visits[node] += 1
+        if inflight:
+            inflights[node] -= 1
+        wl_sum[node] += wl
+        score_sum[node] += score
+        sq_sum[node] += sq
+        lead_sum[node] += lead
+        util_sum[node] += util
+
+
+# --- trees -------------------------------------------------------------------------------------------
+@njit(cache=True)
+def reset_tree(t, i, pla):
+    """An empty tree: only the root, waiting for its evaluation."""
+    t.gi[i, GI_NODES] = 1
+    t.gi[i, GI_EDGES] = 0
+    t.gi[i, GI_READY] = 0
+    t.gi[i, GI_FULL] = 0
+    _clear_node(t, i, 0, -1, pla)
+
+
+@njit(cache=True, inline="always")
+def _clear_node(t, i, node, parent, pla):
+    t.n_visits[i, node] = 0
+    t.n_inflight[i, node] = 0
+    t.util_sum[i, node] = 0.0
+    t.wl_sum[i, node] = 0.0
+    t.score_sum[i, node] = 0.0
+    t.sq_sum[i, node] = 0.0
+    t.lead_sum[i, node] = 0.0
+    t.state[i, node] = PENDING
+    t.pla[i, node] = pla
+    t.parent[i, node] = parent
+    t.edge_start[i, node] = 0
+    t.edge_count[i, node] = 0
+    t.n_touched[i, node] = 0
+
+
+@njit(cache=True, inline="always")
+def new_child(t, i, node, e):
+    """Allocate the child of edge e of node (the next untouched edge); -1 when the tree is full."""
+    k = t.gi[i, GI_NODES]
+    if k >= t.n_visits.shape[1]:
+        t.gi[i, GI_FULL] = 1
+        return -1
+    t.gi[i, GI_NODES] = k + 1
+    _clear_node(t, i, k, node, 3 - t.pla[i, node])
+    t.e_child[i, e] = k
+    t.n_touched[i, node] += 1
+    _promote_best(t, i, node, node == 0 and t.gi[i, GI_READY] != 0)
+    return k
+
+
+@njit(cache=True, inline="always")
+def _swap_edges(t, i, a, b, root_start):
+    if a == b:
+        return
+    t.e_move[i, a], t.e_move[i, b] = t.e_move[i, b], t.e_move[i, a]
+    t.e_prior[i, a], t.e_prior[i, b] = t.e_prior[i, b], t.e_prior[i, a]
+    t.e_child[i, a], t.e_child[i, b] = t.e_child[i, b], t.e_child[i, a]
+    if root_start >= 0:
+        ra = a - root_start
+        rb = b - root_start
+        t.root_prior[i, ra], t.root_prior[i, rb] = t.root_prior[i, rb], t.root_prior[i, ra]
+
+
+@njit(cache=True, inline="always")
+def _promote_best(t, i, node, use_root_prior):
+    """Move the untouched edge of highest prior to the front of the untouched ones."""
+    start = t.edge_start[i, node]
+    first = start + t.n_touched[i, node]
+    end = start + t.edge_count[i, node]
+    if first >= end:
+        return
+    best = first
+    priors = t.root_prior[i] if use_root_prior else t.e_prior[i]
+    offset = start if use_root_prior else 0
+    bp = priors[first - offset]
+    for e in range(first + 1, end):
+        if priors[e - offset] > bp:
+            bp = priors[e - offset]
+            best = e
+    _swap_edges(t, i, first, best, start if use_root_prior else -1)
+
+
+@njit(cache=True, inline="always")
+def expand(t, i, node, probs, x_size, y_size, values):
+    """Give an evaluated node its edges (the moves with a positive prior, and pass) and its own
+    evaluation; values = (white wl, white score, score sd, white lead). False when the edge pool
+    is full (the node then stays a leaf: the search stops early)."""
+    start = t.gi[i, GI_EDGES]
+    cap = t.e_move.shape[1]
+    count = 0
+    e_move = t.e_move[i]
+    e_prior = t.e_prior[i]
+    e_child = t.e_child[i]
+    for y in range(y_size):
+        for x in range(x_size):
+            p = probs[y * NN_LEN + x]
+            if p > 0.0:
+                if start + count >= cap:
+                    t.gi[i, GI_FULL] = 1
+                    return False
+                e = start + count
+                e_move[e] = (y + 1) * STRIDE + x + 1
+                e_prior[e] = p
+                e_child[e] = -1
+                count += 1
+    if start + count >= cap:
+        t.gi[i, GI_FULL] = 1
+        return False
+    e = start + count
+    t.e_move[i, e] = PASS
+    t.e_prior[i, e] = probs[NN_AREA]
+    t.e_child[i, e] = -1
+    count += 1
+    t.gi[i, GI_EDGES] = start + count
+    t.edge_start[i, node] = start
+    t.edge_count[i, node] = count
+    t.n_touched[i, node] = 0
+    for k in range(OWN_LEN):
+        t.own[i, node, k] = values[k]
+    t.state[i, node] = EXPANDED
+    _promote_best(t, i, node, False)
+    return True
+
+
+@njit(cache=True, inline="always")
+def set_terminal(t, i, node, wl, score):
+    t.own[i, node, OWN_WL] = wl
+    t.own[i, node, OWN_SCORE] = score
+    t.own[i, node, OWN_SD] = 0.0
+    t.own[i, node, OWN_LEAD] = score
+    t.state[i, node] = TERMINAL
+
+
+# --- selection ---------------------------------------------------------------------------------------
+DESCEND_LEAF = 0  # a new or unevaluated node to evaluate
+DESCEND_TERMINAL = 1  # a finished game, backed up already
+DESCEND_COLLISION = 2  # a node whose evaluation is in flight
+DESCEND_FULL = 3  # no room for another node (or the path)
+
+
+@njit(cache=True)
+def descend(t, i, path, pmove):
+    """Walk from the root by PUCT (paper section 5.1; forced playouts at the root when enabled,
+    section 5.3) to a node to evaluate, allocating it when the walk leaves the tree. path gets the
+    nodes, pmove the move into each. Returns (path length, DESCEND_*).
+
+    Every array row is taken once here and the selection is written out in the loop: in compiled
+    code each read of an array attribute, and each array passed to a function, costs atomic
+    reference count updates, which would cost more than the selection itself.
+    """
+    state = t.state[i]
+    inflights = t.n_inflight[i]
+    visits = t.n_visits[i]
+    utils = t.util_sum[i]
+    players = t.pla[i]
+    edge_start = t.edge_start[i]
+    edge_count = t.edge_count[i]
+    n_touched = t.n_touched[i]
+    e_child = t.e_child[i]
+    e_move = t.e_move[i]
+    e_prior = t.e_prior[i]
+    root_prior = t.root_prior[i]
+    gf = t.gf[i]
+    cpuct = gf[GF_CPUCT]
+    vloss = gf[GF_VIRTUAL_LOSS]
+    forced_root = t.gi[i, GI_FORCED] != 0
+    forced_coeff = gf[GF_FORCED_COEFF]
+    depth_cap = path.shape[0]
+    node = 0
+    path[0] = 0
+    plen = 1
+    while True:
+        st = state[node]
+        if st == TERMINAL:
+            backup(t, i, path, plen, False)
+            return plen, DESCEND_TERMINAL
+        if st == PENDING:
+            return plen, DESCEND_COLLISION if inflights[node] > 0 else DESCEND_LEAF
+        start = edge_start[node]
+        count = edge_count[node]
+        if count == 0 or plen >= depth_cap:
+            t.gi[i, GI_FULL] = 1
+            return plen, DESCEND_FULL
+        root = node == 0
+        priors = root_prior if root else e_prior
+        offset = start if root else 0
+        sign = 1.0 if players[node] == WHITE else -1.0
+        n_node = visits[node]
+        children_n = n_node - 1 + inflights[node]
+        sqrt_total = math.sqrt(children_n + 0.01)
+        forced_k = forced_coeff * children_n if root and forced_root else -1.0
+        best = -1
+        best_value = -np.inf
+        visited_policy = 0.0
+        touched = n_touched[node]
+        for e in range(start, start + touched):
+            c = e_child[e]
+            prior = priors[e - offset]
+            visited_policy += prior
+            inflight = inflights[c]
+            n = visits[c] + inflight
+            if n * n < forced_k * prior:
+                best = e
+                break
+            value = (sign * utils[c] - vloss * inflight) / n + cpuct * prior * sqrt_total / (1.0 + n)
+            if value > best_value:
+                best_value = value
+                best = e
+        else:
+            if touched < count:
+                # The untouched edge of highest prior; the others have the same value and less prior.
+                e = start + touched
+                fpu = gf[GF_ROOT_FPU] if root else gf[GF_FPU]
+                value = sign * utils[node] / n_node - fpu * math.sqrt(visited_policy)
+                value += cpuct * priors[e - offset] * sqrt_total
+                if value > best_value:
+                    best = e
+        c = e_child[best]
+        pmove[plen] = e_move[best]
+        if c < 0:
+            c = new_child(t, i, node, best)
+            if c < 0:
+                return plen, DESCEND_FULL
+            path[plen] = c
+            return plen + 1, DESCEND_LEAF
+        path[plen] = c
+        plen += 1
+        node = c
+
+
+# --- the root ----------------------------------------------------------------------------------------
+@njit(cache=True)
+def prepare_root(t, i):
+    """Start a search on an evaluated root: centre the score utility on the root's predicted score,
+    recompute a reused tree's utilities, and derive the root's priors (temperature, then noise)."""
+    t.gf[i, GF_X0] = t.own[i, 0, OWN_SCORE]
+    if t.n_visits[i, 0] > 1:
+        recompute_utilities(t, i)
+    start = t.edge_start[i, 0]
+    n = t.edge_count[i, 0]
+    probs = t.scratch[i]
+    for k in range(n):
+        probs[k] = t.e_prior[i, start + k]
+    apply_temperature(probs, n, t.gf[i, GF_ROOT_TEMPERATURE])
+    if t.gi[i, GI_NOISE] != 0 and n > 0:
+        noise = np.empty(n, np.float64)
+        add_noise(probs, n, t.gf[i, GF_NOISE_WEIGHT], t.gf[i, GF_NOISE_TOTAL], t.gf[i, GF_NOISE_SHAPED] != 0.0,
+                  t.rng[i], noise)
+    for k in range(n):
+        t.root_prior[i, k] = probs[k]
+    t.gi[i, GI_READY] = 1
+    _promote_best(t, i, 0, True)
+
+
+@njit(cache=True)
+def advance_root(t, i, move, keep):
+    """Make the child reached by move the new root, keeping its subtree when keep is set and the
+    child was evaluated; otherwise start an empty tree. Returns True if a subtree was kept."""
+    child = -1
+    if t.state[i, 0] == EXPANDED:
+        start = t.edge_start[i, 0]
+        for e in range(start, start + t.edge_count[i, 0]):
+            if t.e_move[i, e] == move:
+                child = t.e_child[i, e]
+                break
+    pla = 3 - t.pla[i, 0]
+    if not keep or child < 0 or t.state[i, child] != EXPANDED or t.n_inflight[i, 0] != 0:
+        reset_tree(t, i, pla)
+        return False
+    _compact(t, i, child)
+    t.gi[i, GI_READY] = 0
+    return True
+
+
+@njit(cache=True)
+def _compact(t, i, new_root):
+    """Keep only new_root's subtree, renumbered from 0 in the old order (so parents still come
+    before children), with its edges packed to the front of the pool."""
+    n = t.gi[i, GI_NODES]
+    remap = np.full(n, -1, np.int32)
+    remap[new_root] = 0
+    kept = 1
+    for k in range(new_root + 1, n):
+        p = t.parent[i, k]
+        if p >= 0 and remap[p] >= 0:
+            remap[k] = kept
+            kept += 1
+    # Nodes move to lower or equal indices, in increasing order: nothing is overwritten unread.
+    for k in range(new_root, n):
+        d = remap[k]
+        if d < 0:
+            continue
+        t.n_visits[i, d] = t.n_visits[i, k]
+        t.n_inflight[i, d] = t.n_inflight[i, k]
+        t.util_sum[i, d] = t.util_sum[i, k]
+        t.wl_sum[i, d] = t.wl_sum[i, k]
+        t.score_sum[i, d] = t.score_sum[i, k]
+        t.sq_sum[i, d] = t.sq_sum[i, k]
+        t.lead_sum[i, d] = t.lead_sum[i, k]
+        t.own[i, d, :] = t.own[i, k, :]
+        t.state[i, d] = t.state[i, k]
+        t.pla[i, d] = t.pla[i, k]
+        t.parent[i, d] = -1 if k == new_root else remap[t.parent[i, k]]
+        t.edge_start[i, d] = t.edge_start[i, k]
+        t.edge_count[i, d] = t.edge_count[i, k]
+        t.n_touched[i, d] = t.n_touched[i, k]
+        t.ladder[i, d, :] = t.ladder[i, k, :]
+    t.gi[i, GI_NODES] = kept
+    # Edges: pack the kept nodes' ranges in order of their old start, so moves only go down.
+    owners = np.empty(kept, np.int64)
+    starts = np.empty(kept, np.int64)
+    m = 0
+    for d in range(kept):
+        if t.state[i, d] == EXPANDED:
+            owners[m] = d
+            starts[m] = t.edge_start[i, d]
+            m += 1
+    order = np.argsort(starts[:m])
+    cursor = 0
+    for j in range(m):
+        d = owners[order[j]]
+        s = t.edge_start[i, d]
+        c = t.edge_count[i, d]
+        for k in range(c):
+            t.e_move[i, cursor + k] = t.e_move[i, s + k]
+            t.e_prior[i, cursor + k] = t.e_prior[i, s + k]
+            ch = t.e_child[i, s + k]
+            t.e_child[i, cursor + k] = -1 if ch < 0 else remap[ch]
+        t.edge_start[i, d] = cursor
+        cursor += c
+    t.gi[i, GI_EDGES] = cursor
+
+
+@njit(cache=True)
+def root_children(t, i, out_move, out_visits, out_prior, out_raw_prior, out_util, out_wl, out_score, out_lead,
+                  out_sq):
+    """The root's edges (root priors, and the raw network priors); children's statistics are
+    averages from the root player's point of view (score and lead stay white's). Returns the count."""
+    start = t.edge_start[i, 0]
+    n = t.edge_count[i, 0]
+    sign = 1.0 if t.pla[i, 0] == WHITE else -1.0
+    for k in range(n):
+        e = start + k
+        out_move[k] = t.e_move[i, e]
+        out_prior[k] = t.root_prior[i, k] if t.gi[i, GI_READY] != 0 else t.e_prior[i, e]
+        out_raw_prior[k] = t.e_prior[i, e]
+        c = t.e_child[i, e]
+        v = 0 if c < 0 else t.n_visits[i, c]
+        out_visits[k] = v
+        if v > 0:
+            out_util[k] = sign * t.util_sum[i, c] / v
+            out_wl[k] = sign * t.wl_sum[i, c] / v
+            out_score[k] = t.score_sum[i, c] / v
+            out_lead[k] = t.lead_sum[i, c] / v
+            out_sq[k] = t.sq_sum[i, c] / v
+        else:
+            out_util[k] = 0.0
+            out_wl[k] = 0.0
+            out_score[k] = 0.0
+            out_lead[k] = 0.0
+            out_sq[k] = 0.0
+    return n
+
+
+@njit(cache=True)
+def principal_variation(t, i, node, out):
+    """The most visited line from node: moves written to out, returns its length."""
+    n = 0
+    while n < out.shape[0] and t.state[i, node] == EXPANDED:
+        start = t.edge_start[i, node]
+        best = -1
+        best_n = 0
+        for e in range(start, start + t.n_touched[i, node]):
+            c = t.e_child[i, e]
+            if c >= 0 and t.n_visits[i, c] > best_n:
+                best_n = t.n_visits[i, c]
+                best = e
+        if best < 0:
+            break
+        out[n] = t.e_move[i, best]
+        n += 1
+        node = t.e_child[i, best]
+    return n

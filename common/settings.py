@@ -1,0 +1,341 @@
+"""Task settings: how to search, how to start and play self-play games, and how to play match games.
+
+The server sends these with every task as JSON (``to_dict`` / ``from_dict``); the client's defaults
+are the values of KataGo's paper (sections 5-6, Appendix C for self-play, Appendix D for match and
+gating games) and of its methods page where the paper gives none. Every game records the settings
+it was played with in its SGF.
+
+A malformed settings object is refused as a whole with :class:`SettingsError`, whose message names
+the key (as a dotted path) and what is wrong with it; unknown keys are errors too, so a typo never
+silently falls back to a default.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field, fields
+from typing import Any, get_args, get_origin, get_type_hints
+
+from common.go.rules import HANDICAP_BONUS_RULES, KO_RULES, TAX_RULES, Rules
+
+SETTINGS_VERSION = 1
+
+
+class SettingsError(ValueError):
+    """Settings that cannot be used; the message names the key and the problem."""
+
+
+# --- validation helpers ----------------------------------------------------------------------------
+def _need(ok: bool, path: str, problem: str) -> None:
+    if not ok:
+        raise SettingsError(f"settings {path}: {problem}")
+
+
+def _in_range(path: str, value: float, lo: float | None = None, hi: float | None = None,
+              lo_open: bool = False) -> None:
+    _need(math.isfinite(value), path, f"must be a finite number, got {value!r}")
+    if lo is not None:
+        if lo_open:
+            _need(value > lo, path, f"must be greater than {lo}, got {value!r}")
+        else:
+            _need(value >= lo, path, f"must be at least {lo}, got {value!r}")
+    if hi is not None:
+        _need(value <= hi, path, f"must be at most {hi}, got {value!r}")
+
+
+def _prob(path: str, value: float) -> None:
+    _in_range(path, value, 0.0, 1.0)
+
+
+def _convert(value: Any, hint: Any, path: str) -> Any:
+    """Check a JSON value against a field's type and convert it (lists to tuples, ints to floats)."""
+    origin = get_origin(hint)
+    if dataclasses.is_dataclass(hint):
+        return _from_dict(hint, value, path)
+    if origin is tuple:
+        _need(isinstance(value, (list, tuple)), path, f"must be a list, got {type(value).__name__}")
+        inner = get_args(hint)[0]
+        return tuple(_convert(v, inner, f"{path}[{i}]") for i, v in enumerate(value))
+    if hint is bool:
+        _need(isinstance(value, bool), path, f"must be true or false, got {value!r}")
+        return value
+    if hint is int:
+        _need(isinstance(value, int) and not isinstance(value, bool), path, f"must be an integer, got {value!r}")
+        return value
+    if hint is float:
+        _need(isinstance(value, (int, float)) and not isinstance(value, bool), path,
+              f"must be a number, got {value!r}")
+        return float(value)
+    if hint is str:
+        _need(isinstance(value, str), path, f"must be a string, got {value!r}")
+        return value
+    raise TypeError(f"unsupported settings type {hint!r}")
+
+
+def _from_dict(cls: type, data: Any, path: str) -> Any:
+    _need(isinstance(data, dict), path or "(top level)", f"must be an object, got {type(data).__name__}")
+    hints = get_type_hints(cls)
+    names = {f.name for f in fields(cls)}
+    for key in data:
+        _need(key in names, f"{path}.{key}" if path else key,
+              f"unknown key (known: {', '.join(sorted(names))})")
+    kwargs = {}
+    for f in fields(cls):
+        if f.name in data:
+            sub = f"{path}.{f.name}" if path else f.name
+            kwargs[f.name] = _convert(data[f.name], hints[f.name], sub)
+    obj = cls(**kwargs)
+    obj.validate(path)
+    return obj
+
+
+def _to_json(value: Any) -> Any:
+    if dataclasses.is_dataclass(value):
+        return {f.name: _to_json(getattr(value, f.name)) for f in fields(value)}
+    if isinstance(value, tuple):
+        return [_to_json(v) for v in value]
+    return value
+
+
+class _Settings:
+    """JSON round trip and validation shared by the settings dataclasses."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return _to_json(self)
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Any:
+        return _from_dict(cls, data, "")
+
+    def replace(self, **changes: Any) -> Any:
+        obj = dataclasses.replace(self, **changes)
+        obj.validate("")
+        return obj
+
+    def validate(self, path: str = "") -> None:
+        raise NotImplementedError
+
+
+def _p(path: str, name: str) -> str:
+    return f"{path}.{name}" if path else name
+
+
+def _check_sizes(path: str, sizes: tuple[int, ...], weights: tuple[float, ...]) -> None:
+    _need(len(sizes) > 0, _p(path, "board_sizes"), "must not be empty")
+    _need(len(sizes) == len(weights), _p(path, "board_size_weights"),
+          f"needs one weight per board size ({len(sizes)}), got {len(weights)}")
+    for i, s in enumerate(sizes):
+        _in_range(f"{_p(path, 'board_sizes')}[{i}]", s, 2, 19)
+    for i, w in enumerate(weights):
+        _in_range(f"{_p(path, 'board_size_weights')}[{i}]", w, 0.0)
+    _need(sum(weights) > 0, _p(path, "board_size_weights"), "must not all be zero")
+
+
+def decayed(early: float, late: float, turn: int, half_life: float) -> float:
+    """A value going from early to late with the given half-life in turns (temperatures)."""
+    return late + (early - late) * 0.5 ** (turn / half_life)
+
+
+# --- search ----------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class SearchSettings(_Settings):
+    """How one search runs (paper section 5; values from section 5.1-5.4 and the methods page).
+
+    The root's policy temperature decays from ``root_policy_temperature_early`` to
+    ``root_policy_temperature`` with a half-life of one board length in turns (the methods page's
+    g170 values; the paper's earlier runs used a constant 1.03).
+    """
+
+    cpuct: float = 1.1
+    fpu_reduction: float = 0.2  # first-play urgency reduction inside the tree
+    root_fpu_reduction: float = 0.0  # at the root (self-play full searches; 0.2 in match games)
+    root_noise: bool = True  # Dirichlet noise on full searches
+    noise_weight: float = 0.25
+    noise_total_concentration: float = 10.83  # 0.03 * 19^2, spread over the legal moves
+    noise_shaped: bool = True  # half uniform, half on moves whose logits stand out (methods page)
+    root_policy_temperature_early: float = 1.25
+    root_policy_temperature: float = 1.1
+    forced_playouts: bool = True  # forced playouts at the root and target pruning (section 5.3)
+    forced_playout_coeff: float = 2.0  # k in n_forced = sqrt(k P(c) sum N)
+    score_utility_factor: float = 0.5  # c_score (section 5.4: 0.5, annealed to 0.4 and 0.3)
+    virtual_loss: float = 1.0  # utility each in-flight visit counts as losing
+    symmetries: str = "random"  # network input symmetry per evaluation: "random" or "none"
+
+    def validate(self, path: str = "") -> None:
+        _in_range(_p(path, "cpuct"), self.cpuct, 0.0, lo_open=True)
+        _in_range(_p(path, "fpu_reduction"), self.fpu_reduction, 0.0, 2.0)
+        _in_range(_p(path, "root_fpu_reduction"), self.root_fpu_reduction, 0.0, 2.0)
+        _prob(_p(path, "noise_weight"), self.noise_weight)
+        _in_range(_p(path, "noise_total_concentration"), self.noise_total_concentration, 0.0, lo_open=True)
+        _in_range(_p(path, "root_policy_temperature_early"), self.root_policy_temperature_early, 0.0, 10.0,
+                  lo_open=True)
+        _in_range(_p(path, "root_policy_temperature"), self.root_policy_temperature, 0.0, 10.0, lo_open=True)
+        _in_range(_p(path, "forced_playout_coeff"), self.forced_playout_coeff, 0.0)
+        _in_range(_p(path, "score_utility_factor"), self.score_utility_factor, 0.0, 10.0)
+        _in_range(_p(path, "virtual_loss"), self.virtual_loss, 0.0, 10.0)
+        _need(self.symmetries in ("random", "none"), _p(path, "symmetries"),
+              f"must be 'random' or 'none', got {self.symmetries!r}")
+
+    def root_policy_temperature_at(self, turn: int, board_length: float) -> float:
+        return decayed(self.root_policy_temperature_early, self.root_policy_temperature, turn, board_length)
+
+    def for_cheap_search(self) -> SearchSettings:
+        """Section 6.1: cheap searches play for strength: no noise, no forced playouts, and the
+        tree's first-play urgency at the root too."""
+        return dataclasses.replace(self, root_noise=False, forced_playouts=False,
+                                   root_fpu_reduction=self.fpu_reduction)
+
+
+# --- self-play games -------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class RulesChoice(_Settings):
+    """Rules drawn uniformly per game from each list (Appendix C: positional vs situational superko,
+    multi-stone suicide on or off; area scoring)."""
+
+    ko: tuple[str, ...] = ("POSITIONAL", "SITUATIONAL")
+    suicide: tuple[bool, ...] = (False, True)
+    tax: tuple[str, ...] = ("NONE",)
+    button: tuple[bool, ...] = (False,)
+    white_handicap_bonus: tuple[str, ...] = ("0",)
+
+    def validate(self, path: str = "") -> None:
+        for name, values, allowed in (("ko", self.ko, KO_RULES), ("tax", self.tax, TAX_RULES),
+                                      ("white_handicap_bonus", self.white_handicap_bonus, HANDICAP_BONUS_RULES)):
+            _need(len(values) > 0, _p(path, name), "must not be empty")
+            for i, v in enumerate(values):
+                _need(v in allowed, f"{_p(path, name)}[{i}]", f"{v!r} is not one of {', '.join(allowed)}")
+        for i, v in enumerate(self.ko):
+            _need(v != "SPIGHT", f"{_p(path, 'ko')}[{i}]", "SPIGHT needs territory scoring, which is not played")
+        _need(len(self.suicide) > 0, _p(path, "suicide"), "must not be empty")
+        _need(len(self.button) > 0, _p(path, "button"), "must not be empty")
+
+    def draw(self, rng) -> Rules:
+        def pick(values):
+            return values[int(rng.integers(len(values)))]
+
+        return Rules(ko=pick(self.ko), scoring="AREA", tax=pick(self.tax), suicide=bool(pick(self.suicide)),
+                     has_button=bool(pick(self.button)), white_handicap_bonus=pick(self.white_handicap_bonus))
+
+
+def _paper_size_weights() -> tuple[float, ...]:
+    # Appendix C: sizes 9..19 with weights 1..11, the weight of 19 multiplied by 3 (early in a run).
+    weights = [float(w) for w in range(1, 12)]
+    weights[-1] *= 3
+    return tuple(weights)
+
+
+@dataclass(frozen=True)
+class SelfPlaySettings(_Settings):
+    """Self-play games: playout cap randomization (section 6.1), game initialization (Appendix C),
+    move choice, soft resignation (methods page) and the end of the game."""
+
+    search: SearchSettings = field(default_factory=SearchSettings)
+    visits: int = 600  # N, full searches (recorded for training)
+    cheap_visits: int = 100  # n, cheap searches (a visit cap with tree reuse; not recorded)
+    full_search_prob: float = 0.25  # p
+    board_sizes: tuple[int, ...] = tuple(range(9, 20))
+    board_size_weights: tuple[float, ...] = field(default_factory=_paper_size_weights)
+    komi_mean: float = 7.0
+    komi_stdev: float = 1.0
+    komi_big_stdev_prob: float = 0.05
+    komi_big_stdev: float = 10.0
+    komi_truncation: float = 3.0  # stdevs
+    rules: RulesChoice = field(default_factory=RulesChoice)
+    handicap_prob: float = 0.05
+    handicap_compensate_komi_prob: float = 0.9
+    handicap_compensation_rounds: int = 3  # network queries to move komi by the expected score
+    opening_area_prop: float = 0.04  # opening moves from the raw policy: Exp(mean prop * B^2)
+    move_temperature_early: float = 0.8
+    move_temperature: float = 0.2  # half-life from early to late: one board length in turns
+    reduce_visits: bool = True  # soft resignation
+    reduce_visits_threshold: float = 0.9
+    reduce_visits_lookback: int = 3
+    reduced_visits_min: int = 100
+    reduced_visits_weight: float = 0.1
+    end_when_all_pass_alive: bool = True
+    max_moves: int = 1600
+    draw_equivalent_wins: float = 0.5
+
+    def validate(self, path: str = "") -> None:
+        self.search.validate(_p(path, "search"))
+        self.rules.validate(_p(path, "rules"))
+        _in_range(_p(path, "visits"), self.visits, 1, 1_000_000)
+        _in_range(_p(path, "cheap_visits"), self.cheap_visits, 1, 1_000_000)
+        _need(self.cheap_visits <= self.visits, _p(path, "cheap_visits"),
+              f"must not exceed visits ({self.visits}), got {self.cheap_visits}")
+        _prob(_p(path, "full_search_prob"), self.full_search_prob)
+        _check_sizes(path, self.board_sizes, self.board_size_weights)
+        _in_range(_p(path, "komi_mean"), self.komi_mean, -150.0, 150.0)
+        _in_range(_p(path, "komi_stdev"), self.komi_stdev, 0.0, 100.0)
+        _prob(_p(path, "komi_big_stdev_prob"), self.komi_big_stdev_prob)
+        _in_range(_p(path, "komi_big_stdev"), self.komi_big_stdev, 0.0, 100.0)
+        _in_range(_p(path, "komi_truncation"), self.komi_truncation, 0.0, 10.0)
+        _prob(_p(path, "handicap_prob"), self.handicap_prob)
+        _prob(_p(path, "handicap_compensate_komi_prob"), self.handicap_compensate_komi_prob)
+        _in_range(_p(path, "handicap_compensation_rounds"), self.handicap_compensation_rounds, 0, 20)
+        _in_range(_p(path, "opening_area_prop"), self.opening_area_prop, 0.0, 1.0)
+        _in_range(_p(path, "move_temperature_early"), self.move_temperature_early, 0.0, 10.0)
+        _in_range(_p(path, "move_temperature"), self.move_temperature, 0.0, 10.0)
+        _in_range(_p(path, "reduce_visits_threshold"), self.reduce_visits_threshold, 0.5, 1.0)
+        _in_range(_p(path, "reduce_visits_lookback"), self.reduce_visits_lookback, 1, 100)
+        _in_range(_p(path, "reduced_visits_min"), self.reduced_visits_min, 1, 1_000_000)
+        _prob(_p(path, "reduced_visits_weight"), self.reduced_visits_weight)
+        _in_range(_p(path, "max_moves"), self.max_moves, 1, 100_000)
+        _prob(_p(path, "draw_equivalent_wins"), self.draw_equivalent_wins)
+
+    def move_temperature_at(self, turn: int, board_length: float) -> float:
+        return decayed(self.move_temperature_early, self.move_temperature, turn, board_length)
+
+    @staticmethod
+    def max_handicap(size: int) -> int:
+        """Appendix C: no handicap on 9 and 10, at most 1, 2, 3 extra black moves on 11-14, 15-18, 19."""
+        if size <= 10:
+            return 0
+        if size <= 14:
+            return 1
+        if size <= 18:
+            return 2
+        return 3
+
+
+# --- match and gating games ------------------------------------------------------------------------
+def _match_search() -> SearchSettings:
+    # Appendix D: no noise, no forced playouts, first-play urgency 0.2 at the root too; the raw
+    # policy at the root (temperature 1), as KataGo's gatekeeper.
+    return SearchSettings(root_noise=False, forced_playouts=False, root_fpu_reduction=0.2,
+                          root_policy_temperature_early=1.0, root_policy_temperature=1.0)
+
+
+@dataclass(frozen=True)
+class MatchSettings(_Settings):
+    """Games between two networks (Appendix D): fixed komi, no handicap, full search from the first
+    move with tree reuse, a lower move temperature, and resignation when both sides agree."""
+
+    search: SearchSettings = field(default_factory=_match_search)
+    visits: int = 600
+    komi: float = 7.5
+    board_sizes: tuple[int, ...] = tuple(range(9, 20))
+    board_size_weights: tuple[float, ...] = field(default_factory=_paper_size_weights)
+    rules: RulesChoice = field(default_factory=RulesChoice)
+    move_temperature_early: float = 0.5
+    move_temperature: float = 0.2
+    resign_threshold: float = 0.05  # resign when the losing side's worst win rate stays below this
+    resign_consecutive_turns: int = 5
+    max_moves: int = 1600
+
+    def validate(self, path: str = "") -> None:
+        self.search.validate(_p(path, "search"))
+        self.rules.validate(_p(path, "rules"))
+        _in_range(_p(path, "visits"), self.visits, 1, 1_000_000)
+        _in_range(_p(path, "komi"), self.komi, -150.0, 150.0)
+        _need(float(self.komi * 2).is_integer(), _p(path, "komi"), f"must be a multiple of 0.5, got {self.komi}")
+        _check_sizes(path, self.board_sizes, self.board_size_weights)
+        _in_range(_p(path, "move_temperature_early"), self.move_temperature_early, 0.0, 10.0)
+        _in_range(_p(path, "move_temperature"), self.move_temperature, 0.0, 10.0)
+        _prob(_p(path, "resign_threshold"), self.resign_threshold)
+        _in_range(_p(path, "resign_consecutive_turns"), self.resign_consecutive_turns, 1, 1000)
+        _in_range(_p(path, "max_moves"), self.max_moves, 1, 100_000)
+
+    def move_temperature_at(self, turn: int, board_length: float) -> float:
+        return decayed(self.move_temperature_early, self.move_temperature, turn, board_length)

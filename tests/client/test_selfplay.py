@@ -1,0 +1,125 @@
+"""Self-play games: what they write, that it is valid and reproducible, and how games start."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from client.search.engine import NullEvaluator
+from client.selfplay.init import draw_komi, draw_start
+from client.selfplay.run import run_selfplay
+from common.data.schema import GT_TURN_INDEX, GT_UNREDUCED_VISITS
+from common.data.validate import validate_rows
+from common.go.geometry import BLACK
+from common.go.sgf import read_sgf
+from common.settings import RulesChoice, SelfPlaySettings
+
+FAST = SelfPlaySettings(board_sizes=(7,), board_size_weights=(1.0,), visits=24, cheap_visits=6,
+                        full_search_prob=0.5, max_moves=200)
+
+
+def play(tmp: Path, settings: SelfPlaySettings = FAST, games: int = 4, parallel: int = 2, seed: int = 5):
+    summary = run_selfplay(NullEvaluator(), settings, games=games, parallel=parallel, out_dir=tmp, seed=seed,
+                           progress=False)
+    return summary, sorted(tmp.glob("*.sgf")), sorted(tmp.glob("*.npz"))
+
+
+def test_selfplay_writes_valid_rows_and_legal_games(tmp_path):
+    summary, sgfs, npzs = play(tmp_path)
+    assert summary.games == 4
+    assert len(sgfs) == 4
+    assert len(npzs) == 4 - summary.games_without_rows
+    assert summary.rows > 0
+    total_rows = 0
+    kinds: set[str] = set()
+    for sgf_path in sgfs:
+        record = read_sgf(sgf_path.read_text())
+        game = record.to_game()  # every move replays legally under the recorded rules
+        if not game.is_over:  # the game ended when every point was pass-alive
+            assert game.end_if_all_pass_alive()
+        assert record.result == game.result.sgf() or (record.result == "Void" and game.result.no_result)
+        info = json.loads(record.comment)
+        assert SelfPlaySettings.from_dict(info["settings"]) == FAST
+        # Which moves were full searches, from the move comments.
+        notes = [node.comment or "" for node in record.nodes[1:]]
+        full_turns = {i for i, note in enumerate(notes) if note.startswith("full")}
+        cheap_turns = {i for i, note in enumerate(notes) if note.startswith("cheap")}
+        kinds.update(("full",) * len(full_turns) + ("cheap",) * len(cheap_turns))
+        npz = sgf_path.with_suffix(".npz")
+        if not npz.exists():
+            continue
+        report = validate_rows(npz)
+        assert report.ok, report.errors
+        with np.load(npz) as z:
+            gt = z["globalTargetsNC"]
+        total_rows += gt.shape[0]
+        turns = set(gt[:, GT_TURN_INDEX].astype(int))
+        assert turns <= full_turns  # cheap searches write no rows
+        assert set(gt[:, GT_UNREDUCED_VISITS].astype(int)) <= {FAST.visits, FAST.reduced_visits_min}
+    assert total_rows == summary.rows
+    assert kinds == {"full", "cheap"}
+
+
+def test_seeded_selfplay_is_reproducible(tmp_path):
+    _, sgfs_a, npzs_a = play(tmp_path / "a", seed=11)
+    _, sgfs_b, npzs_b = play(tmp_path / "b", seed=11)
+    _, sgfs_c, _ = play(tmp_path / "c", seed=12)
+    assert [p.name for p in sgfs_a] == [p.name for p in sgfs_b]
+    for a, b in zip(sgfs_a, sgfs_b):
+        assert a.read_bytes() == b.read_bytes()
+    for a, b in zip(npzs_a, npzs_b):
+        with np.load(a) as za, np.load(b) as zb:
+            assert sorted(za.files) == sorted(zb.files)
+            for name in za.files:
+                np.testing.assert_array_equal(za[name], zb[name])
+    assert [p.read_bytes() for p in sgfs_a] != [p.read_bytes() for p in sgfs_c]
+
+
+def test_move_limit_ends_games_without_result(tmp_path):
+    settings = FAST.replace(max_moves=12, end_when_all_pass_alive=False)
+    summary, sgfs, _ = play(tmp_path, settings, games=2, parallel=2)
+    assert summary.draws_or_no_result == 2
+    for p in sgfs:
+        record = read_sgf(p.read_text())
+        assert len(record.moves) == 12
+        assert json.loads(record.comment)["move_limit_reached"] is True
+
+
+def test_handicap_games_place_extra_black_stones_and_compensate(tmp_path):
+    settings = FAST.replace(board_sizes=(13,), board_size_weights=(1.0,), handicap_prob=1.0,
+                            handicap_compensate_komi_prob=1.0, max_moves=6, end_when_all_pass_alive=False)
+    _, sgfs, _ = play(tmp_path, settings, games=2, parallel=2)
+    for p in sgfs:
+        record = read_sgf(p.read_text())
+        info = json.loads(record.comment)
+        assert info["start"]["extra_black"] == 1  # at most 1 extra black move on 11-14
+        assert len(record.setup.black) == 2 and record.handicap == 2
+        assert record.first_to_move() != BLACK
+        # The null network predicts an even score, so compensation leaves komi where it was drawn.
+        assert record.komi == info["start"]["komi_drawn"]
+
+
+def test_game_starts_follow_the_settings():
+    rng = np.random.default_rng(0)
+    settings = SelfPlaySettings(rules=RulesChoice(ko=("SIMPLE", "POSITIONAL"), suicide=(True,)))
+    starts = [draw_start(settings, rng) for _ in range(4000)]
+    sizes = np.array([s.x_size for s in starts])
+    weights = np.array(settings.board_size_weights) / sum(settings.board_size_weights)
+    for size, w in zip(settings.board_sizes, weights):
+        assert np.mean(sizes == size) == pytest.approx(w, abs=0.02)
+    assert {s.rules.ko for s in starts} == {"SIMPLE", "POSITIONAL"}
+    assert all(s.rules.suicide for s in starts)
+    assert all(s.extra_black == 0 for s in starts if s.x_size <= 10)
+    handicap = [s for s in starts if s.extra_black]
+    assert len(handicap) / len(starts) == pytest.approx(0.05 * np.mean(sizes > 10), abs=0.015)
+    assert all(1 <= s.extra_black <= settings.max_handicap(s.x_size) for s in handicap)
+    opening = np.array([s.opening_moves for s in starts if s.x_size == 19])
+    assert opening.mean() == pytest.approx(0.04 * 361, rel=0.1)
+    komi = np.array([draw_komi(settings, rng) for _ in range(20000)])
+    assert np.all(komi * 2 == np.round(komi * 2))
+    assert np.median(komi) == 7.0
+    assert np.mean(np.abs(komi - 7.0) <= 3.0) == pytest.approx(0.95 + 0.05 * 0.23, abs=0.01)
+    assert komi.max() <= 7.0 + 30.0 and komi.min() >= 7.0 - 30.0
