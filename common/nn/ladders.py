@@ -6,7 +6,10 @@ the defender's two liberties. The search follows KataGo's rules of thumb: the de
 soon as it has two liberties after the attacker's move (three before it), or whenever the attacker
 leaves a simple-ko point (ladders that depend on ko do not count); the attacker wins at one
 liberty and in double-ko death; suicide is never legal; a node budget bounds pathological cases.
-Results do not depend on move order, so chain-list order does not matter.
+As in KataGo, the defender's move list follows the order of its chain's stones and the liberty
+bound looks at the list's last move, so on rare boards (the chain's own liberty is also the liberty
+of an attacking chain in atari) the answer depends on that order, and a board turned by a symmetry
+can read differently; everywhere else the answer does not depend on chain-list order.
 
 Boards are searched in place with a play and undo of their own (``_play``, ``_undo``): they keep
 only what the search reads up to date (stones, chains, liberty counts, the ko point) and put it
