@@ -98,6 +98,8 @@ class Work(NamedTuple):
     path_move: np.ndarray  # int16[G, L, D]: the move into each node
     path_len: np.ndarray  # int32[G, L]
     sym_map: np.ndarray  # int64[G, 361]
+    vals: np.ndarray  # float64[G, R_LEN]: a leaf's network values, interpreted
+    own: np.ndarray  # float32[G, OWN_LEN]: the same as the leaf's own evaluation
 
 
 class Batch(NamedTuple):
@@ -138,6 +140,8 @@ def new_work(games: int, leaves: int, depth: int) -> Work:
         path_move=np.zeros((games, leaves, depth), np.int16),
         path_len=np.zeros((games, leaves), np.int32),
         sym_map=np.zeros((games, NN_AREA), np.int64),
+        vals=np.zeros((games, R_LEN), np.float64),
+        own=np.zeros((games, OWN_LEN), np.float32),
     )
 
 
@@ -161,13 +165,20 @@ def spatial_view(batch: Batch, width: int) -> np.ndarray:
     return batch.spatial[: n * NUM_SPATIAL * width * width].reshape(n, NUM_SPATIAL, width * width)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", _nrt=False)
 def game_scratch(w, i):
     return EncodeScratch(w.ladder_buf[i], w.ladder_work[i], w.area_ws[i], w.owner[i], w.planes[i])
 
 
+@njit(cache=True, inline="always", _nrt=False)
+def _copy_into(dst, src):
+    """dst[:] = src, written out: slice assignment between arrays needs the runtime."""
+    for k in range(src.shape[0]):
+        dst[k] = src[k]
+
+
 # --- selection ---------------------------------------------------------------------------------------
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", _nrt=False)
 def _exact_values(g, draw_wl):
     """White's (win-loss, score) of a finished game."""
     if g[gs.G_NO_RESULT] != 0:
@@ -180,7 +191,7 @@ def _exact_values(g, draw_wl):
     return -1.0, score
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", _nrt=False)
 def _ancestor_ladder(t, r, i, path, plen, back):
     """The ladder plane of the position `back` turns before the leaf path[plen - 1]."""
     d = plen - 1 - back
@@ -189,7 +200,7 @@ def _ancestor_ladder(t, r, i, path, plen, back):
     return r.prev_ladder[i, -d - 1]
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _select_game(t, r, w, b, spatial, cache, i, leaves, width, use_cache, random_sym):
     count = 0
     gi = t.gi
@@ -221,13 +232,13 @@ def _select_game(t, r, w, b, spatial, cache, i, leaves, width, use_cache, random
         path = w.path[i, count]
         leaf = path[plen - 1]
         # Replay the path on a copy of the root position.
-        wb[:] = r.boards[i]
-        wg[:] = root_g
+        _copy_into(wb, r.boards[i])
+        _copy_into(wg, root_g)
         pmove = w.path_move[i, count]
         for d in range(1, plen):
             gs.game_play(wg, wb, hist, moves, table, pmove[d], wg[gs.G_TO_MOVE])
         if wg[gs.G_OVER] != 0:
-            gs.game_finish(wg, wb)
+            gs.game_finish_ws(wg, wb, w.owner[i], w.area_ws[i])
             wl, score = _exact_values(wg, draw_wl)
             set_terminal(t, i, leaf, wl, score)
             backup(t, i, path, plen, False)
@@ -238,7 +249,7 @@ def _select_game(t, r, w, b, spatial, cache, i, leaves, width, use_cache, random
         key = position_key(wg, wb, hist, moves, pla, 0, 0)
         hit = cache_find(cache, key) if use_cache else -1
         if hit >= 0:
-            t.ladder[i, leaf, :] = cache.ladder[hit]
+            _copy_into(t.ladder[i, leaf], cache.ladder[hit])
             if expand(t, i, leaf, cache.policy[hit], wb[M_XSIZE], wb[M_YSIZE], cache.values[hit]):
                 if leaf == 0 and gi[i, GI_READY] == 0:
                     t.gf[i, GF_X0] = cache.values[hit, 1]
@@ -265,7 +276,7 @@ def _select_game(t, r, w, b, spatial, cache, i, leaves, width, use_cache, random
     gi[i, GI_LEAVES] = count
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def select_leaves(t, r, w, b, spatial, cache, leaves, width, use_cache, random_sym, first, stop):
     """Select up to `leaves` leaves for each active game of first..stop-1 and encode them (spatial:
     [G * L, 22, W * W])."""
@@ -274,10 +285,10 @@ def select_leaves(t, r, w, b, spatial, cache, leaves, width, use_cache, random_s
 
 
 # --- results -----------------------------------------------------------------------------------------
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _apply_game(t, r, w, b, policy, value, misc, i, leaves):
-    vals = np.empty(R_LEN, np.float64)
-    own = np.empty(OWN_LEN, np.float32)
+    vals = w.vals[i]
+    own = w.own[i]
     no_result_allowed = r.states[i, gs.G_KO_RULE] == gs.KO_SIMPLE
     x_size = r.boards[i, M_XSIZE]
     y_size = r.boards[i, M_YSIZE]
@@ -308,7 +319,7 @@ def _apply_game(t, r, w, b, policy, value, misc, i, leaves):
         t.gi[i, GI_NN_EVALS] += 1
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def apply_results(t, r, w, b, policy, value, misc, leaves, first, stop):
     """Expand and back up the leaves of games first..stop-1 from the network's outputs (row
     b.rows[slot] of policy [n, W * W + 1] logits, value [n, 3] logits and misc [n, >= 3])."""

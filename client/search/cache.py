@@ -49,12 +49,12 @@ def new_cache(entries: int) -> EvalCache:
     )
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", _nrt=False)
 def cache_slot(cache, key):
     return (key ^ (key >> 31)) & (cache.keys.shape[0] - 1)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", _nrt=False)
 def cache_find(cache, key):
     """The slot holding key, or -1."""
     k = key if key != 0 else np.int64(1)

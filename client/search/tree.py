@@ -99,7 +99,7 @@ class Trees(NamedTuple):
     gi: np.ndarray  # int64[G, GI_LEN]
     gf: np.ndarray  # float64[G, GF_LEN]
     rng: np.ndarray  # uint64[G, 1]: per game generator (noise, symmetries)
-    scratch: np.ndarray  # float64[G, 362]
+    scratch: np.ndarray  # float64[G, 2, 362]: the root's priors and noise while they are derived
     score_table: np.ndarray  # float64[M, S]: see client.search.utility
 
 
@@ -128,13 +128,13 @@ def new_trees(games: int, nodes: int, edges: int, score_table: np.ndarray) -> Tr
         gi=np.zeros((g, GI_LEN), np.int64),
         gf=np.zeros((g, GF_LEN), np.float64),
         rng=np.ones((g, 1), np.uint64),
-        scratch=np.zeros((g, NN_AREA + 1), np.float64),
+        scratch=np.zeros((g, 2, NN_AREA + 1), np.float64),
         score_table=score_table,
     )
 
 
 # --- values ------------------------------------------------------------------------------------------
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", _nrt=False)
 def utility(t, i, wl, score, sd):
     """White's utility of a position: win-loss plus the expected score utility."""
     c = t.gf[i, GF_SCORE_FACTOR]
@@ -143,12 +143,12 @@ def utility(t, i, wl, score, sd):
     return wl + c * expected_score_value(t.score_table, score, sd, t.gf[i, GF_X0], t.gf[i, GF_BOARD_LEN])
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", _nrt=False)
 def node_own_utility(t, i, node):
     return utility(t, i, t.own[i, node, OWN_WL], t.own[i, node, OWN_SCORE], t.own[i, node, OWN_SD])
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def recompute_utilities(t, i):
     """Recompute every node's utility sum with the current score centre (children have higher
     indices than their parents, so one backward sweep adds subtrees up)."""
@@ -165,7 +165,7 @@ def recompute_utilities(t, i):
         t.util_sum[i, t.parent[i, k]] += t.util_sum[i, k]
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", _nrt=False)
 def backup(t, i, path, plen, inflight):
     """Add the evaluation of the path's last node to every node of the path (removing the virtual
     loss when the visit was in flight)."""
@@ -196,7 +196,7 @@ def backup(t, i, path, plen, inflight):
 
 
 # --- trees -------------------------------------------------------------------------------------------
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def reset_tree(t, i, pla):
     """An empty tree: only the root, waiting for its evaluation."""
     t.gi[i, GI_NODES] = 1
@@ -206,7 +206,7 @@ def reset_tree(t, i, pla):
     _clear_node(t, i, 0, -1, pla)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", _nrt=False)
 def _clear_node(t, i, node, parent, pla):
     t.n_visits[i, node] = 0
     t.n_inflight[i, node] = 0
@@ -223,7 +223,7 @@ def _clear_node(t, i, node, parent, pla):
     t.n_touched[i, node] = 0
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", _nrt=False)
 def new_child(t, i, node, e):
     """Allocate the child of edge e of node (the next untouched edge); -1 when the tree is full."""
     k = t.gi[i, GI_NODES]
@@ -238,7 +238,7 @@ def new_child(t, i, node, e):
     return k
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", _nrt=False)
 def _swap_edges(t, i, a, b, root_start):
     if a == b:
         return
@@ -251,7 +251,7 @@ def _swap_edges(t, i, a, b, root_start):
         t.root_prior[i, ra], t.root_prior[i, rb] = t.root_prior[i, rb], t.root_prior[i, ra]
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", _nrt=False)
 def _promote_best(t, i, node, use_root_prior):
     """Move the untouched edge of highest prior to the front of the untouched ones."""
     start = t.edge_start[i, node]
@@ -270,7 +270,7 @@ def _promote_best(t, i, node, use_root_prior):
     _swap_edges(t, i, first, best, start if use_root_prior else -1)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", _nrt=False)
 def expand(t, i, node, probs, x_size, y_size, values):
     """Give an evaluated node its edges (the moves with a positive prior, and pass) and its own
     evaluation; values = (white wl, white score, score sd, white lead). False when the edge pool
@@ -312,7 +312,7 @@ def expand(t, i, node, probs, x_size, y_size, values):
     return True
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", _nrt=False)
 def set_terminal(t, i, node, wl, score):
     t.own[i, node, OWN_WL] = wl
     t.own[i, node, OWN_SCORE] = score
@@ -328,7 +328,7 @@ DESCEND_COLLISION = 2  # a node whose evaluation is in flight
 DESCEND_FULL = 3  # no room for another node (or the path)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def descend(t, i, path, pmove):
     """Walk from the root by PUCT (paper section 5.1; forced playouts at the root when enabled,
     section 5.3) to a node to evaluate, allocating it when the walk leaves the tree. path gets the
@@ -428,14 +428,13 @@ def prepare_root(t, i):
         recompute_utilities(t, i)
     start = t.edge_start[i, 0]
     n = t.edge_count[i, 0]
-    probs = t.scratch[i]
+    probs = t.scratch[i, 0]
     for k in range(n):
         probs[k] = t.e_prior[i, start + k]
     apply_temperature(probs, n, t.gf[i, GF_ROOT_TEMPERATURE])
     if t.gi[i, GI_NOISE] != 0 and n > 0:
-        noise = np.empty(n, np.float64)
         add_noise(probs, n, t.gf[i, GF_NOISE_WEIGHT], t.gf[i, GF_NOISE_TOTAL], t.gf[i, GF_NOISE_SHAPED] != 0.0,
-                  t.rng[i], noise)
+                  t.rng[i], t.scratch[i, 1])
     for k in range(n):
         t.root_prior[i, k] = probs[k]
     t.gi[i, GI_READY] = 1
@@ -521,7 +520,7 @@ def _compact(t, i, new_root):
     t.gi[i, GI_EDGES] = cursor
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def root_children(t, i, out_move, out_visits, out_prior, out_raw_prior, out_util, out_wl, out_score, out_lead,
                   out_sq):
     """The root's edges (root priors, and the raw network priors); children's statistics are
@@ -552,7 +551,7 @@ def root_children(t, i, out_move, out_visits, out_prior, out_raw_prior, out_util
     return n
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def principal_variation(t, i, node, out):
     """The most visited line from node: moves written to out, returns its length."""
     n = 0

@@ -86,13 +86,13 @@ def new_area_workspace():
     return ws
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", _nrt=False)
 def _u(i):
     """A non-negative index as unsigned, so that indexing skips the wraparound check."""
     return np.uint64(i)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", _nrt=False)
 def _new_mark(ws):
     """A visit mark no point of W_MARK carries yet."""
     s = ws[W_MARK_GEN] + 1
@@ -104,14 +104,14 @@ def _new_mark(ws):
     return s
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", _nrt=False)
 def _flags(non_pass_alive_stones, safe_big, unsafe_big, multi_stone_suicide_legal):
     """The options as F_* flags, a run-time int64 whatever the arguments."""
     return (np.int64(non_pass_alive_stones) * F_STONES | np.int64(safe_big) * F_SAFE_BIG
             | np.int64(unsafe_big) * F_UNSAFE_BIG | np.int64(multi_stone_suicide_legal) * F_SUICIDE)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", _nrt=False)
 def _prepare(b, ws):
     """Label the points for both players' analyses and count their stones."""
     nb = 0
@@ -127,7 +127,7 @@ def _prepare(b, ws):
     ws[W_NSTONES + 1] = nw
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", _nrt=False)
 def _region_step(ws, lab, n, tag, qt):
     """A neighbour n of a point of the region labelled tag, labelled and queued when it is new to
     the region; returns the queue end. Branch-free: the label and the queue slot are written
@@ -139,27 +139,27 @@ def _region_step(ws, lab, n, tag, qt):
     return qt + np.int64(grow)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", _nrt=False)
 def _pla_edges(ws, lab, p):
     """Number of pla stones next to p."""
     return (np.int64(ws[_u(lab + p - STRIDE)] == L_PLA) + np.int64(ws[_u(lab + p - 1)] == L_PLA)
             + np.int64(ws[_u(lab + p + 1)] == L_PLA) + np.int64(ws[_u(lab + p + STRIDE)] == L_PLA))
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", _nrt=False)
 def _pla_head(b, n, pla):
     """Head of n's chain if n is pla's stone, else -2."""
     return b[_u(HEAD + n)] if b[_u(COLOR + n)] == pla else -2
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", _nrt=False)
 def _kept(v, h0, h1, h2, h3):
     """Candidate vital chain v (or a negative value) after a point whose pla neighbours are the
     chains h0..h3: v when it is one of them, else negative."""
     return v if (v == h0) | (v == h1) | (v == h2) | (v == h3) else -1
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", _nrt=False)
 def _count_edge(ws, lab, n, nregions):
     """A neighbour n of a stone of a held chain: one more edge between held chains and n's
     region (if n is in one; else the count goes to a spare slot)."""
@@ -169,7 +169,7 @@ def _count_edge(ws, lab, n, nregions):
     ws[_u(W_EALIVE + r)] += 1
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", _nrt=False)
 def _remove_step(ws, lab, n, nregions, top):
     """A neighbour n of a stone of a removed chain: its region (if any) now borders a removed
     chain, so its vital chains lose it; those left with one vital region are removed in turn
@@ -188,7 +188,7 @@ def _remove_step(ws, lab, n, nregions, top):
     return top
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _benson(b, pla, flags, ws):
     """area_for_player on the owners in ws[W_OWNER:], after _prepare. pla and flags are run-time
     int64 (flags as F_*)."""
@@ -368,7 +368,7 @@ def _benson(b, pla, flags, ws):
                 ws[_u(W_OWNER + ws[_u(W_POINTS + i)])] = pla
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def area_for_player_ws(b, pla, safe_big, unsafe_big, multi_stone_suicide_legal, result, ws):
     """area_for_player with a workspace from new_area_workspace (allocates nothing). Like it,
     changes only the points it marks: result is not cleared first."""
@@ -386,7 +386,7 @@ def area_for_player(b, pla, safe_big, unsafe_big, multi_stone_suicide_legal, res
     area_for_player_ws(b, pla, safe_big, unsafe_big, multi_stone_suicide_legal, result, new_area_workspace())
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _area(b, flags, ws):
     """area into ws[W_OWNER:]; flags as F_STONES..."""
     for i in range(ARR):
@@ -401,7 +401,7 @@ def _area(b, flags, ws):
             ws[W_OWNER + i] = o if o != EMPTY else (c if c != WALL else EMPTY)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def area_ws(b, non_pass_alive_stones, safe_big, unsafe_big, multi_stone_suicide_legal, result, ws):
     """area with a workspace from new_area_workspace (allocates nothing)."""
     _area(b, _flags(non_pass_alive_stones, safe_big, unsafe_big, multi_stone_suicide_legal), ws)
@@ -416,7 +416,7 @@ def area(b, non_pass_alive_stones, safe_big, unsafe_big, multi_stone_suicide_leg
             new_area_workspace())
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", _nrt=False)
 def _tt_step(b, ws, n, seen, qt, reach):
     """A neighbour n of an empty region point: (queue end, colours reached as bits), with n
     marked and queued when it is a new empty point. Branch-free, as _region_step."""
@@ -428,7 +428,7 @@ def _tt_step(b, ws, n, seen, qt, reach):
     return qt + np.int64(grow), reach | (cn if cn != WALL else EMPTY)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def tromp_taylor_area_ws(b, result, ws):
     """tromp_taylor_area with a workspace from new_area_workspace (allocates nothing)."""
     # Every stone for its colour, everything else nobody's for now.
@@ -463,7 +463,7 @@ def tromp_taylor_area(b, result):
     tromp_taylor_area_ws(b, result, new_area_workspace())
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", _nrt=False)
 def _seki_seed(b, ws, n, dame, seki, qt):
     """A neighbour n of an empty point e (dame: e is neutral), marked and queued if new when it
     is owned and either e is neutral or n is a stone of its owner whose chain has e for its last
@@ -477,7 +477,7 @@ def _seki_seed(b, ws, n, dame, seki, qt):
     return qt + np.int64(grow)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", _nrt=False)
 def _seki_step(ws, n, owner, seki, qt):
     """A neighbour n in the flood of areas that are not independent life: marked and queued when
     it has the same owner and is new. Branch-free, as _region_step."""
@@ -488,7 +488,7 @@ def _seki_step(ws, n, owner, seki, qt):
     return qt + np.int64(grow)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", _nrt=False)
 def _life_step(result, ws, n, owner, qt):
     """A neighbour n in the flood of an independent-life area: claimed and queued when it has
     the same owner and is new. Branch-free, as _region_step."""
@@ -499,7 +499,7 @@ def _life_step(result, ws, n, owner, qt):
     return qt + np.int64(grow)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _independent_life(b, keep_stones, flags, result, ws):
     """independent_life_area, keep_stones an int64 and the analysis' options as flags."""
     _area(b, flags, ws)
@@ -557,7 +557,7 @@ def _independent_life(b, keep_stones, flags, result, ws):
     return regions
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def independent_life_area_ws(b, keep_stones, multi_stone_suicide_legal, result, ws):
     """independent_life_area with a workspace from new_area_workspace (allocates nothing)."""
     return _independent_life(b, np.int64(keep_stones), _flags(True, True, True, multi_stone_suicide_legal),
@@ -575,7 +575,7 @@ def independent_life_area(b, keep_stones, multi_stone_suicide_legal, result):
     return independent_life_area_ws(b, keep_stones, multi_stone_suicide_legal, result, new_area_workspace())
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def area_score_ws(b, tax, multi_stone_suicide_legal, result, ws):
     """area_score with a workspace from new_area_workspace (allocates nothing)."""
     regions = 0
@@ -600,7 +600,7 @@ def area_score(b, tax, multi_stone_suicide_legal, result):
     return area_score_ws(b, tax, multi_stone_suicide_legal, result, new_area_workspace())
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def all_pass_alive_ws(b, multi_stone_suicide_legal, ws):
     """all_pass_alive with a workspace from new_area_workspace (allocates nothing)."""
     _area(b, _flags(False, False, False, multi_stone_suicide_legal), ws)

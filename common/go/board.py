@@ -53,18 +53,18 @@ def new_board(x_size: int, y_size: int) -> np.ndarray:
     return b
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", _nrt=False)
 def get_hash(b):
     return (np.int64(b[M_HASH_HI]) << 32) | (np.int64(b[M_HASH_LO]) & 0xFFFFFFFF)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", _nrt=False)
 def _set_hash(b, h):
     b[M_HASH_LO] = np.int32((h << 32) >> 32)
     b[M_HASH_HI] = np.int32(h >> 32)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _new_stamp(b):
     s = b[M_STAMP] + 1
     if s > 2_000_000_000:
@@ -75,7 +75,7 @@ def _new_stamp(b):
     return s
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def board_clear(b, x_size, y_size):
     """Empty board of x_size columns and y_size rows."""
     for i in range(BOARD_LEN):
@@ -99,7 +99,7 @@ def board_clear(b, x_size, y_size):
     _set_hash(b, ZOBRIST_SIZE[0, x_size] ^ ZOBRIST_SIZE[1, y_size])
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", _nrt=False)
 def _remove_empty(b, loc):
     i = b[EPOS + loc]
     n = b[M_NEMPTY] - 1
@@ -109,7 +109,7 @@ def _remove_empty(b, loc):
     b[M_NEMPTY] = n
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", _nrt=False)
 def _add_empty(b, loc):
     n = b[M_NEMPTY]
     b[ELIST + n] = loc
@@ -117,12 +117,12 @@ def _add_empty(b, loc):
     b[M_NEMPTY] = n + 1
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", _nrt=False)
 def chain_libs(b, loc):
     return b[LIBS + b[HEAD + loc]]
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", _nrt=False)
 def is_suicide(b, loc, pla):
     """Would a stone of pla at the empty point loc have no liberties after its captures?"""
     opp = 3 - pla
@@ -139,7 +139,7 @@ def is_suicide(b, loc, pla):
     return True
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", _nrt=False)
 def is_illegal_suicide(b, loc, pla, multi_stone_suicide_legal):
     """Suicide that the rules forbid: single-stone suicide always, multi-stone unless allowed."""
     if not is_suicide(b, loc, pla):
@@ -152,7 +152,7 @@ def is_illegal_suicide(b, loc, pla, multi_stone_suicide_legal):
     return True
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", _nrt=False)
 def is_pseudo_legal(b, loc, pla, multi_stone_suicide_legal):
     """Legal as far as this position alone can tell: empty, not the simple-ko point, no illegal suicide."""
     if loc == PASS:
@@ -162,7 +162,7 @@ def is_pseudo_legal(b, loc, pla, multi_stone_suicide_legal):
     return not is_illegal_suicide(b, loc, pla, multi_stone_suicide_legal)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", _nrt=False)
 def neighbour_chains(b, loc):
     """Heads of the distinct chains next to loc, padded with -1: (h0, h1, h2, h3)."""
     h0 = -1
@@ -188,7 +188,7 @@ def neighbour_chains(b, loc):
     return h0, h1, h2, h3
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", _nrt=False)
 def _chain_hash(b, head):
     c = b[COLOR + head]
     h = np.int64(0)
@@ -201,7 +201,7 @@ def _chain_hash(b, head):
     return h
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", _nrt=False)
 def hash_after_move(b, loc, pla):
     """Position hash after pla plays at loc (a pseudo-legal move), without playing it."""
     h = get_hash(b)
@@ -233,7 +233,7 @@ def hash_after_move(b, loc, pla):
     return h
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _merge_into(b, big, small):
     """Relabel chain `small` as part of `big` and splice the circular lists (liberties: caller)."""
     s = small
@@ -248,7 +248,7 @@ def _merge_into(b, big, small):
     b[NSTONES + big] += b[NSTONES + small]
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _remove_chain(b, head):
     """Take a chain off the board; its points become liberties of the chains around it."""
     c = b[COLOR + head]
@@ -286,7 +286,7 @@ def _remove_chain(b, head):
     return count
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def play(b, loc, pla):
     """Play a pseudo-legal move (or PASS) for pla. Returns the number of stones removed."""
     if loc == PASS:
@@ -378,7 +378,7 @@ def play(b, loc, pla):
 REC_LEN = 6  # capture directions, ko point, hash lo, hash hi, captures by black, captures by white
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def play_recorded(b, loc, pla, rec):
     """play() a pseudo-legal, non-suicidal move, saving in rec[REC_LEN] what undo_recorded needs."""
     opp = 3 - pla
@@ -396,7 +396,7 @@ def play_recorded(b, loc, pla, rec):
     play(b, loc, pla)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def count_liberties(b, start):
     """Liberties of the chain through start, counted from its stones (not the stored count)."""
     stamp = _new_stamp(b)
@@ -414,7 +414,7 @@ def count_liberties(b, start):
     return libs
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _relink_chain(b, start, visited):
     """Rebuild the chain through start (heads, circular list, size, liberties); its stones get
     MARK == visited."""
@@ -441,7 +441,7 @@ def _relink_chain(b, start, visited):
     b[LIBS + start] = count_liberties(b, start)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def undo_recorded(b, loc, pla, rec):
     """Take back the last move, played by play_recorded: same stones, chains, liberties, hash,
     ko point and captures (chain heads and list orders may differ)."""
@@ -496,7 +496,7 @@ def undo_recorded(b, loc, pla, rec):
     b[M_CAPS_WHITE] = rec[5]
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def rebuild(b):
     """Recompute chains, liberties, the empty list and the hash from the colours alone.
 
@@ -538,7 +538,7 @@ def rebuild(b):
     return dead
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def check_consistency(b):
     """Verify every derived field against the colours; returns an error code, 0 when consistent."""
     x_size = b[M_XSIZE]

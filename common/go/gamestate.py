@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from common.go.area import all_pass_alive, area_score
+from common.go.area import all_pass_alive, area_score_ws, new_area_workspace
 from common.go.board import (
     ZOBRIST_TO_MOVE,
     board_clear,
@@ -75,36 +75,63 @@ G_LEN = 24
 
 def new_table(cap: int) -> np.ndarray:
     """An empty multiset for a history of up to cap turns (load factor at most one half)."""
-    size = 16
+    size = 64
     while size < 2 * (cap + 1):
         size *= 2
-    return np.zeros(size, dtype=np.int64)
+    return np.zeros(size + size // 64, dtype=np.int64)
 
 
 # --- hash multiset -------------------------------------------------------------------------------
 # Linear probing over int64 keys, 0 marking an empty slot (a hash of 0 is stored as 1); each
 # occurrence of a hash takes its own slot, so counting walks the probe chain. Entries are only
 # ever removed newest first, which leaves the table exactly as before their insertion.
-@njit(cache=True, inline="always")
+# The array holds P slots (P a power of two) followed by P / 64 words with one occupancy bit per
+# slot. Nearly every lookup is of an absent hash (the superko test of each empty point, when the
+# legal moves are listed or encoded), and its start slot is then empty: the bit answers from a few
+# hundred bytes that stay in the first-level cache, where the slot would be a miss in a table sized
+# for the longest game.
+@njit(cache=True, inline="always", _nrt=False)
 def _key(h):
     return h if h != 0 else np.int64(1)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", _nrt=False)
+def _slots(table):
+    return table.shape[0] // 65 * 64
+
+
+@njit(cache=True, inline="always", _nrt=False)
 def _start(table, k):
-    return (k ^ (k >> 29)) & (table.shape[0] - 1)
+    return (k ^ (k >> 29)) & (_slots(table) - 1)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always", _nrt=False)
+def _occupied(table, i):
+    return (table[_slots(table) + (i >> 6)] >> (i & 63)) & 1 != 0
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _put(table, i, k):
+    table[i] = k
+    table[_slots(table) + (i >> 6)] |= np.int64(1) << (i & 63)
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _free(table, i):
+    table[i] = 0
+    table[_slots(table) + (i >> 6)] &= ~(np.int64(1) << (i & 63))
+
+
+@njit(cache=True, _nrt=False)
 def table_clear(table):
     for i in range(table.shape[0]):
         table[i] = 0
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", _nrt=False)
 def _scan(table, k):
     """Walk k's probe chain: (the first free slot after it, how many times k occurs)."""
-    mask = table.shape[0] - 1
+    mask = _slots(table) - 1
     i = _start(table, k)
     count = 0
     while table[i] != 0:
@@ -114,20 +141,22 @@ def _scan(table, k):
     return i, count
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", _nrt=False)
 def table_add(table, h):
     """Add one occurrence of h; returns how many there are now."""
     k = _key(h)
     free, count = _scan(table, k)
-    table[free] = k
+    _put(table, free, k)
     return count + 1
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", _nrt=False)
 def table_contains(table, h):
     k = _key(h)
-    mask = table.shape[0] - 1
     i = _start(table, k)
+    if not _occupied(table, i):
+        return False
+    mask = _slots(table) - 1
     while table[i] != 0:
         if table[i] == k:
             return True
@@ -135,10 +164,10 @@ def table_contains(table, h):
     return False
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _remove_newest(table, h):
     k = _key(h)
-    mask = table.shape[0] - 1
+    mask = _slots(table) - 1
     i = _start(table, k)
     last = -1
     while table[i] != 0:
@@ -146,17 +175,17 @@ def _remove_newest(table, h):
             last = i
         i = (i + 1) & mask
     if last >= 0:
-        table[last] = 0
+        _free(table, last)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def table_remove_history(g, hist, table):
     """Empty the table by removing hist[G_HSTART..G_NMOVES] newest first: O(history)."""
     for i in range(g[G_NMOVES], g[G_HSTART] - 1, -1):
         _remove_newest(table, hist[i])
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def table_restore(g_before, hist, table, n_after, hstart_after):
     """Put the table back as it was for game state g_before after play went on from it to n_after
     turns with the history starting at hstart_after: the positions those turns added are removed
@@ -169,7 +198,7 @@ def table_restore(g_before, hist, table, n_after, hstart_after):
         table_rebuild(g_before, hist, table)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def table_rebuild(g, hist, table):
     table_clear(table)
     for i in range(g[G_HSTART], g[G_NMOVES] + 1):
@@ -177,7 +206,7 @@ def table_rebuild(g, hist, table):
 
 
 # --- the game ------------------------------------------------------------------------------------
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", _nrt=False)
 def ko_hash(g, b, to_move):
     h = get_hash(b)
     if g[G_KO_RULE] != KO_POSITIONAL:
@@ -185,7 +214,7 @@ def ko_hash(g, b, to_move):
     return h
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def game_start(g, b, hist, table, to_move):
     """Start the game's history from the current position with to_move to play."""
     table_remove_history(g, hist, table)
@@ -207,7 +236,7 @@ def game_start(g, b, hist, table, to_move):
     table_add(table, hist[0])
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def game_new(g, b, hist, table, x_size, y_size):
     """Reuse a game's arrays for a new game on an empty board, black to move, same rules."""
     board_clear(b, x_size, y_size)
@@ -215,7 +244,7 @@ def game_new(g, b, hist, table, x_size, y_size):
     game_start(g, b, hist, table, BLACK)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", _nrt=False)
 def is_legal(g, b, table, loc, pla):
     """Is loc (or PASS) a legal move for pla now, superko included?"""
     if loc == PASS:
@@ -231,7 +260,7 @@ def is_legal(g, b, table, loc, pla):
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def handicap_bonus(g):
     n = g[G_HANDICAP]
     if g[G_WHB] == WHB_N:
@@ -241,16 +270,23 @@ def handicap_bonus(g):
     return 0
 
 
-@njit(cache=True)
-def final_score2(g, b, result):
-    """White-minus-black score in half points, komi and bonuses included; result gets the owners."""
-    board = area_score(b, g[G_TAX], g[G_SUICIDE] != 0, result)
+@njit(cache=True, _nrt=False)
+def final_score2_ws(g, b, result, ws):
+    """White-minus-black score in half points, komi and bonuses included; result gets the owners
+    (ws: an area workspace)."""
+    board = area_score_ws(b, g[G_TAX], g[G_SUICIDE] != 0, result, ws)
     return 2 * board + g[G_KOMI2] + g[G_WBONUS2] + 2 * handicap_bonus(g)
 
 
 @njit(cache=True)
-def game_finish(g, b):
-    """Score a game that has ended and is not scored yet (no-op otherwise).
+def final_score2(g, b, result):
+    return final_score2_ws(g, b, result, new_area_workspace())
+
+
+@njit(cache=True, _nrt=False)
+def game_finish_ws(g, b, result, ws):
+    """Score a game that has ended and is not scored yet (no-op otherwise); result and ws are
+    working memory (owners, area workspace).
 
     Kept out of game_play so that the per-move kernel stays small: callers run it once the
     game is over.
@@ -261,14 +297,19 @@ def game_finish(g, b):
         # Nobody took the button: it goes to the player to move.
         g[G_BUTTON] = 0
         g[G_WBONUS2] += 1 if g[G_TO_MOVE] == WHITE else -1
-    result = np.empty(ARR, dtype=np.int8)
-    s = final_score2(g, b, result)
+    s = final_score2_ws(g, b, result, ws)
     g[G_SCORE2] = s
     g[G_WINNER] = WHITE if s > 0 else (BLACK if s < 0 else 0)
     g[G_SCORED] = 1
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
+def game_finish(g, b):
+    """game_finish_ws with working memory of its own."""
+    game_finish_ws(g, b, np.empty(ARR, dtype=np.int8), new_area_workspace())
+
+
+@njit(cache=True, inline="always", _nrt=False)
 def _end(g, reason, no_result):
     g[G_OVER] = 1
     g[G_NO_RESULT] = no_result
@@ -284,12 +325,12 @@ def end_and_score(g, b, reason):
     game_finish(g, b)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", _nrt=False)
 def end_without_result(g, reason):
     _end(g, reason, 1)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def game_play(g, b, hist, moves, table, loc, pla):
     """Play a legal move (or PASS) for pla and update the history and the game's end.
 

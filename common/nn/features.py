@@ -48,12 +48,12 @@ NN_LEN = 19
 NN_AREA = NN_LEN * NN_LEN
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", _nrt=False)
 def _pos(loc):
     return (loc // STRIDE - 1) * NN_LEN + (loc % STRIDE - 1)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _ladder_planes(b, plane, working_plane, opp, spatial, buf, work):
     """KataGo's iterLadders: mark every stone of a chain with 1 or 2 liberties that a ladder
     captures in `plane`; if working_plane >= 0, mark in it the attacker's working first moves
@@ -93,7 +93,7 @@ def _ladder_planes(b, plane, working_plane, opp, spatial, buf, work):
             spatial[plane, _pos(loc)] = 1.0
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def pass_would_end_game(g, hist, moves, pla):
     """Would a pass by pla now end the game (two passes, or simple ko's repeated pass)?"""
     if g[gs.G_BUTTON] != 0:
@@ -109,7 +109,7 @@ def pass_would_end_game(g, hist, moves, pla):
     return False
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def ladder_plane(b, out, scratch):
     """out[361] (uint8, y * 19 + x): 1 on the stones of chains a ladder captures (plane 14)."""
     planes = scratch.planes
@@ -134,7 +134,7 @@ def new_scratch() -> EncodeScratch:
                          np.zeros((18, NN_AREA), np.float32))
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def fill_row_at(g, b, hist, moves, table, pla, draw_equiv_white, pda, lad_prev1, lad_prev2, index, spatial, glob,
                 legal, lad_now, scratch):
     """Write the inputs of one position into spatial[22, P] and glob[19] (both zeroed here), board
@@ -241,7 +241,7 @@ def fill_row_at(g, b, hist, moves, table, pla, draw_equiv_white, pda, lad_prev1,
     _fill_global(g, hist, moves, pla, draw_equiv_white, pda, x_size, y_size, glob)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _fill_global(g, hist, moves, pla, draw_equiv_white, pda, x_size, y_size, glob):
     """The global inputs 5-18 (0-4, the passes, come with the history)."""
     # Komi from the side to move, with the bonuses white already has.
@@ -292,7 +292,7 @@ def _fill_global(g, hist, moves, pla, draw_equiv_white, pda, x_size, y_size, glo
     glob[18] = wave
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _mix(h, v):
     h ^= v + np.int64(0x1E3779B97F4A7C15) + (h << 6) + (h >> 2)
     h ^= h >> 31
@@ -301,7 +301,7 @@ def _mix(h, v):
     return h
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def position_key(g, b, hist, moves, pla, symmetry, extra):
     """A 64-bit hash of everything the network's inputs depend on (see common.nn.features)."""
     h = np.int64(0x51E7E)
@@ -365,7 +365,7 @@ class Encoder:
                 _scatter_legal(self.legal, self.index, game.x_size, game.y_size, legal[i])
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _scatter_legal(legal_board, index, x_size, y_size, out):
     out[:] = 0.0
     for y in range(y_size):
@@ -402,7 +402,7 @@ def inverse_symmetry(s: int) -> int:
     return {5: 6, 6: 5}.get(s, s)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def symmetry_map(x_size, y_size, s, out):
     """out[p] = the grid position that position p goes to under symmetry s (-1 off the board)."""
     out[:] = -1
@@ -415,7 +415,7 @@ def symmetry_map(x_size, y_size, s, out):
             out[y * NN_LEN + x] = sy * NN_LEN + sx
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def symmetry_index(x_size, y_size, s, width, smap, index):
     """index[p]: where board position p = y * 19 + x goes under symmetry s in planes laid out
     width points to a row (a crop of the grid to width x width); index[361] = width^2, pass."""

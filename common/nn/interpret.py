@@ -217,7 +217,7 @@ def interpret(
 
 
 # --- one row at a time, in compiled code (the search) ------------------------------------------------
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def interpret_values(value_logits, misc, no_result_allowed, out):
     """The post-processing of :func:`interpret` for one row's values, for a network with default
     post-processing parameters (model version 8): out[R_*] from the side evaluated for."""
@@ -250,7 +250,7 @@ def interpret_values(value_logits, misc, no_result_allowed, out):
     out[R_LEAD] = np.float64(misc[MISC_LEAD]) * LEAD_MULTIPLIER * has_result
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def policy_softmax(logits, index, legal, n, out):
     """out[k] = softmax over k < n of logits[index[k]] where legal[k], else 0 (float32, as
     :func:`interpret` with temperature 1). Returns the number of legal entries."""
