@@ -21,7 +21,7 @@ import math
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from client.search.cache import V_LEN, cache_find, cache_put
 from client.search.tree import (
@@ -284,6 +284,13 @@ def select_leaves(t, r, w, b, spatial, cache, leaves, width, use_cache, random_s
         _select_game(t, r, w, b, spatial, cache, i, leaves, width, use_cache, random_sym)
 
 
+@njit(cache=True, parallel=True)
+def select_leaves_ranges(t, r, w, b, spatial, cache, leaves, width, use_cache, random_sym, bounds):
+    """select_leaves over the game ranges bounds[k]..bounds[k + 1], one per thread."""
+    for k in prange(bounds.shape[0] - 1):
+        select_leaves(t, r, w, b, spatial, cache, leaves, width, use_cache, random_sym, bounds[k], bounds[k + 1])
+
+
 # --- results -----------------------------------------------------------------------------------------
 @njit(cache=True, _nrt=False)
 def _apply_game(t, r, w, b, policy, value, misc, i, leaves):
@@ -327,7 +334,7 @@ def apply_results(t, r, w, b, policy, value, misc, leaves, first, stop):
         _apply_game(t, r, w, b, policy, value, misc, i, leaves)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def store_results(t, w, b, cache, leaves):
     """Write this step's evaluations into the cache (one thread: no entry is read meanwhile)."""
     for i in range(t.gi.shape[0]):
@@ -335,3 +342,10 @@ def store_results(t, w, b, cache, leaves):
             slot = i * leaves + j
             leaf = w.path[i, j, w.path_len[i, j] - 1]
             cache_put(cache, b.keys[slot], b.probs[slot], b.values[slot], t.ladder[i, leaf])
+
+
+@njit(cache=True, parallel=True)
+def apply_results_ranges(t, r, w, b, policy, value, misc, leaves, bounds):
+    """apply_results over the game ranges bounds[k]..bounds[k + 1], one per thread."""
+    for k in prange(bounds.shape[0] - 1):
+        apply_results(t, r, w, b, policy, value, misc, leaves, bounds[k], bounds[k + 1])

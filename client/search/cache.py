@@ -62,11 +62,17 @@ def cache_find(cache, key):
     return s if cache.keys[s] == k else -1
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def cache_put(cache, key, policy, values, ladder):
     k = key if key != 0 else np.int64(1)
     s = cache_slot(cache, k)
     cache.keys[s] = k
-    cache.policy[s, :] = policy
-    cache.values[s, :] = values
-    cache.ladder[s, :] = ladder
+    row = cache.policy[s]
+    for j in range(policy.shape[0]):
+        row[j] = policy[j]
+    row = cache.values[s]
+    for j in range(values.shape[0]):
+        row[j] = values[j]
+    lad = cache.ladder[s]
+    for j in range(ladder.shape[0]):
+        lad[j] = ladder[j]

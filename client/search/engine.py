@@ -17,18 +17,20 @@ from __future__ import annotations
 
 import math
 import os
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 
 from client.search import tree as tr
 from client.search.batch import (
     apply_results,
+    apply_results_ranges,
     new_batch,
     new_roots,
     new_work,
     select_leaves,
+    select_leaves_ranges,
     spatial_view,
     store_results,
 )
@@ -154,14 +156,18 @@ class BatchedSearch:
         self.cache = new_cache(cache_entries)
         self.scratch = new_scratch()
         self.use_cache = cache_entries > 0
-        self.sizes = np.zeros((games, 2), np.int64)
+        self.sizes = np.zeros(games, np.int64)  # the larger side of each game's board
+        self.leaf_index = np.arange(leaves_per_game)[None, :]
+        self.row_numbers = np.arange(games * leaves_per_game)
+        self.max_width = 0
         for i in range(games):
             self.trees.rng[i, 0] = new_rng(seed * 1_000_003 + i)[0]
         self.settings: list[SearchSettings | None] = [None] * games
         self.random_symmetries = np.ones(games, bool)
-        threads = max(1, min(threads if threads is not None else (os.cpu_count() or 1), games))
-        self.bounds = [games * k // threads for k in range(threads + 1)]
-        self.pool = ThreadPoolExecutor(threads - 1, thread_name_prefix="search") if threads > 1 else None
+        threads = max(1, min(threads if threads is not None else (os.cpu_count() or 1), games,
+                             numba.config.NUMBA_NUM_THREADS))
+        self.threads = threads
+        self.bounds = np.array([games * k // threads for k in range(threads + 1)], np.int64)
         self.steps = 0
         self.visits_total = 0  # visits made by step() (cache hits and finished games included)
         self.batch_rows = 0  # network evaluations
@@ -186,7 +192,8 @@ class BatchedSearch:
                 ladder_plane(prev[k], r.prev_ladder[i, k], self.scratch)
             else:
                 r.prev_ladder[i, k, :] = 0
-        self.sizes[i] = (game.x_size, game.y_size)
+        self.sizes[i] = max(game.x_size, game.y_size)
+        self.max_width = int(self.sizes.max())
 
     def advance(self, i: int, move: int, keep: bool) -> bool:
         """Move game i's tree to the child reached by move (keeping its subtree if keep)."""
@@ -272,55 +279,60 @@ class BatchedSearch:
         """One lock-step round over every searching game. Returns the indices of the games whose
         search finished in this round."""
         t, b = self.trees, self.batch
-        active_before = self.searching()
-        if not active_before.any():
+        gi = t.gi
+        active_before = gi[:, tr.GI_ACTIVE] != 0
+        n_active = int(np.count_nonzero(active_before))
+        if n_active == 0:
             return np.zeros(0, np.int64)
-        visits_before = int(t.n_visits[active_before, 0].sum())
-        width = int(self.sizes[active_before].max())
+        root_visits = t.n_visits[:, 0]
+        visits_before = int(root_visits.sum())  # only searching games' roots change in a step
+        if n_active == self.games:
+            width = self.max_width
+            random_sym = bool(self.random_symmetries.all())
+        else:
+            width = int(self.sizes[active_before].max())
+            random_sym = bool(self.random_symmetries[active_before].all())
         spatial = spatial_view(b, width)
-        random_sym = bool(self.random_symmetries[active_before].all())
-        self._parallel(select_leaves, t, self.roots, self.work, b, spatial, self.cache, self.leaves, width,
-                       self.use_cache, random_sym)
-        counts = t.gi[:, tr.GI_LEAVES]
+        self._parallel(select_leaves, select_leaves_ranges, t, self.roots, self.work, b, spatial, self.cache,
+                       self.leaves, width, self.use_cache, random_sym)
+        counts = gi[:, tr.GI_LEAVES]
         n = int(counts.sum())
         if n > 0:
-            mask = np.arange(self.leaves)[None, :] < counts[:, None]
-            slots = np.flatnonzero(mask.ravel())
-            b.rows[slots] = np.arange(n)
+            if self.leaves == 1:
+                slots = np.flatnonzero(counts)
+            else:
+                slots = np.flatnonzero((self.leaf_index < counts[:, None]).ravel())
+            b.rows[slots] = self.row_numbers[:n]
             if n == spatial.shape[0]:
                 x, g = spatial, b.glob
             else:
                 x, g = spatial[slots], b.glob[slots]
             policy, value, misc = self.evaluator.forward_raw(x, g, width)
-            self._parallel(apply_results, t, self.roots, self.work, b, np.ascontiguousarray(policy, dtype=np.float32),
+            self._parallel(apply_results, apply_results_ranges, t, self.roots, self.work, b,
+                           np.ascontiguousarray(policy, dtype=np.float32),
                            np.ascontiguousarray(value, dtype=np.float32),
                            np.ascontiguousarray(misc, dtype=np.float32), self.leaves)
             if self.use_cache:
                 store_results(t, self.work, b, self.cache, self.leaves)
             self.batch_rows += n
-        self.slots_offered += int(active_before.sum()) * self.leaves
-        self.visits_total += int(t.n_visits[active_before, 0].sum()) - visits_before
+        self.slots_offered += n_active * self.leaves
+        self.visits_total += int(root_visits.sum()) - visits_before
         self.steps += 1
-        t.gi[:, tr.GI_LEAVES] = 0
-        gi = t.gi
+        counts[:] = 0
         finished = active_before & (t.n_inflight[:, 0] == 0) & (
-            (t.n_visits[:, 0] >= gi[:, tr.GI_TARGET]) | (gi[:, tr.GI_FULL] != 0))
+            (root_visits >= gi[:, tr.GI_TARGET]) | (gi[:, tr.GI_FULL] != 0))
         gi[finished, tr.GI_ACTIVE] = 0
         return np.flatnonzero(finished)
 
-    def _parallel(self, kernel, *args) -> None:
-        """Run kernel(*args, first, stop) over contiguous ranges of games, one per thread. Each thread
-        calls the compiled kernel itself (it releases the GIL), so each works on its own unboxed
-        arrays: numba's prange would share the arrays' reference counts between threads, and the
-        cache lines those counts live on would bounce between cores on every access."""
-        if self.pool is None:
+    def _parallel(self, kernel, over_ranges, *args) -> None:
+        """Run kernel(*args, first, stop) over all games: in one thread, or through over_ranges (numba's
+        thread pool, one contiguous range of games per thread: there are at most as many ranges as
+        the pool has threads, and idle threads take no range). The kernels do no reference counting,
+        so the threads share no cache lines but those of the games at the ranges' edges."""
+        if self.threads == 1:
             kernel(*args, 0, self.games)
             return
-        bounds = self.bounds
-        futures = [self.pool.submit(kernel, *args, bounds[k], bounds[k + 1]) for k in range(1, len(bounds) - 1)]
-        kernel(*args, bounds[0], bounds[1])
-        for f in futures:
-            f.result()
+        over_ranges(*args, self.bounds)
 
     def run(self) -> None:
         """Step until no game is searching."""
