@@ -37,9 +37,20 @@ from numba import njit
 
 from common.go import gamestate as gs
 from common.go.area import TAX_NONE, area_ws, independent_life_area_ws, new_area_workspace
-from common.go.board import COLOR, HEAD, LIBS, M_KO, M_XSIZE, M_YSIZE, get_hash, is_pseudo_legal
+from common.go.board import (
+    COLOR,
+    HEAD,
+    LIBS,
+    M_KO,
+    M_XSIZE,
+    M_YSIZE,
+    ZOBRIST,
+    ZOBRIST_TO_MOVE,
+    get_hash,
+    is_pseudo_legal,
+)
 from common.go.game import Game
-from common.go.geometry import ARR, BLACK, EMPTY, PASS, STRIDE, WHITE
+from common.go.geometry import ADJ, ARR, BLACK, EMPTY, PASS, STRIDE, WHITE
 from common.nn.ladders import W_SOLVED, ladder_captured, ladder_captured_attacker_first, new_buf
 
 NUM_SPATIAL = 22
@@ -91,6 +102,20 @@ def _ladder_planes(b, plane, working_plane, opp, spatial, buf, work):
             buf[memo + head] = v
         if v & 1:
             spatial[plane, _pos(loc)] = 1.0
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _quiet_point(b, loc, opp):
+    """Does the empty point loc have an empty neighbour and no opp chain in atari next to it?
+    A move there is then legal by the position alone (no suicide) and captures nothing."""
+    empty = False
+    atari = False
+    for d in range(4):
+        n = loc + ADJ[d]
+        c = b[COLOR + n]
+        empty |= c == EMPTY
+        atari |= (c == opp) and b[LIBS + b[HEAD + n]] == 1
+    return empty and not atari
 
 
 @njit(cache=True, _nrt=False)
@@ -155,6 +180,9 @@ def fill_row_at(g, b, hist, moves, table, pla, draw_equiv_white, pda, lad_prev1,
     ko = b[M_KO]
     legal[:] = 0
     legal[NN_AREA] = 1
+    quiet_hash = get_hash(b)
+    if g[gs.G_KO_RULE] == gs.KO_SITUATIONAL:
+        quiet_hash ^= ZOBRIST_TO_MOVE[opp]
 
     for y in range(y_size):
         for x in range(x_size):
@@ -179,6 +207,12 @@ def fill_row_at(g, b, hist, moves, table, pla, draw_equiv_white, pda, lad_prev1,
                 # Ko and superko bans for the side to move; the legal moves on the way.
                 if loc == ko:
                     spatial[6, q] = 1.0
+                elif _quiet_point(b, loc, opp):
+                    # Legal in this position and capturing nothing: the hash after it is one xor away.
+                    if superko and gs.table_contains(table, quiet_hash ^ ZOBRIST[pla, loc]):
+                        spatial[6, q] = 1.0
+                    else:
+                        legal[p] = 1
                 elif is_pseudo_legal(b, loc, pla, suicide):
                     if superko and not gs.is_legal(g, b, table, loc, pla):
                         spatial[6, q] = 1.0
