@@ -199,9 +199,13 @@ class SelfPlayGame:
         target = result.policy_target(visits)
         if target.sum() <= 0:
             target = result.policy_target()
-        prior = result.prior_grid(raw=False)
-        surprise, search_entropy, prior_entropy = policy_surprise_and_entropy(target, prior)
-        _, _, raw_entropy = policy_surprise_and_entropy(target, result.prior_grid(raw=True))
+        if full:
+            prior = result.prior_grid(raw=False)
+            surprise, search_entropy, prior_entropy = policy_surprise_and_entropy(target, prior)
+            _, _, raw_entropy = policy_surprise_and_entropy(target, result.prior_grid(raw=True))
+        else:
+            # A cheap turn becomes no row: its surprise and entropies would never be read.
+            surprise, search_entropy, prior_entropy, raw_entropy = 0.0, None, 0.0, None
         weight = 0.0
         reduced = False
         if full:
@@ -230,7 +234,7 @@ class SelfPlayGame:
                                 score=side * result.root_score, lead=side * result.root_lead),
             raw=NetValues(win=0.5 * (1.0 + raw_wl), loss=0.5 * (1.0 - raw_wl), no_result=0.0,
                           score=side * result.raw_score),
-            policy_surprise=surprise if full else 0.0,
+            policy_surprise=surprise,
             policy_entropy=prior_entropy,
             search_entropy=search_entropy,
             raw_policy_entropy=raw_entropy,
