@@ -23,7 +23,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit, prange
 
-from client.search.cache import V_LEN, cache_find, cache_put
+from client.search.cache import V_LEN, cache_find, cache_put, copy_into
 from client.search.tree import (
     DESCEND_COLLISION,
     DESCEND_FULL,
@@ -170,13 +170,6 @@ def game_scratch(w, i):
     return EncodeScratch(w.ladder_buf[i], w.ladder_work[i], w.area_ws[i], w.owner[i], w.planes[i])
 
 
-@njit(cache=True, inline="always", _nrt=False)
-def _copy_into(dst, src):
-    """dst[:] = src, written out: slice assignment between arrays needs the runtime."""
-    for k in range(src.shape[0]):
-        dst[k] = src[k]
-
-
 # --- selection ---------------------------------------------------------------------------------------
 @njit(cache=True, inline="always", _nrt=False)
 def _exact_values(g, draw_wl):
@@ -232,8 +225,8 @@ def _select_game(t, r, w, b, spatial, cache, i, leaves, width, use_cache, random
         path = w.path[i, count]
         leaf = path[plen - 1]
         # Replay the path on a copy of the root position.
-        _copy_into(wb, r.boards[i])
-        _copy_into(wg, root_g)
+        copy_into(wb, r.boards[i])
+        copy_into(wg, root_g)
         pmove = w.path_move[i, count]
         for d in range(1, plen):
             gs.game_play(wg, wb, hist, moves, table, pmove[d], wg[gs.G_TO_MOVE])
@@ -249,7 +242,7 @@ def _select_game(t, r, w, b, spatial, cache, i, leaves, width, use_cache, random
         key = position_key(wg, wb, hist, moves, pla, 0, 0)
         hit = cache_find(cache, key) if use_cache else -1
         if hit >= 0:
-            _copy_into(t.ladder[i, leaf], cache.ladder[hit])
+            copy_into(t.ladder[i, leaf], cache.ladder[hit])
             if expand(t, i, leaf, cache.policy[hit], wb[M_XSIZE], wb[M_YSIZE], cache.values[hit]):
                 if leaf == 0 and gi[i, GI_READY] == 0:
                     t.gf[i, GF_X0] = cache.values[hit, 1]

@@ -55,6 +55,14 @@ def cache_slot(cache, key):
 
 
 @njit(cache=True, inline="always", _nrt=False)
+def copy_into(dst, src):
+    """dst[:] = src, written out: slice assignment between arrays needs numba's runtime, which the
+    search kernels are compiled without."""
+    for k in range(src.shape[0]):
+        dst[k] = src[k]
+
+
+@njit(cache=True, inline="always", _nrt=False)
 def cache_find(cache, key):
     """The slot holding key, or -1."""
     k = key if key != 0 else np.int64(1)
@@ -67,12 +75,6 @@ def cache_put(cache, key, policy, values, ladder):
     k = key if key != 0 else np.int64(1)
     s = cache_slot(cache, k)
     cache.keys[s] = k
-    row = cache.policy[s]
-    for j in range(policy.shape[0]):
-        row[j] = policy[j]
-    row = cache.values[s]
-    for j in range(values.shape[0]):
-        row[j] = values[j]
-    lad = cache.ladder[s]
-    for j in range(ladder.shape[0]):
-        lad[j] = ladder[j]
+    copy_into(cache.policy[s], policy)
+    copy_into(cache.values[s], values)
+    copy_into(cache.ladder[s], ladder)

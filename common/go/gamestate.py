@@ -225,12 +225,7 @@ def game_start(g, b, hist, table, to_move):
     g[G_PASSES] = 0
     g[G_BUTTON] = g[G_BUTTON_RULE]
     g[G_WBONUS2] = 0
-    g[G_OVER] = 0
-    g[G_NO_RESULT] = 0
-    g[G_WINNER] = 0
-    g[G_SCORE2] = 0
-    g[G_SCORED] = 0
-    g[G_END] = END_NONE
+    _clear_end(g)
     g[G_RECENT] = 0
     hist[0] = ko_hash(g, b, to_move)
     table_add(table, hist[0])
@@ -310,6 +305,17 @@ def game_finish(g, b):
 
 
 @njit(cache=True, inline="always", _nrt=False)
+def _clear_end(g):
+    """The game is not over (again): no end, result or score."""
+    g[G_OVER] = 0
+    g[G_NO_RESULT] = 0
+    g[G_WINNER] = 0
+    g[G_SCORE2] = 0
+    g[G_SCORED] = 0
+    g[G_END] = END_NONE
+
+
+@njit(cache=True, inline="always", _nrt=False)
 def _end(g, reason, no_result):
     g[G_OVER] = 1
     g[G_NO_RESULT] = no_result
@@ -342,12 +348,7 @@ def game_play(g, b, hist, moves, table, loc, pla):
         # Play goes on after the end: of the history only the move that ended the game counts.
         g[G_RECENT] = min(g[G_RECENT], 1)
     g[G_RECENT] += 1
-    g[G_OVER] = 0
-    g[G_NO_RESULT] = 0
-    g[G_WINNER] = 0
-    g[G_SCORE2] = 0
-    g[G_SCORED] = 0
-    g[G_END] = END_NONE
+    _clear_end(g)
     repeated_pass = False
     if loc != PASS:
         g[G_PASSES] = 0

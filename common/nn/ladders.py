@@ -37,6 +37,7 @@ from common.go.board import (
     MARK,
     NEXT,
     NSTONES,
+    neighbour_chains,
 )
 from common.go.geometry import ADJ, ARR, BLACK, EMPTY, MAX_POINTS, NO_LOC, STRIDE, WALL, WHITE
 
@@ -481,27 +482,7 @@ def _bound_libs_after_play(b, loc, pla):
 def _at_most_two_libs_after_play(b, loc, pla):
     """Would a stone of pla at loc have at most two liberties (captures counted)?"""
     opp = 3 - pla
-    # The distinct chains next to loc.
-    h0 = -1
-    h1 = -1
-    h2 = -1
-    h3 = -1
-    for d in range(4):
-        n = loc + ADJ[d]
-        c = _color(b, n)
-        if c != BLACK and c != WHITE:
-            continue
-        hd = _head(b, n)
-        if hd == h0 or hd == h1 or hd == h2:
-            continue
-        if h0 < 0:
-            h0 = hd
-        elif h1 < 0:
-            h1 = hd
-        elif h2 < 0:
-            h2 = hd
-        else:
-            h3 = hd
+    h0, h1, h2, h3 = neighbour_chains(b, loc)  # the distinct chains next to loc
     # Up to two liberties found so far (-1: none): a third means the answer is no.
     l0 = -1
     l1 = -1
