@@ -13,6 +13,7 @@ silently falls back to a default.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from dataclasses import dataclass, field, fields
 from typing import Any, get_args, get_origin, get_type_hints
@@ -183,8 +184,13 @@ class SearchSettings(_Settings):
     def for_cheap_search(self) -> SearchSettings:
         """Section 6.1: cheap searches play for strength: no noise, no forced playouts, and the
         tree's first-play urgency at the root too."""
-        return dataclasses.replace(self, root_noise=False, forced_playouts=False,
-                                   root_fpu_reduction=self.fpu_reduction)
+        return _cheap_search_settings(self)
+
+
+@functools.lru_cache(maxsize=64)
+def _cheap_search_settings(settings: SearchSettings) -> SearchSettings:
+    return dataclasses.replace(settings, root_noise=False, forced_playouts=False,
+                               root_fpu_reduction=settings.fpu_reduction)
 
 
 # --- self-play games -------------------------------------------------------------------------------

@@ -1,18 +1,24 @@
 """The lock-step pass over many games: select leaves and encode them into one batch; after the
 network has run, expand and back them up.
 
-``select_leaves`` runs in parallel over games. For each game it descends its tree by PUCT up to
-``leaves`` times, each time replaying the path's moves on a copy of the game's root position (the
-root's superko table gets the path's positions and is put back afterwards). A leaf that ends the
-game is scored exactly and backed up at once; a leaf whose position is in the cache is expanded from
-it and backed up at once; any other leaf is encoded straight into its batch slot, in the batch's
-crop of the 19x19 grid and under a random symmetry, and the path takes a virtual loss. The history
-ladder planes come from the ancestors' stored ladder planes, so only the leaf's own position is
-read for ladders.
+A step is two numba calls, each in one thread (``select_pass``, ``apply_pass``) or over ranges of
+games in parallel (the ``*_ranges`` forms, one range per thread, each thread with its own lane of
+scratch memory).
+
+``select_leaves`` descends each game's tree by PUCT up to ``leaves`` times, each time replaying the
+path's moves on a copy of the game's root position (the root's superko table gets the path's
+positions and is put back afterwards). A leaf that ends the game is scored exactly and backed up at
+once; a leaf whose position is in the cache is expanded from it and backed up at once; any other
+leaf is encoded straight into its batch slot, in the batch's crop of the 19x19 grid and under a
+random symmetry, and the path takes a virtual loss. The history ladder planes come from the
+ancestors' stored ladder planes, so only the leaf's own position is read for ladders. The leaves
+are then numbered into the network's rows.
 
 ``apply_results`` post-processes each leaf's network output (KataGo's conventions, as
-``common.nn.interpret``), expands the leaf and backs it up; ``store_results`` then writes the new
-evaluations into the cache in one thread.
+``common.nn.interpret``), expands the leaf and backs it up; the new evaluations are then written
+into the cache, each thread taking the cache slots of one residue so that no two threads write one
+entry and the cache ends the same whatever the number of threads; last, ``finish_step`` stops the
+searches that are done.
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit, prange
 
-from client.search.cache import V_LEN, cache_find, cache_put, copy_into
+from client.search.cache import V_LEN, cache_find, cache_put, cache_slot, copy_board_points, copy_into
 from client.search.tree import (
     DESCEND_COLLISION,
     DESCEND_FULL,
@@ -48,7 +54,7 @@ from client.search.tree import (
     set_terminal,
 )
 from common.go import gamestate as gs
-from common.go.board import BOARD_LEN, M_XSIZE, M_YSIZE
+from common.go.board import BOARD_LEN, M_XSIZE, M_YSIZE, copy_board
 from common.go.geometry import WHITE
 from common.go.playout import rand_below
 from common.nn.features import (
@@ -85,21 +91,24 @@ class Roots(NamedTuple):
 
 
 class Work(NamedTuple):
-    """Scratch of the pass, per game."""
+    """Scratch of the pass: per lane (each thread works on its own; one lane in one thread) and
+    per game."""
 
-    boards: np.ndarray  # int32[G, BOARD_LEN]
-    states: np.ndarray  # int64[G, G_LEN]
-    ladder_buf: np.ndarray  # int64[G, BUF_LEN]: EncodeScratch of each game, stacked
-    ladder_work: np.ndarray  # int64[G, 4]
-    area_ws: np.ndarray  # int32[G, WS_LEN]
-    owner: np.ndarray  # int8[G, ARR]
-    planes: np.ndarray  # float32[G, 18, 361]
+    boards: np.ndarray  # int32[T, BOARD_LEN]: the position a path leads to
+    states: np.ndarray  # int64[T, G_LEN]
+    ladder_buf: np.ndarray  # int64[T, BUF_LEN]: EncodeScratch of each lane, stacked
+    ladder_work: np.ndarray  # int64[T, 4]
+    area_ws: np.ndarray  # int32[T, WS_LEN]
+    owner: np.ndarray  # int8[T, ARR]
+    planes: np.ndarray  # float32[T, 18, 361]
+    sym_map: np.ndarray  # int64[T, 361]
+    vals: np.ndarray  # float64[T, R_LEN]: a leaf's network values, interpreted
+    own: np.ndarray  # float32[T, OWN_LEN]: the same as the leaf's own evaluation
     path: np.ndarray  # int32[G, L, D]: node indices from the root
     path_move: np.ndarray  # int16[G, L, D]: the move into each node
     path_len: np.ndarray  # int32[G, L]
-    sym_map: np.ndarray  # int64[G, 361]
-    vals: np.ndarray  # float64[G, R_LEN]: a leaf's network values, interpreted
-    own: np.ndarray  # float32[G, OWN_LEN]: the same as the leaf's own evaluation
+    root_before: np.ndarray  # int64[G]: the roots' visits when the step began
+    finished: np.ndarray  # int64[G]: the games whose search the step finished
 
 
 class Batch(NamedTuple):
@@ -113,6 +122,7 @@ class Batch(NamedTuple):
     probs: np.ndarray  # float32[G * L, 362]: the leaves' priors once evaluated
     values: np.ndarray  # float32[G * L, V_LEN]
     rows: np.ndarray  # int64[G * L]: the slot's row in the network's output
+    order: np.ndarray  # int64[G * L]: the slot of each row (the first n rows of a step)
 
 
 def new_roots(games: int, history: int, table_size: int) -> Roots:
@@ -126,22 +136,33 @@ def new_roots(games: int, history: int, table_size: int) -> Roots:
     )
 
 
-def new_work(games: int, leaves: int, depth: int) -> Work:
-    scratch = [new_scratch() for _ in range(games)]
+def new_work(games: int, leaves: int, depth: int, lanes: int = 1) -> Work:
+    scratch = [new_scratch() for _ in range(lanes)]
+
+    def lane_rows(width: int, dtype) -> np.ndarray:
+        # Each lane's row padded to whole cache lines: threads writing their own small rows must not
+        # share a line (false sharing would cost more than the work).
+        itemsize = np.dtype(dtype).itemsize
+        padded = -(-width * itemsize // 128) * 128 // itemsize
+        return np.zeros((lanes, padded), dtype)[:, :width]
+
+    ladder_work = lane_rows(scratch[0].ladder_work.shape[0], np.int64)
     return Work(
-        boards=np.zeros((games, BOARD_LEN), np.int32),
-        states=np.zeros((games, gs.G_LEN), np.int64),
+        boards=np.zeros((lanes, BOARD_LEN), np.int32),
+        states=lane_rows(gs.G_LEN, np.int64),
         ladder_buf=np.stack([s.ladder_buf for s in scratch]),
-        ladder_work=np.stack([s.ladder_work for s in scratch]),
+        ladder_work=ladder_work,
         area_ws=np.stack([s.area_ws for s in scratch]),
         owner=np.stack([s.owner for s in scratch]),
         planes=np.stack([s.planes for s in scratch]),
+        sym_map=np.zeros((lanes, NN_AREA), np.int64),
+        vals=lane_rows(R_LEN, np.float64),
+        own=lane_rows(OWN_LEN, np.float32),
         path=np.zeros((games, leaves, depth), np.int32),
         path_move=np.zeros((games, leaves, depth), np.int16),
         path_len=np.zeros((games, leaves), np.int32),
-        sym_map=np.zeros((games, NN_AREA), np.int64),
-        vals=np.zeros((games, R_LEN), np.float64),
-        own=np.zeros((games, OWN_LEN), np.float32),
+        root_before=np.zeros(games, np.int64),
+        finished=np.zeros(games, np.int64),
     )
 
 
@@ -156,6 +177,7 @@ def new_batch(games: int, leaves: int) -> Batch:
         probs=np.zeros((n, NN_AREA + 1), np.float32),
         values=np.zeros((n, V_LEN), np.float32),
         rows=np.zeros(n, np.int64),
+        order=np.zeros(n, np.int64),
     )
 
 
@@ -194,7 +216,7 @@ def _ancestor_ladder(t, r, i, path, plen, back):
 
 
 @njit(cache=True, _nrt=False)
-def _select_game(t, r, w, b, spatial, cache, i, leaves, width, use_cache, random_sym):
+def _select_game(t, r, w, b, spatial, cache, i, leaves, width, use_cache, random_sym, lane):
     count = 0
     gi = t.gi
     if gi[i, GI_ACTIVE] == 0:
@@ -204,8 +226,8 @@ def _select_game(t, r, w, b, spatial, cache, i, leaves, width, use_cache, random
     moves = r.moves[i]
     table = r.tables[i]
     root_g = r.states[i]
-    wg = w.states[i]
-    wb = w.boards[i]
+    wg = w.states[lane]
+    wb = w.boards[lane]
     draw_wl = t.gf[i, GF_DRAW_WL]
     draw_equiv = 0.5 * (draw_wl + 1.0)
     while count < leaves and gi[i, GI_FULL] == 0:
@@ -225,13 +247,13 @@ def _select_game(t, r, w, b, spatial, cache, i, leaves, width, use_cache, random
         path = w.path[i, count]
         leaf = path[plen - 1]
         # Replay the path on a copy of the root position.
-        copy_into(wb, r.boards[i])
+        copy_board(wb, r.boards[i])
         copy_into(wg, root_g)
         pmove = w.path_move[i, count]
         for d in range(1, plen):
             gs.game_play(wg, wb, hist, moves, table, pmove[d], wg[gs.G_TO_MOVE])
         if wg[gs.G_OVER] != 0:
-            gs.game_finish_ws(wg, wb, w.owner[i], w.area_ws[i])
+            gs.game_finish_ws(wg, wb, w.owner[lane], w.area_ws[lane])
             wl, score = _exact_values(wg, draw_wl)
             set_terminal(t, i, leaf, wl, score)
             backup(t, i, path, plen, False)
@@ -242,7 +264,7 @@ def _select_game(t, r, w, b, spatial, cache, i, leaves, width, use_cache, random
         key = position_key(wg, wb, hist, moves, pla, 0, 0)
         hit = cache_find(cache, key) if use_cache else -1
         if hit >= 0:
-            copy_into(t.ladder[i, leaf], cache.ladder[hit])
+            copy_board_points(t.ladder[i, leaf], cache.ladder[hit], wb[M_XSIZE], wb[M_YSIZE])
             if expand(t, i, leaf, cache.policy[hit], wb[M_XSIZE], wb[M_YSIZE], cache.values[hit]):
                 if leaf == 0 and gi[i, GI_READY] == 0:
                     t.gf[i, GF_X0] = cache.values[hit, 1]
@@ -255,11 +277,11 @@ def _select_game(t, r, w, b, spatial, cache, i, leaves, width, use_cache, random
         y_size = wb[M_YSIZE]
         sym = rand_below(t.rng[i], 8) if random_sym else 0
         index = b.index[slot]
-        symmetry_index(x_size, y_size, sym, width, w.sym_map[i], index)
+        symmetry_index(x_size, y_size, sym, width, w.sym_map[lane], index)
         lad1 = _ancestor_ladder(t, r, i, path, plen, 1)
         lad2 = _ancestor_ladder(t, r, i, path, plen, 2)
         fill_row_at(wg, wb, hist, moves, table, pla, draw_equiv, 0.0, lad1, lad2, index, spatial[slot],
-                    b.glob[slot], b.legal[slot], t.ladder[i, leaf], game_scratch(w, i))
+                    b.glob[slot], b.legal[slot], t.ladder[i, leaf], game_scratch(w, lane))
         gs.table_restore(root_g, hist, table, wg[gs.G_NMOVES], wg[gs.G_HSTART])
         b.keys[slot] = key
         for d in range(plen):
@@ -270,25 +292,51 @@ def _select_game(t, r, w, b, spatial, cache, i, leaves, width, use_cache, random
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def select_leaves(t, r, w, b, spatial, cache, leaves, width, use_cache, random_sym, first, stop):
+def select_leaves(t, r, w, b, spatial, cache, leaves, width, use_cache, random_sym, first, stop, lane):
     """Select up to `leaves` leaves for each active game of first..stop-1 and encode them (spatial:
-    [G * L, 22, W * W])."""
+    [G * L, 22, W * W]), with the scratch of `lane`."""
     for i in range(first, stop):
-        _select_game(t, r, w, b, spatial, cache, i, leaves, width, use_cache, random_sym)
+        w.root_before[i] = t.n_visits[i, 0]
+        _select_game(t, r, w, b, spatial, cache, i, leaves, width, use_cache, random_sym, lane)
 
 
-@njit(cache=True, parallel=True)
-def select_leaves_ranges(t, r, w, b, spatial, cache, leaves, width, use_cache, random_sym, bounds):
-    """select_leaves over the game ranges bounds[k]..bounds[k + 1], one per thread."""
+@njit(cache=True, inline="always", _nrt=False)
+def _number_rows(t, b, leaves):
+    """Give the step's leaves their rows in the network's batch, in slot order. Returns (leaves,
+    searching games)."""
+    n = 0
+    active = 0
+    for i in range(t.gi.shape[0]):
+        active += t.gi[i, GI_ACTIVE] != 0
+        for j in range(t.gi[i, GI_LEAVES]):
+            slot = i * leaves + j
+            b.rows[slot] = n
+            b.order[n] = slot
+            n += 1
+    return n, active
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def select_pass(t, r, w, b, spatial, cache, leaves, width, use_cache, random_sym):
+    """The selection half of a step in one thread: select and encode every searching game's leaves.
+    Returns (leaves to evaluate, searching games)."""
+    select_leaves(t, r, w, b, spatial, cache, leaves, width, use_cache, random_sym, 0, t.gi.shape[0], 0)
+    return _number_rows(t, b, leaves)
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def select_pass_ranges(t, r, w, b, spatial, cache, leaves, width, use_cache, random_sym, bounds):
+    """select_pass with the game ranges bounds[k]..bounds[k + 1] in parallel, one per thread."""
     for k in prange(bounds.shape[0] - 1):
-        select_leaves(t, r, w, b, spatial, cache, leaves, width, use_cache, random_sym, bounds[k], bounds[k + 1])
+        select_leaves(t, r, w, b, spatial, cache, leaves, width, use_cache, random_sym, bounds[k], bounds[k + 1], k)
+    return _number_rows(t, b, leaves)
 
 
 # --- results -----------------------------------------------------------------------------------------
 @njit(cache=True, _nrt=False)
-def _apply_game(t, r, w, b, policy, value, misc, i, leaves):
-    vals = w.vals[i]
-    own = w.own[i]
+def _apply_game(t, r, w, b, policy, value, misc, i, leaves, lane):
+    vals = w.vals[lane]
+    own = w.own[lane]
     no_result_allowed = r.states[i, gs.G_KO_RULE] == gs.KO_SIMPLE
     x_size = r.boards[i, M_XSIZE]
     y_size = r.boards[i, M_YSIZE]
@@ -299,7 +347,7 @@ def _apply_game(t, r, w, b, policy, value, misc, i, leaves):
         path = w.path[i, j]
         leaf = path[plen - 1]
         probs = b.probs[slot]
-        policy_softmax(policy[row], b.index[slot], b.legal[slot], NN_AREA + 1, probs)
+        policy_softmax(policy[row], b.index[slot], b.legal[slot], x_size, y_size, probs)
         interpret_values(value[row], misc[row], no_result_allowed, vals)
         sign = 1.0 if t.pla[i, leaf] == WHITE else -1.0
         mean = vals[R_SCORE_MEAN]
@@ -320,25 +368,64 @@ def _apply_game(t, r, w, b, policy, value, misc, i, leaves):
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def apply_results(t, r, w, b, policy, value, misc, leaves, first, stop):
+def apply_results(t, r, w, b, policy, value, misc, leaves, first, stop, lane):
     """Expand and back up the leaves of games first..stop-1 from the network's outputs (row
     b.rows[slot] of policy [n, W * W + 1] logits, value [n, 3] logits and misc [n, >= 3])."""
     for i in range(first, stop):
-        _apply_game(t, r, w, b, policy, value, misc, i, leaves)
+        _apply_game(t, r, w, b, policy, value, misc, i, leaves, lane)
 
 
-@njit(cache=True, _nrt=False)
-def store_results(t, w, b, cache, leaves):
-    """Write this step's evaluations into the cache (one thread: no entry is read meanwhile)."""
+@njit(cache=True, inline="always", _nrt=False)
+def _store_share(t, r, w, b, cache, leaves, share, shares):
+    """Write this step's evaluations into the cache slots s with s % shares == share, in game order
+    (so the shares can be written in parallel, and the cache ends the same for any number of them)."""
     for i in range(t.gi.shape[0]):
         for j in range(t.gi[i, GI_LEAVES]):
             slot = i * leaves + j
-            leaf = w.path[i, j, w.path_len[i, j] - 1]
-            cache_put(cache, b.keys[slot], b.probs[slot], b.values[slot], t.ladder[i, leaf])
+            key = b.keys[slot]
+            if cache_slot(cache, key if key != 0 else np.int64(1)) % shares == share:
+                leaf = w.path[i, j, w.path_len[i, j] - 1]
+                cache_put(cache, key, b.probs[slot], b.values[slot], t.ladder[i, leaf], r.boards[i, M_XSIZE],
+                          r.boards[i, M_YSIZE])
 
 
-@njit(cache=True, parallel=True)
-def apply_results_ranges(t, r, w, b, policy, value, misc, leaves, bounds):
-    """apply_results over the game ranges bounds[k]..bounds[k + 1], one per thread."""
-    for k in prange(bounds.shape[0] - 1):
-        apply_results(t, r, w, b, policy, value, misc, leaves, bounds[k], bounds[k + 1])
+@njit(cache=True, _nrt=False)
+def finish_step(t, w):
+    """Close a step: clear the leaf counts, stop the games whose search is done (listed in
+    w.finished). Returns (finished games, root visits the step added)."""
+    gi = t.gi
+    done = 0
+    added = 0
+    for i in range(gi.shape[0]):
+        gi[i, GI_LEAVES] = 0
+        if gi[i, GI_ACTIVE] == 0:
+            continue
+        added += t.n_visits[i, 0] - w.root_before[i]
+        if t.n_inflight[i, 0] == 0 and (t.n_visits[i, 0] >= gi[i, GI_TARGET] or gi[i, GI_FULL] != 0):
+            gi[i, GI_ACTIVE] = 0
+            w.finished[done] = i
+            done += 1
+    return done, added
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def apply_pass(t, r, w, b, cache, policy, value, misc, leaves, use_cache):
+    """The other half of a step in one thread: expand and back up every leaf, cache the new
+    evaluations, close the step (:func:`finish_step`)."""
+    apply_results(t, r, w, b, policy, value, misc, leaves, 0, t.gi.shape[0], 0)
+    if use_cache:
+        _store_share(t, r, w, b, cache, leaves, 0, 1)
+    return finish_step(t, w)
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def apply_pass_ranges(t, r, w, b, cache, policy, value, misc, leaves, use_cache, bounds):
+    """apply_pass with the game ranges bounds[k]..bounds[k + 1] in parallel, one per thread, and
+    the cache written in as many shares."""
+    shares = bounds.shape[0] - 1
+    for k in prange(shares):
+        apply_results(t, r, w, b, policy, value, misc, leaves, bounds[k], bounds[k + 1], k)
+    if use_cache:
+        for k in prange(shares):
+            _store_share(t, r, w, b, cache, leaves, k, shares)
+    return finish_step(t, w)

@@ -8,7 +8,7 @@ again; transpositions inside one tree are found the same way.
 
 Keys are :func:`common.nn.features.position_key` of everything the network's inputs depend on, so
 a hit gives exactly what the network would be asked. Lookups run in parallel across games; stores
-run in one thread after them (``store_batch``), so no entry is read while it is written.
+run after them (``client.search.batch``), so no entry is read while it is written.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from common.nn.features import NN_AREA
+from common.nn.features import NN_AREA, NN_LEN
 
 # Values stored per entry (white's point of view).
 V_WL = 0  # win minus loss
@@ -70,11 +70,21 @@ def cache_find(cache, key):
     return s if cache.keys[s] == k else -1
 
 
+@njit(cache=True, inline="always", _nrt=False)
+def copy_board_points(dst, src, x_size, y_size):
+    """dst[p] = src[p] for the points p = y * 19 + x of an x_size by y_size board (and what lies
+    between its rows)."""
+    for k in range((y_size - 1) * NN_LEN + x_size):
+        dst[k] = src[k]
+
+
 @njit(cache=True, _nrt=False)
-def cache_put(cache, key, policy, values, ladder):
+def cache_put(cache, key, policy, values, ladder, x_size, y_size):
+    """Store an evaluation of a position on an x_size by y_size board (only its points are kept)."""
     k = key if key != 0 else np.int64(1)
     s = cache_slot(cache, k)
     cache.keys[s] = k
-    copy_into(cache.policy[s], policy)
+    copy_board_points(cache.policy[s], policy, x_size, y_size)
+    cache.policy[s, NN_AREA] = policy[NN_AREA]
     copy_into(cache.values[s], values)
-    copy_into(cache.ladder[s], ladder)
+    copy_board_points(cache.ladder[s], ladder, x_size, y_size)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 import os
+import weakref
 from dataclasses import dataclass
 
 import numba
@@ -24,24 +25,33 @@ import numpy as np
 
 from client.search import tree as tr
 from client.search.batch import (
-    apply_results,
-    apply_results_ranges,
+    apply_pass,
+    apply_pass_ranges,
+    finish_step,
     new_batch,
     new_roots,
     new_work,
-    select_leaves,
-    select_leaves_ranges,
+    select_pass,
+    select_pass_ranges,
     spatial_view,
-    store_results,
 )
 from client.search.cache import new_cache
 from client.search.utility import score_table
 from common.go import gamestate as gs
-from common.go.board import BOARD_LEN
+from common.go.board import BOARD_LEN, M_HASH_HI, M_HASH_LO, M_KO, M_XSIZE, M_YSIZE
 from common.go.game import Game
 from common.go.geometry import PASS, STRIDE, WHITE
 from common.go.playout import new_rng
-from common.nn.features import NN_AREA, NN_LEN, ladder_plane, new_scratch
+from common.nn.features import (
+    NN_AREA,
+    NN_LEN,
+    NUM_GLOBAL,
+    NUM_SPATIAL,
+    fill_row_at,
+    ladder_plane,
+    new_scratch,
+    symmetry_index,
+)
 from common.settings import SearchSettings
 
 
@@ -89,6 +99,7 @@ class SearchResult:
     cache_hits: int
     terminal_visits: int
     collisions: int
+    inputs: tuple[np.ndarray, np.ndarray] | None = None  # the root's network inputs, when asked for
 
     @property
     def root_score_stdev(self) -> float:
@@ -110,6 +121,11 @@ class SearchResult:
         out = np.zeros(NN_AREA + 1, np.float32)
         out[move_positions(self.moves)] = self.raw_priors if raw else self.priors
         return out
+
+
+def _board_key(b: np.ndarray) -> tuple[int, int, int]:
+    """A board's stones (by their hash) and ko point: what its ladder plane depends on."""
+    return int(b[M_HASH_LO]), int(b[M_HASH_HI]), int(b[M_KO])
 
 
 def move_positions(moves: np.ndarray) -> np.ndarray:
@@ -151,23 +167,35 @@ class BatchedSearch:
         self.depth = min(nodes + 1, 1024)
         self.history = history
         self.roots = new_roots(games, history + self.depth + 2, gs.new_table(history + self.depth + 2).shape[0])
-        self.work = new_work(games, leaves_per_game, self.depth)
+        threads = max(1, min(threads if threads is not None else (os.cpu_count() or 1), games,
+                             numba.config.NUMBA_NUM_THREADS))
+        self.threads = threads
+        self.bounds = np.array([games * k // threads for k in range(threads + 1)], np.int64)
+        self.work = new_work(games, leaves_per_game, self.depth, threads)
         self.batch = new_batch(games, leaves_per_game)
+        # The leaves of a step where not every slot has one, gathered into rows next to each other.
+        self._gathered = np.zeros_like(self.batch.spatial)
+        self._gathered_glob = np.zeros_like(self.batch.glob)
         self.cache = new_cache(cache_entries)
         self.scratch = new_scratch()
+        self.scratch_map = np.zeros(NN_AREA, np.int64)
         self.use_cache = cache_entries > 0
         self.sizes = np.zeros(games, np.int64)  # the larger side of each game's board
-        self.leaf_index = np.arange(leaves_per_game)[None, :]
-        self.row_numbers = np.arange(games * leaves_per_game)
+        # Ladder planes of the last positions each root went through, by board (stones and ko point):
+        # a root's history planes are looked up here instead of read again.
+        self._ladders: list[dict[tuple[int, int, int], np.ndarray]] = [{} for _ in range(games)]
+        # The game object and move number each tree's root stands for (a tree is only reused on the
+        # game it was searched on, brought along by advance()).
+        self._tree_owner: list[tuple[weakref.ref, int] | None] = [None] * games
+        self._identity = np.zeros(NN_AREA + 1, np.int32)
+        self._legal = np.zeros(NN_AREA + 1, np.uint8)
+        self._lad_now = np.zeros(NN_AREA, np.uint8)
         self.max_width = 0
         for i in range(games):
             self.trees.rng[i, 0] = new_rng(seed * 1_000_003 + i)[0]
         self.settings: list[SearchSettings | None] = [None] * games
         self.random_symmetries = np.ones(games, bool)
-        threads = max(1, min(threads if threads is not None else (os.cpu_count() or 1), games,
-                             numba.config.NUMBA_NUM_THREADS))
-        self.threads = threads
-        self.bounds = np.array([games * k // threads for k in range(threads + 1)], np.int64)
+        self.all_random_symmetries = True
         self.steps = 0
         self.visits_total = 0  # visits made by step() (cache hits and finished games included)
         self.batch_rows = 0  # network evaluations
@@ -187,16 +215,34 @@ class BatchedSearch:
         r.moves[i, :n] = game.moves[:n]
         gs.table_rebuild(r.states[i], r.hists[i], r.tables[i])
         prev = game.undo_boards(2)
+        memo = self._ladders[i]
         for k in range(2):
             if k < len(prev):
-                ladder_plane(prev[k], r.prev_ladder[i, k], self.scratch)
+                plane = memo.get(_board_key(prev[k]))
+                if plane is None:
+                    ladder_plane(prev[k], r.prev_ladder[i, k], self.scratch)
+                else:
+                    r.prev_ladder[i, k] = plane
             else:
                 r.prev_ladder[i, k, :] = 0
         self.sizes[i] = max(game.x_size, game.y_size)
         self.max_width = int(self.sizes.max())
 
+    def _remember_root_ladder(self, i: int) -> None:
+        """Keep the evaluated root's ladder plane: it is a history plane of the next two positions."""
+        t = self.trees
+        if t.state[i, 0] == tr.EXPANDED:
+            memo = self._ladders[i]
+            if len(memo) >= 4:
+                del memo[next(iter(memo))]
+            memo[_board_key(self.roots.boards[i])] = t.ladder[i, 0].copy()
+
     def advance(self, i: int, move: int, keep: bool) -> bool:
         """Move game i's tree to the child reached by move (keeping its subtree if keep)."""
+        self._remember_root_ladder(i)
+        owner = self._tree_owner[i]
+        if owner is not None:
+            self._tree_owner[i] = (owner[0], owner[1] + 1)
         return bool(tr.advance_root(self.trees, i, move, keep))
 
     def follow(self, i: int, game: Game, previous: list[tuple[int, int]] | None) -> bool:
@@ -214,6 +260,13 @@ class BatchedSearch:
 
     def reset(self, i: int, to_move: int) -> None:
         tr.reset_tree(self.trees, i, to_move)
+        self._tree_owner[i] = None
+
+    def _tree_continues(self, i: int, game: Game) -> bool:
+        """Is game i's tree rooted at game's position: searched on this very game object, and moved
+        along by :meth:`advance` once for every move played since?"""
+        owner = self._tree_owner[i]
+        return owner is not None and owner[0]() is game and owner[1] == game.num_moves
 
     # --- searching -------------------------------------------------------------------------------
     def start(self, i: int, game: Game, visits: int, settings: SearchSettings, *, full: bool = True,
@@ -222,7 +275,8 @@ class BatchedSearch:
 
         full: noise and forced playouts as the settings say (a full search); otherwise neither, and
         the root's first-play urgency is the tree's (a cheap search, section 6.1). reuse: keep the
-        tree (which :meth:`advance` must have brought to this position); otherwise a fresh tree.
+        tree if it was searched on this same game object and :meth:`advance` brought it along every
+        move since; otherwise (or without reuse) a fresh tree.
         """
         if game.is_over:
             raise ValueError(f"game {i}: the game is over, there is nothing to search")
@@ -232,8 +286,10 @@ class BatchedSearch:
         t = self.trees
         if not full:
             settings = settings.for_cheap_search()
-        if not reuse or t.state[i, 0] != tr.EXPANDED or t.pla[i, 0] != game.to_move:
+        if (not reuse or t.state[i, 0] != tr.EXPANDED or t.pla[i, 0] != game.to_move
+                or not self._tree_continues(i, game)):
             tr.reset_tree(t, i, game.to_move)
+        self._tree_owner[i] = (weakref.ref(game), game.num_moves)
         t.gi[i, tr.GI_READY] = 0
         t.gi[i, tr.GI_FULL] = 0
         t.gi[i, tr.GI_TARGET] = visits
@@ -257,6 +313,7 @@ class BatchedSearch:
         gf[tr.GF_DRAW_WL] = 2.0 * draw_equivalent_wins - 1.0
         self.settings[i] = settings
         self.random_symmetries[i] = settings.symmetries == "random"
+        self.all_random_symmetries = bool(self.random_symmetries.all())
         t.gi[i, tr.GI_ACTIVE] = 1
         self._check_done(i)
 
@@ -278,61 +335,45 @@ class BatchedSearch:
     def step(self) -> np.ndarray:
         """One lock-step round over every searching game. Returns the indices of the games whose
         search finished in this round."""
-        t, b = self.trees, self.batch
-        gi = t.gi
-        active_before = gi[:, tr.GI_ACTIVE] != 0
-        n_active = int(np.count_nonzero(active_before))
-        if n_active == 0:
-            return np.zeros(0, np.int64)
-        root_visits = t.n_visits[:, 0]
-        visits_before = int(root_visits.sum())  # only searching games' roots change in a step
-        if n_active == self.games:
+        t, b, w = self.trees, self.batch, self.work
+        active = t.gi[:, tr.GI_ACTIVE] != 0
+        if active.all():
             width = self.max_width
-            random_sym = bool(self.random_symmetries.all())
+            random_sym = self.all_random_symmetries
+        elif active.any():
+            width = int(self.sizes[active].max())
+            random_sym = bool(self.random_symmetries[active].all())
         else:
-            width = int(self.sizes[active_before].max())
-            random_sym = bool(self.random_symmetries[active_before].all())
+            return np.zeros(0, np.int64)
         spatial = spatial_view(b, width)
-        self._parallel(select_leaves, select_leaves_ranges, t, self.roots, self.work, b, spatial, self.cache,
-                       self.leaves, width, self.use_cache, random_sym)
-        counts = gi[:, tr.GI_LEAVES]
-        n = int(counts.sum())
+        args = (t, self.roots, w, b, spatial, self.cache, self.leaves, width, self.use_cache, random_sym)
+        if self.threads == 1:
+            n, n_active = select_pass(*args)
+        else:
+            n, n_active = select_pass_ranges(*args, self.bounds)
         if n > 0:
-            if self.leaves == 1:
-                slots = np.flatnonzero(counts)
-            else:
-                slots = np.flatnonzero((self.leaf_index < counts[:, None]).ravel())
-            b.rows[slots] = self.row_numbers[:n]
             if n == spatial.shape[0]:
                 x, g = spatial, b.glob
             else:
-                x, g = spatial[slots], b.glob[slots]
+                order = b.order[:n]
+                rows = self._gathered[: n * spatial[0].size].reshape(n, *spatial.shape[1:])
+                x = np.take(spatial, order, axis=0, out=rows)
+                g = np.take(b.glob, order, axis=0, out=self._gathered_glob[:n])
             policy, value, misc = self.evaluator.forward_raw(x, g, width)
-            self._parallel(apply_results, apply_results_ranges, t, self.roots, self.work, b,
-                           np.ascontiguousarray(policy, dtype=np.float32),
-                           np.ascontiguousarray(value, dtype=np.float32),
-                           np.ascontiguousarray(misc, dtype=np.float32), self.leaves)
-            if self.use_cache:
-                store_results(t, self.work, b, self.cache, self.leaves)
+            args = (t, self.roots, w, b, self.cache, np.ascontiguousarray(policy, dtype=np.float32),
+                    np.ascontiguousarray(value, dtype=np.float32), np.ascontiguousarray(misc, dtype=np.float32),
+                    self.leaves, self.use_cache)
+            if self.threads == 1:
+                done, added = apply_pass(*args)
+            else:
+                done, added = apply_pass_ranges(*args, self.bounds)
             self.batch_rows += n
+        else:
+            done, added = finish_step(t, w)
         self.slots_offered += n_active * self.leaves
-        self.visits_total += int(root_visits.sum()) - visits_before
+        self.visits_total += added
         self.steps += 1
-        counts[:] = 0
-        finished = active_before & (t.n_inflight[:, 0] == 0) & (
-            (root_visits >= gi[:, tr.GI_TARGET]) | (gi[:, tr.GI_FULL] != 0))
-        gi[finished, tr.GI_ACTIVE] = 0
-        return np.flatnonzero(finished)
-
-    def _parallel(self, kernel, over_ranges, *args) -> None:
-        """Run kernel(*args, first, stop) over all games: in one thread, or through over_ranges (numba's
-        thread pool, one contiguous range of games per thread: there are at most as many ranges as
-        the pool has threads, and idle threads take no range). The kernels do no reference counting,
-        so the threads share no cache lines but those of the games at the ranges' edges."""
-        if self.threads == 1:
-            kernel(*args, 0, self.games)
-            return
-        over_ranges(*args, self.bounds)
+        return w.finished[:done].copy()
 
     def run(self) -> None:
         """Step until no game is searching."""
@@ -340,22 +381,24 @@ class BatchedSearch:
             self.step()
 
     # --- results ---------------------------------------------------------------------------------
-    def result(self, i: int) -> SearchResult:
+    def result(self, i: int, inputs: bool = False) -> SearchResult:
+        """Game i's search as it stands; with inputs, also the root position's network inputs
+        (spatial [22, 361] and global [19] float32, no symmetry), as the evaluator would get them."""
         t = self.trees
         n = int(t.edge_count[i, 0]) if t.state[i, 0] == tr.EXPANDED else 0
-        moves = np.zeros(NN_AREA + 1, np.int64)
-        visits = np.zeros(NN_AREA + 1, np.int64)
-        f = [np.zeros(NN_AREA + 1, np.float64) for _ in range(7)]
+        moves = np.zeros(n, np.int64)
+        visits = np.zeros(n, np.int64)
+        floats = np.zeros((7, n), np.float64)
         if n:
-            tr.root_children(t, i, moves, visits, *f)
-        prior, raw, util, wl, score, lead, sq = (a[:n].copy() for a in f)
+            tr.root_children(t, i, moves, visits, *floats)
+        prior, raw, util, wl, score, lead, sq = floats
         root_n = max(int(t.n_visits[i, 0]), 1)
         sign = 1.0 if t.pla[i, 0] == WHITE else -1.0
         own = t.own[i, 0]
         return SearchResult(
             pla=int(t.pla[i, 0]),
-            moves=moves[:n].copy(),
-            visits=visits[:n].copy(),
+            moves=moves,
+            visits=visits,
             priors=prior,
             raw_priors=raw,
             utility=util,
@@ -377,7 +420,23 @@ class BatchedSearch:
             cache_hits=int(t.gi[i, tr.GI_CACHE_HITS]),
             terminal_visits=int(t.gi[i, tr.GI_TERMINAL_VISITS]),
             collisions=int(t.gi[i, tr.GI_COLLISIONS]),
+            inputs=self.root_inputs(i) if inputs else None,
         )
+
+    def root_inputs(self, i: int) -> tuple[np.ndarray, np.ndarray]:
+        """Game i's root position encoded as the network's inputs: spatial [22, 361] and global [19]
+        (float32, no symmetry), with the history's ladder planes the search keeps."""
+        r = self.roots
+        x_size, y_size = int(r.boards[i, M_XSIZE]), int(r.boards[i, M_YSIZE])
+        symmetry_index(x_size, y_size, 0, NN_LEN, self.scratch_map, self._identity)
+        spatial = np.zeros((NUM_SPATIAL, NN_AREA), np.float32)
+        glob = np.zeros(NUM_GLOBAL, np.float32)
+        state = r.states[i]
+        draw_equiv = 0.5 * (float(self.trees.gf[i, tr.GF_DRAW_WL]) + 1.0)
+        fill_row_at(state, r.boards[i], r.hists[i], r.moves[i], r.tables[i], int(state[gs.G_TO_MOVE]), draw_equiv,
+                    0.0, r.prev_ladder[i, 0], r.prev_ladder[i, 1], self._identity, spatial, glob, self._legal,
+                    self._lad_now, self.scratch)
+        return spatial, glob
 
     def principal_variation(self, i: int, move: int | None = None, length: int = 30) -> list[int]:
         """The most visited line from the root (or from the root's child reached by move)."""

@@ -21,28 +21,25 @@ from client.search.engine import SearchResult
 def pruned_visits(result: SearchResult, cpuct: float, forced_coeff: float) -> np.ndarray:
     """The root's visits with forced playouts taken out (float64, one per root edge)."""
     v = result.visits.astype(np.float64)
-    if v.size == 0 or v.sum() <= 0:
+    total = float(v.sum()) if v.size else 0.0
+    if total <= 0:
         return v
-    total = float(v.sum())
     best = result.best_index()
     sqrt_total = math.sqrt(total + 0.01)
     prior = result.priors.astype(np.float64)
     util = result.utility
     best_value = util[best] + cpuct * prior[best] * sqrt_total / (1.0 + v[best])
-    out = v.copy()
-    for c in np.flatnonzero(v > 0):
-        if c == best:
-            continue
-        n_forced = math.sqrt(forced_coeff * prior[c] * total)
-        gap = best_value - util[c]
-        if gap <= 0:
-            continue  # c is at least as urgent as c* even with every playout it got
-        # PUCT(c) with n playouts stays below PUCT(c*) while n > cpuct P sqrt_total / gap - 1.
-        n_min = cpuct * prior[c] * sqrt_total / gap - 1.0
-        reduced = max(v[c] - n_forced, n_min)
-        out[c] = min(v[c], reduced)
-        if out[c] <= 1.0:
-            out[c] = 0.0
+    n_forced = np.sqrt(forced_coeff * prior * total)
+    gap = best_value - util
+    # PUCT(c) with n playouts stays below PUCT(c*) while n > cpuct P sqrt_total / gap - 1; a child
+    # with gap <= 0 is at least as urgent as c* even with every playout it got, and keeps them all.
+    with np.errstate(divide="ignore", invalid="ignore"):
+        n_min = np.where(gap > 0, cpuct * prior * sqrt_total / gap - 1.0, np.inf)
+    out = np.minimum(v, np.maximum(v - n_forced, n_min))
+    out[out <= 1.0] = 0.0
+    keep = (v <= 0) | (gap <= 0)
+    out[keep] = v[keep]
+    out[best] = v[best]
     return out
 
 
@@ -52,12 +49,11 @@ def choose_move(visits: np.ndarray, temperature: float, rng: np.random.Generator
     v = np.asarray(visits, dtype=np.float64)
     if v.size == 0:
         raise ValueError("no move to choose from: the search has no visited child")
-    if temperature <= 0 or v.max() <= 0:
-        return int(np.argmax(v))
-    positive = v > 0
-    logw = np.full(v.shape, -np.inf)
-    logw[positive] = np.log(v[positive]) / temperature
-    logw -= logw.max()
-    w = np.exp(logw)
-    w /= w.sum()
-    return int(rng.choice(v.size, p=w))
+    top = int(np.argmax(v))
+    if temperature <= 0 or v[top] <= 0:
+        return top
+    # Weights (v / v_max)^(1/T) (zero where unvisited), drawn from by inverting their running sum.
+    w = np.power(v / v[top], 1.0 / temperature)
+    cdf = np.cumsum(w)
+    k = int(np.searchsorted(cdf, rng.random() * cdf[-1], side="right"))
+    return min(k, v.size - 1) if w[min(k, v.size - 1)] > 0 else top

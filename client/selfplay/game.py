@@ -195,7 +195,11 @@ class SelfPlayGame:
 
     def _record_turn(self, result: SearchResult, visits: np.ndarray, move: int, full: bool) -> None:
         game = self.game
-        self.encoder.encode([game], self._spatial, self._glob)
+        if result.inputs is not None:
+            spatial, glob = result.inputs
+        else:
+            self.encoder.encode([game], self._spatial, self._glob)
+            spatial, glob = self._spatial[0], self._glob[0]
         target = result.policy_target(visits)
         if target.sum() <= 0:
             target = result.policy_target()
@@ -225,8 +229,8 @@ class SelfPlayGame:
         q[1, pos[seen]] = side * result.score[seen]
         q[2, pos[seen]] = result.visits[seen]
         self.turns.append(TurnRecord(
-            spatial=self._spatial[0].astype(np.uint8),
-            global_inputs=self._glob[0].copy(),
+            spatial=spatial.astype(np.uint8),
+            global_inputs=glob.copy(),
             player=game.to_move,
             move=int(move_positions(np.array([move]))[0]),
             policy_target=target,

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from client.search.engine import BatchedSearch
-from client.selfplay.game import SelfPlayGame
+from client.selfplay.game import PLAY, SelfPlayGame
 from client.selfplay.init import draw_start
 from common.data.rows import write_game_rows
 from common.files import atomic_write
@@ -168,7 +168,7 @@ def run_selfplay(
 
 
 def _take_result(engine: BatchedSearch, i: int, game: SelfPlayGame) -> None:
-    move = game.on_result(engine.result(i))
+    move = game.on_result(engine.result(i, inputs=game.phase == PLAY))
     if move is not None:
         engine.advance(i, move, keep=True)
 

@@ -54,6 +54,26 @@ def new_board(x_size: int, y_size: int) -> np.ndarray:
 
 
 @njit(cache=True, inline="always", _nrt=False)
+def copy_board(dst, src):
+    """dst[:] = src. When dst already holds a board of the same size, only what can differ is
+    copied: of each per-location section the locations up to just past the wall row below the board
+    (beyond it two boards of one size are alike: play never changes it), of the empty list its
+    entries. A small board thus copies a fraction of the array."""
+    if dst[M_XSIZE] != src[M_XSIZE] or dst[M_YSIZE] != src[M_YSIZE]:
+        for k in range(BOARD_LEN):
+            dst[k] = src[k]
+        return
+    end = min((src[M_YSIZE] + 2) * STRIDE + 1, ARR)
+    for base in (COLOR, HEAD, NEXT, LIBS, NSTONES, EPOS, MARK):
+        for k in range(base, base + end):
+            dst[k] = src[k]
+    for k in range(ELIST, ELIST + src[M_NEMPTY]):
+        dst[k] = src[k]
+    for k in range(META, BOARD_LEN):
+        dst[k] = src[k]
+
+
+@njit(cache=True, inline="always", _nrt=False)
 def get_hash(b):
     return (np.int64(b[M_HASH_HI]) << 32) | (np.int64(b[M_HASH_LO]) & 0xFFFFFFFF)
 

@@ -251,26 +251,36 @@ def interpret_values(value_logits, misc, no_result_allowed, out):
 
 
 @njit(cache=True, _nrt=False)
-def policy_softmax(logits, index, legal, n, out):
-    """out[k] = softmax over k < n of logits[index[k]] where legal[k], else 0 (float32, as
-    :func:`interpret` with temperature 1). Returns the number of legal entries."""
+def policy_softmax(logits, index, legal, x_size, y_size, out):
+    """Over the board's points p = y * 19 + x and pass (p = 361): out[p] = softmax of logits[index[p]]
+    where legal[p], else 0 (float32, as :func:`interpret` with temperature 1). Entries of out off
+    the board are left as they are. Returns the number of legal entries."""
     m = -np.inf
     count = 0
-    for k in range(n):
-        if legal[k]:
-            count += 1
-            v = logits[index[k]]
-            if v > m:
-                m = v
+    for y in range(y_size + 1):
+        last = y == y_size
+        for x in range(1 if last else x_size):
+            k = NN_AREA if last else y * NN_LEN + x
+            if legal[k]:
+                count += 1
+                v = logits[index[k]]
+                if v > m:
+                    m = v
     total = np.float32(0.0)
-    for k in range(n):
-        if legal[k]:
-            e = np.float32(math.exp(logits[index[k]] - m))
-            out[k] = e
-            total += e
-        else:
-            out[k] = 0.0
+    for y in range(y_size + 1):
+        last = y == y_size
+        for x in range(1 if last else x_size):
+            k = NN_AREA if last else y * NN_LEN + x
+            if legal[k]:
+                e = np.float32(math.exp(logits[index[k]] - m))
+                out[k] = e
+                total += e
+            else:
+                out[k] = 0.0
     if total > 0:
-        for k in range(n):
-            out[k] /= total
+        for y in range(y_size + 1):
+            last = y == y_size
+            for x in range(1 if last else x_size):
+                k = NN_AREA if last else y * NN_LEN + x
+                out[k] /= total
     return count

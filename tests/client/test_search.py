@@ -18,6 +18,7 @@ from common.go.game import Game
 from common.go.geometry import PASS, loc_of
 from common.go.playout import new_rng
 from common.go.rules import Rules
+from common.nn.features import Encoder
 from common.nn.interpret import (
     R_LEAD,
     R_LEN,
@@ -251,7 +252,7 @@ def test_row_post_processing_matches_the_evaluators():
         assert vals[R_SCORE_MEAN_SQ] == pytest.approx(float(ref.score_mean_sq[i]), rel=1e-5)
         assert vals[R_SCORE_STDEV] == pytest.approx(float(ref.score_stdev[i]), abs=1e-4)
         assert vals[R_LEAD] == pytest.approx(float(ref.lead[i]), abs=1e-4)
-        policy_softmax(policy[i, 0].numpy(), index, legal[i].numpy().astype(np.uint8), 362, probs)
+        policy_softmax(policy[i, 0].numpy(), index, legal[i].numpy().astype(np.uint8), 19, 19, probs)
         np.testing.assert_allclose(probs, ref.policy_full[i].numpy(), atol=1e-6)
 
 
@@ -326,3 +327,76 @@ def test_bad_requests_are_refused_with_reasons():
     game.play(PASS)
     with pytest.raises(ValueError, match="over"):
         search.start(0, game, 10, SearchSettings())
+
+
+def test_a_tree_is_only_reused_on_the_game_it_was_searched_on():
+    search = BatchedSearch(NullEvaluator(), 1, 200, seed=1)
+    first = mid_game(9, 10, 1)
+    search.start(0, first, 150, SearchSettings(root_noise=False))
+    search.run()
+    move = int(search.result(0).moves[search.result(0).best_index()])
+    first.play(move)
+    assert search.advance(0, move, keep=True)
+    kept = int(search.trees.n_visits[0, 0])
+    assert kept > 1
+    # Another game in the same slot, with the same side to move: its first search starts afresh.
+    other = mid_game(9, 11, 2)
+    search.start(0, other, 20, SearchSettings(), full=False, reuse=True)
+    assert search.trees.n_visits[0, 0] == 0
+    search.run()
+    check_tree(search, 0)
+    # The game the tree belongs to keeps it, as long as every move went through advance().
+    search.start(0, first, 20, SearchSettings(), full=False, reuse=True)
+    assert search.trees.n_visits[0, 0] == 0  # the slot's tree is now the other game's
+    search.run()
+    move = int(search.result(0).moves[search.result(0).best_index()])
+    first.play(move)
+    search.advance(0, move, keep=True)
+    visits = int(search.trees.n_visits[0, 0])
+    search.start(0, first, visits + 10, SearchSettings(), full=False, reuse=True)
+    assert search.trees.n_visits[0, 0] == visits
+    # A move played without advance() breaks the chain.
+    search.run()
+    first.play(int(search.result(0).moves[search.result(0).best_index()]))
+    search.start(0, first, 10, SearchSettings(), full=False, reuse=True)
+    assert search.trees.n_visits[0, 0] == 0
+
+
+@pytest.mark.parametrize("ko", ["SIMPLE", "POSITIONAL", "SITUATIONAL"])
+def test_root_inputs_match_the_encoder(ko):
+    """The search's encoding of its roots (with the history's ladder planes it remembers from earlier
+    roots) is the encoder's, move after move, across games sharing a slot."""
+    rules = Rules(ko=ko, suicide=True, has_button=ko == "SIMPLE", tax="SEKI" if ko == "SITUATIONAL" else "NONE")
+    search = BatchedSearch(NullEvaluator(), 1, 40, seed=4)
+    encoder = Encoder()
+    spatial = np.zeros((1, 22, 361), np.float32)
+    glob = np.zeros((1, 19), np.float32)
+    rng = np.random.default_rng(9)
+    for size in (7, 9, 7):
+        game = Game(size, rules=rules, komi=6.5)
+        while not game.is_over and game.num_moves < 60:
+            search.start(0, game, 30, SearchSettings(), full=False, reuse=True)
+            search.run()
+            result = search.result(0, inputs=True)
+            encoder.encode([game], spatial, glob)
+            np.testing.assert_array_equal(result.inputs[0], spatial[0])
+            np.testing.assert_array_equal(result.inputs[1], glob[0])
+            visited = np.flatnonzero(result.visits)
+            move = int(result.moves[rng.choice(visited)])
+            game.play(move)
+            search.advance(0, move, keep=True)
+
+
+def test_thread_count_does_not_change_the_search():
+    """Searches and the cache come out the same in one thread and in several."""
+    games = [mid_game(9, 8 + 3 * i, 20 + i) for i in range(6)]
+    outcomes = []
+    for threads in (1, 3):
+        search = BatchedSearch(NullEvaluator(), 6, 300, seed=8, threads=threads)
+        for round_ in range(2):
+            for i, game in enumerate(games):
+                search.start(i, game, 120 + 20 * i, SearchSettings(), full=round_ == 0, reuse=False)
+            search.run()
+        outcomes.append(([search.result(i).visits.tolist() for i in range(6)], search.cache.keys.copy()))
+    assert outcomes[0][0] == outcomes[1][0]
+    np.testing.assert_array_equal(outcomes[0][1], outcomes[1][1])

@@ -321,3 +321,30 @@ def test_play_recorded_and_undo_restore_the_position(size, choices):
             if g.color_at(loc) != EMPTY:
                 assert bk.chain_libs(g.b, loc) == bk.chain_libs(before, loc)
         g.play(move)
+
+
+def test_copy_board_gives_an_exact_copy_across_board_sizes():
+    """copy_board copies only what can differ when the target holds a board of the same size; a
+    board of another size is copied whole. Either way the copy is the board and plays on like it."""
+    rng = playout.new_rng(11)
+
+    def same(a, b):
+        n = int(b[bk.M_NEMPTY])
+        np.testing.assert_array_equal(a[: bk.ELIST], b[: bk.ELIST])
+        np.testing.assert_array_equal(a[bk.ELIST : bk.ELIST + n], b[bk.ELIST : bk.ELIST + n])
+        np.testing.assert_array_equal(a[bk.META :], b[bk.META :])
+
+    dst = np.zeros(bk.BOARD_LEN, np.int32)
+    for x_size, y_size in [(9, 9), (9, 9), (19, 19), (9, 9), (7, 13), (13, 7), (13, 7), (2, 2), (19, 19)]:
+        game = Game(x_size, y_size, Rules(ko="POSITIONAL", suicide=True))
+        for _ in range(x_size * y_size // 2):
+            game.play(int(playout.random_move(game.g, game.b, game.table, game.to_move, rng)))
+        bk.copy_board(dst, game.b)
+        same(dst, game.b)
+        original = game.b.copy()
+        for _ in range(10):
+            move = int(playout.random_move(game.g, game.b, game.table, game.to_move, rng))
+            bk.play(dst, move, game.to_move)
+            bk.play(original, move, game.to_move)
+            game.play(move)
+            same(dst, original)
