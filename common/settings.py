@@ -24,13 +24,18 @@ SETTINGS_VERSION = 1
 
 
 class SettingsError(ValueError):
-    """Settings that cannot be used; the message names the key and the problem."""
+    """Settings that cannot be used; the message names the key (``path``, dotted) and the problem."""
+
+    def __init__(self, path: str, problem: str, what: str = "settings") -> None:
+        super().__init__(f"{what} {path}: {problem}")
+        self.path = path
+        self.problem = problem
 
 
 # --- validation helpers ----------------------------------------------------------------------------
 def _need(ok: bool, path: str, problem: str) -> None:
     if not ok:
-        raise SettingsError(f"settings {path}: {problem}")
+        raise SettingsError(path, problem)
 
 
 def _in_range(path: str, value: float, lo: float | None = None, hi: float | None = None,
@@ -81,6 +86,9 @@ def _from_dict(cls: type, data: Any, path: str) -> Any:
     for key in data:
         _need(key in names, f"{path}.{key}" if path else key,
               f"unknown key (known: {', '.join(sorted(names))})")
+    for f in fields(cls):
+        if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            _need(f.name in data, f"{path}.{f.name}" if path else f.name, "is missing")
     kwargs = {}
     for f in fields(cls):
         if f.name in data:
@@ -345,3 +353,63 @@ class MatchSettings(_Settings):
 
     def move_temperature_at(self, turn: int, board_length: float) -> float:
         return decayed(self.move_temperature_early, self.move_temperature, turn, board_length)
+
+
+# --- gating and the run's settings document ---------------------------------------------------------
+GATING_RULES = ("fixed", "sprt")
+
+
+@dataclass(frozen=True)
+class GatingSettings(_Settings):
+    """How the server tests new networks (the server reads this part; clients ignore it).
+
+    A share of tasks are rating games (``rating_game_prob``). A candidate plays the accepted network
+    until its rule settles: ``fixed`` is KataGo's gatekeeper (at least ``fixed_wins`` wins of
+    ``fixed_games``), ``sprt`` a sequential probability ratio test as Leela Zero's (H0: ``sprt_elo0``,
+    H1: ``sprt_elo1``, error rates ``sprt_alpha`` and ``sprt_beta``, at most ``sprt_max_games``).
+    Ratings tie each network to its parent with ``virtual_draws`` (KataGo's prior); an accepted
+    network found worse than its predecessor with ``rollback_confidence`` is rolled back."""
+
+    rating_game_prob: float = 0.1
+    rule: str = "fixed"
+    fixed_games: int = 200
+    fixed_wins: int = 100
+    sprt_elo0: float = 0.0
+    sprt_elo1: float = 35.0
+    sprt_alpha: float = 0.05
+    sprt_beta: float = 0.05
+    sprt_max_games: int = 400
+    virtual_draws: float = 4.0
+    rollback_confidence: float = 0.95
+
+    def validate(self, path: str = "") -> None:
+        _prob(_p(path, "rating_game_prob"), self.rating_game_prob)
+        _need(self.rule in GATING_RULES, _p(path, "rule"),
+              f"must be one of {', '.join(GATING_RULES)}, got {self.rule!r}")
+        _in_range(_p(path, "fixed_games"), self.fixed_games, 1, 100_000)
+        _in_range(_p(path, "fixed_wins"), self.fixed_wins, 0, self.fixed_games)
+        _in_range(_p(path, "sprt_elo0"), self.sprt_elo0, -1000.0, 1000.0)
+        _in_range(_p(path, "sprt_elo1"), self.sprt_elo1, -1000.0, 1000.0)
+        _need(self.sprt_elo1 > self.sprt_elo0, _p(path, "sprt_elo1"),
+              f"must be greater than sprt_elo0 ({self.sprt_elo0}), got {self.sprt_elo1}")
+        _in_range(_p(path, "sprt_alpha"), self.sprt_alpha, 0.0, 0.5, lo_open=True)
+        _in_range(_p(path, "sprt_beta"), self.sprt_beta, 0.0, 0.5, lo_open=True)
+        _in_range(_p(path, "sprt_max_games"), self.sprt_max_games, 1, 100_000)
+        _in_range(_p(path, "virtual_draws"), self.virtual_draws, 0.0, 1000.0)
+        _in_range(_p(path, "rollback_confidence"), self.rollback_confidence, 0.5, 1.0, lo_open=True)
+
+
+@dataclass(frozen=True)
+class RunSettings(_Settings):
+    """The settings document of a run, as the server versions it and sends it with every task:
+    ``selfplay`` for self-play tasks, ``rating`` for rating (match) games, ``gating`` for the
+    server's own use. Every key has a default, so ``{}`` is the paper's settings."""
+
+    selfplay: SelfPlaySettings = field(default_factory=SelfPlaySettings)
+    rating: MatchSettings = field(default_factory=MatchSettings)
+    gating: GatingSettings = field(default_factory=GatingSettings)
+
+    def validate(self, path: str = "") -> None:
+        self.selfplay.validate(_p(path, "selfplay"))
+        self.rating.validate(_p(path, "rating"))
+        self.gating.validate(_p(path, "gating"))

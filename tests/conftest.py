@@ -17,3 +17,49 @@ def shared() -> Path:
     if not SHARED.is_dir():
         pytest.fail(f"shared data folder {SHARED} not found; set SENTE_SHARED to its path")
     return SHARED
+
+
+# --- the server's test environment ------------------------------------------------------------------
+_DB_NOTE: list[str] = []
+
+
+def _postgres_url() -> str | None:
+    """DATABASE_URL if set; else the local PostgreSQL (127.0.0.1:5432, user postgres) if it answers."""
+    if os.environ.get("DATABASE_URL"):
+        return os.environ["DATABASE_URL"]
+    url = "postgres://postgres@127.0.0.1:5432/sente"
+    try:
+        import psycopg
+
+        with psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres", connect_timeout=3):
+            return url
+    except Exception as e:  # no server, no psycopg, refused: the tests say so and use SQLite
+        _DB_NOTE.append(f"PostgreSQL at 127.0.0.1:5432 is not reachable ({type(e).__name__}); "
+                        "server tests use SQLite instead")
+        return None
+
+
+def _configure_django() -> None:
+    """Point Django at a throwaway data folder and at PostgreSQL when one is reachable (SQLite
+    otherwise, and the report header says so); pytest-django then makes the test database. This runs
+    when the test session imports this file, before any test module imports Django code."""
+    import tempfile
+
+    import django
+
+    data = Path(tempfile.mkdtemp(prefix="sente-test-"))
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "server.settings")
+    os.environ["SENTE_DATA_DIR"] = str(data)
+    os.environ.pop("STORAGE_URL", None)
+    os.environ.pop("CACHE_URL", None)
+    url = _postgres_url()
+    os.environ["DATABASE_URL"] = url or f"sqlite:///{data / 'sente.sqlite3'}"
+    django.setup()
+
+
+_configure_django()
+
+
+def pytest_report_header(config):
+    engine = os.environ.get("DATABASE_URL", "").split(":", 1)[0]
+    return [f"server tests database: {engine}"] + _DB_NOTE

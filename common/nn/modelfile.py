@@ -14,7 +14,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import struct
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,19 +22,10 @@ import torch
 
 from common.files import atomic_write
 from common.nn.device import resolve_device
-from common.nn.model import Model, ModelConfig, ModelConfigError
+from common.nn.header import FORMAT, FORMAT_VERSION, SUFFIX, ModelFileError, read_header  # noqa: F401
+from common.nn.model import Model, ModelConfig
 
 logger = logging.getLogger(__name__)
-
-FORMAT = "sente-model"
-FORMAT_VERSION = "1"
-SUFFIX = ".safetensors"
-MAX_HEADER_BYTES = 100 * 1024 * 1024
-
-
-class ModelFileError(ValueError):
-    """A network file that cannot be loaded or written; the message names the file and the problem."""
-
 
 @dataclass
 class ModelFile:
@@ -116,60 +106,11 @@ def save_model(model: Model, path: str | Path, name: str) -> str:
     return save_model_file(path, model.config, model.state_dict(), name)
 
 
-def _read_header(path: Path, data: bytes) -> dict:
-    if len(data) < 8:
-        raise ModelFileError(f"network file {path}: not a safetensors file ({len(data)} bytes, too short)")
-    (n,) = struct.unpack("<Q", data[:8])
-    if n == 0 or n > MAX_HEADER_BYTES or 8 + n > len(data):
-        raise ModelFileError(f"network file {path}: not a safetensors file (bad header length {n}) or truncated")
-    try:
-        header = json.loads(data[8 : 8 + n].decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise ModelFileError(f"network file {path}: not a safetensors file (header is not JSON: {e})") from e
-    if not isinstance(header, dict):
-        raise ModelFileError(f"network file {path}: not a safetensors file (header is not a JSON object)")
-    end = 0
-    for key, info in header.items():
-        if key == "__metadata__":
-            continue
-        try:
-            end = max(end, int(info["data_offsets"][1]))
-        except (TypeError, KeyError, IndexError, ValueError):
-            raise ModelFileError(f"network file {path}: malformed safetensors entry for tensor {key!r}") from None
-    if 8 + n + end != len(data):
-        raise ModelFileError(
-            f"network file {path}: size {len(data)} bytes does not match its header ({8 + n + end} bytes); "
-            "the file is truncated or has extra data"
-        )
-    return header
-
-
 def decode_model(data: bytes, path: str | Path = "<bytes>") -> ModelFile:
     """Parse and check the bytes of a network file."""
     path = Path(path)
-    header = _read_header(path, data)
-    meta = header.get("__metadata__")
-    if not isinstance(meta, dict):
-        raise ModelFileError(f"network file {path}: no metadata; not a {FORMAT} file")
-    if meta.get("format") != FORMAT:
-        raise ModelFileError(f"network file {path}: format is {meta.get('format')!r}, expected {FORMAT!r}")
-    if meta.get("format_version") != FORMAT_VERSION:
-        raise ModelFileError(
-            f"network file {path}: format_version {meta.get('format_version')!r} is not supported "
-            f"(this program reads {FORMAT_VERSION!r})"
-        )
-    name = meta.get("name")
-    if not isinstance(name, str) or not name.strip():
-        raise ModelFileError(f"network file {path}: metadata has no network name")
-    raw_config = meta.get("config")
-    if not isinstance(raw_config, str):
-        raise ModelFileError(f"network file {path}: metadata has no config")
-    try:
-        config = ModelConfig.from_dict(json.loads(raw_config))
-    except json.JSONDecodeError as e:
-        raise ModelFileError(f"network file {path}: config is not valid JSON: {e}") from e
-    except ModelConfigError as e:
-        raise ModelFileError(f"network file {path}: bad config: {e}") from e
+    header = read_header(data, path)
+    name, config = header.name, header.config
     try:
         tensors = safetensors.torch.load(data)
     except Exception as e:  # the library raises its own error types for malformed buffers

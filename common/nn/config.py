@@ -1,0 +1,177 @@
+"""A network's architecture as data, without torch: :class:`ModelConfig`, the named sizes, and the
+constants of the inputs and outputs layout that a configuration refers to (see
+:mod:`common.nn.model` for what they mean). Programs that only read or check network files (the
+server) use this module; :mod:`common.nn.model` builds the network from it."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import MISSING, asdict, dataclass, fields
+from typing import Any
+
+NUM_SPATIAL_INPUTS = 22
+NUM_GLOBAL_INPUTS = 19
+KOMI_PARITY_GLOBAL_INDEX = 18  # the komi/board-parity triangle wave; feeds the score belief head
+
+# Misc values layout (see the module docstring).
+MISC_SCORE_MEAN = 0
+MISC_SCORE_STDEV = 1
+MISC_LEAD = 2
+MISC_VARIANCE_TIME = 3
+MIN_MISC_VALUES = 4  # KataGo's version 8 layout: columns 0-3
+MISC_ROOT_VARIANCE = slice(4, 8)  # root-variance predictions, before softplus, when misc_values >= 8
+NUM_ROOT_VARIANCES = MISC_ROOT_VARIANCE.stop - MISC_ROOT_VARIANCE.start  # between 1 and 4/16/64/256 visits
+SCORE_MEAN_MULTIPLIER = 20.0  # score mean = 20 * misc[0]
+SCORE_STDEV_MULTIPLIER = 20.0  # score stdev = 20 * softplus(misc[1])
+LEAD_MULTIPLIER = 20.0  # lead = 20 * misc[2]
+VARIANCE_TIME_MULTIPLIER = 40.0  # variance time = 40 * softplus(misc[3])
+
+# Policy channels (see the module docstring).
+POLICY_CHANNEL = 0  # the move to play
+OPPONENT_POLICY_CHANNEL = 1  # the opponent's reply on the next turn
+SOFT_POLICY_CHANNEL = 2  # the soft policy target (training only)
+SOFT_OPPONENT_POLICY_CHANNEL = 3  # the soft opponent policy target (training only)
+MAX_POLICY_CHANNELS = 4
+OWN_POLICY_CHANNELS = 4  # our networks carry every channel above
+KATAGO_V8_POLICY_CHANNELS = 1  # KataGo's version 8 model files carry only the move to play
+
+# Global pooling constants (KataGo python/model.py global_pool / value_head_pool).
+POOL_CENTER_BOARD_LEN = 14.0
+POOL_LINEAR_SCALE = 0.1
+POOL_QUADRATIC_SCALE = 0.01
+POOL_QUADRATIC_OFFSET = 0.1
+
+BLOCK_KINDS = ("regular", "gpool")
+
+
+class ModelConfigError(ValueError):
+    """A model configuration that cannot describe a network."""
+
+
+@dataclass
+class ModelConfig:
+    """Architecture of a network. JSON-serialisable through :meth:`to_dict` / :meth:`from_dict`.
+
+    ``version`` is KataGo's model version whose conventions the network follows (8: outputs and
+    post-processing as KataGo's version 8 networks, inputs version 7).
+    """
+
+    blocks: list[str]  # residual blocks in order: "regular" or "gpool"
+    trunk_channels: int  # C, the trunk width
+    mid_channels: int  # inner width of regular blocks
+    regular_channels: int  # gpool blocks: width of the biased conv (KataGo: mid - C_pool)
+    gpool_channels: int  # gpool blocks: pooled channels, C_pool
+    p1_channels: int  # policy head P (C_head1)
+    g1_channels: int  # policy head G, pooled (C_head1)
+    v1_channels: int  # value head V (C_head1)
+    v2_size: int  # value head hidden layer
+    sbv2_channels: int  # score belief hidden layer (C_head2)
+    policy_channels: int = OWN_POLICY_CHANNELS  # layout in the module docstring; 1 for imported KataGo nets
+    misc_values: int = MIN_MISC_VALUES  # score outputs, layout in the module docstring
+    spatial_inputs: int = NUM_SPATIAL_INPUTS
+    global_inputs: int = NUM_GLOBAL_INPUTS
+    bn_epsilon: float = 1e-3  # KataGo's TF batch norm epsilon (fixup-exported nets use 1e-20)
+    version: int = 8
+
+    def __post_init__(self) -> None:
+        self.blocks = list(self.blocks)
+        self.validate()
+
+    def validate(self) -> None:
+        """Raise :class:`ModelConfigError` naming the first field that is wrong."""
+        if self.version != 8:
+            raise ModelConfigError(f"model config: version {self.version} is not supported (only 8)")
+        if not self.blocks:
+            raise ModelConfigError("model config: blocks is empty; a network needs at least one block")
+        for i, kind in enumerate(self.blocks):
+            if kind not in BLOCK_KINDS:
+                raise ModelConfigError(f"model config: blocks[{i}] is {kind!r}; expected one of {BLOCK_KINDS}")
+        for f in fields(self):
+            if f.name in ("blocks", "bn_epsilon", "version"):
+                continue
+            value = getattr(self, f.name)
+            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+                raise ModelConfigError(f"model config: {f.name} must be a positive integer, got {value!r}")
+        if self.policy_channels > MAX_POLICY_CHANNELS:
+            raise ModelConfigError(
+                f"model config: policy_channels must be 1..{MAX_POLICY_CHANNELS}, got {self.policy_channels}"
+            )
+        if self.misc_values < MIN_MISC_VALUES:
+            raise ModelConfigError(
+                f"model config: misc_values must be at least {MIN_MISC_VALUES}, got {self.misc_values}"
+            )
+        if self.spatial_inputs != NUM_SPATIAL_INPUTS or self.global_inputs != NUM_GLOBAL_INPUTS:
+            raise ModelConfigError(
+                f"model config: inputs must be {NUM_SPATIAL_INPUTS} spatial and {NUM_GLOBAL_INPUTS} global "
+                f"(inputs version 7), got {self.spatial_inputs} and {self.global_inputs}"
+            )
+        if not (isinstance(self.bn_epsilon, float | int) and math.isfinite(self.bn_epsilon) and self.bn_epsilon > 0):
+            raise ModelConfigError(f"model config: bn_epsilon must be a positive number, got {self.bn_epsilon!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ModelConfig:
+        """Build a config from :meth:`to_dict` output; unknown or missing keys are errors."""
+        if not isinstance(data, dict):
+            raise ModelConfigError(f"model config: expected a JSON object, got {type(data).__name__}")
+        names = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - names)
+        if unknown:
+            raise ModelConfigError(f"model config: unknown keys {unknown}")
+        required = {f.name for f in fields(cls) if f.default is MISSING and f.default_factory is MISSING}
+        missing = sorted(required - set(data))
+        if missing:
+            raise ModelConfigError(f"model config: missing keys {missing}")
+        try:
+            return cls(**data)
+        except TypeError as e:
+            raise ModelConfigError(f"model config: {e}") from e
+
+    @property
+    def num_blocks(self) -> int:
+        return len(self.blocks)
+
+
+def _sizes(blocks: list[str], c: int, gpool: int, head1: int, sbv2: int, v2: int) -> ModelConfig:
+    return ModelConfig(
+        blocks=blocks,
+        trunk_channels=c,
+        mid_channels=c,
+        regular_channels=c - gpool,
+        gpool_channels=gpool,
+        p1_channels=head1,
+        g1_channels=head1,
+        v1_channels=head1,
+        v2_size=v2,
+        sbv2_channels=sbv2,
+        policy_channels=OWN_POLICY_CHANNELS,
+    )
+
+
+def _blocks(n: int, gpool_at: tuple[int, ...]) -> list[str]:
+    return ["gpool" if i in gpool_at else "regular" for i in range(n)]
+
+
+def named_config(name: str) -> ModelConfig:
+    """A fresh config for a named size.
+
+    Sizes follow the paper's Table 5 (N, C, C_pool, C_head1, C_head2 = score-belief hidden size)
+    with the block layouts, gpool-block regular widths (mid - C_pool) and v2 sizes of KataGo's
+    python/modelconfigs.py (b6c96 equals the g170 b6c96 net). ``tiny`` is a 2-block net for tests.
+    Every size has all four policy channels and the four version 8 misc values.
+    """
+    makers = {
+        "tiny": lambda: _sizes(["regular", "gpool"], 16, 8, 8, 12, 12),
+        "b6c96": lambda: _sizes(_blocks(6, (2, 4)), 96, 32, 32, 48, 64),
+        "b10c128": lambda: _sizes(_blocks(10, (4, 7)), 128, 32, 32, 64, 80),
+        "b15c192": lambda: _sizes(_blocks(15, (6, 11)), 192, 64, 32, 80, 96),
+        "b20c256": lambda: _sizes(_blocks(20, (6, 11, 16)), 256, 64, 48, 96, 112),
+    }
+    if name not in makers:
+        raise ModelConfigError(f"unknown model size {name!r}; known sizes: {sorted(makers)}")
+    return makers[name]()
+
+
+NAMED_SIZES = ("tiny", "b6c96", "b10c128", "b15c192", "b20c256")

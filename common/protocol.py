@@ -1,0 +1,133 @@
+"""What client and server say to each other beyond the settings: the API version, client versions,
+client-made game ids, and the metadata that comes with every uploaded game.
+
+The metadata documents are validated like the settings (:mod:`common.settings`): unknown keys and
+wrong types are refused with the dotted name of the key. The server then checks them against the
+task, the SGF and the training rows.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from common import __version__
+from common.go.rules import Rules, RulesError
+from common.settings import SettingsError, _in_range, _need, _Settings
+
+API_PREFIX = "/api/v1/"
+CLIENT_VERSION = __version__
+GAME_ID_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}"
+NETWORK_NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}"
+TASK_KINDS = ("selfplay", "rating")
+
+_VERSION = re.compile(r"^(\d+)\.(\d+)(?:\.(\d+))?$")
+
+
+def parse_version(text: str) -> tuple[int, int, int]:
+    """'1.2' or '1.2.3' as a comparable tuple; ValueError otherwise."""
+    m = _VERSION.match(text.strip()) if isinstance(text, str) else None
+    if not m:
+        raise ValueError(f"version {text!r}: expected MAJOR.MINOR or MAJOR.MINOR.PATCH, e.g. 0.1.0")
+    return int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)
+
+
+class MetadataError(SettingsError):
+    """Game metadata that cannot be taken; ``path`` names the key, ``problem`` what is wrong."""
+
+
+def _rules(path: str, text: str) -> Rules:
+    try:
+        return Rules.from_text(text)
+    except RulesError as e:
+        raise SettingsError(path, str(e)) from None
+
+
+def parse_metadata(cls: type, data: object):
+    """A :class:`TrainingGameMetadata` or :class:`RatingGameMetadata` from decoded JSON, or
+    :class:`MetadataError` naming the key at fault."""
+    try:
+        return cls.from_dict(data)
+    except SettingsError as e:
+        raise MetadataError(e.path, e.problem, what="metadata") from None
+
+
+def _game_id(path: str, value: str) -> None:
+    _need(re.fullmatch(GAME_ID_PATTERN, value) is not None, path,
+          f"{value!r} is not a game id (1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit)")
+
+
+def _network(path: str, value: str) -> None:
+    _need(re.fullmatch(NETWORK_NAME_PATTERN, value) is not None, path, f"{value!r} is not a network name")
+
+
+def _board(path: str, x: int, y: int) -> None:
+    _in_range(f"{path}.board_x_size" if path else "board_x_size", x, 2, 19)
+    _in_range(f"{path}.board_y_size" if path else "board_y_size", y, 2, 19)
+
+
+@dataclass(frozen=True)
+class TrainingGameMetadata(_Settings):
+    """A self-play game: ``result`` as in SGF (``B+3.5``, ``W+R``, ``0`` for a draw, ``Void`` for
+    no result), ``moves`` the moves played (passes included), ``rows`` the training rows in its npz."""
+
+    game_id: str
+    network: str
+    board_x_size: int
+    board_y_size: int
+    komi: float
+    rules: str
+    result: str
+    moves: int
+    rows: int
+    settings_version: int
+    handicap: int = 0
+
+    def validate(self, path: str = "") -> None:
+        _game_id("game_id", self.game_id)
+        _network("network", self.network)
+        _board(path, self.board_x_size, self.board_y_size)
+        _in_range("komi", self.komi, -150.0, 150.0)
+        _need(float(self.komi * 2).is_integer(), "komi", f"must be a multiple of 0.5, got {self.komi}")
+        _rules("rules", self.rules)
+        _need(len(self.result) <= 16, "result", "is longer than 16 characters")
+        _in_range("moves", self.moves, 0, 100_000)
+        _in_range("rows", self.rows, 0, 100_000)
+        _in_range("settings_version", self.settings_version, 1)
+        _in_range("handicap", self.handicap, 0, 9)
+
+    @property
+    def parsed_rules(self) -> Rules:
+        return Rules.from_text(self.rules)
+
+
+@dataclass(frozen=True)
+class RatingGameMetadata(_Settings):
+    """A rating (match) game between two networks; fields as :class:`TrainingGameMetadata`."""
+
+    game_id: str
+    black_network: str
+    white_network: str
+    board_x_size: int
+    board_y_size: int
+    komi: float
+    rules: str
+    result: str
+    moves: int
+    settings_version: int
+
+    def validate(self, path: str = "") -> None:
+        _game_id("game_id", self.game_id)
+        _network("black_network", self.black_network)
+        _network("white_network", self.white_network)
+        _board(path, self.board_x_size, self.board_y_size)
+        _in_range("komi", self.komi, -150.0, 150.0)
+        _need(float(self.komi * 2).is_integer(), "komi", f"must be a multiple of 0.5, got {self.komi}")
+        _rules("rules", self.rules)
+        _need(len(self.result) <= 16, "result", "is longer than 16 characters")
+        _in_range("moves", self.moves, 0, 100_000)
+        _in_range("settings_version", self.settings_version, 1)
+
+    @property
+    def parsed_rules(self) -> Rules:
+        return Rules.from_text(self.rules)

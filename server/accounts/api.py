@@ -1,0 +1,78 @@
+"""API of accounts: a client token from a username and password, and the signed-in user's totals."""
+
+from __future__ import annotations
+
+from django.contrib.auth import authenticate
+from django.db.models import Count, Max, Sum
+from drf_spectacular.utils import extend_schema, inline_serializer
+from rest_framework import serializers, status
+from rest_framework.permissions import AllowAny, IsAuthenticated
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from server.accounts.models import ClientToken
+from server.api.errors import ApiError
+
+
+class TokenRequest(serializers.Serializer):
+    username = serializers.CharField(max_length=150)
+    password = serializers.CharField(max_length=4096, trim_whitespace=False)
+    name = serializers.CharField(max_length=100, required=False, default="client",
+                                 help_text="what the token is for (the machine's name, say)")
+
+
+class TokenResponse(serializers.Serializer):
+    token = serializers.CharField(help_text="send as `Authorization: Token <token>`; shown only now")
+    name = serializers.CharField()
+    username = serializers.CharField()
+    created_at = serializers.DateTimeField()
+
+
+class TokenView(APIView):
+    """Exchange a username and password for a new client token."""
+
+    authentication_classes: list = []
+    permission_classes = [AllowAny]
+    throttle_scope = "login"
+
+    @extend_schema(request=TokenRequest, responses={201: TokenResponse})
+    def post(self, request):
+        data = TokenRequest(data=request.data)
+        data.is_valid(raise_exception=True)
+        user = authenticate(request, username=data.validated_data["username"],
+                            password=data.validated_data["password"])
+        if user is None:
+            raise ApiError("wrong username or password", code="bad_credentials", status_code=401)
+        token, key = ClientToken.issue(user, data.validated_data["name"])
+        return Response({"token": key, "name": token.name, "username": user.username,
+                         "created_at": token.created_at}, status=status.HTTP_201_CREATED)
+
+
+class MeView(APIView):
+    """The signed-in user's totals."""
+
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(responses={200: inline_serializer("Me", {
+        "username": serializers.CharField(), "training_games": serializers.IntegerField(),
+        "rating_games": serializers.IntegerField(), "training_rows": serializers.IntegerField(),
+        "tasks": serializers.IntegerField(), "last_game_at": serializers.DateTimeField(allow_null=True),
+        "is_trainer": serializers.BooleanField()})})
+    def get(self, request):
+        from server.distribution.models import Task
+        from server.games.models import RatingGame, TrainingGame
+
+        user = request.user
+        training = TrainingGame.objects.filter(user=user).aggregate(n=Count("id"), rows=Sum("rows"),
+                                                                    last=Max("created_at"))
+        rating = RatingGame.objects.filter(user=user).aggregate(n=Count("id"), last=Max("created_at"))
+        lasts = [t for t in (training["last"], rating["last"]) if t is not None]
+        return Response({
+            "username": user.username,
+            "training_games": training["n"],
+            "rating_games": rating["n"],
+            "training_rows": training["rows"] or 0,
+            "tasks": Task.objects.filter(user=user).count(),
+            "last_game_at": max(lasts) if lasts else None,
+            "is_trainer": user.has_perm("networks.upload_network"),
+        })

@@ -1,0 +1,18 @@
+from django import forms
+from django.contrib.auth.forms import UserCreationForm
+
+from server.accounts.models import User
+
+
+class SignUpForm(UserCreationForm):
+    email = forms.EmailField(required=True, help_text="for password resets and news about the run; never shown")
+
+    class Meta:
+        model = User
+        fields = ("username", "email")
+
+    def clean_email(self):
+        email = self.cleaned_data["email"].strip()
+        if User.objects.filter(email__iexact=email).exists():
+            raise forms.ValidationError("an account with this email address exists already")
+        return email

@@ -1,0 +1,62 @@
+"""Users and their client tokens.
+
+A token is shown once, when it is made; the database keeps only its sha256 (and a short prefix to
+tell tokens apart), so a copy of the database gives nobody a way in. A user has any number of named
+tokens (one per machine, say) and can revoke each.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+
+from django.contrib.auth.models import AbstractUser
+from django.db import models
+from django.utils import timezone
+
+TOKEN_PREFIX = "sente_"
+
+
+class User(AbstractUser):
+    """A contributor. Staff run the site; the ``networks.upload_network`` permission (the
+    ``trainers`` group) marks the machines that upload trained networks."""
+
+    class Meta:
+        db_table = "accounts_user"
+
+
+def hash_token(key: str) -> str:
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+class ClientToken(models.Model):
+    user = models.ForeignKey(User, on_delete=models.CASCADE, related_name="tokens")
+    name = models.CharField(max_length=100, help_text="what the token is for, e.g. the machine's name")
+    key_prefix = models.CharField(max_length=16, help_text="the first characters of the token")
+    key_hash = models.CharField(max_length=64, unique=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.user.username}: {self.name} ({self.key_prefix}…)"
+
+    @property
+    def active(self) -> bool:
+        return self.revoked_at is None
+
+    @classmethod
+    def issue(cls, user: User, name: str) -> tuple[ClientToken, str]:
+        """A new token for user; returns it and its key (the only time the key is known)."""
+        key = TOKEN_PREFIX + secrets.token_urlsafe(30)
+        token = cls.objects.create(user=user, name=name[:100] or "client", key_prefix=key[: len(TOKEN_PREFIX) + 6],
+                                   key_hash=hash_token(key))
+        return token, key
+
+    def revoke(self) -> None:
+        if self.revoked_at is None:
+            self.revoked_at = timezone.now()
+            self.save(update_fields=["revoked_at"])

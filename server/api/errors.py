@@ -1,0 +1,88 @@
+"""API errors as JSON: ``{"error": {"code": ..., "message": ..., "field": ...}}``.
+
+``code`` is a stable machine-readable word (``invalid``, ``not_found``, ``throttled``, ...),
+``message`` says in plain words what was wrong and, where it helps, what to do; ``field`` names the
+request field at fault (absent when the error is not about one field). Validation errors about
+several fields list them all under ``fields``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework import exceptions, status
+from rest_framework.response import Response
+from rest_framework.views import exception_handler as drf_exception_handler
+
+
+class ApiError(exceptions.APIException):
+    """An error with a machine code, a message and optionally the field it is about."""
+
+    status_code = status.HTTP_400_BAD_REQUEST
+
+    def __init__(self, message: str, code: str = "invalid", field: str | None = None,
+                 status_code: int | None = None, extra: dict[str, Any] | None = None) -> None:
+        super().__init__(detail=message, code=code)
+        self.message = message
+        self.error_code = code
+        self.field = field
+        self.extra = extra or {}
+        if status_code is not None:
+            self.status_code = status_code
+
+
+def invalid(field: str | None, message: str, code: str = "invalid") -> ApiError:
+    return ApiError(message, code=code, field=field)
+
+
+def _flatten(detail: Any, prefix: str = "") -> list[tuple[str | None, str, str]]:
+    """(field, message, code) for every leaf of a DRF error detail."""
+    out: list[tuple[str | None, str, str]] = []
+    if isinstance(detail, dict):
+        for key, value in detail.items():
+            name = None if key == "non_field_errors" else (f"{prefix}.{key}" if prefix else str(key))
+            out += _flatten(value, name or prefix)
+    elif isinstance(detail, list):
+        for i, value in enumerate(detail):
+            sub = prefix if not isinstance(value, (dict, list)) else f"{prefix}[{i}]"
+            out += _flatten(value, sub)
+    else:
+        code = getattr(detail, "code", "invalid") or "invalid"
+        out.append((prefix or None, str(detail), str(code)))
+    return out
+
+
+def error_body(code: str, message: str, field: str | None = None, **extra: Any) -> dict[str, Any]:
+    error: dict[str, Any] = {"code": code, "message": message}
+    if field:
+        error["field"] = field
+    error.update(extra)
+    return {"error": error}
+
+
+def exception_handler(exc: Exception, context: dict) -> Response | None:
+    response = drf_exception_handler(exc, context)
+    if response is None:
+        return None  # an unexpected error: Django's 500 handling (logged, no details to the client)
+    if isinstance(exc, ApiError):
+        response.data = error_body(exc.error_code, exc.message, exc.field, **exc.extra)
+        return response
+    if isinstance(exc, exceptions.ValidationError):
+        leaves = _flatten(exc.detail)
+        field, message, code = leaves[0] if leaves else (None, "invalid request", "invalid")
+        text = f"{field}: {message}" if field else message
+        extra = {}
+        if len(leaves) > 1:
+            extra["fields"] = [{"field": f, "message": m} for f, m, _ in leaves]
+        response.data = error_body("invalid" if code in ("invalid", "required", "null", "blank") else code, text,
+                                   field, **extra)
+        return response
+    if isinstance(exc, exceptions.Throttled):
+        wait = exc.wait
+        message = "too many requests; " + (f"try again in {int(wait) + 1} s" if wait is not None else "try again later")
+        response.data = error_body("throttled", message, retry_after=None if wait is None else int(wait) + 1)
+        return response
+    detail = getattr(exc, "detail", str(exc))
+    code = getattr(detail, "code", None) or getattr(exc, "default_code", "error")
+    response.data = error_body(str(code), str(detail))
+    return response

@@ -1,0 +1,26 @@
+"""The API's URL map, mounted at /api/v1/."""
+
+from django.urls import path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from server.accounts.api import MeView, TokenView
+from server.distribution.api import TaskView
+from server.games.api import RatingGameUpload, TrainingGameUpload
+from server.networks.api import NetworkDetail, NetworkFile, NetworkList
+from server.runs.api import CurrentRun, RunDetail, RunList
+
+urlpatterns = [
+    path("auth/token/", TokenView.as_view(), name="auth-token"),
+    path("me/", MeView.as_view(), name="me"),
+    path("runs/", RunList.as_view(), name="run-list"),
+    path("runs/current/", CurrentRun.as_view(), name="run-current"),
+    path("runs/<str:name>/", RunDetail.as_view(), name="run-detail"),
+    path("networks/", NetworkList.as_view(), name="network-list"),
+    path("networks/<str:name>/", NetworkDetail.as_view(), name="network-detail"),
+    path("networks/<str:name>/file", NetworkFile.as_view(), name="network-file"),
+    path("tasks/", TaskView.as_view(), name="task-create"),
+    path("games/training/", TrainingGameUpload.as_view(), name="game-training-upload"),
+    path("games/rating/", RatingGameUpload.as_view(), name="game-rating-upload"),
+    path("schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+]

@@ -1,0 +1,123 @@
+"""``POST /api/v1/tasks/``: hand a client its next piece of work, and record it."""
+
+from __future__ import annotations
+
+import random
+from datetime import timedelta
+
+from django.conf import settings
+from django.utils import timezone
+from drf_spectacular.utils import extend_schema, inline_serializer
+from rest_framework import serializers, status
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.response import Response
+from rest_framework.reverse import reverse
+from rest_framework.views import APIView
+
+from common.protocol import TASK_KINDS, parse_version
+from server.api.errors import ApiError, invalid
+from server.distribution.models import Task
+from server.networks.models import Network
+from server.networks.serializers import network_ref
+from server.runs.models import Run
+
+
+class TaskRequest(serializers.Serializer):
+    client_version = serializers.CharField(max_length=16)
+    client_instance_id = serializers.RegexField(r"^[A-Za-z0-9._:-]{1,64}$",
+                                                help_text="a stable id of the client installation")
+    kinds = serializers.ListField(child=serializers.ChoiceField(choices=TASK_KINDS), min_length=1,
+                                  default=list(TASK_KINDS), help_text="the kinds of task the client takes")
+    games = serializers.IntegerField(min_value=1, default=1, help_text="how many games the client wants to play")
+
+    def validate_client_version(self, value):
+        try:
+            parse_version(value)
+        except ValueError as e:
+            raise serializers.ValidationError(str(e)) from None
+        return value
+
+    def validate_games(self, value):
+        most = settings.SENTE_LIMITS["games_per_task"]
+        if value > most:
+            raise serializers.ValidationError(f"at most {most} games per task, got {value}")
+        return value
+
+
+def rating_pair(run: Run) -> tuple[Network, Network] | None:
+    """The two networks of a rating game: the self-play network against its parent (or the network
+    before it)."""
+    newest = run.selfplay_network()
+    if newest is None:
+        return None
+    other = newest.parent
+    if other is None or other.run_id != run.pk:
+        other = (run.networks.exclude(pk=newest.pk).exclude(state=Network.State.REJECTED)
+                 .order_by("-created_at", "-id").first())
+    return None if other is None else (newest, other)
+
+
+def task_body(task: Task, request) -> dict:
+    body = {
+        "id": str(task.id),
+        "kind": task.kind,
+        "run": task.run.name,
+        "settings": task.settings_version.document,
+        "settings_version": task.settings_version.version,
+        "games": task.games,
+        "created_at": task.created_at,
+        "expires_at": task.expires_at,
+        "upload_url": reverse("game-training-upload" if task.kind == Task.Kind.SELFPLAY else "game-rating-upload",
+                              request=request),
+    }
+    if task.kind == Task.Kind.SELFPLAY:
+        body["network"] = network_ref(task.network, request)
+    else:
+        body["networks"] = [network_ref(task.network_a, request), network_ref(task.network_b, request)]
+    return body
+
+
+class TaskView(APIView):
+    permission_classes = [IsAuthenticated]
+    throttle_scope = "tasks"
+
+    @extend_schema(request=TaskRequest, responses={201: inline_serializer("Task", {
+        "id": serializers.UUIDField(), "kind": serializers.ChoiceField(TASK_KINDS), "run": serializers.CharField(),
+        "network": serializers.DictField(required=False), "networks": serializers.ListField(required=False),
+        "settings": serializers.DictField(), "settings_version": serializers.IntegerField(),
+        "games": serializers.IntegerField(), "expires_at": serializers.DateTimeField(),
+        "upload_url": serializers.URLField()})})
+    def post(self, request):
+        data = TaskRequest(data=request.data)
+        data.is_valid(raise_exception=True)
+        v = data.validated_data
+        run = Run.objects.current()
+        if run is None:
+            raise ApiError("no run is active on this server; try again later", code="no_run", status_code=503)
+        if parse_version(v["client_version"]) < parse_version(run.min_client_version):
+            raise ApiError(f"client version {v['client_version']} is too old for run {run.name}, which needs "
+                           f"{run.min_client_version} or newer: please upgrade the client", code="upgrade_required",
+                           status_code=status.HTTP_426_UPGRADE_REQUIRED,
+                           extra={"min_client_version": run.min_client_version})
+        kinds = set(v["kinds"])
+        version = run.current_settings()
+        pair = None
+        if Task.Kind.RATING in kinds and (Task.Kind.SELFPLAY not in kinds
+                                          or random.random() < version.settings.gating.rating_game_prob):
+            pair = rating_pair(run)
+        if pair is None and Task.Kind.SELFPLAY not in kinds:
+            raise ApiError("no rating games are to be played now; ask again later or take self-play tasks",
+                           code="no_work", status_code=503)
+        now = timezone.now()
+        common = dict(run=run, user=request.user, settings_version=version, games=v["games"],
+                      client_version=v["client_version"], client_instance_id=v["client_instance_id"], created_at=now,
+                      expires_at=now + timedelta(seconds=settings.SENTE_TASK_SECONDS))
+        if pair is not None:
+            a, b = pair if random.random() < 0.5 else pair[::-1]
+            task = Task.objects.create(kind=Task.Kind.RATING, network_a=a, network_b=b, **common)
+        else:
+            network = run.selfplay_network()
+            if network is None:
+                raise invalid(None, f"run {run.name} has no network to play", "no_network")
+            task = Task.objects.create(kind=Task.Kind.SELFPLAY, network=network, **common)
+        return Response(task_body(task, request), status=status.HTTP_201_CREATED)

@@ -1,0 +1,94 @@
+"""Files in storage, named by their content's sha256.
+
+Uploads are kept as ``<kind>/<aa>/<bb>/<sha256><suffix>``: the same bytes always get the same name,
+a name never changes its content, and a retried write is harmless. On local disk every file is
+written to a temporary file, fsynced and renamed into place, so a crash never leaves half a file
+under a real name. Callers store files after validating them, inside the database transaction of
+the row that refers to them, and remove what they wrote if that transaction fails.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import logging
+import os
+import tempfile
+from pathlib import Path
+
+from django.core.files.base import ContentFile, File
+from django.core.files.storage import FileSystemStorage, default_storage
+
+log = logging.getLogger(__name__)
+
+
+class AtomicFileSystemStorage(FileSystemStorage):
+    """Local storage whose writes are atomic (temporary file, fsync, rename) and which keeps an
+    existing name as it is (content-addressed names never need another)."""
+
+    def get_available_name(self, name, max_length=None):
+        return name
+
+    def _save(self, name, content):
+        full = Path(self.path(name))
+        full.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{full.name}.", suffix=".tmp", dir=full.parent)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                if hasattr(content, "chunks"):
+                    for chunk in content.chunks():
+                        f.write(chunk)
+                else:
+                    f.write(content.read())
+                f.flush()
+                os.fsync(f.fileno())
+            os.chmod(tmp, self.file_permissions_mode or 0o644)
+            os.replace(tmp, full)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+        return str(name).replace("\\", "/")
+
+
+def content_name(kind: str, sha256: str, suffix: str) -> str:
+    return f"{kind}/{sha256[:2]}/{sha256[2:4]}/{sha256}{suffix}"
+
+
+def sha256_of(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+class StoredFiles:
+    """The files one request writes, so they can be removed if its transaction fails."""
+
+    def __init__(self, storage=None) -> None:
+        self.storage = storage or default_storage
+        self.created: list[str] = []
+
+    def put(self, kind: str, data: bytes | File, suffix: str, sha256: str | None = None) -> str:
+        """Store content under its hash name (no write when that name exists already)."""
+        if sha256 is None:
+            if not isinstance(data, (bytes, bytearray)):
+                raise ValueError("sha256 is needed for a file object")
+            sha256 = sha256_of(bytes(data))
+        name = content_name(kind, sha256, suffix)
+        if self.storage.exists(name):
+            return name
+        content = ContentFile(bytes(data)) if isinstance(data, (bytes, bytearray)) else data
+        saved = self.storage.save(name, content)
+        self.created.append(saved)
+        return saved
+
+    def discard(self, referenced=None) -> None:
+        """Remove the files this request created, after its transaction failed; ``referenced(name)``
+        says whether a committed row uses the name anyway (the same content, stored meanwhile by
+        another request that found the file here), and such a file stays."""
+        for name in self.created:
+            try:
+                if referenced is not None and referenced(name):
+                    continue
+                self.storage.delete(name)
+            except Exception:  # the row is gone either way; an orphan file is only wasted space
+                log.exception("could not remove %s after a failed transaction", name)
+        self.created.clear()

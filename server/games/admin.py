@@ -1,0 +1,36 @@
+from django.contrib import admin
+
+from server.games.models import RatingGame, TrainingGame
+
+
+class GameAdmin(admin.ModelAdmin):
+    list_filter = ("run", "disabled", "winner", "board_x_size")
+    search_fields = ("client_game_id", "user__username")
+    date_hierarchy = "created_at"
+    actions = ["disable", "enable"]
+
+    def get_readonly_fields(self, request, obj=None):
+        return [f.name for f in self.model._meta.fields if f.name != "disabled"]
+
+    def has_add_permission(self, request):
+        return False  # games come from clients
+
+    @admin.action(description="Disable the selected games (keep them out of training and ratings)")
+    def disable(self, request, queryset):
+        queryset.update(disabled=True)
+
+    @admin.action(description="Enable the selected games")
+    def enable(self, request, queryset):
+        queryset.update(disabled=False)
+
+
+@admin.register(TrainingGame)
+class TrainingGameAdmin(GameAdmin):
+    list_display = ("client_game_id", "run", "network", "user", "board_x_size", "result", "moves", "rows",
+                    "created_at", "disabled")
+
+
+@admin.register(RatingGame)
+class RatingGameAdmin(GameAdmin):
+    list_display = ("client_game_id", "run", "black_network", "white_network", "user", "board_x_size", "result",
+                    "moves", "created_at", "disabled")

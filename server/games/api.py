@@ -1,0 +1,74 @@
+"""``POST /api/v1/games/training/`` and ``POST /api/v1/games/rating/``: game uploads (multipart)."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema, inline_serializer
+from rest_framework import serializers, status
+from rest_framework.parsers import MultiPartParser
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from server.games.ingest import Upload, take_rating_game, take_training_game
+from server.games.models import RatingGame, TrainingGame
+
+
+def _file(request, name: str) -> bytes | None:
+    f = request.FILES.get(name)
+    return None if f is None else f.read()
+
+
+def _upload(request) -> Upload:
+    metadata = request.data.get("metadata")
+    if metadata is None and "metadata" in request.FILES:
+        metadata = request.FILES["metadata"].read().decode("utf-8", errors="replace")
+    return Upload(task=request.data.get("task"), metadata=metadata, sgf=_file(request, "sgf"),
+                  npz=_file(request, "npz"))
+
+
+def training_game_body(game: TrainingGame) -> dict:
+    return {"id": game.pk, "kind": "training", "game_id": game.client_game_id, "task": str(game.task_id),
+            "network": game.network.name, "rows": game.rows, "result": game.result, "moves": game.moves,
+            "created_at": game.created_at}
+
+
+def rating_game_body(game: RatingGame) -> dict:
+    return {"id": game.pk, "kind": "rating", "game_id": game.client_game_id, "task": str(game.task_id),
+            "black_network": game.black_network.name, "white_network": game.white_network.name,
+            "result": game.result, "moves": game.moves, "created_at": game.created_at}
+
+
+UPLOAD_FIELDS = {
+    "task": serializers.UUIDField(help_text="the task the game was played for"),
+    "metadata": serializers.CharField(help_text="JSON: common.protocol's game metadata"),
+    "sgf": serializers.FileField(),
+}
+
+
+class TrainingGameUpload(APIView):
+    """Upload a self-play game: its SGF and its training rows (npz). A retry with the same game id
+    answers 200 with the game stored the first time."""
+
+    permission_classes = [IsAuthenticated]
+    parser_classes = [MultiPartParser]
+    throttle_scope = "uploads"
+
+    @extend_schema(request={"multipart/form-data": inline_serializer("TrainingGameUpload", {
+        **UPLOAD_FIELDS, "npz": serializers.FileField()})}, responses={201: dict, 200: dict})
+    def post(self, request):
+        game, created = take_training_game(request.user, _upload(request))
+        return Response(training_game_body(game), status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
+
+
+class RatingGameUpload(APIView):
+    """Upload a rating game (its SGF)."""
+
+    permission_classes = [IsAuthenticated]
+    parser_classes = [MultiPartParser]
+    throttle_scope = "uploads"
+
+    @extend_schema(request={"multipart/form-data": inline_serializer("RatingGameUpload", UPLOAD_FIELDS)},
+                   responses={201: dict, 200: dict})
+    def post(self, request):
+        game, created = take_rating_game(request.user, _upload(request))
+        return Response(rating_game_body(game), status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)

@@ -1,0 +1,7 @@
+from django.apps import AppConfig
+
+
+class GamesConfig(AppConfig):
+    name = "server.games"
+    label = "games"
+    verbose_name = "Games"

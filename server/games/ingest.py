@@ -1,0 +1,343 @@
+"""Taking an uploaded game: every check before anything is stored, then the row and its files in one
+transaction.
+
+The checks, in order (each failure is an :class:`~server.api.errors.ApiError` naming the field):
+
+1. the request: fields present, file sizes within the limits, metadata JSON of the right shape;
+2. the game id: the user's own retry gets the stored game back (idempotent); another user's id is a
+   conflict;
+3. the task: exists, belongs to the user, is of this kind, not expired beyond its grace, not full;
+4. the metadata against the task: the networks and the settings version;
+5. the training rows (self-play): unpacked size, the ``common.data`` validator, the row count and
+   the board size against the metadata;
+6. the SGF: it parses, is one game, its board size, komi, rules, handicap, players, result and move
+   count match the metadata and the task's settings; every move is legal in the rules engine; a
+   game ended by passes (or by every point being pass-alive) has the result the area count gives,
+   any other is void at the move limit (or, in rating games, a resignation).
+
+Then the row is inserted, the files are written by content hash, and the transaction commits; if
+anything fails on the way, the files this request created are removed and no row stays.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import uuid
+import zipfile
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from common.data.schema import unpack_spatial
+from common.data.validate import RowValidationError, load_rows
+from common.go.game import Game, IllegalMoveError
+from common.go.rules import Rules, RulesError
+from common.go.sgf import GameRecord, SGFError, parse_collection, record_from_tree
+from common.protocol import MetadataError, RatingGameMetadata, TrainingGameMetadata, parse_metadata
+from common.settings import MatchSettings, RulesChoice, SelfPlaySettings
+from server.api.errors import ApiError, invalid
+from server.distribution.models import Task
+from server.files import StoredFiles, sha256_of
+from server.games.models import Game as GameRow
+from server.games.models import RatingGame, TrainingGame, Winner
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Upload:
+    """What a request brought: the raw field values (None where absent)."""
+
+    task: str | None
+    metadata: str | None
+    sgf: bytes | None
+    npz: bytes | None = None
+
+
+# --- the request ---------------------------------------------------------------------------------
+def _require(upload: Upload, names: tuple[str, ...]) -> None:
+    for name in names:
+        if getattr(upload, name) in (None, b"", ""):
+            raise invalid(name, "is required", "required")
+
+
+def _check_sizes(upload: Upload) -> None:
+    limits = settings.SENTE_LIMITS
+    for name, key in (("sgf", "sgf_bytes"), ("npz", "npz_bytes"), ("metadata", "metadata_bytes")):
+        value = getattr(upload, name)
+        if value is not None and len(value) > limits[key]:
+            raise invalid(name, f"is {len(value)} bytes, more than the {limits[key]} this server takes", "too_large")
+
+
+def _metadata(upload: Upload, cls: type):
+    try:
+        data = json.loads(upload.metadata)
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise invalid("metadata", f"is not JSON: {e}") from None
+    try:
+        return parse_metadata(cls, data)
+    except MetadataError as e:
+        raise invalid(f"metadata.{e.path}", e.problem) from None
+
+
+# --- the task ------------------------------------------------------------------------------------
+def _task(upload: Upload, user, kind: str) -> Task:
+    try:
+        task_id = uuid.UUID(str(upload.task))
+    except ValueError:
+        raise invalid("task", f"{upload.task!r} is not a task id") from None
+    task = (Task.objects.select_related("run", "settings_version", "network", "network_a", "network_b")
+            .filter(pk=task_id).first())
+    if task is None:
+        raise invalid("task", f"there is no task {task_id}", "no_task")
+    if task.user_id != user.pk:
+        raise invalid("task", f"task {task_id} was given to another user", "not_your_task")
+    if task.kind != kind:
+        raise invalid("task", f"task {task_id} is a {task.kind} task, not a {kind} task", "wrong_kind")
+    if timezone.now() > task.accepts_until():
+        raise invalid("task", f"task {task_id} expired at {task.expires_at:%Y-%m-%d %H:%M} UTC and its games are no "
+                              "longer taken", "expired")
+    if task.games_received >= task.games:
+        raise invalid("task", f"task {task_id} has all its {task.games} games already", "task_complete")
+    return task
+
+
+def _check_settings_version(meta, task: Task) -> None:
+    if meta.settings_version != task.settings_version.version:
+        raise invalid("metadata.settings_version", f"is {meta.settings_version}, but the task's settings are "
+                                                   f"version {task.settings_version.version}", "mismatch")
+
+
+# --- the SGF -------------------------------------------------------------------------------------
+def _record(sgf: bytes) -> GameRecord:
+    try:
+        trees = parse_collection(sgf)
+        if len(trees) != 1:
+            raise invalid("sgf", f"holds {len(trees)} games; upload exactly one")
+        return record_from_tree(trees[0])
+    except SGFError as e:
+        raise invalid("sgf", str(e), "bad_sgf") from None
+
+
+def _rules_allowed(rules: Rules, choice: RulesChoice) -> str | None:
+    for name, value, allowed in (("ko", rules.ko, choice.ko), ("tax", rules.tax, choice.tax),
+                                 ("suicide", rules.suicide, choice.suicide),
+                                 ("button", rules.has_button, choice.button),
+                                 ("white_handicap_bonus", rules.white_handicap_bonus, choice.white_handicap_bonus)):
+        if value not in allowed:
+            return f"{name} {value!r} is not among the task's {list(allowed)}"
+    if rules.scoring != "AREA":
+        return f"scoring {rules.scoring} is not played"
+    return None
+
+
+def _check_record(rec: GameRecord, meta, sizes: tuple[int, ...], rules_choice: RulesChoice) -> Rules:
+    if (rec.x_size, rec.y_size) != (meta.board_x_size, meta.board_y_size):
+        raise invalid("sgf", f"the board is {rec.x_size}x{rec.y_size}, the metadata says "
+                             f"{meta.board_x_size}x{meta.board_y_size}", "mismatch")
+    if rec.x_size != rec.y_size or rec.x_size not in sizes:
+        raise invalid("sgf", f"a {rec.x_size}x{rec.y_size} board is not among the task's sizes {list(sizes)}",
+                      "not_in_settings")
+    if rec.komi is None or rec.komi != meta.komi:
+        raise invalid("sgf", f"komi {rec.komi} differs from the metadata's {meta.komi}", "mismatch")
+    if rec.rules is None:
+        raise invalid("sgf", f"rules {rec.rules_text!r} are missing or unknown", "mismatch")
+    try:
+        declared = Rules.from_text(meta.rules)
+    except RulesError as e:
+        raise invalid("metadata.rules", str(e)) from None
+    if rec.rules != declared:
+        raise invalid("sgf", f"rules {rec.rules.to_compact()} differ from the metadata's {declared.to_compact()}",
+                      "mismatch")
+    problem = _rules_allowed(rec.rules, rules_choice)
+    if problem:
+        raise invalid("sgf", f"rules: {problem}", "not_in_settings")
+    if (rec.result or "") != meta.result:
+        raise invalid("sgf", f"result {rec.result!r} differs from the metadata's {meta.result!r}", "mismatch")
+    if len(rec.moves) != meta.moves:
+        raise invalid("sgf", f"has {len(rec.moves)} moves, the metadata says {meta.moves}", "mismatch")
+    return rec.rules
+
+
+def _replay(rec: GameRecord) -> Game:
+    try:
+        return rec.to_game()
+    except IllegalMoveError as e:
+        raise invalid("sgf", f"{e}", "illegal_move") from None
+    except (ValueError, RulesError) as e:
+        raise invalid("sgf", f"cannot be replayed: {e}", "illegal_move") from None
+
+
+def _check_result(game: Game, declared: str, pass_alive_end: bool, max_moves: int, resign_allowed: bool) -> None:
+    """The declared result against the replayed game."""
+    if not game.is_over and pass_alive_end:
+        game.end_if_all_pass_alive()
+    if game.is_over:
+        actual = game.result.sgf()
+        if declared != actual:
+            raise invalid("sgf", f"the game ended ({game.result.reason}) with {actual} by the area count, but "
+                                 f"declares {declared}", "wrong_result")
+        return
+    if declared == "Void":
+        if game.num_moves < max_moves:
+            raise invalid("sgf", f"declares no result (Void) after {game.num_moves} moves, before the move limit "
+                                 f"of {max_moves}", "wrong_result")
+        return
+    if resign_allowed and declared in ("B+R", "W+R"):
+        return
+    raise invalid("sgf", f"declares {declared!r} but the game did not end (no two passes, not every point "
+                         "pass-alive)", "wrong_result")
+
+
+def _players(rec: GameRecord, black: str, white: str) -> None:
+    if rec.black_player != black or rec.white_player != white:
+        raise invalid("sgf", f"players are {rec.black_player!r} (black) and {rec.white_player!r} (white), expected "
+                             f"{black!r} and {white!r}", "mismatch")
+
+
+def _outcome(result: str, game: Game) -> dict:
+    if result == "Void":
+        return {"winner": Winner.NONE, "score": None, "resigned": False}
+    if result == "0":
+        return {"winner": Winner.DRAW, "score": 0.0, "resigned": False}
+    winner = Winner.BLACK if result.startswith("B+") else Winner.WHITE
+    if result.endswith("+R"):
+        return {"winner": winner, "score": None, "resigned": True}
+    return {"winner": winner, "score": game.result.score if game.result else None, "resigned": False}
+
+
+# --- the training rows ---------------------------------------------------------------------------
+def _rows(npz: bytes, meta: TrainingGameMetadata) -> int:
+    limit = settings.SENTE_LIMITS["npz_unpacked_bytes"]
+    try:
+        with zipfile.ZipFile(io.BytesIO(npz)) as archive:
+            unpacked = sum(info.file_size for info in archive.infolist())
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, EOFError) as e:
+        raise invalid("npz", f"is not an npz (zip) archive: {e}", "bad_npz") from None
+    if unpacked > limit:
+        raise invalid("npz", f"unpacks to {unpacked} bytes, more than the {limit} this server takes", "too_large")
+    try:
+        arrays = load_rows(npz)
+    except RowValidationError as e:
+        errors = e.report.errors
+        more = f" (and {len(errors) - 5} more)" if len(errors) > 5 else ""
+        raise invalid("npz", "invalid training rows: " + "; ".join(errors[:5]) + more, "bad_rows") from None
+    n = int(arrays["globalTargetsNC"].shape[0])
+    if n != meta.rows:
+        raise invalid("metadata.rows", f"is {meta.rows}, but the npz holds {n} rows", "mismatch")
+    if n:
+        on_board = int(unpack_spatial(arrays["binaryInputNCHWPacked"][0])[0].sum())
+        if on_board != meta.board_x_size * meta.board_y_size:
+            raise invalid("npz", f"its rows are of a board of {on_board} points, not "
+                                 f"{meta.board_x_size}x{meta.board_y_size}", "mismatch")
+    return n
+
+
+# --- storing -------------------------------------------------------------------------------------
+def _existing(model: type[GameRow], game_id: str, user):
+    game = model.objects.filter(client_game_id=game_id).first()
+    if game is None:
+        return None
+    if game.user_id != user.pk:
+        raise ApiError(f"game id {game_id!r} was used by another contributor; make a new one", code="game_id_taken",
+                       field="metadata.game_id", status_code=409)
+    return game
+
+
+def _referenced(name: str) -> bool:
+    return (TrainingGame.objects.filter(sgf=name).exists() or TrainingGame.objects.filter(npz=name).exists()
+            or RatingGame.objects.filter(sgf=name).exists())
+
+
+def _store(model: type[GameRow], task: Task, user, fields: dict, files: dict[str, tuple[bytes, str]]):
+    """Insert the row, write its files, count it on its task, commit; or leave nothing."""
+    stored = StoredFiles()
+    try:
+        with transaction.atomic():
+            game = model(task=task, user=user, run=task.run, settings_version=task.settings_version, **fields)
+            for name, (data, suffix) in files.items():
+                digest = sha256_of(data)
+                setattr(game, f"{name}_sha256", digest)
+                getattr(game, name).name = stored.put(name, data, suffix, sha256=digest)
+            game.save(force_insert=True)
+            counted = Task.objects.filter(pk=task.pk, games_received__lt=F("games")).update(
+                games_received=F("games_received") + 1)
+            if not counted:
+                raise invalid("task", f"task {task.pk} has all its {task.games} games already", "task_complete")
+        return game, True
+    except IntegrityError:
+        stored.discard(_referenced)
+        existing = _existing(model, fields["client_game_id"], user)
+        if existing is None:
+            raise
+        return existing, False
+    except BaseException:
+        stored.discard(_referenced)
+        raise
+
+
+def take_training_game(user, upload: Upload) -> tuple[TrainingGame, bool]:
+    """Check and store a self-play game; returns it and whether it is new (False: the user's retry)."""
+    _require(upload, ("task", "metadata", "sgf", "npz"))
+    _check_sizes(upload)
+    meta: TrainingGameMetadata = _metadata(upload, TrainingGameMetadata)
+    existing = _existing(TrainingGame, meta.game_id, user)
+    if existing is not None:
+        return existing, False
+    task = _task(upload, user, Task.Kind.SELFPLAY)
+    if meta.network != task.network.name:
+        raise invalid("metadata.network", f"is {meta.network!r}, but the task's network is {task.network.name!r}",
+                      "mismatch")
+    _check_settings_version(meta, task)
+    selfplay: SelfPlaySettings = task.settings_version.settings.selfplay
+    rows = _rows(upload.npz, meta)
+    rec = _record(upload.sgf)
+    rules = _check_record(rec, meta, selfplay.board_sizes, selfplay.rules)
+    if rec.handicap != meta.handicap:
+        raise invalid("sgf", f"handicap {rec.handicap} differs from the metadata's {meta.handicap}", "mismatch")
+    _players(rec, task.network.name, task.network.name)
+    game = _replay(rec)
+    _check_result(game, meta.result, selfplay.end_when_all_pass_alive, selfplay.max_moves, resign_allowed=False)
+    fields = dict(client_game_id=meta.game_id, network=task.network, board_x_size=rec.x_size,
+                  board_y_size=rec.y_size, komi=rec.komi, rules=rules.to_dict(), handicap=rec.handicap,
+                  result=meta.result, moves=len(rec.moves), rows=rows, **_outcome(meta.result, game))
+    return _store(TrainingGame, task, user, fields, {"sgf": (upload.sgf, ".sgf"), "npz": (upload.npz, ".npz")})
+
+
+def take_rating_game(user, upload: Upload) -> tuple[RatingGame, bool]:
+    """Check and store a rating game; returns it and whether it is new."""
+    _require(upload, ("task", "metadata", "sgf"))
+    _check_sizes(upload)
+    meta: RatingGameMetadata = _metadata(upload, RatingGameMetadata)
+    existing = _existing(RatingGame, meta.game_id, user)
+    if existing is not None:
+        return existing, False
+    task = _task(upload, user, Task.Kind.RATING)
+    names = {task.network_a.name, task.network_b.name}
+    if meta.black_network == meta.white_network or {meta.black_network, meta.white_network} != names:
+        raise invalid("metadata.black_network", f"the game is {meta.black_network!r} (black) against "
+                                                f"{meta.white_network!r} (white); the task's networks are "
+                                                f"{sorted(names)}", "mismatch")
+    _check_settings_version(meta, task)
+    rating: MatchSettings = task.settings_version.settings.rating
+    rec = _record(upload.sgf)
+    rules = _check_record(rec, meta, rating.board_sizes, rating.rules)
+    if rec.komi != rating.komi:
+        raise invalid("sgf", f"komi {rec.komi} is not the rating games' {rating.komi}", "not_in_settings")
+    if rec.handicap:
+        raise invalid("sgf", "rating games have no handicap", "not_in_settings")
+    _players(rec, meta.black_network, meta.white_network)
+    game = _replay(rec)
+    _check_result(game, meta.result, False, rating.max_moves, resign_allowed=True)
+    by_name = {task.network_a.name: task.network_a, task.network_b.name: task.network_b}
+    fields = dict(client_game_id=meta.game_id, black_network=by_name[meta.black_network],
+                  white_network=by_name[meta.white_network], board_x_size=rec.x_size, board_y_size=rec.y_size,
+                  komi=rec.komi, rules=rules.to_dict(), handicap=0, result=meta.result, moves=len(rec.moves),
+                  **_outcome(meta.result, game))
+    return _store(RatingGame, task, user, fields, {"sgf": (upload.sgf, ".sgf")})
+

@@ -1,0 +1,68 @@
+"""Uploaded games. Each names the task it was played for and the client's own game id (unique: a
+retried upload finds the game it made). Files are stored by content hash (``server.files``)."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+
+class Winner(models.TextChoices):
+    BLACK = "B", "black"
+    WHITE = "W", "white"
+    DRAW = "0", "draw"
+    NONE = "-", "no result"
+
+
+class Game(models.Model):
+    client_game_id = models.CharField(max_length=64, unique=True)
+    task = models.ForeignKey("distribution.Task", on_delete=models.PROTECT, related_name="%(class)ss")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="%(class)ss")
+    run = models.ForeignKey("runs.Run", on_delete=models.PROTECT, related_name="%(class)ss")
+    settings_version = models.ForeignKey("runs.RunSettingsVersion", on_delete=models.PROTECT,
+                                         related_name="%(class)ss")
+    board_x_size = models.PositiveSmallIntegerField()
+    board_y_size = models.PositiveSmallIntegerField()
+    komi = models.FloatField()
+    rules = models.JSONField(help_text="KataGo's rules JSON")
+    handicap = models.PositiveSmallIntegerField(default=0)
+    result = models.CharField(max_length=16, help_text="as in SGF: B+3.5, W+R, 0, Void")
+    winner = models.CharField(max_length=1, choices=Winner.choices)
+    score = models.FloatField(null=True, blank=True, help_text="white minus black, when counted")
+    resigned = models.BooleanField(default=False)
+    moves = models.PositiveIntegerField()
+    sgf = models.FileField(max_length=200)
+    sgf_sha256 = models.CharField(max_length=64)
+    created_at = models.DateTimeField(default=timezone.now)
+    disabled = models.BooleanField(default=False, help_text="kept out of training and ratings")
+
+    class Meta:
+        abstract = True
+
+    def __str__(self) -> str:
+        return self.client_game_id
+
+
+class TrainingGame(Game):
+    network = models.ForeignKey("networks.Network", on_delete=models.PROTECT, related_name="training_games")
+    rows = models.PositiveIntegerField()
+    npz = models.FileField(max_length=200)
+    npz_sha256 = models.CharField(max_length=64)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["network", "created_at"], name="tgame_network_created"),
+                   models.Index(fields=["user", "created_at"], name="tgame_user_created"),
+                   models.Index(fields=["run", "created_at"], name="tgame_run_created")]
+
+
+class RatingGame(Game):
+    black_network = models.ForeignKey("networks.Network", on_delete=models.PROTECT, related_name="rating_games_black")
+    white_network = models.ForeignKey("networks.Network", on_delete=models.PROTECT, related_name="rating_games_white")
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["black_network", "white_network"], name="rgame_pair"),
+                   models.Index(fields=["user", "created_at"], name="rgame_user_created"),
+                   models.Index(fields=["run", "created_at"], name="rgame_run_created")]

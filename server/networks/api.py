@@ -1,0 +1,212 @@
+"""API of networks: public listing, detail and file download; upload for trainers."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+from django.conf import settings
+from django.core.files.storage import default_storage
+from django.db import IntegrityError, transaction
+from django.http import FileResponse, HttpResponse, HttpResponseRedirect, StreamingHttpResponse
+from django.shortcuts import get_object_or_404
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import generics, permissions, status
+from rest_framework.parsers import MultiPartParser
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from common.nn.header import ModelFileError, header_length, parse_header
+from server.api.errors import ApiError, invalid
+from server.files import StoredFiles
+from server.networks.models import Network
+from server.networks.serializers import NetworkSerializer, NetworkUploadSerializer
+from server.runs.models import Run
+
+CHUNK = 1 << 20
+
+
+class CanUploadNetworks(permissions.BasePermission):
+    message = "only staff and trainer accounts (permission networks.upload_network) may upload networks"
+
+    def has_permission(self, request, view):
+        if request.method in permissions.SAFE_METHODS:
+            return True
+        user = request.user
+        return bool(user and user.is_authenticated and (user.is_staff or user.has_perm("networks.upload_network")))
+
+
+class NetworkList(generics.ListCreateAPIView):
+    """Every network, newest first (filters: ``run``, ``state``, ``released``); trainers upload new
+    ones here as multipart forms."""
+
+    serializer_class = NetworkSerializer
+    permission_classes = [CanUploadNetworks]
+    parser_classes = [MultiPartParser]
+
+    def get_queryset(self):
+        qs = Network.objects.public()
+        params = self.request.query_params
+        if params.get("run"):
+            qs = qs.filter(run__name=params["run"])
+        if params.get("state"):
+            qs = qs.filter(state=params["state"])
+        if params.get("released") in ("1", "true", "yes"):
+            qs = qs.filter(released=True)
+        return qs
+
+    @extend_schema(parameters=[OpenApiParameter("run", str), OpenApiParameter("state", str),
+                               OpenApiParameter("released", bool)])
+    def get(self, request, *args, **kwargs):
+        return super().get(request, *args, **kwargs)
+
+    @extend_schema(request=NetworkUploadSerializer, responses={201: NetworkSerializer})
+    def post(self, request, *args, **kwargs):
+        data = NetworkUploadSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        v = data.validated_data
+        run = Run.objects.filter(name=v["run"]).first()
+        if run is None:
+            raise invalid("run", f"there is no run {v['run']!r}")
+        parent = None
+        if v.get("parent"):
+            parent = Network.objects.filter(name=v["parent"]).first()
+            if parent is None:
+                raise invalid("parent", f"there is no network {v['parent']!r}")
+            if parent.run_id != run.pk:
+                raise invalid("parent", f"network {parent.name!r} belongs to run {parent.run.name!r}, not {run.name!r}")
+        if Network.objects.filter(name=v["name"]).exists():
+            raise ApiError(f"a network named {v['name']!r} exists already", code="exists", field="name",
+                           status_code=409)
+        upload = v["file"]
+        limit = settings.SENTE_LIMITS["network_bytes"]
+        if upload.size > limit:
+            raise invalid("file", f"is {upload.size} bytes, more than the {limit} this server takes", "too_large")
+        digest = hashlib.sha256()
+        upload.seek(0)
+        prefix = upload.read(8)
+        try:
+            n = header_length(prefix, "upload", upload.size)
+            header_json = upload.read(n)
+            header = parse_header(header_json, upload.size, "upload")
+        except ModelFileError as e:
+            raise invalid("file", str(e).replace("network file upload: ", ""), "bad_file") from None
+        if header.name != v["name"]:
+            raise invalid("file", f"the file says its network is {header.name!r}, not {v['name']!r}", "name_mismatch")
+        upload.seek(0)
+        for chunk in upload.chunks(CHUNK):
+            digest.update(chunk)
+        sha256 = digest.hexdigest()
+        if v.get("sha256") and v["sha256"] != sha256:
+            raise invalid("sha256", f"the file's sha256 is {sha256}, not the declared {v['sha256']}: "
+                                    "the upload was damaged; send it again", "sha256_mismatch")
+        twin = Network.objects.filter(sha256=sha256).first()
+        if twin is not None:
+            raise ApiError(f"network {twin.name!r} has this very file already", code="duplicate_file", field="file",
+                           status_code=409)
+        config = header.config
+        files = StoredFiles()
+        try:
+            with transaction.atomic():
+                upload.seek(0)
+                network = Network.objects.create(
+                    name=v["name"], run=run, parent=parent, architecture=config.to_dict(),
+                    size_name=f"b{config.num_blocks}c{config.trunk_channels}", size_bytes=upload.size, sha256=sha256,
+                    train_step=v["train_step"], rows_seen=v["rows_seen"], uploaded_by=request.user,
+                    notes=v.get("notes", ""))
+                network.file.name = files.put("networks", upload, ".safetensors", sha256=sha256)
+                network.save(update_fields=["file"])
+        except IntegrityError:
+            files.discard(lambda name: Network.objects.filter(file=name).exists())
+            raise ApiError(f"a network named {v['name']!r} exists already", code="exists", field="name",
+                           status_code=409) from None
+        except BaseException:
+            files.discard(lambda name: Network.objects.filter(file=name).exists())
+            raise
+        body = NetworkSerializer(network, context={"request": request}).data
+        return Response(body, status=status.HTTP_201_CREATED)
+
+
+class NetworkDetail(generics.RetrieveAPIView):
+    serializer_class = NetworkSerializer
+    permission_classes = [permissions.AllowAny]
+    lookup_field = "name"
+    queryset = Network.objects.public()
+
+
+_RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
+
+
+class NetworkFile(APIView):
+    """The network's file, with ``ETag`` (its sha256) and single byte ranges (``Range``) to resume a
+    download. In production the front server or object storage may serve it instead."""
+
+    permission_classes = [permissions.AllowAny]
+
+    @extend_schema(responses={(200, "application/octet-stream"): bytes, (206, "application/octet-stream"): bytes})
+    def get(self, request, name: str):
+        network = get_object_or_404(Network, name=name)
+        if network.is_random or not network.file:
+            raise ApiError(f"network {name!r} has no file: it is the random network (a uniform policy)",
+                           code="no_file", status_code=404)
+        etag = f'"{network.sha256}"'
+        headers = {"ETag": etag, "Accept-Ranges": "bytes", "Cache-Control": "public, max-age=31536000, immutable",
+                   "Content-Disposition": f'attachment; filename="{network.name}.safetensors"'}
+        if etag in [t.strip() for t in request.headers.get("If-None-Match", "").split(",")]:
+            return _with_headers(HttpResponse(status=304), headers)
+        accel = settings.NETWORK_FILE_ACCEL_PREFIX
+        if accel:
+            response = HttpResponse(content_type="application/octet-stream")
+            response["X-Accel-Redirect"] = accel.rstrip("/") + "/" + network.file.name
+            return _with_headers(response, headers)
+        try:
+            default_storage.path(network.file.name)
+        except NotImplementedError:  # object storage: let it serve the file (it handles ranges)
+            return HttpResponseRedirect(default_storage.url(network.file.name))
+        size = network.size_bytes
+        start, end = 0, size - 1
+        partial = False
+        range_header = request.headers.get("Range")
+        if_range = request.headers.get("If-Range")
+        if range_header and (not if_range or if_range.strip() == etag):
+            m = _RANGE.match(range_header.strip())
+            if m and (m.group(1) or m.group(2)):
+                if m.group(1):
+                    start = int(m.group(1))
+                    end = min(int(m.group(2)), size - 1) if m.group(2) else size - 1
+                else:
+                    start = max(0, size - int(m.group(2)))
+                if start >= size or start > end:
+                    response = HttpResponse(status=416)
+                    response["Content-Range"] = f"bytes */{size}"
+                    return _with_headers(response, headers)
+                partial = True
+        f = default_storage.open(network.file.name, "rb")
+        if not partial:
+            response = FileResponse(f, content_type="application/octet-stream")
+            response["Content-Length"] = str(size)
+            return _with_headers(response, headers)
+        f.seek(start)
+        response = StreamingHttpResponse(_read_range(f, end - start + 1), status=206,
+                                         content_type="application/octet-stream")
+        response["Content-Range"] = f"bytes {start}-{end}/{size}"
+        response["Content-Length"] = str(end - start + 1)
+        return _with_headers(response, headers)
+
+
+def _read_range(f, length: int):
+    try:
+        while length > 0:
+            chunk = f.read(min(CHUNK, length))
+            if not chunk:
+                break
+            length -= len(chunk)
+            yield chunk
+    finally:
+        f.close()
+
+
+def _with_headers(response, headers: dict):
+    for key, value in headers.items():
+        response[key] = value
+    return response

@@ -1,0 +1,61 @@
+"""Networks of a run.
+
+A network's file is stored by its sha256 (``networks/<sha256>.safetensors``), which the server
+computes itself on upload. Every run starts with a random network (a uniform policy, no file) that
+clients play without downloading anything.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.core.validators import RegexValidator
+from django.db import models
+from django.utils import timezone
+
+from common.protocol import NETWORK_NAME_PATTERN
+
+
+class NetworkQuerySet(models.QuerySet):
+    def create_random(self, run) -> Network:
+        return self.create(name=f"{run.name}-random", run=run, is_random=True, state=Network.State.ACCEPTED,
+                           notes="a uniform policy and an even value: the run's starting point")
+
+    def public(self) -> NetworkQuerySet:
+        return self.select_related("run", "parent")
+
+
+class Network(models.Model):
+    class State(models.TextChoices):
+        CANDIDATE = "candidate", "candidate: waiting for rating games"
+        RATING = "rating", "rating: playing its gating games"
+        ACCEPTED = "accepted", "accepted"
+        REJECTED = "rejected", "rejected"
+        RETIRED = "retired", "retired"
+
+    name = models.CharField(max_length=64, unique=True, validators=[RegexValidator(
+        f"^{NETWORK_NAME_PATTERN}$", "1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit")])
+    run = models.ForeignKey("runs.Run", on_delete=models.PROTECT, related_name="networks")
+    parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.PROTECT, related_name="children")
+    is_random = models.BooleanField(default=False)
+    architecture = models.JSONField(null=True, blank=True, help_text="the model config from the file's header")
+    size_name = models.CharField(max_length=32, blank=True, help_text="e.g. b6c96")
+    file = models.FileField(max_length=200, blank=True)
+    size_bytes = models.BigIntegerField(default=0)
+    sha256 = models.CharField(max_length=64, blank=True, db_index=True)
+    train_step = models.BigIntegerField(default=0, help_text="training samples the network has seen")
+    rows_seen = models.BigIntegerField(default=0, help_text="distinct data rows its training window had received")
+    state = models.CharField(max_length=16, choices=State.choices, default=State.CANDIDATE)
+    released = models.BooleanField(default=False, help_text="offered to Go players on the releases page")
+    created_at = models.DateTimeField(default=timezone.now)
+    uploaded_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    notes = models.TextField(blank=True)
+
+    objects = NetworkQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["run", "state", "created_at"], name="network_run_state_created")]
+        permissions = [("upload_network", "Can upload networks (a training machine)")]
+
+    def __str__(self) -> str:
+        return self.name

@@ -1,0 +1,47 @@
+from __future__ import annotations
+
+from rest_framework import serializers
+from rest_framework.reverse import reverse
+
+from server.networks.models import Network
+
+
+class NetworkSerializer(serializers.ModelSerializer):
+    run = serializers.SlugRelatedField(slug_field="name", read_only=True)
+    parent = serializers.SlugRelatedField(slug_field="name", read_only=True)
+    file_url = serializers.SerializerMethodField(help_text="where to download the file (null: the random network)")
+
+    class Meta:
+        model = Network
+        fields = ("name", "run", "parent", "is_random", "size_name", "architecture", "size_bytes", "sha256",
+                  "train_step", "rows_seen", "state", "released", "created_at", "file_url", "notes")
+        read_only_fields = fields
+
+    def get_file_url(self, network: Network) -> str | None:
+        if network.is_random or not network.file:
+            return None
+        return reverse("network-file", args=[network.name], request=self.context.get("request"))
+
+
+def network_ref(network: Network, request) -> dict:
+    """What a task says about a network: enough to fetch and check it."""
+    return {
+        "name": network.name,
+        "is_random": network.is_random,
+        "url": None if network.is_random or not network.file else reverse("network-file", args=[network.name],
+                                                                           request=request),
+        "sha256": network.sha256 or None,
+        "bytes": network.size_bytes,
+    }
+
+
+class NetworkUploadSerializer(serializers.Serializer):
+    name = serializers.RegexField(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$", max_length=64)
+    run = serializers.CharField(max_length=32)
+    parent = serializers.CharField(max_length=64, required=False, allow_blank=True)
+    train_step = serializers.IntegerField(min_value=0, default=0)
+    rows_seen = serializers.IntegerField(min_value=0, default=0)
+    sha256 = serializers.RegexField(r"^[0-9a-f]{64}$", required=False,
+                                    help_text="the file's sha256 as the uploader computed it; checked")
+    notes = serializers.CharField(required=False, allow_blank=True, max_length=10_000, default="")
+    file = serializers.FileField(help_text="the network file (.safetensors)")

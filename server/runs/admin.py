@@ -1,0 +1,87 @@
+import json
+
+from django import forms
+from django.contrib import admin, messages
+
+from common.settings import RunSettings, SettingsError
+from server.runs.models import Run, RunSettingsVersion, create_run
+
+
+class RunForm(forms.ModelForm):
+    settings_document = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 30, "cols": 100, "style": "font-family: monospace"}),
+        help_text="the run's settings as JSON; saving a changed document makes a new version",
+    )
+    settings_note = forms.CharField(required=False, max_length=200, help_text="why the settings changed")
+
+    class Meta:
+        model = Run
+        fields = ("name", "description", "status", "min_client_version")
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        current = self.instance.current_settings() if self.instance.pk else None
+        document = current.document if current else RunSettings().to_dict()
+        self.fields["settings_document"].initial = json.dumps(document, indent=2)
+        if self.instance.pk:
+            self.fields["name"].disabled = True
+
+    def clean_settings_document(self):
+        text = self.cleaned_data["settings_document"]
+        try:
+            document = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise forms.ValidationError(f"not valid JSON: {e}") from None
+        try:
+            return RunSettings.from_dict(document).to_dict()
+        except SettingsError as e:
+            raise forms.ValidationError(str(e)) from None
+
+
+class RunSettingsVersionInline(admin.TabularInline):
+    model = RunSettingsVersion
+    fields = ("version", "created_at", "created_by", "note")
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(Run)
+class RunAdmin(admin.ModelAdmin):
+    form = RunForm
+    list_display = ("name", "status", "min_client_version", "created_at")
+    list_filter = ("status",)
+    search_fields = ("name",)
+    inlines = [RunSettingsVersionInline]
+
+    def save_model(self, request, obj, form, change):
+        document = form.cleaned_data["settings_document"]
+        note = form.cleaned_data.get("settings_note", "")
+        if not change:
+            run = create_run(obj.name, document, obj.description, request.user, obj.min_client_version)
+            obj.pk = run.pk
+            obj.status = run.status
+            if form.cleaned_data["status"] != run.status:
+                Run.objects.filter(pk=run.pk).update(status=form.cleaned_data["status"])
+            return
+        super().save_model(request, obj, form, change)
+        before = obj.current_settings()
+        version = obj.set_settings(document, user=request.user, note=note)
+        if before is None or version.pk != before.pk:
+            messages.info(request, f"settings saved as version {version.version}")
+
+
+@admin.register(RunSettingsVersion)
+class RunSettingsVersionAdmin(admin.ModelAdmin):
+    list_display = ("run", "version", "created_at", "created_by", "note")
+    list_filter = ("run",)
+    readonly_fields = ("run", "version", "document", "created_at", "created_by", "note")
+
+    def has_add_permission(self, request):
+        return False  # versions are made by editing the run
+
+    def has_change_permission(self, request, obj=None):
+        return False

@@ -1,0 +1,72 @@
+"""API of runs: the list, one run, and the current run with what a client needs to know."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema, inline_serializer
+from rest_framework import generics, permissions, serializers
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from server.api.errors import ApiError
+from server.networks.serializers import network_ref
+from server.runs.models import Run
+
+
+class RunSerializer(serializers.ModelSerializer):
+    settings_version = serializers.SerializerMethodField()
+    settings = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Run
+        fields = ("name", "description", "status", "min_client_version", "created_at", "settings_version", "settings")
+
+    def _current(self, run: Run):
+        cache = self.context.setdefault("current_settings", {})
+        if run.pk not in cache:
+            cache[run.pk] = run.current_settings()
+        return cache[run.pk]
+
+    def get_settings_version(self, run: Run) -> int | None:
+        current = self._current(run)
+        return current.version if current else None
+
+    def get_settings(self, run: Run) -> dict | None:
+        current = self._current(run)
+        return current.document if current else None
+
+
+class RunList(generics.ListAPIView):
+    serializer_class = RunSerializer
+    permission_classes = [permissions.AllowAny]
+    queryset = Run.objects.all()
+
+
+class RunDetail(generics.RetrieveAPIView):
+    serializer_class = RunSerializer
+    permission_classes = [permissions.AllowAny]
+    queryset = Run.objects.all()
+    lookup_field = "name"
+
+
+class CurrentRun(APIView):
+    """The run that hands out work now, its minimum client version and its self-play network."""
+
+    permission_classes = [permissions.AllowAny]
+
+    @extend_schema(responses={200: inline_serializer("CurrentRun", {
+        "run": serializers.CharField(), "status": serializers.CharField(),
+        "min_client_version": serializers.CharField(), "settings_version": serializers.IntegerField(),
+        "network": serializers.DictField(allow_null=True)})})
+    def get(self, request):
+        run = Run.objects.current()
+        if run is None:
+            raise ApiError("no run is active on this server", code="no_run", status_code=404)
+        network = run.selfplay_network()
+        current = run.current_settings()
+        return Response({
+            "run": run.name,
+            "status": run.status,
+            "min_client_version": run.min_client_version,
+            "settings_version": current.version if current else None,
+            "network": network_ref(network, request) if network else None,
+        })

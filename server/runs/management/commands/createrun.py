@@ -1,0 +1,35 @@
+import json
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+from common.settings import SettingsError
+from server.runs.models import Run, create_run
+
+
+class Command(BaseCommand):
+    help = "Create a run with its first settings version and its random network."
+
+    def add_arguments(self, parser):
+        parser.add_argument("name")
+        parser.add_argument("--settings-file", type=Path, help="a JSON file of settings (default: the paper's)")
+        parser.add_argument("--description", default="")
+        parser.add_argument("--min-client-version")
+
+    def handle(self, name, settings_file=None, description="", min_client_version=None, **options):
+        settings = settings_file
+        if Run.objects.filter(name=name).exists():
+            raise CommandError(f"run {name!r} exists already")
+        document = {}
+        if settings is not None:
+            try:
+                document = json.loads(settings.read_text())
+            except (OSError, json.JSONDecodeError) as e:
+                raise CommandError(f"settings file {settings}: {e}") from None
+        try:
+            run = create_run(name, document, description, min_client_version=min_client_version)
+        except SettingsError as e:
+            raise CommandError(f"settings file {settings}: {e}") from None
+        except Exception as e:  # model validation
+            raise CommandError(f"run {name!r}: {e}") from None
+        self.stdout.write(f"run {run.name} created (settings v1, network {run.selfplay_network().name})")

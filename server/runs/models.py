@@ -1,0 +1,127 @@
+"""A run and the versions of its settings document.
+
+The document is :class:`common.settings.RunSettings` as JSON. It is never edited in place: a change
+makes a new version, and every task and game records the version it used. The current run is the
+newest active one.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings as django_settings
+from django.core.exceptions import ValidationError
+from django.core.validators import RegexValidator
+from django.db import models, transaction
+from django.utils import timezone
+
+from common import __version__
+from common.protocol import parse_version
+from common.settings import RunSettings, SettingsError
+
+
+def validate_version(value: str) -> None:
+    try:
+        parse_version(value)
+    except ValueError as e:
+        raise ValidationError(str(e)) from None
+
+
+class RunQuerySet(models.QuerySet):
+    def active(self) -> RunQuerySet:
+        return self.filter(status=Run.Status.ACTIVE)
+
+    def current(self) -> Run | None:
+        return self.active().order_by("-created_at", "-id").first()
+
+
+class Run(models.Model):
+    class Status(models.TextChoices):
+        ACTIVE = "active", "active: hands out work"
+        PAUSED = "paused", "paused: no new work"
+        FINISHED = "finished", "finished"
+
+    name = models.CharField(max_length=32, unique=True, validators=[RegexValidator(
+        r"^[a-z0-9][a-z0-9-]*$", "lower-case letters, digits and '-', starting with a letter or digit")])
+    description = models.TextField(blank=True)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.ACTIVE)
+    min_client_version = models.CharField(max_length=16, default=__version__, validators=[validate_version],
+                                          help_text="clients older than this are asked to upgrade (HTTP 426)")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    objects = RunQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def current_settings(self) -> RunSettingsVersion:
+        return self.settings_versions.order_by("-version").first()
+
+    @transaction.atomic
+    def set_settings(self, document: dict, user=None, note: str = "") -> RunSettingsVersion:
+        """Make ``document`` the run's settings: validated, stored as a new version unless it equals
+        the current one (then the current version is returned). SettingsError names a bad key."""
+        settings = RunSettings.from_dict(document)
+        canonical = settings.to_dict()
+        current = (RunSettingsVersion.objects.select_for_update().filter(run=self).order_by("-version").first())
+        if current is not None and current.document == canonical:
+            return current
+        return RunSettingsVersion.objects.create(run=self, version=(current.version + 1) if current else 1,
+                                                 document=canonical, created_by=user, note=note)
+
+    def selfplay_network(self):
+        """The network self-play uses: the newest of the run's networks that is neither rejected
+        nor retired."""
+        from server.networks.models import Network
+
+        return (self.networks.exclude(state__in=[Network.State.REJECTED, Network.State.RETIRED])
+                .order_by("-created_at", "-id").first())
+
+
+class RunSettingsVersion(models.Model):
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="settings_versions")
+    version = models.PositiveIntegerField()
+    document = models.JSONField(help_text="the run's settings (common.settings.RunSettings) as JSON")
+    created_at = models.DateTimeField(default=timezone.now)
+    created_by = models.ForeignKey(django_settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    note = models.CharField(max_length=200, blank=True)
+
+    class Meta:
+        ordering = ["run", "-version"]
+        constraints = [models.UniqueConstraint(fields=["run", "version"], name="run_settings_version_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.run.name} settings v{self.version}"
+
+    @property
+    def settings(self) -> RunSettings:
+        """The document as settings (parsed once per version and process: versions never change)."""
+        parsed = _PARSED.get(self.pk)
+        if parsed is None:
+            parsed = RunSettings.from_dict(self.document)
+            if self.pk is not None:
+                _PARSED[self.pk] = parsed
+        return parsed
+
+
+_PARSED: dict[int, RunSettings] = {}
+
+
+@transaction.atomic
+def create_run(name: str, document: dict | None = None, description: str = "", user=None,
+               min_client_version: str | None = None) -> Run:
+    """A new active run with its first settings version and its random network."""
+    from server.networks.models import Network
+
+    run = Run(name=name, description=description)
+    if min_client_version:
+        run.min_client_version = min_client_version
+    run.full_clean()
+    run.save()
+    try:
+        run.set_settings(document or {}, user=user, note="initial settings")
+    except SettingsError:
+        raise
+    Network.objects.create_random(run)
+    return run

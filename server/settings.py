@@ -1,0 +1,296 @@
+"""Django settings of the Sente server, all from environment variables.
+
+With no environment at all the server runs as the embedded default: SQLite and uploaded files in
+a data folder (``SENTE_DATA_DIR``, default ``./sente-data`` beside the project), debug off, and a
+secret key generated once and kept in that folder. Production sets at least:
+
+- ``SECRET_KEY``: required when ``SENTE_PRODUCTION`` is on;
+- ``DATABASE_URL``: e.g. ``postgres://sente@127.0.0.1:5432/sente`` (psycopg 3);
+- ``STORAGE_URL``: ``file:///srv/sente/files`` (local disk) or ``s3://bucket/prefix`` (S3-compatible
+  object storage through django-storages; ``AWS_*`` variables as that library reads them);
+- ``CACHE_URL``: ``redis://127.0.0.1:6379/0`` so that throttles are shared by every worker;
+- ``ALLOWED_HOSTS``: comma separated; ``SENTE_PRODUCTION=1`` turns on HSTS, secure cookies and the
+  proxy's ``X-Forwarded-Proto``.
+
+Every limit and rate the server enforces is a ``SENTE_*`` variable; see the ``env_*`` calls below.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from pathlib import Path
+from urllib.parse import parse_qs, urlparse
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+
+def env_str(name: str, default: str = "") -> str:
+    return os.environ.get(name, default)
+
+
+def env_bool(name: str, default: bool = False) -> bool:
+    value = os.environ.get(name)
+    if value is None or value == "":
+        return default
+    if value.lower() in ("1", "true", "yes", "on"):
+        return True
+    if value.lower() in ("0", "false", "no", "off"):
+        return False
+    raise ImproperlyConfigured(f"environment variable {name}={value!r}: must be true or false (1/0, yes/no, on/off)")
+
+
+def env_int(name: str, default: int) -> int:
+    value = os.environ.get(name)
+    if value is None or value == "":
+        return default
+    try:
+        return int(value)
+    except ValueError:
+        raise ImproperlyConfigured(f"environment variable {name}={value!r}: must be an integer") from None
+
+
+def env_list(name: str, default: list[str]) -> list[str]:
+    value = os.environ.get(name)
+    if value is None or value == "":
+        return default
+    return [v.strip() for v in value.split(",") if v.strip()]
+
+
+PRODUCTION = env_bool("SENTE_PRODUCTION")
+DEBUG = env_bool("DEBUG", False)
+DATA_DIR = Path(env_str("SENTE_DATA_DIR", str(BASE_DIR / "sente-data"))).resolve()
+
+
+def _secret_key() -> str:
+    key = env_str("SECRET_KEY")
+    if key:
+        return key
+    if PRODUCTION:
+        raise ImproperlyConfigured("SECRET_KEY must be set in the environment when SENTE_PRODUCTION is on")
+    # The embedded default: a key made once and kept with the data, so sessions survive restarts.
+    path = DATA_DIR / "secret_key"
+    try:
+        return path.read_text().strip()
+    except FileNotFoundError:
+        DATA_DIR.mkdir(parents=True, exist_ok=True)
+        key = secrets.token_urlsafe(50)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(key)
+        return key
+
+
+SECRET_KEY = _secret_key()
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", [] if PRODUCTION else ["localhost", "127.0.0.1", "[::1]", "testserver"])
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "whitenoise.runserver_nostatic",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "server.accounts",
+    "server.runs",
+    "server.networks",
+    "server.distribution",
+    "server.games",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "server.api.limits.RequestSizeLimitMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "server.urls"
+WSGI_APPLICATION = "server.wsgi.application"
+AUTH_USER_MODEL = "accounts.User"
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "home"
+LOGOUT_REDIRECT_URL = "home"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "server" / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# --- database ------------------------------------------------------------------------------------
+DATABASES = {
+    "default": dj_database_url.parse(
+        env_str("DATABASE_URL", f"sqlite:///{DATA_DIR / 'sente.sqlite3'}"),
+        conn_max_age=env_int("SENTE_DB_CONN_MAX_AGE", 60),
+        conn_health_checks=True,
+    )
+}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    DATA_DIR.mkdir(parents=True, exist_ok=True)
+    # Writers wait for each other instead of failing at once; WAL lets readers go on meanwhile.
+    DATABASES["default"]["OPTIONS"] = {
+        "timeout": 30,
+        "transaction_mode": "IMMEDIATE",
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+    }
+    DATABASES["default"]["CONN_MAX_AGE"] = 0
+    # A test database other processes (a test's gunicorn) can open too: a file, not memory.
+    DATABASES["default"]["TEST"] = {"NAME": str(DATA_DIR / "test-sente.sqlite3")}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+MIGRATION_MODULES = {app: f"migrations.{app}" for app in ("accounts", "runs", "networks", "distribution", "games")}
+
+# --- files ---------------------------------------------------------------------------------------
+
+
+def _storages() -> dict:
+    url = urlparse(env_str("STORAGE_URL", (DATA_DIR / "files").as_uri()))
+    if url.scheme == "file":
+        default = {"BACKEND": "server.files.AtomicFileSystemStorage", "OPTIONS": {"location": url.path}}
+    elif url.scheme == "s3":
+        options = {"bucket_name": url.netloc, "location": url.path.strip("/"), "file_overwrite": False,
+                   "querystring_auth": True}
+        for key, values in parse_qs(url.query).items():
+            options[key] = values[-1]
+        default = {"BACKEND": "storages.backends.s3.S3Storage", "OPTIONS": options}
+    else:
+        raise ImproperlyConfigured(f"STORAGE_URL {url.geturl()!r}: the scheme must be file:// or s3://")
+    return {
+        "default": default,
+        "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"
+                        if PRODUCTION else "django.contrib.staticfiles.storage.StaticFilesStorage"},
+    }
+
+
+STORAGES = _storages()
+STATIC_URL = "static/"
+STATIC_ROOT = Path(env_str("SENTE_STATIC_ROOT", str(DATA_DIR / "static")))
+STATICFILES_DIRS = [BASE_DIR / "server" / "static"]
+STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # whitenoise serves from here once collectstatic ran
+# Network files can be handed to the front server (nginx X-Accel-Redirect) instead of streamed by
+# Django: the prefix of the internal location that maps onto the storage folder.
+NETWORK_FILE_ACCEL_PREFIX = env_str("SENTE_NETWORK_FILE_ACCEL_PREFIX")
+
+# --- caches (throttle counters) ------------------------------------------------------------------
+_cache_url = env_str("CACHE_URL")
+if _cache_url.startswith(("redis://", "rediss://")):
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": _cache_url}}
+elif _cache_url:
+    raise ImproperlyConfigured(f"CACHE_URL {_cache_url!r}: only redis:// caches are supported")
+else:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+
+# --- limits --------------------------------------------------------------------------------------
+SENTE_LIMITS = {
+    "sgf_bytes": env_int("SENTE_MAX_SGF_BYTES", 200 * 1024),
+    "npz_bytes": env_int("SENTE_MAX_NPZ_BYTES", 2 * 1024 * 1024),
+    "npz_unpacked_bytes": env_int("SENTE_MAX_NPZ_UNPACKED_BYTES", 20 * 1024 * 1024),
+    "metadata_bytes": env_int("SENTE_MAX_METADATA_BYTES", 16 * 1024),
+    "network_bytes": env_int("SENTE_MAX_NETWORK_BYTES", 1024 * 1024 * 1024),
+    # The largest request body outside network uploads (SGF + npz + metadata + multipart overhead).
+    "request_bytes": env_int("SENTE_MAX_REQUEST_BYTES", 3 * 1024 * 1024),
+    "games_per_task": env_int("SENTE_MAX_GAMES_PER_TASK", 256),
+}
+# Tasks: how long one is valid, and how long after that its games are still taken.
+SENTE_TASK_SECONDS = env_int("SENTE_TASK_SECONDS", 6 * 3600)
+SENTE_TASK_GRACE_SECONDS = env_int("SENTE_TASK_GRACE_SECONDS", 24 * 3600)
+DATA_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024  # non-file request data
+FILE_UPLOAD_MAX_MEMORY_SIZE = 4 * 1024 * 1024  # larger uploads (networks) spool to a temporary file
+
+# --- REST framework ------------------------------------------------------------------------------
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "server.accounts.authentication.ClientTokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticatedOrReadOnly"],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer",
+                                 "rest_framework.renderers.BrowsableAPIRenderer"],
+    "DEFAULT_THROTTLE_CLASSES": ["server.api.throttling.UserRateThrottle",
+                                 "server.api.throttling.IPRateThrottle",
+                                 "rest_framework.throttling.ScopedRateThrottle"],
+    "DEFAULT_THROTTLE_RATES": {
+        # Every request: per signed-in user, and per client address (signed in or not).
+        "user": env_str("SENTE_THROTTLE_USER", "1200/min"),
+        "ip": env_str("SENTE_THROTTLE_IP", "2400/min"),
+        # Scoped: task requests and game uploads per user, password logins per address.
+        "tasks": env_str("SENTE_THROTTLE_TASKS", "60/min"),
+        "uploads": env_str("SENTE_THROTTLE_UPLOADS", "600/min"),
+        "login": env_str("SENTE_THROTTLE_LOGIN", "10/min"),
+    },
+    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
+    "PAGE_SIZE": 50,
+    "EXCEPTION_HANDLER": "server.api.errors.exception_handler",
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "NUM_PROXIES": env_int("SENTE_NUM_PROXIES", 1 if PRODUCTION else 0),
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Sente API",
+    "DESCRIPTION": "Self-play tasks, networks, games and accounts of a Sente server. Clients authenticate "
+                   "with `Authorization: Token <key>` (from `POST /api/v1/auth/token/`). Errors are JSON: "
+                   '`{"error": {"code": ..., "message": ..., "field": ...}}`.',
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+    # The docs page's scripts come from this server (drf-spectacular-sidecar), not from a CDN.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "COMPONENT_SPLIT_REQUEST": True,
+    "ENUM_NAME_OVERRIDES": {"TaskKindEnum": "common.protocol.TASK_KINDS"},
+}
+
+# --- security ------------------------------------------------------------------------------------
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+SESSION_COOKIE_HTTPONLY = True
+X_FRAME_OPTIONS = "DENY"
+SECURE_CONTENT_TYPE_NOSNIFF = True
+if PRODUCTION:
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    SECURE_SSL_REDIRECT = env_bool("SENTE_SSL_REDIRECT", True)
+    SECURE_HSTS_SECONDS = env_int("SENTE_HSTS_SECONDS", 31536000)
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = True
+    # Joining the browsers' preload list is the operator's decision (SENTE_HSTS_PRELOAD=1).
+    SECURE_HSTS_PRELOAD = env_bool("SENTE_HSTS_PRELOAD", False)
+    SILENCED_SYSTEM_CHECKS = [] if SECURE_HSTS_PRELOAD else ["security.W021"]
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env_str("SENTE_LOG_LEVEL", "INFO")},
+    "loggers": {"django.request": {"level": "ERROR"}},
+}

@@ -1,0 +1,20 @@
+"""URLs of the Sente server: the API under /api/v1/, the admin, accounts, and the site's pages."""
+
+from django.contrib import admin
+from django.contrib.auth import views as auth_views
+from django.urls import include, path
+
+from server import views
+from server.accounts import views as account_views
+
+urlpatterns = [
+    path("", views.home, name="home"),
+    path("healthz", views.healthz, name="healthz"),
+    path("api/v1/", include("server.api.urls")),
+    path("admin/", admin.site.urls),
+    path("accounts/signup/", account_views.signup, name="signup"),
+    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("accounts/password/", auth_views.PasswordChangeView.as_view(), name="password_change"),
+    path("accounts/password/done/", auth_views.PasswordChangeDoneView.as_view(), name="password_change_done"),
+]

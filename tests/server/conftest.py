@@ -1,0 +1,80 @@
+"""Fixtures of the server's tests: a run, users with client tokens, API clients, and games played
+by the client's own code (made once per session)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from django.core.cache import cache
+from rest_framework.test import APIClient
+
+from tests.server import helpers
+
+
+@pytest.fixture(autouse=True)
+def _fresh_throttles():
+    cache.clear()  # throttle counters live in the cache
+    yield
+    cache.clear()
+
+
+@pytest.fixture
+def run(db):
+    from server.runs.models import create_run
+
+    return create_run(helpers.RUN, helpers.SETTINGS.to_dict())
+
+
+def _user(name: str, **extra):
+    from server.accounts.models import ClientToken, User
+
+    user = User.objects.create_user(name, f"{name}@example.org", "a long enough password", **extra)
+    _, key = ClientToken.issue(user, f"{name}'s machine")
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {key}")
+    return user, client
+
+
+@pytest.fixture
+def alice(db):
+    return _user("alice")
+
+
+@pytest.fixture
+def bob(db):
+    return _user("bob")
+
+
+@pytest.fixture
+def trainer(db):
+    from django.contrib.auth.models import Group
+
+    user, client = _user("trainer")
+    user.groups.add(Group.objects.get(name="trainers"))
+    return user, client
+
+
+@pytest.fixture(scope="session")
+def selfplay_games(tmp_path_factory) -> list[helpers.PlayedGame]:
+    return helpers.selfplay_games(Path(tmp_path_factory.mktemp("selfplay")), helpers.RANDOM_NET)
+
+
+@pytest.fixture(scope="session")
+def tiny_network_file() -> bytes:
+    return helpers.network_file("test-net1")
+
+
+def new_task(client, kinds=("selfplay",), games=4, version="0.1.0") -> dict:
+    response = client.post("/api/v1/tasks/", {"client_version": version, "client_instance_id": "machine-1",
+                                              "kinds": list(kinds), "games": games}, format="json")
+    assert response.status_code == 201, response.content
+    return response.json()
+
+
+def stored_files() -> list[Path]:
+    """Every file in the storage folder (game and network files)."""
+    from django.conf import settings
+
+    root = Path(settings.STORAGES["default"]["OPTIONS"]["location"])
+    return sorted(p for p in root.rglob("*") if p.is_file()) if root.exists() else []

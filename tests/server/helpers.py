@@ -1,0 +1,99 @@
+"""Games, networks and requests for the server's tests, made with the client's own code."""
+
+from __future__ import annotations
+
+import io
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from common.go.sgf import read_sgf
+from common.settings import MatchSettings, RulesChoice, RunSettings, SearchSettings, SelfPlaySettings
+
+RUN = "test"
+RANDOM_NET = f"{RUN}-random"
+
+SELFPLAY = SelfPlaySettings(board_sizes=(7,), board_size_weights=(1.0,), visits=12, cheap_visits=4,
+                            full_search_prob=0.5, max_moves=150,
+                            rules=RulesChoice(ko=("POSITIONAL", "SITUATIONAL"), suicide=(False, True)))
+RATING = MatchSettings(visits=8, komi=7.5, board_sizes=(7,), board_size_weights=(1.0,), max_moves=150,
+                       search=SearchSettings(root_noise=False, forced_playouts=False))
+SETTINGS = RunSettings(selfplay=SELFPLAY, rating=RATING)
+
+
+@dataclass
+class PlayedGame:
+    sgf: bytes
+    npz: bytes | None
+    metadata: dict
+
+
+def selfplay_games(out: Path, network: str, count: int = 6, seed: int = 1) -> list[PlayedGame]:
+    """Self-play games of the random network as the client plays them, with their metadata."""
+    from client.search.engine import NullEvaluator
+    from client.selfplay.run import run_selfplay
+
+    run_selfplay(NullEvaluator(), SELFPLAY, games=count, parallel=count, out_dir=out, seed=seed, progress=False,
+                 player_name=network)
+    games = []
+    for sgf_path in sorted(out.glob("*.sgf")):
+        npz_path = sgf_path.with_suffix(".npz")
+        if not npz_path.exists():
+            continue
+        sgf = sgf_path.read_bytes()
+        npz = npz_path.read_bytes()
+        games.append(PlayedGame(sgf, npz, training_metadata(sgf, npz, network, sgf_path.stem)))
+    return games
+
+
+def training_metadata(sgf: bytes, npz: bytes, network: str, game_id: str, settings_version: int = 1) -> dict:
+    rec = read_sgf(sgf)
+    with np.load(io.BytesIO(npz)) as z:
+        rows = int(z["globalTargetsNC"].shape[0])
+    return {"game_id": game_id, "network": network, "board_x_size": rec.x_size, "board_y_size": rec.y_size,
+            "komi": rec.komi, "rules": rec.rules.to_json(), "result": rec.result or "", "moves": len(rec.moves),
+            "rows": rows, "settings_version": settings_version, "handicap": rec.handicap}
+
+
+def rating_games(out: Path, black: str, white: str, count: int = 2, seed: int = 3) -> list[PlayedGame]:
+    """Match games between two random-policy sides named black and white (game 0: black is black)."""
+    from client.match.run import run_match
+    from client.search.engine import NullEvaluator
+
+    run_match([NullEvaluator(), NullEvaluator()], (black, white), RATING, games=count, parallel=count, out_dir=out,
+              seed=seed)
+    games = []
+    for i, sgf_path in enumerate(sorted(out.glob("match-*.sgf"))):
+        sgf = sgf_path.read_bytes()
+        rec = read_sgf(sgf)
+        games.append(PlayedGame(sgf, None, {
+            "game_id": f"rating-{seed}-{i}", "black_network": rec.black_player, "white_network": rec.white_player,
+            "board_x_size": rec.x_size, "board_y_size": rec.y_size, "komi": rec.komi, "rules": rec.rules.to_json(),
+            "result": rec.result or "", "moves": len(rec.moves), "settings_version": 1}))
+    return games
+
+
+def network_file(name: str, seed: int = 0) -> bytes:
+    """A tiny random-weight network file named name."""
+    import torch
+
+    from common.nn.model import Model, named_config
+    from common.nn.modelfile import encode_model
+
+    torch.manual_seed(seed)
+    model = Model(named_config("tiny"))
+    return encode_model(model.config, model.state_dict(), name)
+
+
+def upload_fields(task_id: str, game: PlayedGame, **metadata_changes) -> dict:
+    """The multipart fields of a game upload (for the Django test client)."""
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    metadata = dict(game.metadata, **metadata_changes)
+    fields = {"task": task_id, "metadata": json.dumps(metadata),
+              "sgf": SimpleUploadedFile("game.sgf", game.sgf, content_type="application/x-go-sgf")}
+    if game.npz is not None:
+        fields["npz"] = SimpleUploadedFile("game.npz", game.npz, content_type="application/octet-stream")
+    return fields
