@@ -145,7 +145,9 @@ DATABASES = {
     "default": dj_database_url.parse(
         env_str("DATABASE_URL", f"sqlite:///{DATA_DIR / 'sente.sqlite3'}"),
         conn_max_age=env_int("SENTE_DB_CONN_MAX_AGE", 60),
-        conn_health_checks=True,
+        # A check query before every request's first use of a kept connection costs a round trip;
+        # without it, the first request after a database restart fails and the connection is renewed.
+        conn_health_checks=env_bool("SENTE_DB_HEALTH_CHECKS", False),
     )
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
@@ -202,6 +204,9 @@ elif _cache_url:
 else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 
+# How long a worker trusts a client token it checked (revocations elsewhere reach it within this).
+SENTE_TOKEN_CACHE_SECONDS = float(env_str("SENTE_TOKEN_CACHE_SECONDS", "10"))
+
 # --- limits --------------------------------------------------------------------------------------
 SENTE_LIMITS = {
     "sgf_bytes": env_int("SENTE_MAX_SGF_BYTES", 200 * 1024),
@@ -216,6 +221,9 @@ SENTE_LIMITS = {
 # Tasks: how long one is valid, and how long after that its games are still taken.
 SENTE_TASK_SECONDS = env_int("SENTE_TASK_SECONDS", 6 * 3600)
 SENTE_TASK_GRACE_SECONDS = env_int("SENTE_TASK_GRACE_SECONDS", 24 * 3600)
+# How long a worker may hand out tasks from what it last read of the current run (its network and
+# settings version) before reading it again.
+SENTE_RUN_STATE_SECONDS = float(env_str("SENTE_RUN_STATE_SECONDS", "2"))
 DATA_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024  # non-file request data
 FILE_UPLOAD_MAX_MEMORY_SIZE = 4 * 1024 * 1024  # larger uploads (networks) spool to a temporary file
 
@@ -228,9 +236,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticatedOrReadOnly"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer",
                                  "rest_framework.renderers.BrowsableAPIRenderer"],
-    "DEFAULT_THROTTLE_CLASSES": ["server.api.throttling.UserRateThrottle",
-                                 "server.api.throttling.IPRateThrottle",
-                                 "rest_framework.throttling.ScopedRateThrottle"],
+    "DEFAULT_THROTTLE_CLASSES": ["server.api.throttling.RateLimits"],
     "DEFAULT_THROTTLE_RATES": {
         # Every request: per signed-in user, and per client address (signed in or not).
         "user": env_str("SENTE_THROTTLE_USER", "1200/min"),

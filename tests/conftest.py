@@ -52,6 +52,8 @@ def _configure_django() -> None:
     os.environ["SENTE_DATA_DIR"] = str(data)
     os.environ.pop("STORAGE_URL", None)
     os.environ.pop("CACHE_URL", None)
+    os.environ["SENTE_RUN_STATE_SECONDS"] = "0"  # tests change the run and look at once
+    os.environ["SENTE_TOKEN_CACHE_SECONDS"] = "0"
     url = _postgres_url()
     os.environ["DATABASE_URL"] = url or f"sqlite:///{data / 'sente.sqlite3'}"
     django.setup()
@@ -62,4 +64,4 @@ _configure_django()
 
 def pytest_report_header(config):
     engine = os.environ.get("DATABASE_URL", "").split(":", 1)[0]
-    return [f"server tests database: {engine}"] + _DB_NOTE
+    return [f"server tests database: {engine}", *_DB_NOTE]

@@ -12,6 +12,7 @@ accept rectangular boards, both of which this module needs, so the (small) gramm
 
 from __future__ import annotations
 
+import bisect
 import codecs
 import math
 import re
@@ -56,24 +57,28 @@ class SGFNode:
         return values[0] if values else None
 
 
+_SPACE = re.compile(r"\s*")
+_LETTERS = re.compile(r"[^\W\d_]*")  # what str.isalpha() accepts
+
+
 class _Parser:
     def __init__(self, text: str) -> None:
         self.text = text
         self.pos = 0
         self.n = len(text)
+        self.newlines = [m.start() for m in re.finditer("\n", text)]
 
     def where(self, pos: int | None = None) -> tuple[int, int]:
         pos = self.pos if pos is None else pos
-        line = self.text.count("\n", 0, pos) + 1
-        col = pos - (self.text.rfind("\n", 0, pos) + 1) + 1
-        return line, col
+        before = bisect.bisect_left(self.newlines, pos)  # newlines before pos
+        line_start = self.newlines[before - 1] + 1 if before else 0
+        return before + 1, pos - line_start + 1
 
     def error(self, message: str, pos: int | None = None) -> SGFError:
         return SGFError(message, *self.where(pos))
 
     def skip_ws(self) -> None:
-        while self.pos < self.n and self.text[self.pos].isspace():
-            self.pos += 1
+        self.pos = _SPACE.match(self.text, self.pos).end()
 
     def peek(self) -> str:
         return self.text[self.pos] if self.pos < self.n else ""
@@ -132,8 +137,7 @@ class _Parser:
             if not c.isalpha():
                 return SGFNode(props, line=line, column=col)
             ident_pos = self.pos
-            while self.pos < self.n and self.text[self.pos].isalpha():
-                self.pos += 1
+            self.pos = _LETTERS.match(self.text, self.pos).end()
             raw = self.text[ident_pos:self.pos]
             # FF[3] allowed lower-case letters inside identifiers (AddBlack = AB).
             ident = "".join(ch for ch in raw if ch.isupper())
@@ -150,6 +154,12 @@ class _Parser:
     def value(self) -> str:
         open_pos = self.pos
         self.pos += 1
+        # The common case: no escapes before the closing bracket.
+        close = self.text.find("]", self.pos)
+        if close >= 0 and self.text.find("\\", self.pos, close) < 0:
+            value = self.text[self.pos:close]
+            self.pos = close + 1
+            return value
         out = []
         while True:
             if self.pos >= self.n:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.http import Http404, JsonResponse
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
@@ -61,6 +63,11 @@ def error_body(code: str, message: str, field: str | None = None, **extra: Any) 
 
 
 def exception_handler(exc: Exception, context: dict) -> Response | None:
+    # Django's own exceptions become DRF's first, so that their codes are DRF's (not_found, ...).
+    if isinstance(exc, Http404):
+        exc = exceptions.NotFound(str(exc) or None)
+    elif isinstance(exc, DjangoPermissionDenied):
+        exc = exceptions.PermissionDenied(str(exc) or None)
     response = drf_exception_handler(exc, context)
     if response is None:
         return None  # an unexpected error: Django's 500 handling (logged, no details to the client)
@@ -78,11 +85,17 @@ def exception_handler(exc: Exception, context: dict) -> Response | None:
                                    field, **extra)
         return response
     if isinstance(exc, exceptions.Throttled):
-        wait = exc.wait
-        message = "too many requests; " + (f"try again in {int(wait) + 1} s" if wait is not None else "try again later")
-        response.data = error_body("throttled", message, retry_after=None if wait is None else int(wait) + 1)
+        wait = exc.wait  # whole seconds, as the Retry-After header says
+        message = "too many requests; " + (f"try again in {wait} s" if wait is not None else "try again later")
+        response.data = error_body("throttled", message, retry_after=wait)
         return response
     detail = getattr(exc, "detail", str(exc))
     code = getattr(detail, "code", None) or getattr(exc, "default_code", "error")
     response.data = error_body(str(code), str(detail))
     return response
+
+
+def not_found(request, path: str = "") -> JsonResponse:
+    """Any other URL under the API: a JSON 404 like every API error."""
+    return JsonResponse(error_body("not_found", f"there is no API endpoint {request.path}; the API is described at "
+                                                "/api/v1/docs/"), status=404)

@@ -1,28 +1,103 @@
-"""Throttles: every request per signed-in user and per client address; views with a
-``throttle_scope`` (task requests, game uploads, password logins) also get DRF's scoped limit.
-Counters live in the default cache (Redis in production, so that every worker shares them). Rates
-are settings (``SENTE_THROTTLE_*``)."""
+"""Request rate limits, on by default: every request per signed-in user and per client address, plus
+the view's own scope (``throttle_scope``: task requests, game uploads, password logins) per user
+(per address when nobody is signed in). Rates are settings (``SENTE_THROTTLE_*``, DRF's
+``DEFAULT_THROTTLE_RATES``), e.g. ``600/min``.
+
+Counting is by fixed windows in the default cache, all of a request's counters in one round trip:
+one small Lua script on Redis (production, shared by every worker), ``add`` + ``incr`` on other
+caches. A request over any limit is answered 429 with ``Retry-After`` (the end of the window).
+"""
 
 from __future__ import annotations
 
-from rest_framework.throttling import SimpleRateThrottle
+import time
+
+from django.core.cache import caches
+from django.core.cache.backends.redis import RedisCache
+from rest_framework.settings import api_settings
+from rest_framework.throttling import BaseThrottle
+
+_DURATIONS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
-class UserRateThrottle(SimpleRateThrottle):
-    """Every request of a signed-in user, across all their clients."""
-
-    scope = "user"
-
-    def get_cache_key(self, request, view):
-        if not (request.user and request.user.is_authenticated):
-            return None
-        return self.cache_format % {"scope": self.scope, "ident": request.user.pk}
+def parse_rate(rate: str) -> tuple[int, int]:
+    """'600/min' -> (600, 60)."""
+    count, period = rate.split("/")
+    return int(count), _DURATIONS[period.strip()[0]]
 
 
-class IPRateThrottle(SimpleRateThrottle):
-    """Every request from one client address, signed in or not."""
+# KEYS: the counters; ARGV: their windows' lengths. Counts each up, starts its expiry on the first.
+_COUNT = """
+local counts = {}
+for i, key in ipairs(KEYS) do
+  local n = redis.call('INCR', key)
+  if n == 1 then redis.call('EXPIRE', key, ARGV[i]) end
+  counts[i] = n
+end
+return counts
+"""
+_script: tuple[object, object] | None = None  # (connection pool, script on a client of it)
 
-    scope = "ip"
 
-    def get_cache_key(self, request, view):
-        return self.cache_format % {"scope": self.scope, "ident": self.get_ident(request)}
+def _redis_script():
+    """The counting script on a client of the default cache's Redis pool (None for other caches).
+    One client per pool and process: making a Redis client costs more than the round trip."""
+    global _script
+    cache = caches["default"]
+    if not isinstance(cache, RedisCache):
+        return None
+    pool = cache._cache._get_connection_pool(write=True)
+    if _script is None or _script[0] is not pool:
+        client = cache._cache._client(connection_pool=pool)
+        _script = (pool, client.register_script(_COUNT))
+    return _script[1]
+
+
+class RateLimits(BaseThrottle):
+    def _limits(self, request, view) -> list[tuple[str, int, int]]:
+        rates = api_settings.DEFAULT_THROTTLE_RATES
+        ip = self.get_ident(request)
+        user = request.user if request.user and request.user.is_authenticated else None
+        limits = []
+        if user is not None and rates.get("user"):
+            limits.append(("user", user.pk, rates["user"]))
+        if rates.get("ip"):
+            limits.append(("ip", ip, rates["ip"]))
+        scope = getattr(view, "throttle_scope", None)
+        if scope and rates.get(scope):
+            limits.append((scope, user.pk if user is not None else f"ip:{ip}", rates[scope]))
+        out = []
+        for scope, ident, rate in limits:
+            count, seconds = parse_rate(rate)
+            out.append((f"throttle:{scope}:{ident}", count, seconds))
+        return out
+
+    def allow_request(self, request, view) -> bool:
+        limits = self._limits(request, view)
+        if not limits:
+            return True
+        now = time.time()
+        cache = caches["default"]
+        keys = [(f"{key}:{int(now // seconds)}", count, seconds) for key, count, seconds in limits]
+        script = _redis_script()
+        if script is not None:
+            counts = script(keys=[cache.make_and_validate_key(key) for key, _, _ in keys],
+                            args=[seconds + 1 for _, _, seconds in keys])
+        else:
+            counts = []
+            for key, _, seconds in keys:
+                cache.add(key, 0, seconds + 1)
+                try:
+                    counts.append(cache.incr(key))
+                except ValueError:  # expired between add and incr
+                    cache.add(key, 1, seconds + 1)
+                    counts.append(1)
+        self._wait = None
+        for (_, count, seconds), n in zip(keys, counts):
+            if n > count:
+                wait = seconds - (now % seconds)
+                self._wait = wait if self._wait is None else max(self._wait, wait)
+        return self._wait is None
+
+    def wait(self) -> float | None:
+        return self._wait

@@ -1,9 +1,10 @@
 """The API's URL map, mounted at /api/v1/."""
 
-from django.urls import path
+from django.urls import path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from server.accounts.api import MeView, TokenView
+from server.api.errors import not_found
 from server.distribution.api import TaskView
 from server.games.api import RatingGameUpload, TrainingGameUpload
 from server.networks.api import NetworkDetail, NetworkFile, NetworkList
@@ -23,4 +24,5 @@ urlpatterns = [
     path("games/rating/", RatingGameUpload.as_view(), name="game-rating-upload"),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+    re_path(r"^(?P<path>.*)$", not_found),
 ]

@@ -19,7 +19,7 @@ from server.api.errors import ApiError, invalid
 from server.distribution.models import Task
 from server.networks.models import Network
 from server.networks.serializers import network_ref
-from server.runs.models import Run
+from server.runs.models import Run, current_state
 
 
 class TaskRequest(serializers.Serializer):
@@ -91,16 +91,17 @@ class TaskView(APIView):
         data = TaskRequest(data=request.data)
         data.is_valid(raise_exception=True)
         v = data.validated_data
-        run = Run.objects.current()
-        if run is None:
+        state = current_state()
+        if state is None:
             raise ApiError("no run is active on this server; try again later", code="no_run", status_code=503)
+        run = state.run
         if parse_version(v["client_version"]) < parse_version(run.min_client_version):
             raise ApiError(f"client version {v['client_version']} is too old for run {run.name}, which needs "
                            f"{run.min_client_version} or newer: please upgrade the client", code="upgrade_required",
                            status_code=status.HTTP_426_UPGRADE_REQUIRED,
                            extra={"min_client_version": run.min_client_version})
         kinds = set(v["kinds"])
-        version = run.current_settings()
+        version = state.settings_version
         pair = None
         if Task.Kind.RATING in kinds and (Task.Kind.SELFPLAY not in kinds
                                           or random.random() < version.settings.gating.rating_game_prob):
@@ -114,10 +115,10 @@ class TaskView(APIView):
                       expires_at=now + timedelta(seconds=settings.SENTE_TASK_SECONDS))
         if pair is not None:
             a, b = pair if random.random() < 0.5 else pair[::-1]
-            task = Task.objects.create(kind=Task.Kind.RATING, network_a=a, network_b=b, **common)
+            task = Task.objects.issue(kind=Task.Kind.RATING, network_a=a, network_b=b, **common)
         else:
-            network = run.selfplay_network()
+            network = state.network
             if network is None:
                 raise invalid(None, f"run {run.name} has no network to play", "no_network")
-            task = Task.objects.create(kind=Task.Kind.SELFPLAY, network=network, **common)
+            task = Task.objects.issue(kind=Task.Kind.SELFPLAY, network=network, **common)
         return Response(task_body(task, request), status=status.HTTP_201_CREATED)

@@ -91,10 +91,12 @@ def _task(upload: Upload, user, kind: str) -> Task:
         task_id = uuid.UUID(str(upload.task))
     except ValueError:
         raise invalid("task", f"{upload.task!r} is not a task id") from None
-    task = (Task.objects.select_related("run", "settings_version", "network", "network_a", "network_b")
-            .filter(pk=task_id).first())
-    if task is None:
-        raise invalid("task", f"there is no task {task_id}", "no_task")
+    related = ("settings_version", "network") if kind == Task.Kind.SELFPLAY else (
+        "settings_version", "network_a", "network_b")
+    try:
+        task = Task.objects.select_related(*related).get(pk=task_id)
+    except Task.DoesNotExist:
+        raise invalid("task", f"there is no task {task_id}", "no_task") from None
     if task.user_id != user.pk:
         raise invalid("task", f"task {task_id} was given to another user", "not_your_task")
     if task.kind != kind:
@@ -240,8 +242,9 @@ def _rows(npz: bytes, meta: TrainingGameMetadata) -> int:
 
 # --- storing -------------------------------------------------------------------------------------
 def _existing(model: type[GameRow], game_id: str, user):
-    game = model.objects.filter(client_game_id=game_id).first()
-    if game is None:
+    try:
+        game = model.objects.get(client_game_id=game_id)
+    except model.DoesNotExist:
         return None
     if game.user_id != user.pk:
         raise ApiError(f"game id {game_id!r} was used by another contributor; make a new one", code="game_id_taken",

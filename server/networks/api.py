@@ -21,7 +21,7 @@ from server.api.errors import ApiError, invalid
 from server.files import StoredFiles
 from server.networks.models import Network
 from server.networks.serializers import NetworkSerializer, NetworkUploadSerializer
-from server.runs.models import Run
+from server.runs.models import Run, forget_state
 
 CHUNK = 1 << 20
 
@@ -51,8 +51,11 @@ class NetworkList(generics.ListCreateAPIView):
             qs = qs.filter(run__name=params["run"])
         if params.get("state"):
             qs = qs.filter(state=params["state"])
-        if params.get("released") in ("1", "true", "yes"):
+        released = params.get("released", "").lower()
+        if released in ("1", "true", "yes"):
             qs = qs.filter(released=True)
+        elif released in ("0", "false", "no"):
+            qs = qs.filter(released=False)
         return qs
 
     @extend_schema(parameters=[OpenApiParameter("run", str), OpenApiParameter("state", str),
@@ -123,6 +126,7 @@ class NetworkList(generics.ListCreateAPIView):
         except BaseException:
             files.discard(lambda name: Network.objects.filter(file=name).exists())
             raise
+        forget_state()
         body = NetworkSerializer(network, context={"request": request}).data
         return Response(body, status=status.HTTP_201_CREATED)
 
@@ -152,7 +156,7 @@ class NetworkFile(APIView):
         etag = f'"{network.sha256}"'
         headers = {"ETag": etag, "Accept-Ranges": "bytes", "Cache-Control": "public, max-age=31536000, immutable",
                    "Content-Disposition": f'attachment; filename="{network.name}.safetensors"'}
-        if etag in [t.strip() for t in request.headers.get("If-None-Match", "").split(",")]:
+        if _etag_matches(request.headers.get("If-None-Match", ""), etag):
             return _with_headers(HttpResponse(status=304), headers)
         accel = settings.NETWORK_FILE_ACCEL_PREFIX
         if accel:
@@ -192,6 +196,12 @@ class NetworkFile(APIView):
         response["Content-Range"] = f"bytes {start}-{end}/{size}"
         response["Content-Length"] = str(end - start + 1)
         return _with_headers(response, headers)
+
+
+def _etag_matches(header: str, etag: str) -> bool:
+    """If-None-Match: '*' or any of the listed tags, weak ones (W/"...") compared by their value."""
+    tags = [t.strip() for t in header.split(",") if t.strip()]
+    return "*" in tags or any(t.removeprefix("W/") == etag for t in tags)
 
 
 def _read_range(f, length: int):

@@ -7,6 +7,10 @@ newest active one.
 
 from __future__ import annotations
 
+import threading
+import time
+from dataclasses import dataclass
+
 from django.conf import settings as django_settings
 from django.core.exceptions import ValidationError
 from django.core.validators import RegexValidator
@@ -67,8 +71,10 @@ class Run(models.Model):
         current = (RunSettingsVersion.objects.select_for_update().filter(run=self).order_by("-version").first())
         if current is not None and current.document == canonical:
             return current
-        return RunSettingsVersion.objects.create(run=self, version=(current.version + 1) if current else 1,
-                                                 document=canonical, created_by=user, note=note)
+        version = RunSettingsVersion.objects.create(run=self, version=(current.version + 1) if current else 1,
+                                                    document=canonical, created_by=user, note=note)
+        transaction.on_commit(forget_state)
+        return version
 
     def selfplay_network(self):
         """The network self-play uses: the newest of the run's networks that is neither rejected
@@ -124,4 +130,44 @@ def create_run(name: str, document: dict | None = None, description: str = "", u
     except SettingsError:
         raise
     Network.objects.create_random(run)
+    transaction.on_commit(forget_state)
     return run
+
+
+@dataclass(frozen=True)
+class RunState:
+    """What every task request needs: the current run, its settings version and its self-play network."""
+
+    run: Run
+    settings_version: RunSettingsVersion
+    network: object  # server.networks.models.Network, or None
+
+
+_STATE: tuple[float, RunState | None] | None = None
+_STATE_LOCK = threading.Lock()
+
+
+def current_state() -> RunState | None:
+    """The current run's state, read from the database at most every SENTE_RUN_STATE_SECONDS per
+    process (so a new network or settings version reaches tasks within that time)."""
+    global _STATE
+    max_age = django_settings.SENTE_RUN_STATE_SECONDS
+    now = time.monotonic()
+    cached = _STATE
+    if cached is not None and now - cached[0] < max_age:
+        return cached[1]
+    run = Run.objects.current()
+    state = None
+    if run is not None:
+        version = run.current_settings()
+        state = RunState(run, version, run.selfplay_network()) if version is not None else None
+    with _STATE_LOCK:
+        _STATE = (now, state)
+    return state
+
+
+def forget_state() -> None:
+    """Make the next current_state() read the database (after this process changed the run)."""
+    global _STATE
+    with _STATE_LOCK:
+        _STATE = None

@@ -13,6 +13,13 @@ from tests.server import helpers
 
 
 @pytest.fixture(autouse=True)
+def _fresh_storage(settings, tmp_path):
+    """Each test stores files in a folder of its own (the database rolls back; files would not)."""
+    settings.STORAGES = {**settings.STORAGES, "default": {"BACKEND": "server.files.AtomicFileSystemStorage",
+                                                          "OPTIONS": {"location": str(tmp_path / "files")}}}
+
+
+@pytest.fixture(autouse=True)
 def _fresh_throttles():
     cache.clear()  # throttle counters live in the cache
     yield

@@ -1,0 +1,94 @@
+"""A real server for tests and benchmarks: gunicorn with the project's configuration, serving the
+database and storage the caller names, on a free port."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import requests
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def database_url(settings_dict: dict) -> str:
+    """A DATABASE_URL for a Django connection's settings (PostgreSQL or SQLite)."""
+    if settings_dict["ENGINE"].endswith("sqlite3"):
+        return f"sqlite:///{settings_dict['NAME']}"
+    user = settings_dict.get("USER") or "postgres"
+    password = f":{settings_dict['PASSWORD']}" if settings_dict.get("PASSWORD") else ""
+    host = settings_dict.get("HOST") or "127.0.0.1"
+    port = settings_dict.get("PORT") or 5432
+    return f"postgres://{user}{password}@{host}:{port}/{settings_dict['NAME']}"
+
+
+class LiveServer:
+    """gunicorn -c deploy/gunicorn.conf.py on 127.0.0.1:<free port>, stopped by stop() (or `with`)."""
+
+    def __init__(self, database: str, data_dir: Path, workers: int = 2, env: dict[str, str] | None = None,
+                 log: Path | None = None) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log_path = log or data_dir / "gunicorn.log"
+        environment = {k: v for k, v in os.environ.items() if not k.startswith(("SENTE_", "DJANGO_"))}
+        environment.update({
+            "DJANGO_SETTINGS_MODULE": "server.settings",
+            "DATABASE_URL": database,
+            "SENTE_DATA_DIR": str(data_dir),
+            "STORAGE_URL": (data_dir / "files").as_uri(),
+            "SENTE_BIND": f"127.0.0.1:{self.port}",
+            "SENTE_WORKERS": str(workers),
+            "SENTE_ACCESS_LOG": "",
+            "SENTE_RUN_STATE_SECONDS": "0",  # tests change the run and look at once
+            "SENTE_TOKEN_CACHE_SECONDS": "0",
+            "PYTHONPATH": str(ROOT),
+        })
+        environment.update(env or {})
+        self._log = open(self.log_path, "wb")  # noqa: SIM115 (open for the server's whole life)
+        self.process = subprocess.Popen([sys.executable, "-m", "gunicorn", "-c", str(ROOT / "deploy/gunicorn.conf.py")],
+                                        cwd=ROOT, env=environment, stdout=self._log, stderr=subprocess.STDOUT)
+        self._wait()
+
+    def _wait(self, seconds: float = 60.0) -> None:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"gunicorn exited with {self.process.returncode}:\n{self.log()}")
+            try:
+                if requests.get(self.url + "/healthz", timeout=2).status_code == 200:
+                    return
+            except requests.RequestException:  # not listening yet, or still loading
+                pass
+            time.sleep(0.2)
+        self.stop()
+        raise RuntimeError(f"gunicorn did not answer within {seconds} s:\n{self.log()}")
+
+    def log(self) -> str:
+        self._log.flush()
+        return self.log_path.read_text(errors="replace")[-5000:]
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self._log.close()
+
+    def __enter__(self) -> LiveServer:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()

@@ -1,0 +1,333 @@
+"""``POST /api/v1/tasks/``: self-play and rating tasks, the task ledger, and the refusals (version,
+limits, no run, no work)."""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import timedelta
+
+import pytest
+from django.conf import settings as django_settings
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.test import override_settings
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
+from rest_framework.test import APIClient
+
+from common import __version__
+from server.distribution.models import Task
+from server.networks.models import Network
+from server.runs.models import create_run
+from tests.server import helpers
+from tests.server.conftest import new_task
+
+
+@pytest.fixture(autouse=True)
+def _fast_password_hashing(settings):
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+def _request(client, **changes):
+    body = {"client_version": __version__, "client_instance_id": "machine-1", "kinds": ["selfplay"], "games": 4}
+    body.update(changes)
+    body = {k: v for k, v in body.items() if v is not None}
+    return client.post("/api/v1/tasks/", body, format="json")
+
+
+def _error(response) -> dict:
+    body = response.json()
+    assert set(body) == {"error"}, body
+    assert body["error"]["code"] and body["error"]["message"], body
+    return body["error"]
+
+
+def _network(run, name: str, minutes_ago: int = 0, **fields):
+    return Network.objects.create(name=name, run=run, created_at=timezone.now() - timedelta(minutes=minutes_ago),
+                                  **fields)
+
+
+def _age_random(run) -> None:
+    """Make the run's random network a day old, older than the networks a test makes."""
+    run.networks.filter(is_random=True).update(created_at=timezone.now() - timedelta(days=1))
+
+
+def _with_settings(run, **gating):
+    document = helpers.SETTINGS.to_dict()
+    document["gating"].update(gating)
+    return run.set_settings(document)
+
+
+# --- self-play tasks ---------------------------------------------------------------------------------
+def test_selfplay_task(run, alice):
+    """A self-play task names the run's random network, carries the full settings document and its
+    version, the games, an expiry six hours on and the upload URL."""
+    before = timezone.now()
+    task = new_task(alice[1], games=4)
+    assert task["kind"] == "selfplay"
+    assert task["run"] == run.name
+    assert task["network"] == {"name": f"{run.name}-random", "is_random": True, "url": None, "sha256": None,
+                               "bytes": 0}
+    assert "networks" not in task
+    assert task["settings"] == helpers.SETTINGS.to_dict()
+    assert task["settings_version"] == 1
+    assert task["games"] == 4
+    expires = parse_datetime(task["expires_at"])
+    created = parse_datetime(task["created_at"])
+    assert before - timedelta(seconds=1) <= created <= timezone.now()
+    assert expires - created == timedelta(hours=6)
+    assert task["upload_url"].endswith("/api/v1/games/training/")
+    assert task["upload_url"].startswith("http")
+
+
+def test_task_is_recorded(run, alice):
+    """Every task handed out is a row: user, kind, network, settings version, games, client version and id."""
+    user, client = alice
+    body = new_task(client, games=7, version="0.1.0")
+    task = Task.objects.get(pk=body["id"])
+    assert task.user == user
+    assert task.run == run
+    assert task.kind == "selfplay"
+    assert task.network.name == f"{run.name}-random"
+    assert task.network_a is None and task.network_b is None
+    assert task.settings_version == run.current_settings()
+    assert task.games == 7
+    assert task.games_received == 0
+    assert task.client_version == "0.1.0"
+    assert task.client_instance_id == "machine-1"
+    assert parse_datetime(body["expires_at"]) == task.expires_at
+
+
+def test_each_request_is_a_new_task(run, alice, bob):
+    """Each request makes its own task, recorded for the user who asked."""
+    ids = {new_task(alice[1])["id"], new_task(alice[1])["id"], new_task(bob[1])["id"]}
+    assert len(ids) == 3
+    assert Task.objects.filter(user=alice[0]).count() == 2
+    assert Task.objects.filter(user=bob[0]).count() == 1
+
+
+def test_default_kinds_and_games(run, alice):
+    """Without kinds and games a client gets one self-play game (no rating games are due)."""
+    response = alice[1].post("/api/v1/tasks/", {"client_version": __version__, "client_instance_id": "m"},
+                             format="json")
+    assert response.status_code == 201, response.content
+    assert response.json()["kind"] == "selfplay"
+    assert response.json()["games"] == 1
+
+
+def test_task_uses_the_newest_settings(run, alice):
+    """After a settings change, tasks carry the new document and version."""
+    document = helpers.SETTINGS.to_dict()
+    document["selfplay"]["visits"] = 20
+    run.set_settings(document)
+    task = new_task(alice[1])
+    assert task["settings_version"] == 2
+    assert task["settings"]["selfplay"]["visits"] == 20
+
+
+def test_task_uses_an_uploaded_network(run, alice, trainer):
+    """After a trainer uploads a network, new tasks name it, with a URL that downloads the file."""
+    data = helpers.network_file("tasknet")
+    _, trainer_client = trainer
+    response = trainer_client.post("/api/v1/networks/", {
+        "name": "tasknet", "run": run.name, "train_step": 10, "rows_seen": 10,
+        "file": SimpleUploadedFile("tasknet.safetensors", data)}, format="multipart")
+    assert response.status_code == 201, response.content
+    task = new_task(alice[1])
+    network = task["network"]
+    assert network["name"] == "tasknet"
+    assert network["is_random"] is False
+    assert network["sha256"] == hashlib.sha256(data).hexdigest()
+    assert network["bytes"] == len(data)
+    assert network["url"].endswith("/api/v1/networks/tasknet/file")
+    download = APIClient().get(network["url"])
+    assert download.status_code == 200
+    assert b"".join(download.streaming_content) == data
+    assert Task.objects.get(pk=task["id"]).network.name == "tasknet"
+
+
+def test_task_skips_rejected_and_retired_networks(run, alice):
+    """Self-play uses the newest network that is neither rejected nor retired."""
+    _age_random(run)
+    _network(run, "good", 30, state="accepted")
+    _network(run, "retired", 20, state="retired")
+    _network(run, "rejected", 10, state="rejected")
+    assert new_task(alice[1])["network"]["name"] == "good"
+    _network(run, "fresh", 0, state="candidate")
+    assert new_task(alice[1])["network"]["name"] == "fresh"
+
+
+def test_task_from_the_current_run(run, alice):
+    """Tasks come from the newest active run."""
+    create_run("newer", {})
+    task = new_task(alice[1])
+    assert task["run"] == "newer"
+    assert task["network"]["name"] == "newer-random"
+
+
+# --- refusals -----------------------------------------------------------------------------------------
+def test_unauthenticated(run):
+    """A task request without credentials gets 401 and records nothing."""
+    response = _request(APIClient())
+    assert response.status_code == 401
+    _error(response)
+    assert Task.objects.count() == 0
+
+
+def test_old_client_must_upgrade(run, alice):
+    """A client older than the run's minimum version gets 426 upgrade_required naming the version needed."""
+    run.min_client_version = "0.2.0"
+    run.save()
+    response = _request(alice[1], client_version="0.1.9")
+    assert response.status_code == 426
+    error = _error(response)
+    assert error["code"] == "upgrade_required"
+    assert error["min_client_version"] == "0.2.0"
+    assert "0.2.0" in error["message"]
+    assert Task.objects.count() == 0
+    # the minimum itself and newer versions are fine (compared as numbers, not text)
+    assert _request(alice[1], client_version="0.2").status_code == 201
+    assert _request(alice[1], client_version="0.10.0").status_code == 201
+
+
+@pytest.mark.parametrize("version", ["latest", "1", "1.2.3.4", "v0.1.0", ""])
+def test_malformed_client_version(run, alice, version):
+    """A client version that is not MAJOR.MINOR[.PATCH] gets 400 naming client_version."""
+    response = _request(alice[1], client_version=version)
+    assert response.status_code == 400
+    assert _error(response)["field"] == "client_version"
+
+
+@pytest.mark.parametrize("instance", ["", "has space", "x" * 65, "slash/id"])
+def test_malformed_instance_id(run, alice, instance):
+    """A bad client instance id gets 400 naming client_instance_id."""
+    response = _request(alice[1], client_instance_id=instance)
+    assert response.status_code == 400
+    assert _error(response)["field"] == "client_instance_id"
+
+
+def test_too_many_games(run, alice):
+    """More games than SENTE_LIMITS["games_per_task"] gets 400 naming games; the limit itself is fine."""
+    most = django_settings.SENTE_LIMITS["games_per_task"]
+    response = _request(alice[1], games=most + 1)
+    assert response.status_code == 400
+    error = _error(response)
+    assert error["field"] == "games"
+    assert str(most) in error["message"]
+    assert _request(alice[1], games=most).status_code == 201
+    with override_settings(SENTE_LIMITS={**django_settings.SENTE_LIMITS, "games_per_task": 3}):
+        assert _request(alice[1], games=4).status_code == 400
+        assert _request(alice[1], games=3).status_code == 201
+
+
+@pytest.mark.parametrize("games", [0, -1, "many"])
+def test_bad_games(run, alice, games):
+    """Zero, negative or non-numeric games get 400 naming games."""
+    response = _request(alice[1], games=games)
+    assert response.status_code == 400
+    assert _error(response)["field"] == "games"
+
+
+@pytest.mark.parametrize("kinds", [["training"], ["selfplay", "bogus"], [], "selfplay"])
+def test_bad_kinds(run, alice, kinds):
+    """An unknown kind, an empty list or a non-list gets 400 naming kinds."""
+    response = _request(alice[1], kinds=kinds)
+    assert response.status_code == 400
+    assert _error(response)["field"].startswith("kinds")
+    assert Task.objects.count() == 0
+
+
+def test_no_active_run(db, alice):
+    """With no active run a task request gets 503 no_run."""
+    response = _request(alice[1])
+    assert response.status_code == 503
+    assert _error(response)["code"] == "no_run"
+
+
+def test_paused_run_gives_no_work(run, alice):
+    """A paused run hands out no tasks."""
+    run.status = "paused"
+    run.save()
+    response = _request(alice[1])
+    assert response.status_code == 503
+    assert _error(response)["code"] == "no_run"
+
+
+# --- rating tasks --------------------------------------------------------------------------------------
+def test_rating_only_with_just_the_random_network(run, alice):
+    """Asking only for rating games while the run has only its random network gets 503 no_work."""
+    response = _request(alice[1], kinds=["rating"])
+    assert response.status_code == 503
+    assert _error(response)["code"] == "no_work"
+    assert Task.objects.count() == 0
+
+
+def test_rating_task_with_an_uploaded_network(run, alice, trainer):
+    """With a second network, a rating-only request gets a rating task with both networks."""
+    _, trainer_client = trainer
+    data = helpers.network_file("rated")
+    response = trainer_client.post("/api/v1/networks/", {
+        "name": "rated", "run": run.name, "parent": f"{run.name}-random",
+        "file": SimpleUploadedFile("rated.safetensors", data)}, format="multipart")
+    assert response.status_code == 201, response.content
+    task = new_task(alice[1], kinds=("rating",), games=2)
+    assert task["kind"] == "rating"
+    assert "network" not in task
+    names = {n["name"] for n in task["networks"]}
+    assert names == {"rated", f"{run.name}-random"}
+    by_name = {n["name"]: n for n in task["networks"]}
+    assert by_name["rated"]["sha256"] == hashlib.sha256(data).hexdigest()
+    assert by_name["rated"]["url"].endswith("/api/v1/networks/rated/file")
+    assert by_name[f"{run.name}-random"]["is_random"] is True
+    assert task["upload_url"].endswith("/api/v1/games/rating/")
+    assert task["games"] == 2
+    assert task["settings"] == helpers.SETTINGS.to_dict()
+    row = Task.objects.get(pk=task["id"])
+    assert row.kind == "rating"
+    assert row.network is None
+    assert {row.network_a.name, row.network_b.name} == names
+
+
+def test_rating_pairs_the_newest_with_its_parent(run, alice):
+    """The rating pair is the self-play network and its parent (not simply the two newest)."""
+    random_net = run.networks.get(is_random=True)
+    first = _network(run, "first", 20, parent=random_net)
+    _network(run, "second", 10, parent=first)
+    _network(run, "third", 0, parent=first)
+    task = new_task(alice[1], kinds=("rating",))
+    assert {n["name"] for n in task["networks"]} == {"third", "first"}
+
+
+def test_rating_without_parent_pairs_the_one_before(run, alice):
+    """A network without a parent is rated against the run's network before it."""
+    _age_random(run)
+    _network(run, "p-old", 20)
+    _network(run, "p-new", 0)
+    task = new_task(alice[1], kinds=("rating",))
+    assert {n["name"] for n in task["networks"]} == {"p-new", "p-old"}
+
+
+def test_rating_share_follows_the_settings(run, alice):
+    """With both kinds, gating.rating_game_prob decides: 1 gives rating tasks, 0 self-play tasks."""
+    _network(run, "second-net", 0)
+    _with_settings(run, rating_game_prob=1.0)
+    for _ in range(3):
+        task = new_task(alice[1], kinds=("selfplay", "rating"))
+        assert task["kind"] == "rating"
+        assert task["settings_version"] == 2
+    _with_settings(run, rating_game_prob=0.0)
+    for _ in range(3):
+        assert new_task(alice[1], kinds=("selfplay", "rating"))["kind"] == "selfplay"
+
+
+def test_rating_preferred_but_none_due_falls_back_to_selfplay(run, alice):
+    """With both kinds and rating_game_prob 1 but no pair to rate, the client gets self-play."""
+    _with_settings(run, rating_game_prob=1.0)
+    assert new_task(alice[1], kinds=("selfplay", "rating"))["kind"] == "selfplay"
+
+
+def test_selfplay_only_never_gets_rating(run, alice):
+    """A client asking only for self-play never gets a rating task, whatever the settings say."""
+    _network(run, "other-net", 0)
+    _with_settings(run, rating_game_prob=1.0)
+    for _ in range(3):
+        assert new_task(alice[1], kinds=("selfplay",))["kind"] == "selfplay"
