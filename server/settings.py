@@ -172,6 +172,11 @@ def _storages() -> dict:
     if url.scheme == "file":
         default = {"BACKEND": "server.files.AtomicFileSystemStorage", "OPTIONS": {"location": url.path}}
     elif url.scheme == "s3":
+        try:
+            import storages.backends.s3  # noqa: F401
+        except ImportError:
+            raise ImproperlyConfigured(f"STORAGE_URL {url.geturl()!r} needs django-storages with boto3: "
+                                       "pip install 'django-storages[s3]'") from None
         options = {"bucket_name": url.netloc, "location": url.path.strip("/"), "file_overwrite": False,
                    "querystring_auth": True}
         for key, values in parse_qs(url.query).items():

@@ -8,9 +8,9 @@ from server import views
 from server.accounts import views as account_views
 
 urlpatterns = [
+    path("api/v1/", include("server.api.urls")),
     path("", views.home, name="home"),
     path("healthz", views.healthz, name="healthz"),
-    path("api/v1/", include("server.api.urls")),
     path("admin/", admin.site.urls),
     path("accounts/signup/", account_views.signup, name="signup"),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),

@@ -36,21 +36,21 @@ for i, key in ipairs(KEYS) do
 end
 return counts
 """
-_script: tuple[object, object] | None = None  # (connection pool, script on a client of it)
+_scripts: dict[int, tuple[object, object]] = {}  # id(connection pool) -> (pool, script on a client of it)
 
 
 def _redis_script():
     """The counting script on a client of the default cache's Redis pool (None for other caches).
-    One client per pool and process: making a Redis client costs more than the round trip."""
-    global _script
+    One client per pool (each thread has its cache and pool): making a Redis client costs more than
+    the round trip."""
     cache = caches["default"]
     if not isinstance(cache, RedisCache):
         return None
     pool = cache._cache._get_connection_pool(write=True)
-    if _script is None or _script[0] is not pool:
-        client = cache._cache._client(connection_pool=pool)
-        _script = (pool, client.register_script(_COUNT))
-    return _script[1]
+    entry = _scripts.get(id(pool))
+    if entry is None or entry[0] is not pool:
+        entry = _scripts[id(pool)] = (pool, cache._cache._client(connection_pool=pool).register_script(_COUNT))
+    return entry[1]
 
 
 class RateLimits(BaseThrottle):

@@ -10,7 +10,11 @@ from server.games.api import RatingGameUpload, TrainingGameUpload
 from server.networks.api import NetworkDetail, NetworkFile, NetworkList
 from server.runs.api import CurrentRun, RunDetail, RunList
 
+# The busiest endpoints first: URLs are matched in order.
 urlpatterns = [
+    path("tasks/", TaskView.as_view(), name="task-create"),
+    path("games/training/", TrainingGameUpload.as_view(), name="game-training-upload"),
+    path("games/rating/", RatingGameUpload.as_view(), name="game-rating-upload"),
     path("auth/token/", TokenView.as_view(), name="auth-token"),
     path("me/", MeView.as_view(), name="me"),
     path("runs/", RunList.as_view(), name="run-list"),
@@ -19,9 +23,6 @@ urlpatterns = [
     path("networks/", NetworkList.as_view(), name="network-list"),
     path("networks/<str:name>/", NetworkDetail.as_view(), name="network-detail"),
     path("networks/<str:name>/file", NetworkFile.as_view(), name="network-file"),
-    path("tasks/", TaskView.as_view(), name="task-create"),
-    path("games/training/", TrainingGameUpload.as_view(), name="game-training-upload"),
-    path("games/rating/", RatingGameUpload.as_view(), name="game-rating-upload"),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
     re_path(r"^(?P<path>.*)$", not_found),

@@ -20,6 +20,11 @@ def _fresh_storage(settings, tmp_path):
 
 
 @pytest.fixture(autouse=True)
+def _fast_password_hashing(settings):
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # the default takes 0.2 s
+
+
+@pytest.fixture(autouse=True)
 def _fresh_throttles():
     cache.clear()  # throttle counters live in the cache
     yield
@@ -85,3 +90,11 @@ def stored_files() -> list[Path]:
 
     root = Path(settings.STORAGES["default"]["OPTIONS"]["location"])
     return sorted(p for p in root.rglob("*") if p.is_file()) if root.exists() else []
+
+
+def api_error(response) -> dict:
+    """The error object of an API error response (which must have nothing else)."""
+    body = response.json()
+    assert set(body) == {"error"}, body
+    assert body["error"]["code"] and body["error"]["message"], body
+    return body["error"]

@@ -17,15 +17,10 @@ from server.accounts.models import ClientToken, User
 from server.distribution.models import Task
 from server.games.models import RatingGame, TrainingGame
 from server.networks.models import Network
+from tests.server.conftest import api_error as _error
 from tests.server.conftest import new_task
 
 PASSWORD = "a long enough password"
-
-
-@pytest.fixture(autouse=True)
-def _fast_password_hashing(settings):
-    """A fast hasher: these tests make many users and check many passwords."""
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
 @pytest.fixture
@@ -39,14 +34,6 @@ def _signup_data(username="carol", email="carol@example.org", password="correct 
 
 def _session_user_id(client: Client) -> str | None:
     return client.session.get("_auth_user_id")
-
-
-def _error(response) -> dict:
-    body = response.json()
-    assert set(body) == {"error"}, body
-    assert isinstance(body["error"]["code"], str) and body["error"]["code"], body
-    assert isinstance(body["error"]["message"], str) and body["error"]["message"], body
-    return body["error"]
 
 
 # --- sign-up -----------------------------------------------------------------------------------------

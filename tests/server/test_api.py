@@ -20,6 +20,7 @@ from common import __version__
 from common.protocol import TASK_KINDS
 from server.accounts.models import ClientToken, User
 from server.distribution.models import Task
+from tests.server.conftest import api_error as _error
 
 PASSWORD = "a long enough password"
 
@@ -36,18 +37,6 @@ ENDPOINTS = {
     "/api/v1/games/training/": {"post"},
     "/api/v1/games/rating/": {"post"},
 }
-
-
-@pytest.fixture(autouse=True)
-def _fast_password_hashing(settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
-def _error(response) -> dict:
-    body = response.json()
-    assert set(body) == {"error"}, body
-    assert body["error"]["code"] and body["error"]["message"], body
-    return body["error"]
 
 
 # --- schema and docs -----------------------------------------------------------------------------------

@@ -21,12 +21,8 @@ from server.distribution.models import Task
 from server.networks.models import Network
 from server.runs.models import create_run
 from tests.server import helpers
+from tests.server.conftest import api_error as _error
 from tests.server.conftest import stored_files
-
-
-@pytest.fixture(autouse=True)
-def _fast_password_hashing(settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
 @functools.cache
@@ -45,13 +41,6 @@ def _fields(name: str, data: bytes | None = None, run: str = helpers.RUN, **extr
 
 def _upload(client: APIClient, name: str, data: bytes | None = None, **extra):
     return client.post("/api/v1/networks/", _fields(name, data, **extra), format="multipart")
-
-
-def _error(response) -> dict:
-    body = response.json()
-    assert set(body) == {"error"}, body
-    assert body["error"]["code"] and body["error"]["message"], body
-    return body["error"]
 
 
 def _storage_path(sha256: str):

@@ -19,11 +19,6 @@ from server.runs.models import Run, RunSettingsVersion, create_run
 from tests.server import helpers
 
 
-@pytest.fixture(autouse=True)
-def _fast_password_hashing(settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
 # --- create_run and set_settings ------------------------------------------------------------------------
 def test_create_run_makes_version_1_and_the_random_network(run):
     """create_run makes settings version 1 (the canonical document) and the accepted random network."""

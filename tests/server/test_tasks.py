@@ -19,12 +19,8 @@ from server.distribution.models import Task
 from server.networks.models import Network
 from server.runs.models import create_run
 from tests.server import helpers
+from tests.server.conftest import api_error as _error
 from tests.server.conftest import new_task
-
-
-@pytest.fixture(autouse=True)
-def _fast_password_hashing(settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
 def _request(client, **changes):
@@ -32,13 +28,6 @@ def _request(client, **changes):
     body.update(changes)
     body = {k: v for k, v in body.items() if v is not None}
     return client.post("/api/v1/tasks/", body, format="json")
-
-
-def _error(response) -> dict:
-    body = response.json()
-    assert set(body) == {"error"}, body
-    assert body["error"]["code"] and body["error"]["message"], body
-    return body["error"]
 
 
 def _network(run, name: str, minutes_ago: int = 0, **fields):
