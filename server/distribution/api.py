@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import re
 from datetime import timedelta
 
 from django.conf import settings
@@ -42,6 +43,30 @@ class TaskRequest(serializers.Serializer):
         if value > most:
             raise serializers.ValidationError(f"at most {most} games per task, got {value}")
         return value
+
+
+_INSTANCE_ID = re.compile(r"^[A-Za-z0-9._:-]{1,64}$")
+
+
+def plain_request(data) -> dict | None:
+    """The common, well-formed task request, checked without building a serializer (task requests
+    are the server's most frequent; DRF's serializer costs a tenth of their time). Returns the
+    values as TaskRequest would, or None for anything else, which then goes through TaskRequest
+    and gets its error messages. Never accepts what TaskRequest refuses."""
+    if type(data) is not dict or not set(data) <= {"client_version", "client_instance_id", "kinds", "games"}:
+        return None
+    version, instance = data.get("client_version"), data.get("client_instance_id")
+    kinds, games = data.get("kinds", list(TASK_KINDS)), data.get("games", 1)
+    if (type(version) is not str or len(version) > 16 or type(instance) is not str
+            or not _INSTANCE_ID.match(instance) or type(kinds) is not list or not kinds
+            or any(k not in TASK_KINDS for k in kinds) or type(games) is not int
+            or not 1 <= games <= settings.SENTE_LIMITS["games_per_task"]):
+        return None
+    try:
+        parse_version(version)
+    except ValueError:
+        return None
+    return {"client_version": version, "client_instance_id": instance, "kinds": kinds, "games": games}
 
 
 def rating_pair(run: Run) -> tuple[Network, Network] | None:
@@ -88,9 +113,11 @@ class TaskView(APIView):
         "games": serializers.IntegerField(), "expires_at": serializers.DateTimeField(),
         "upload_url": serializers.URLField()})})
     def post(self, request):
-        data = TaskRequest(data=request.data)
-        data.is_valid(raise_exception=True)
-        v = data.validated_data
+        v = plain_request(request.data)
+        if v is None:
+            data = TaskRequest(data=request.data)
+            data.is_valid(raise_exception=True)
+            v = data.validated_data
         state = current_state()
         if state is None:
             raise ApiError("no run is active on this server; try again later", code="no_run", status_code=503)

@@ -320,3 +320,33 @@ def test_selfplay_only_never_gets_rating(run, alice):
     _with_settings(run, rating_game_prob=1.0)
     for _ in range(3):
         assert new_task(alice[1], kinds=("selfplay",))["kind"] == "selfplay"
+
+
+@pytest.mark.parametrize("body", [
+    {"client_version": "0.1.0", "client_instance_id": "a", "kinds": ["selfplay"], "games": 3},
+    {"client_version": "0.1", "client_instance_id": "m:1.x-y_z"},
+    {"client_version": "0.1.0", "client_instance_id": "a", "kinds": ["rating", "selfplay"], "games": 256},
+    {"client_version": "0.1.0", "client_instance_id": "a", "games": 257},
+    {"client_version": "0.1.0", "client_instance_id": "a", "games": 0},
+    {"client_version": "0.1.0", "client_instance_id": "a", "games": True},
+    {"client_version": "0.1.0", "client_instance_id": "a", "games": "3"},
+    {"client_version": "0.1.0", "client_instance_id": "a", "kinds": []},
+    {"client_version": "0.1.0", "client_instance_id": "a", "kinds": ["training"]},
+    {"client_version": "0.1.0", "client_instance_id": "a", "kinds": "selfplay"},
+    {"client_version": "1", "client_instance_id": "a"},
+    {"client_version": "0.1.0" * 4, "client_instance_id": "a"},
+    {"client_version": "0.1.0", "client_instance_id": "with space"},
+    {"client_version": "0.1.0", "client_instance_id": "x" * 65},
+    {"client_version": "0.1.0"},
+    {"client_version": "0.1.0", "client_instance_id": "a", "extra": 1},
+    ["not", "a", "dict"],
+])
+def test_the_plain_path_agrees_with_the_serializer(db, body):
+    """The fast check of task requests takes only what the serializer takes, and gives the same values."""
+    from server.distribution.api import TaskRequest, plain_request
+
+    plain = plain_request(body)
+    serializer = TaskRequest(data=body)
+    if plain is not None:
+        assert serializer.is_valid(), serializer.errors
+        assert plain == dict(serializer.validated_data)
