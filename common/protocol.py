@@ -61,9 +61,17 @@ def _network(path: str, value: str) -> None:
     _need(re.fullmatch(NETWORK_NAME_PATTERN, value) is not None, path, f"{value!r} is not a network name")
 
 
-def _board(path: str, x: int, y: int) -> None:
-    _in_range(f"{path}.board_x_size" if path else "board_x_size", x, 2, 19)
-    _in_range(f"{path}.board_y_size" if path else "board_y_size", y, 2, 19)
+def _check_game(meta) -> None:
+    """What every game's metadata has: its id, board, komi, rules, result, moves and settings version."""
+    _game_id("game_id", meta.game_id)
+    _in_range("board_x_size", meta.board_x_size, 2, 19)
+    _in_range("board_y_size", meta.board_y_size, 2, 19)
+    _in_range("komi", meta.komi, -150.0, 150.0)
+    _need(float(meta.komi * 2).is_integer(), "komi", f"must be a multiple of 0.5, got {meta.komi}")
+    _rules("rules", meta.rules)
+    _need(len(meta.result) <= 16, "result", "is longer than 16 characters")
+    _in_range("moves", meta.moves, 0, 100_000)
+    _in_range("settings_version", meta.settings_version, 1)
 
 
 @dataclass(frozen=True)
@@ -84,16 +92,9 @@ class TrainingGameMetadata(_Settings):
     handicap: int = 0
 
     def validate(self, path: str = "") -> None:
-        _game_id("game_id", self.game_id)
         _network("network", self.network)
-        _board(path, self.board_x_size, self.board_y_size)
-        _in_range("komi", self.komi, -150.0, 150.0)
-        _need(float(self.komi * 2).is_integer(), "komi", f"must be a multiple of 0.5, got {self.komi}")
-        _rules("rules", self.rules)
-        _need(len(self.result) <= 16, "result", "is longer than 16 characters")
-        _in_range("moves", self.moves, 0, 100_000)
+        _check_game(self)
         _in_range("rows", self.rows, 0, 100_000)
-        _in_range("settings_version", self.settings_version, 1)
         _in_range("handicap", self.handicap, 0, 9)
 
     @property
@@ -117,16 +118,9 @@ class RatingGameMetadata(_Settings):
     settings_version: int
 
     def validate(self, path: str = "") -> None:
-        _game_id("game_id", self.game_id)
         _network("black_network", self.black_network)
         _network("white_network", self.white_network)
-        _board(path, self.board_x_size, self.board_y_size)
-        _in_range("komi", self.komi, -150.0, 150.0)
-        _need(float(self.komi * 2).is_integer(), "komi", f"must be a multiple of 0.5, got {self.komi}")
-        _rules("rules", self.rules)
-        _need(len(self.result) <= 16, "result", "is longer than 16 characters")
-        _in_range("moves", self.moves, 0, 100_000)
-        _in_range("settings_version", self.settings_version, 1)
+        _check_game(self)
 
     @property
     def parsed_rules(self) -> Rules:

@@ -284,15 +284,23 @@ def _store(model: type[GameRow], task: Task, user, fields: dict, files: dict[str
         raise
 
 
+def _begin(upload: Upload, user, metadata_cls: type, model: type[GameRow], kind: str):
+    """The checks every upload starts with: the request, the metadata, a retry (the stored game is
+    returned, the task not checked), then the task. Returns (metadata, stored game or None, task)."""
+    _require(upload, ("task", "metadata", "sgf") + (("npz",) if model is TrainingGame else ()))
+    _check_sizes(upload)
+    meta = _metadata(upload, metadata_cls)
+    existing = _existing(model, meta.game_id, user)
+    if existing is not None:
+        return meta, existing, None
+    return meta, None, _task(upload, user, kind)
+
+
 def take_training_game(user, upload: Upload) -> tuple[TrainingGame, bool]:
     """Check and store a self-play game; returns it and whether it is new (False: the user's retry)."""
-    _require(upload, ("task", "metadata", "sgf", "npz"))
-    _check_sizes(upload)
-    meta: TrainingGameMetadata = _metadata(upload, TrainingGameMetadata)
-    existing = _existing(TrainingGame, meta.game_id, user)
+    meta, existing, task = _begin(upload, user, TrainingGameMetadata, TrainingGame, Task.Kind.SELFPLAY)
     if existing is not None:
         return existing, False
-    task = _task(upload, user, Task.Kind.SELFPLAY)
     if meta.network != task.network.name:
         raise invalid("metadata.network", f"is {meta.network!r}, but the task's network is {task.network.name!r}",
                       "mismatch")
@@ -314,13 +322,9 @@ def take_training_game(user, upload: Upload) -> tuple[TrainingGame, bool]:
 
 def take_rating_game(user, upload: Upload) -> tuple[RatingGame, bool]:
     """Check and store a rating game; returns it and whether it is new."""
-    _require(upload, ("task", "metadata", "sgf"))
-    _check_sizes(upload)
-    meta: RatingGameMetadata = _metadata(upload, RatingGameMetadata)
-    existing = _existing(RatingGame, meta.game_id, user)
+    meta, existing, task = _begin(upload, user, RatingGameMetadata, RatingGame, Task.Kind.RATING)
     if existing is not None:
         return existing, False
-    task = _task(upload, user, Task.Kind.RATING)
     names = {task.network_a.name, task.network_b.name}
     if meta.black_network == meta.white_network or {meta.black_network, meta.white_network} != names:
         raise invalid("metadata.black_network", f"the game is {meta.black_network!r} (black) against "
