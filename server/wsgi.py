@@ -6,3 +6,10 @@ from django.core.wsgi import get_wsgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "server.settings")
 application = get_wsgi_application()
+
+if os.environ.get("SENTE_WARM_UP", "1") == "1":
+    # Load the compiled kernels the upload checks use now: gunicorn loads this module once and forks
+    # its workers from it (preload_app), so none of them pays for it on its first upload.
+    from server.games.ingest import warm_up
+
+    warm_up()

@@ -1,11 +1,13 @@
-"""Request body limits, checked before a body is read: a request whose declared length is above the
-limit is answered 413 at once. Network uploads (trainers only) have their own, larger limit."""
+"""Middleware of the API: request body limits, checked before a body is read (a request whose declared
+length is above the limit is answered 413 at once; network uploads, trainers only, have their own
+larger limit), and the site's messages kept off API requests."""
 
 from __future__ import annotations
 
 import json
 
 from django.conf import settings
+from django.contrib.messages.middleware import MessageMiddleware
 from django.http import HttpResponse
 
 from server.api.errors import error_body
@@ -34,3 +36,17 @@ class RequestSizeLimitMiddleware:
 
 def _too_large(message: str, status: int = 413, code: str = "too_large") -> HttpResponse:
     return HttpResponse(json.dumps(error_body(code, message)), status=status, content_type="application/json")
+
+
+class SiteMessageMiddleware(MessageMiddleware):
+    """Django's messages (notes shown on the next web page) for the site and the admin only: API
+    requests never show them, and setting up their storage is a share of a task request's cost."""
+
+    def process_request(self, request):
+        if not request.path.startswith("/api/"):
+            super().process_request(request)
+
+    def process_response(self, request, response):
+        if hasattr(request, "_messages"):
+            return super().process_response(request, response)
+        return response

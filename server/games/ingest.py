@@ -348,3 +348,18 @@ def take_rating_game(user, upload: Upload) -> tuple[RatingGame, bool]:
                   **_outcome(meta.result, game))
     return _store(RatingGame, task, user, fields, {"sgf": (upload.sgf, ".sgf")})
 
+
+
+def warm_up() -> None:
+    """Run the checks' compiled kernels once (replaying, scoring, reading rows) so that they are loaded
+    before the first upload; a server calls this before its workers start, which then share them."""
+    from common.go.geometry import loc_of
+    from common.go.rules import Rules
+
+    game = Game(9, 9, Rules(ko="POSITIONAL", suicide=False), 7.0)
+    for x, y in ((2, 2), (6, 6), (2, 6), (6, 2)):
+        game.play(loc_of(x, y))
+    game.end_if_all_pass_alive()
+    game.score()
+    record = parse_collection(b"(;GM[1]FF[4]SZ[9]KM[7];B[cc];W[gg])")
+    record_from_tree(record[0]).to_game()
