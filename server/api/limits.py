@@ -21,6 +21,10 @@ class RequestSizeLimitMiddleware:
 
     def __call__(self, request):
         length = request.META.get("CONTENT_LENGTH")
+        if not length and request.path.startswith("/api/") and "chunked" in request.META.get(
+                "HTTP_TRANSFER_ENCODING", "").lower():
+            return _too_large("a body without Content-Length (chunked) is not taken: send its length", 411,
+                              "length_required")
         if length:
             try:
                 size = int(length)

@@ -296,3 +296,11 @@ def test_default_rates_let_normal_use_through(run):
     for _ in range(5):
         assert _task(client).status_code == 201
         assert client.get("/api/v1/me/").status_code == 200
+
+
+def test_a_chunked_api_body_without_length_is_refused(db):
+    """Bodies must declare their length, so that the size limits apply before anything is read."""
+    response = Client().generic("POST", "/api/v1/tasks/", b"", content_type="application/json",
+                                HTTP_TRANSFER_ENCODING="chunked", CONTENT_LENGTH="")
+    assert response.status_code == 411
+    assert response.json()["error"]["code"] == "length_required"
