@@ -42,7 +42,7 @@ from common.protocol import MetadataError, RatingGameMetadata, TrainingGameMetad
 from common.settings import MatchSettings, RulesChoice, SelfPlaySettings
 from server.api.errors import ApiError, invalid
 from server.distribution.models import Task
-from server.files import StoredFiles, sha256_of
+from server.files import StoredFiles, content_name, sha256_of
 from server.games.models import Game as GameRow
 from server.games.models import RatingGame, TrainingGame, Winner
 
@@ -258,16 +258,23 @@ def _referenced(name: str) -> bool:
 
 
 def _store(model: type[GameRow], task: Task, user, fields: dict, files: dict[str, tuple[bytes, str]]):
-    """Insert the row, write its files, count it on its task, commit; or leave nothing."""
+    """Insert the row, write its files (named by their content), count it on its task, commit; or
+    leave nothing."""
     stored = StoredFiles()
     try:
         with transaction.atomic():
             game = model(task=task, user=user, run=task.run, settings_version=task.settings_version, **fields)
-            for name, (data, suffix) in files.items():
-                digest = sha256_of(data)
-                setattr(game, f"{name}_sha256", digest)
-                getattr(game, name).name = stored.put(name, data, suffix, sha256=digest)
+            digests = {name: sha256_of(data) for name, (data, _) in files.items()}
+            for name, (_, suffix) in files.items():
+                setattr(game, f"{name}_sha256", digests[name])
+                getattr(game, name).name = content_name(name, digests[name], suffix)
+            # The row first: a concurrent upload of the same game id fails here, before writing anything.
             game.save(force_insert=True)
+            for name, (data, suffix) in files.items():
+                expected = getattr(game, name).name
+                saved = stored.put(name, data, suffix, sha256=digests[name])
+                if saved != expected and not stored.storage.exists(expected):
+                    raise RuntimeError(f"storage kept the {name} file under another name than {expected}")
             counted = Task.objects.filter(pk=task.pk, games_received__lt=F("games")).update(
                 games_received=F("games_received") + 1)
             if not counted:
