@@ -19,6 +19,7 @@ API_PREFIX = "/api/v1/"
 CLIENT_VERSION = __version__
 GAME_ID_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}"
 NETWORK_NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}"
+INSTANCE_ID_PATTERN = r"[A-Za-z0-9._:-]{1,64}"  # a client installation
 TASK_KINDS = ("selfplay", "rating")
 
 _VERSION = re.compile(r"^(\d+)\.(\d+)(?:\.(\d+))?$")
@@ -97,10 +98,6 @@ class TrainingGameMetadata(_Settings):
         _in_range("rows", self.rows, 0, 100_000)
         _in_range("handicap", self.handicap, 0, 9)
 
-    @property
-    def parsed_rules(self) -> Rules:
-        return Rules.from_text(self.rules)
-
 
 @dataclass(frozen=True)
 class RatingGameMetadata(_Settings):
@@ -121,7 +118,3 @@ class RatingGameMetadata(_Settings):
         _network("black_network", self.black_network)
         _network("white_network", self.white_network)
         _check_game(self)
-
-    @property
-    def parsed_rules(self) -> Rules:
-        return Rules.from_text(self.rules)

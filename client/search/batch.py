@@ -29,7 +29,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit, prange
 
-from client.search.cache import V_LEN, cache_find, cache_put, cache_slot, copy_board_points, copy_into
+from client.search.cache import V_LEN, cache_find, cache_put, cache_slot, copy_board_points, copy_into, stored_key
 from client.search.tree import (
     DESCEND_COLLISION,
     DESCEND_FULL,
@@ -383,7 +383,7 @@ def _store_share(t, r, w, b, cache, leaves, share, shares):
         for j in range(t.gi[i, GI_LEAVES]):
             slot = i * leaves + j
             key = b.keys[slot]
-            if cache_slot(cache, key if key != 0 else np.int64(1)) % shares == share:
+            if cache_slot(cache, stored_key(key)) % shares == share:
                 leaf = w.path[i, j, w.path_len[i, j] - 1]
                 cache_put(cache, key, b.probs[slot], b.values[slot], t.ladder[i, leaf], r.boards[i, M_XSIZE],
                           r.boards[i, M_YSIZE])

@@ -50,6 +50,12 @@ def new_cache(entries: int) -> EvalCache:
 
 
 @njit(cache=True, inline="always", _nrt=False)
+def stored_key(key):
+    """The key as stored: 0 marks an empty slot, so a position whose key is 0 is stored as 1."""
+    return key if key != 0 else np.int64(1)
+
+
+@njit(cache=True, inline="always", _nrt=False)
 def cache_slot(cache, key):
     return (key ^ (key >> 31)) & (cache.keys.shape[0] - 1)
 
@@ -65,7 +71,7 @@ def copy_into(dst, src):
 @njit(cache=True, inline="always", _nrt=False)
 def cache_find(cache, key):
     """The slot holding key, or -1."""
-    k = key if key != 0 else np.int64(1)
+    k = stored_key(key)
     s = cache_slot(cache, k)
     return s if cache.keys[s] == k else -1
 
@@ -81,7 +87,7 @@ def copy_board_points(dst, src, x_size, y_size):
 @njit(cache=True, _nrt=False)
 def cache_put(cache, key, policy, values, ladder, x_size, y_size):
     """Store an evaluation of a position on an x_size by y_size board (only its points are kept)."""
-    k = key if key != 0 else np.int64(1)
+    k = stored_key(key)
     s = cache_slot(cache, k)
     cache.keys[s] = k
     copy_board_points(cache.policy[s], policy, x_size, y_size)

@@ -55,5 +55,5 @@ def choose_move(visits: np.ndarray, temperature: float, rng: np.random.Generator
     # Weights (v / v_max)^(1/T) (zero where unvisited), drawn from by inverting their running sum.
     w = np.power(v / v[top], 1.0 / temperature)
     cdf = np.cumsum(w)
-    k = int(np.searchsorted(cdf, rng.random() * cdf[-1], side="right"))
-    return min(k, v.size - 1) if w[min(k, v.size - 1)] > 0 else top
+    k = min(int(np.searchsorted(cdf, rng.random() * cdf[-1], side="right")), v.size - 1)
+    return k if w[k] > 0 else top  # the clamp can only land on an unvisited edge by rounding

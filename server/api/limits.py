@@ -23,22 +23,22 @@ class RequestSizeLimitMiddleware:
         length = request.META.get("CONTENT_LENGTH")
         if not length and request.path.startswith("/api/") and "chunked" in request.META.get(
                 "HTTP_TRANSFER_ENCODING", "").lower():
-            return _too_large("a body without Content-Length (chunked) is not taken: send its length", 411,
+            return _refuse("a body without Content-Length (chunked) is not taken: send its length", 411,
                               "length_required")
         if length:
             try:
                 size = int(length)
             except ValueError:
-                return _too_large("the Content-Length header is not a number", 400, "invalid")
+                return _refuse("the Content-Length header is not a number", 400, "invalid")
             limits = settings.SENTE_LIMITS
             limit = limits["network_bytes"] + 1024 * 1024 if request.path == NETWORK_UPLOAD_PATH \
                 else limits["request_bytes"]
             if size > limit:
-                return _too_large(f"the request body has {size} bytes, more than the {limit} this server takes")
+                return _refuse(f"the request body has {size} bytes, more than the {limit} this server takes")
         return self.get_response(request)
 
 
-def _too_large(message: str, status: int = 413, code: str = "too_large") -> HttpResponse:
+def _refuse(message: str, status: int = 413, code: str = "too_large") -> HttpResponse:
     return HttpResponse(json.dumps(error_body(code, message)), status=status, content_type="application/json")
 
 

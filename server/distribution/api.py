@@ -15,7 +15,7 @@ from rest_framework.response import Response
 from rest_framework.reverse import reverse
 from rest_framework.views import APIView
 
-from common.protocol import TASK_KINDS, parse_version
+from common.protocol import INSTANCE_ID_PATTERN, TASK_KINDS, parse_version
 from server.api.errors import ApiError, invalid
 from server.distribution.models import Task
 from server.networks.models import Network
@@ -25,7 +25,7 @@ from server.runs.models import Run, current_state
 
 class TaskRequest(serializers.Serializer):
     client_version = serializers.CharField(max_length=16)
-    client_instance_id = serializers.RegexField(r"^[A-Za-z0-9._:-]{1,64}$",
+    client_instance_id = serializers.RegexField(f"^{INSTANCE_ID_PATTERN}$",
                                                 help_text="a stable id of the client installation")
     kinds = serializers.ListField(child=serializers.ChoiceField(choices=TASK_KINDS), min_length=1,
                                   default=list(TASK_KINDS), help_text="the kinds of task the client takes")
@@ -45,7 +45,7 @@ class TaskRequest(serializers.Serializer):
         return value
 
 
-_INSTANCE_ID = re.compile(r"^[A-Za-z0-9._:-]{1,64}$")
+_INSTANCE_ID = re.compile(f"^{INSTANCE_ID_PATTERN}$")
 
 
 def plain_request(data) -> dict | None:

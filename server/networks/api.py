@@ -119,12 +119,11 @@ class NetworkList(generics.ListCreateAPIView):
                     notes=v.get("notes", ""))
                 network.file.name = files.put("networks", upload, ".safetensors", sha256=sha256)
                 network.save(update_fields=["file"])
-        except IntegrityError:
+        except BaseException as e:
             files.discard(lambda name: Network.objects.filter(file=name).exists())
-            raise ApiError(f"a network named {v['name']!r} exists already", code="exists", field="name",
-                           status_code=409) from None
-        except BaseException:
-            files.discard(lambda name: Network.objects.filter(file=name).exists())
+            if isinstance(e, IntegrityError):  # the same name, uploaded meanwhile
+                raise ApiError(f"a network named {v['name']!r} exists already", code="exists", field="name",
+                               status_code=409) from None
             raise
         forget_state()
         body = NetworkSerializer(network, context={"request": request}).data

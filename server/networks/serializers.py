@@ -3,6 +3,7 @@ from __future__ import annotations
 from rest_framework import serializers
 from rest_framework.reverse import reverse
 
+from common.protocol import NETWORK_NAME_PATTERN
 from server.networks.models import Network
 
 
@@ -36,7 +37,7 @@ def network_ref(network: Network, request) -> dict:
 
 
 class NetworkUploadSerializer(serializers.Serializer):
-    name = serializers.RegexField(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$", max_length=64)
+    name = serializers.RegexField(f"^{NETWORK_NAME_PATTERN}$", max_length=64)
     run = serializers.CharField(max_length=32)
     parent = serializers.CharField(max_length=64, required=False, allow_blank=True)
     train_step = serializers.IntegerField(min_value=0, default=0)
