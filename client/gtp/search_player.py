@@ -70,7 +70,7 @@ class SearchPlayer:
         reuse = self._sync(game)
         self.search.start(0, game, min(visits, self.max_analysis_visits), self.settings, full=True, reuse=reuse)
         last = time.monotonic()
-        while self.search.searching()[0]:
+        while self.search.n_searching:
             if stop is not None and stop.is_set():
                 break
             self.search.step()

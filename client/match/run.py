@@ -126,7 +126,7 @@ def run_match(evaluators, names: tuple[str, str], settings: MatchSettings, games
             reuse = engine.follow(i, m.game, m.searched[k])
             m.searched[k] = m.game.move_list
             engine.start(i, m.game, settings.visits, settings.search, full=True, reuse=reuse)
-            if engine.searching()[i]:
+            if engine.is_searching(i):
                 return
             play(i, m, engine)
 
@@ -171,9 +171,9 @@ def run_match(evaluators, names: tuple[str, str], settings: MatchSettings, games
     for i in range(parallel):
         slots[i] = new_game()
         launch(i)
-    while any(e.searching().any() for e in engines):
+    while any(e.n_searching for e in engines):
         for engine in engines:
-            if not engine.searching().any():
+            if not engine.n_searching:
                 continue
             for i in engine.step():
                 play(int(i), slots[int(i)], engine)

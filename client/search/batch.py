@@ -3,7 +3,8 @@ network has run, expand and back them up.
 
 A step is two numba calls, each in one thread (``select_pass``, ``apply_pass``) or over ranges of
 games in parallel (the ``*_ranges`` forms, one range per thread, each thread with its own lane of
-scratch memory).
+scratch memory). Both take the engine's arrays as one :class:`StepState`, which numba unboxes as one
+object, and release the GIL.
 
 ``select_leaves`` descends each game's tree by PUCT up to ``leaves`` times, each time replaying the
 path's moves on a copy of the game's root position (the root's superko table gets the path's
@@ -28,6 +29,8 @@ from typing import NamedTuple
 
 import numpy as np
 from numba import njit, prange
+from numba.core import types
+from numba.experimental import structref
 
 from client.search.cache import V_LEN, cache_find, cache_put, cache_slot, copy_board_points, copy_into, stored_key
 from client.search.tree import (
@@ -101,7 +104,6 @@ class Work(NamedTuple):
     area_ws: np.ndarray  # int32[T, WS_LEN]
     owner: np.ndarray  # int8[T, ARR]
     planes: np.ndarray  # float32[T, 18, 361]
-    sym_map: np.ndarray  # int64[T, 361]
     vals: np.ndarray  # float64[T, R_LEN]: a leaf's network values, interpreted
     own: np.ndarray  # float32[T, OWN_LEN]: the same as the leaf's own evaluation
     path: np.ndarray  # int32[G, L, D]: node indices from the root
@@ -123,6 +125,21 @@ class Batch(NamedTuple):
     values: np.ndarray  # float32[G * L, V_LEN]
     rows: np.ndarray  # int64[G * L]: the slot's row in the network's output
     order: np.ndarray  # int64[G * L]: the slot of each row (the first n rows of a step)
+
+
+@structref.register
+class _StepStateType(types.StructRef):
+    def preprocess_fields(self, fields):
+        return tuple((name, types.unliteral(typ)) for name, typ in fields)
+
+
+class StepState(structref.StructRefProxy):
+    """The arrays a step's kernels work on (trees, roots, work, batch and cache) as one object:
+    a call then hands numba one object to unbox instead of some sixty arrays (a third of a call's
+    cost, paid with the GIL held)."""
+
+
+structref.define_proxy(StepState, _StepStateType, ["t", "r", "w", "b", "cache"])
 
 
 def new_roots(games: int, history: int, table_size: int) -> Roots:
@@ -155,7 +172,6 @@ def new_work(games: int, leaves: int, depth: int, lanes: int = 1) -> Work:
         area_ws=np.stack([s.area_ws for s in scratch]),
         owner=np.stack([s.owner for s in scratch]),
         planes=np.stack([s.planes for s in scratch]),
-        sym_map=np.zeros((lanes, NN_AREA), np.int64),
         vals=lane_rows(R_LEN, np.float64),
         own=lane_rows(OWN_LEN, np.float32),
         path=np.zeros((games, leaves, depth), np.int32),
@@ -277,7 +293,7 @@ def _select_game(t, r, w, b, spatial, cache, i, leaves, width, use_cache, random
         y_size = wb[M_YSIZE]
         sym = rand_below(t.rng[i], 8) if random_sym else 0
         index = b.index[slot]
-        symmetry_index(x_size, y_size, sym, width, w.sym_map[lane], index)
+        symmetry_index(x_size, y_size, sym, width, index)
         lad1 = _ancestor_ladder(t, r, i, path, plen, 1)
         lad2 = _ancestor_ladder(t, r, i, path, plen, 2)
         fill_row_at(wg, wb, hist, moves, table, pla, draw_equiv, 0.0, lad1, lad2, index, spatial[slot],
@@ -316,17 +332,23 @@ def _number_rows(t, b, leaves):
     return n, active
 
 
-@njit(cache=True, nogil=True, _nrt=False)
-def select_pass(t, r, w, b, spatial, cache, leaves, width, use_cache, random_sym):
-    """The selection half of a step in one thread: select and encode every searching game's leaves.
-    Returns (leaves to evaluate, searching games)."""
+@njit(cache=True, nogil=True)
+def select_pass(st, spatial, leaves, width, use_cache, random_sym):
+    """The selection half of a step in one thread, on the arrays of st (:class:`StepState`): select
+    and encode every searching game's leaves. Returns (leaves to evaluate, searching games)."""
+    t, r, w, b, cache = st.t, st.r, st.w, st.b, st.cache
     select_leaves(t, r, w, b, spatial, cache, leaves, width, use_cache, random_sym, 0, t.gi.shape[0], 0)
     return _number_rows(t, b, leaves)
 
 
-@njit(cache=True, nogil=True, parallel=True)
-def select_pass_ranges(t, r, w, b, spatial, cache, leaves, width, use_cache, random_sym, bounds):
+@njit(cache=True, nogil=True)
+def select_pass_ranges(st, spatial, leaves, width, use_cache, random_sym, bounds):
     """select_pass with the game ranges bounds[k]..bounds[k + 1] in parallel, one per thread."""
+    return _select_ranges(st.t, st.r, st.w, st.b, spatial, st.cache, leaves, width, use_cache, random_sym, bounds)
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _select_ranges(t, r, w, b, spatial, cache, leaves, width, use_cache, random_sym, bounds):
     for k in prange(bounds.shape[0] - 1):
         select_leaves(t, r, w, b, spatial, cache, leaves, width, use_cache, random_sym, bounds[k], bounds[k + 1], k)
     return _number_rows(t, b, leaves)
@@ -389,10 +411,15 @@ def _store_share(t, r, w, b, cache, leaves, share, shares):
                           r.boards[i, M_YSIZE])
 
 
-@njit(cache=True, _nrt=False)
-def finish_step(t, w):
+@njit(cache=True, nogil=True)
+def finish_step(st):
     """Close a step: clear the leaf counts, stop the games whose search is done (listed in
     w.finished). Returns (finished games, root visits the step added)."""
+    return _finish(st.t, st.w)
+
+
+@njit(cache=True, _nrt=False)
+def _finish(t, w):
     gi = t.gi
     done = 0
     added = 0
@@ -408,24 +435,30 @@ def finish_step(t, w):
     return done, added
 
 
-@njit(cache=True, nogil=True, _nrt=False)
-def apply_pass(t, r, w, b, cache, policy, value, misc, leaves, use_cache):
-    """The other half of a step in one thread: expand and back up every leaf, cache the new
-    evaluations, close the step (:func:`finish_step`)."""
+@njit(cache=True, nogil=True)
+def apply_pass(st, policy, value, misc, leaves, use_cache):
+    """The other half of a step in one thread, on the arrays of st: expand and back up every leaf,
+    cache the new evaluations, close the step (:func:`finish_step`)."""
+    t, r, w, b, cache = st.t, st.r, st.w, st.b, st.cache
     apply_results(t, r, w, b, policy, value, misc, leaves, 0, t.gi.shape[0], 0)
     if use_cache:
         _store_share(t, r, w, b, cache, leaves, 0, 1)
-    return finish_step(t, w)
+    return _finish(t, w)
+
+
+@njit(cache=True, nogil=True)
+def apply_pass_ranges(st, policy, value, misc, leaves, use_cache, bounds):
+    """apply_pass with the game ranges bounds[k]..bounds[k + 1] in parallel, one per thread, and
+    the cache written in as many shares."""
+    return _apply_ranges(st.t, st.r, st.w, st.b, st.cache, policy, value, misc, leaves, use_cache, bounds)
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def apply_pass_ranges(t, r, w, b, cache, policy, value, misc, leaves, use_cache, bounds):
-    """apply_pass with the game ranges bounds[k]..bounds[k + 1] in parallel, one per thread, and
-    the cache written in as many shares."""
+def _apply_ranges(t, r, w, b, cache, policy, value, misc, leaves, use_cache, bounds):
     shares = bounds.shape[0] - 1
     for k in prange(shares):
         apply_results(t, r, w, b, policy, value, misc, leaves, bounds[k], bounds[k + 1], k)
     if use_cache:
         for k in prange(shares):
             _store_share(t, r, w, b, cache, leaves, k, shares)
-    return finish_step(t, w)
+    return _finish(t, w)

@@ -25,6 +25,7 @@ import numpy as np
 
 from client.search import tree as tr
 from client.search.batch import (
+    StepState,
     apply_pass,
     apply_pass_ranges,
     finish_step,
@@ -59,10 +60,20 @@ class NullEvaluator:
     """No network: every policy logit, value logit and score output is zero (a uniform policy over
     the legal moves, equal win and loss). The search still encodes every leaf's inputs."""
 
+    def __init__(self) -> None:
+        self._outputs: dict[tuple[int, int], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+
     def forward_raw(self, spatial: np.ndarray, glob: np.ndarray, width: int):
-        n = spatial.shape[0]
-        return (np.zeros((n, width * width + 1), np.float32), np.zeros((n, 3), np.float32),
-                np.zeros((n, 4), np.float32))
+        key = (spatial.shape[0], width)
+        out = self._outputs.get(key)
+        if out is None:
+            n = spatial.shape[0]
+            out = (np.zeros((n, width * width + 1), np.float32), np.zeros((n, 3), np.float32),
+                   np.zeros((n, 4), np.float32))
+            for a in out:
+                a.flags.writeable = False  # the same zeros for every call of this shape
+            self._outputs[key] = out
+        return out
 
 
 @dataclass
@@ -177,8 +188,8 @@ class BatchedSearch:
         self._gathered = np.zeros_like(self.batch.spatial)
         self._gathered_glob = np.zeros_like(self.batch.glob)
         self.cache = new_cache(cache_entries)
+        self.state = StepState(self.trees, self.roots, self.work, self.batch, self.cache)
         self.scratch = new_scratch()
-        self.scratch_map = np.zeros(NN_AREA, np.int64)
         self.use_cache = cache_entries > 0
         self.sizes = np.zeros(games, np.int64)  # the larger side of each game's board
         # Ladder planes of the last positions each root went through, by board (stones and ko point):
@@ -196,6 +207,7 @@ class BatchedSearch:
         self.settings: list[SearchSettings | None] = [None] * games
         self.random_symmetries = np.ones(games, bool)
         self.all_random_symmetries = True
+        self.n_searching = 0  # games whose search is on (kept with GI_ACTIVE)
         self.steps = 0
         self.visits_total = 0  # visits made by step() (cache hits and finished games included)
         self.batch_rows = 0  # network evaluations
@@ -314,8 +326,10 @@ class BatchedSearch:
         self.settings[i] = settings
         self.random_symmetries[i] = settings.symmetries == "random"
         self.all_random_symmetries = bool(self.random_symmetries.all())
+        was = int(t.gi[i, tr.GI_ACTIVE])
         t.gi[i, tr.GI_ACTIVE] = 1
         self._check_done(i)
+        self.n_searching += int(t.gi[i, tr.GI_ACTIVE]) - was
 
     def _check_done(self, i: int) -> None:
         t = self.trees
@@ -326,27 +340,32 @@ class BatchedSearch:
 
     def stop(self, i: int) -> None:
         """End game i's search where it is (between steps no leaf is in flight)."""
+        self.n_searching -= int(self.trees.gi[i, tr.GI_ACTIVE])
         self.trees.gi[i, tr.GI_ACTIVE] = 0
 
     def searching(self) -> np.ndarray:
         """Which games are searching (bool[G])."""
         return self.trees.gi[:, tr.GI_ACTIVE] != 0
 
+    def is_searching(self, i: int) -> bool:
+        """Is game i searching?"""
+        return bool(self.trees.gi[i, tr.GI_ACTIVE])
+
     def step(self) -> np.ndarray:
         """One lock-step round over every searching game. Returns the indices of the games whose
         search finished in this round."""
         t, b, w = self.trees, self.batch, self.work
-        active = t.gi[:, tr.GI_ACTIVE] != 0
-        if active.all():
+        if self.n_searching == self.games:
             width = self.max_width
             random_sym = self.all_random_symmetries
-        elif active.any():
+        elif self.n_searching > 0:
+            active = t.gi[:, tr.GI_ACTIVE] != 0
             width = int(self.sizes[active].max())
             random_sym = bool(self.random_symmetries[active].all())
         else:
             return np.zeros(0, np.int64)
         spatial = spatial_view(b, width)
-        args = (t, self.roots, w, b, spatial, self.cache, self.leaves, width, self.use_cache, random_sym)
+        args = (self.state, spatial, self.leaves, width, self.use_cache, random_sym)
         if self.threads == 1:
             n, n_active = select_pass(*args)
         else:
@@ -360,7 +379,7 @@ class BatchedSearch:
                 x = np.take(spatial, order, axis=0, out=rows)
                 g = np.take(b.glob, order, axis=0, out=self._gathered_glob[:n])
             policy, value, misc = self.evaluator.forward_raw(x, g, width)
-            args = (t, self.roots, w, b, self.cache, np.ascontiguousarray(policy, dtype=np.float32),
+            args = (self.state, np.ascontiguousarray(policy, dtype=np.float32),
                     np.ascontiguousarray(value, dtype=np.float32), np.ascontiguousarray(misc, dtype=np.float32),
                     self.leaves, self.use_cache)
             if self.threads == 1:
@@ -369,7 +388,8 @@ class BatchedSearch:
                 done, added = apply_pass_ranges(*args, self.bounds)
             self.batch_rows += n
         else:
-            done, added = finish_step(t, w)
+            done, added = finish_step(self.state)
+        self.n_searching -= done
         self.slots_offered += n_active * self.leaves
         self.visits_total += added
         self.steps += 1
@@ -377,7 +397,7 @@ class BatchedSearch:
 
     def run(self) -> None:
         """Step until no game is searching."""
-        while self.searching().any():
+        while self.n_searching:
             self.step()
 
     # --- results ---------------------------------------------------------------------------------
@@ -428,7 +448,7 @@ class BatchedSearch:
         (float32, no symmetry), with the history's ladder planes the search keeps."""
         r = self.roots
         x_size, y_size = int(r.boards[i, M_XSIZE]), int(r.boards[i, M_YSIZE])
-        symmetry_index(x_size, y_size, 0, NN_LEN, self.scratch_map, self._identity)
+        symmetry_index(x_size, y_size, 0, NN_LEN, self._identity)
         spatial = np.zeros((NUM_SPATIAL, NN_AREA), np.float32)
         glob = np.zeros(NUM_GLOBAL, np.float32)
         state = r.states[i]

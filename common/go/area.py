@@ -31,7 +31,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from common.go.board import COLOR, ELIST, HEAD, LIBS, M_NEMPTY, M_XSIZE, M_YSIZE, NEXT
+from common.go.board import COLOR, ELIST, HEAD, LIBS, M_NEMPTY, M_XSIZE, M_YSIZE, NEXT, board_end
 from common.go.geometry import ARR, BLACK, EMPTY, MAX_POINTS, STRIDE, WALL, WHITE
 
 TAX_NONE = 0
@@ -116,7 +116,7 @@ def _prepare(b, ws):
     """Label the points for both players' analyses and count their stones."""
     nb = 0
     nw = 0
-    for i in range(ARR):
+    for i in range(board_end(b)):
         c = b[COLOR + i]
         wall = c == WALL
         ws[W_LABEL_B + i] = L_WALL if wall else (L_PLA if c == BLACK else 0)
@@ -388,14 +388,15 @@ def area_for_player(b, pla, safe_big, unsafe_big, multi_stone_suicide_legal, res
 
 @njit(cache=True, _nrt=False)
 def _area(b, flags, ws):
-    """area into ws[W_OWNER:]; flags as F_STONES..."""
-    for i in range(ARR):
+    """area into ws[W_OWNER:] up to board_end(b) (the rest is not written); flags as F_STONES..."""
+    end = board_end(b)
+    for i in range(end):
         ws[W_OWNER + i] = EMPTY
     _prepare(b, ws)
     for pla in range(BLACK, WHITE + 1):
         _benson(b, pla, flags, ws)
     if flags & F_STONES:
-        for i in range(ARR):
+        for i in range(end):
             o = ws[W_OWNER + i]
             c = b[COLOR + i]
             ws[W_OWNER + i] = o if o != EMPTY else (c if c != WALL else EMPTY)
@@ -405,8 +406,11 @@ def _area(b, flags, ws):
 def area_ws(b, non_pass_alive_stones, safe_big, unsafe_big, multi_stone_suicide_legal, result, ws):
     """area with a workspace from new_area_workspace (allocates nothing)."""
     _area(b, _flags(non_pass_alive_stones, safe_big, unsafe_big, multi_stone_suicide_legal), ws)
-    for i in range(ARR):
+    end = board_end(b)
+    for i in range(end):
         result[i] = ws[W_OWNER + i]
+    for i in range(end, ARR):
+        result[i] = EMPTY
 
 
 @njit(cache=True)
@@ -551,7 +555,7 @@ def _independent_life(b, keep_stones, flags, result, ws):
                 qt = _life_step(result, ws, p + 1, owner, qt)
                 qt = _life_step(result, ws, p + STRIDE, owner, qt)
     if keep_stones:
-        for i in range(ARR):
+        for i in range(board_end(b)):
             o = ws[W_OWNER + i]
             result[i] = o if (o != EMPTY) & (o == b[COLOR + i]) else result[i]
     return regions

@@ -54,6 +54,14 @@ def new_board(x_size: int, y_size: int) -> np.ndarray:
 
 
 @njit(cache=True, inline="always", _nrt=False)
+def board_end(b):
+    """Where b's locations end for anything that reads or changes them: just past the wall row
+    below the board (beyond it, every board of a size is alike, so a small board's work stops at a
+    fraction of the per-location sections)."""
+    return min((b[M_YSIZE] + 2) * STRIDE + 1, ARR)
+
+
+@njit(cache=True, inline="always", _nrt=False)
 def copy_board(dst, src):
     """dst[:] = src. When dst already holds a board of the same size, only what can differ is
     copied: of each per-location section the locations up to just past the wall row below the board
@@ -63,7 +71,7 @@ def copy_board(dst, src):
         for k in range(BOARD_LEN):
             dst[k] = src[k]
         return
-    end = min((src[M_YSIZE] + 2) * STRIDE + 1, ARR)
+    end = board_end(src)
     for base in (COLOR, HEAD, NEXT, LIBS, NSTONES, EPOS, MARK):
         for k in range(base, base + end):
             dst[k] = src[k]

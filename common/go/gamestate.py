@@ -24,6 +24,7 @@ from numba import njit
 
 from common.go.area import all_pass_alive, area_score_ws, new_area_workspace
 from common.go.board import (
+    M_NEMPTY,
     ZOBRIST_TO_MOVE,
     board_clear,
     get_hash,
@@ -71,6 +72,7 @@ G_SCORE2 = 17  # final white-minus-black score in half points, when scored
 G_END = 18  # END_* reason
 G_SCORED = 19  # 1 once a finished game's score is in G_SCORE2 (see game_finish)
 G_RECENT = 20  # recent turns that count as the network's move history (KataGo's "valid turns")
+G_MIN_EMPTY = 21  # fewest empty points of a position in the ko history (hist[G_HSTART..])
 G_LEN = 24
 
 def new_table(cap: int) -> np.ndarray:
@@ -229,6 +231,7 @@ def game_start(g, b, hist, table, to_move):
     g[G_RECENT] = 0
     hist[0] = ko_hash(g, b, to_move)
     table_add(table, hist[0])
+    g[G_MIN_EMPTY] = b[M_NEMPTY]
 
 
 @njit(cache=True, _nrt=False)
@@ -380,6 +383,8 @@ def game_play(g, b, hist, moves, table, loc, pla):
     g[G_NMOVES] = n + 1
     g[G_TO_MOVE] = opp
     occurrences = table_add(table, after)
+    nempty = b[M_NEMPTY]
+    g[G_MIN_EMPTY] = nempty if g[G_HSTART] == n + 1 else min(g[G_MIN_EMPTY], nempty)
 
     if g[G_PASSES] >= 2:
         _end(g, END_PASSES, 0)

@@ -42,6 +42,7 @@ from common.go.board import (
     HEAD,
     LIBS,
     M_KO,
+    M_NEMPTY,
     M_XSIZE,
     M_YSIZE,
     ZOBRIST,
@@ -177,6 +178,10 @@ def fill_row_at(g, b, hist, moves, table, pla, draw_equiv_white, pda, lad_prev1,
     y_size = b[M_YSIZE]
     suicide = g[gs.G_SUICIDE] != 0
     superko = g[gs.G_KO_RULE] != gs.KO_SIMPLE
+    # A move that captures nothing adds a stone: it can only recreate a position of the ko history
+    # with one empty point fewer than now, and there is none unless captures have brought the
+    # board below a position of that history (most often there is nothing to look up).
+    quiet_superko = superko and g[gs.G_MIN_EMPTY] < b[M_NEMPTY]
     ko = b[M_KO]
     legal[:] = 0
     legal[NN_AREA] = 1
@@ -209,7 +214,7 @@ def fill_row_at(g, b, hist, moves, table, pla, draw_equiv_white, pda, lad_prev1,
                     spatial[6, q] = 1.0
                 elif _quiet_point(b, loc, opp):
                     # Legal in this position and capturing nothing: the hash after it is one xor away.
-                    if superko and gs.table_contains(table, quiet_hash ^ ZOBRIST[pla, loc]):
+                    if quiet_superko and gs.table_contains(table, quiet_hash ^ ZOBRIST[pla, loc]):
                         spatial[6, q] = 1.0
                     else:
                         legal[p] = 1
@@ -368,7 +373,6 @@ class Encoder:
     def __init__(self) -> None:
         self.scratch = new_scratch()
         self.index = np.zeros(NN_AREA + 1, dtype=np.int32)
-        self.smap = np.zeros(NN_AREA, dtype=np.int64)
         self.lad = np.zeros((3, NN_AREA), dtype=np.uint8)
         self.legal = np.zeros(NN_AREA + 1, dtype=np.uint8)
 
@@ -391,7 +395,7 @@ class Encoder:
             ladder_plane(prev1, self.lad[0], self.scratch)
             ladder_plane(prev2, self.lad[1], self.scratch)
             s = 0 if symmetries is None else symmetries[i]
-            symmetry_index(game.x_size, game.y_size, s, NN_LEN, self.smap, self.index)
+            symmetry_index(game.x_size, game.y_size, s, NN_LEN, self.index)
             fill_row_at(game.g, game.b, game.hist, game.moves, game.table, pla, draw_equiv_white, pda,
                         self.lad[0], self.lad[1], self.index, spatial[i], glob[i], self.legal, self.lad[2],
                         self.scratch)
@@ -436,27 +440,36 @@ def inverse_symmetry(s: int) -> int:
     return {5: 6, 6: 5}.get(s, s)
 
 
+@njit(cache=True, inline="always", _nrt=False)
+def _symmetric_xy(x, y, x_size, y_size, s):
+    """Where point (x, y) of an x_size x y_size board goes under symmetry s: bit 1 flips y, bit 2
+    flips x, bit 4 transposes."""
+    sx = x_size - 1 - x if s & 2 else x
+    sy = y_size - 1 - y if s & 1 else y
+    if s & 4:
+        sx, sy = sy, sx
+    return sx, sy
+
+
 @njit(cache=True, _nrt=False)
 def symmetry_map(x_size, y_size, s, out):
     """out[p] = the grid position that position p goes to under symmetry s (-1 off the board)."""
     out[:] = -1
     for y in range(y_size):
         for x in range(x_size):
-            sx = x_size - 1 - x if s & 2 else x
-            sy = y_size - 1 - y if s & 1 else y
-            if s & 4:
-                sx, sy = sy, sx
+            sx, sy = _symmetric_xy(x, y, x_size, y_size, s)
             out[y * NN_LEN + x] = sy * NN_LEN + sx
 
 
 @njit(cache=True, _nrt=False)
-def symmetry_index(x_size, y_size, s, width, smap, index):
+def symmetry_index(x_size, y_size, s, width, index):
     """index[p]: where board position p = y * 19 + x goes under symmetry s in planes laid out
-    width points to a row (a crop of the grid to width x width); index[361] = width^2, pass."""
-    symmetry_map(x_size, y_size, s, smap)
-    for p in range(NN_AREA):
-        q = smap[p]
-        index[p] = -1 if q < 0 else (q // NN_LEN) * width + (q % NN_LEN)
+    width points to a row (a crop of the grid to width x width); index[361] = width^2, pass.
+    Entries off the board are left as they are (no reader looks at them)."""
+    for y in range(y_size):
+        for x in range(x_size):
+            sx, sy = _symmetric_xy(x, y, x_size, y_size, s)
+            index[y * NN_LEN + x] = sy * width + sx
     index[NN_AREA] = width * width
 
 

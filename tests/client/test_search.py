@@ -80,7 +80,10 @@ def test_visits_add_up_after_backup(leaves):
     games = [mid_game(9, 20 + 5 * i, i) for i in range(3)]
     for i, game in enumerate(games):
         search.start(i, game, 100 + 100 * i, SearchSettings())
-    search.run()
+    assert search.n_searching == 3
+    while search.n_searching:
+        search.step()
+        assert search.n_searching == search.searching().sum()  # the count follows the searches ending
     for i in range(3):
         result = search.result(i)
         assert result.root_visits == 100 + 100 * i

@@ -448,3 +448,31 @@ def test_workspace_visit_marks_survive_their_counter_wrapping():
         assert (game._grid(out) == expected_tt).all()
         assert area.independent_life_area_ws(game.b, True, False, out, ws) == regions
         assert (out == expected).all()
+
+
+@pytest.mark.parametrize("junk", [BLACK, WHITE, 3])
+def test_results_off_a_small_board_ignore_what_the_workspace_held(junk):
+    """A fresh workspace is uninitialised memory and a shared one holds a larger board's analysis;
+    past a small board's last row, neither may leak into the result."""
+    game = Game.from_diagram(
+        """
+        .X.XO.
+        XXXOO.
+        OOO.O.
+        ......
+        """
+    )
+    expected = np.empty(ARR, dtype=np.int8)
+    regions = area.independent_life_area(game.b, True, False, expected)
+    for keep_stones in (False, True):
+        area.independent_life_area(game.b, keep_stones, False, expected)
+        ws = area.new_area_workspace()
+        ws[area.W_MARK_GEN + 1:] = junk
+        ws[area.W_MARK:area.W_MARK + ARR] = 0
+        out = np.full(ARR, junk, dtype=np.int8)
+        assert area.independent_life_area_ws(game.b, keep_stones, False, out, ws) == regions
+        assert (out == expected).all()
+        out[:] = junk
+        area.area_ws(game.b, True, True, True, False, out, ws)
+        area.area(game.b, True, True, True, False, expected)
+        assert (out == expected).all()
