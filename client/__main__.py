@@ -107,7 +107,7 @@ def _selfplay(args) -> int:
     name = "random" if args.model == "random" else Path(args.model).name
     summary = run_selfplay(evaluator, settings, games=args.games, parallel=args.parallel, out_dir=args.out,
                            seed=args.seed or 0, leaves_per_game=args.leaves, cache_entries=args.cache,
-                           player_name=f"sente:{name}", progress=not args.quiet)
+                           player_name=f"sente:{name}", progress=not args.quiet, groups=args.groups)
     for line in summary.lines():
         print(line)
     return 0
@@ -217,6 +217,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_play_options(sp, "the games' .sgf and .npz files", parallel=64)
     sp.add_argument("--visits", type=_visits_pair, help="full and cheap search visits, N,n (default 600,100)")
     sp.add_argument("--cache", type=int, default=1 << 15, help="position cache entries (default 32768)")
+    sp.add_argument("--groups", type=_positive, default=None,
+                    help="groups of games, each driven by its own thread (default: 2 on a GPU or without a "
+                         "network, 1 with a network on the CPU)")
     sp.add_argument("--quiet", action="store_true", help="no progress bar")
     sp.set_defaults(func=_selfplay)
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import random
+import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -120,6 +121,10 @@ class Evaluator:
         self.legal = np.zeros((max_batch, NN_AREA + 1), dtype=np.float32)
         self.hits = 0
         self.misses = 0
+        # One caller at a time: the buffers, the cache and the counters are shared, and concurrent
+        # forward passes would only contend for the device (self-play drives its groups of games
+        # from several threads; each waits here while the others go on with their own work).
+        self._lock = threading.RLock()
         self.autocast_dtype: torch.dtype | None = None
         if precision not in ("auto", "fp32", "fp16", "bf16"):
             raise ValueError(f"precision {precision!r}: expected auto, fp32, fp16 or bf16")
@@ -147,6 +152,11 @@ class Evaluator:
         """
         if perspective not in ("side", "white"):
             raise ValueError(f"perspective {perspective!r}: expected 'side' or 'white'")
+        with self._lock:
+            return self._evaluate(games, symmetries, perspective, use_cache, players)
+
+    def _evaluate(self, games: Sequence[Game], symmetries: Sequence[int] | str | None, perspective: str,
+                  use_cache: bool, players: Sequence[int] | None) -> list[PositionEval]:
         if symmetries is None:
             syms = [0] * len(games)
         elif symmetries == "random":
@@ -242,11 +252,12 @@ class Evaluator:
             pad = 8 - n % 8
             x = torch.cat([x, x.new_zeros((pad, *x.shape[1:]))])
             g = torch.cat([g, g.new_zeros((pad, g.shape[1]))])
-        out = self._run(x, g)
-        policy = out.policy[:n, 0, :].float().cpu().numpy()
-        value = out.value[:n].float().cpu().numpy()
-        misc = out.misc[:n].float().cpu().numpy()
-        self.misses += n
+        with self._lock:
+            out = self._run(x, g)
+            policy = out.policy[:n, 0, :].float().cpu().numpy()
+            value = out.value[:n].float().cpu().numpy()
+            misc = out.misc[:n].float().cpu().numpy()
+            self.misses += n
         return policy, value, misc
 
     def _run(self, spatial: torch.Tensor, glob: torch.Tensor, dtype: torch.dtype | None = None) -> ModelOutput:

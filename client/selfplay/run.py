@@ -1,19 +1,24 @@
-"""The self-play driver: G games at a time in one :class:`BatchedSearch`, each finished game written
-as one SGF and one npz of training rows (both atomically), with a progress bar and a summary.
+"""The self-play driver: G games at a time in a few groups, each group one :class:`BatchedSearch`
+driven by its own thread; each finished game written as one SGF and one npz of training rows (both
+atomically), with a progress bar and a summary.
 
 Every game draws its randomness from its own generator, seeded by the run's seed and the game's
-index, and the lock-step batches are the same from run to run, so a seeded run with the same
-parallelism reproduces its games and rows exactly.
+index; each group always plays the same games and its lock-step batches are the same from run to
+run, so a seeded run with the same parallelism and groups reproduces its games and rows exactly.
 """
 
 from __future__ import annotations
 
 import gc
 import logging
+import os
+import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numba
 import numpy as np
 
 from client.search.engine import BatchedSearch
@@ -26,6 +31,9 @@ from common.nn.features import Encoder
 from common.settings import SelfPlaySettings
 
 log = logging.getLogger(__name__)
+
+DEFAULT_GROUPS = 2
+GIL_SWITCH_SECONDS = 0.0005
 
 
 @dataclass
@@ -72,109 +80,233 @@ def run_selfplay(
     player_name: str = "sente",
     progress: bool = True,
     time_limit: float | None = None,
+    groups: int | None = None,
 ) -> SelfPlaySummary:
     """Play `games` self-play games, `parallel` at a time, into out_dir. With a time limit (seconds),
-    games still unfinished then are dropped (nothing is written for them)."""
+    games still unfinished then are dropped (nothing is written for them).
+
+    The games in play are split into `groups` (default: :func:`default_groups`), each with its own
+    search engine and driven by its own thread: while one group waits for the network or runs its
+    Python bookkeeping (results, moves, records, files), the others' numba passes, which release
+    the GIL, go on. Group k plays the games numbered k, k + groups, ..., so a seeded run reproduces
+    its games whatever the timing of the threads."""
     if games < 1 or parallel < 1:
         raise ValueError("games and parallel must be at least 1")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     parallel = min(parallel, games)
-    engine = BatchedSearch(evaluator, parallel, max(settings.visits, settings.cheap_visits), leaves_per_game,
-                           cache_entries=cache_entries, seed=seed, history=settings.max_moves + 8)
-    encoder = Encoder()
+    groups = min(parallel, groups if groups is not None else default_groups(evaluator))
+    if groups < 1:
+        raise ValueError("groups must be at least 1")
+    threads = _pass_threads(groups)
     summary = SelfPlaySummary()
-    slots: list[SelfPlayGame | None] = [None] * parallel
-    started = 0
     bar = _progress_bar(games, progress)
+    lock = threading.Lock()
+    stop = threading.Event()
     t0 = time.perf_counter()
     last_update = t0
 
-    def new_game() -> SelfPlayGame:
-        nonlocal started
-        index = started
-        started += 1
-        rng = np.random.default_rng([seed, index])
-        return SelfPlayGame(f"s{seed}-g{index:06d}", settings, draw_start(settings, rng), rng, encoder)
-
-    def finish(game: SelfPlayGame) -> None:
-        summary.games += 1
-        summary.moves += game.game.num_moves
-        summary.full_searches += game.full_searches
-        summary.cheap_searches += game.cheap_searches
-        summary.visits += game.visits
-        res = game.game.result
-        if res is not None and not res.no_result and res.winner == BLACK:
-            summary.black_wins += 1
-        elif res is not None and not res.no_result and res.winner == WHITE:
-            summary.white_wins += 1
-        else:
-            summary.draws_or_no_result += 1
-        index = int(game.game_id.rsplit("g", 1)[1])
+    def finish(game: SelfPlayGame, index: int) -> None:
+        # Written outside the lock: the files are the game's own.
         rows_path = write_game_rows(game.training_record(), out, np.random.default_rng([seed, index, 1]),
                                     filename=f"{game.game_id}.npz")
-        if rows_path is None:
-            summary.games_without_rows += 1
-        else:
+        rows = 0
+        if rows_path is not None:
             with np.load(rows_path) as z:
-                summary.rows += int(z["globalTargetsNC"].shape[0])
-            summary.files.append(rows_path)
-        summary.files.append(atomic_write(out / f"{game.game_id}.sgf", game.sgf(player_name).encode()))
-        bar.update(1)
+                rows = int(z["globalTargetsNC"].shape[0])
+        sgf_path = atomic_write(out / f"{game.game_id}.sgf", game.sgf(player_name).encode())
+        res = game.game.result
+        with lock:
+            summary.games += 1
+            summary.moves += game.game.num_moves
+            summary.full_searches += game.full_searches
+            summary.cheap_searches += game.cheap_searches
+            summary.visits += game.visits
+            if res is not None and not res.no_result and res.winner == BLACK:
+                summary.black_wins += 1
+            elif res is not None and not res.no_result and res.winner == WHITE:
+                summary.white_wins += 1
+            else:
+                summary.draws_or_no_result += 1
+            if rows_path is None:
+                summary.games_without_rows += 1
+            else:
+                summary.rows += rows
+                summary.files.append(rows_path)
+            summary.files.append(sgf_path)
+            bar.update(1)
 
-    def launch(i: int) -> None:
-        """Start slot i's next search, finishing games and starting new ones as needed."""
-        while True:
-            game = slots[i]
-            if game is None:
-                return
-            request = game.next_search()
-            if request is None:
-                finish(game)
-                slots[i] = new_game() if started < games else None
-                continue
-            engine.start(i, request.game, request.visits, settings.search, full=request.full, reuse=request.reuse,
-                         draw_equivalent_wins=settings.draw_equivalent_wins)
-            if engine.searching()[i]:
-                return
-            _take_result(engine, i, game)  # a cheap search whose reused tree was big enough already
+    group_list = [
+        _Group(k, groups, games, seed, settings,
+               BatchedSearch(evaluator, parallel * (k + 1) // groups - parallel * k // groups,
+                             max(settings.visits, settings.cheap_visits), leaves_per_game,
+                             cache_entries=-(-cache_entries // groups), seed=seed * groups + k if groups > 1 else seed,
+                             history=settings.max_moves + 8, threads=threads),
+               finish)
+        for k in range(groups)
+    ]
 
-    for i in range(parallel):
-        slots[i] = new_game()
-        launch(i)
+    def report() -> None:
+        nonlocal last_update
+        now = time.perf_counter()
+        if now - last_update > 0.5 and bar.disable is False:
+            with lock:
+                last_update = now
+                elapsed = now - t0
+                moves = summary.moves + sum(g.moves_in_play() for g in group_list)
+                rows = sum(g.engine.batch_rows for g in group_list)
+                bar.set_postfix_str(f"{moves / elapsed:.1f} moves/s, {rows / elapsed:.0f} evals/s, "
+                                    f"fill {100 * _fill(group_list):.0f}%")
+
+    def drive(group: _Group) -> None:
+        try:
+            group.run(stop, t0, time_limit, report)
+        except BaseException:
+            stop.set()
+            raise
+
+    for g in group_list:
+        g.begin()
     # The long-lived objects of the imports (torch's above all) need no more garbage collection
     # passes: without this, each pass walks them all again, a tenth of the run's time.
     gc.freeze()
-    while engine.searching().any():
-        if time_limit is not None and time.perf_counter() - t0 > time_limit:
-            break
-        for i in engine.step():
-            _take_result(engine, int(i), slots[int(i)])
-            launch(int(i))
-        now = time.perf_counter()
-        if now - last_update > 0.5:
-            last_update = now
-            elapsed = now - t0
-            moves = summary.moves + _moves_in_play(slots)
-            bar.set_postfix_str(f"{moves / elapsed:.1f} moves/s, {engine.batch_rows / elapsed:.0f} evals/s, "
-                                f"fill {100 * engine.average_batch_fill:.0f}%")
-    bar.close()
+    switch = sys.getswitchinterval()
+    helpers: list[threading.Thread] = []
+    errors: list[BaseException] = []
+
+    def helper(group: _Group) -> None:
+        try:
+            drive(group)
+        except BaseException as e:  # handed to the main thread
+            errors.append(e)
+
+    try:
+        if groups > 1:
+            # A thread coming back from a numba pass waits for the GIL; Python's default of 5 ms
+            # before the holder must let go would leave its processor idle that long.
+            sys.setswitchinterval(GIL_SWITCH_SECONDS)
+        for g in group_list[1:]:
+            helpers.append(threading.Thread(target=helper, args=(g,), name=f"selfplay-group-{g.index}", daemon=True))
+            helpers[-1].start()
+        drive(group_list[0])
+        for h in helpers:
+            h.join()
+    except BaseException:
+        stop.set()
+        for h in helpers:
+            h.join()
+        raise
+    finally:
+        sys.setswitchinterval(switch)
+        bar.close()
+    if errors:
+        raise errors[0]
     summary.seconds = time.perf_counter() - t0
-    summary.nn_evals = engine.batch_rows
-    summary.search_visits = engine.visits_total
-    summary.steps = engine.steps
-    summary.batch_fill = engine.average_batch_fill
+    summary.nn_evals = sum(g.engine.batch_rows for g in group_list)
+    summary.search_visits = sum(g.engine.visits_total for g in group_list)
+    summary.steps = sum(g.engine.steps for g in group_list)
+    summary.batch_fill = _fill(group_list)
     return summary
+
+
+def default_groups(evaluator) -> int:
+    """Two groups, so that one group's network evaluation (on a GPU) or Python work overlaps the
+    other's search; one when the network runs on the CPU: its forward pass keeps every core busy,
+    and a search running beside it would stall the pass's threads more than it gains."""
+    device = getattr(evaluator, "device", None)
+    return 1 if device is not None and getattr(device, "type", None) == "cpu" else DEFAULT_GROUPS
+
+
+def _pass_threads(groups: int) -> int:
+    """Numba threads for each group's passes: the cores shared among the groups, and one unless
+    numba's threading layer may be entered from several threads at once (OpenMP, TBB; not its
+    fallback work queue)."""
+    threads = max(1, (os.cpu_count() or 1) // groups)
+    if threads > 1 and groups > 1:
+        _touch_parallel_layer(np.zeros(1))  # the layer is chosen at the first parallel call
+        if numba.threading_layer() not in ("omp", "tbb"):
+            return 1
+    return threads
+
+
+@numba.njit(parallel=True, cache=True)
+def _touch_parallel_layer(a):
+    for i in numba.prange(a.shape[0]):
+        a[i] += 1.0
+
+
+class _Group:
+    """Some of the games in play, in one engine: slot i of the engine holds one game at a time."""
+
+    def __init__(self, index: int, groups: int, games: int, seed: int, settings: SelfPlaySettings,
+                 engine: BatchedSearch, finish) -> None:
+        self.index = index
+        self.engine = engine
+        self.settings = settings
+        self.seed = seed
+        self.encoder = Encoder()  # each thread its own scratch
+        self.finish = finish
+        # This group's games: index, index + groups, ... below games.
+        self.numbers = iter(range(index, games, groups))
+        self.slots: list[tuple[SelfPlayGame, int] | None] = [None] * engine.games
+
+    def new_game(self) -> tuple[SelfPlayGame, int] | None:
+        number = next(self.numbers, None)
+        if number is None:
+            return None
+        rng = np.random.default_rng([self.seed, number])
+        game = SelfPlayGame(f"s{self.seed}-g{number:06d}", self.settings, draw_start(self.settings, rng), rng,
+                            self.encoder)
+        return game, number
+
+    def begin(self) -> None:
+        for i in range(len(self.slots)):
+            self.slots[i] = self.new_game()
+            self.launch(i)
+
+    def launch(self, i: int) -> None:
+        """Start slot i's next search, finishing games and starting new ones as needed."""
+        engine = self.engine
+        while True:
+            entry = self.slots[i]
+            if entry is None:
+                return
+            game = entry[0]
+            request = game.next_search()
+            if request is None:
+                self.finish(game, entry[1])
+                self.slots[i] = self.new_game()
+                continue
+            engine.start(i, request.game, request.visits, self.settings.search, full=request.full,
+                         reuse=request.reuse, draw_equivalent_wins=self.settings.draw_equivalent_wins)
+            if engine.is_searching(i):
+                return
+            _take_result(engine, i, game)  # a cheap search whose reused tree was big enough already
+
+    def run(self, stop: threading.Event, t0: float, time_limit: float | None, report) -> None:
+        engine = self.engine
+        while engine.n_searching and not stop.is_set():
+            if time_limit is not None and time.perf_counter() - t0 > time_limit:
+                return
+            for i in engine.step():
+                i = int(i)
+                _take_result(engine, i, self.slots[i][0])
+                self.launch(i)
+            report()
+
+    def moves_in_play(self) -> int:
+        return sum(entry[0].game.num_moves for entry in self.slots if entry is not None)
+
+
+def _fill(groups: list[_Group]) -> float:
+    offered = sum(g.engine.slots_offered for g in groups)
+    return sum(g.engine.batch_rows for g in groups) / offered if offered else 0.0
 
 
 def _take_result(engine: BatchedSearch, i: int, game: SelfPlayGame) -> None:
     move = game.on_result(engine.result(i, inputs=game.phase == PLAY))
     if move is not None:
         engine.advance(i, move, keep=True)
-
-
-def _moves_in_play(slots: list[SelfPlayGame | None]) -> int:
-    return sum(g.game.num_moves for g in slots if g is not None)
 
 
 def _progress_bar(total: int, enabled: bool):

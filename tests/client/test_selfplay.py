@@ -123,3 +123,39 @@ def test_game_starts_follow_the_settings():
     assert np.median(komi) == 7.0
     assert np.mean(np.abs(komi - 7.0) <= 3.0) == pytest.approx(0.95 + 0.05 * 0.23, abs=0.01)
     assert komi.max() <= 7.0 + 30.0 and komi.min() >= 7.0 - 30.0
+
+
+def test_groups_split_the_games_and_an_error_in_any_group_stops_the_run(tmp_path):
+    summary, sgfs, _ = play(tmp_path / "two", games=6, parallel=4)
+    assert summary.games == 6 and len(sgfs) == 6
+    one = run_selfplay(NullEvaluator(), FAST, games=6, parallel=4, out_dir=tmp_path / "one", seed=5, progress=False,
+                       groups=1)
+    assert one.games == 6
+    # The same games (their numbers and starts), whichever group played them.
+    assert sorted(p.name for p in (tmp_path / "one").glob("*.sgf")) == [p.name for p in sgfs]
+
+    class Failing(NullEvaluator):
+        def __init__(self):
+            super().__init__()
+            self.calls = 0
+
+        def forward_raw(self, spatial, glob, width):
+            self.calls += 1
+            if self.calls == 40:
+                raise RuntimeError("the device went away")
+            return super().forward_raw(spatial, glob, width)
+
+    with pytest.raises(RuntimeError, match="the device went away"):
+        run_selfplay(Failing(), FAST, games=50, parallel=4, out_dir=tmp_path / "fail", seed=5, progress=False)
+
+
+def test_groups_share_the_cores_in_a_thread_safe_layer(monkeypatch):
+    import numba
+
+    from client.selfplay import run
+
+    monkeypatch.setattr(run.os, "cpu_count", lambda: 8)
+    assert run._pass_threads(1) == 8
+    threads = run._pass_threads(2)
+    # Four threads each, or one where the layer may not be entered from two threads at once.
+    assert threads == (4 if numba.threading_layer() in ("omp", "tbb") else 1)
