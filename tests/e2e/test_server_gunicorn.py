@@ -12,21 +12,9 @@ import pytest
 import requests
 
 from tests.server import helpers
-from tests.server.live import LiveServer, database_url
+from tests.server.live import LiveServer
 
-pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
-
-
-@pytest.fixture
-def server(tmp_path):
-    from django.db import connection
-
-    from server.runs.models import create_run
-
-    create_run(helpers.RUN, helpers.SETTINGS.to_dict())
-    live = LiveServer(database_url(connection.settings_dict), tmp_path)
-    yield live
-    live.stop()
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
 
 
 def _token(server: LiveServer, username: str, password: str) -> dict:

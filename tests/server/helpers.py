@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-import io
 import json
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-
-from common.go.sgf import read_sgf
 from common.settings import MatchSettings, RulesChoice, RunSettings, SearchSettings, SelfPlaySettings
 
 RUN = "test"
@@ -49,16 +45,14 @@ def selfplay_games(out: Path, network: str, count: int = 6, seed: int = 1) -> li
 
 
 def training_metadata(sgf: bytes, npz: bytes, network: str, game_id: str, settings_version: int = 1) -> dict:
-    rec = read_sgf(sgf)
-    with np.load(io.BytesIO(npz)) as z:
-        rows = int(z["globalTargetsNC"].shape[0])
-    return {"game_id": game_id, "network": network, "board_x_size": rec.x_size, "board_y_size": rec.y_size,
-            "komi": rec.komi, "rules": rec.rules.to_json(), "result": rec.result or "", "moves": len(rec.moves),
-            "rows": rows, "settings_version": settings_version, "handicap": rec.handicap}
+    from client.contribute.metadata import training_metadata
+
+    return training_metadata(sgf, npz, network, game_id, settings_version).to_dict()
 
 
 def rating_games(out: Path, black: str, white: str, count: int = 2, seed: int = 3) -> list[PlayedGame]:
     """Match games between two random-policy sides named black and white (game 0: black is black)."""
+    from client.contribute.metadata import rating_metadata
     from client.match.run import run_match
     from client.search.engine import NullEvaluator
 
@@ -67,11 +61,7 @@ def rating_games(out: Path, black: str, white: str, count: int = 2, seed: int = 
     games = []
     for i, sgf_path in enumerate(sorted(out.glob("match-*.sgf"))):
         sgf = sgf_path.read_bytes()
-        rec = read_sgf(sgf)
-        games.append(PlayedGame(sgf, None, {
-            "game_id": f"rating-{seed}-{i}", "black_network": rec.black_player, "white_network": rec.white_player,
-            "board_x_size": rec.x_size, "board_y_size": rec.y_size, "komi": rec.komi, "rules": rec.rules.to_json(),
-            "result": rec.result or "", "moves": len(rec.moves), "settings_version": 1}))
+        games.append(PlayedGame(sgf, None, rating_metadata(sgf, f"rating-{seed}-{i}", 1).to_dict()))
     return games
 
 

@@ -1,0 +1,128 @@
+"""The contributing client's settings: a per-user JSON file, environment variables and flags, each
+overriding the one before.
+
+The file (``$XDG_CONFIG_HOME/sente/client.json``, by default ``~/.config/sente/client.json``, or
+``--config FILE``) keeps what setup learned: the server, the username, the client token (never the
+password) and a stable id of this installation; it is written atomically and readable by its owner
+only (0600). The environment variables are ``SENTE_SERVER``, ``SENTE_USERNAME``, ``SENTE_TOKEN``,
+``SENTE_DEVICE``, ``SENTE_PARALLEL`` and ``SENTE_DATA_DIR``. The data directory (the outbox and the
+network cache) defaults to ``$XDG_DATA_HOME/sente`` (``~/.local/share/sente``).
+
+A bad value names where it came from (the file and key, the variable, or the flag) and what is wrong.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, fields, replace
+from pathlib import Path
+
+from common.files import atomic_write
+
+ENV = {"server": "SENTE_SERVER", "username": "SENTE_USERNAME", "token": "SENTE_TOKEN", "device": "SENTE_DEVICE",
+       "parallel": "SENTE_PARALLEL", "data_dir": "SENTE_DATA_DIR"}
+
+
+class ConfigError(ValueError):
+    """A setting that cannot be used; the message names its source."""
+
+
+@dataclass(frozen=True)
+class ClientConfig:
+    server: str | None = None
+    username: str | None = None
+    token: str | None = None
+    instance_id: str | None = None
+    device: str | None = None  # "cpu", "cuda:0", "cuda:0,cuda:1"; None: the GPUs there are, else the CPU
+    parallel: int | None = None  # games per worker
+    data_dir: str | None = None
+
+    def merged(self, values: Mapping[str, object], source: str) -> ClientConfig:
+        """These settings with the given ones (None values skipped) on top, each checked."""
+        known = {f.name for f in fields(self)}
+        changes = {}
+        for key, value in values.items():
+            if key not in known:
+                raise ConfigError(f"{source}: unknown setting {key!r} (known: {', '.join(sorted(known))})")
+            if value is not None:
+                changes[key] = _checked(key, value, f"{source} {key}" if source.endswith(":") else source)
+        return replace(self, **changes)
+
+    def data_path(self) -> Path:
+        return Path(self.data_dir) if self.data_dir else default_data_dir()
+
+
+def default_config_path() -> Path:
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "sente" / "client.json"
+
+
+def default_data_dir() -> Path:
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "sente"
+
+
+def read_file(path: Path) -> ClientConfig:
+    """The settings kept in path (empty settings if there is no such file)."""
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        return ClientConfig()
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot be read: {e}") from None
+    try:
+        data = json.loads(text)
+    except ValueError as e:
+        raise ConfigError(f"{path}: is not JSON: {e}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a JSON object of settings")
+    return ClientConfig().merged(data, f"{path}:")
+
+
+def load(path: Path | None = None, environ: Mapping[str, str] | None = None,
+         flags: Mapping[str, object] | None = None) -> ClientConfig:
+    """The file's settings, then the environment's, then the flags'."""
+    environ = os.environ if environ is None else environ
+    config = read_file(path or default_config_path())
+    for key, var in ENV.items():
+        if environ.get(var):
+            config = config.merged({key: environ[var]}, f"environment variable {var}")
+    for key, value in (flags or {}).items():
+        if value is not None:
+            config = config.merged({key: value}, f"--{key.replace('_', '-')}")
+    return config
+
+
+def save(config: ClientConfig, path: Path | None = None) -> Path:
+    """Keep the settings in path (owner-only), giving the installation its id if it has none."""
+    if config.instance_id is None:
+        config = replace(config, instance_id=f"sente-{uuid.uuid4().hex[:16]}")
+    data = {k: v for k, v in asdict(config).items() if v is not None}
+    return atomic_write(path or default_config_path(), (json.dumps(data, indent=2, sort_keys=True) + "\n").encode(),
+                        private=True)
+
+
+def _checked(key: str, value: object, where: str) -> object:
+    if key == "parallel":
+        if isinstance(value, bool):
+            raise ConfigError(f"{where}: {value!r} is not a whole number of games")
+        try:
+            n = int(value)  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            raise ConfigError(f"{where}: {value!r} is not a whole number of games") from None
+        if n < 1 or (isinstance(value, float) and value != n):
+            raise ConfigError(f"{where}: {value!r} must be a whole number of games, at least 1")
+        return n
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError(f"{where}: {value!r} must be a non-empty text")
+    value = value.strip()
+    if key == "server" and not value.startswith(("http://", "https://")):
+        raise ConfigError(f"{where}: {value!r} is not an http:// or https:// address")
+    if key == "device":
+        for part in value.split(","):
+            if part != "cpu" and not (part.startswith("cuda") and part[4:] in ("", *(f":{i}" for i in range(64)))):
+                raise ConfigError(f"{where}: {part!r} is not a device (cpu, cuda, cuda:N; several separated by commas)")
+    return value

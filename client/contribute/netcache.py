@@ -1,0 +1,219 @@
+"""The volunteer's network cache: the networks tasks name, downloaded once and checked.
+
+A network lives in the cache directory as ``<name>.safetensors``, put there only after its size and
+sha256 matched what the server said. A download goes to ``.<name>.part`` first; when it breaks off
+(connection lost, client stopped) the next attempt asks for the rest with an HTTP ``Range`` (and
+``If-Range`` on the file's ETag, its sha256, so a changed file restarts from zero). A download
+that arrives whole but wrong is deleted and fetched again, up to a few times, then refused with an
+error naming the network and what was wrong. A file already in the cache is checked once per cache
+object (a disk can corrupt it too) and re-fetched if it no longer matches.
+
+Every use touches the file's modification time; :meth:`NetworkCache.prune` deletes networks unused
+for a number of days (30 by default), and leftover partial downloads as old. Several threads may
+ask for networks at once (the loop's current network and the prefetch of the next): one download
+per name at a time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import logging
+import os
+import re
+import threading
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import requests
+
+from common.files import fsync_dir
+from common.protocol import NETWORK_NAME_PATTERN
+
+log = logging.getLogger(__name__)
+
+SUFFIX = ".safetensors"
+CHUNK = 1 << 20  # hashing
+READ_CHUNK = 1 << 16  # downloading: a broken connection loses at most this much of what came
+DEFAULT_ATTEMPTS = 3
+DEFAULT_KEEP_DAYS = 30.0
+
+
+class NetworkFileError(Exception):
+    """A network could not be had whole and right (after the allowed attempts)."""
+
+
+@dataclass(frozen=True)
+class NetworkRef:
+    """What a task says about a network (the server's ``network_ref``)."""
+
+    name: str
+    url: str | None
+    sha256: str | None
+    size: int
+    is_random: bool = False
+
+    @classmethod
+    def from_task(cls, ref: dict) -> NetworkRef:
+        """From a task's JSON; a field that is missing or of the wrong kind is an error naming it."""
+        try:
+            name = ref["name"]
+            is_random = bool(ref.get("is_random", False))
+            url, sha256, size = ref.get("url"), ref.get("sha256"), int(ref.get("bytes") or 0)
+        except (KeyError, TypeError, ValueError) as e:
+            raise ValueError(f"network reference {ref!r}: {e}") from None
+        if not isinstance(name, str) or re.fullmatch(NETWORK_NAME_PATTERN, name) is None:
+            raise ValueError(f"network reference: {name!r} is not a network name")
+        if not is_random:
+            if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+                raise ValueError(f"network {name}: url {url!r} is not an http(s) address")
+            if not isinstance(sha256, str) or re.fullmatch(r"[0-9a-f]{64}", sha256) is None:
+                raise ValueError(f"network {name}: sha256 {sha256!r} is not 64 hex digits")
+            if size <= 0:
+                raise ValueError(f"network {name}: size {size} is not positive")
+        return cls(name=name, url=url, sha256=sha256, size=size, is_random=is_random)
+
+
+class NetworkCache:
+    """Networks by name in one directory; see the module docstring."""
+
+    def __init__(self, directory: str | os.PathLike[str], session: requests.Session | None = None,
+                 attempts: int = DEFAULT_ATTEMPTS, keep_days: float = DEFAULT_KEEP_DAYS,
+                 timeout: float = 60.0) -> None:
+        if attempts < 1:
+            raise ValueError("attempts must be at least 1")
+        self.directory = Path(directory)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.session = session or requests.Session()
+        self.attempts = attempts
+        self.keep_days = keep_days
+        self.timeout = timeout
+        self._locks: dict[str, threading.Lock] = {}
+        self._locks_guard = threading.Lock()
+        self._checked: dict[str, str] = {}  # name -> the sha256 this object found its file to have
+        self.downloaded_bytes = 0
+
+    def path_of(self, name: str) -> Path:
+        if re.fullmatch(NETWORK_NAME_PATTERN, name) is None:
+            raise ValueError(f"{name!r} is not a network name")
+        return self.directory / f"{name}{SUFFIX}"
+
+    def _partial(self, name: str) -> Path:
+        return self.directory / f".{name}.part"
+
+    def _lock(self, name: str) -> threading.Lock:
+        with self._locks_guard:
+            return self._locks.setdefault(name, threading.Lock())
+
+    # --- getting a network ------------------------------------------------------------------------
+    def get(self, ref: NetworkRef) -> Path:
+        """The checked file of ref's network, downloading (or finishing the download of) it first if
+        needed. Raises NetworkFileError when it cannot be had right (or the server refuses it with a
+        4xx), and requests' exceptions when the server cannot be reached or fails (5xx); the partial
+        download is then kept for the next call."""
+        if ref.is_random or ref.url is None or ref.sha256 is None:
+            raise ValueError(f"network {ref.name} is the random network: it has no file")
+        path = self.path_of(ref.name)
+        with self._lock(ref.name):
+            if path.exists():
+                if self._checked.get(ref.name) == ref.sha256 or self._matches(path, ref):
+                    self._checked[ref.name] = ref.sha256
+                    _touch(path)
+                    return path
+                log.warning("network %s: the cached file no longer matches its sha256; fetching it again", ref.name)
+                path.unlink(missing_ok=True)
+            problems = []
+            for _ in range(self.attempts):
+                problem = self._download(ref)
+                if problem is None:
+                    os.replace(self._partial(ref.name), path)
+                    fsync_dir(self.directory)
+                    self._checked[ref.name] = ref.sha256
+                    return path
+                problems.append(problem)
+                log.warning("network %s: %s; the download is deleted", ref.name, problem)
+                self._partial(ref.name).unlink(missing_ok=True)
+            raise NetworkFileError(f"network {ref.name} from {ref.url}: refused after {self.attempts} downloads: "
+                                   + "; ".join(problems))
+
+    def _matches(self, path: Path, ref: NetworkRef) -> bool:
+        return path.stat().st_size == ref.size and _sha256(path) == ref.sha256
+
+    def _download(self, ref: NetworkRef) -> str | None:
+        """Fetch (the rest of) ref's file into its partial file; returns what is wrong with the
+        result, or None when it is whole and right."""
+        partial = self._partial(ref.name)
+        have = partial.stat().st_size if partial.exists() else 0
+        if have > ref.size:
+            partial.unlink()
+            have = 0
+        headers = {"Accept-Encoding": "identity"}
+        if 0 < have < ref.size:
+            headers["Range"] = f"bytes={have}-"
+            headers["If-Range"] = f'"{ref.sha256}"'
+        if have < ref.size:
+            with self.session.get(ref.url, headers=headers, stream=True, timeout=self.timeout) as response:
+                status = response.status_code
+                if status == 416:  # what we have is not a prefix of the file
+                    return f"the server refused the range from byte {have} (416)"
+                if status >= 500:
+                    response.raise_for_status()  # the server's trouble: the caller waits and asks again
+                if status not in (200, 206):
+                    raise NetworkFileError(f"network {ref.name} from {ref.url}: the server answered {status} "
+                                           f"{response.reason}")
+                resume = response.status_code == 206 and _range_start(response) == have
+                with open(partial, "ab" if resume else "wb") as f:
+                    for chunk in response.iter_content(READ_CHUNK):
+                        f.write(chunk)
+                        self.downloaded_bytes += len(chunk)
+                    f.flush()
+                    os.fsync(f.fileno())
+        size = partial.stat().st_size
+        if size != ref.size:
+            return f"{size} bytes, not the {ref.size} the server announced"
+        digest = _sha256(partial)
+        if digest != ref.sha256:
+            return f"sha256 {digest}, not the announced {ref.sha256}"
+        return None
+
+    # --- housekeeping -----------------------------------------------------------------------------
+    def prune(self, keep: Iterable[str] = (), now: float | None = None) -> list[Path]:
+        """Delete the networks (and partial downloads) not used for keep_days, except those named in
+        keep. Returns what was deleted."""
+        now = time.time() if now is None else now
+        limit = now - self.keep_days * 86400.0
+        kept = {f"{name}{SUFFIX}" for name in keep} | {f".{name}.part" for name in keep}
+        deleted = []
+        for entry in self.directory.iterdir():
+            if entry.name in kept or not (entry.name.endswith(SUFFIX) or entry.name.endswith(".part")):
+                continue
+            try:
+                if entry.is_file() and entry.stat().st_mtime < limit:
+                    entry.unlink()
+                    self._checked.pop(entry.name.removesuffix(SUFFIX), None)
+                    deleted.append(entry)
+            except FileNotFoundError:
+                continue
+        for path in deleted:
+            log.info("deleted %s: unused for %g days", path.name, self.keep_days)
+        return deleted
+
+
+def _range_start(response: requests.Response) -> int:
+    m = re.match(r"bytes (\d+)-", response.headers.get("Content-Range", ""))
+    return int(m.group(1)) if m else -1
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(CHUNK):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _touch(path: Path) -> None:
+    with contextlib.suppress(OSError):  # a read-only cache still serves
+        os.utime(path)

@@ -1,0 +1,249 @@
+"""The volunteer's outbox: every finished game waits on disk until the server has confirmed it.
+
+A game is written to ``pending/`` as one directory (its SGF, its training rows when it has any, and
+``entry.json``: the kind of game, the task, the metadata) built under ``tmp/`` and renamed into
+place, so a crash, a kill or a power cut leaves either the whole entry or none of it (what a dead
+writer left under ``tmp/`` is removed on start; several processes may share one outbox). An entry is
+removed only once the server confirmed the game: any 2xx, a repeated upload included (the server
+answers a game it already has with 200). A refusal for the game's own sake (any other 4xx) moves
+it to ``rejected/`` with the server's message beside it, for the volunteer to look at. Connection
+errors, timeouts, 5xx and 429 leave it pending and retry it later, after a delay that doubles from
+``backoff_start`` seconds up to ``backoff_cap`` (an hour) with random jitter, or the server's
+``Retry-After`` when it gave one. A refusal that is not the game's fault (401/403: the token; 426:
+the client is too old) leaves it pending too and is reported as fatal: the client stops and says
+why, and the game goes out once that is fixed.
+
+Entries go out oldest first; on start the pending ones from earlier runs are simply there.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import random
+import shutil
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from common.files import atomic_write, fsync_dir
+
+log = logging.getLogger(__name__)
+
+DELIVERED = "delivered"
+RETRY = "retry"
+REJECTED = "rejected"
+FATAL = "fatal"
+
+KINDS = ("training", "rating")
+DEFAULT_BACKOFF_START = 5.0
+DEFAULT_BACKOFF_CAP = 3600.0
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How one upload attempt went: DELIVERED, RETRY (later), REJECTED (for good) or FATAL (not the
+    game's fault; stop the client). ``retry_after``: the server's wish, in seconds."""
+
+    kind: str
+    message: str = ""
+    retry_after: float | None = None
+
+
+def outcome_of_status(status: int, message: str, retry_after: str | None = None) -> Outcome:
+    """An HTTP answer to an upload, as an Outcome."""
+    if 200 <= status < 300:
+        return Outcome(DELIVERED, message)
+    wait = None
+    if retry_after is not None:
+        try:
+            wait = max(0.0, float(retry_after))
+        except ValueError:
+            wait = None
+    if status in (401, 403):
+        return Outcome(FATAL, f"the server refused the client's token ({status}): {message}")
+    if status == 426:
+        return Outcome(FATAL, f"the server needs a newer client (426): {message}")
+    if status in (408, 429) or status >= 500:
+        return Outcome(RETRY, f"{status}: {message}", wait)
+    return Outcome(REJECTED, f"{status}: {message}")
+
+
+@dataclass
+class Entry:
+    """One pending game."""
+
+    path: Path
+    kind: str
+    task: str
+    game_id: str
+    metadata: str  # the metadata JSON as uploaded
+    created: float
+    attempts: int = 0
+    due: float = 0.0
+    last_error: str = ""
+
+    @property
+    def sgf(self) -> Path:
+        return self.path / "game.sgf"
+
+    @property
+    def npz(self) -> Path | None:
+        p = self.path / "game.npz"
+        return p if p.exists() else None
+
+
+@dataclass
+class OutboxCounts:
+    delivered: int = 0
+    rejected: int = 0
+    failed_attempts: int = 0
+    pending: int = 0
+    last_error: str = ""
+
+
+class Outbox:
+    """The spool directory of finished games; see the module docstring. Thread-safe: games are put
+    by the players and delivered by one sender thread."""
+
+    def __init__(self, directory: str | os.PathLike[str], backoff_start: float = DEFAULT_BACKOFF_START,
+                 backoff_cap: float = DEFAULT_BACKOFF_CAP, rng: random.Random | None = None) -> None:
+        if backoff_start <= 0 or backoff_cap < backoff_start:
+            raise ValueError("backoff_start must be positive and backoff_cap at least backoff_start")
+        self.directory = Path(directory)
+        self.pending_dir = self.directory / "pending"
+        self.rejected_dir = self.directory / "rejected"
+        self.tmp_dir = self.directory / "tmp"
+        for d in (self.pending_dir, self.rejected_dir, self.tmp_dir):
+            d.mkdir(parents=True, exist_ok=True)
+        for leftover in self.tmp_dir.iterdir():  # entries a crash left half written
+            if not _writer_alive(leftover.name):
+                shutil.rmtree(leftover, ignore_errors=True)
+        self.backoff_start = backoff_start
+        self.backoff_cap = backoff_cap
+        self.rng = rng or random.Random()
+        self.counts = OutboxCounts()
+        self._lock = threading.Lock()
+        self._entries: dict[str, Entry] = {}
+        for path in sorted(self.pending_dir.iterdir()):
+            entry = self._load(path)
+            if entry is not None:
+                self._entries[path.name] = entry
+        self.counts.pending = len(self._entries)
+
+    # --- putting games in -------------------------------------------------------------------------
+    def put(self, kind: str, task: str, metadata: dict, sgf: bytes, npz: bytes | None = None) -> Entry:
+        """Spool a finished game (atomically); it is delivered by :meth:`deliver_due`."""
+        if kind not in KINDS:
+            raise ValueError(f"game kind {kind!r}: expected one of {', '.join(KINDS)}")
+        game_id = str(metadata.get("game_id", ""))
+        created = time.time()
+        name = f"{time.time_ns():020d}-{uuid.uuid4().hex[:8]}"
+        build = self.tmp_dir / f"{os.getpid()}.{name}"  # the writer's pid: see _writer_alive
+        build.mkdir()
+        atomic_write(build / "game.sgf", sgf)
+        if npz is not None:
+            atomic_write(build / "game.npz", npz)
+        text = json.dumps(metadata, sort_keys=True)
+        atomic_write(build / "entry.json", json.dumps({"kind": kind, "task": str(task), "metadata": text,
+                                                       "game_id": game_id, "created": created}).encode())
+        path = self.pending_dir / name
+        os.replace(build, path)
+        fsync_dir(self.pending_dir)
+        entry = Entry(path=path, kind=kind, task=str(task), game_id=game_id, metadata=text, created=created)
+        with self._lock:
+            self._entries[name] = entry
+            self.counts.pending = len(self._entries)
+        return entry
+
+    def _load(self, path: Path) -> Entry | None:
+        try:
+            info = json.loads((path / "entry.json").read_text())
+            return Entry(path=path, kind=info["kind"], task=info["task"], game_id=info.get("game_id", ""),
+                         metadata=info["metadata"], created=float(info.get("created", 0.0)))
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            # Not one of ours, or damaged: kept aside, not retried for ever.
+            log.error("outbox entry %s cannot be read (%s); moved to %s", path.name, e, self.rejected_dir)
+            self._move_to_rejected(path, f"the entry could not be read: {e}")
+            return None
+
+    # --- delivering -------------------------------------------------------------------------------
+    def pending(self) -> list[Entry]:
+        with self._lock:
+            return sorted(self._entries.values(), key=lambda e: e.path.name)
+
+    def deliver_due(self, send: Callable[[Entry], Outcome], now: float | None = None) -> Outcome | None:
+        """Try every entry that is due, oldest first, with send(entry). Stops at the first FATAL
+        outcome and returns it (the entry stays); otherwise returns None."""
+        for entry in self.pending():
+            t = time.time() if now is None else now
+            if entry.due > t:
+                continue
+            try:
+                outcome = send(entry)
+            except Exception as e:  # the sender's own trouble (connection, timeout): try again later
+                outcome = Outcome(RETRY, f"{type(e).__name__}: {e}")
+            if outcome.kind == DELIVERED:
+                self._remove(entry)
+                log.info("game %s delivered", entry.game_id)
+            elif outcome.kind == REJECTED:
+                log.error("game %s refused by the server, moved to %s: %s", entry.game_id, self.rejected_dir,
+                          outcome.message)
+                self._reject(entry, outcome.message)
+            elif outcome.kind == RETRY:
+                self._postpone(entry, outcome, t)
+            else:
+                with self._lock:
+                    self.counts.last_error = outcome.message
+                return outcome
+        return None
+
+    def _postpone(self, entry: Entry, outcome: Outcome, now: float) -> None:
+        with self._lock:
+            entry.attempts += 1
+            delay = min(self.backoff_cap, self.backoff_start * 2.0 ** (entry.attempts - 1))
+            delay = delay * (0.5 + 0.5 * self.rng.random())  # jitter: clients do not come back together
+            if outcome.retry_after is not None:
+                delay = max(delay, outcome.retry_after)
+            entry.due = now + delay
+            entry.last_error = outcome.message
+            self.counts.failed_attempts += 1
+            self.counts.last_error = outcome.message
+        log.warning("game %s not delivered (%s); next try in %.0f s", entry.game_id, outcome.message, delay)
+
+    def _remove(self, entry: Entry) -> None:
+        shutil.rmtree(entry.path, ignore_errors=True)
+        with self._lock:
+            self._entries.pop(entry.path.name, None)
+            self.counts.delivered += 1
+            self.counts.pending = len(self._entries)
+
+    def _reject(self, entry: Entry, message: str) -> None:
+        self._move_to_rejected(entry.path, message)
+        with self._lock:
+            self._entries.pop(entry.path.name, None)
+            self.counts.rejected += 1
+            self.counts.pending = len(self._entries)
+
+    def _move_to_rejected(self, path: Path, message: str) -> None:
+        target = self.rejected_dir / path.name
+        os.replace(path, target)
+        atomic_write(target / "reason.txt", (message + "\n").encode())
+
+
+def _writer_alive(build_name: str) -> bool:
+    """Is the process that is building this entry (several may share an outbox) still running?"""
+    pid_text = build_name.split(".", 1)[0]
+    if not pid_text.isdigit() or int(pid_text) == os.getpid():
+        return False
+    try:
+        os.kill(int(pid_text), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

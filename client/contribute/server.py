@@ -1,0 +1,118 @@
+"""The client's side of the server's API (``/api/v1/``), over one requests session.
+
+Errors come back as :class:`ServerError` with the server's own message (its JSON ``error``
+object), or as its subclasses for the cases a volunteer must act on: :class:`AuthError` (wrong
+password, revoked or unknown token) and :class:`UpgradeRequired` (the run needs a newer client).
+Connection problems stay requests' exceptions; the caller decides to wait and try again.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+from dataclasses import dataclass
+
+import requests
+
+from client.contribute.outbox import Entry, Outcome, outcome_of_status
+from common.protocol import API_PREFIX, CLIENT_VERSION, TASK_KINDS
+
+
+class ServerError(Exception):
+    """The server refused a request; ``status``, ``code`` and the server's ``message``."""
+
+    def __init__(self, status: int, code: str, message: str, url: str) -> None:
+        super().__init__(f"{url}: {status} {code}: {message}")
+        self.status = status
+        self.code = code
+        self.message = message
+        self.url = url
+
+
+class AuthError(ServerError):
+    """Wrong username or password, or a token the server does not take (any more)."""
+
+
+class UpgradeRequired(ServerError):
+    """The run needs a newer client."""
+
+
+@dataclass(frozen=True)
+class Login:
+    token: str
+    username: str
+    name: str
+
+
+def error_message(response: requests.Response) -> tuple[str, str]:
+    """(code, message) from the server's JSON error, or the status line for anything else."""
+    try:
+        error = response.json()["error"]
+        return str(error.get("code", "")), str(error.get("message", ""))
+    except (ValueError, KeyError, TypeError, AttributeError):
+        text = response.text.strip().splitlines()[0][:200] if response.text.strip() else ""
+        return "", text or response.reason or ""
+
+
+class ServerClient:
+    """One server, one token (None until :meth:`login`)."""
+
+    def __init__(self, base_url: str, token: str | None = None, instance_id: str = "sente-client",
+                 session: requests.Session | None = None, timeout: float = 30.0) -> None:
+        if not base_url.startswith(("http://", "https://")):
+            raise ValueError(f"server {base_url!r}: expected an http:// or https:// address")
+        self.base_url = base_url.rstrip("/")
+        self.token = token
+        self.instance_id = instance_id
+        self.session = session or requests.Session()
+        self.session.headers["User-Agent"] = f"sente-client/{CLIENT_VERSION} (Python {platform.python_version()})"
+        self.timeout = timeout
+
+    def url(self, path: str) -> str:
+        return self.base_url + API_PREFIX + path
+
+    def _headers(self) -> dict[str, str]:
+        return {"Authorization": f"Token {self.token}"} if self.token else {}
+
+    def _check(self, response: requests.Response) -> requests.Response:
+        if response.status_code < 400:
+            return response
+        code, message = error_message(response)
+        kind = ServerError
+        if response.status_code in (401, 403):
+            kind = AuthError
+        elif response.status_code == 426:
+            kind = UpgradeRequired
+        raise kind(response.status_code, code, message, response.url)
+
+    # --- the calls --------------------------------------------------------------------------------
+    def login(self, username: str, password: str, token_name: str) -> Login:
+        """Exchange a username and password for a new client token (kept as self.token)."""
+        r = self._check(self.session.post(self.url("auth/token/"), timeout=self.timeout,
+                                          json={"username": username, "password": password, "name": token_name}))
+        body = r.json()
+        self.token = body["token"]
+        return Login(token=body["token"], username=body["username"], name=body["name"])
+
+    def me(self) -> dict:
+        return self._check(self.session.get(self.url("me/"), headers=self._headers(), timeout=self.timeout)).json()
+
+    def task(self, games: int = 1, kinds: tuple[str, ...] = TASK_KINDS) -> dict:
+        """A new task for up to `games` games of the given kinds."""
+        r = self.session.post(self.url("tasks/"), headers=self._headers(), timeout=self.timeout,
+                              json={"client_version": CLIENT_VERSION, "client_instance_id": self.instance_id,
+                                    "kinds": list(kinds), "games": games})
+        return self._check(r).json()
+
+    def upload(self, entry: Entry) -> Outcome:
+        """Send one outbox entry; the server's answer as an Outcome (connection errors raise)."""
+        files = {"sgf": ("game.sgf", entry.sgf.read_bytes(), "application/x-go-sgf")}
+        npz = entry.npz
+        if npz is not None:
+            files["npz"] = ("game.npz", npz.read_bytes(), "application/octet-stream")
+        r = self.session.post(self.url(f"games/{entry.kind}/"), headers=self._headers(), timeout=self.timeout,
+                              data={"task": entry.task, "metadata": entry.metadata}, files=files)
+        if r.status_code < 400:
+            return outcome_of_status(r.status_code, json.dumps(r.json()) if r.content else "")
+        _, message = error_message(r)
+        return outcome_of_status(r.status_code, message, r.headers.get("Retry-After"))

@@ -1,0 +1,217 @@
+"""The network cache against a real HTTP server (ranges, ETags, broken connections, bad files)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+import requests
+
+from client.contribute.netcache import NetworkCache, NetworkFileError, NetworkRef
+
+
+class FileServer:
+    """Serves named byte strings at /n/<name> with ETag and single ranges, like the server's
+    network-file endpoint; can cut a response short, corrupt it, ignore ranges or fail."""
+
+    def __init__(self) -> None:
+        self.files: dict[str, bytes] = {}
+        self.corrupt: set[str] = set()
+        self.cut_after: int | None = None  # bytes sent before the connection is dropped (once)
+        self.ignore_ranges = False
+        self.status: int | None = None  # answer every request with this status
+        self.requests: list[tuple[str, str | None]] = []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_GET(self):
+                name = self.path.removeprefix("/n/")
+                outer.requests.append((name, self.headers.get("Range")))
+                if outer.status is not None:
+                    self.send_error(outer.status)
+                    return
+                data = outer.files.get(name)
+                if data is None:
+                    self.send_error(404)
+                    return
+                etag = f'"{hashlib.sha256(data).hexdigest()}"'
+                if name in outer.corrupt:
+                    data = data[:10] + bytes([data[10] ^ 0xFF]) + data[11:]
+                start, status = 0, 200
+                m = re.fullmatch(r"bytes=(\d+)-", self.headers.get("Range") or "")
+                if m and not outer.ignore_ranges and self.headers.get("If-Range", etag) == etag:
+                    start, status = int(m.group(1)), 206
+                    if start >= len(data):
+                        self.send_response(416)
+                        self.send_header("Content-Range", f"bytes */{len(data)}")
+                        self.send_header("Content-Length", "0")
+                        self.end_headers()
+                        return
+                body = data[start:]
+                self.send_response(status)
+                self.send_header("ETag", etag)
+                self.send_header("Content-Length", str(len(body)))
+                if status == 206:
+                    self.send_header("Content-Range", f"bytes {start}-{len(data) - 1}/{len(data)}")
+                self.end_headers()
+                if outer.cut_after is not None:
+                    cut, outer.cut_after = outer.cut_after, None
+                    self.wfile.write(body[:cut])
+                    self.wfile.flush()
+                    self.connection.shutdown(2)
+                    return
+                self.wfile.write(body)
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.httpd.serve_forever, args=(0.05,), daemon=True)
+        self.thread.start()
+
+    def ref(self, name: str, data: bytes | None = None) -> NetworkRef:
+        data = self.files[name] if data is None else data
+        return NetworkRef.from_task({"name": name, "is_random": False,
+                                     "url": f"http://127.0.0.1:{self.httpd.server_port}/n/{name}",
+                                     "sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)})
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture
+def server():
+    s = FileServer()
+    s.files["net-a"] = os.urandom(300_000)
+    s.files["net-b"] = os.urandom(5_000)
+    yield s
+    s.close()
+
+
+def test_a_network_is_downloaded_checked_and_then_served_from_the_cache(server, tmp_path):
+    cache = NetworkCache(tmp_path)
+    path = cache.get(server.ref("net-a"))
+    assert path == tmp_path / "net-a.safetensors" and path.read_bytes() == server.files["net-a"]
+    assert not list(tmp_path.glob(".*.part"))
+    assert cache.get(server.ref("net-a")) == path
+    # A new cache object (the client started again) checks the file once, without downloading it.
+    assert NetworkCache(tmp_path).get(server.ref("net-a")) == path
+    assert len(server.requests) == 1
+
+
+def test_a_broken_download_resumes_with_a_range(server, tmp_path):
+    cache = NetworkCache(tmp_path)
+    server.cut_after = 120_000
+    with pytest.raises(requests.RequestException):
+        cache.get(server.ref("net-a"))
+    kept = (tmp_path / ".net-a.part").stat().st_size  # kept for the next attempt (whole chunks)
+    assert 0 < kept <= 120_000
+    path = cache.get(server.ref("net-a"))
+    assert path.read_bytes() == server.files["net-a"]
+    assert server.requests[-1] == ("net-a", f"bytes={kept}-")
+    assert cache.downloaded_bytes == len(server.files["net-a"])  # nothing fetched twice
+
+
+def test_a_server_ignoring_the_range_gives_the_whole_file_again(server, tmp_path):
+    cache = NetworkCache(tmp_path)
+    server.cut_after = 1000
+    with pytest.raises(requests.RequestException):
+        cache.get(server.ref("net-a"))
+    server.ignore_ranges = True
+    assert cache.get(server.ref("net-a")).read_bytes() == server.files["net-a"]
+
+
+def test_a_changed_file_on_the_server_restarts_the_download(server, tmp_path):
+    cache = NetworkCache(tmp_path)
+    server.cut_after = 1000
+    with pytest.raises(requests.RequestException):
+        cache.get(server.ref("net-a"))
+    # The file behind the name changed: the ETag no longer matches If-Range, the server sends it whole.
+    server.files["net-a"] = os.urandom(200_000)
+    assert cache.get(server.ref("net-a")).read_bytes() == server.files["net-a"]
+
+
+def test_a_corrupted_network_is_refused_after_the_allowed_attempts(server, tmp_path):
+    cache = NetworkCache(tmp_path, attempts=3)
+    server.corrupt.add("net-b")
+    with pytest.raises(NetworkFileError, match=r"net-b .*refused after 3 downloads: sha256 [0-9a-f]{64}, not"):
+        cache.get(server.ref("net-b"))
+    assert len(server.requests) == 3
+    assert not (tmp_path / "net-b.safetensors").exists() and not list(tmp_path.glob(".*.part"))
+    # A wrong size is named as such.
+    wrong = server.ref("net-b", server.files["net-b"] + b"x")
+    server.corrupt.clear()
+    with pytest.raises(NetworkFileError, match="5000 bytes, not the 5001 the server announced"):
+        cache.get(wrong)
+
+
+def test_a_cached_file_corrupted_on_disk_is_fetched_again(server, tmp_path):
+    path = NetworkCache(tmp_path).get(server.ref("net-b"))
+    data = bytearray(path.read_bytes())
+    data[0] ^= 0xFF
+    path.write_bytes(bytes(data))
+    assert NetworkCache(tmp_path).get(server.ref("net-b")).read_bytes() == server.files["net-b"]
+    assert len(server.requests) == 2
+
+
+def test_server_errors_keep_the_partial_download_and_refusals_are_final(server, tmp_path):
+    cache = NetworkCache(tmp_path)
+    server.cut_after = 100_000
+    with pytest.raises(requests.RequestException):
+        cache.get(server.ref("net-a"))
+    kept = (tmp_path / ".net-a.part").stat().st_size
+    server.status = 503
+    with pytest.raises(requests.HTTPError):
+        cache.get(server.ref("net-a"))
+    assert (tmp_path / ".net-a.part").stat().st_size == kept > 0
+    server.status = 404
+    with pytest.raises(NetworkFileError, match=r"net-a .*answered 404"):
+        cache.get(server.ref("net-a"))
+    server.status = None
+    assert cache.get(server.ref("net-a")).read_bytes() == server.files["net-a"]
+
+
+def test_two_threads_asking_for_one_network_download_it_once(server, tmp_path):
+    cache = NetworkCache(tmp_path)
+    ref = server.ref("net-a")
+    paths = []
+    threads = [threading.Thread(target=lambda: paths.append(cache.get(ref))) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(paths) == 4 and len(set(paths)) == 1 and len(server.requests) == 1
+
+
+def test_networks_unused_for_the_keep_time_are_pruned(server, tmp_path):
+    cache = NetworkCache(tmp_path, keep_days=30)
+    a = cache.get(server.ref("net-a"))
+    b = cache.get(server.ref("net-b"))
+    old = time.time() - 31 * 86400
+    os.utime(a, (old, old))
+    os.utime(b, (old, old))
+    stale_part = tmp_path / ".net-c.part"
+    stale_part.write_bytes(b"xx")
+    os.utime(stale_part, (old, old))
+    (tmp_path / "notes.txt").write_text("not ours")
+    assert sorted(p.name for p in cache.prune(keep=["net-b"])) == [".net-c.part", "net-a.safetensors"]
+    assert b.exists() and (tmp_path / "notes.txt").exists()
+    cache.get(server.ref("net-b"))  # a use counts as recent
+    assert cache.prune(now=time.time() + 29 * 86400) == []
+
+
+def test_bad_references_are_refused_with_what_is_wrong():
+    good = {"name": "net-a", "is_random": False, "url": "http://x/n/net-a", "sha256": "0" * 64, "bytes": 10}
+    for change, message in (({"name": "../etc"}, "not a network name"), ({"url": "file:///etc/passwd"}, "url"),
+                            ({"sha256": "abc"}, "sha256"), ({"bytes": 0}, "size 0"), ({"bytes": "many"}, "bytes")):
+        with pytest.raises(ValueError, match=message):
+            NetworkRef.from_task({**good, **change})
+    random = NetworkRef.from_task({"name": "run-random", "is_random": True, "url": None, "sha256": None, "bytes": 0})
+    with pytest.raises(ValueError, match="random network"):
+        NetworkCache(".").get(random)
