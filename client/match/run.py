@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -89,11 +90,20 @@ class _MatchGame:
 
 
 def run_match(evaluators, names: tuple[str, str], settings: MatchSettings, games: int, parallel: int,
-              out_dir: str | Path, seed: int = 0, leaves_per_game: int = 1) -> MatchSummary:
+              out_dir: str | Path | None, seed: int = 0, leaves_per_game: int = 1, name: str | None = None,
+              on_game=None, stop: threading.Event | None = None, more=None, paused=None) -> MatchSummary:
+    """Play `games` games, `parallel` at a time. Game k is named ``<name>-<k>`` (name: ``match-<seed>``);
+    each finished game's SGF goes to out_dir (when given) as ``<game name>.sgf``, with the summary as
+    ``<name>-summary.json``, and to ``on_game(game_name, sgf_bytes)``. A set `stop` ends the match at
+    once (unfinished games are dropped); while ``more()`` is false no new game starts; while
+    ``paused()`` is true no step is taken."""
     if games < 1 or parallel < 1:
         raise ValueError("games and parallel must be at least 1")
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    out = Path(out_dir) if out_dir is not None else None
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+    name = name or f"match-{seed}"
+    stop = stop or threading.Event()
     parallel = min(parallel, games)
     engines = [BatchedSearch(ev, parallel, settings.visits, leaves_per_game, seed=seed + k,
                              history=settings.max_moves + 8) for k, ev in enumerate(evaluators)]
@@ -119,7 +129,7 @@ def run_match(evaluators, names: tuple[str, str], settings: MatchSettings, games
                 return
             if m.game.is_over or m.resigned:
                 finish(m)
-                slots[i] = new_game() if started < games else None
+                slots[i] = new_game() if started < games and (more is None or more()) else None
                 continue
             k = m.network_to_move()
             engine = engines[k]
@@ -163,15 +173,24 @@ def run_match(evaluators, names: tuple[str, str], settings: MatchSettings, games
             if res.winner == BLACK:
                 summary.wins_as_black[winner] += 1
         black, white = (names[0], names[1]) if m.black == 0 else (names[1], names[0])
-        record = SgfRecord.from_game(game, black_player=black, white_player=white,
-                                     game_name=f"match-{seed}-{m.index:05d}")
+        game_name = f"{name}-{m.index:05d}"
+        record = SgfRecord.from_game(game, black_player=black, white_player=white, game_name=game_name)
         record.nodes[0].comment = json.dumps({"settings": settings.to_dict()}, sort_keys=True)
-        atomic_write(out / f"match-{seed}-{m.index:05d}.sgf", record.to_sgf().encode())
+        sgf = record.to_sgf().encode()
+        if out is not None:
+            atomic_write(out / f"{game_name}.sgf", sgf)
+        if on_game is not None:
+            on_game(game_name, sgf)
 
     for i in range(parallel):
+        if more is not None and not more():
+            break
         slots[i] = new_game()
         launch(i)
-    while any(e.n_searching for e in engines):
+    while any(e.n_searching for e in engines) and not stop.is_set():
+        if paused is not None and paused():
+            stop.wait(0.2)
+            continue
         for engine in engines:
             if not engine.n_searching:
                 continue
@@ -179,5 +198,6 @@ def run_match(evaluators, names: tuple[str, str], settings: MatchSettings, games
                 play(int(i), slots[int(i)], engine)
                 launch(int(i))
     summary.seconds = time.perf_counter() - t0
-    atomic_write(out / f"match-{seed}-summary.json", json.dumps(summary.to_dict(), indent=1).encode())
+    if out is not None:
+        atomic_write(out / f"{name}-summary.json", json.dumps(summary.to_dict(), indent=1).encode())
     return summary

@@ -1,10 +1,12 @@
 """The self-play driver: G games at a time in a few groups, each group one :class:`BatchedSearch`
-driven by its own thread; each finished game written as one SGF and one npz of training rows (both
-atomically), with a progress bar and a summary.
+driven by its own thread, fed games by its caller and handing each finished game back
+(:class:`SelfPlayDriver`); and the offline run of a number of games, each written as one SGF and one
+npz of training rows (both atomically), with a progress bar and a summary (:func:`run_selfplay`).
 
-Every game draws its randomness from its own generator, seeded by the run's seed and the game's
-index; each group always plays the same games and its lock-step batches are the same from run to
-run, so a seeded run with the same parallelism and groups reproduces its games and rows exactly.
+In the offline run every game draws its randomness from its own generator, seeded by the run's seed
+and the game's index; each group always plays the same games and its lock-step batches are the same
+from run to run, so a seeded run with the same parallelism and groups reproduces its games and rows
+exactly.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import numpy as np
 from client.search.engine import BatchedSearch
 from client.selfplay.game import PLAY, SelfPlayGame
 from client.selfplay.init import draw_start
-from common.data.rows import write_game_rows
+from common.data.rows import game_rows_npz
 from common.files import atomic_write
 from common.go.geometry import BLACK, WHITE
 from common.nn.features import Encoder
@@ -68,6 +70,148 @@ class SelfPlaySummary:
         ]
 
 
+@dataclass(frozen=True)
+class GameOrder:
+    """A game for the driver to play: its id, its own random generator, and whatever the feed wants
+    back with it when it is finished."""
+
+    game_id: str
+    rng: np.random.Generator
+    tag: object = None
+
+
+# What a feed answers when it has no game now but may have one later (the slot asks again soon).
+LATER = "later"
+
+
+class SelfPlayDriver:
+    """G games at a time in a few groups, each one :class:`BatchedSearch` driven by its own thread.
+
+    The games come from a feed, ``next_game(group) -> GameOrder``, or None when it has no more for
+    that group (the slot empties), or :data:`LATER`. Each finished game goes to ``finished(game,
+    order)``, called from the group's thread outside any lock, which stores it and returns its
+    number of training rows (None: it had none). :meth:`run` returns when every slot is empty.
+
+    The games in play are split into `groups` (default: :func:`default_groups`), each with its own
+    search engine and thread: while one group waits for the network or runs its Python bookkeeping
+    (results, moves, records, files), the others' numba passes, which release the GIL, go on.
+    """
+
+    def __init__(self, evaluator, settings: SelfPlaySettings, parallel: int, seed: int = 0,
+                 leaves_per_game: int = 1, cache_entries: int = 1 << 15, groups: int | None = None) -> None:
+        if parallel < 1:
+            raise ValueError("parallel must be at least 1")
+        groups = min(parallel, groups if groups is not None else default_groups(evaluator))
+        if groups < 1:
+            raise ValueError("groups must be at least 1")
+        self.settings = settings
+        self.summary = SelfPlaySummary()
+        self._lock = threading.Lock()
+        threads = _pass_threads(groups)
+        self.groups = [
+            _Group(k, settings,
+                   BatchedSearch(evaluator, parallel * (k + 1) // groups - parallel * k // groups,
+                                 max(settings.visits, settings.cheap_visits), leaves_per_game,
+                                 cache_entries=-(-cache_entries // groups),
+                                 seed=seed * groups + k if groups > 1 else seed,
+                                 history=settings.max_moves + 8, threads=threads))
+            for k in range(groups)
+        ]
+        self._t0 = time.perf_counter()
+
+    def live(self) -> dict[str, float]:
+        """The run so far: games finished and in play, moves (in play included), network rows,
+        batch fill."""
+        with self._lock:
+            finished, moves = self.summary.games, self.summary.moves
+        return {"games": finished, "playing": sum(g.playing() for g in self.groups),
+                "moves": moves + sum(g.moves_in_play() for g in self.groups),
+                "evals": sum(g.engine.batch_rows for g in self.groups),
+                "offered": sum(g.engine.slots_offered for g in self.groups)}
+
+    def run(self, next_game, finished, stop: threading.Event | None = None, paused=None,
+            time_limit: float | None = None, on_tick=None) -> SelfPlaySummary:
+        """Play until the feed runs dry (every slot empty), `stop` is set, or `time_limit` seconds
+        passed; games unfinished then are dropped. While ``paused()`` is true no step is taken.
+        ``on_tick()`` is called after each step of any group (from its thread)."""
+        stop = stop or threading.Event()
+        summary = self.summary
+        self._t0 = t0 = time.perf_counter()
+
+        def finish(game: SelfPlayGame, order: GameOrder) -> None:
+            rows = finished(game, order)
+            res = game.game.result
+            with self._lock:
+                summary.games += 1
+                summary.moves += game.game.num_moves
+                summary.full_searches += game.full_searches
+                summary.cheap_searches += game.cheap_searches
+                summary.visits += game.visits
+                if res is not None and not res.no_result and res.winner == BLACK:
+                    summary.black_wins += 1
+                elif res is not None and not res.no_result and res.winner == WHITE:
+                    summary.white_wins += 1
+                else:
+                    summary.draws_or_no_result += 1
+                if rows is None:
+                    summary.games_without_rows += 1
+                else:
+                    summary.rows += rows
+
+        for g in self.groups:
+            g.begin(next_game, finish)
+        # The long-lived objects of the imports (torch's above all) need no more garbage collection
+        # passes: without this, each pass walks them all again, a tenth of the run's time.
+        gc.freeze()
+        switch = sys.getswitchinterval()
+        helpers: list[threading.Thread] = []
+        errors: list[BaseException] = []
+
+        def drive(group: _Group) -> None:
+            try:
+                group.run(stop, paused, t0, time_limit, on_tick)
+            except BaseException:
+                stop.set()
+                raise
+
+        def helper(group: _Group) -> None:
+            try:
+                drive(group)
+            except BaseException as e:  # handed to the calling thread
+                errors.append(e)
+
+        try:
+            if len(self.groups) > 1:
+                # A thread coming back from a numba pass waits for the GIL; Python's default of 5 ms
+                # before the holder must let go would leave its processor idle that long.
+                sys.setswitchinterval(GIL_SWITCH_SECONDS)
+            for g in self.groups[1:]:
+                helpers.append(threading.Thread(target=helper, args=(g,), name=f"selfplay-group-{g.index}",
+                                                daemon=True))
+                helpers[-1].start()
+            drive(self.groups[0])
+            for h in helpers:
+                h.join()
+        except BaseException:
+            stop.set()
+            for h in helpers:
+                h.join()
+            raise
+        finally:
+            sys.setswitchinterval(switch)
+        if errors:
+            raise errors[0]
+        summary.seconds = time.perf_counter() - t0
+        summary.nn_evals = sum(g.engine.batch_rows for g in self.groups)
+        summary.search_visits = sum(g.engine.visits_total for g in self.groups)
+        summary.steps = sum(g.engine.steps for g in self.groups)
+        summary.batch_fill = _fill(self.groups)
+        return summary
+
+    def fill(self) -> float:
+        return _fill(self.groups)
+
+
 def run_selfplay(
     evaluator,
     settings: SelfPlaySettings,
@@ -85,127 +229,54 @@ def run_selfplay(
     """Play `games` self-play games, `parallel` at a time, into out_dir. With a time limit (seconds),
     games still unfinished then are dropped (nothing is written for them).
 
-    The games in play are split into `groups` (default: :func:`default_groups`), each with its own
-    search engine and driven by its own thread: while one group waits for the network or runs its
-    Python bookkeeping (results, moves, records, files), the others' numba passes, which release
-    the GIL, go on. Group k plays the games numbered k, k + groups, ..., so a seeded run reproduces
-    its games whatever the timing of the threads."""
+    Group k of the :class:`SelfPlayDriver` plays the games numbered k, k + groups, ..., each with
+    a generator seeded by the run's seed and the game's number, so a seeded run reproduces its
+    games whatever the timing of the threads."""
     if games < 1 or parallel < 1:
         raise ValueError("games and parallel must be at least 1")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     parallel = min(parallel, games)
-    groups = min(parallel, groups if groups is not None else default_groups(evaluator))
-    if groups < 1:
-        raise ValueError("groups must be at least 1")
-    threads = _pass_threads(groups)
-    summary = SelfPlaySummary()
+    driver = SelfPlayDriver(evaluator, settings, parallel, seed=seed, leaves_per_game=leaves_per_game,
+                            cache_entries=cache_entries, groups=groups)
+    count = len(driver.groups)
+    numbers = [iter(range(k, games, count)) for k in range(count)]
+    files: list[Path] = []
     bar = _progress_bar(games, progress)
-    lock = threading.Lock()
-    stop = threading.Event()
-    t0 = time.perf_counter()
-    last_update = t0
+    last_update = time.perf_counter()
 
-    def finish(game: SelfPlayGame, index: int) -> None:
-        # Written outside the lock: the files are the game's own.
-        rows_path = write_game_rows(game.training_record(), out, np.random.default_rng([seed, index, 1]),
-                                    filename=f"{game.game_id}.npz")
-        rows = 0
-        if rows_path is not None:
-            with np.load(rows_path) as z:
-                rows = int(z["globalTargetsNC"].shape[0])
-        sgf_path = atomic_write(out / f"{game.game_id}.sgf", game.sgf(player_name).encode())
-        res = game.game.result
-        with lock:
-            summary.games += 1
-            summary.moves += game.game.num_moves
-            summary.full_searches += game.full_searches
-            summary.cheap_searches += game.cheap_searches
-            summary.visits += game.visits
-            if res is not None and not res.no_result and res.winner == BLACK:
-                summary.black_wins += 1
-            elif res is not None and not res.no_result and res.winner == WHITE:
-                summary.white_wins += 1
-            else:
-                summary.draws_or_no_result += 1
-            if rows_path is None:
-                summary.games_without_rows += 1
-            else:
-                summary.rows += rows
-                summary.files.append(rows_path)
-            summary.files.append(sgf_path)
-            bar.update(1)
+    def next_game(group: int) -> GameOrder | None:
+        number = next(numbers[group], None)
+        if number is None:
+            return None
+        return GameOrder(f"s{seed}-g{number:06d}", np.random.default_rng([seed, number]), number)
 
-    group_list = [
-        _Group(k, groups, games, seed, settings,
-               BatchedSearch(evaluator, parallel * (k + 1) // groups - parallel * k // groups,
-                             max(settings.visits, settings.cheap_visits), leaves_per_game,
-                             cache_entries=-(-cache_entries // groups), seed=seed * groups + k if groups > 1 else seed,
-                             history=settings.max_moves + 8, threads=threads),
-               finish)
-        for k in range(groups)
-    ]
+    def finished(game: SelfPlayGame, order: GameOrder) -> int | None:
+        # Each game's files are its own: written by its group's thread, outside any lock.
+        made = game_rows_npz(game.training_record(), np.random.default_rng([seed, order.tag, 1]))
+        count = None
+        if made is not None:
+            files.append(atomic_write(out / f"{game.game_id}.npz", made[0]))
+            count = made[1]
+        files.append(atomic_write(out / f"{game.game_id}.sgf", game.sgf(player_name).encode()))
+        bar.update(1)
+        return count
 
-    def report() -> None:
+    def tick() -> None:
         nonlocal last_update
         now = time.perf_counter()
         if now - last_update > 0.5 and bar.disable is False:
-            with lock:
-                last_update = now
-                elapsed = now - t0
-                moves = summary.moves + sum(g.moves_in_play() for g in group_list)
-                rows = sum(g.engine.batch_rows for g in group_list)
-                bar.set_postfix_str(f"{moves / elapsed:.1f} moves/s, {rows / elapsed:.0f} evals/s, "
-                                    f"fill {100 * _fill(group_list):.0f}%")
-
-    def drive(group: _Group) -> None:
-        try:
-            group.run(stop, t0, time_limit, report)
-        except BaseException:
-            stop.set()
-            raise
-
-    for g in group_list:
-        g.begin()
-    # The long-lived objects of the imports (torch's above all) need no more garbage collection
-    # passes: without this, each pass walks them all again, a tenth of the run's time.
-    gc.freeze()
-    switch = sys.getswitchinterval()
-    helpers: list[threading.Thread] = []
-    errors: list[BaseException] = []
-
-    def helper(group: _Group) -> None:
-        try:
-            drive(group)
-        except BaseException as e:  # handed to the main thread
-            errors.append(e)
+            last_update = now
+            live = driver.live()
+            elapsed = now - driver._t0
+            bar.set_postfix_str(f"{live['moves'] / elapsed:.1f} moves/s, {live['evals'] / elapsed:.0f} evals/s, "
+                                f"fill {100 * driver.fill():.0f}%")
 
     try:
-        if groups > 1:
-            # A thread coming back from a numba pass waits for the GIL; Python's default of 5 ms
-            # before the holder must let go would leave its processor idle that long.
-            sys.setswitchinterval(GIL_SWITCH_SECONDS)
-        for g in group_list[1:]:
-            helpers.append(threading.Thread(target=helper, args=(g,), name=f"selfplay-group-{g.index}", daemon=True))
-            helpers[-1].start()
-        drive(group_list[0])
-        for h in helpers:
-            h.join()
-    except BaseException:
-        stop.set()
-        for h in helpers:
-            h.join()
-        raise
+        summary = driver.run(next_game, finished, time_limit=time_limit, on_tick=tick)
     finally:
-        sys.setswitchinterval(switch)
         bar.close()
-    if errors:
-        raise errors[0]
-    summary.seconds = time.perf_counter() - t0
-    summary.nn_evals = sum(g.engine.batch_rows for g in group_list)
-    summary.search_visits = sum(g.engine.visits_total for g in group_list)
-    summary.steps = sum(g.engine.steps for g in group_list)
-    summary.batch_fill = _fill(group_list)
+    summary.files = files
     return summary
 
 
@@ -238,30 +309,34 @@ def _touch_parallel_layer(a):
 class _Group:
     """Some of the games in play, in one engine: slot i of the engine holds one game at a time."""
 
-    def __init__(self, index: int, groups: int, games: int, seed: int, settings: SelfPlaySettings,
-                 engine: BatchedSearch, finish) -> None:
+    # How long an idle group waits before asking its feed again (the feed said LATER).
+    IDLE_SECONDS = 0.05
+
+    def __init__(self, index: int, settings: SelfPlaySettings, engine: BatchedSearch) -> None:
         self.index = index
         self.engine = engine
         self.settings = settings
-        self.seed = seed
         self.encoder = Encoder()  # each thread its own scratch
-        self.finish = finish
-        # This group's games: index, index + groups, ... below games.
-        self.numbers = iter(range(index, games, groups))
-        self.slots: list[tuple[SelfPlayGame, int] | None] = [None] * engine.games
+        self.slots: list[tuple[SelfPlayGame, GameOrder] | None] = [None] * engine.games
+        self.waiting: set[int] = set()  # empty slots whose feed said LATER
+        self.next_game = self.finish = None
 
-    def new_game(self) -> tuple[SelfPlayGame, int] | None:
-        number = next(self.numbers, None)
-        if number is None:
+    def new_game(self, i: int) -> tuple[SelfPlayGame, GameOrder] | None:
+        order = self.next_game(self.index)
+        if order is None or isinstance(order, str):
+            if order == LATER:
+                self.waiting.add(i)
             return None
-        rng = np.random.default_rng([self.seed, number])
-        game = SelfPlayGame(f"s{self.seed}-g{number:06d}", self.settings, draw_start(self.settings, rng), rng,
+        self.waiting.discard(i)
+        game = SelfPlayGame(order.game_id, self.settings, draw_start(self.settings, order.rng), order.rng,
                             self.encoder)
-        return game, number
+        return game, order
 
-    def begin(self) -> None:
+    def begin(self, next_game, finish) -> None:
+        self.next_game = next_game
+        self.finish = finish
         for i in range(len(self.slots)):
-            self.slots[i] = self.new_game()
+            self.slots[i] = self.new_game(i)
             self.launch(i)
 
     def launch(self, i: int) -> None:
@@ -275,7 +350,7 @@ class _Group:
             request = game.next_search()
             if request is None:
                 self.finish(game, entry[1])
-                self.slots[i] = self.new_game()
+                self.slots[i] = self.new_game(i)
                 continue
             engine.start(i, request.game, request.visits, self.settings.search, full=request.full,
                          reuse=request.reuse, draw_equivalent_wins=self.settings.draw_equivalent_wins)
@@ -283,16 +358,30 @@ class _Group:
                 return
             _take_result(engine, i, game)  # a cheap search whose reused tree was big enough already
 
-    def run(self, stop: threading.Event, t0: float, time_limit: float | None, report) -> None:
+    def run(self, stop: threading.Event, paused, t0: float, time_limit: float | None, on_tick) -> None:
         engine = self.engine
-        while engine.n_searching and not stop.is_set():
+        while (engine.n_searching or self.waiting) and not stop.is_set():
             if time_limit is not None and time.perf_counter() - t0 > time_limit:
                 return
+            if paused is not None and paused():
+                stop.wait(self.IDLE_SECONDS * 4)
+                continue
+            if self.waiting:
+                for i in sorted(self.waiting):
+                    self.slots[i] = self.new_game(i)
+                    self.launch(i)
+                if not engine.n_searching:
+                    stop.wait(self.IDLE_SECONDS)
+                    continue
             for i in engine.step():
                 i = int(i)
                 _take_result(engine, i, self.slots[i][0])
                 self.launch(i)
-            report()
+            if on_tick is not None:
+                on_tick()
+
+    def playing(self) -> int:
+        return sum(entry is not None for entry in self.slots)
 
     def moves_in_play(self) -> int:
         return sum(entry[0].game.num_moves for entry in self.slots if entry is not None)

@@ -14,6 +14,7 @@ rows as one compressed npz per game, atomically.
 from __future__ import annotations
 
 import hashlib
+import io
 import logging
 import math
 import os
@@ -671,11 +672,9 @@ def _q_plane(q: np.ndarray, gen: np.random.Generator) -> np.ndarray:
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
 
-def save_rows(rows: Mapping[str, np.ndarray], path: str | os.PathLike[str]) -> Path:
-    """Write rows to ``path`` as a compressed npz, atomically: a temporary file in the same directory,
-    flushed and fsynced, then renamed over ``path``. Arrays are written in schema order with their
-    schema dtypes; names outside the schema are refused. Nothing is left behind on failure."""
-    target = Path(path)
+def rows_npz(rows: Mapping[str, np.ndarray]) -> bytes:
+    """Rows as the bytes of a compressed npz: arrays in schema order with their schema dtypes; names
+    outside the schema are refused."""
     unknown = sorted(set(rows) - set(ARRAY_NAMES))
     if unknown:
         raise ValueError(f"not schema arrays: {', '.join(unknown)}")
@@ -685,7 +684,30 @@ def save_rows(rows: Mapping[str, np.ndarray], path: str | os.PathLike[str]) -> P
     arrays = {
         name: np.ascontiguousarray(rows[name], dtype=SCHEMA_BY_NAME[name].dtype) for name in ARRAY_NAMES if name in rows
     }
-    return atomic_write(target, lambda f: np.savez_compressed(f, **arrays))
+    buffer = io.BytesIO()
+    np.savez_compressed(buffer, **arrays)
+    return buffer.getvalue()
+
+
+def save_rows(rows: Mapping[str, np.ndarray], path: str | os.PathLike[str]) -> Path:
+    """Write rows to ``path`` as a compressed npz (:func:`rows_npz`), atomically: a temporary file in
+    the same directory, flushed and fsynced, then renamed over ``path``. Nothing is left behind on
+    failure."""
+    return atomic_write(Path(path), rows_npz(rows))
+
+
+def game_rows_npz(game: GameRecord, rng: np.random.Generator | int | None = None,
+                  **options: float) -> tuple[bytes, int] | None:
+    """One game's rows as npz bytes, with their number; None when the game yielded no rows (KataGo
+    skips such games). ``options`` go to :func:`game_to_rows`."""
+    rows = game_to_rows(game, rng=rng, **options)
+    num_rows = rows["globalTargetsNC"].shape[0]
+    if num_rows == 0:
+        log.info("game %s yielded no training rows", game.game_id or "?")
+        return None
+    if num_rows > MAX_ROWS_PER_FILE:
+        raise ValueError(f"game {game.game_id!r} yielded {num_rows} rows, above {MAX_ROWS_PER_FILE} per file")
+    return rows_npz(rows), num_rows
 
 
 def write_game_rows(
@@ -696,16 +718,12 @@ def write_game_rows(
     **options: float,
 ) -> Path | None:
     """Turn one game into rows and store them as ``<directory>/<game_id>.npz`` (or ``filename``), one
-    file per game, atomically. Returns the path, or None when the game yielded no rows (KataGo skips
-    such games). ``options`` go to :func:`game_to_rows`."""
-    rows = game_to_rows(game, rng=rng, **options)
-    num_rows = rows["globalTargetsNC"].shape[0]
-    if num_rows == 0:
-        log.info("game %s yielded no training rows; nothing written", game.game_id or "?")
+    file per game, atomically. Returns the path, or None when the game yielded no rows (nothing is
+    written). ``options`` go to :func:`game_to_rows`."""
+    made = game_rows_npz(game, rng, **options)
+    if made is None:
         return None
-    if num_rows > MAX_ROWS_PER_FILE:
-        raise ValueError(f"game {game.game_id!r} yielded {num_rows} rows, above {MAX_ROWS_PER_FILE} per file")
     name = filename or f"{game.game_id}.npz"
     if not name.endswith(".npz") or not _SAFE_NAME.match(name):
         name = f"{game.hash128():032x}.npz"
-    return save_rows(rows, Path(directory) / name)
+    return atomic_write(Path(directory) / name, made[0])
