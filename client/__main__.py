@@ -136,6 +136,12 @@ def _match(args) -> int:
     return 0
 
 
+def _contribute(args) -> int:
+    from client.contribute.app import run
+
+    return run(args)
+
+
 def _convert_katago(args) -> int:
     from common.nn.katago_import import KataGoModelError, read_katago_model
     from common.nn.modelfile import ModelFileError, save_model_file
@@ -229,6 +235,13 @@ def build_parser() -> argparse.ArgumentParser:
     _add_play_options(mt, "the SGF files and the summary", parallel=16)
     mt.add_argument("--visits", type=_positive, help="visits per move (default 600)")
     mt.set_defaults(func=_match)
+
+    co = sub.add_parser("contribute", help="play the games a server's run asks for and upload them (the "
+                                           "volunteer's command; log in once with --server and --username)")
+    from client.contribute.app import add_arguments
+
+    add_arguments(co)
+    co.set_defaults(func=_contribute)
 
     conv = sub.add_parser("convert-katago", help="convert a KataGo model file (.bin.gz) to our .safetensors")
     conv.add_argument("input", help="KataGo model file, version 8 (.bin.gz or .txt.gz)")

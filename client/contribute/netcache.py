@@ -11,12 +11,13 @@ object (a disk can corrupt it too) and re-fetched if it no longer matches.
 Every use touches the file's modification time; :meth:`NetworkCache.prune` deletes networks unused
 for a number of days (30 by default), and leftover partial downloads as old. Several threads may
 ask for networks at once (the loop's current network and the prefetch of the next): one download
-per name at a time.
+per name at a time, across the processes sharing the directory too.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import logging
 import os
@@ -116,7 +117,7 @@ class NetworkCache:
         if ref.is_random or ref.url is None or ref.sha256 is None:
             raise ValueError(f"network {ref.name} is the random network: it has no file")
         path = self.path_of(ref.name)
-        with self._lock(ref.name):
+        with self._lock(ref.name), _file_lock(self.directory / f".{ref.name}.lock"):
             if path.exists():
                 if self._checked.get(ref.name) == ref.sha256 or self._matches(path, ref):
                     self._checked[ref.name] = ref.sha256
@@ -136,7 +137,7 @@ class NetworkCache:
                 log.warning("network %s: %s; the download is deleted", ref.name, problem)
                 self._partial(ref.name).unlink(missing_ok=True)
             raise NetworkFileError(f"network {ref.name} from {ref.url}: refused after {self.attempts} downloads: "
-                                   + "; ".join(problems))
+                                   + "; ".join(dict.fromkeys(problems)))
 
     def _matches(self, path: Path, ref: NetworkRef) -> bool:
         return path.stat().st_size == ref.size and _sha256(path) == ref.sha256
@@ -175,24 +176,27 @@ class NetworkCache:
             return f"{size} bytes, not the {ref.size} the server announced"
         digest = _sha256(partial)
         if digest != ref.sha256:
-            return f"sha256 {digest}, not the announced {ref.sha256}"
+            return f"its sha256 is {digest[:16]}..., not the announced {ref.sha256[:16]}..."
         return None
 
     # --- housekeeping -----------------------------------------------------------------------------
     def prune(self, keep: Iterable[str] = (), now: float | None = None) -> list[Path]:
-        """Delete the networks (and partial downloads) not used for keep_days, except those named in
-        keep. Returns what was deleted."""
+        """Delete the networks (with their lock files) and partial downloads not used for keep_days,
+        except those named in keep. Returns what was deleted."""
         now = time.time() if now is None else now
         limit = now - self.keep_days * 86400.0
         kept = {f"{name}{SUFFIX}" for name in keep} | {f".{name}.part" for name in keep}
         deleted = []
         for entry in self.directory.iterdir():
-            if entry.name in kept or not (entry.name.endswith(SUFFIX) or entry.name.endswith(".part")):
+            if entry.name in kept or not entry.name.endswith((SUFFIX, ".part")):
                 continue
             try:
                 if entry.is_file() and entry.stat().st_mtime < limit:
                     entry.unlink()
-                    self._checked.pop(entry.name.removesuffix(SUFFIX), None)
+                    if entry.name.endswith(SUFFIX):
+                        name = entry.name.removesuffix(SUFFIX)
+                        self._checked.pop(name, None)
+                        (self.directory / f".{name}.lock").unlink(missing_ok=True)
                     deleted.append(entry)
             except FileNotFoundError:
                 continue
@@ -212,6 +216,18 @@ def _sha256(path: Path) -> str:
         while chunk := f.read(CHUNK):
             h.update(chunk)
     return h.hexdigest()
+
+
+@contextlib.contextmanager
+def _file_lock(path: Path):
+    """Hold an exclusive lock on path (created if needed) against other processes: the workers of one
+    client share the cache."""
+    with open(path, "a+b") as f:
+        fcntl.flock(f.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f.fileno(), fcntl.LOCK_UN)
 
 
 def _touch(path: Path) -> None:

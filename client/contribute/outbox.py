@@ -52,6 +52,7 @@ class Outcome:
     kind: str
     message: str = ""
     retry_after: float | None = None
+    unreachable: bool = False  # the server could not be reached at all
 
 
 def outcome_of_status(status: int, message: str, retry_after: str | None = None) -> Outcome:
@@ -171,6 +172,24 @@ class Outbox:
             self._move_to_rejected(path, f"the entry could not be read: {e}")
             return None
 
+    def refresh(self) -> int:
+        """Take in the entries other processes put since (the workers put, one sender delivers);
+        returns how many came."""
+        with self._lock:
+            known = set(self._entries)
+        new = [p for p in self.pending_dir.iterdir() if p.name not in known]
+        added = 0
+        for path in sorted(new):
+            entry = self._load(path)
+            if entry is not None:
+                with self._lock:
+                    if path.name not in self._entries:
+                        self._entries[path.name] = entry
+                        added += 1
+        with self._lock:
+            self.counts.pending = len(self._entries)
+        return added
+
     # --- delivering -------------------------------------------------------------------------------
     def pending(self) -> list[Entry]:
         with self._lock:
@@ -178,7 +197,8 @@ class Outbox:
 
     def deliver_due(self, send: Callable[[Entry], Outcome], now: float | None = None) -> Outcome | None:
         """Try every entry that is due, oldest first, with send(entry). Stops at the first FATAL
-        outcome and returns it (the entry stays); otherwise returns None."""
+        outcome, or the first time the server cannot be reached at all (send raised: the others
+        wait for the next pass rather than each fail alike), and returns it; otherwise returns None."""
         for entry in self.pending():
             t = time.time() if now is None else now
             if entry.due > t:
@@ -186,7 +206,7 @@ class Outbox:
             try:
                 outcome = send(entry)
             except Exception as e:  # the sender's own trouble (connection, timeout): try again later
-                outcome = Outcome(RETRY, f"{type(e).__name__}: {e}")
+                outcome = Outcome(RETRY, describe_error(e), unreachable=True)
             if outcome.kind == DELIVERED:
                 self._remove(entry)
                 log.info("game %s delivered", entry.game_id)
@@ -196,6 +216,8 @@ class Outbox:
                 self._reject(entry, outcome.message)
             elif outcome.kind == RETRY:
                 self._postpone(entry, outcome, t)
+                if outcome.unreachable:
+                    return outcome
             else:
                 with self._lock:
                     self.counts.last_error = outcome.message
@@ -213,7 +235,8 @@ class Outbox:
             entry.last_error = outcome.message
             self.counts.failed_attempts += 1
             self.counts.last_error = outcome.message
-        log.warning("game %s not delivered (%s); next try in %.0f s", entry.game_id, outcome.message, delay)
+        log.log(logging.INFO if outcome.unreachable else logging.WARNING, "game %s not delivered (%s); next try in "
+                "%.1f s", entry.game_id, outcome.message, delay)
 
     def _remove(self, entry: Entry) -> None:
         shutil.rmtree(entry.path, ignore_errors=True)
@@ -233,6 +256,20 @@ class Outbox:
         target = self.rejected_dir / path.name
         os.replace(path, target)
         atomic_write(target / "reason.txt", (message + "\n").encode())
+
+
+def describe_error(e: BaseException) -> str:
+    """A connection problem (requests' exceptions and the like) in a few plain words."""
+    text = str(e)
+    for needle, words in (("Connection refused", "connection refused"), ("timed out", "timed out"),
+                          ("Name or service not known", "unknown host name"),
+                          ("Temporary failure in name resolution", "host name lookup failed"),
+                          ("Connection reset", "connection reset"), ("Connection aborted", "connection dropped"),
+                          ("RemoteDisconnected", "connection dropped"), ("SSLError", "TLS error"),
+                          ("CERTIFICATE_VERIFY_FAILED", "the server's certificate is not trusted")):
+        if needle in text or needle in type(e).__name__:
+            return words
+    return f"{type(e).__name__}: {text if len(text) < 160 else text[:157] + '...'}"
 
 
 def _writer_alive(build_name: str) -> bool:

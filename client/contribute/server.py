@@ -104,6 +104,23 @@ class ServerClient:
                                     "kinds": list(kinds), "games": games})
         return self._check(r).json()
 
+    def current_run(self) -> dict:
+        """The run that hands out work: its name, status, minimum client version, self-play network."""
+        return self._check(self.session.get(self.url("runs/current/"), headers=self._headers(),
+                                            timeout=self.timeout)).json()
+
+    def newest_network(self, run: str) -> dict | None:
+        """The run's newest network that may still be played (a candidate, one playing its gating
+        games, or an accepted one), as a task names a network; None if there is none."""
+        r = self._check(self.session.get(self.url("networks/"), headers=self._headers(), timeout=self.timeout,
+                                         params={"run": run}))
+        for network in r.json().get("results", []):
+            if network.get("state") in ("candidate", "rating", "accepted"):
+                return {"name": network["name"], "is_random": network.get("is_random", False),
+                        "url": network.get("file_url"), "sha256": network.get("sha256") or None,
+                        "bytes": network.get("size_bytes") or 0}
+        return None
+
     def upload(self, entry: Entry) -> Outcome:
         """Send one outbox entry; the server's answer as an Outcome (connection errors raise)."""
         files = {"sgf": ("game.sgf", entry.sgf.read_bytes(), "application/x-go-sgf")}

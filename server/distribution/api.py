@@ -16,7 +16,7 @@ from rest_framework.reverse import reverse
 from rest_framework.views import APIView
 
 from common.protocol import INSTANCE_ID_PATTERN, TASK_KINDS, parse_version
-from server.api.errors import ApiError, invalid
+from server.api.errors import ApiError
 from server.distribution.models import Task
 from server.networks.models import Network
 from server.networks.serializers import network_ref
@@ -146,6 +146,7 @@ class TaskView(APIView):
         else:
             network = state.network
             if network is None:
-                raise invalid(None, f"run {run.name} has no network to play", "no_network")
+                raise ApiError(f"run {run.name} has no network to play yet; try again later", code="no_network",
+                               status_code=503)
             task = Task.objects.issue(kind=Task.Kind.SELFPLAY, network=network, **common)
         return Response(task_body(task, request), status=status.HTTP_201_CREATED)

@@ -38,6 +38,7 @@ class LiveServer:
     def __init__(self, database: str, data_dir: Path, workers: int = 2, env: dict[str, str] | None = None,
                  log: Path | None = None) -> None:
         self.port = free_port()
+        self.data_dir = data_dir
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = log or data_dir / "gunicorn.log"
         environment = {k: v for k, v in os.environ.items() if not k.startswith(("SENTE_", "DJANGO_"))}
@@ -54,9 +55,16 @@ class LiveServer:
             "PYTHONPATH": str(ROOT),
         })
         environment.update(env or {})
+        self._environment = environment
         self._log = open(self.log_path, "wb")  # noqa: SIM115 (open for the server's whole life)
+        self.start()
+
+    def start(self) -> None:
+        """Start gunicorn (again, after stop(): on the same port, with the same data)."""
+        if self._log.closed:
+            self._log = open(self.log_path, "ab")  # noqa: SIM115 (open for the server's whole life)
         self.process = subprocess.Popen([sys.executable, "-m", "gunicorn", "-c", str(ROOT / "deploy/gunicorn.conf.py")],
-                                        cwd=ROOT, env=environment, stdout=self._log, stderr=subprocess.STDOUT)
+                                        cwd=ROOT, env=self._environment, stdout=self._log, stderr=subprocess.STDOUT)
         self._wait()
 
     def _wait(self, seconds: float = 60.0) -> None:
@@ -74,7 +82,8 @@ class LiveServer:
         raise RuntimeError(f"gunicorn did not answer within {seconds} s:\n{self.log()}")
 
     def log(self) -> str:
-        self._log.flush()
+        if not self._log.closed:
+            self._log.flush()
         return self.log_path.read_text(errors="replace")[-5000:]
 
     def stop(self) -> None:

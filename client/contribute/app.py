@@ -1,0 +1,482 @@
+"""``python -m client contribute``: the volunteer's program.
+
+Setup: the first start with ``--server URL --username NAME`` asks for the password once (or reads it
+from stdin with ``--password-stdin``), exchanges it for a client token and keeps the token, never the
+password, in the settings file (:mod:`client.contribute.config`). Later starts need no options.
+
+Then it checks the server (reachable, the token taken, the client new enough) and says plainly what
+is wrong if anything is, starts one worker process per device (:mod:`client.contribute.worker`), and
+itself delivers the outbox (first what earlier runs left, then each game as the workers finish it),
+shows the status, and takes commands: Ctrl-C (or SIGTERM, or ``stop`` on stdin) once finishes the
+games in play, delivers them and ends; twice ends at once (finished games stay in the outbox for the
+next start). ``pause`` and ``resume`` on stdin, or SIGUSR1 and SIGUSR2, hold and release the workers.
+
+Exit status: 0 when it ended as asked; 1 on an unexpected failure; 2 for bad settings; 3 when the
+server refuses the login or the token; 4 when the client is too old for the server's run; 5 when the
+server cannot be reached at start; 6 when a network file stays wrong after repeated downloads.
+"""
+
+from __future__ import annotations
+
+import getpass
+import logging
+import logging.handlers
+import multiprocessing
+import os
+import queue
+import signal
+import socket
+import sys
+import threading
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import requests
+
+from client.contribute import config as client_config
+from client.contribute.netcache import NetworkCache
+from client.contribute.outbox import DEFAULT_BACKOFF_CAP, FATAL, Outbox, describe_error
+from client.contribute.server import AuthError, ServerClient, ServerError
+from client.contribute.status import Status
+from client.contribute.tasks import AUTH, NETWORK, PROTOCOL, UPGRADE
+from client.contribute.worker import Control, WorkerSpec, worker_main
+from common.protocol import CLIENT_VERSION, parse_version
+
+log = logging.getLogger("client.contribute")
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_AUTH, EXIT_UPGRADE, EXIT_UNREACHABLE, EXIT_NETWORK = range(7)
+EXIT_OF_KIND = {AUTH: EXIT_AUTH, UPGRADE: EXIT_UPGRADE, PROTOCOL: EXIT_UPGRADE, NETWORK: EXIT_NETWORK}
+DEFAULT_PARALLEL_GPU = 64
+DEFAULT_PARALLEL_CPU = 16
+RESTARTS_ALLOWED = 3  # crashed-worker restarts within RESTART_WINDOW before the client gives up
+RESTART_WINDOW = 600.0
+STATUS_LINE_SECONDS = 60.0  # without a terminal: how often the status line is logged
+PRUNE_SECONDS = 86400.0
+
+
+class Stop(Exception):
+    """End the command with this exit status after printing the message."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--server", help="the server's address, e.g. https://sente.example.org (kept)")
+    parser.add_argument("--username", help="your account on the server: logs in and keeps a client token")
+    parser.add_argument("--password-stdin", action="store_true",
+                        help="read the password from the first line of stdin instead of asking")
+    parser.add_argument("--config", type=Path, help="settings file (default: ~/.config/sente/client.json)")
+    parser.add_argument("--device", help="cpu, cuda:0, or several such as cuda:0,cuda:1 (one worker each; "
+                                         "default: every GPU, else the CPU)")
+    parser.add_argument("--parallel", help=f"games at once per worker (default {DEFAULT_PARALLEL_GPU} on a GPU, "
+                                           f"{DEFAULT_PARALLEL_CPU} on the CPU)")
+    parser.add_argument("--data-dir", help="where the outbox, the networks and the log live "
+                                           "(default: ~/.local/share/sente)")
+    parser.add_argument("--retry-seconds", type=float, default=5.0,
+                        help="first pause before trying the server again; it doubles up to an hour (default 5)")
+
+
+def run(args) -> int:
+    try:
+        return _Contributor(args).run()
+    except Stop as e:
+        print(f"error: {e.message}" if e.status else e.message, file=sys.stderr)
+        return e.status
+
+
+class _Contributor:
+    def __init__(self, args) -> None:
+        self.args = args
+        self.config_path = args.config or client_config.default_config_path()
+        flags = {"server": args.server, "username": args.username, "device": args.device,
+                 "parallel": args.parallel, "data_dir": args.data_dir}
+        try:
+            self.stored = client_config.read_file(self.config_path)
+            self.config = client_config.load(self.config_path, flags=flags)
+        except client_config.ConfigError as e:
+            raise Stop(EXIT_USAGE, str(e)) from None
+        if args.retry_seconds <= 0:
+            raise Stop(EXIT_USAGE, f"--retry-seconds: {args.retry_seconds} must be positive")
+        if not self.config.server:
+            raise Stop(EXIT_USAGE, "no server: give --server URL and --username NAME the first time "
+                                   "(both are kept for later starts)")
+        self.data_dir = self.config.data_path()
+        self.ctx = multiprocessing.get_context("spawn")
+        self.control = Control(self.ctx)
+        self.messages = self.ctx.Queue()
+        self.log_queue = self.ctx.Queue()
+        self.status: Status | None = None
+        self.fatal: tuple[int, str] | None = None
+        self._interrupts = 0
+        self._wake = threading.Event()
+
+    # --- setup ------------------------------------------------------------------------------------
+    def run(self) -> int:
+        listener = self._logging()
+        try:
+            self._login_if_needed()
+            server = self._check_server()
+            devices = self._devices()
+            return self._contribute(server, devices)
+        finally:
+            listener.stop()
+
+    def _logging(self) -> logging.handlers.QueueListener:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.log_path = self.data_dir / "contribute.log"
+        file = logging.handlers.RotatingFileHandler(self.log_path, maxBytes=10 << 20, backupCount=3)
+        file.setFormatter(logging.Formatter("%(asctime)s %(processName)s %(levelname)s %(name)s: %(message)s"))
+        file.setLevel(logging.INFO)
+        console = _ConsoleHandler()
+        console.setFormatter(logging.Formatter("%(levelname)s: %(message)s"))
+        console.setLevel(logging.WARNING)
+        self.console_handler = console
+        root = logging.getLogger()
+        for h in list(root.handlers):
+            root.removeHandler(h)
+        root.addHandler(logging.handlers.QueueHandler(self.log_queue))
+        root.setLevel(logging.INFO)
+        for noisy in ("urllib3", "requests"):
+            logging.getLogger(noisy).setLevel(logging.WARNING)
+        listener = logging.handlers.QueueListener(self.log_queue, file, console, respect_handler_level=True)
+        listener.start()
+        log.info("sente client %s starting; settings %s, data %s", CLIENT_VERSION, self.config_path, self.data_dir)
+        return listener
+
+    def _login_if_needed(self) -> None:
+        cfg = self.config
+        # The kept token is the kept user's on the kept server; asking for another user or server
+        # means logging in, as does having no token at all.
+        other = cfg.server != self.stored.server or (self.args.username
+                                                     and self.args.username != self.stored.username)
+        token_from_env = bool(os.environ.get(client_config.ENV["token"]))
+        if cfg.token and not (other and not token_from_env):
+            return
+        if not cfg.username:
+            raise Stop(EXIT_USAGE, f"no client token for {cfg.server}: give --username NAME to log in once")
+        password = self._password(cfg.username, cfg.server)
+        server = ServerClient(cfg.server, instance_id=cfg.instance_id or "sente-client")
+        try:
+            login = server.login(cfg.username, password, f"client on {socket.gethostname()}"[:100])
+        except AuthError as e:
+            raise Stop(EXIT_AUTH, f"the server at {cfg.server} did not accept user {cfg.username!r} with this "
+                                  f"password ({e.message})") from None
+        except ServerError as e:
+            raise Stop(EXIT_FAILED, f"logging in at {cfg.server} failed: {e}") from None
+        except requests.RequestException as e:
+            raise Stop(EXIT_UNREACHABLE, f"cannot reach the server at {cfg.server} ({describe_error(e)}); check the "
+                                         "address and the network connection") from None
+        kept = replace(self.stored, server=cfg.server, username=login.username, token=login.token,
+                       instance_id=self.stored.instance_id)
+        path = client_config.save(kept, self.config_path)
+        self.stored = client_config.read_file(path)
+        self.config = replace(cfg, username=login.username, token=login.token, instance_id=self.stored.instance_id)
+        print(f"logged in to {cfg.server} as {login.username}; the client token is kept in {path} "
+              "(the password is not)", flush=True)
+
+    def _password(self, username: str, server: str) -> str:
+        if self.args.password_stdin:
+            line = sys.stdin.readline()
+            if not line:
+                raise Stop(EXIT_USAGE, "--password-stdin: stdin ended before a password line")
+            return line.rstrip("\r\n")
+        if not sys.stdin.isatty():
+            raise Stop(EXIT_USAGE, f"logging in as {username} needs the password: run the command in a terminal "
+                                   "once, or give it on stdin with --password-stdin")
+        return getpass.getpass(f"password for {username} at {server}: ")
+
+    def _check_server(self) -> ServerClient:
+        cfg = self.config
+        if cfg.instance_id is None:  # a token from the environment, no settings file yet
+            client_config.save(replace(self.stored, server=cfg.server, username=cfg.username), self.config_path)
+            self.stored = client_config.read_file(self.config_path)
+            self.config = replace(cfg, instance_id=self.stored.instance_id)
+            cfg = self.config
+        server = ServerClient(cfg.server, cfg.token, instance_id=cfg.instance_id)
+        try:
+            me = server.me()
+        except AuthError as e:
+            raise Stop(EXIT_AUTH, f"the server at {cfg.server} refused the client token kept for "
+                                  f"{cfg.username or 'this user'} ({e.message}); it may have been revoked. Log in "
+                                  f"again: python -m client contribute --username {cfg.username or 'NAME'}") from None
+        except ServerError as e:
+            raise Stop(EXIT_FAILED, f"the server at {cfg.server} answered {e}") from None
+        except requests.RequestException as e:
+            raise Stop(EXIT_UNREACHABLE, f"cannot reach the server at {cfg.server} ({describe_error(e)}); check the "
+                                         "address and the network connection, then start again") from None
+        self.username = me.get("username", cfg.username or "?")
+        try:
+            current = server.current_run()
+            needed = current.get("min_client_version")
+            if needed and parse_version(CLIENT_VERSION) < parse_version(needed):
+                raise Stop(EXIT_UPGRADE, f"this client is version {CLIENT_VERSION}, and the server's run "
+                                         f"{current.get('run')} needs {needed} or newer: please upgrade the client")
+            log.info("run %s, network %s", current.get("run"), (current.get("network") or {}).get("name"))
+        except ServerError as e:
+            log.warning("the server has no run to work for yet (%s); the client waits for one", e.message)
+        except requests.RequestException as e:
+            raise Stop(EXIT_UNREACHABLE, f"cannot reach the server at {cfg.server} ({describe_error(e)})") from None
+        return server
+
+    def _devices(self) -> list[str]:
+        if self.config.device:
+            devices = self.config.device.split(",")
+        else:
+            import torch
+
+            count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+            devices = [f"cuda:{i}" for i in range(count)] or ["cpu"]
+        if "cpu" in devices:
+            log.warning("playing on the CPU: it works, but a GPU plays tens of times more games; "
+                        "--device cuda:0 picks one")
+        return devices
+
+    # --- running ----------------------------------------------------------------------------------
+    def _contribute(self, server: ServerClient, devices: list[str]) -> int:
+        cfg = self.config
+        outbox = Outbox(self.data_dir / "outbox", backoff_start=self.args.retry_seconds)
+        cache = NetworkCache(self.data_dir / "networks")
+        cache.prune()
+        self.status = Status(server=cfg.server, username=self.username)
+        self.status.outbox = outbox.counts
+        if outbox.counts.pending:
+            log.warning("%d finished games from an earlier run wait in the outbox; they go out first",
+                        outbox.counts.pending)
+        specs = [WorkerSpec(index=i, device=d, server=cfg.server, token=cfg.token, instance_id=cfg.instance_id,
+                            parallel=cfg.parallel or (DEFAULT_PARALLEL_CPU if d == "cpu" else DEFAULT_PARALLEL_GPU),
+                            data_dir=str(self.data_dir), retry_start=self.args.retry_seconds)
+                 for i, d in enumerate(devices)]
+        sender_done = threading.Event()
+        sender = threading.Thread(target=self._send, args=(server, outbox, sender_done), name="sender", daemon=True)
+        sender.start()  # the outbox left by earlier runs goes out first, while the workers start
+        self._signals()
+        self._commands()
+        workers = {s.index: self._start(s) for s in specs}
+        restarts: list[float] = []
+        ended: set[int] = set()
+        display = _Display(self.status)
+        last_prune = time.monotonic()
+        try:
+            with display:
+                while len(ended) < len(specs):
+                    self._wake.wait(0.5)
+                    self._wake.clear()
+                    for kind, index, what, detail in self._drain_messages():
+                        if kind == "status":
+                            self.status.update(index, detail)
+                        elif kind == "done":
+                            ended.add(index)
+                        elif kind == "fatal":
+                            ended.add(index)
+                            self._fail(EXIT_OF_KIND.get(what, EXIT_FAILED), detail)
+                        elif kind == "crashed":
+                            log.error("worker %d (%s) failed: %s: %s", index, specs[index].device, what, detail)
+                    for index, process in workers.items():
+                        if index in ended or process.is_alive():
+                            continue
+                        process.join()
+                        if self.control.done():  # ended while finishing (or stopping): not restarted
+                            ended.add(index)
+                            continue
+                        now = time.monotonic()
+                        restarts = [t for t in restarts if now - t < RESTART_WINDOW] + [now]
+                        if len(restarts) > RESTARTS_ALLOWED:
+                            self._fail(EXIT_FAILED, f"worker {index} ({specs[index].device}) keeps failing "
+                                                    f"(exit code {process.exitcode}); see {self.log_path}")
+                            ended.add(index)
+                            continue
+                        log.error("worker %d (%s) ended unexpectedly (exit code %s); starting it again", index,
+                                  specs[index].device, process.exitcode)
+                        workers[index] = self._start(specs[index])
+                    self.status.mode = ("stopping" if self.control.stopping.is_set() else "finishing"
+                                        if self.control.finishing.is_set() else "paused"
+                                        if self.control.paused.is_set() else "running")
+                    self.status.sample()
+                    display.refresh()
+                    if time.monotonic() - last_prune > PRUNE_SECONDS:
+                        cache.prune()
+                        last_prune = time.monotonic()
+                if not self.control.stopping.is_set():
+                    self.status.mode = "sending the last games"
+                    display.refresh()
+                    self._final_delivery(server, outbox)
+        finally:
+            self.control.stopping.set()
+            for process in workers.values():
+                process.join(timeout=10)
+                if process.is_alive():
+                    process.terminate()
+                    process.join(timeout=5)
+            sender_done.set()
+            sender.join(timeout=30)
+        return self._goodbye(outbox)
+
+    def _start(self, spec: WorkerSpec):
+        process = self.ctx.Process(target=worker_main, args=(spec, self.control, self.messages, self.log_queue),
+                                   name=f"worker-{spec.index}")
+        process.start()
+        log.info("worker %d started on %s (pid %d), %d games at once", spec.index, spec.device, process.pid,
+                 spec.parallel)
+        return process
+
+    def _drain_messages(self) -> list[tuple]:
+        out = []
+        while True:
+            try:
+                out.append(self.messages.get_nowait())
+            except queue.Empty:
+                return out
+
+    def _fail(self, status: int, message: str) -> None:
+        """Stop everything now and end with this status and message (the first failure counts)."""
+        if self.fatal is None:
+            if status == EXIT_AUTH:
+                message += (f". Log in again: python -m client contribute --username "
+                            f"{self.config.username or 'NAME'}")
+            self.fatal = (status, message)
+            log.info("stopping: %s", message)  # said on the console once, as the command ends
+        self.control.stopping.set()
+        self._wake.set()
+
+    # --- delivering -------------------------------------------------------------------------------
+    def _send(self, server: ServerClient, outbox: Outbox, done: threading.Event) -> None:
+        """Deliver the outbox until done: each pass sends what is due; while the server cannot be
+        reached, passes wait longer and longer (from --retry-seconds, doubling, up to an hour)."""
+        pause = self.args.retry_seconds
+        while not done.is_set():
+            outbox.refresh()
+            outcome = outbox.deliver_due(server.upload)
+            if outcome is not None and outcome.kind == FATAL:
+                kind = EXIT_UPGRADE if "426" in outcome.message else EXIT_AUTH
+                self._fail(kind, f"uploading games stopped: {outcome.message}")
+                return
+            if outcome is not None and outcome.unreachable:
+                if self.status.upload_reachable is not False:
+                    log.warning("the server cannot be reached to upload games (%s); they wait in the outbox "
+                                "(%d now) and go out when it is back", outcome.message, outbox.counts.pending)
+                self.status.upload_reachable = False
+                done.wait(pause)
+                pause = min(DEFAULT_BACKOFF_CAP, pause * 2)
+                continue
+            if self.status.upload_reachable is False:
+                log.warning("the server is reachable again; the games that waited are being sent")
+            if outcome is None and (outbox.counts.delivered or outbox.counts.rejected):
+                self.status.upload_reachable = True
+            pause = self.args.retry_seconds
+            done.wait(0.5)
+
+    def _final_delivery(self, server: ServerClient, outbox: Outbox) -> None:
+        """After the workers finished: one more try for every pending game, now."""
+        outbox.refresh()
+        for entry in outbox.pending():
+            entry.due = 0.0
+        outcome = outbox.deliver_due(server.upload)
+        if outcome is not None and outcome.kind == FATAL:
+            self._fail(EXIT_AUTH, f"uploading games stopped: {outcome.message}")
+
+    def _goodbye(self, outbox: Outbox) -> int:
+        status = self.status
+        t = status.totals()
+        c = outbox.counts
+        print(f"played {t['selfplay_games']:.0f} self-play games ({t['rows']:.0f} training rows) and "
+              f"{t['rating_games']:.0f} rating games; uploads: {c.delivered} sent, {c.rejected} rejected, "
+              f"{c.pending} waiting in {outbox.pending_dir} for the next start; log: {self.log_path}", flush=True)
+        if self.fatal is not None:
+            raise Stop(*self.fatal)
+        return EXIT_OK
+
+    # --- control ----------------------------------------------------------------------------------
+    def _signals(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return
+        signal.signal(signal.SIGINT, lambda *_: self.interrupt())
+        signal.signal(signal.SIGTERM, lambda *_: self.interrupt())
+        signal.signal(signal.SIGUSR1, lambda *_: self.pause(True))
+        signal.signal(signal.SIGUSR2, lambda *_: self.pause(False))
+
+    def interrupt(self) -> None:
+        self._interrupts += 1
+        if self._interrupts == 1:
+            self.control.finishing.set()
+            self.control.paused.clear()
+            log.warning("finishing the games in play, then sending them (press Ctrl-C again to stop at once; "
+                        "finished games are kept either way)")
+        else:
+            self.control.stopping.set()
+            log.warning("stopping now; the finished games stay in the outbox for the next start")
+        self._wake.set()
+
+    def pause(self, on: bool) -> None:
+        if on and not self.control.paused.is_set():
+            self.control.paused.set()
+            log.warning("paused: the games wait (type resume, or send SIGUSR2)")
+        elif not on and self.control.paused.is_set():
+            self.control.paused.clear()
+            log.warning("resumed")
+        self._wake.set()
+
+    def _commands(self) -> None:
+        """pause / resume / stop typed on stdin (a line each)."""
+        def read() -> None:
+            for line in sys.stdin:
+                word = line.strip().lower()
+                if word in ("pause", "p"):
+                    self.pause(True)
+                elif word in ("resume", "r", "continue"):
+                    self.pause(False)
+                elif word in ("stop", "quit", "q"):
+                    self.interrupt()
+                elif word:
+                    log.warning("unknown command %r: pause, resume or stop", word)
+
+        if sys.stdin is not None and not sys.stdin.closed:
+            threading.Thread(target=read, name="commands", daemon=True).start()
+
+
+class _ConsoleHandler(logging.StreamHandler):
+    """Warnings on whatever sys.stderr is at the time (the live panel redirects it above itself)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+
+    @property
+    def stream(self):
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value) -> None:
+        pass
+
+
+class _Display:
+    """The status on a terminal (a live rich panel) or as a logged line every minute."""
+
+    def __init__(self, status: Status) -> None:
+        self.status = status
+        self.live = None
+        self.last_line = 0.0
+
+    def __enter__(self) -> _Display:
+        if sys.stdout.isatty():
+            from rich.live import Live
+
+            self.live = Live(self.status.panel(), refresh_per_second=2, transient=False)
+            self.live.__enter__()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.live is not None:
+            self.live.update(self.status.panel())
+            self.live.__exit__(*exc)
+
+    def refresh(self) -> None:
+        if self.live is not None:
+            self.live.update(self.status.panel())
+        elif time.monotonic() - self.last_line >= STATUS_LINE_SECONDS:
+            self.last_line = time.monotonic()
+            print(self.status.line(), flush=True)
+            log.info("%s", self.status.line())

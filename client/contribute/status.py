@@ -1,0 +1,103 @@
+"""What the contributing client shows while it runs: the workers' reports gathered into one status,
+drawn as a live panel on a terminal (rich) or written as a line now and then elsewhere (a log, a
+service's journal)."""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from dataclasses import dataclass, field
+
+from client.contribute.outbox import OutboxCounts
+
+RATE_WINDOW = 60.0  # seconds over which moves/s and evaluations/s are measured
+
+
+@dataclass
+class Status:
+    """The whole client: the workers' last reports, the outbox, the server's reachability."""
+
+    server: str
+    username: str
+    workers: dict[int, dict] = field(default_factory=dict)
+    outbox: OutboxCounts = field(default_factory=OutboxCounts)
+    upload_reachable: bool | None = None  # as the last upload found it
+    mode: str = "running"  # running, paused, finishing, stopping
+    started: float = field(default_factory=time.time)
+    _history: deque = field(default_factory=lambda: deque(maxlen=600))
+
+    def update(self, index: int, report: dict) -> None:
+        self.workers[index] = report
+
+    @property
+    def reachable(self) -> bool | None:
+        """Could the server be reached the last time each part asked (None: nobody asked yet)?"""
+        seen = [w["reachable"] for w in self.workers.values() if w.get("reachable") is not None]
+        if self.upload_reachable is not None:
+            seen.append(self.upload_reachable)
+        return all(seen) if seen else None
+
+    def totals(self) -> dict[str, float]:
+        keys = ("playing", "selfplay_games", "rating_games", "rows", "moves", "evals", "offered")
+        return {k: sum(w.get(k, 0) for w in self.workers.values()) for k in keys}
+
+    def sample(self, now: float | None = None) -> None:
+        """Remember the totals now, for the rates."""
+        self._history.append((time.time() if now is None else now, self.totals()))
+
+    def rates(self) -> tuple[float, float, float]:
+        """Moves/s, evaluations/s and batch fill over the last minute."""
+        if len(self._history) < 2:
+            return 0.0, 0.0, 0.0
+        t1, last = self._history[-1]
+        first = next(((t, v) for t, v in self._history if t1 - t <= RATE_WINDOW), self._history[0])
+        t0, start = first
+        dt = max(t1 - t0, 1e-9)
+        offered = last["offered"] - start["offered"]
+        evals = last["evals"] - start["evals"]
+        return (last["moves"] - start["moves"]) / dt, evals / dt, (evals / offered if offered > 0 else 0.0)
+
+    def networks(self) -> str:
+        names = sorted({w["network"] for w in self.workers.values() if w.get("network")})
+        return ", ".join(names) or "-"
+
+    def server_text(self) -> str:
+        return {None: "not asked yet", True: "reachable", False: "NOT reachable (retrying)"}[self.reachable]
+
+    def line(self) -> str:
+        """One line for logs."""
+        t = self.totals()
+        moves, evals, fill = self.rates()
+        o = self.outbox
+        return (f"{self.mode}: network {self.networks()}; games playing {t['playing']:.0f}, finished "
+                f"{t['selfplay_games']:.0f} self-play + {t['rating_games']:.0f} rating; {moves:.1f} moves/s, "
+                f"{evals:.0f} evals/s, batch fill {100 * fill:.0f}%; uploads: {o.delivered} sent, {o.pending} "
+                f"pending, {o.rejected} rejected, {o.failed_attempts} failed tries; server {self.server_text()}")
+
+    def panel(self):
+        """A rich renderable."""
+        from rich.panel import Panel
+        from rich.table import Table
+
+        t = self.totals()
+        moves, evals, fill = self.rates()
+        o = self.outbox
+        table = Table.grid(padding=(0, 2))
+        table.add_column(style="bold")
+        table.add_column()
+        table.add_row("server", f"{self.server} as {self.username}: "
+                                + ("[green]" if self.reachable else "[red]" if self.reachable is False else "")
+                                + self.server_text() + ("[/]" if self.reachable is not None else ""))
+        table.add_row("network", self.networks())
+        table.add_row("games", f"{t['playing']:.0f} playing; finished {t['selfplay_games']:.0f} self-play "
+                               f"({t['rows']:.0f} training rows), {t['rating_games']:.0f} rating")
+        table.add_row("speed", f"{moves:.1f} moves/s, {evals:.0f} evaluations/s, batch fill {100 * fill:.0f}%")
+        table.add_row("uploads", f"{o.delivered} sent, {o.pending} pending, {o.rejected} rejected, "
+                                 f"{o.failed_attempts} failed tries"
+                                 + (f" (last: {o.last_error[:80]})" if o.last_error and o.pending else ""))
+        for index in sorted(self.workers):
+            w = self.workers[index]
+            table.add_row(f"worker {index}", f"{w.get('device')}: {w.get('state')}")
+        elapsed = int(time.time() - self.started)
+        title = f"Sente contributor: {self.mode}, up {elapsed // 3600}h{elapsed // 60 % 60:02d}m"
+        return Panel(table, title=title, subtitle="Ctrl-C: finish and stop; type pause / resume")

@@ -1,0 +1,377 @@
+"""One worker of the contributing client: the games on one device, in a process of its own.
+
+The worker takes its work from a :class:`TaskQueue` and plays it in two lanes at once:
+
+* self-play: one :class:`SelfPlayDriver` session per network and settings version, fed game by game
+  from the tasks in hand. When the next task has another network (a new one was accepted) or new
+  settings, the session takes no more games and, while its last games finish, the next session
+  starts beside it, so the device never waits for a whole batch of games to end;
+* rating: the rating tasks, each played as a match between its two networks with the run's match
+  settings.
+
+Every finished game is put in the outbox at once (the supervisor delivers it). The worker reports
+its state to the supervisor every second, and a :class:`Fatal` problem (a refused token, a client
+too old, a network file that stays wrong) as its last message.
+
+The supervisor steers it through :class:`Control`: ``finishing`` (start no more games; end when the
+games in play are done), ``stopping`` (end now; unfinished games are dropped), ``paused``.
+"""
+
+from __future__ import annotations
+
+import logging
+import logging.handlers
+import signal
+import threading
+import time
+import traceback
+import uuid
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from client.contribute.netcache import NetworkCache, NetworkRef
+from client.contribute.outbox import Outbox
+from client.contribute.server import ServerClient
+from client.contribute.tasks import PROTOCOL, Fatal, Task, TaskQueue
+
+log = logging.getLogger(__name__)
+
+STATUS_SECONDS = 1.0
+EVALUATORS_KEPT = 4  # networks kept loaded: the self-play one, the next, and a rating pair
+
+
+@dataclass(frozen=True)
+class WorkerSpec:
+    """What a worker needs to know; sent to its process."""
+
+    index: int
+    device: str
+    server: str
+    token: str
+    instance_id: str
+    parallel: int
+    data_dir: str
+    retry_start: float = 5.0
+    seed: int | None = None
+
+    @property
+    def outbox_dir(self) -> Path:
+        return Path(self.data_dir) / "outbox"
+
+    @property
+    def networks_dir(self) -> Path:
+        return Path(self.data_dir) / "networks"
+
+
+class Control:
+    """The supervisor's hold on its workers: three events shared with their processes."""
+
+    def __init__(self, context) -> None:
+        self.finishing = context.Event()
+        self.stopping = context.Event()
+        self.paused = context.Event()
+
+    def done(self) -> bool:
+        return self.finishing.is_set() or self.stopping.is_set()
+
+
+def worker_main(spec: WorkerSpec, control: Control, messages, log_queue) -> None:
+    """The worker process: its logging goes to the supervisor, which also handles Ctrl-C."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    root = logging.getLogger()
+    root.handlers[:] = [logging.handlers.QueueHandler(log_queue)]
+    root.setLevel(logging.INFO)
+    try:
+        Worker(spec, control, messages).run()
+        messages.put(("done", spec.index, None, None))
+    except Fatal as e:
+        messages.put(("fatal", spec.index, e.kind, e.message))
+    except BaseException as e:  # reported, then the process ends; the supervisor restarts it
+        log.error("worker %d (%s) failed: %s", spec.index, spec.device, "".join(traceback.format_exception(e)))
+        messages.put(("crashed", spec.index, type(e).__name__, str(e)))
+
+
+class Worker:
+    """See the module docstring."""
+
+    def __init__(self, spec: WorkerSpec, control: Control, messages) -> None:
+        self.spec = spec
+        self.control = control
+        self.messages = messages
+        server = ServerClient(spec.server, spec.token, instance_id=f"{spec.instance_id}-{spec.index}")
+        self.cache = NetworkCache(spec.networks_dir, session=server.session)
+        self.outbox = Outbox(spec.outbox_dir)
+        self.queue = TaskQueue(server, self.cache, games=spec.parallel, low_water=spec.parallel,
+                               retry_start=spec.retry_start)
+        self.rng = np.random.default_rng(spec.seed)
+        self._evaluators: OrderedDict[str, object] = OrderedDict()
+        self._evaluators_lock = threading.Lock()
+        self._lock = threading.Lock()
+        self.sessions: list[_Session] = []
+        self.finished_before = {"games": 0, "moves": 0, "evals": 0, "offered": 0}
+        self.rating_playing = 0
+        self.rating_finished = 0
+        self.rating_moves = 0
+        self.rows = 0
+        self.errors: list[BaseException] = []
+        self.abort = threading.Event()  # a lane failed: the worker ends (the others are not stopped)
+
+    # --- the lanes --------------------------------------------------------------------------------
+    def run(self) -> None:
+        self.queue.start()
+        rating = threading.Thread(target=self._guard, args=(self._rating_lane,), name="rating-lane", daemon=True)
+        rating.start()
+        status = threading.Thread(target=self._status_loop, name="status", daemon=True)
+        status.start()
+        try:
+            self._selfplay_lane()
+            rating.join()
+        finally:
+            self.queue.close()
+            for s in list(self.sessions):
+                s.thread.join()
+            self._send_status()
+        if self.errors:
+            raise self.errors[0]
+        if self.queue.fatal is not None:
+            raise self.queue.fatal
+
+    def _guard(self, lane) -> None:
+        """Run a lane; its error stops the worker (and is raised by run)."""
+        try:
+            lane()
+        except BaseException as e:
+            self.errors.append(e)
+            self.abort.set()
+            self.queue.close()
+
+    def _selfplay_lane(self) -> None:
+        """Start a session for each new network or settings version, overlapping the last one's end."""
+        current: _Session | None = None
+        while not self.control.stopping.is_set() and not self.abort.is_set():
+            if self.control.finishing.is_set():
+                self.queue.close()
+                break
+            if current is not None and not current.draining.wait(0.2):
+                continue  # the current session still takes games
+            key = self.queue.next_key(timeout=0.5)
+            if key is False:
+                break
+            if key is None:
+                continue
+            task = self.queue.peek_selfplay()
+            if task is None or task.key != key:
+                continue
+            current = _Session(self, task)
+            with self._lock:
+                self.sessions.append(current)
+            current.thread.start()
+        for s in list(self.sessions):
+            s.thread.join()
+
+    def _rating_lane(self) -> None:
+        while not self.control.done() and not self.abort.is_set() and self.queue.fatal is None:
+            task = self.queue.take_rating(timeout=0.5)
+            if task is False:
+                return
+            if task is None:
+                continue
+            self._play_rating(task)
+
+    # --- networks ---------------------------------------------------------------------------------
+    def evaluator(self, ref: NetworkRef, path: Path | None):
+        """The loaded network (kept for later tasks; the least recently used beyond a few dropped)."""
+        with self._evaluators_lock:
+            if ref.name in self._evaluators:
+                self._evaluators.move_to_end(ref.name)
+                return self._evaluators[ref.name]
+            if ref.is_random or path is None:
+                from client.search.engine import NullEvaluator
+
+                evaluator = NullEvaluator()
+            else:
+                from client.evaluator import Evaluator
+                from common.nn.katago_import import KataGoModelError
+                from common.nn.modelfile import ModelFileError
+
+                log.info("loading network %s on %s", ref.name, self.spec.device)
+                try:
+                    evaluator = Evaluator.from_file(path, device=self.spec.device,
+                                                    compile=self.spec.device.startswith("cuda"))
+                except (OSError, KataGoModelError, ModelFileError, ValueError) as e:
+                    raise Fatal(PROTOCOL, f"network {ref.name} cannot be loaded by this client ({e}); a newer "
+                                          "client probably can: please upgrade") from None
+            self._evaluators[ref.name] = evaluator
+            while len(self._evaluators) > EVALUATORS_KEPT:
+                self._evaluators.popitem(last=False)
+            return evaluator
+
+    # --- rating games -----------------------------------------------------------------------------
+    def _play_rating(self, task: Task) -> None:
+        from client.match.run import run_match
+
+        evaluators = [self.evaluator(ref, path) for ref, path in zip(task.networks, task.files, strict=True)]
+        names = (task.networks[0].name, task.networks[1].name)
+        prefix = uuid.UUID(task.id).hex
+
+        def on_game(game_name: str, sgf: bytes) -> None:
+            from client.contribute.metadata import rating_metadata
+
+            game_id = f"{prefix}-r{game_name.rsplit('-', 1)[1]}"
+            meta = rating_metadata(sgf, game_id, task.settings_version)
+            self.outbox.put("rating", task.id, meta.to_dict(), sgf)
+            with self._lock:
+                self.rating_finished += 1
+                self.rating_playing = max(0, self.rating_playing - 1)
+                self.rating_moves += meta.moves
+
+        parallel = min(self.spec.parallel, task.games)
+        with self._lock:
+            self.rating_playing = parallel
+        log.info("rating task %s: %d games, %s vs %s", task.id, task.games, *names)
+        run_match(evaluators, names, task.settings.rating, games=task.games, parallel=parallel, out_dir=None,
+                  seed=int(self.rng.integers(1 << 31)), name=f"rating-{prefix}", on_game=on_game,
+                  stop=_StopView(self.control.stopping, self.abort), more=lambda: not self.control.done(),
+                  paused=self.control.paused.is_set)
+        with self._lock:
+            self.rating_playing = 0
+
+    # --- status -----------------------------------------------------------------------------------
+    def _status_loop(self) -> None:
+        while True:
+            time.sleep(STATUS_SECONDS)
+            self._send_status()
+
+    def _send_status(self) -> None:
+        with self._lock:
+            sessions = list(self.sessions)
+            totals = dict(self.finished_before)
+            rating = (self.rating_playing, self.rating_finished, self.rating_moves)
+            rows = self.rows
+        playing = 0
+        network = None
+        for s in sessions:
+            live = s.driver.live() if s.driver is not None else None
+            if live is None:
+                continue
+            playing += live["playing"]
+            for k in ("moves", "evals", "offered"):
+                totals[k] += live[k]
+            totals["games"] += live["games"]
+            network = s.task.networks[0].name
+        if self.control.paused.is_set():
+            state = "paused"
+        elif self.control.finishing.is_set():
+            state = "finishing the games in play"
+        elif playing or rating[0]:
+            state = "playing"
+        else:
+            state = self.queue.state
+        self.messages.put(("status", self.spec.index, None, {
+            "device": self.spec.device, "state": state, "network": network, "playing": playing + rating[0],
+            "selfplay_games": totals["games"], "rating_games": rating[1], "rows": rows,
+            "moves": totals["moves"] + rating[2], "evals": totals["evals"], "offered": totals["offered"],
+            "reachable": self.queue.reachable, "time": time.time()}))
+
+    def session_ended(self, session: _Session) -> None:
+        live = session.driver.live() if session.driver is not None else {}
+        with self._lock:
+            for k in ("games", "moves", "evals", "offered"):
+                self.finished_before[k] += live.get(k, 0)
+            self.sessions.remove(session)
+
+
+class _StopView:
+    """What the drivers watch to stop: the supervisor's event or the worker's own abort. A driver
+    that fails sets it, which sets only the worker's own (the other workers go on)."""
+
+    def __init__(self, shared, own: threading.Event) -> None:
+        self.shared = shared
+        self.own = own
+
+    def is_set(self) -> bool:
+        return self.own.is_set() or self.shared.is_set()
+
+    def set(self) -> None:
+        self.own.set()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        return self.shared.wait(timeout) or self.own.is_set()
+
+
+class _Session:
+    """The self-play games of one network and settings version."""
+
+    def __init__(self, worker: Worker, task: Task) -> None:
+        self.worker = worker
+        self.task = task
+        self.key = task.key
+        self.draining = threading.Event()
+        self.driver = None
+        self.thread = threading.Thread(target=worker._guard, args=(self._run,), name=f"selfplay-{task.key[0]}",
+                                       daemon=True)
+
+    def _run(self) -> None:
+        from client.selfplay.run import LATER, GameOrder, SelfPlayDriver
+
+        worker = self.worker
+        control = worker.control
+        settings = self.task.settings.selfplay
+        network = self.task.networks[0]
+        try:
+            evaluator = worker.evaluator(network, self.task.files[0])
+            self.driver = SelfPlayDriver(evaluator, settings, worker.spec.parallel,
+                                         seed=int(worker.rng.integers(1 << 31)))
+        except BaseException:
+            self.draining.set()
+            worker.session_ended(self)
+            raise
+        log.info("self-play with network %s, settings version %d", *self.key)
+
+        def next_game(group: int):
+            if control.done():
+                self.draining.set()
+                return None
+            got = worker.queue.take_game(self.key)
+            if got is True:
+                return LATER
+            if got is False:
+                self.draining.set()
+                return None
+            task, number = got
+            seed = int(worker.rng.integers(1 << 62))
+            return GameOrder(f"{uuid.UUID(task.id).hex}-{number:03d}", np.random.default_rng(seed), task)
+
+        def finished(game, order) -> int | None:
+            from client.contribute.metadata import training_metadata
+
+            task = order.tag
+            made = _rows(game, order)
+            if made is None:  # no full search was recorded: nothing to train on, nothing to send
+                log.info("game %s has no training rows; it is not uploaded", order.game_id)
+                return None
+            npz, rows = made
+            sgf = game.sgf(network.name).encode()
+            meta = training_metadata(sgf, npz, network.name, order.game_id, task.settings_version)
+            worker.outbox.put("training", task.id, meta.to_dict(), sgf, npz)
+            with worker._lock:
+                worker.rows += rows
+            return rows
+
+        try:
+            self.driver.run(next_game, finished, stop=_StopView(control.stopping, worker.abort),
+                            paused=control.paused.is_set)
+        finally:
+            self.draining.set()
+            worker.session_ended(self)
+        log.info("self-play with network %s, settings version %d: done", *self.key)
+
+
+def _rows(game, order):
+    from common.data.rows import game_rows_npz
+
+    return game_rows_npz(game.training_record(), order.rng)
