@@ -53,6 +53,7 @@ RESTARTS_ALLOWED = 3  # crashed-worker restarts within RESTART_WINDOW before the
 RESTART_WINDOW = 600.0
 STATUS_LINE_SECONDS = 60.0  # without a terminal: how often the status line is logged
 PRUNE_SECONDS = 86400.0
+STOP_SECONDS = 15.0  # how long "stop now" waits for the workers before it kills them
 
 
 class Stop(Exception):
@@ -112,6 +113,7 @@ class _Contributor:
         self.status: Status | None = None
         self.fatal: tuple[int, str] | None = None
         self._interrupts = 0
+        self._signalled: list[str] = []  # what signal handlers noted, for the main loop
         self._wake = threading.Event()
 
     # --- setup ------------------------------------------------------------------------------------
@@ -223,12 +225,18 @@ class _Contributor:
         return server
 
     def _devices(self) -> list[str]:
+        import torch
+
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
         if self.config.device:
             devices = self.config.device.split(",")
+            for d in devices:
+                index = int(d.partition(":")[2] or 0) if d.startswith("cuda") else None
+                if index is not None and index >= count:
+                    there = f"cuda:0 to cuda:{count - 1}" if count > 1 else "cuda:0" if count else "none"
+                    raise Stop(EXIT_USAGE, f"--device {self.config.device}: there is no {d} on this machine "
+                                           f"(GPUs: {there})")
         else:
-            import torch
-
-            count = torch.cuda.device_count() if torch.cuda.is_available() else 0
             devices = [f"cuda:{i}" for i in range(count)] or ["cpu"]
         if "cpu" in devices:
             log.warning("playing on the CPU: it works, but a GPU plays tens of times more games; "
@@ -255,43 +263,44 @@ class _Contributor:
         sender.start()  # the outbox left by earlier runs goes out first, while the workers start
         self._signals()
         self._commands()
-        workers = {s.index: self._start(s) for s in specs}
+        self.workers = {s.index: self._start(s) for s in specs}
+        self.ended: set[int] = set()
         restarts: list[float] = []
-        ended: set[int] = set()
         display = _Display(self.status)
         last_prune = time.monotonic()
+        stop_deadline = None
         try:
             with display:
-                while len(ended) < len(specs):
+                while len(self.ended) < len(specs):
                     self._wake.wait(0.5)
                     self._wake.clear()
-                    for kind, index, what, detail in self._drain_messages():
-                        if kind == "status":
-                            self.status.update(index, detail)
-                        elif kind == "done":
-                            ended.add(index)
-                        elif kind == "fatal":
-                            ended.add(index)
-                            self._fail(EXIT_OF_KIND.get(what, EXIT_FAILED), detail)
-                        elif kind == "crashed":
-                            log.error("worker %d (%s) failed: %s: %s", index, specs[index].device, what, detail)
-                    for index, process in workers.items():
-                        if index in ended or process.is_alive():
+                    self._apply_signals()
+                    self._handle_messages()
+                    for index, process in list(self.workers.items()):
+                        if index in self.ended or process.is_alive():
                             continue
                         process.join()
+                        self._handle_messages()  # its last words may have come after the look above
+                        if index in self.ended:
+                            continue
                         if self.control.done():  # ended while finishing (or stopping): not restarted
-                            ended.add(index)
+                            self.ended.add(index)
                             continue
                         now = time.monotonic()
                         restarts = [t for t in restarts if now - t < RESTART_WINDOW] + [now]
                         if len(restarts) > RESTARTS_ALLOWED:
                             self._fail(EXIT_FAILED, f"worker {index} ({specs[index].device}) keeps failing "
                                                     f"(exit code {process.exitcode}); see {self.log_path}")
-                            ended.add(index)
+                            self.ended.add(index)
                             continue
                         log.error("worker %d (%s) ended unexpectedly (exit code %s); starting it again", index,
                                   specs[index].device, process.exitcode)
-                        workers[index] = self._start(specs[index])
+                        self.workers[index] = self._start(specs[index])
+                    if self.control.stopping.is_set():
+                        # Stopping means now: a worker stuck in a long step is not waited for long.
+                        stop_deadline = stop_deadline or time.monotonic() + STOP_SECONDS
+                        if time.monotonic() > stop_deadline:
+                            break
                     self.status.mode = ("stopping" if self.control.stopping.is_set() else "finishing"
                                         if self.control.finishing.is_set() else "paused"
                                         if self.control.paused.is_set() else "running")
@@ -300,19 +309,23 @@ class _Contributor:
                     if time.monotonic() - last_prune > PRUNE_SECONDS:
                         cache.prune()
                         last_prune = time.monotonic()
+                sender_done.set()
+                sender.join(timeout=STOP_SECONDS)  # an upload in flight ends within its timeout
                 if not self.control.stopping.is_set():
                     self.status.mode = "sending the last games"
                     display.refresh()
                     self._final_delivery(server, outbox)
         finally:
             self.control.stopping.set()
-            for process in workers.values():
-                process.join(timeout=10)
-                if process.is_alive():
-                    process.terminate()
-                    process.join(timeout=5)
             sender_done.set()
-            sender.join(timeout=30)
+            deadline = stop_deadline or time.monotonic() + STOP_SECONDS
+            for process in self.workers.values():
+                process.join(timeout=max(0.1, deadline - time.monotonic()))
+                if process.is_alive():
+                    log.warning("worker %s did not stop in time; killed", process.name)
+                    process.kill()
+                    process.join(timeout=5)
+            sender.join(timeout=STOP_SECONDS)
         return self._goodbye(outbox)
 
     def _start(self, spec: WorkerSpec):
@@ -323,13 +336,21 @@ class _Contributor:
                  spec.parallel)
         return process
 
-    def _drain_messages(self) -> list[tuple]:
-        out = []
+    def _handle_messages(self) -> None:
         while True:
             try:
-                out.append(self.messages.get_nowait())
+                kind, index, what, detail = self.messages.get_nowait()
             except queue.Empty:
-                return out
+                return
+            if kind == "status":
+                self.status.update(index, detail)
+            elif kind == "done":
+                self.ended.add(index)
+            elif kind == "fatal":
+                self.ended.add(index)
+                self._fail(EXIT_OF_KIND.get(what, EXIT_FAILED), detail)
+            elif kind == "crashed":
+                log.error("worker %d failed: %s: %s", index, what, detail)
 
     def _fail(self, status: int, message: str) -> None:
         """Stop everything now and end with this status and message (the first failure counts)."""
@@ -348,11 +369,15 @@ class _Contributor:
         reached, passes wait longer and longer (from --retry-seconds, doubling, up to an hour)."""
         pause = self.args.retry_seconds
         while not done.is_set():
-            outbox.refresh()
-            outcome = outbox.deliver_due(server.upload)
+            try:
+                outbox.refresh()
+                outcome = outbox.deliver_due(server.upload, stop=done.is_set)
+            except Exception:  # the disk's trouble, say: logged, and tried again
+                log.exception("delivering the outbox failed; trying again in %.0f s", pause)
+                done.wait(pause)
+                continue
             if outcome is not None and outcome.kind == FATAL:
-                kind = EXIT_UPGRADE if "426" in outcome.message else EXIT_AUTH
-                self._fail(kind, f"uploading games stopped: {outcome.message}")
+                self._fail(_exit_of_refusal(outcome), f"uploading games stopped: {outcome.message}")
                 return
             if outcome is not None and outcome.unreachable:
                 if self.status.upload_reachable is not False:
@@ -370,17 +395,24 @@ class _Contributor:
             done.wait(0.5)
 
     def _final_delivery(self, server: ServerClient, outbox: Outbox) -> None:
-        """After the workers finished: one more try for every pending game, now."""
+        """After the workers finished (and the sender stopped): one more try for every pending game,
+        now, unless Ctrl-C comes again."""
         outbox.refresh()
         for entry in outbox.pending():
             entry.due = 0.0
-        outcome = outbox.deliver_due(server.upload)
+
+        def interrupted() -> bool:
+            self._apply_signals()
+            return self.control.stopping.is_set()
+
+        outcome = outbox.deliver_due(server.upload, stop=interrupted)
         if outcome is not None and outcome.kind == FATAL:
-            self._fail(EXIT_AUTH, f"uploading games stopped: {outcome.message}")
+            self._fail(_exit_of_refusal(outcome), f"uploading games stopped: {outcome.message}")
 
     def _goodbye(self, outbox: Outbox) -> int:
         status = self.status
         t = status.totals()
+        outbox.refresh()  # what the workers put after the sender's last look
         c = outbox.counts
         print(f"played {t['selfplay_games']:.0f} self-play games ({t['rows']:.0f} training rows) and "
               f"{t['rating_games']:.0f} rating games; uploads: {c.delivered} sent, {c.rejected} rejected, "
@@ -391,12 +423,21 @@ class _Contributor:
 
     # --- control ----------------------------------------------------------------------------------
     def _signals(self) -> None:
+        """Signals only note what came (a handler that took a lock the interrupted code holds would
+        hang); the main loop acts on them within half a second."""
         if threading.current_thread() is not threading.main_thread():
             return
-        signal.signal(signal.SIGINT, lambda *_: self.interrupt())
-        signal.signal(signal.SIGTERM, lambda *_: self.interrupt())
-        signal.signal(signal.SIGUSR1, lambda *_: self.pause(True))
-        signal.signal(signal.SIGUSR2, lambda *_: self.pause(False))
+        for sig, what in ((signal.SIGINT, "interrupt"), (signal.SIGTERM, "interrupt"), (signal.SIGUSR1, "pause"),
+                          (signal.SIGUSR2, "resume")):
+            signal.signal(sig, lambda *_, what=what: self._signalled.append(what))
+
+    def _apply_signals(self) -> None:
+        while self._signalled:
+            what = self._signalled.pop(0)
+            if what == "interrupt":
+                self.interrupt()
+            else:
+                self.pause(what == "pause")
 
     def interrupt(self) -> None:
         self._interrupts += 1
@@ -435,6 +476,10 @@ class _Contributor:
 
         if sys.stdin is not None and not sys.stdin.closed:
             threading.Thread(target=read, name="commands", daemon=True).start()
+
+
+def _exit_of_refusal(outcome) -> int:
+    return EXIT_UPGRADE if outcome.status == 426 else EXIT_AUTH
 
 
 class _ConsoleHandler(logging.StreamHandler):

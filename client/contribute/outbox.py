@@ -53,12 +53,13 @@ class Outcome:
     message: str = ""
     retry_after: float | None = None
     unreachable: bool = False  # the server could not be reached at all
+    status: int | None = None  # the server's HTTP status, when it answered
 
 
 def outcome_of_status(status: int, message: str, retry_after: str | None = None) -> Outcome:
     """An HTTP answer to an upload, as an Outcome."""
     if 200 <= status < 300:
-        return Outcome(DELIVERED, message)
+        return Outcome(DELIVERED, message, status=status)
     wait = None
     if retry_after is not None:
         try:
@@ -66,12 +67,12 @@ def outcome_of_status(status: int, message: str, retry_after: str | None = None)
         except ValueError:
             wait = None
     if status in (401, 403):
-        return Outcome(FATAL, f"the server refused the client's token ({status}): {message}")
+        return Outcome(FATAL, f"the server refused the client's token ({status}): {message}", status=status)
     if status == 426:
-        return Outcome(FATAL, f"the server needs a newer client (426): {message}")
+        return Outcome(FATAL, f"the server needs a newer client (426): {message}", status=status)
     if status in (408, 429) or status >= 500:
-        return Outcome(RETRY, f"{status}: {message}", wait)
-    return Outcome(REJECTED, f"{status}: {message}")
+        return Outcome(RETRY, f"{status}: {message}", wait, status=status)
+    return Outcome(REJECTED, f"{status}: {message}", status=status)
 
 
 @dataclass
@@ -112,7 +113,10 @@ class Outbox:
     by the players and delivered by one sender thread."""
 
     def __init__(self, directory: str | os.PathLike[str], backoff_start: float = DEFAULT_BACKOFF_START,
-                 backoff_cap: float = DEFAULT_BACKOFF_CAP, rng: random.Random | None = None) -> None:
+                 backoff_cap: float = DEFAULT_BACKOFF_CAP, rng: random.Random | None = None,
+                 deliver: bool = True) -> None:
+        """deliver=False: an outbox that only puts games (a worker's, beside the one sender): it
+        neither loads nor tidies what is there."""
         if backoff_start <= 0 or backoff_cap < backoff_start:
             raise ValueError("backoff_start must be positive and backoff_cap at least backoff_start")
         self.directory = Path(directory)
@@ -121,16 +125,17 @@ class Outbox:
         self.tmp_dir = self.directory / "tmp"
         for d in (self.pending_dir, self.rejected_dir, self.tmp_dir):
             d.mkdir(parents=True, exist_ok=True)
-        for leftover in self.tmp_dir.iterdir():  # entries a crash left half written
-            if not _writer_alive(leftover.name):
-                shutil.rmtree(leftover, ignore_errors=True)
+        if deliver:
+            for leftover in self.tmp_dir.iterdir():  # entries a crash left half written (or half removed)
+                if not _writer_alive(leftover.name):
+                    shutil.rmtree(leftover, ignore_errors=True)
         self.backoff_start = backoff_start
         self.backoff_cap = backoff_cap
         self.rng = rng or random.Random()
         self.counts = OutboxCounts()
         self._lock = threading.Lock()
         self._entries: dict[str, Entry] = {}
-        for path in sorted(self.pending_dir.iterdir()):
+        for path in sorted(self.pending_dir.iterdir()) if deliver else ():
             entry = self._load(path)
             if entry is not None:
                 self._entries[path.name] = entry
@@ -167,6 +172,8 @@ class Outbox:
             return Entry(path=path, kind=info["kind"], task=info["task"], game_id=info.get("game_id", ""),
                          metadata=info["metadata"], created=float(info.get("created", 0.0)))
         except (OSError, ValueError, KeyError, TypeError) as e:
+            if not path.exists():  # delivered and removed meanwhile
+                return None
             # Not one of ours, or damaged: kept aside, not retried for ever.
             log.error("outbox entry %s cannot be read (%s); moved to %s", path.name, e, self.rejected_dir)
             self._move_to_rejected(path, f"the entry could not be read: {e}")
@@ -195,11 +202,15 @@ class Outbox:
         with self._lock:
             return sorted(self._entries.values(), key=lambda e: e.path.name)
 
-    def deliver_due(self, send: Callable[[Entry], Outcome], now: float | None = None) -> Outcome | None:
+    def deliver_due(self, send: Callable[[Entry], Outcome], now: float | None = None,
+                    stop: Callable[[], bool] | None = None) -> Outcome | None:
         """Try every entry that is due, oldest first, with send(entry). Stops at the first FATAL
         outcome, or the first time the server cannot be reached at all (send raised: the others
-        wait for the next pass rather than each fail alike), and returns it; otherwise returns None."""
+        wait for the next pass rather than each fail alike), and returns it; otherwise returns None.
+        A true ``stop()`` ends the pass before the next entry."""
         for entry in self.pending():
+            if stop is not None and stop():
+                return None
             t = time.time() if now is None else now
             if entry.due > t:
                 continue
@@ -239,7 +250,14 @@ class Outbox:
                 "%.1f s", entry.game_id, outcome.message, delay)
 
     def _remove(self, entry: Entry) -> None:
-        shutil.rmtree(entry.path, ignore_errors=True)
+        # Out of pending/ in one rename, then deleted: a crash halfway leaves no half entry behind.
+        gone = self.tmp_dir / f"{os.getpid()}.gone-{entry.path.name}"
+        try:
+            os.replace(entry.path, gone)
+        except FileNotFoundError:
+            pass
+        else:
+            shutil.rmtree(gone, ignore_errors=True)
         with self._lock:
             self._entries.pop(entry.path.name, None)
             self.counts.delivered += 1

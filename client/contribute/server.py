@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import requests
 
-from client.contribute.outbox import Entry, Outcome, outcome_of_status
+from client.contribute.outbox import REJECTED, Entry, Outcome, outcome_of_status
 from common.protocol import API_PREFIX, CLIENT_VERSION, TASK_KINDS
 
 
@@ -123,10 +123,13 @@ class ServerClient:
 
     def upload(self, entry: Entry) -> Outcome:
         """Send one outbox entry; the server's answer as an Outcome (connection errors raise)."""
-        files = {"sgf": ("game.sgf", entry.sgf.read_bytes(), "application/x-go-sgf")}
-        npz = entry.npz
-        if npz is not None:
-            files["npz"] = ("game.npz", npz.read_bytes(), "application/octet-stream")
+        try:
+            files = {"sgf": ("game.sgf", entry.sgf.read_bytes(), "application/x-go-sgf")}
+            npz = entry.npz
+            if npz is not None:
+                files["npz"] = ("game.npz", npz.read_bytes(), "application/octet-stream")
+        except OSError as e:  # the disk's trouble, not the server's: the entry is kept aside
+            return Outcome(REJECTED, f"the outbox entry cannot be read: {e}")
         r = self.session.post(self.url(f"games/{entry.kind}/"), headers=self._headers(), timeout=self.timeout,
                               data={"task": entry.task, "metadata": entry.metadata}, files=files)
         if r.status_code < 400:

@@ -50,8 +50,9 @@ class Status:
         if len(self._history) < 2:
             return 0.0, 0.0, 0.0
         t1, last = self._history[-1]
-        first = next(((t, v) for t, v in self._history if t1 - t <= RATE_WINDOW), self._history[0])
-        t0, start = first
+        # The oldest sample within the window, or else the one before the last.
+        first = next(i for i, (t, _) in enumerate(self._history) if t1 - t <= RATE_WINDOW)
+        t0, start = self._history[min(first, len(self._history) - 2)]
         dt = max(t1 - t0, 1e-9)
         offered = last["offered"] - start["offered"]
         evals = last["evals"] - start["evals"]
@@ -98,6 +99,17 @@ class Status:
         for index in sorted(self.workers):
             w = self.workers[index]
             table.add_row(f"worker {index}", f"{w.get('device')}: {w.get('state')}")
-        elapsed = int(time.time() - self.started)
-        title = f"Sente contributor: {self.mode}, up {elapsed // 3600}h{elapsed // 60 % 60:02d}m"
+        title = f"Sente contributor: {self.mode}, up {duration(time.time() - self.started)}"
         return Panel(table, title=title, subtitle="Ctrl-C: finish and stop; type pause / resume")
+
+
+def duration(seconds: float) -> str:
+    """45s, 12m05s, 2h41m, 3d04h."""
+    s = int(seconds)
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    if s < 86400:
+        return f"{s // 3600}h{s // 60 % 60:02d}m"
+    return f"{s // 86400}d{s // 3600 % 24:02d}h"

@@ -73,24 +73,35 @@ class Task:
 
     @classmethod
     def parse(cls, body: dict) -> Task:
-        """A task from the server's JSON (files not yet known); Fatal(PROTOCOL) for one this client
+        """A task from the server's JSON (files not yet known); Fatal(PROTOCOL) naming what this client
         cannot read."""
         try:
-            kind = body["kind"]
-            refs = [body["network"]] if kind == "selfplay" else list(body["networks"])
-            if kind not in ("selfplay", "rating") or len(refs) != (1 if kind == "selfplay" else 2):
-                raise ValueError(f"a {kind!r} task with {len(refs)} networks")
-            task_id = str(uuid.UUID(str(body["id"])))
-            return cls(id=task_id, kind=kind, settings=RunSettings.from_dict(body["settings"]),
-                       settings_version=int(body["settings_version"]),
-                       networks=[NetworkRef.from_task(r) for r in refs], files=[None] * len(refs),
-                       games=int(body["games"]))
-        except SettingsError as e:
-            raise Fatal(PROTOCOL, f"the server's task settings cannot be read by this client ({e}); "
-                                  "a newer client probably can: please upgrade") from None
-        except (KeyError, TypeError, ValueError) as e:
-            raise Fatal(PROTOCOL, f"the server's task cannot be read by this client ({type(e).__name__}: {e}); "
-                                  "a newer client probably can: please upgrade") from None
+            if not isinstance(body, dict):
+                raise ValueError(f"expected a JSON object, got {type(body).__name__}")
+            kind = body.get("kind")
+            if kind not in ("selfplay", "rating"):
+                raise ValueError(f"kind {kind!r} is not one of selfplay, rating")
+            try:
+                task_id = str(uuid.UUID(str(body.get("id"))))
+            except ValueError:
+                raise ValueError(f"id {body.get('id')!r} is not a task id") from None
+            refs = [body.get("network")] if kind == "selfplay" else body.get("networks")
+            if not isinstance(refs, list) or len(refs) != (1 if kind == "selfplay" else 2) or not all(
+                    isinstance(r, dict) for r in refs):
+                raise ValueError(f"a {kind} task needs " + ("a network" if kind == "selfplay" else "two networks"))
+            games = body.get("games")
+            if type(games) is not int or games < 1:
+                raise ValueError(f"games {games!r} is not a positive whole number")
+            version = body.get("settings_version")
+            if type(version) is not int:
+                raise ValueError(f"settings_version {version!r} is not a whole number")
+            settings = RunSettings.from_dict(body.get("settings"))
+            networks = [NetworkRef.from_task(r) for r in refs]
+        except (SettingsError, ValueError) as e:
+            raise Fatal(PROTOCOL, f"the server's task cannot be read by this client ({e}); a newer client "
+                                  "probably can: please upgrade") from None
+        return cls(id=task_id, kind=kind, settings=settings, settings_version=version, networks=networks,
+                   files=[None] * len(networks), games=games)
 
 
 class TaskQueue:
@@ -204,8 +215,11 @@ class TaskQueue:
                 return
             except ServerError as e:
                 self._reached()
-                if 400 <= e.status < 500 and e.status not in (408, 429):
-                    self.fatal = Fatal(PROTOCOL, f"the server refused this client's task request: {e}")
+                if isinstance(e, AuthError | UpgradeRequired) or (400 <= e.status < 500 and e.status not in (408, 429)):
+                    kind = AUTH if isinstance(e, AuthError) else UPGRADE if isinstance(e, UpgradeRequired) else PROTOCOL
+                    what = {AUTH: "the server refused this client's token", UPGRADE: "this client is too old for "
+                            "the server's run", PROTOCOL: "the server refused this client's task request"}[kind]
+                    self.fatal = Fatal(kind, f"{what}: {e.message or e}")
                     self.state = "stopped: " + self.fatal.message
                     log.info("stopping: %s", self.fatal.message)
                     self.close()
@@ -279,17 +293,23 @@ class TaskQueue:
         if self.run_name is None or now - self._last_prefetch < self.prefetch_seconds:
             return
         self._last_prefetch = now
-        newest = self.server.newest_network(self.run_name)
-        self._reached()
-        if newest is None:
+        try:
+            newest = self.server.newest_network(self.run_name)
+            ref = NetworkRef.from_task(newest) if newest is not None else None
+        except (AuthError, UpgradeRequired):
+            raise  # as for a task: the client must stop
+        except (ServerError, ValueError, requests.RequestException) as e:  # only a look ahead: never fatal
+            log.info("looking for the run's next network failed: %s", e)
             return
-        ref = NetworkRef.from_task(newest)
+        self._reached()
+        if ref is None:
+            return
         if ref.is_random or self.cache.path_of(ref.name).exists():
             return
         self.state = f"pre-fetching network {ref.name}"
         log.info("pre-fetching network %s", ref.name)
         try:
             self.cache.get(ref)
-        except NetworkFileError as e:
-            log.warning("pre-fetch of network %s failed: %s", ref.name, e)
+        except (NetworkFileError, requests.RequestException) as e:  # a task that needs it will try again
+            log.info("pre-fetch of network %s failed: %s", ref.name, e)
         self.state = "ready"

@@ -19,6 +19,8 @@ games in play are done), ``stopping`` (end now; unfinished games are dropped), `
 
 from __future__ import annotations
 
+import gc
+import importlib
 import logging
 import logging.handlers
 import signal
@@ -40,6 +42,7 @@ from client.contribute.tasks import PROTOCOL, Fatal, Task, TaskQueue
 log = logging.getLogger(__name__)
 
 STATUS_SECONDS = 1.0
+TASK_GAMES = 64  # games asked for per task (several tasks are kept in hand for more games at once)
 EVALUATORS_KEPT = 4  # networks kept loaded: the self-play one, the next, and a rating pair
 
 
@@ -80,8 +83,7 @@ class Control:
 
 def worker_main(spec: WorkerSpec, control: Control, messages, log_queue) -> None:
     """The worker process: its logging goes to the supervisor, which also handles Ctrl-C."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole process group
     root = logging.getLogger()
     root.handlers[:] = [logging.handlers.QueueHandler(log_queue)]
     root.setLevel(logging.INFO)
@@ -104,8 +106,8 @@ class Worker:
         self.messages = messages
         server = ServerClient(spec.server, spec.token, instance_id=f"{spec.instance_id}-{spec.index}")
         self.cache = NetworkCache(spec.networks_dir, session=server.session)
-        self.outbox = Outbox(spec.outbox_dir)
-        self.queue = TaskQueue(server, self.cache, games=spec.parallel, low_water=spec.parallel,
+        self.outbox = Outbox(spec.outbox_dir, deliver=False)  # the supervisor delivers
+        self.queue = TaskQueue(server, self.cache, games=min(spec.parallel, TASK_GAMES), low_water=spec.parallel,
                                retry_start=spec.retry_start)
         self.rng = np.random.default_rng(spec.seed)
         self._evaluators: OrderedDict[str, object] = OrderedDict()
@@ -118,14 +120,21 @@ class Worker:
         self.rating_moves = 0
         self.rows = 0
         self.errors: list[BaseException] = []
+        self.last_network: str | None = None  # of the newest self-play session
         self.abort = threading.Event()  # a lane failed: the worker ends (the others are not stopped)
 
     # --- the lanes --------------------------------------------------------------------------------
     def run(self) -> None:
+        for module in ("client.evaluator", "client.match.run", "client.selfplay.run", "common.data.rows"):
+            importlib.import_module(module)  # torch and the search, before the freeze below
+        # The imports' long-lived objects need no more garbage collection passes (each pass would
+        # walk them all again); what the sessions make later stays collectable.
+        gc.freeze()
         self.queue.start()
         rating = threading.Thread(target=self._guard, args=(self._rating_lane,), name="rating-lane", daemon=True)
         rating.start()
-        status = threading.Thread(target=self._status_loop, name="status", daemon=True)
+        status_done = threading.Event()
+        status = threading.Thread(target=self._status_loop, args=(status_done,), name="status", daemon=True)
         status.start()
         try:
             self._selfplay_lane()
@@ -134,7 +143,9 @@ class Worker:
             self.queue.close()
             for s in list(self.sessions):
                 s.thread.join()
-            self._send_status()
+            status_done.set()
+            status.join()
+            self._send_status()  # the last word on the numbers
         if self.errors:
             raise self.errors[0]
         if self.queue.fatal is not None:
@@ -169,6 +180,7 @@ class Worker:
             current = _Session(self, task)
             with self._lock:
                 self.sessions.append(current)
+                self.last_network = key[0]
             current.thread.start()
         for s in list(self.sessions):
             s.thread.join()
@@ -226,10 +238,12 @@ class Worker:
             self.outbox.put("rating", task.id, meta.to_dict(), sgf)
             with self._lock:
                 self.rating_finished += 1
-                self.rating_playing = max(0, self.rating_playing - 1)
+                done[0] += 1
+                self.rating_playing = min(parallel, task.games - done[0])
                 self.rating_moves += meta.moves
 
         parallel = min(self.spec.parallel, task.games)
+        done = [0]
         with self._lock:
             self.rating_playing = parallel
         log.info("rating task %s: %d games, %s vs %s", task.id, task.games, *names)
@@ -241,9 +255,8 @@ class Worker:
             self.rating_playing = 0
 
     # --- status -----------------------------------------------------------------------------------
-    def _status_loop(self) -> None:
-        while True:
-            time.sleep(STATUS_SECONDS)
+    def _status_loop(self, done: threading.Event) -> None:
+        while not done.wait(STATUS_SECONDS):
             self._send_status()
 
     def _send_status(self) -> None:
@@ -253,7 +266,7 @@ class Worker:
             rating = (self.rating_playing, self.rating_finished, self.rating_moves)
             rows = self.rows
         playing = 0
-        network = None
+        network = self.last_network
         for s in sessions:
             live = s.driver.live() if s.driver is not None else None
             if live is None:

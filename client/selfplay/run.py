@@ -160,10 +160,6 @@ class SelfPlayDriver:
 
         for g in self.groups:
             g.begin(next_game, finish)
-        # The long-lived objects of the imports (torch's above all) need no more garbage collection
-        # passes: without this, each pass walks them all again, a tenth of the run's time.
-        gc.freeze()
-        switch = sys.getswitchinterval()
         helpers: list[threading.Thread] = []
         errors: list[BaseException] = []
 
@@ -180,11 +176,9 @@ class SelfPlayDriver:
             except BaseException as e:  # handed to the calling thread
                 errors.append(e)
 
+        if len(self.groups) > 1:
+            _short_switch_interval(True)
         try:
-            if len(self.groups) > 1:
-                # A thread coming back from a numba pass waits for the GIL; Python's default of 5 ms
-                # before the holder must let go would leave its processor idle that long.
-                sys.setswitchinterval(GIL_SWITCH_SECONDS)
             for g in self.groups[1:]:
                 helpers.append(threading.Thread(target=helper, args=(g,), name=f"selfplay-group-{g.index}",
                                                 daemon=True))
@@ -198,7 +192,10 @@ class SelfPlayDriver:
                 h.join()
             raise
         finally:
-            sys.setswitchinterval(switch)
+            if len(self.groups) > 1:
+                _short_switch_interval(False)
+            for g in self.groups:
+                g.next_game = g.finish = None  # the caller's closures: no cycle outlives the run
         if errors:
             raise errors[0]
         summary.seconds = time.perf_counter() - t0
@@ -242,6 +239,9 @@ def run_selfplay(
     count = len(driver.groups)
     numbers = [iter(range(k, games, count)) for k in range(count)]
     files: list[Path] = []
+    # The long-lived objects of the imports (torch's above all) need no more garbage collection
+    # passes: without this, each pass walks them all again, a tenth of the run's time.
+    gc.freeze()
     bar = _progress_bar(games, progress)
     last_update = time.perf_counter()
 
@@ -278,6 +278,29 @@ def run_selfplay(
         bar.close()
     summary.files = files
     return summary
+
+
+_switch_lock = threading.Lock()
+_switch_users = 0
+_switch_saved = 0.005
+
+
+def _short_switch_interval(on: bool) -> None:
+    """While any driver runs several groups, the GIL switch interval is GIL_SWITCH_SECONDS: a thread
+    coming back from a numba pass waits for the GIL, and Python's default of 5 ms before the
+    holder must let go would leave its processor idle that long. The interval is process-wide, and
+    drivers may overlap: the first sets it, the last puts the old value back."""
+    global _switch_users, _switch_saved
+    with _switch_lock:
+        if on:
+            if _switch_users == 0:
+                _switch_saved = sys.getswitchinterval()
+                sys.setswitchinterval(GIL_SWITCH_SECONDS)
+            _switch_users += 1
+        else:
+            _switch_users -= 1
+            if _switch_users == 0:
+                sys.setswitchinterval(_switch_saved)
 
 
 def default_groups(evaluator) -> int:
@@ -326,6 +349,8 @@ class _Group:
         if order is None or isinstance(order, str):
             if order == LATER:
                 self.waiting.add(i)
+            else:
+                self.waiting.discard(i)  # the feed is done with this slot
             return None
         self.waiting.discard(i)
         game = SelfPlayGame(order.game_id, self.settings, draw_start(self.settings, order.rng), order.rng,

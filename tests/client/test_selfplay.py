@@ -159,3 +159,45 @@ def test_groups_share_the_cores_in_a_thread_safe_layer(monkeypatch):
     threads = run._pass_threads(2)
     # Four threads each, or one where the layer may not be entered from two threads at once.
     assert threads == (4 if numba.threading_layer() in ("omp", "tbb") else 1)
+
+
+def test_a_driver_fed_game_by_game_waits_for_games_and_ends_when_its_feed_does():
+    """A feed that has no game for a while (LATER) leaves its slots waiting, not ended; once it
+    says None the run ends, with every game it handed out finished and given back."""
+    import sys
+    import threading
+
+    from client.selfplay.run import LATER, GameOrder, SelfPlayDriver
+
+    answers = {0: ["game", LATER, "game", LATER, None], 1: ["game", LATER, LATER, "game", None]}
+    handed, finished = [], []
+    lock = threading.Lock()
+
+    def next_game(group: int):
+        with lock:
+            answer = answers[group].pop(0) if answers[group] else None
+            if answer != "game":
+                return answer
+            handed.append(f"g{group}-{len(handed)}")
+            return GameOrder(handed[-1], np.random.default_rng(len(handed)), group)
+
+    def done(game, order):
+        with lock:
+            finished.append(order.game_id)
+        return 1
+
+    switch = sys.getswitchinterval()
+    driver = SelfPlayDriver(NullEvaluator(), FAST, parallel=2, groups=2)
+    stop = threading.Event()
+    result = []
+    runner = threading.Thread(target=lambda: result.append(driver.run(next_game, done, stop=stop)))
+    runner.start()
+    runner.join(30)
+    ended = not runner.is_alive()
+    stop.set()
+    runner.join()
+    assert ended, "the run did not end when its feed did"
+    summary = result[0]
+    assert sorted(finished) == sorted(handed) and len(handed) == 4
+    assert summary.games == 4 and summary.rows == 4 and driver.live()["playing"] == 0
+    assert sys.getswitchinterval() == switch

@@ -78,6 +78,13 @@ class Contributor:
         return (f"--- stdout\n{self.out.read_text()[-3000:]}\n--- stderr\n{self.err.read_text()[-3000:]}\n"
                 f"--- log\n{log.read_text()[-6000:] if log.exists() else ''}")
 
+    def workers(self) -> list[int]:
+        """The worker processes' pids (multiprocessing's own helper process aside)."""
+        found = subprocess.run(["pgrep", "-P", str(self.process.pid), "-f", "multiprocessing.spawn"],
+                               capture_output=True, text=True).stdout.split()
+        return [int(pid) for pid in found
+                if "resource_tracker" not in Path(f"/proc/{pid}/cmdline").read_text(errors="replace")]
+
     def kill(self) -> None:
         if self.process.poll() is None:
             # The workers are its children: kill -9 the whole client, as a power cut would.
@@ -171,10 +178,19 @@ def test_a_volunteer_logs_in_plays_and_uploads(server, volunteer, contributors, 
 
     _upload_network(server.url, tmp_path, NETWORK, helpers.RANDOM_NET)
     _rating_often()
-    client = Contributor(tmp_path / "alice", server.url, True)
+    # Two workers (as with two GPUs), sharing the outbox and the network cache.
+    client = Contributor(tmp_path / "alice", server.url, True, "--device", "cpu,cpu", "--parallel", "2")
     contributors.append(client)
     _until(lambda: TrainingGame.objects.count() >= 3 and RatingGame.objects.count() >= 1, 240,
            "self-play and rating games on the server", client)
+    # A worker that dies is started again; the games go on.
+    workers = client.workers()
+    assert len(workers) == 2
+    os.kill(workers[0], signal.SIGKILL)
+    count = TrainingGame.objects.count()
+    _until(lambda: TrainingGame.objects.count() >= count + 2 and len(client.workers()) == 2, 120,
+           "games after a worker was restarted", client)
+    assert "ended unexpectedly" in (client.data / "contribute.log").read_text()
     client.say("pause")
     _until(lambda: "paused" in (client.data / "contribute.log").read_text(), 30, "the pause", client)
     client.say("resume")
@@ -204,9 +220,12 @@ def test_a_stopped_server_and_a_killed_client_lose_no_game(server, volunteer, co
     # The server goes away for a while: the client plays on and keeps its games.
     server.stop()
     _until(lambda: client.pending() >= 2, 120, "games kept while the server is down", client)
+    log = client.data / "contribute.log"
+    seen = len(log.read_text())
     server.start()
     _until(lambda: client.pending() == 0, 120, "the kept games delivered", client)
-    assert TrainingGame.objects.count() >= 4
+    # New tasks come again (the client asks after its pause, which grew while the server was away).
+    _until(lambda: ": selfplay, " in log.read_text()[seen:], 120, "a new task", client)
 
     # Down again, and the client is killed with games finished but not delivered.
     server.stop()
@@ -227,6 +246,24 @@ def test_a_stopped_server_and_a_killed_client_lose_no_game(server, volunteer, co
     stored = [*TrainingGame.objects.values_list("client_game_id", flat=True),
               *RatingGame.objects.values_list("client_game_id", flat=True)]
     assert delivered <= set(stored) and len(stored) == len(set(stored))
+
+
+def test_ctrl_c_twice_stops_at_once_and_keeps_the_finished_games(server, volunteer, contributors, tmp_path):
+    from server.games.models import TrainingGame
+
+    client = Contributor(tmp_path / "alice", server.url, True, "--parallel", "8")
+    contributors.append(client)
+    _until(lambda: TrainingGame.objects.count() >= 1, 240, "a first game on the server", client)
+    server.stop()  # what finishes from now on stays in the outbox
+    _until(lambda: client.pending() >= 1, 120, "a game kept while the server is down", client)
+    client.process.send_signal(signal.SIGINT)
+    time.sleep(0.5)
+    client.process.send_signal(signal.SIGINT)
+    assert client.wait(30) == 0, client.output()
+    assert "stopping now" in client.err.read_text(), client.output()
+    kept = client.pending()
+    assert kept >= 1 and not list((client.data / "outbox" / "tmp").iterdir())
+    assert f"{kept} waiting in" in client.out.read_text(), client.output()
 
 
 def test_a_damaged_network_on_the_server_is_refused(server, volunteer, contributors, tmp_path):

@@ -13,6 +13,7 @@ import requests
 from client.contribute.netcache import NetworkCache, NetworkRef
 from client.contribute.outbox import FATAL, Outbox
 from client.contribute.server import AuthError, ServerClient
+from client.contribute.tasks import TaskQueue
 from tests.server import helpers
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
@@ -67,6 +68,10 @@ def test_the_client_side_of_the_api_against_gunicorn(server, tmp_path):
     assert ref.name == "test-net1" and ref.size == len(data)
     path = NetworkCache(tmp_path / "networks").get(ref)
     assert path.read_bytes() == data
+    # While a worker plays, its task supply fetches the run's newest network ahead of the tasks.
+    ahead = NetworkCache(tmp_path / "ahead")
+    TaskQueue(client, ahead, games=1, low_water=1, prefetch_seconds=0, run_name=helpers.RUN)._prefetch()
+    assert ahead.path_of("test-net1").read_bytes() == data
 
     # The token is revoked: uploads stop with a fatal outcome (the game stays), tasks raise.
     ClientToken.objects.filter(user__username="alice").get().revoke()

@@ -1,0 +1,89 @@
+"""The contributing client's status: rates over the last minute, the panel and the log line, and the
+tasks it reads from the server (a task it cannot read is a plain error, not a crash)."""
+
+from __future__ import annotations
+
+import pytest
+
+from client.contribute.outbox import OutboxCounts
+from client.contribute.status import Status, duration
+from client.contribute.tasks import PROTOCOL, Fatal, Task
+from tests.server import helpers
+
+
+def _report(moves: int, evals: int, offered: int, **extra) -> dict:
+    return {"device": "cpu", "state": "playing", "network": "net-1", "playing": 4, "selfplay_games": moves // 50,
+            "rating_games": 1, "rows": 10 * moves, "moves": moves, "evals": evals, "offered": offered,
+            "reachable": True, **extra}
+
+
+def test_rates_come_from_the_last_minute_of_every_worker():
+    status = Status(server="http://s", username="alice", outbox=OutboxCounts(delivered=7, pending=2))
+    status.update(0, _report(0, 0, 0))
+    status.update(1, _report(0, 0, 0))
+    status.sample(now=1000.0)
+    status.update(0, _report(100, 900, 1000))
+    status.update(1, _report(200, 1000, 1000))
+    status.sample(now=1010.0)
+    moves, evals, fill = status.rates()
+    assert (moves, evals, fill) == (30.0, 190.0, 0.95)
+    # Only the last minute counts.
+    status.update(0, _report(1300, 900, 1000))
+    status.sample(now=1100.0)
+    assert status.rates()[0] == pytest.approx(1200 / 90)
+    line = status.line()
+    assert "network net-1" in line and "7 sent, 2 pending" in line and "server reachable" in line
+
+
+def test_the_server_is_unreachable_when_any_part_found_it_so():
+    status = Status(server="http://s", username="alice")
+    assert status.reachable is None and "not asked yet" in status.line()
+    status.update(0, _report(0, 0, 0))
+    assert status.reachable is True
+    status.upload_reachable = False
+    assert status.reachable is False and "NOT reachable" in status.line()
+
+
+def test_the_panel_renders():
+    from rich.console import Console
+
+    status = Status(server="http://s", username="alice")
+    status.update(0, _report(50, 100, 100, state="downloading network net-1"))
+    console = Console(width=100, record=True, file=open("/dev/null", "w"))  # noqa: SIM115
+    console.print(status.panel())
+    text = console.export_text()
+    assert "worker 0" in text and "downloading network net-1" in text and "alice" in text
+
+
+def test_durations_read_naturally():
+    assert [duration(s) for s in (5, 65, 3 * 3600 + 125, 2 * 86400 + 5 * 3600)] == ["5s", "1m05s", "3h02m", "2d05h"]
+
+
+def _task(**changes) -> dict:
+    body = {"id": "0b7e5a56-2f8a-4d1e-9a47-0f4c8c9e1a11", "kind": "selfplay", "run": "test",
+            "settings": helpers.SETTINGS.to_dict(), "settings_version": 3, "games": 8,
+            "network": {"name": "net-1", "is_random": False, "url": "http://s/api/v1/networks/net-1/file",
+                        "sha256": "ab" * 32, "bytes": 1234}}
+    body.update(changes)
+    return body
+
+
+def test_tasks_are_read_with_their_settings_and_networks():
+    task = Task.parse(_task())
+    assert task.key == ("net-1", 3) and task.games == 8 and task.settings.selfplay.visits == 12
+    rating = Task.parse(_task(kind="rating", network=None, networks=[
+        {"name": "net-1", "is_random": True}, {"name": "net-0", "is_random": True}]))
+    assert [n.name for n in rating.networks] == ["net-1", "net-0"]
+
+
+@pytest.mark.parametrize("changes, words", [
+    ({"settings": {"selfplay": {"visits": "many"}}}, "selfplay.visits"),
+    ({"kind": "training"}, "'training'"),
+    ({"id": "not-a-uuid"}, "not-a-uuid"),
+    ({"network": {"name": "bad name!"}}, "not a network name"),
+    ({"kind": "rating"}, "networks"),
+])
+def test_a_task_this_client_cannot_read_is_a_plain_error(changes, words):
+    with pytest.raises(Fatal) as e:
+        Task.parse(_task(**changes))
+    assert e.value.kind == PROTOCOL and words in e.value.message and "upgrade" in e.value.message
