@@ -120,9 +120,9 @@ class _Contributor:
     def run(self) -> int:
         listener = self._logging()
         try:
+            devices = self._devices()
             self._login_if_needed()
             server = self._check_server()
-            devices = self._devices()
             return self._contribute(server, devices)
         finally:
             listener.stop()

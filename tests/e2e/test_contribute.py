@@ -298,6 +298,12 @@ def test_a_revoked_token_ends_the_client_with_a_plain_message(server, volunteer,
     assert again.wait(60) == 3
     err = again.err.read_text()
     assert "revoked" in err and "--username alice" in err, again.output()
+    # Logging in again with a wrong password is refused in plain words too.
+    wrong = Contributor(tmp_path / "wrong", server.url, False, "--username", "alice", "--password-stdin")
+    contributors.append(wrong)
+    wrong.say("not the password")
+    assert wrong.wait(60) == 3
+    assert "did not accept user 'alice' with this password" in wrong.err.read_text(), wrong.output()
 
 
 def test_an_unreachable_server_at_start_is_reported(tmp_path, contributors):
@@ -311,3 +317,8 @@ def test_an_unreachable_server_at_start_is_reported(tmp_path, contributors):
     contributors.append(client)
     assert client.wait(60) == 5
     assert "cannot reach the server" in client.err.read_text(), client.output()
+    # A device this machine does not have is refused before anything else.
+    client = Contributor(tmp_path / "home", None, False, "--device", "cuda:7")
+    contributors.append(client)
+    assert client.wait(60) == 2
+    assert "there is no cuda:7 on this machine" in client.err.read_text(), client.output()
