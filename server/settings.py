@@ -104,6 +104,7 @@ INSTALLED_APPS = [
     "server.networks",
     "server.distribution",
     "server.games",
+    "server.ratings",
 ]
 
 MIDDLEWARE = [
@@ -166,7 +167,8 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # A test database other processes (a test's gunicorn) can open too: a file, not memory.
     DATABASES["default"]["TEST"] = {"NAME": str(DATA_DIR / "test-sente.sqlite3")}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
-MIGRATION_MODULES = {app: f"migrations.{app}" for app in ("accounts", "runs", "networks", "distribution", "games")}
+MIGRATION_MODULES = {app: f"migrations.{app}" for app in ("accounts", "runs", "networks", "distribution", "games",
+                                                          "ratings")}
 
 # --- files ---------------------------------------------------------------------------------------
 

@@ -50,15 +50,19 @@ class Ratings:
 
 def fit_ratings(count: int, first: np.ndarray, second: np.ndarray, first_score: np.ndarray,
                 parents: np.ndarray | None = None, virtual_draws: float = 0.0, anchor: int = 0,
-                tolerance: float = 1e-10, max_iterations: int = 200) -> Ratings:
+                tolerance: float = 1e-10, max_iterations: int = 200, counts: np.ndarray | None = None) -> Ratings:
     """Ratings of `count` networks from games between first[k] and second[k] (indices), where
-    first_score[k] is 1 (first won), 0 (second won) or 0.5 (draw or no result). parents[i] is network
-    i's parent index, or -1 (none)."""
+    first_score[k] is 1 (first won), 0 (second won) or 0.5 (draw or no result); with `counts`, row k
+    stands for counts[k] games whose mean score for first is first_score[k] (games already summed).
+    parents[i] is network i's parent index, or -1 (none)."""
     first = np.asarray(first, dtype=np.int64)
     second = np.asarray(second, dtype=np.int64)
     score = np.asarray(first_score, dtype=np.float64)
-    if not (first.shape == second.shape == score.shape) or first.ndim != 1:
-        raise FitError("first, second and first_score must be 1-D arrays of one length")
+    weight = np.ones_like(score) if counts is None else np.asarray(counts, dtype=np.float64)
+    if not (first.shape == second.shape == score.shape == weight.shape) or first.ndim != 1:
+        raise FitError("first, second, first_score (and counts) must be 1-D arrays of one length")
+    if np.any(weight < 0) or not np.all(np.isfinite(weight)):
+        raise FitError("counts must not be negative")
     if count < 1 or not 0 <= anchor < count:
         raise FitError(f"anchor {anchor} is not one of the {count} networks")
     if first.size and (min(first.min(), second.min()) < 0 or max(first.max(), second.max()) >= count):
@@ -68,12 +72,13 @@ def fit_ratings(count: int, first: np.ndarray, second: np.ndarray, first_score: 
     if np.any((score < 0.0) | (score > 1.0)) or not np.all(np.isfinite(score)):
         raise FitError("scores must be between 0 and 1")
 
-    games = np.bincount(first, minlength=count) + np.bincount(second, minlength=count)
+    games = np.rint(np.bincount(first, weights=weight, minlength=count)
+                    + np.bincount(second, weights=weight, minlength=count)).astype(np.int64)
     # Per pair (lower index i, higher j): games played and points of i.
     low = np.minimum(first, second)
     high = np.maximum(first, second)
     points_low = np.where(first == low, score, 1.0 - score)
-    pair_i, pair_j, pair_games, pair_points = _sum_pairs(count, low, high, np.ones_like(score), points_low)
+    pair_i, pair_j, pair_games, pair_points = _sum_pairs(count, low, high, weight, points_low * weight)
     if parents is not None and virtual_draws > 0.0:
         parents = np.asarray(parents, dtype=np.int64)
         if parents.shape != (count,) or np.any(parents >= count) or np.any(parents == np.arange(count)):

@@ -36,6 +36,7 @@ ENDPOINTS = {
     "/api/v1/tasks/": {"post"},
     "/api/v1/games/training/": {"post"},
     "/api/v1/games/rating/": {"post"},
+    "/api/v1/ratings/": {"get"},
 }
 
 

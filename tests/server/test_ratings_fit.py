@@ -99,3 +99,18 @@ def test_bad_games_are_named(args, words):
     count, first, second, score = args
     with pytest.raises(FitError, match=words):
         fit_ratings(count, np.array(first), np.array(second), np.array(score))
+
+
+def test_games_summed_per_pair_give_the_same_fit():
+    rng = np.random.default_rng(4)
+    first = rng.integers(0, 5, 400)
+    second = (first + 1 + rng.integers(0, 4, 400)) % 5
+    score = rng.choice([0.0, 0.5, 1.0], 400, p=[0.4, 0.1, 0.5])
+    parents = np.array([-1, 0, 1, 2, 3])
+    one = fit_ratings(5, first, second, score, parents=parents, virtual_draws=3.0)
+    keys, inverse = np.unique(first * 5 + second, return_inverse=True)
+    counts = np.bincount(inverse)
+    summed = fit_ratings(5, keys // 5, keys % 5, np.bincount(inverse, weights=score) / counts, parents=parents,
+                         virtual_draws=3.0, counts=counts)
+    assert np.allclose(one.elo, summed.elo, atol=1e-9) and np.allclose(one.cov, summed.cov, atol=1e-9)
+    assert (one.games == summed.games).all()
