@@ -18,9 +18,9 @@ from rest_framework.views import APIView
 from common.protocol import INSTANCE_ID_PATTERN, TASK_KINDS, parse_version
 from server.api.errors import ApiError
 from server.distribution.models import Task
-from server.networks.models import Network
 from server.networks.serializers import network_ref
-from server.runs.models import Run, current_state
+from server.ratings.scheduling import choose_pair
+from server.runs.models import current_state
 
 
 class TaskRequest(serializers.Serializer):
@@ -67,19 +67,6 @@ def plain_request(data) -> dict | None:
     except ValueError:
         return None
     return {"client_version": version, "client_instance_id": instance, "kinds": kinds, "games": games}
-
-
-def rating_pair(run: Run) -> tuple[Network, Network] | None:
-    """The two networks of a rating game: the self-play network against its parent (or the network
-    before it)."""
-    newest = run.selfplay_network()
-    if newest is None:
-        return None
-    other = newest.parent
-    if other is None or other.run_id != run.pk:
-        other = (run.networks.exclude(pk=newest.pk).exclude(state=Network.State.REJECTED)
-                 .order_by("-created_at", "-id").first())
-    return None if other is None else (newest, other)
 
 
 def task_body(task: Task, request) -> dict:
@@ -132,7 +119,7 @@ class TaskView(APIView):
         pair = None
         if Task.Kind.RATING in kinds and (Task.Kind.SELFPLAY not in kinds
                                           or random.random() < version.settings.gating.rating_game_prob):
-            pair = rating_pair(run)
+            pair = choose_pair(run)
         if pair is None and Task.Kind.SELFPLAY not in kinds:
             raise ApiError("no rating games are to be played now; ask again later or take self-play tasks",
                            code="no_work", status_code=503)
@@ -141,8 +128,7 @@ class TaskView(APIView):
                       client_version=v["client_version"], client_instance_id=v["client_instance_id"], created_at=now,
                       expires_at=now + timedelta(seconds=settings.SENTE_TASK_SECONDS))
         if pair is not None:
-            a, b = pair if random.random() < 0.5 else pair[::-1]
-            task = Task.objects.issue(kind=Task.Kind.RATING, network_a=a, network_b=b, **common)
+            task = Task.objects.issue(kind=Task.Kind.RATING, network_a=pair[0], network_b=pair[1], **common)
         else:
             network = state.network
             if network is None:

@@ -45,6 +45,7 @@ from server.distribution.models import Task
 from server.files import StoredFiles, content_name, sha256_of
 from server.games.models import Game as GameRow
 from server.games.models import RatingGame, TrainingGame, Winner
+from server.ratings.promotion import record_game
 
 log = logging.getLogger(__name__)
 
@@ -257,9 +258,10 @@ def _referenced(name: str) -> bool:
             or RatingGame.objects.filter(sgf=name).exists())
 
 
-def _store(model: type[GameRow], task: Task, user, fields: dict, files: dict[str, tuple[bytes, str]]):
-    """Insert the row, write its files (named by their content), count it on its task, commit; or
-    leave nothing."""
+def _store(model: type[GameRow], task: Task, user, fields: dict, files: dict[str, tuple[bytes, str]],
+           after_insert=None):
+    """Insert the row, write its files (named by their content), count it on its task (and pass it to
+    after_insert, in the same transaction), commit; or leave nothing."""
     stored = StoredFiles()
     try:
         with transaction.atomic():
@@ -279,6 +281,8 @@ def _store(model: type[GameRow], task: Task, user, fields: dict, files: dict[str
                 games_received=F("games_received") + 1)
             if not counted:
                 raise invalid("task", f"task {task.pk} has all its {task.games} games already", "task_complete")
+            if after_insert is not None:
+                after_insert(game)
         return game, True
     except IntegrityError:
         stored.discard(_referenced)
@@ -353,7 +357,7 @@ def take_rating_game(user, upload: Upload) -> tuple[RatingGame, bool]:
                   white_network=by_name[meta.white_network], board_x_size=rec.x_size, board_y_size=rec.y_size,
                   komi=rec.komi, rules=rules.to_dict(), handicap=0, result=meta.result, moves=len(rec.moves),
                   **_outcome(meta.result, game))
-    return _store(RatingGame, task, user, fields, {"sgf": (upload.sgf, ".sgf")})
+    return _store(RatingGame, task, user, fields, {"sgf": (upload.sgf, ".sgf")}, after_insert=record_game)
 
 
 

@@ -1,6 +1,26 @@
-from django.contrib import admin
+from django import forms
+from django.contrib import admin, messages
+from django.contrib.admin.helpers import ActionForm
 
 from server.networks.models import Network
+from server.ratings.promotion import staff_decision
+
+
+class NoteActionForm(ActionForm):
+    note = forms.CharField(required=False, max_length=2000, label="Note (why)",
+                           widget=forms.TextInput(attrs={"size": 60}))
+
+
+def _decision(action: str, description: str):
+    def run(modeladmin, request, queryset):
+        note = request.POST.get("note", "").strip()
+        for network in queryset:
+            staff_decision(network, action, request.user, note)
+        modeladmin.message_user(request, f"{queryset.count()} network(s): {description}", messages.SUCCESS)
+
+    run.__name__ = f"force_{action}"
+    run.short_description = f"{description} (with the note)"
+    return run
 
 
 @admin.register(Network)
@@ -10,3 +30,6 @@ class NetworkAdmin(admin.ModelAdmin):
     search_fields = ("name", "sha256")
     readonly_fields = ("sha256", "size_bytes", "architecture", "file", "created_at", "uploaded_by", "is_random")
     raw_id_fields = ("parent",)
+    action_form = NoteActionForm
+    actions = [_decision("accept", "accept"), _decision("reject", "reject"), _decision("release", "release"),
+               _decision("retire", "retire")]

@@ -20,7 +20,7 @@ from common.nn.header import ModelFileError, header_length, parse_header
 from server.api.errors import ApiError, invalid
 from server.files import StoredFiles
 from server.networks.models import Network
-from server.networks.serializers import NetworkSerializer, NetworkUploadSerializer
+from server.networks.serializers import NetworkDetailSerializer, NetworkSerializer, NetworkUploadSerializer
 from server.runs.models import Run, forget_state
 
 CHUNK = 1 << 20
@@ -131,10 +131,12 @@ class NetworkList(generics.ListCreateAPIView):
 
 
 class NetworkDetail(generics.RetrieveAPIView):
-    serializer_class = NetworkSerializer
+    """One network, with its rating, its gating record and the events that changed its standing."""
+
+    serializer_class = NetworkDetailSerializer
     permission_classes = [permissions.AllowAny]
     lookup_field = "name"
-    queryset = Network.objects.public()
+    queryset = Network.objects.public().prefetch_related("events")
 
 
 _RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")

@@ -21,7 +21,7 @@ class NetworkQuerySet(models.QuerySet):
                            notes="a uniform policy and an even value: the run's starting point")
 
     def public(self) -> NetworkQuerySet:
-        return self.select_related("run", "parent")
+        return self.select_related("run", "parent", "rating", "gating__opponent")
 
 
 class Network(models.Model):

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.reverse import reverse
 
@@ -7,21 +8,67 @@ from common.protocol import NETWORK_NAME_PATTERN
 from server.networks.models import Network
 
 
+class RatingSerializer(serializers.Serializer):
+    elo = serializers.FloatField(allow_null=True, help_text="the run's first network is 0")
+    elo_se = serializers.FloatField(allow_null=True, help_text="standard error of elo")
+    games = serializers.IntegerField(help_text="rating games played")
+
+
+class GatingSerializer(serializers.Serializer):
+    opponent = serializers.CharField(source="opponent.name")
+    rule = serializers.CharField()
+    wins = serializers.IntegerField()
+    draws = serializers.IntegerField()
+    losses = serializers.IntegerField()
+    decision = serializers.CharField(help_text="continue, accept or reject")
+    verdict = serializers.JSONField(allow_null=True, help_text="the rule's numbers and reason at the last game")
+    started_at = serializers.DateTimeField()
+    decided_at = serializers.DateTimeField(allow_null=True)
+
+
+class EventSerializer(serializers.Serializer):
+    kind = serializers.CharField()
+    note = serializers.CharField()
+    data = serializers.JSONField(allow_null=True)
+    created_at = serializers.DateTimeField()
+
+
 class NetworkSerializer(serializers.ModelSerializer):
     run = serializers.SlugRelatedField(slug_field="name", read_only=True)
     parent = serializers.SlugRelatedField(slug_field="name", read_only=True)
     file_url = serializers.SerializerMethodField(help_text="where to download the file (null: the random network)")
+    rating = serializers.SerializerMethodField()
+    gating = serializers.SerializerMethodField()
 
     class Meta:
         model = Network
         fields = ("name", "run", "parent", "is_random", "size_name", "architecture", "size_bytes", "sha256",
-                  "train_step", "rows_seen", "state", "released", "created_at", "file_url", "notes")
+                  "train_step", "rows_seen", "state", "released", "created_at", "file_url", "notes", "rating",
+                  "gating")
         read_only_fields = fields
 
     def get_file_url(self, network: Network) -> str | None:
         if network.is_random or not network.file:
             return None
         return reverse("network-file", args=[network.name], request=self.context.get("request"))
+
+    @extend_schema_field(RatingSerializer(allow_null=True))
+    def get_rating(self, network: Network) -> dict | None:
+        rating = getattr(network, "rating", None)
+        return RatingSerializer(rating).data if rating is not None else None
+
+    @extend_schema_field(GatingSerializer(allow_null=True))
+    def get_gating(self, network: Network) -> dict | None:
+        gating = getattr(network, "gating", None)
+        return GatingSerializer(gating).data if gating is not None else None
+
+
+class NetworkDetailSerializer(NetworkSerializer):
+    events = EventSerializer(many=True, read_only=True, help_text="gating verdicts, rollbacks, staff decisions")
+
+    class Meta(NetworkSerializer.Meta):
+        fields = (*NetworkSerializer.Meta.fields, "events")
+        read_only_fields = fields
 
 
 def network_ref(network: Network, request) -> dict:

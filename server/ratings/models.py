@@ -3,6 +3,7 @@ does the fitting, ``server.ratings.service`` the storing)."""
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
@@ -33,3 +34,51 @@ class RatingFit(models.Model):
 
     def __str__(self) -> str:
         return f"{self.run_id} fitted at {self.fitted_at:%Y-%m-%d %H:%M}"
+
+
+class Gating(models.Model):
+    """A candidate's gating: its games against the accepted network it must beat, and the verdict of
+    the run's rule (``server.ratings.gating``) once it settled."""
+
+    candidate = models.OneToOneField("networks.Network", primary_key=True, on_delete=models.CASCADE,
+                                     related_name="gating")
+    opponent = models.ForeignKey("networks.Network", on_delete=models.PROTECT, related_name="gatings_faced",
+                                 help_text="the accepted network when the gating began")
+    rule = models.CharField(max_length=8, help_text="fixed or sprt")
+    wins = models.PositiveIntegerField(default=0)
+    draws = models.PositiveIntegerField(default=0, help_text="draws and games without result")
+    losses = models.PositiveIntegerField(default=0)
+    decision = models.CharField(max_length=8, default="continue", help_text="continue, accept or reject")
+    verdict = models.JSONField(null=True, blank=True, help_text="the rule's numbers at the last game")
+    started_at = models.DateTimeField(default=timezone.now)
+    decided_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"{self.candidate_id} vs {self.opponent_id}: {self.decision}"
+
+
+class NetworkEvent(models.Model):
+    """Something that changed a network's standing: a gating verdict, a rollback, a staff decision."""
+
+    class Kind(models.TextChoices):
+        GATING_STARTED = "gating_started", "gating started"
+        ACCEPTED = "accepted", "accepted by its gating"
+        REJECTED = "rejected", "rejected by its gating"
+        ROLLED_BACK = "rolled_back", "rolled back: found worse than its predecessor"
+        FORCED_ACCEPT = "forced_accept", "accepted by staff"
+        FORCED_REJECT = "forced_reject", "rejected by staff"
+        RELEASED = "released", "released by staff"
+        RETIRED = "retired", "retired by staff"
+
+    network = models.ForeignKey("networks.Network", on_delete=models.CASCADE, related_name="events")
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    note = models.TextField(blank=True)
+    data = models.JSONField(null=True, blank=True)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.network_id}: {self.kind}"

@@ -1,6 +1,6 @@
 """Refitting a run's ratings from the database: its rating games are summed per pair and result in
 one query, fitted (``server.ratings.fit``) with the run's prior, and every network's Elo, error and
-games stored in one statement."""
+games stored in one statement; then the newest accepted network is checked for a rollback."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from server.games.models import RatingGame, Winner
 from server.networks.models import Network
 from server.ratings.fit import Ratings, fit_ratings
 from server.ratings.models import Rating, RatingFit
+from server.ratings.promotion import check_rollback
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +54,7 @@ def refit(run) -> tuple[list[Network], Ratings]:
             "seconds": time.perf_counter() - t0})
     log.info("run %s: ratings of %d networks refitted from %d games in %.2f s", run.name, len(networks),
              int(sum(counts)), time.perf_counter() - t0)
+    check_rollback(run, networks, fit)
     return networks, fit
 
 

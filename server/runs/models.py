@@ -77,12 +77,11 @@ class Run(models.Model):
         return version
 
     def selfplay_network(self):
-        """The network self-play uses: the newest of the run's networks that is neither rejected
-        nor retired."""
+        """The network self-play uses: the newest of the run's accepted networks (a candidate plays
+        only its gating games until it is accepted)."""
         from server.networks.models import Network
 
-        return (self.networks.exclude(state__in=[Network.State.REJECTED, Network.State.RETIRED])
-                .order_by("-created_at", "-id").first())
+        return self.networks.filter(state=Network.State.ACCEPTED).order_by("-created_at", "-id").first()
 
 
 class RunSettingsVersion(models.Model):

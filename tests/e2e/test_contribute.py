@@ -125,7 +125,7 @@ def _until(condition, timeout: float, what: str, client: Contributor | None = No
     raise AssertionError(f"timed out waiting for {what}" + (f":\n{client.output()}" if client else ""))
 
 
-def _upload_network(server_url: str, tmp_path: Path, name: str, parent: str) -> bytes:
+def _upload_network(server_url: str, tmp_path: Path, name: str, parent: str, accept: bool = True) -> bytes:
     from django.contrib.auth.models import Group
 
     from server.accounts.models import User
@@ -141,6 +141,11 @@ def _upload_network(server_url: str, tmp_path: Path, name: str, parent: str) -> 
                             "sha256": hashlib.sha256(data).hexdigest()},
                       files={"file": (f"{name}.safetensors", data)})
     assert r.status_code == 201, r.text
+    if accept:  # as if it had passed its gating: the self-play network of new tasks
+        from server.networks.models import Network
+        from server.ratings.promotion import staff_decision
+
+        staff_decision(Network.objects.get(name=name), "accept", note="accepted for the test")
     return data
 
 

@@ -64,6 +64,10 @@ def test_the_client_side_of_the_api_against_gunicorn(server, tmp_path):
                             "sha256": hashlib.sha256(data).hexdigest()},
                       files={"file": ("test-net1.safetensors", data)}, timeout=60)
     assert r.status_code == 201, r.text
+    from server.networks.models import Network
+    from server.ratings.promotion import staff_decision
+
+    staff_decision(Network.objects.get(name="test-net1"), "accept", note="accepted for the test")
     ref = NetworkRef.from_task(client.task(kinds=("selfplay",))["network"])
     assert ref.name == "test-net1" and ref.size == len(data)
     path = NetworkCache(tmp_path / "networks").get(ref)

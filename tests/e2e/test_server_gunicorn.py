@@ -46,6 +46,7 @@ def test_clients_and_a_trainer_talk_to_gunicorn(server, tmp_path):
     from server.accounts.models import User
     from server.games.models import RatingGame, TrainingGame
     from server.networks.models import Network
+    from server.ratings.promotion import staff_decision
 
     User.objects.create_user("alice", "alice@example.org", "correct horse battery")
     trainer = User.objects.create_user("gpu-box", "trainer@example.org", "another long password")
@@ -69,7 +70,8 @@ def test_clients_and_a_trainer_talk_to_gunicorn(server, tmp_path):
     stored = Path(tmp_path / "files" / row.sgf.name)
     assert stored.read_bytes() == game.sgf
 
-    # A trainer's network becomes the self-play network, and downloads in two pieces.
+    # A trainer's network is a candidate: it plays its gating games against the accepted network;
+    # once accepted it becomes the self-play network, and downloads in two pieces.
     data = helpers.network_file("test-net1")
     r = requests.post(server.url + "/api/v1/networks/", headers=_token(server, "gpu-box", "another long password"),
                       data={"name": "test-net1", "run": helpers.RUN, "parent": helpers.RANDOM_NET,
@@ -80,6 +82,16 @@ def test_clients_and_a_trainer_talk_to_gunicorn(server, tmp_path):
     refused = requests.post(server.url + "/api/v1/networks/", headers=headers,
                             data={"name": "mine", "run": helpers.RUN}, files={"file": ("x", data)}, timeout=60)
     assert refused.status_code == 403
+    assert _task(server, headers)["network"]["name"] == helpers.RANDOM_NET
+    rating = _task(server, headers, kinds=("rating",))
+    assert {n["name"] for n in rating["networks"]} == {"test-net1", helpers.RANDOM_NET}
+    match = helpers.rating_games(tmp_path / "match", "test-net1", helpers.RANDOM_NET, count=1)[0]
+    r = _upload(rating["upload_url"], headers, rating, match)
+    assert r.status_code == 201, r.text
+    assert RatingGame.objects.get().black_network == Network.objects.get(name="test-net1")
+    gating = requests.get(server.url + "/api/v1/networks/test-net1/", timeout=30).json()["gating"]
+    assert gating["opponent"] == helpers.RANDOM_NET and gating["wins"] + gating["draws"] + gating["losses"] == 1
+    staff_decision(Network.objects.get(name="test-net1"), "accept", note="accepted for the test")
     task = _task(server, headers)
     net = task["network"]
     assert net["name"] == "test-net1" and net["bytes"] == len(data)
@@ -90,13 +102,6 @@ def test_clients_and_a_trainer_talk_to_gunicorn(server, tmp_path):
     assert tail.status_code == 206 and head.content + tail.content == data
     assert hashlib.sha256(head.content + tail.content).hexdigest() == net["sha256"]
 
-    # A rating game between the two networks.
-    rating = _task(server, headers, kinds=("rating",))
-    assert {n["name"] for n in rating["networks"]} == {"test-net1", helpers.RANDOM_NET}
-    match = helpers.rating_games(tmp_path / "match", "test-net1", helpers.RANDOM_NET, count=1)[0]
-    r = _upload(rating["upload_url"], headers, rating, match)
-    assert r.status_code == 201, r.text
-    assert RatingGame.objects.get().black_network == Network.objects.get(name="test-net1")
 
     me = requests.get(server.url + "/api/v1/me/", headers=headers, timeout=30).json()
     assert (me["training_games"], me["rating_games"], me["training_rows"]) == (1, 1, row.rows)

@@ -114,13 +114,19 @@ def test_task_uses_the_newest_settings(run, alice):
 
 
 def test_task_uses_an_uploaded_network(run, alice, trainer):
-    """After a trainer uploads a network, new tasks name it, with a URL that downloads the file."""
+    """A trainer's network is a candidate: self-play keeps the accepted network until it passes its
+    gating; then new tasks name it, with a URL that downloads the file."""
+    from server.networks.models import Network
+    from server.ratings.promotion import staff_decision
+
     data = helpers.network_file("tasknet")
     _, trainer_client = trainer
     response = trainer_client.post("/api/v1/networks/", {
         "name": "tasknet", "run": run.name, "train_step": 10, "rows_seen": 10,
         "file": SimpleUploadedFile("tasknet.safetensors", data)}, format="multipart")
     assert response.status_code == 201, response.content
+    assert new_task(alice[1])["network"]["name"] == helpers.RANDOM_NET
+    staff_decision(Network.objects.get(name="tasknet"), "accept", note="the test passes it")
     task = new_task(alice[1])
     network = task["network"]
     assert network["name"] == "tasknet"
@@ -135,14 +141,16 @@ def test_task_uses_an_uploaded_network(run, alice, trainer):
 
 
 def test_task_skips_rejected_and_retired_networks(run, alice):
-    """Self-play uses the newest network that is neither rejected nor retired."""
+    """Self-play uses the newest accepted network: not a rejected or retired one, nor a candidate
+    still to pass its gating."""
     _age_random(run)
     _network(run, "good", 30, state="accepted")
     _network(run, "retired", 20, state="retired")
     _network(run, "rejected", 10, state="rejected")
     assert new_task(alice[1])["network"]["name"] == "good"
     _network(run, "fresh", 0, state="candidate")
-    assert new_task(alice[1])["network"]["name"] == "fresh"
+    _network(run, "gating", 0, state="rating")
+    assert new_task(alice[1])["network"]["name"] == "good"
 
 
 def test_task_from_the_current_run(run, alice):
@@ -276,23 +284,51 @@ def test_rating_task_with_an_uploaded_network(run, alice, trainer):
     assert {row.network_a.name, row.network_b.name} == names
 
 
-def test_rating_pairs_the_newest_with_its_parent(run, alice):
-    """The rating pair is the self-play network and its parent (not simply the two newest)."""
-    random_net = run.networks.get(is_random=True)
-    first = _network(run, "first", 20, parent=random_net)
-    _network(run, "second", 10, parent=first)
-    _network(run, "third", 0, parent=first)
-    task = new_task(alice[1], kinds=("rating",))
-    assert {n["name"] for n in task["networks"]} == {"third", "first"}
+def test_rating_games_go_to_the_candidate_under_gating_first(run, alice):
+    """The oldest candidate starts its gating against the accepted network and gets every rating
+    game, colours balanced, until its gating settles; the newer candidate waits."""
+    from server.ratings.models import Gating, NetworkEvent
 
-
-def test_rating_without_parent_pairs_the_one_before(run, alice):
-    """A network without a parent is rated against the run's network before it."""
     _age_random(run)
-    _network(run, "p-old", 20)
-    _network(run, "p-new", 0)
-    task = new_task(alice[1], kinds=("rating",))
-    assert {n["name"] for n in task["networks"]} == {"p-new", "p-old"}
+    random_net = run.networks.get(is_random=True)
+    older = _network(run, "cand-old", 20, parent=random_net)
+    _network(run, "cand-new", 10, parent=older)
+    firsts = []
+    for _ in range(4):
+        task = new_task(alice[1], kinds=("rating",), games=1)
+        assert {n["name"] for n in task["networks"]} == {"cand-old", random_net.name}
+        firsts.append(task["networks"][0]["name"])
+    assert sorted(firsts) == sorted(["cand-old", random_net.name] * 2)  # black first as often as white
+    older.refresh_from_db()
+    gating = Gating.objects.get(candidate=older)
+    assert older.state == "rating" and gating.opponent == random_net and gating.decision == "continue"
+    assert Network.objects.get(name="cand-new").state == "candidate"
+    assert NetworkEvent.objects.filter(network=older, kind="gating_started").count() == 1
+
+
+def test_without_a_candidate_rating_games_go_where_they_tell_the_most(run):
+    """Networks with wide error bars are chosen more often, and opponents near them in strength."""
+    import random
+
+    from server.ratings.models import Rating
+    from server.ratings.scheduling import choose_pair
+
+    _age_random(run)
+    random_net = run.networks.get(is_random=True)
+    near = _network(run, "near", 30, state="accepted")
+    far = _network(run, "far", 20, state="accepted")
+    vague = _network(run, "vague", 10, state="accepted")
+    Rating.objects.bulk_create([Rating(network=random_net, elo=0.0, elo_se=0.0, games=500),
+                                Rating(network=near, elo=420.0, elo_se=20.0, games=500),
+                                Rating(network=far, elo=1200.0, elo_se=20.0, games=500),
+                                Rating(network=vague, elo=450.0, elo_se=150.0, games=10)])
+    rng = random.Random(1)
+    pairs = [frozenset(n.name for n in choose_pair(run, rng)) for _ in range(300)]
+    with_vague = [p for p in pairs if "vague" in p]
+    assert len(with_vague) > 0.8 * len(pairs)
+    # p(1 - p) against near (30 Elo apart) is 0.25, against the random network 0.07, against far 0.01.
+    assert sum(p == {"vague", "near"} for p in with_vague) > 0.65 * len(with_vague)
+    assert sum(p == {"vague", "far"} for p in with_vague) < sum(p == {"vague", random_net.name} for p in with_vague)
 
 
 def test_rating_share_follows_the_settings(run, alice):

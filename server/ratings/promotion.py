@@ -1,0 +1,141 @@
+"""Which network the run plays: gating, promotion, rollback and staff decisions.
+
+A network arrives as a candidate. When rating games are handed out, the oldest candidate starts its
+gating against the run's accepted network of that moment (state ``rating``) and gets the rating
+games first (:func:`next_gating`). Each of its games is counted as it is stored (:func:`record_game`,
+in the upload's transaction) and the run's rule (``server.ratings.gating``) settles it: accepted, it
+becomes the self-play network of new tasks; rejected, it is never handed out for self-play again.
+
+After each refit of the ratings, the newest accepted network is compared with the one it replaced; if
+it is worse with the run's ``rollback_confidence``, it is rolled back (rejected, and its predecessor
+plays again) and the event recorded (:func:`check_rollback`). Staff may accept, reject, release or
+retire a network by hand, with a note (:func:`staff_decision`). Every change is a
+:class:`NetworkEvent`.
+"""
+
+from __future__ import annotations
+
+import logging
+from statistics import NormalDist
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from common.settings import GatingSettings
+from server.games.models import RatingGame, Winner
+from server.networks.models import Network
+from server.ratings.fit import Ratings
+from server.ratings.gating import ACCEPT, CONTINUE, decide
+from server.ratings.models import Gating, NetworkEvent
+from server.runs.models import forget_state
+
+log = logging.getLogger(__name__)
+
+STAFF_ACTIONS = ("accept", "reject", "release", "retire")
+
+
+def next_gating(run) -> Gating | None:
+    """The gating that gets rating games now: the one under way, else the oldest candidate's, begun
+    against the run's accepted network."""
+    gating = (Gating.objects.filter(candidate__run=run, decision=CONTINUE).select_related("candidate", "opponent")
+              .order_by("started_at", "candidate_id").first())
+    if gating is not None:
+        return gating
+    candidate = run.networks.filter(state=Network.State.CANDIDATE).order_by("created_at", "id").first()
+    opponent = run.selfplay_network()
+    if candidate is None or opponent is None:
+        return None
+    rule = _gating_settings(run).rule
+    try:
+        with transaction.atomic():
+            gating = Gating.objects.create(candidate=candidate, opponent=opponent, rule=rule)
+            Network.objects.filter(pk=candidate.pk).update(state=Network.State.RATING)
+            NetworkEvent.objects.create(network=candidate, kind=NetworkEvent.Kind.GATING_STARTED,
+                                        data={"opponent": opponent.name, "rule": rule})
+    except IntegrityError:  # another request began it at the same moment
+        return Gating.objects.select_related("candidate", "opponent").filter(candidate=candidate).first()
+    log.info("gating of %s against %s begins (%s rule)", candidate.name, opponent.name, rule)
+    return gating
+
+
+def record_game(game: RatingGame) -> None:
+    """Count a newly stored rating game into the gating it belongs to, if any, and settle the gating
+    when the rule decides. Runs inside the upload's transaction."""
+    pair = (game.black_network_id, game.white_network_id)
+    gating = (Gating.objects.select_for_update().filter(decision=CONTINUE, candidate_id__in=pair, opponent_id__in=pair)
+              .first())
+    if gating is None:
+        return
+    candidate_black = game.black_network_id == gating.candidate_id
+    if game.winner in (Winner.BLACK, Winner.WHITE):
+        if (game.winner == Winner.BLACK) == candidate_black:
+            gating.wins += 1
+        else:
+            gating.losses += 1
+    else:
+        gating.draws += 1
+    settings = _gating_settings(game.run)
+    verdict = decide(settings, gating.wins, gating.draws, gating.losses)
+    gating.rule = verdict.rule
+    gating.verdict = verdict.to_dict()
+    gating.decision = verdict.decision
+    if verdict.decision != CONTINUE:
+        gating.decided_at = timezone.now()
+        accepted = verdict.decision == ACCEPT
+        Network.objects.filter(pk=gating.candidate_id).update(
+            state=Network.State.ACCEPTED if accepted else Network.State.REJECTED)
+        NetworkEvent.objects.create(network_id=gating.candidate_id, data=gating.verdict, note=verdict.reason,
+                                    kind=NetworkEvent.Kind.ACCEPTED if accepted else NetworkEvent.Kind.REJECTED)
+        transaction.on_commit(forget_state)
+        log.info("gating of %s: %s (%s)", gating.candidate.name, verdict.decision, verdict.reason)
+    gating.save()
+
+
+def check_rollback(run, networks: list[Network], fit: Ratings) -> Network | None:
+    """Roll back the newest accepted network if the ratings show it worse than the network it
+    replaced, with the run's rollback confidence; returns it if so."""
+    index = {n.pk: k for k, n in enumerate(networks)}
+    accepted = [n for n in networks if n.state == Network.State.ACCEPTED]
+    if len(accepted) < 2:
+        return None
+    newest = accepted[-1]
+    gating = Gating.objects.filter(candidate=newest).select_related("opponent").first()
+    predecessor = gating.opponent if gating is not None and gating.opponent_id in index else accepted[-2]
+    diff, se = fit.difference(index[newest.pk], index[predecessor.pk])
+    confidence = _gating_settings(run).rollback_confidence
+    if not se > 0 or diff / se >= -NormalDist().inv_cdf(confidence):
+        return None
+    data = {"predecessor": predecessor.name, "elo_difference": diff, "standard_error": se, "z": diff / se,
+            "confidence": confidence}
+    with transaction.atomic():
+        Network.objects.filter(pk=newest.pk).update(state=Network.State.REJECTED)
+        NetworkEvent.objects.create(network=newest, kind=NetworkEvent.Kind.ROLLED_BACK, data=data,
+                                    note=f"{diff:+.0f} +- {se:.0f} Elo against {predecessor.name}: worse with "
+                                         f"{100 * confidence:g}% confidence")
+    forget_state()
+    log.warning("network %s rolled back: %+.0f +- %.0f Elo against %s", newest.name, diff, se, predecessor.name)
+    return newest
+
+
+def staff_decision(network: Network, action: str, user=None, note: str = "") -> None:
+    """accept, reject, release or retire a network by hand (a gating under way is closed)."""
+    if action not in STAFF_ACTIONS:
+        raise ValueError(f"action {action!r}: expected one of {', '.join(STAFF_ACTIONS)}")
+    kind = {"accept": NetworkEvent.Kind.FORCED_ACCEPT, "reject": NetworkEvent.Kind.FORCED_REJECT,
+            "release": NetworkEvent.Kind.RELEASED, "retire": NetworkEvent.Kind.RETIRED}[action]
+    with transaction.atomic():
+        if action == "release":
+            Network.objects.filter(pk=network.pk).update(released=True)
+        else:
+            state = {"accept": Network.State.ACCEPTED, "reject": Network.State.REJECTED,
+                     "retire": Network.State.RETIRED}[action]
+            Network.objects.filter(pk=network.pk).update(state=state)
+            Gating.objects.filter(candidate=network, decision=CONTINUE).update(
+                decision=action if action in ("accept", "reject") else "reject", decided_at=timezone.now())
+        NetworkEvent.objects.create(network=network, kind=kind, user=user, note=note)
+    forget_state()
+
+
+def _gating_settings(run) -> GatingSettings:
+    version = run.current_settings()
+    return version.settings.gating if version is not None else GatingSettings()

@@ -1,0 +1,184 @@
+"""Gating and promotion in the database: a candidate's games are counted as they are stored, the run's
+rule accepts or rejects it, an accepted network becomes the self-play network, a regression found
+by later rating games is rolled back, and staff can decide by hand with a note; the API shows it all."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.db import transaction
+from django.utils import timezone
+from rest_framework.test import APIClient
+
+from tests.server import helpers
+from tests.server.conftest import new_task
+
+pytestmark = pytest.mark.django_db
+
+
+def _settings(run, **gating):
+    document = helpers.SETTINGS.to_dict()
+    document["gating"].update(gating)
+    run.set_settings(document)
+
+
+def _candidate(run, name: str, parent, minutes_ago: int = 0):
+    from server.networks.models import Network
+
+    return Network.objects.create(name=name, run=run, parent=parent,
+                                  created_at=timezone.now() - timedelta(minutes=minutes_ago))
+
+
+def _games(run, user, black, white, winners: str, counted: bool = True) -> None:
+    """Rating games with these winners (B, W, 0 or -), each stored and counted as an upload is."""
+    from server.distribution.models import Task
+    from server.games.models import RatingGame
+    from server.ratings.promotion import record_game
+
+    task = Task.objects.create(kind=Task.Kind.RATING, run=run, user=user, network_a=black, network_b=white,
+                               settings_version=run.current_settings(), games=len(winners), client_version="0.1.0",
+                               client_instance_id="test", expires_at=timezone.now() + timedelta(hours=1))
+    for k, w in enumerate(winners):
+        with transaction.atomic():
+            game = RatingGame.objects.create(
+                client_game_id=f"{task.id.hex}-{k}", task=task, user=user, run=run,
+                settings_version=task.settings_version, board_x_size=7, board_y_size=7, komi=7.5, rules={},
+                result={"B": "B+R", "W": "W+R", "0": "0"}.get(w, "Void"), winner=w, moves=40,
+                sgf=f"games/{task.id.hex}-{k}.sgf", sgf_sha256="0" * 64, black_network=black, white_network=white)
+            if counted:
+                record_game(game)
+
+
+def test_a_candidate_that_passes_the_fixed_rule_becomes_the_selfplay_network(run, alice):
+    from server.ratings.models import Gating, NetworkEvent
+
+    _settings(run, rule="fixed", fixed_games=6, fixed_wins=4)
+    user, client = alice
+    random_net = run.networks.get(is_random=True)
+    candidate = _candidate(run, "cand", random_net)
+    assert new_task(client)["network"]["name"] == random_net.name
+    assert {n["name"] for n in new_task(client, kinds=("rating",))["networks"]} == {"cand", random_net.name}
+    _games(run, user, candidate, random_net, "BWB")  # as black: won, lost, won
+    _games(run, user, random_net, candidate, "0")  # a draw is half a point: 2.5 of 4
+    gating = Gating.objects.get(candidate=candidate)
+    assert (gating.wins, gating.draws, gating.losses, gating.decision) == (2, 1, 1, "continue")
+    _games(run, user, random_net, candidate, "W")  # 3.5 ...
+    _games(run, user, random_net, candidate, "B")  # ... and 3.5 of 6 cannot reach 4
+    gating.refresh_from_db()
+    candidate.refresh_from_db()
+    assert gating.decision == "reject" and candidate.state == "rejected" and gating.decided_at is not None
+    assert "cannot reach" in gating.verdict["reason"] and gating.verdict["games"] == 6
+    assert new_task(client)["network"]["name"] == random_net.name  # never handed out for self-play
+
+    second = _candidate(run, "cand2", random_net)
+    assert {n["name"] for n in new_task(client, kinds=("rating",))["networks"]} == {"cand2", random_net.name}
+    _games(run, user, second, random_net, "BBBB")
+    second.refresh_from_db()
+    assert second.state == "accepted"
+    assert new_task(client)["network"]["name"] == "cand2"
+    kinds = list(NetworkEvent.objects.filter(network=second).values_list("kind", flat=True))
+    assert kinds == ["gating_started", "accepted"]
+    # Games between other networks, or after the verdict, change no gating.
+    _games(run, user, second, random_net, "WWWW")
+    assert Gating.objects.get(candidate=second).wins == 4
+
+    detail = APIClient().get("/api/v1/networks/cand2/").json()
+    assert detail["gating"]["decision"] == "accept" and detail["gating"]["opponent"] == random_net.name
+    assert detail["gating"]["verdict"]["reason"].startswith("4 points of 4 games")
+    assert [e["kind"] for e in detail["events"]] == ["gating_started", "accepted"]
+
+
+def test_the_sprt_rejects_a_candidate_that_loses(run, alice):
+    from server.ratings.models import Gating
+
+    _settings(run, rule="sprt", sprt_max_games=100)
+    user, client = alice
+    random_net = run.networks.get(is_random=True)
+    weak = _candidate(run, "weak", random_net)
+    new_task(client, kinds=("rating",))
+    for _ in range(20):
+        _games(run, user, weak, random_net, "W")  # loses as black ...
+        _games(run, user, random_net, weak, "B")  # ... and as white
+        weak.refresh_from_db()
+        if weak.state != "rating":
+            break
+    gating = Gating.objects.get(candidate=weak)
+    assert weak.state == "rejected" and gating.rule == "sprt" and gating.verdict["llr"] <= gating.verdict["lower"]
+    assert gating.losses + gating.wins < 40
+
+
+def test_an_accepted_network_found_worse_is_rolled_back(run, alice):
+    from server.networks.models import Network
+    from server.ratings.models import NetworkEvent
+    from server.ratings.service import refit
+
+    _settings(run, rule="fixed", fixed_games=4, fixed_wins=3, rollback_confidence=0.95)
+    user, client = alice
+    run.networks.filter(is_random=True).update(created_at=timezone.now() - timedelta(days=1))
+    random_net = run.networks.get(is_random=True)
+    first = _candidate(run, "gen1", random_net, minutes_ago=10)
+    new_task(client, kinds=("rating",))
+    _games(run, user, first, random_net, "BBBB" * 10)
+    second = _candidate(run, "gen2", first, minutes_ago=5)
+    new_task(client, kinds=("rating",))
+    _games(run, user, second, first, "BBB")  # a lucky start: accepted
+    assert Network.objects.get(name="gen2").state == "accepted"
+    assert new_task(client)["network"]["name"] == "gen2"
+    # Continued rating games say otherwise: gen2 loses most of its games against gen1.
+    _games(run, user, second, first, "WWWWWWWWWWWWWWWWWWWB" * 2)
+    _games(run, user, first, second, "BBBBBBBBBBBBBBBBBBBW" * 2)
+    refit(run)
+    assert Network.objects.get(name="gen2").state == "rejected"
+    assert new_task(client)["network"]["name"] == "gen1"
+    event = NetworkEvent.objects.get(network=second, kind="rolled_back")
+    assert event.data["predecessor"] == "gen1" and event.data["z"] < -1.645
+    refit(run)  # gen1 against the random network is no regression: nothing more happens
+    assert Network.objects.get(name="gen1").state == "accepted"
+
+
+def test_staff_decide_by_hand_from_the_admin_with_a_note(run, client):
+    from server.accounts.models import User
+    from server.networks.models import Network
+    from server.ratings.models import Gating, NetworkEvent
+
+    admin = User.objects.create_superuser("boss", "boss@example.org", "a long enough password")
+    client.force_login(admin)
+    random_net = run.networks.get(is_random=True)
+    candidate = _candidate(run, "forced", random_net)
+    from server.ratings.promotion import next_gating
+
+    assert next_gating(run).candidate == candidate
+    response = client.post("/admin/networks/network/", {"action": "force_accept", "_selected_action": [candidate.pk],
+                                                         "note": "strong in our own tests", "index": 0})
+    assert response.status_code == 302
+    candidate.refresh_from_db()
+    assert candidate.state == "accepted" and Gating.objects.get(candidate=candidate).decision == "accept"
+    event = NetworkEvent.objects.get(network=candidate, kind="forced_accept")
+    assert (event.user, event.note) == (admin, "strong in our own tests")
+    client.post("/admin/networks/network/", {"action": "force_release", "_selected_action": [candidate.pk],
+                                             "note": "", "index": 0})
+    assert Network.objects.get(pk=candidate.pk).released
+    client.post("/admin/networks/network/", {"action": "force_retire", "_selected_action": [candidate.pk],
+                                             "note": "superseded", "index": 0})
+    assert Network.objects.get(pk=candidate.pk).state == "retired"
+    assert list(NetworkEvent.objects.filter(network=candidate).values_list("kind", flat=True)) == [
+        "gating_started", "forced_accept", "released", "retired"]
+
+
+def test_an_uploaded_rating_game_counts_into_the_gating(run, alice, tmp_path):
+    from server.ratings.models import Gating
+    from tests.server.test_games import RATING, post
+
+    _, client = alice
+    random_net = run.networks.get(is_random=True)
+    _candidate(run, "test-net1", random_net)
+    task = new_task(client, kinds=("rating",))
+    game = helpers.rating_games(tmp_path, "test-net1", helpers.RANDOM_NET, count=1)[0]
+    response = post(client, RATING, helpers.upload_fields(task["id"], game))
+    assert response.status_code == 201, response.content
+    gating = Gating.objects.get(candidate__name="test-net1")
+    assert gating.wins + gating.draws + gating.losses == 1
+    assert post(client, RATING, helpers.upload_fields(task["id"], game)).status_code == 200  # a retry: not twice
+    gating.refresh_from_db()
+    assert gating.wins + gating.draws + gating.losses == 1
