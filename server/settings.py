@@ -99,6 +99,8 @@ INSTALLED_APPS = [
     "rest_framework",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "django_tasks",
+    "django_tasks_db",
     "server.accounts",
     "server.runs",
     "server.networks",
@@ -217,6 +219,17 @@ else:
 
 # How long a worker trusts a client token it checked (revocations elsewhere reach it within this).
 SENTE_TOKEN_CACHE_SECONDS = float(env_str("SENTE_TOKEN_CACHE_SECONDS", "10"))
+
+# --- background tasks (rating refits) -------------------------------------------------------------
+# Queued in the database and run by `manage.py db_worker`; SENTE_TASKS=immediate runs them at once,
+# in the process that queued them (after its transaction commits), with no worker.
+_tasks = env_str("SENTE_TASKS", "database")
+if _tasks not in ("database", "immediate"):
+    raise ImproperlyConfigured(f"SENTE_TASKS {_tasks!r}: expected database or immediate")
+TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend" if _tasks == "database"
+                     else "django_tasks.backends.immediate.ImmediateBackend"}}
+# New rating games are gathered this long before the refit they queued runs.
+SENTE_REFIT_DELAY_SECONDS = float(env_str("SENTE_REFIT_DELAY_SECONDS", "10"))
 
 # --- limits --------------------------------------------------------------------------------------
 SENTE_LIMITS = {

@@ -45,7 +45,7 @@ from server.distribution.models import Task
 from server.files import StoredFiles, content_name, sha256_of
 from server.games.models import Game as GameRow
 from server.games.models import RatingGame, TrainingGame, Winner
-from server.ratings.promotion import record_game
+from server.ratings.promotion import rating_game_stored
 
 log = logging.getLogger(__name__)
 
@@ -357,7 +357,7 @@ def take_rating_game(user, upload: Upload) -> tuple[RatingGame, bool]:
                   white_network=by_name[meta.white_network], board_x_size=rec.x_size, board_y_size=rec.y_size,
                   komi=rec.komi, rules=rules.to_dict(), handicap=0, result=meta.result, moves=len(rec.moves),
                   **_outcome(meta.result, game))
-    return _store(RatingGame, task, user, fields, {"sgf": (upload.sgf, ".sgf")}, after_insert=record_game)
+    return _store(RatingGame, task, user, fields, {"sgf": (upload.sgf, ".sgf")}, after_insert=rating_game_stored)
 
 
 

@@ -31,6 +31,7 @@ class RatingFit(models.Model):
     networks = models.PositiveIntegerField(default=0)
     iterations = models.PositiveIntegerField(default=0)
     seconds = models.FloatField(default=0.0)
+    pending = models.BooleanField(default=False, help_text="a refit is queued (new rating games came)")
 
     def __str__(self) -> str:
         return f"{self.run_id} fitted at {self.fitted_at:%Y-%m-%d %H:%M}"

@@ -95,3 +95,33 @@ def test_a_refit_is_repeatable_and_disabled_games_do_not_count(run, alice):
     RatingGame.objects.filter(winner="W").update(disabled=True)
     _, without = refit(run)
     assert without.elo[1] > first.elo[1] and Rating.objects.get(network=n1).games == 12
+
+
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)  # the worker closes its connections
+def test_new_rating_games_queue_one_refit_which_the_worker_runs(run, alice, settings,
+                                                                 django_capture_on_commit_callbacks):
+    from django.db import transaction
+    from django_tasks_db.models import DBTaskResult
+
+    from server.games.models import RatingGame
+    from server.ratings.models import Rating, RatingFit
+    from server.ratings.promotion import rating_game_stored
+
+    settings.SENTE_REFIT_DELAY_SECONDS = 0
+    user, _ = alice
+    random_net, n1 = _lineage(run, 1)
+    _play(run, user, n1, random_net, ["B", "W", "B"])
+    for game in RatingGame.objects.all():  # as ingestion does, one transaction per game
+        with django_capture_on_commit_callbacks(execute=True), transaction.atomic():
+            rating_game_stored(game)
+    assert DBTaskResult.objects.count() == 1 and RatingFit.objects.get(run=run).pending
+    assert not Rating.objects.exists()
+    call_command("db_worker", "--batch", "--no-startup-delay", stdout=open("/dev/null", "w"))  # noqa: SIM115
+    fit = RatingFit.objects.get(run=run)
+    assert not fit.pending and fit.games == 3 and Rating.objects.get(network=n1).games == 3
+    assert DBTaskResult.objects.get().status == "SUCCESSFUL"
+    # The next game queues the next refit.
+    _play(run, user, random_net, n1, ["W"])
+    with django_capture_on_commit_callbacks(execute=True), transaction.atomic():
+        rating_game_stored(RatingGame.objects.order_by("-id").first())
+    assert DBTaskResult.objects.filter(status="READY").count() == 1

@@ -1,0 +1,53 @@
+"""The ratings' background work: a refit after new rating games, queued once per burst of games.
+
+A stored rating game asks for a refit (:func:`request_refit`). The run's ``RatingFit.pending`` flag
+makes the request idempotent: only the game that turns it on queues the task, to run
+``SENTE_REFIT_DELAY_SECONDS`` later, so the games that come meanwhile are fitted together. The task
+turns the flag off before it fits, so games stored during the fit queue the next one.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+from django_tasks import task
+
+from server.ratings.models import RatingFit
+
+log = logging.getLogger(__name__)
+
+
+@task()
+def refit_ratings(run_id: int) -> None:
+    from server.ratings.service import refit
+    from server.runs.models import Run
+
+    RatingFit.objects.filter(run_id=run_id).update(pending=False)
+    run = Run.objects.filter(pk=run_id).first()
+    if run is not None:
+        refit(run)
+
+
+def request_refit(run) -> None:
+    """Queue a refit of the run's ratings unless one is queued already (call inside the transaction
+    that stored the game: the task is queued when it commits)."""
+    RatingFit.objects.get_or_create(run=run)
+    if not RatingFit.objects.filter(run=run, pending=False).update(pending=True):
+        return
+
+    def enqueue() -> None:
+        try:
+            delay = settings.SENTE_REFIT_DELAY_SECONDS
+            job = refit_ratings
+            if delay > 0 and job.get_backend().supports_defer:
+                job = job.using(run_after=timezone.now() + timedelta(seconds=delay))
+            job.enqueue(run.pk)
+        except Exception:  # the next game tries again
+            RatingFit.objects.filter(run=run).update(pending=False)
+            log.exception("queueing the refit of run %s failed", run.name)
+
+    transaction.on_commit(enqueue)
