@@ -378,7 +378,7 @@ class GatingSettings(_Settings):
     sprt_elo1: float = 35.0
     sprt_alpha: float = 0.05
     sprt_beta: float = 0.05
-    sprt_max_games: int = 400
+    sprt_max_games: int = 1600  # about three times the games the test takes at its hypotheses
     virtual_draws: float = 4.0
     rollback_confidence: float = 0.95
 

@@ -28,7 +28,9 @@ class NetworkAdmin(admin.ModelAdmin):
     list_display = ("name", "run", "state", "released", "size_name", "train_step", "rows_seen", "created_at")
     list_filter = ("run", "state", "released", "is_random")
     search_fields = ("name", "sha256")
-    readonly_fields = ("sha256", "size_bytes", "architecture", "file", "created_at", "uploaded_by", "is_random")
+    # State and release change through the actions (each recorded with its note), not by editing.
+    readonly_fields = ("sha256", "size_bytes", "architecture", "file", "created_at", "uploaded_by", "is_random",
+                       "state", "released")
     raw_id_fields = ("parent",)
     action_form = NoteActionForm
     actions = [_decision("accept", "accept"), _decision("reject", "reject"), _decision("release", "release"),

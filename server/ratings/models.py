@@ -53,6 +53,7 @@ class Gating(models.Model):
     verdict = models.JSONField(null=True, blank=True, help_text="the rule's numbers at the last game")
     started_at = models.DateTimeField(default=timezone.now)
     decided_at = models.DateTimeField(null=True, blank=True)
+    rollback_looks = models.PositiveIntegerField(default=0, help_text="rollback tests made since acceptance")
 
     def __str__(self) -> str:
         return f"{self.candidate_id} vs {self.opponent_id}: {self.decision}"

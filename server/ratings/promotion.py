@@ -18,7 +18,8 @@ from __future__ import annotations
 import logging
 from statistics import NormalDist
 
-from django.db import IntegrityError, transaction
+import numpy as np
+from django.db import transaction
 from django.utils import timezone
 
 from common.settings import GatingSettings
@@ -36,26 +37,45 @@ STAFF_ACTIONS = ("accept", "reject", "release", "retire")
 
 def next_gating(run) -> Gating | None:
     """The gating that gets rating games now: the one under way, else the oldest candidate's, begun
-    against the run's accepted network."""
-    gating = (Gating.objects.filter(candidate__run=run, decision=CONTINUE).select_related("candidate", "opponent")
-              .order_by("started_at", "candidate_id").first())
-    if gating is not None:
+    against the run's accepted network. A gating whose opponent is no longer accepted (rolled back,
+    rejected or retired meanwhile) starts again against the accepted network of now."""
+    gating = _open_gating(run)
+    if gating is not None and gating.opponent.state == Network.State.ACCEPTED:
         return gating
-    candidate = run.networks.filter(state=Network.State.CANDIDATE).order_by("created_at", "id").first()
-    opponent = run.selfplay_network()
-    if candidate is None or opponent is None:
-        return None
-    rule = _gating_settings(run).rule
-    try:
-        with transaction.atomic():
-            gating = Gating.objects.create(candidate=candidate, opponent=opponent, rule=rule)
-            Network.objects.filter(pk=candidate.pk).update(state=Network.State.RATING)
-            NetworkEvent.objects.create(network=candidate, kind=NetworkEvent.Kind.GATING_STARTED,
-                                        data={"opponent": opponent.name, "rule": rule})
-    except IntegrityError:  # another request began it at the same moment
-        return Gating.objects.select_related("candidate", "opponent").filter(candidate=candidate).first()
+    with transaction.atomic():
+        # One request at a time begins or restarts a run's gating.
+        type(run).objects.select_for_update().filter(pk=run.pk).first()
+        opponent = run.selfplay_network()
+        gating = _open_gating(run)
+        if gating is not None:
+            if gating.opponent.state == Network.State.ACCEPTED or opponent is None:
+                return gating
+            old = gating.opponent.name
+            Gating.objects.filter(pk=gating.pk).update(opponent=opponent, wins=0, draws=0, losses=0, verdict=None,
+                                                       started_at=timezone.now())
+            NetworkEvent.objects.create(network_id=gating.pk, kind=NetworkEvent.Kind.GATING_STARTED,
+                                        note=f"started again: {old} is no longer accepted",
+                                        data={"opponent": opponent.name, "rule": gating.rule})
+            log.info("gating of %s starts again against %s (%s is no longer accepted)", gating.candidate.name,
+                     opponent.name, old)
+            return _open_gating(run)
+        candidate = run.networks.filter(state=Network.State.CANDIDATE).order_by("created_at", "id").first()
+        if candidate is None or opponent is None:
+            return None
+        rule = _gating_settings(run).rule
+        if Gating.objects.filter(candidate=candidate).exists():  # decided once, then set back by hand
+            Gating.objects.filter(candidate=candidate).delete()
+        Gating.objects.create(candidate=candidate, opponent=opponent, rule=rule)
+        Network.objects.filter(pk=candidate.pk).update(state=Network.State.RATING)
+        NetworkEvent.objects.create(network=candidate, kind=NetworkEvent.Kind.GATING_STARTED,
+                                    data={"opponent": opponent.name, "rule": rule})
     log.info("gating of %s against %s begins (%s rule)", candidate.name, opponent.name, rule)
-    return gating
+    return _open_gating(run)
+
+
+def _open_gating(run) -> Gating | None:
+    return (Gating.objects.filter(candidate__run=run, decision=CONTINUE).select_related("candidate", "opponent")
+            .order_by("started_at", "candidate_id").first())
 
 
 def rating_game_stored(game: RatingGame) -> None:
@@ -101,26 +121,43 @@ def record_game(game: RatingGame) -> None:
 
 
 def check_rollback(run, networks: list[Network], fit: Ratings) -> Network | None:
-    """Roll back the newest accepted network if the ratings show it worse than the network it
-    replaced, with the run's rollback confidence; returns it if so."""
+    """Roll back the newest accepted network if the ratings show it worse than the network its gating
+    beat, with the run's rollback confidence; returns it if so.
+
+    The test is repeated as rating games come, so its error rate is spent in halves: the k-th look
+    (made once the pair's games have doubled k times since the verdict) tests at (1 - confidence) /
+    2^k, and all the looks together wrongly roll back an equal network with at most 1 - confidence.
+    Networks accepted by staff are not second-guessed."""
     index = {n.pk: k for k, n in enumerate(networks)}
     accepted = [n for n in networks if n.state == Network.State.ACCEPTED]
     if len(accepted) < 2:
         return None
     newest = accepted[-1]
-    gating = Gating.objects.filter(candidate=newest).select_related("opponent").first()
-    predecessor = gating.opponent if gating is not None and gating.opponent_id in index else accepted[-2]
+    gating = Gating.objects.filter(candidate=newest, decision=ACCEPT).select_related("opponent").first()
+    if gating is None or gating.opponent_id not in index:
+        return None
+    predecessor = gating.opponent
+    games = RatingGame.objects.filter(disabled=False, black_network__in=(newest, predecessor),
+                                      white_network__in=(newest, predecessor)).count()
+    decided = max(1, gating.wins + gating.draws + gating.losses)
+    look = gating.rollback_looks + 1
+    if games < decided * 2**look:
+        return None
     diff, se = fit.difference(index[newest.pk], index[predecessor.pk])
     confidence = _gating_settings(run).rollback_confidence
-    if not se > 0 or diff / se >= -NormalDist().inv_cdf(confidence):
+    alpha = (1.0 - confidence) / 2**look
+    Gating.objects.filter(pk=gating.pk).update(rollback_looks=look)
+    if not (np.isfinite(diff) and np.isfinite(se) and se > 0) or diff / se >= NormalDist().inv_cdf(alpha):
         return None
     data = {"predecessor": predecessor.name, "elo_difference": diff, "standard_error": se, "z": diff / se,
-            "confidence": confidence}
+            "confidence": confidence, "look": look, "alpha": alpha, "games": games}
     with transaction.atomic():
-        Network.objects.filter(pk=newest.pk).update(state=Network.State.REJECTED)
+        if not Network.objects.filter(pk=newest.pk, state=Network.State.ACCEPTED).update(
+                state=Network.State.REJECTED):
+            return None  # decided otherwise meanwhile
         NetworkEvent.objects.create(network=newest, kind=NetworkEvent.Kind.ROLLED_BACK, data=data,
-                                    note=f"{diff:+.0f} +- {se:.0f} Elo against {predecessor.name}: worse with "
-                                         f"{100 * confidence:g}% confidence")
+                                    note=f"{diff:+.0f} +- {se:.0f} Elo against {predecessor.name} after {games} "
+                                         f"games: worse at the {100 * (1 - alpha):.2f}% level (look {look})")
     forget_state()
     log.warning("network %s rolled back: %+.0f +- %.0f Elo against %s", newest.name, diff, se, predecessor.name)
     return newest

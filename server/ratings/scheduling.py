@@ -5,7 +5,8 @@ Otherwise the first network is drawn among the run's newest accepted networks wi
 proportional to the variance of its rating (few games, wide error bars), and its opponent among
 the others with probability proportional to p(1 - p), p the first's expected score against it: a
 game between near equals is the most informative. Colours are balanced per pair: a task's first
-network plays black in its even games, and the order given less often so far is chosen.
+network plays black in its even games, and the network that has played black less often against the
+other comes first.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import random
 import numpy as np
 
 from server.distribution.models import Task
+from server.games.models import RatingGame
 from server.networks.models import Network
 from server.ratings.promotion import next_gating
 
@@ -46,7 +48,13 @@ def choose_pair(run, rng: random.Random | None = None) -> tuple[Network, Network
 
 
 def balanced(x: Network, y: Network) -> tuple[Network, Network]:
-    """The pair in the order given less often so far (the first plays black in a task's even games)."""
+    """The pair with first the network that has played black less often against the other (a task's
+    first network plays black in its even games, so a task of an odd number of games tips it)."""
+    x_black = RatingGame.objects.filter(black_network=x, white_network=y).count()
+    y_black = RatingGame.objects.filter(black_network=y, white_network=x).count()
+    if x_black != y_black:
+        return (x, y) if x_black < y_black else (y, x)
+    # Equal so far: alternate by the tasks handed out for the pair, whose games may be under way.
     xy = Task.objects.filter(network_a=x, network_b=y).count()
     yx = Task.objects.filter(network_a=y, network_b=x).count()
     return (x, y) if xy <= yx else (y, x)

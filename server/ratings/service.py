@@ -24,12 +24,17 @@ BLACK_SCORE = {Winner.BLACK: 1.0, Winner.WHITE: 0.0, Winner.DRAW: 0.5, Winner.NO
 
 
 def refit(run) -> tuple[list[Network], Ratings]:
-    """Fit the run's ratings and store them; returns the networks (oldest first) and the fit."""
+    """Fit the run's ratings and store them; returns the networks (oldest first) and the fit.
+    Raises FitError (nothing stored) when the games leave a rating unbounded, which only a run
+    without a prior (``virtual_draws`` 0) allows."""
     t0 = time.perf_counter()
     networks = list(run.networks.order_by("created_at", "id"))
     index = {n.pk: k for k, n in enumerate(networks)}
-    parents = np.array([index.get(n.parent_id, -1) for n in networks], dtype=np.int64)
     anchor = next((k for k, n in enumerate(networks) if n.is_random), 0)
+    # The prior ties each network to its parent; one without a parent (in this run) to the anchor, so
+    # that a network that won or lost all its games still has a finite rating.
+    parents = np.array([index.get(n.parent_id, anchor) for n in networks], dtype=np.int64)
+    parents[anchor] = -1
     rows = (RatingGame.objects.filter(run=run, disabled=False)
             .values_list("black_network_id", "white_network_id", "winner").annotate(n=Count("id")).order_by())
     black, white, score, counts = [], [], [], []

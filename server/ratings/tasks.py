@@ -16,6 +16,7 @@ from django.db import transaction
 from django.utils import timezone
 from django_tasks import task
 
+from server.ratings.fit import FitError
 from server.ratings.models import RatingFit
 
 log = logging.getLogger(__name__)
@@ -26,18 +27,27 @@ def refit_ratings(run_id: int) -> None:
     from server.ratings.service import refit
     from server.runs.models import Run
 
+    # Waits for the uploads that hold the row (see request_refit): their games are in this fit.
     RatingFit.objects.filter(run_id=run_id).update(pending=False)
     run = Run.objects.filter(pk=run_id).first()
-    if run is not None:
+    if run is None:
+        return
+    try:
         refit(run)
+    except FitError as e:
+        log.error("run %s: the ratings cannot be refitted: %s", run.name, e)
 
 
 def request_refit(run) -> None:
     """Queue a refit of the run's ratings unless one is queued already (call inside the transaction
     that stored the game: the task is queued when it commits)."""
     RatingFit.objects.get_or_create(run=run)
-    if not RatingFit.objects.filter(run=run, pending=False).update(pending=True):
+    # The row stays locked until the game's transaction commits, and the task's first step (clearing
+    # the flag) waits for it: a game is either in the queued refit or queues the next one.
+    fit = RatingFit.objects.select_for_update().get(run=run)
+    if fit.pending:
         return
+    RatingFit.objects.filter(run=run).update(pending=True)
 
     def enqueue() -> None:
         try:

@@ -182,3 +182,54 @@ def test_an_uploaded_rating_game_counts_into_the_gating(run, alice, tmp_path):
     assert post(client, RATING, helpers.upload_fields(task["id"], game)).status_code == 200  # a retry: not twice
     gating.refresh_from_db()
     assert gating.wins + gating.draws + gating.losses == 1
+
+
+def test_a_gating_whose_opponent_falls_starts_again_against_the_accepted_network(run, alice):
+    from server.networks.models import Network
+    from server.ratings.models import Gating, NetworkEvent
+    from server.ratings.promotion import next_gating, staff_decision
+
+    user, _ = alice
+    run.networks.filter(is_random=True).update(created_at=timezone.now() - timedelta(days=1))
+    random_net = run.networks.get(is_random=True)
+    first = _candidate(run, "first", random_net, minutes_ago=10)
+    staff_decision(first, "accept", note="by hand")
+    challenger = _candidate(run, "challenger", first, minutes_ago=5)
+    assert next_gating(run).opponent == first
+    _games(run, user, challenger, first, "BW")
+    staff_decision(Network.objects.get(name="first"), "retire", note="a bug in its export")
+    gating = next_gating(run)
+    assert gating.candidate == challenger and gating.opponent == random_net
+    assert (gating.wins, gating.losses) == (0, 0)
+    assert NetworkEvent.objects.filter(network=challenger, note__contains="started again").exists()
+    _games(run, user, challenger, random_net, "B")
+    assert Gating.objects.get(candidate=challenger).wins == 1
+
+
+def test_parentless_and_staff_accepted_networks_are_rated_and_not_second_guessed(run, alice):
+    from django.core.management import CommandError, call_command
+
+    from server.networks.models import Network
+    from server.ratings.models import Rating
+    from server.ratings.promotion import staff_decision
+    from server.ratings.service import refit
+
+    user, _ = alice
+    run.networks.filter(is_random=True).update(created_at=timezone.now() - timedelta(days=1))
+    random_net = run.networks.get(is_random=True)
+    orphan = _candidate(run, "orphan", None)  # no parent: the prior ties it to the random network
+    staff_decision(orphan, "accept", note="imported from elsewhere")
+    _games(run, user, orphan, random_net, "B" * 30, counted=False)  # won every game
+    _games(run, user, random_net, orphan, "W" * 30, counted=False)
+    refit(run)
+    assert 200 < Rating.objects.get(network=orphan).elo < 2000
+    # Staff accepted it: however its games go, no rollback overrides that.
+    _games(run, user, orphan, random_net, "W" * 200, counted=False)
+    refit(run)
+    assert Network.objects.get(name="orphan").state == "accepted"
+    # Without any prior a clean sweep has no finite rating: the refit says so and stores nothing.
+    _settings(run, virtual_draws=0.0)
+    sweeper = _candidate(run, "sweeper", random_net)
+    _games(run, user, sweeper, random_net, "B" * 10, counted=False)
+    with pytest.raises(CommandError, match="cannot be refitted: the fit did not converge"):
+        call_command("rate", "--run", run.name)

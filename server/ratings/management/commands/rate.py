@@ -7,6 +7,7 @@ import time
 from django.core.management.base import BaseCommand, CommandError
 
 from server.games.models import RatingGame
+from server.ratings.fit import FitError
 from server.ratings.service import refit
 from server.runs.models import Run
 
@@ -32,7 +33,10 @@ class Command(BaseCommand):
             games = RatingGame.objects.filter(run=run)
             mark = (games.count(), games.order_by("-id").values_list("id", flat=True).first())
             if seen.get(run.pk) != mark:
-                networks, fit = refit(run)
+                try:
+                    networks, fit = refit(run)
+                except FitError as e:
+                    raise CommandError(f"run {run.name}: the ratings cannot be refitted: {e}") from None
                 seen[run.pk] = mark
                 best = max(((fit.elo[k], n.name) for k, n in enumerate(networks) if fit.elo[k] == fit.elo[k]),
                            default=(0.0, "-"))
