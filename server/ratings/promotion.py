@@ -42,6 +42,8 @@ def next_gating(run) -> Gating | None:
     gating = _open_gating(run)
     if gating is not None and gating.opponent.state == Network.State.ACCEPTED:
         return gating
+    if gating is None and not run.networks.filter(state=Network.State.CANDIDATE).exists():
+        return None  # the common case: nothing to gate, and no lock taken
     with transaction.atomic():
         # One request at a time begins or restarts a run's gating.
         type(run).objects.select_for_update().filter(pk=run.pk).first()

@@ -323,7 +323,7 @@ def test_without_a_candidate_rating_games_go_where_they_tell_the_most(run):
                                 Rating(network=far, elo=1200.0, elo_se=20.0, games=500),
                                 Rating(network=vague, elo=450.0, elo_se=150.0, games=10)])
     rng = random.Random(1)
-    pairs = [frozenset(n.name for n in choose_pair(run, rng)) for _ in range(300)]
+    pairs = [frozenset(n.name for n in choose_pair(run, rng)) for _ in range(150)]
     with_vague = [p for p in pairs if "vague" in p]
     assert len(with_vague) > 0.8 * len(pairs)
     # p(1 - p) against near (30 Elo apart) is 0.25, against the random network 0.07, against far 0.01.
