@@ -1,4 +1,6 @@
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -9,6 +11,26 @@ SHARED = Path(os.environ.get("SENTE_SHARED", ROOT.parent / "shared"))
 
 settings.register_profile("default", deadline=None)
 settings.load_profile("default")
+
+_warmup: list[subprocess.Popen] = []
+
+
+def pytest_sessionstart(session):
+    """Compile the search's numba kernels in a second process while the first tests run: on a clean
+    checkout numba's cache is empty, compiling them takes minutes of one core, and the test run
+    (one process, often waiting for a server or a subprocess) leaves the other core free. With the
+    cache filled it takes seconds. SENTE_NO_WARMUP=1 turns it off."""
+    if os.environ.get("SENTE_NO_WARMUP") or hasattr(session.config, "workerinput"):
+        return
+    _warmup.append(subprocess.Popen([sys.executable, "-m", "tests.warmup"], cwd=ROOT, stdin=subprocess.DEVNULL,
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+
+
+def pytest_sessionfinish(session, exitstatus):
+    for process in _warmup:
+        if process.poll() is None:
+            process.kill()
+        process.wait()
 
 
 @pytest.fixture(scope="session")
