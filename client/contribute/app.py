@@ -180,6 +180,9 @@ class _Contributor:
         print(f"logged in to {cfg.server} as {login.username}; the client token is kept in {path} "
               "(the password is not)", flush=True)
 
+    def _login_again(self) -> str:
+        return f"Log in again: python -m client contribute --username {self.config.username or 'NAME'}"
+
     def _password(self, username: str, server: str) -> str:
         if self.args.password_stdin:
             line = sys.stdin.readline()
@@ -203,8 +206,8 @@ class _Contributor:
             me = server.me()
         except AuthError as e:
             raise Stop(EXIT_AUTH, f"the server at {cfg.server} refused the client token kept for "
-                                  f"{cfg.username or 'this user'} ({e.message}); it may have been revoked. Log in "
-                                  f"again: python -m client contribute --username {cfg.username or 'NAME'}") from None
+                                  f"{cfg.username or 'this user'} ({e.message}); it may have been revoked. "
+                                  f"{self._login_again()}") from None
         except ServerError as e:
             raise Stop(EXIT_FAILED, f"the server at {cfg.server} answered {e}") from None
         except requests.RequestException as e:
@@ -356,8 +359,7 @@ class _Contributor:
         """Stop everything now and end with this status and message (the first failure counts)."""
         if self.fatal is None:
             if status == EXIT_AUTH:
-                message += (f". Log in again: python -m client contribute --username "
-                            f"{self.config.username or 'NAME'}")
+                message += f". {self._login_again()}"
             self.fatal = (status, message)
             log.info("stopping: %s", message)  # said on the console once, as the command ends
         self.control.stopping.set()

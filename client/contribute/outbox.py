@@ -135,11 +135,8 @@ class Outbox:
         self.counts = OutboxCounts()
         self._lock = threading.Lock()
         self._entries: dict[str, Entry] = {}
-        for path in sorted(self.pending_dir.iterdir()) if deliver else ():
-            entry = self._load(path)
-            if entry is not None:
-                self._entries[path.name] = entry
-        self.counts.pending = len(self._entries)
+        if deliver:
+            self.refresh()
 
     # --- putting games in -------------------------------------------------------------------------
     def put(self, kind: str, task: str, metadata: dict, sgf: bytes, npz: bytes | None = None) -> Entry:

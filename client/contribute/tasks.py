@@ -127,7 +127,6 @@ class TaskQueue:
         self.fatal: Fatal | None = None
         self.reachable: bool | None = None  # None: not asked yet
         self.state = "starting"
-        self.tasks_received = 0
         self._thread = threading.Thread(target=self._run, name="task-queue", daemon=True)
         self._last_prefetch = 0.0
         self._unready: Task | None = None  # a task whose networks are not all downloaded yet
@@ -160,24 +159,16 @@ class TaskQueue:
             self._cond.notify_all()
             return task, number
 
-    def next_key(self, timeout: float) -> tuple[str, int] | bool | None:
-        """The key of the next self-play game in hand; None when there is none yet (after waiting up
-        to timeout), False when none will come."""
+    def next_selfplay(self, timeout: float) -> Task | bool | None:
+        """The self-play task whose games are handed out next (left in hand); None when there is none
+        yet (after waiting up to timeout), False when none will come."""
         with self._cond:
             self._cond.wait_for(lambda: self._selfplay or self._closed, timeout)
             while self._selfplay and self._selfplay[0].started >= self._selfplay[0].games:
                 self._selfplay.popleft()
             if self._selfplay:
-                return self._selfplay[0].key
+                return self._selfplay[0]
             return False if self._closed else None
-
-    def peek_selfplay(self) -> Task | None:
-        """The self-play task whose games are handed out next, if any."""
-        with self._cond:
-            for task in self._selfplay:
-                if task.started < task.games:
-                    return task
-            return None
 
     def take_rating(self, timeout: float) -> Task | bool | None:
         """The next rating task (waiting up to timeout); None: none yet; False: none will come."""
@@ -187,10 +178,6 @@ class TaskQueue:
                 self._cond.notify_all()
                 return self._rating.popleft()
             return False if self._closed else None
-
-    def games_in_hand(self) -> int:
-        with self._cond:
-            return sum(t.games - t.started for t in self._selfplay) + sum(t.games for t in self._rating)
 
     # --- the thread -------------------------------------------------------------------------------
     def _run(self) -> None:
@@ -202,10 +189,17 @@ class TaskQueue:
                     return
                 wanted = self._wanted()
             try:
-                if wanted:
-                    self._fetch()
-                else:
-                    self._prefetch()
+                try:
+                    if wanted:
+                        self._fetch()
+                    else:
+                        self._prefetch()
+                except ServerError as e:
+                    self._reached()
+                    fatal = _fatal_refusal(e)
+                    if fatal is not None:
+                        raise fatal from None
+                    raise
                 delay = self.retry_start
             except Fatal as e:  # the supervisor says it (once, for every worker)
                 self.fatal = e
@@ -214,16 +208,6 @@ class TaskQueue:
                 self.close()
                 return
             except ServerError as e:
-                self._reached()
-                if isinstance(e, AuthError | UpgradeRequired) or (400 <= e.status < 500 and e.status not in (408, 429)):
-                    kind = AUTH if isinstance(e, AuthError) else UPGRADE if isinstance(e, UpgradeRequired) else PROTOCOL
-                    what = {AUTH: "the server refused this client's token", UPGRADE: "this client is too old for "
-                            "the server's run", PROTOCOL: "the server refused this client's task request"}[kind]
-                    self.fatal = Fatal(kind, f"{what}: {e.message or e}")
-                    self.state = "stopped: " + self.fatal.message
-                    log.info("stopping: %s", self.fatal.message)
-                    self.close()
-                    return
                 wait = NO_WORK_SECONDS if e.status == 503 else delay
                 self.state = f"waiting: {e.message or e}"
                 log.warning("no task from the server (%s %s); asking again in %.0f s", e.status, e.message, wait)
@@ -255,13 +239,8 @@ class TaskQueue:
             self.state = "asking for a task"
             with self._cond:
                 kinds = ("selfplay",) if len(self._rating) >= MAX_RATING_BACKLOG else ("selfplay", "rating")
-            try:
-                body = self.server.task(games=self.games, kinds=kinds)
-                self._reached()
-            except AuthError as e:
-                raise Fatal(AUTH, f"the server refused this client's token ({e.message or e.status})") from None
-            except UpgradeRequired as e:
-                raise Fatal(UPGRADE, f"this client is too old for the server's run: {e.message}") from None
+            body = self.server.task(games=self.games, kinds=kinds)
+            self._reached()
             task = Task.parse(body)
             self.run_name = str(body.get("run") or self.run_name or "") or None
             log.info("task %s: %s, %d games, network %s, settings version %d", task.id, task.kind, task.games,
@@ -269,7 +248,6 @@ class TaskQueue:
             self._unready = task
         self._download(task)
         self._unready = None
-        self.tasks_received += 1
         with self._cond:
             (self._selfplay if task.kind == "selfplay" else self._rating).append(task)
             self._cond.notify_all()
@@ -313,3 +291,15 @@ class TaskQueue:
         except (NetworkFileError, requests.RequestException) as e:  # a task that needs it will try again
             log.info("pre-fetch of network %s failed: %s", ref.name, e)
         self.state = "ready"
+
+
+def _fatal_refusal(e: ServerError) -> Fatal | None:
+    """A refusal that waiting cannot mend (the token, the client's version, a request the server will
+    never take), as the Fatal the worker reports; None for one to wait out (408, 429, 5xx)."""
+    if isinstance(e, AuthError):
+        return Fatal(AUTH, f"the server refused this client's token: {e.message or e.status}")
+    if isinstance(e, UpgradeRequired):
+        return Fatal(UPGRADE, f"this client is too old for the server's run: {e.message or e.status}")
+    if 400 <= e.status < 500 and e.status not in (408, 429):
+        return Fatal(PROTOCOL, f"the server refused this client's task request: {e.message or e}")
+    return None

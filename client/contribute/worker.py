@@ -25,7 +25,6 @@ import logging
 import logging.handlers
 import signal
 import threading
-import time
 import traceback
 import uuid
 from collections import OrderedDict
@@ -169,18 +168,15 @@ class Worker:
                 break
             if current is not None and not current.draining.wait(0.2):
                 continue  # the current session still takes games
-            key = self.queue.next_key(timeout=0.5)
-            if key is False:
+            task = self.queue.next_selfplay(timeout=0.5)
+            if task is False:
                 break
-            if key is None:
-                continue
-            task = self.queue.peek_selfplay()
-            if task is None or task.key != key:
+            if task is None:
                 continue
             current = _Session(self, task)
             with self._lock:
                 self.sessions.append(current)
-                self.last_network = key[0]
+                self.last_network = task.key[0]
             current.thread.start()
         for s in list(self.sessions):
             s.thread.join()
@@ -288,7 +284,7 @@ class Worker:
             "device": self.spec.device, "state": state, "network": network, "playing": playing + rating[0],
             "selfplay_games": totals["games"], "rating_games": rating[1], "rows": rows,
             "moves": totals["moves"] + rating[2], "evals": totals["evals"], "offered": totals["offered"],
-            "reachable": self.queue.reachable, "time": time.time()}))
+            "reachable": self.queue.reachable}))
 
     def session_ended(self, session: _Session) -> None:
         live = session.driver.live() if session.driver is not None else {}

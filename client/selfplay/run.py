@@ -117,7 +117,6 @@ class SelfPlayDriver:
                                  history=settings.max_moves + 8, threads=threads))
             for k in range(groups)
         ]
-        self._t0 = time.perf_counter()
 
     def live(self) -> dict[str, float]:
         """The run so far: games finished and in play, moves (in play included), network rows,
@@ -136,7 +135,7 @@ class SelfPlayDriver:
         ``on_tick()`` is called after each step of any group (from its thread)."""
         stop = stop or threading.Event()
         summary = self.summary
-        self._t0 = t0 = time.perf_counter()
+        t0 = time.perf_counter()
 
         def finish(game: SelfPlayGame, order: GameOrder) -> None:
             rows = finished(game, order)
@@ -268,10 +267,11 @@ def run_selfplay(
         if now - last_update > 0.5 and bar.disable is False:
             last_update = now
             live = driver.live()
-            elapsed = now - driver._t0
+            elapsed = now - start
             bar.set_postfix_str(f"{live['moves'] / elapsed:.1f} moves/s, {live['evals'] / elapsed:.0f} evals/s, "
                                 f"fill {100 * driver.fill():.0f}%")
 
+    start = time.perf_counter()
     try:
         summary = driver.run(next_game, finished, time_limit=time_limit, on_tick=tick)
     finally:

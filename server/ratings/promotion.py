@@ -64,7 +64,7 @@ def next_gating(run) -> Gating | None:
         candidate = run.networks.filter(state=Network.State.CANDIDATE).order_by("created_at", "id").first()
         if candidate is None or opponent is None:
             return None
-        rule = _gating_settings(run).rule
+        rule = gating_settings(run).rule
         if Gating.objects.filter(candidate=candidate).exists():  # decided once, then set back by hand
             Gating.objects.filter(candidate=candidate).delete()
         Gating.objects.create(candidate=candidate, opponent=opponent, rule=rule)
@@ -105,7 +105,7 @@ def record_game(game: RatingGame) -> None:
             gating.losses += 1
     else:
         gating.draws += 1
-    settings = _gating_settings(game.run)
+    settings = gating_settings(game.run)
     verdict = decide(settings, gating.wins, gating.draws, gating.losses)
     gating.rule = verdict.rule
     gating.verdict = verdict.to_dict()
@@ -146,7 +146,7 @@ def check_rollback(run, networks: list[Network], fit: Ratings) -> Network | None
     if games < decided * 2**look:
         return None
     diff, se = fit.difference(index[newest.pk], index[predecessor.pk])
-    confidence = _gating_settings(run).rollback_confidence
+    confidence = gating_settings(run).rollback_confidence
     alpha = (1.0 - confidence) / 2**look
     Gating.objects.filter(pk=gating.pk).update(rollback_looks=look)
     if not (np.isfinite(diff) and np.isfinite(se) and se > 0) or diff / se >= NormalDist().inv_cdf(alpha):
@@ -184,6 +184,7 @@ def staff_decision(network: Network, action: str, user=None, note: str = "") -> 
     forget_state()
 
 
-def _gating_settings(run) -> GatingSettings:
+def gating_settings(run) -> GatingSettings:
+    """The run's current gating settings (the defaults if it has no settings version)."""
     version = run.current_settings()
     return version.settings.gating if version is not None else GatingSettings()

@@ -16,7 +16,7 @@ from server.games.models import RatingGame, Winner
 from server.networks.models import Network
 from server.ratings.fit import Ratings, fit_ratings
 from server.ratings.models import Rating, RatingFit
-from server.ratings.promotion import check_rollback
+from server.ratings.promotion import check_rollback, gating_settings
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +44,7 @@ def refit(run) -> tuple[list[Network], Ratings]:
             white.append(index[w])
             score.append(BLACK_SCORE.get(winner, 0.5))
             counts.append(n)
-    prior = run.current_settings().settings.gating.virtual_draws if run.current_settings() else 0.0
+    prior = gating_settings(run).virtual_draws
     fit = fit_ratings(len(networks), np.array(black, dtype=np.int64), np.array(white, dtype=np.int64),
                       np.array(score), parents=parents, virtual_draws=prior, anchor=anchor,
                       counts=np.array(counts, dtype=np.float64))
