@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, get_args, get_origin, get_type_hints
 
 from common.go.rules import HANDICAP_BONUS_RULES, KO_RULES, TAX_RULES, Rules
+from common.nn.config import NAMED_SIZES
 
 SETTINGS_VERSION = 1
 
@@ -399,17 +400,109 @@ class GatingSettings(_Settings):
         _in_range(_p(path, "rollback_confidence"), self.rollback_confidence, 0.5, 1.0, lo_open=True)
 
 
+# --- central training -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TrainingSettings(_Settings):
+    """How the run's networks are trained (the trainer reads this part; clients ignore it). Values
+    from the paper's section 4.7 unless said otherwise.
+
+    The window: the newest ``window_rows(N)`` rows of the ``N`` the run received (rows of the random
+    network counted up to ``window_c``), ``c (1 + beta ((N/c)^alpha - 1) / alpha)``; training starts
+    once ``window_c`` rows have arrived. The budget: ``samples_per_row`` training samples for each
+    row received (KataGo's ``-max-train-bucket-per-new-data``). Learning rate per sample
+    ``learning_rate (lr_decay T + 1)^(-4/3)`` after ``T`` samples of a network's training, SGD with
+    ``momentum``, the L2 penalty ``l2 |theta|^2``, the gradient norm of a batch's mean loss clipped
+    at ``grad_clip``. Every ``snapshot_every`` samples the weights enter an exponential moving
+    average (``ema_decay``); every ``export_every`` samples that average becomes a candidate network.
+
+    Progressive sizes (section 4.6): ``next_architecture`` (empty: none) is trained alongside on the
+    same data with ``next_lr_decay`` and takes over once its loss on held-out rows is lower. One
+    game in ``holdout_one_in`` (by id; 0: none) is held out of training; the newest
+    ``validation_rows`` of them measure the networks. ``shuffle_rows`` rows are shuffled together at a
+    time (memory against mixing)."""
+
+    architecture: str = "b6c96"
+    next_architecture: str = ""
+    window_c: int = 250_000
+    window_alpha: float = 0.75
+    window_beta: float = 0.4
+    samples_per_row: float = 4.0
+    batch_size: int = 256
+    learning_rate: float = 6e-5
+    lr_decay: float = 1e-7  # lambda: 1e-6 x {0.1, 0.075, 0.05} for b6c96, b10c128, b15c192
+    next_lr_decay: float = 7.5e-8
+    momentum: float = 0.9
+    l2: float = 3e-5
+    grad_clip: float = 10.0  # not in the paper: a cap on rare gradient spikes, far above a normal batch's norm
+    snapshot_every: int = 250_000
+    export_every: int = 1_000_000
+    ema_decay: float = 0.75
+    symmetries: bool = True  # a random one of the 8 board symmetries per row
+    holdout_one_in: int = 20  # KataGo's shuffle.py holds out 5% of its files
+    validation_rows: int = 10_000
+    shuffle_rows: int = 100_000
+
+    def validate(self, path: str = "") -> None:
+        for name in ("architecture", "next_architecture"):
+            value = getattr(self, name)
+            _need(value in NAMED_SIZES or (name == "next_architecture" and value == ""), _p(path, name),
+                  f"must be one of {', '.join(NAMED_SIZES)}, got {value!r}")
+        _need(self.next_architecture != self.architecture, _p(path, "next_architecture"),
+              f"must differ from architecture ({self.architecture!r})")
+        _in_range(_p(path, "window_c"), self.window_c, 1, 10**12)
+        _in_range(_p(path, "window_alpha"), self.window_alpha, 0.0, 1.0, lo_open=True)
+        _in_range(_p(path, "window_beta"), self.window_beta, 0.0, 10.0, lo_open=True)
+        _in_range(_p(path, "samples_per_row"), self.samples_per_row, 0.0, 1000.0, lo_open=True)
+        _in_range(_p(path, "batch_size"), self.batch_size, 1, 65536)
+        _in_range(_p(path, "learning_rate"), self.learning_rate, 0.0, 1.0, lo_open=True)
+        _in_range(_p(path, "lr_decay"), self.lr_decay, 0.0, 1.0)
+        _in_range(_p(path, "next_lr_decay"), self.next_lr_decay, 0.0, 1.0)
+        _in_range(_p(path, "momentum"), self.momentum, 0.0, 1.0)
+        _need(self.momentum < 1.0, _p(path, "momentum"), f"must be less than 1, got {self.momentum}")
+        _in_range(_p(path, "l2"), self.l2, 0.0, 1.0)
+        _in_range(_p(path, "grad_clip"), self.grad_clip, 0.0, lo_open=True)
+        _in_range(_p(path, "snapshot_every"), self.snapshot_every, 1, 10**15)
+        _in_range(_p(path, "export_every"), self.export_every, 1, 10**15)
+        _need(self.export_every >= self.snapshot_every, _p(path, "export_every"),
+              f"must be at least snapshot_every ({self.snapshot_every}), got {self.export_every}")
+        _prob(_p(path, "ema_decay"), self.ema_decay)
+        _need(self.ema_decay < 1.0, _p(path, "ema_decay"), f"must be less than 1, got {self.ema_decay}")
+        _in_range(_p(path, "holdout_one_in"), self.holdout_one_in, 0, 10**6)
+        _need(self.holdout_one_in != 1, _p(path, "holdout_one_in"), "1 would hold out every game; use 0 for none")
+        _in_range(_p(path, "validation_rows"), self.validation_rows, 0, 10**8)
+        _in_range(_p(path, "shuffle_rows"), self.shuffle_rows, 1, 10**9)
+
+    def window_rows(self, total_rows: int) -> int:
+        """Rows in the training window once the run received ``total_rows`` (random-network rows
+        counted up to ``window_c``): the paper's formula, never more than the rows there are."""
+        c, alpha = float(self.window_c), self.window_alpha
+        grown = c * (1.0 + self.window_beta * ((max(total_rows, c) / c) ** alpha - 1.0) / alpha)
+        return int(min(total_rows, grown))
+
+    def lr_decay_for(self, architecture: str) -> float:
+        return self.next_lr_decay if architecture == self.next_architecture else self.lr_decay
+
+    def learning_rate_at(self, samples: int, architecture: str) -> float:
+        """The per-sample learning rate after ``samples`` training samples of a network."""
+        return self.learning_rate * (self.lr_decay_for(architecture) * samples + 1.0) ** (-4.0 / 3.0)
+
+
 @dataclass(frozen=True)
 class RunSettings(_Settings):
     """The settings document of a run, as the server versions it and sends it with every task:
-    ``selfplay`` for self-play tasks, ``rating`` for rating (match) games, ``gating`` for the
-    server's own use. Every key has a default, so ``{}`` is the paper's settings."""
+    ``selfplay`` for self-play tasks, ``rating`` for rating (match) games, ``gating`` and
+    ``training`` for the server's and the trainer's own use. Every key has a default, so ``{}`` is
+    the paper's settings."""
 
     selfplay: SelfPlaySettings = field(default_factory=SelfPlaySettings)
     rating: MatchSettings = field(default_factory=MatchSettings)
     gating: GatingSettings = field(default_factory=GatingSettings)
+    training: TrainingSettings = field(default_factory=TrainingSettings)
 
     def validate(self, path: str = "") -> None:
         self.selfplay.validate(_p(path, "selfplay"))
         self.rating.validate(_p(path, "rating"))
         self.gating.validate(_p(path, "gating"))
+        self.training.validate(_p(path, "training"))

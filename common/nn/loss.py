@@ -92,7 +92,6 @@ import torch
 import torch.nn.functional as F
 
 from common.data.schema import (
-    EXTRA_SCORE_DISTR_RADIUS,
     GT_FINAL_SCORE,
     GT_LEAD,
     GT_LEAD_WEIGHT,
@@ -103,6 +102,7 @@ from common.data.schema import (
     GT_ROW_WEIGHT,
     GT_VALUE,
     GT_VARIANCE_TIME,
+    SCORE_DISTR_LEN,
 )
 from common.nn.model import (
     LEAD_MULTIPLIER,
@@ -203,6 +203,12 @@ class Targets:
     def num_rows(self) -> int:
         return int(self.policy.shape[0])
 
+    def to(self, device: torch.device | str, non_blocking: bool = False) -> Targets:
+        return Targets(**{f: getattr(self, f).to(device, non_blocking=non_blocking) for f in self.__dataclass_fields__})
+
+    def pin_memory(self) -> Targets:
+        return Targets(**{f: getattr(self, f).pin_memory() for f in self.__dataclass_fields__})
+
     def policy_mask(self) -> torch.Tensor:
         """[N, L*L+1]: 1 for on-board points and for pass."""
         n = self.mask.shape[0]
@@ -257,9 +263,11 @@ def targets_from_rows(
 ) -> Targets:
     """Targets from KataGo's npz row arrays (reference §2 channel meanings).
 
-    ``rows`` needs policyTargetsNCMove [N,2,L²+1], globalTargetsNC [N,>=36], scoreDistrN [N,2L²+120],
+    ``rows`` needs policyTargetsNCMove [N,2,L²+1], globalTargetsNC [N,>=36], scoreDistrN [N,842],
     valueTargetsNCHW [N,>=1,L,L] and, unless ``mask`` ([N,L,L], 1 on the board) is given,
-    binaryInputNCHWPacked, whose input channel 0 is the on-board mask.
+    binaryInputNCHWPacked, whose input channel 0 is the on-board mask. L is 19 for rows as stored; the
+    training loader crops batches to their largest board (``common.data.loader``), so L may be less.
+    The score distribution covers the same scores whatever L is.
 
     Policy targets are restricted to the board and pass and normalised; a row whose target sums to 0
     gets policy weight 0. KataGo writes a missing target as all ones with weight 0; it stays weight 0.
@@ -291,9 +299,8 @@ def targets_from_rows(
     if globals_.ndim != 2 or globals_.shape[0] != n or globals_.shape[1] < GT_MIN_CHANNELS:
         raise ValueError(f"globalTargetsNC has shape {globals_.shape}; expected [{n}, >= {GT_MIN_CHANNELS}]")
     score_raw = np.asarray(rows["scoreDistrN"])
-    score_len = 2 * area + 2 * EXTRA_SCORE_DISTR_RADIUS
-    if score_raw.shape != (n, score_len):
-        raise ValueError(f"scoreDistrN has shape {score_raw.shape}; expected [{n}, {score_len}]")
+    if score_raw.shape != (n, SCORE_DISTR_LEN):
+        raise ValueError(f"scoreDistrN has shape {score_raw.shape}; expected [{n}, {SCORE_DISTR_LEN}]")
     value_spatial = np.asarray(rows["valueTargetsNCHW"])
     if value_spatial.ndim != 4 or value_spatial.shape[0] != n or value_spatial.shape[2:] != (side, side):
         raise ValueError(f"valueTargetsNCHW has shape {value_spatial.shape}; expected [{n}, C, {side}, {side}]")

@@ -1,0 +1,331 @@
+"""Shuffled batches of training rows, streamed from npz files without holding the window in memory.
+
+A pass over a window (files with their row counts) goes like this: the files are put in a random
+order, cut in that order into blocks of at least ``block_rows`` rows, and each block's rows are
+shuffled; the pass is the shuffled blocks one after the other, cut into batches. Every row comes
+exactly once per pass, and a batch mixes rows of the many games of its block (a block of 100,000
+rows holds well over a thousand games). This is a shuffle buffer with a fixed schedule: where batch
+``k`` of a pass starts follows from the row counts alone, so a trainer resumed at batch ``k`` reads
+only the block it resumes in, and the same seed gives the same batches.
+
+A background thread reads and decodes the files and assembles the next batches while the caller
+trains on the current one (decompression and numpy's copies release the GIL).
+
+Each batch is cropped to the largest board in it: rows sit in the top-left corner of the 19x19 data
+grid, and a 9x9 batch computed on a 9x9 tensor costs a fifth of one on 19x19. Board masks are input
+channel 0; everything off the board is zero in the inputs and the targets. With ``symmetries``,
+each row is turned by one of the 8 symmetries of the square (inputs, policy targets and ownership
+together); a board smaller than the crop may then sit in another corner, which the masked network
+does not tell apart.
+
+Only numpy here: the trainer turns batches into tensors through the ``transform`` it passes.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import queue
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from common.data.schema import (
+    DATA_AREA,
+    DATA_LEN,
+    NUM_GLOBAL_INPUTS,
+    NUM_GLOBAL_TARGETS,
+    NUM_SPATIAL_INPUTS,
+    PACKED_LEN,
+    POLICY_LEN,
+    SCORE_DISTR_LEN,
+    VT_OWNERSHIP,
+)
+
+log = logging.getLogger(__name__)
+
+NUM_SYMMETRIES = 8
+_NPZ_ARRAYS = ("binaryInputNCHWPacked", "globalInputNC", "policyTargetsNCMove", "globalTargetsNC", "scoreDistrN",
+               "valueTargetsNCHW")
+
+
+@dataclass(frozen=True)
+class RowFile:
+    """One npz file of a window: the name ``open_file`` reads it by, and the rows it holds."""
+
+    name: str
+    rows: int
+
+
+@dataclass
+class Batch:
+    """Rows cropped to a ``side`` x ``side`` grid (the largest board among them), side to move."""
+
+    spatial: np.ndarray  # float32 [B, 22, side, side]; channel 0 is the board mask
+    global_inputs: np.ndarray  # float32 [B, 19]
+    policy: np.ndarray  # int16 [B, 2, side*side+1]: this turn's and the next turn's targets; pass last
+    global_targets: np.ndarray  # float32 [B, 80]
+    score_distribution: np.ndarray  # int8 [B, 842]
+    ownership: np.ndarray  # int8 [B, side, side] (valueTargetsNCHW channel 0)
+
+    @property
+    def size(self) -> int:
+        return int(self.spatial.shape[0])
+
+    @property
+    def side(self) -> int:
+        return int(self.spatial.shape[-1])
+
+    def rows(self) -> dict[str, np.ndarray]:
+        """The targets under KataGo's array names (``common.nn.loss.targets_from_rows`` reads them)."""
+        return {"policyTargetsNCMove": self.policy, "globalTargetsNC": self.global_targets,
+                "scoreDistrN": self.score_distribution, "valueTargetsNCHW": self.ownership[:, None]}
+
+
+@dataclass
+class _Rows:
+    """Decoded rows as the loader keeps them (packed inputs, ownership only) with each row's board side."""
+
+    packed: np.ndarray
+    global_inputs: np.ndarray
+    policy: np.ndarray
+    global_targets: np.ndarray
+    score_distribution: np.ndarray
+    ownership: np.ndarray
+    sides: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.packed.shape[0])
+
+    @classmethod
+    def concat(cls, parts: Sequence[_Rows]) -> _Rows:
+        if len(parts) == 1:
+            return parts[0]
+        return cls(*(np.concatenate([getattr(p, f) for p in parts]) for f in cls.__dataclass_fields__))
+
+    def take(self, idx: np.ndarray) -> _Rows:
+        return _Rows(*(getattr(self, f)[idx] for f in self.__dataclass_fields__))
+
+
+def decode_rows(data: bytes, name: str = "<bytes>") -> _Rows:
+    """The arrays of one npz file that training needs; ValueError names the file and the problem."""
+    if not data.startswith(b"PK"):
+        raise ValueError(f"training rows {name}: cannot be read: not an npz (zip) file")
+    try:
+        with np.load(io.BytesIO(data), allow_pickle=False) as npz:
+            names = set(npz.files)
+            arrays = {a: npz[a] for a in _NPZ_ARRAYS if a in names}
+    except Exception as e:  # a broken zip or npy header
+        raise ValueError(f"training rows {name}: cannot be read ({type(e).__name__}: {e})") from None
+    missing = [a for a in _NPZ_ARRAYS if a not in arrays]
+    if missing:
+        raise ValueError(f"training rows {name}: lacks array(s) {', '.join(missing)}")
+    n = arrays["globalTargetsNC"].shape[0]
+    shapes = {"binaryInputNCHWPacked": (n, NUM_SPATIAL_INPUTS, PACKED_LEN), "globalInputNC": (n, NUM_GLOBAL_INPUTS),
+              "policyTargetsNCMove": (n, 2, POLICY_LEN), "scoreDistrN": (n, SCORE_DISTR_LEN)}
+    for a, shape in shapes.items():
+        if arrays[a].shape != shape:
+            raise ValueError(f"training rows {name}: {a} has shape {arrays[a].shape}, expected {shape}")
+    targets = arrays["globalTargetsNC"]
+    if targets.ndim != 2 or targets.shape[1] > NUM_GLOBAL_TARGETS:
+        raise ValueError(f"training rows {name}: globalTargetsNC has shape {targets.shape}")
+    if targets.shape[1] < NUM_GLOBAL_TARGETS:  # KataGo's format before v1.17 has 64 channels
+        targets = np.pad(targets, ((0, 0), (0, NUM_GLOBAL_TARGETS - targets.shape[1])))
+    value = arrays["valueTargetsNCHW"]
+    if value.ndim != 4 or value.shape[0] != n or value.shape[2:] != (DATA_LEN, DATA_LEN):
+        raise ValueError(f"training rows {name}: valueTargetsNCHW has shape {value.shape}")
+    packed = arrays["binaryInputNCHWPacked"]
+    return _Rows(packed=packed, global_inputs=arrays["globalInputNC"].astype(np.float32, copy=False),
+                 policy=arrays["policyTargetsNCMove"].astype(np.int16, copy=False),
+                 global_targets=targets.astype(np.float32, copy=False),
+                 score_distribution=arrays["scoreDistrN"].astype(np.int8, copy=False),
+                 ownership=np.ascontiguousarray(value[:, VT_OWNERSHIP]).astype(np.int8, copy=False),
+                 sides=_board_sides(packed, name))
+
+
+def _board_sides(packed: np.ndarray, name: str) -> np.ndarray:
+    """Each row's board side: the larger of its mask's height and width (boards sit top-left)."""
+    mask = np.unpackbits(packed[:, 0], axis=-1, count=DATA_AREA).reshape(-1, DATA_LEN, DATA_LEN).astype(bool)
+    rows_used = mask.any(axis=2)
+    cols_used = mask.any(axis=1)
+    if not rows_used.any(axis=1).all():
+        raise ValueError(f"training rows {name}: a row has an empty board mask (input channel 0)")
+    height = DATA_LEN - np.argmax(rows_used[:, ::-1], axis=1)
+    width = DATA_LEN - np.argmax(cols_used[:, ::-1], axis=1)
+    return np.maximum(height, width).astype(np.int8)
+
+
+def _turn(a: np.ndarray, symmetry: int) -> np.ndarray:
+    """Symmetry 0-7 of the square on the last two axes: bit 0 flips rows, bit 1 flips columns,
+    bit 2 transposes (after the flips)."""
+    if symmetry & 1:
+        a = a[..., ::-1, :]
+    if symmetry & 2:
+        a = a[..., :, ::-1]
+    if symmetry & 4:
+        a = np.swapaxes(a, -1, -2)
+    return a
+
+
+def make_batch(rows: _Rows, rng: np.random.Generator | None) -> Batch:
+    """Unpack, crop to the largest board and (with ``rng``) turn each row by a random symmetry."""
+    n = len(rows)
+    side = int(rows.sides.max())
+    planes = np.unpackbits(rows.packed, axis=-1, count=DATA_AREA).reshape(n, NUM_SPATIAL_INPUTS, DATA_LEN, DATA_LEN)
+    planes = planes[:, :, :side, :side]
+    policy_board = rows.policy[:, :, :DATA_AREA].reshape(n, 2, DATA_LEN, DATA_LEN)[:, :, :side, :side]
+    ownership = rows.ownership[:, :side, :side]
+    if rng is not None:
+        planes, policy_board, ownership = planes.copy(), policy_board.copy(), ownership.copy()
+        symmetries = rng.integers(0, NUM_SYMMETRIES, n)
+        for s in range(1, NUM_SYMMETRIES):
+            chosen = np.flatnonzero(symmetries == s)
+            if chosen.size:
+                planes[chosen] = _turn(planes[chosen], s)
+                policy_board[chosen] = _turn(policy_board[chosen], s)
+                ownership[chosen] = _turn(ownership[chosen], s)
+    policy = np.concatenate((policy_board.reshape(n, 2, side * side), rows.policy[:, :, DATA_AREA:]), axis=2)
+    return Batch(spatial=planes.astype(np.float32), global_inputs=rows.global_inputs, policy=policy,
+                 global_targets=rows.global_targets, score_distribution=rows.score_distribution,
+                 ownership=np.ascontiguousarray(ownership))
+
+
+class ShuffledPass:
+    """One pass over ``files`` in shuffled batches of ``batch_size`` rows (see the module docstring).
+
+    ``open_file(name)`` returns a file's bytes. A file that cannot be read or decoded is logged and
+    skipped (its rows are missing from the pass; ``skipped_files`` counts them). ``transform`` is
+    applied to each :class:`Batch` in the background thread (e.g. to make tensors); ``prefetch``
+    batches are made ahead. ``drop_last`` leaves out the last, smaller batch.
+    """
+
+    def __init__(self, files: Sequence[RowFile], open_file: Callable[[str], bytes], batch_size: int, seed: int,
+                 block_rows: int = 100_000, symmetries: bool = True, drop_last: bool = False,
+                 transform: Callable[[Batch], object] | None = None, prefetch: int = 4) -> None:
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be positive, got {batch_size}")
+        if block_rows < 1:
+            raise ValueError(f"block_rows must be positive, got {block_rows}")
+        self.files = list(files)
+        self.open_file = open_file
+        self.batch_size = batch_size
+        self.seed = seed
+        self.symmetries = symmetries
+        self.drop_last = drop_last
+        self.transform = transform
+        self.prefetch = max(1, prefetch)
+        self.skipped_files: list[str] = []
+        order = np.random.default_rng([seed, 0]).permutation(len(self.files))
+        self.blocks: list[list[RowFile]] = []
+        block: list[RowFile] = []
+        held = 0
+        for i in order:
+            block.append(self.files[i])
+            held += self.files[i].rows
+            if held >= block_rows:
+                self.blocks.append(block)
+                block, held = [], 0
+        if block:
+            self.blocks.append(block)
+        self.block_starts = np.concatenate(([0], np.cumsum([sum(f.rows for f in b) for b in self.blocks])))
+
+    @property
+    def num_rows(self) -> int:
+        return int(self.block_starts[-1])
+
+    @property
+    def num_batches(self) -> int:
+        full, rest = divmod(self.num_rows, self.batch_size)
+        return full + (1 if rest and not self.drop_last else 0)
+
+    def batches(self, start: int = 0, stride: int = 1) -> Iterator[object]:
+        """The pass's batches ``start``, ``start + stride``, ... (transformed), made in a background
+        thread (process r of n training together takes ``start + r`` with stride n)."""
+        if stride < 1:
+            raise ValueError(f"stride must be positive, got {stride}")
+        items: queue.Queue = queue.Queue(maxsize=self.prefetch)
+        stop = threading.Event()
+        done = object()
+
+        def put(item) -> bool:
+            while not stop.is_set():
+                try:
+                    items.put(item, timeout=0.1)
+                    return True
+                except queue.Full:
+                    continue
+            return False
+
+        def produce() -> None:
+            try:
+                for batch in self._batches(start, stride):
+                    if not put(batch if self.transform is None else self.transform(batch)):
+                        return
+                put(done)
+            except BaseException as e:  # handed to the consumer, which raises it
+                put(e)
+
+        thread = threading.Thread(target=produce, name="training-rows", daemon=True)
+        thread.start()
+        try:
+            while True:
+                item = items.get()
+                if item is done:
+                    return
+                if isinstance(item, BaseException):
+                    raise item
+                yield item
+        finally:
+            stop.set()
+            thread.join()
+
+    # --- the schedule, in the calling thread's terms ---------------------------------------------------
+    def _load(self, block: int) -> _Rows | None:
+        parts = []
+        for f in self.blocks[block]:
+            try:
+                rows = decode_rows(self.open_file(f.name), f.name)
+            except Exception as e:
+                log.error("skipping training rows %s: %s", f.name, e)
+                self.skipped_files.append(f.name)
+                continue
+            if len(rows) != f.rows:
+                log.warning("training rows %s hold %d rows, %d were recorded", f.name, len(rows), f.rows)
+            parts.append(rows)
+        return _Rows.concat(parts) if parts else None
+
+    def _batches(self, start: int, stride: int) -> Iterator[Batch]:
+        size = self.batch_size
+        offset = start * size
+        if offset >= self.num_rows:
+            return
+        first = int(np.searchsorted(self.block_starts, offset, side="right")) - 1
+        skip = offset - int(self.block_starts[first])
+        index = start
+        pending: list[_Rows] = []
+        held = 0
+        for block in range(first, len(self.blocks)):
+            rows = self._load(block)
+            if rows is None:
+                continue
+            order = np.random.default_rng([self.seed, 1, block]).permutation(len(rows))[skip:]
+            skip = 0
+            pos = 0
+            while pos < len(order):
+                take = order[pos:pos + size - held]
+                pos += len(take)
+                pending.append(rows.take(take))
+                held += len(take)
+                if held == size:
+                    if (index - start) % stride == 0:
+                        yield self._batch(pending, index)
+                    index += 1
+                    pending, held = [], 0
+        if held and not self.drop_last and (index - start) % stride == 0:
+            yield self._batch(pending, index)
+
+    def _batch(self, parts: list[_Rows], index: int) -> Batch:
+        rng = np.random.default_rng([self.seed, 2, index]) if self.symmetries else None
+        return make_batch(_Rows.concat(parts), rng)

@@ -1,0 +1,172 @@
+"""The training loader: every row once per pass in a shuffled order, batches cropped to their largest
+board with everything off the board zero, symmetries that turn inputs and targets together, resuming
+at a batch, process shares, and files that cannot be read."""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pytest
+
+from common.data.loader import RowFile, ShuffledPass, _turn, decode_rows, make_batch
+from common.data.rows import rows_npz
+from common.data.schema import (
+    DATA_AREA,
+    DATA_LEN,
+    GT_GAME_HASH_FIRST,
+    GT_TURN_INDEX,
+    PASS_POS,
+    empty_rows,
+    pack_spatial,
+)
+
+
+def row_file(index: int, rows: int, width: int, height: int, seed: int = 0) -> bytes:
+    """rows rows of a width x height board, each carrying (index, turn) in two global targets, with
+    random stones, policy targets and ownership on the board only."""
+    rng = np.random.default_rng([seed, index])
+    arrays = empty_rows(rows)
+    board = np.zeros((DATA_LEN, DATA_LEN), np.uint8)
+    board[:height, :width] = 1
+    for r in range(rows):
+        planes = np.zeros((22, DATA_LEN, DATA_LEN), np.uint8)
+        planes[0] = board
+        planes[1:3] = rng.integers(0, 2, (2, DATA_LEN, DATA_LEN)) * board
+        arrays["binaryInputNCHWPacked"][r] = pack_spatial(planes.reshape(22, DATA_AREA))
+        policy = (rng.integers(0, 50, (2, DATA_LEN, DATA_LEN)) * board).reshape(2, DATA_AREA)
+        arrays["policyTargetsNCMove"][r, :, :DATA_AREA] = policy
+        arrays["policyTargetsNCMove"][r, :, PASS_POS] = [7, 3]
+        arrays["valueTargetsNCHW"][r, 0] = rng.integers(-1, 2, (DATA_LEN, DATA_LEN)) * board
+    arrays["globalTargetsNC"][:, GT_GAME_HASH_FIRST] = index
+    arrays["globalTargetsNC"][:, GT_TURN_INDEX] = np.arange(rows)
+    arrays["globalInputNC"][:, 5] = index
+    return rows_npz(arrays)
+
+
+@pytest.fixture(scope="module")
+def window() -> dict[str, bytes]:
+    """Twelve files of 3 to 14 rows on 7x7, 9x9 and a 5x9 rectangle."""
+    sizes = [(7, 7), (9, 9), (5, 9)]
+    return {f"g{i}.npz": row_file(i, 3 + i, *sizes[i % 3]) for i in range(12)}
+
+
+def files_of(window: dict[str, bytes]) -> list[RowFile]:
+    return [RowFile(name, len(decode_rows(data, name))) for name, data in window.items()]
+
+
+def ids(batch) -> list[tuple[int, int]]:
+    t = batch.global_targets
+    return list(zip(t[:, GT_GAME_HASH_FIRST].astype(int).tolist(), t[:, GT_TURN_INDEX].astype(int).tolist(),
+                    strict=True))
+
+
+def test_every_row_comes_exactly_once_per_pass_in_a_shuffled_order(window):
+    files = files_of(window)
+    every = {(i, t) for i, f in enumerate(files) for t in range(f.rows)}
+    passes = ShuffledPass(files, window.__getitem__, batch_size=16, seed=1, block_rows=30)
+    batches = list(passes.batches())
+    seen = [row for b in batches for row in ids(b)]
+    assert len(seen) == len(every) == passes.num_rows
+    assert set(seen) == every  # each row once
+    assert len(batches) == passes.num_batches == -(-len(every) // 16)
+    assert [b.size for b in batches[:-1]] == [16] * (len(batches) - 1)
+    assert seen != sorted(seen)
+    # Rows of one game are spread over its block, not kept together.
+    first_game = [k for k, row in enumerate(seen) if row[0] == seen[0][0]]
+    assert first_game != list(range(first_game[0], first_game[0] + len(first_game)))
+    # The same seed gives the same batches; another seed another order.
+    again = [row for b in ShuffledPass(files, window.__getitem__, 16, seed=1, block_rows=30).batches()
+             for row in ids(b)]
+    other = [row for b in ShuffledPass(files, window.__getitem__, 16, seed=2, block_rows=30).batches()
+             for row in ids(b)]
+    assert again == seen and other != seen and set(other) == every
+
+
+def test_drop_last_leaves_out_the_smaller_last_batch(window):
+    files = files_of(window)
+    passes = ShuffledPass(files, window.__getitem__, batch_size=16, seed=1, drop_last=True)
+    batches = list(passes.batches())
+    assert len(batches) == passes.num_batches == passes.num_rows // 16
+    assert all(b.size == 16 for b in batches)
+
+
+def test_batches_are_cropped_to_their_largest_board_and_zero_off_it(window):
+    files = files_of(window)
+    sizes = {0: (7, 7), 1: (9, 9), 2: (5, 9)}
+    for symmetries in (False, True):
+        for batch in ShuffledPass(files, window.__getitem__, batch_size=8, seed=3, block_rows=10,
+                                  symmetries=symmetries).batches():
+            games = batch.global_targets[:, GT_GAME_HASH_FIRST].astype(int)
+            boards = [sizes[g % 3] for g in games]
+            assert batch.side == max(max(w, h) for w, h in boards)
+            assert batch.spatial.dtype == np.float32
+            assert batch.spatial.shape == (batch.size, 22, batch.side, batch.side)
+            assert batch.policy.shape == (batch.size, 2, batch.side ** 2 + 1)
+            mask = batch.spatial[:, 0]
+            for k, (w, h) in enumerate(boards):
+                assert mask[k].sum() == w * h
+                if not symmetries:
+                    assert mask[k, :h, :w].all()
+            off = mask == 0
+            assert not batch.spatial.transpose(1, 0, 2, 3)[:, off].any()  # no stones off the board
+            assert not batch.ownership[off].any()
+            board_policy = batch.policy[:, :, :-1].reshape(batch.size, 2, batch.side, batch.side)
+            assert not board_policy.transpose(1, 0, 2, 3)[:, off].any()
+            assert (batch.policy[:, :, -1] == [7, 3]).all()  # pass stays pass
+
+
+def test_symmetries_turn_inputs_and_targets_together(window):
+    rows = decode_rows(window["g1.npz"], "g1.npz")  # 9x9
+    plain = make_batch(rows, None)
+    turned = make_batch(rows, np.random.default_rng(0))
+    chosen = np.random.default_rng(0).integers(0, 8, len(rows))
+    side = plain.side
+    assert len(set(chosen.tolist())) > 1
+    for k, s in enumerate(chosen):
+        np.testing.assert_array_equal(turned.spatial[k], _turn(plain.spatial[k], s))
+        np.testing.assert_array_equal(turned.ownership[k], _turn(plain.ownership[k], s))
+        board = plain.policy[k, :, :-1].reshape(2, side, side)
+        np.testing.assert_array_equal(turned.policy[k, :, :-1].reshape(2, side, side), _turn(board, s))
+    # The 8 symmetries are distinct and form the square's group.
+    grid = np.arange(16).reshape(4, 4)
+    assert len({_turn(grid, s).tobytes() for s in range(8)}) == 8
+
+
+def test_a_resumed_pass_yields_the_same_batches_from_where_it_stopped(window):
+    files = files_of(window)
+    passes = ShuffledPass(files, window.__getitem__, batch_size=5, seed=9, block_rows=12)
+    every = list(passes.batches())
+    for start in (0, 1, 4, len(every) - 1, len(every)):
+        resumed = list(ShuffledPass(files, window.__getitem__, batch_size=5, seed=9, block_rows=12).batches(start))
+        assert [ids(b) for b in resumed] == [ids(b) for b in every[start:]]
+        for a, b in zip(resumed, every[start:], strict=True):
+            np.testing.assert_array_equal(a.spatial, b.spatial)  # the same symmetries too
+
+
+def test_processes_share_a_pass_by_stride(window):
+    files = files_of(window)
+    passes = ShuffledPass(files, window.__getitem__, batch_size=4, seed=5, block_rows=20)
+    every = [ids(b) for b in passes.batches()]
+    shares = [[ids(b) for b in passes.batches(start, stride=3)] for start in range(3)]
+    for start, share in enumerate(shares):
+        assert share == every[start::3]
+
+
+def test_a_file_that_cannot_be_read_is_skipped_and_named(window, caplog):
+    broken = dict(window)
+    broken["g3.npz"] = b"not an npz"
+    files = files_of(window)
+    passes = ShuffledPass(files, broken.__getitem__, batch_size=16, seed=1)
+    with caplog.at_level(logging.ERROR):
+        seen = {row for b in passes.batches() for row in ids(b)}
+    assert passes.skipped_files == ["g3.npz"]
+    assert "g3.npz" in caplog.text
+    assert {i for i, _ in seen} == set(range(12)) - {3}
+
+
+def test_decode_names_the_file_and_the_problem(window):
+    with pytest.raises(ValueError, match=r"training rows bad\.npz: cannot be read"):
+        decode_rows(b"junk", "bad.npz")
+    with pytest.raises(ValueError, match="stride must be positive"):
+        next(ShuffledPass(files_of(window), window.__getitem__, 4, 0).batches(stride=0))
