@@ -1,0 +1,165 @@
+"""Training one network: steps that lower the loss, the paper's per-sample learning rate, weight
+averaging and exports, checkpoints that resume bit for bit, and two processes under torchrun."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from common.data.loader import decode_rows, make_batch
+from common.nn.model import MaskedBatchNorm
+from common.nn.training import CheckpointError, Trainer, evaluate, recompute_norm_statistics, to_tensors
+from common.settings import TrainingSettings
+
+ROOT = Path(__file__).resolve().parents[3]
+SETTINGS = TrainingSettings(architecture="tiny", batch_size=32, learning_rate=1e-3, snapshot_every=64,
+                            export_every=128)
+
+
+@pytest.fixture(scope="module")
+def golden_batches(shared):
+    """KataGo's real 9x9 self-play rows, as batches of 32 with random symmetries."""
+    data = (shared / "golden" / "katago_selfplay_9x9.npz").read_bytes()
+    rows = decode_rows(data, "katago_selfplay_9x9.npz")
+    rng = np.random.default_rng(0)
+    return [to_tensors(make_batch(rows.take(np.arange(k, k + 32)), rng)) for k in range(0, 256, 32)]
+
+
+def state_equal(a: dict, b: dict) -> bool:
+    return a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_a_few_steps_lower_the_loss_on_a_fixed_batch(golden_batches):
+    trainer = Trainer("tiny", SETTINGS, device="cpu")
+    batch = golden_batches[0]
+    before = evaluate(trainer.model, [batch], trainer.device)
+    trainer.model.train()
+    results = [trainer.step(batch) for _ in range(30)]
+    after = evaluate(trainer.model, [batch], trainer.device)
+    assert results[-1]["loss"] < 0.8 * results[0]["loss"]
+    assert after["loss"] < before["loss"] and after["policy"] < before["policy"]
+    assert trainer.samples == 30 * 32 and trainer.steps == 30
+    assert all(np.isfinite(r["grad_norm"]) for r in results)
+
+
+def test_the_step_size_is_the_per_sample_rate_times_the_rows(golden_batches):
+    settings = TrainingSettings(architecture="tiny", learning_rate=6e-5, lr_decay=1e-3, batch_size=32)
+    trainer = Trainer("tiny", settings, device="cpu")
+    trainer.samples = 3000
+    result = trainer.step(golden_batches[0])
+    expected = 6e-5 * (1e-3 * 3000 + 1) ** (-4 / 3)
+    assert result["learning_rate"] == pytest.approx(expected)
+    assert trainer.optimizer.param_groups[0]["lr"] == pytest.approx(expected * 32)
+    assert trainer.optimizer.param_groups[0]["weight_decay"] == pytest.approx(2 * settings.l2)
+    assert trainer.optimizer.param_groups[0]["momentum"] == 0.9
+    assert settings.learning_rate_at(0, "tiny") == 6e-5
+    assert TrainingSettings(next_architecture="b10c128").lr_decay_for("b10c128") == 7.5e-8
+
+
+def test_snapshots_make_an_exponential_average_that_is_exported(golden_batches):
+    trainer = Trainer("tiny", SETTINGS, device="cpu")
+    exported = trainer.export_model()
+    assert state_equal(exported.state_dict(), trainer.model.state_dict())  # no snapshot yet: the weights
+    weights = []
+    for k in range(8):  # 256 samples: snapshots after 64, 128, 192, 256
+        trainer.step(golden_batches[k])
+        if trainer.samples % 64 == 0:
+            weights.append({n: v.clone() for n, v in trainer.model.state_dict().items()})
+    assert trainer.snapshots == 4
+    name = "value_head.linear_v2.weight"
+    expected = weights[0][name]
+    for w in weights[1:]:
+        expected = 0.75 * expected + 0.25 * w[name]
+    torch.testing.assert_close(trainer.average[name], expected)
+    torch.testing.assert_close(trainer.export_model().state_dict()[name], expected)
+    assert trainer.export_due and trainer.next_export == 128
+    trainer.exported()
+    assert not trainer.export_due and trainer.next_export == 384
+
+
+def test_an_export_recomputes_the_batch_norm_statistics(golden_batches):
+    trainer = Trainer("tiny", SETTINGS, device="cpu")
+    for batch in golden_batches[:4]:
+        trainer.step(batch)
+    model = trainer.export_model(golden_batches[:3])
+    norm = model.norm_trunk
+    # The running mean is the average of the three batches' own means at that norm (the layers
+    # before it normalising with their batch statistics too, as in training).
+    probe = trainer.export_model()
+    inputs = []
+    probe.norm_trunk.register_forward_hook(lambda m, args, out: inputs.append(args[0].detach()))
+    probe.train()
+    with torch.no_grad():
+        for batch in golden_batches[:3]:
+            probe(batch.spatial, batch.global_inputs)
+    masks = [batch.spatial[:, 0:1] for batch in golden_batches[:3]]
+    means = [(x * mask).sum(dim=(0, 2, 3)) / mask.sum() for x, mask in zip(inputs, masks, strict=True)]
+    torch.testing.assert_close(norm.running_mean, torch.stack(means).mean(0), rtol=1e-4, atol=1e-5)
+    assert not model.training
+    assert all(m.momentum == 0.001 for m in model.modules() if isinstance(m, MaskedBatchNorm))
+    untouched = trainer.export_model()
+    assert recompute_norm_statistics(untouched, [], trainer.device) == 0  # no batches: left as they were
+    torch.testing.assert_close(untouched.norm_trunk.running_mean, trainer.average["norm_trunk.running_mean"])
+
+
+def test_a_resumed_trainer_continues_from_the_exact_step(golden_batches, tmp_path):
+    path = tmp_path / "tiny.ckpt"
+    straight = Trainer("tiny", SETTINGS, device="cpu", seed=5)
+    for batch in golden_batches:
+        straight.step(batch)
+
+    first = Trainer("tiny", SETTINGS, device="cpu", seed=5)
+    for batch in golden_batches[:3]:
+        first.step(batch)
+    first.save_checkpoint(path, {"chunk": {"next_batch": 3}})
+    resumed = Trainer("tiny", SETTINGS, device="cpu", seed=77)  # other initial weights: all replaced
+    extra = resumed.load_checkpoint(path)
+    assert extra == {"chunk": {"next_batch": 3}}
+    assert (resumed.samples, resumed.steps, resumed.snapshots) == (96, 3, 1)
+    for batch in golden_batches[3:]:
+        resumed.step(batch)
+    assert state_equal(resumed.model.state_dict(), straight.model.state_dict())
+    assert state_equal(resumed.average, straight.average)
+    assert (resumed.samples, resumed.next_snapshot, resumed.next_export) == (
+        straight.samples, straight.next_snapshot, straight.next_export)
+    assert not list(tmp_path.glob(".*tmp"))  # written atomically
+
+
+def test_a_checkpoint_that_does_not_fit_is_refused_by_name(tmp_path):
+    path = tmp_path / "tiny.ckpt"
+    Trainer("tiny", SETTINGS, device="cpu").save_checkpoint(path)
+    with pytest.raises(CheckpointError, match="another configuration"):
+        Trainer("b6c96", SETTINGS, device="cpu").load_checkpoint(path)
+    junk = tmp_path / "junk.ckpt"
+    junk.write_bytes(b"not a checkpoint")
+    with pytest.raises(CheckpointError, match=r"junk\.ckpt: cannot be read"):
+        Trainer("tiny", SETTINGS, device="cpu").load_checkpoint(junk)
+    other = tmp_path / "other.ckpt"
+    torch.save({"format": "something else"}, other)
+    with pytest.raises(CheckpointError, match="not a sente-checkpoint file"):
+        Trainer("tiny", SETTINGS, device="cpu").load_checkpoint(other)
+
+
+@pytest.mark.slow
+def test_two_processes_under_torchrun_train_one_network(tmp_path, shared):
+    """torchrun with two CPU processes (gloo): each trains on its own batches, DistributedDataParallel
+    keeps their weights equal, and every step counts both processes' rows."""
+    out = tmp_path / "result"
+    env = dict(os.environ, SENTE_SHARED=str(shared), OMP_NUM_THREADS="1")
+    torchrun = Path(sys.executable).parent / "torchrun"
+    done = subprocess.run([str(torchrun), "--standalone", "--nproc_per_node", "2", "-m",
+                           "tests.common.nn.distributed_run", str(out)], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = [json.loads((tmp_path / f"result.{rank}").read_text()) for rank in range(2)]
+    assert results[0]["weights"] == results[1]["weights"]  # a checksum of every parameter
+    assert results[0]["samples"] == results[1]["samples"] == 4 * 2 * 32
+    assert results[0]["first_loss"] != results[1]["first_loss"]  # each trained on its own batches
+    assert results[0]["checkpoint"] and not results[1]["checkpoint"]  # only process 0 writes
