@@ -7,7 +7,7 @@ import re
 
 from django.conf import settings
 from django.core.files.storage import default_storage
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError
 from django.http import FileResponse, HttpResponse, HttpResponseRedirect, StreamingHttpResponse
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiParameter, extend_schema
@@ -18,10 +18,10 @@ from rest_framework.views import APIView
 
 from common.nn.header import ModelFileError, header_length, parse_header
 from server.api.errors import ApiError, invalid
-from server.files import StoredFiles
 from server.networks.models import Network
 from server.networks.serializers import NetworkDetailSerializer, NetworkSerializer, NetworkUploadSerializer
-from server.runs.models import Run, forget_state
+from server.networks.store import store_network
+from server.runs.models import Run
 
 CHUNK = 1 << 20
 
@@ -107,25 +107,13 @@ class NetworkList(generics.ListCreateAPIView):
         if twin is not None:
             raise ApiError(f"network {twin.name!r} has this very file already", code="duplicate_file", field="file",
                            status_code=409)
-        config = header.config
-        files = StoredFiles()
         try:
-            with transaction.atomic():
-                upload.seek(0)
-                network = Network.objects.create(
-                    name=v["name"], run=run, parent=parent, architecture=config.to_dict(),
-                    size_name=f"b{config.num_blocks}c{config.trunk_channels}", size_bytes=upload.size, sha256=sha256,
-                    train_step=v["train_step"], rows_seen=v["rows_seen"], uploaded_by=request.user,
-                    notes=v.get("notes", ""))
-                network.file.name = files.put("networks", upload, ".safetensors", sha256=sha256)
-                network.save(update_fields=["file"])
-        except BaseException as e:
-            files.discard(lambda name: Network.objects.filter(file=name).exists())
-            if isinstance(e, IntegrityError):  # the same name, uploaded meanwhile
-                raise ApiError(f"a network named {v['name']!r} exists already", code="exists", field="name",
-                               status_code=409) from None
-            raise
-        forget_state()
+            network = store_network(run=run, name=v["name"], content=upload, size=upload.size, sha256=sha256,
+                                    config=header.config, parent=parent, train_step=v["train_step"],
+                                    rows_seen=v["rows_seen"], user=request.user, notes=v.get("notes", ""))
+        except IntegrityError:  # the same name, uploaded meanwhile
+            raise ApiError(f"a network named {v['name']!r} exists already", code="exists", field="name",
+                           status_code=409) from None
         body = NetworkSerializer(network, context={"request": request}).data
         return Response(body, status=status.HTTP_201_CREATED)
 
