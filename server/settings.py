@@ -107,6 +107,7 @@ INSTALLED_APPS = [
     "server.distribution",
     "server.games",
     "server.ratings",
+    "server.training",
 ]
 
 MIDDLEWARE = [
@@ -170,7 +171,7 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"]["TEST"] = {"NAME": str(DATA_DIR / "test-sente.sqlite3")}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 MIGRATION_MODULES = {app: f"migrations.{app}" for app in ("accounts", "runs", "networks", "distribution", "games",
-                                                          "ratings")}
+                                                          "ratings", "training")}
 
 # --- files ---------------------------------------------------------------------------------------
 

@@ -10,15 +10,19 @@ from rest_framework.views import APIView
 from server.api.errors import ApiError
 from server.networks.serializers import network_ref
 from server.runs.models import Run
+from server.training.serializers import TrainingLineSerializer
 
 
 class RunSerializer(serializers.ModelSerializer):
     settings_version = serializers.SerializerMethodField()
     settings = serializers.SerializerMethodField()
+    training = TrainingLineSerializer(source="training_lines", many=True, read_only=True,
+                                      help_text="the trainer's state, one entry per architecture it trains")
 
     class Meta:
         model = Run
-        fields = ("name", "description", "status", "min_client_version", "created_at", "settings_version", "settings")
+        fields = ("name", "description", "status", "min_client_version", "created_at", "settings_version", "settings",
+                  "training")
 
     def _current(self, run: Run):
         cache = self.context.setdefault("current_settings", {})
@@ -38,13 +42,13 @@ class RunSerializer(serializers.ModelSerializer):
 class RunList(generics.ListAPIView):
     serializer_class = RunSerializer
     permission_classes = [permissions.AllowAny]
-    queryset = Run.objects.all()
+    queryset = Run.objects.prefetch_related("training_lines__last_export")
 
 
 class RunDetail(generics.RetrieveAPIView):
     serializer_class = RunSerializer
     permission_classes = [permissions.AllowAny]
-    queryset = Run.objects.all()
+    queryset = Run.objects.prefetch_related("training_lines__last_export")
     lookup_field = "name"
 
 

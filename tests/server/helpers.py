@@ -87,3 +87,33 @@ def upload_fields(task_id: str, game: PlayedGame, **metadata_changes) -> dict:
     if game.npz is not None:
         fields["npz"] = SimpleUploadedFile("game.npz", game.npz, content_type="application/octet-stream")
     return fields
+
+
+def store_training_games(run, user, games: list[PlayedGame], network=None, minutes_apart: float = 1.0) -> list:
+    """Self-play games stored as an accepted upload stores them (row, SGF and npz by content hash),
+    without the upload's checks, oldest first, ``minutes_apart`` apart, ending now."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from server.distribution.models import Task
+    from server.files import StoredFiles, sha256_of
+    from server.games.models import TrainingGame
+
+    network = network or run.networks.get(is_random=True)
+    now = timezone.now()
+    task = Task.objects.create(kind=Task.Kind.SELFPLAY, run=run, user=user, network=network,
+                               settings_version=run.current_settings(), games=len(games), client_version="0.1.0",
+                               client_instance_id="test", expires_at=now + timedelta(hours=1))
+    files = StoredFiles()
+    rows = []
+    for k, game in enumerate(games):
+        m = game.metadata
+        rows.append(TrainingGame.objects.create(
+            client_game_id=f"{task.id.hex[:16]}-{k}", task=task, user=user, run=run,
+            settings_version=task.settings_version, board_x_size=m["board_x_size"], board_y_size=m["board_y_size"],
+            komi=m["komi"], rules={}, result=m["result"], winner="-", moves=m["moves"], network=network,
+            rows=m["rows"], sgf=files.put("games", game.sgf, ".sgf"), sgf_sha256=sha256_of(game.sgf),
+            npz=files.put("rows", game.npz, ".npz"), npz_sha256=sha256_of(game.npz),
+            created_at=now - timedelta(minutes=minutes_apart * (len(games) - 1 - k))))
+    return rows

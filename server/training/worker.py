@@ -1,0 +1,447 @@
+"""The trainer (``manage.py train --run NAME``): trains the run's networks on its data as the data
+arrives, and makes candidate networks of them.
+
+It runs wherever there is a GPU with access to the database and the file storage. In a loop it:
+
+1. reads the run's training settings and the rows the run counts (``server.training.window``);
+2. for each line (``TrainingLine``: the current architecture, and a larger next one while it catches
+   up) works out how many samples the data allows (``samples_per_row`` per row counted; nothing
+   before ``window_c`` rows) and, when there is enough to do, trains a chunk: at most one pass over
+   the newest window, in shuffled batches (``common.data.loader``), with the paper's optimiser and
+   schedule (``common.nn.training``);
+3. every ``export_every`` samples exports the weight average: the current line's export becomes a
+   candidate network (parent: the line's previous export, or the run's newest accepted network) and
+   enters gating; a next line's export is measured against the current line's last one on the
+   held-out rows, and takes over (becoming a candidate) once its loss is lower;
+4. sleeps until more data has arrived.
+
+Progress goes to the line's row (status, samples, window, losses per head), to the log, and with
+``--tensorboard`` to TensorBoard. A checkpoint (weights, optimiser, average, where it was in the
+chunk) is written every ``--checkpoint-minutes``, after every chunk and export, and on a clean stop
+(Ctrl-C or SIGTERM finish the step at hand); a trainer started again continues from it at the exact
+batch. Under ``torchrun`` every process trains on its share of each batch schedule with
+DistributedDataParallel; process 0 reads the database, plans, reports, checkpoints and exports, and
+the checkpoint folder must be one that every process can read.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import logging
+import socket
+import threading
+import time
+import zlib
+from dataclasses import asdict, dataclass, field
+from functools import partial
+from pathlib import Path
+
+import torch
+from django.core.files.base import ContentFile
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from common.data.loader import RowFile, ShuffledPass
+from common.nn.modelfile import decode_model, encode_model
+from common.nn.training import NORM_BATCHES, Distributed, Trainer, evaluate, to_tensors
+from common.settings import TrainingSettings
+from server.networks.models import Network
+from server.networks.store import store_network
+from server.runs.models import Run
+from server.training.models import TrainingLine
+from server.training.window import read_file, total_rows, training_window, validation_files
+
+log = logging.getLogger(__name__)
+
+MIN_CHUNK_STEPS = 10  # a chunk waits until the data allows this many steps
+PREDICTIVE_TERMS = ("policy", "value")  # the held-out loss by which a next line overtakes
+VALIDATION_BATCH = 256
+
+
+@dataclass
+class TrainerOptions:
+    run: str
+    checkpoints: Path
+    architecture: str | None = None  # only this line (one machine per line); None: every line
+    device: str | None = None
+    poll_seconds: float = 30.0
+    once: bool = False  # train what the data allows now, then return
+    checkpoint_seconds: float = 600.0
+    report_seconds: float = 10.0
+    tensorboard: Path | None = None
+
+
+@dataclass
+class Chunk:
+    """At most one pass over a window, as planned when it started (so a resumed trainer goes on
+    with the same batches)."""
+
+    seed: int
+    files: list[RowFile]
+    end_samples: int
+    total_rows: int
+    window_rows: int
+    next_batch: int = 0
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["files"] = [[f.name, f.rows] for f in self.files]
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict | None) -> Chunk | None:
+        if not d:
+            return None
+        return cls(**{**d, "files": [RowFile(name, rows) for name, rows in d["files"]]})
+
+
+@dataclass
+class Line:
+    """A line as this process trains it."""
+
+    architecture: str
+    trainer: Trainer
+    checkpoint: Path
+    chunk: Chunk | None = None
+    losses: dict[str, float] = field(default_factory=dict)
+    loss_steps: int = 0
+
+
+class TrainerError(Exception):
+    """A trainer that cannot go on as configured; the message says why."""
+
+
+def _seed(*parts) -> int:
+    return zlib.crc32("/".join(str(p) for p in parts).encode())
+
+
+class TrainingWorker:
+    """See the module docstring; ``stop`` ends it after the step at hand."""
+
+    def __init__(self, options: TrainerOptions, stop: threading.Event | None = None,
+                 distributed: Distributed | None = None) -> None:
+        self.options = options
+        self.stop = stop or threading.Event()
+        self.dist = distributed or Distributed()
+        self.device = self.dist.device(options.device)
+        self.host = socket.gethostname()[:100]
+        self.lines: dict[str, Line] = {}
+        self.seen: set[str] = set()  # the lines this trainer looked after
+        self.settings: TrainingSettings | None = None
+        self.run_row: Run | None = None
+        self.writer = None
+        if options.tensorboard is not None and self.dist.main:
+            try:
+                from torch.utils.tensorboard import SummaryWriter
+            except ImportError:
+                raise TrainerError("--tensorboard needs the tensorboard package: pip install tensorboard") from None
+            self.writer = SummaryWriter(str(options.tensorboard))
+
+    # --- the loop --------------------------------------------------------------------------------------------
+    def run(self) -> None:
+        try:
+            while True:
+                plan = self.dist.broadcast(self._plan() if self.dist.main else None)
+                if plan is None:  # stopped
+                    break
+                self.settings = TrainingSettings.from_dict(plan["settings"])
+                for item in plan["lines"]:
+                    line = self._line(item)
+                    if self.dist.any(self.stop.is_set()):
+                        break
+                    self._train_chunk(line, Chunk.from_dict(item["chunk"]))
+                if self.dist.any(self.stop.is_set()):
+                    break
+                if not plan["lines"]:
+                    if self.options.once:
+                        break
+                    if self.dist.main:
+                        self.stop.wait(self.options.poll_seconds)
+        finally:
+            if self.dist.main:
+                self._stopped()
+            if self.writer is not None:
+                self.writer.close()
+
+    def _plan(self) -> dict | None:
+        """What to train now (process 0): the settings and, per line with work, its chunk."""
+        if self.stop.is_set():
+            return None
+        run = Run.objects.filter(name=self.options.run).first()
+        if run is None:
+            raise TrainerError(f"there is no run {self.options.run!r}")
+        self.run_row = run
+        version = run.current_settings()
+        settings = version.settings.training
+        total = total_rows(run, settings)
+        plan = {"settings": settings.to_dict(), "lines": []}
+        for row in self._sync_lines(run, settings):
+            self.seen.add(row.architecture)
+            line = self.lines.get(row.architecture)
+            init = None if line is not None else self._init_instruction(run, row)
+            chunk = line.chunk if line is not None else Chunk.from_dict(init.get("chunk"))
+            samples = line.trainer.samples if line is not None else init["samples"]
+            note = ""
+            if chunk is None:
+                budget = int(settings.samples_per_row * total)
+                if total < settings.window_c:
+                    note = f"waiting for data: {total:,} of the {settings.window_c:,} rows training starts with"
+                elif budget - samples < settings.batch_size * self.dist.world * MIN_CHUNK_STEPS:
+                    note = (f"waiting for data: {samples:,} samples trained, {budget:,} allowed by "
+                            f"{total:,} rows at {settings.samples_per_row:g} per row")
+                else:
+                    window = training_window(run, settings, total)
+                    chunk = Chunk(seed=_seed(run.name, row.architecture, samples), files=window.files,
+                                  end_samples=samples + min(budget - samples, window.rows), total_rows=total,
+                                  window_rows=window.rows)
+            if chunk is None:
+                self._update(row, status=TrainingLine.Status.IDLE, status_note=note, rows_total=total,
+                             samples=samples)
+                continue
+            plan["lines"].append({"architecture": row.architecture, "init": init, "chunk": chunk.to_dict()})
+        return plan
+
+    def _sync_lines(self, run: Run, settings: TrainingSettings) -> list[TrainingLine]:
+        """The run's lines named by its settings (made when new: the first is current, a later one
+        next), retired ones left out, only ``--architecture``'s if given."""
+        wanted = [settings.architecture] + ([settings.next_architecture] if settings.next_architecture else [])
+        if self.options.architecture:
+            if self.options.architecture not in wanted:
+                raise TrainerError(f"run {run.name}'s settings train {' and '.join(wanted)}, "
+                                   f"not {self.options.architecture}")
+            wanted = [self.options.architecture]
+        rows = {row.architecture: row for row in TrainingLine.objects.filter(run=run)}
+        for arch in wanted:
+            if arch not in rows:
+                has_current = any(r.role == TrainingLine.Role.CURRENT for r in rows.values())
+                role = TrainingLine.Role.NEXT if has_current else TrainingLine.Role.CURRENT
+                rows[arch], _ = TrainingLine.objects.get_or_create(run=run, architecture=arch,
+                                                                   defaults={"role": role})
+        return [rows[a] for a in wanted if rows[a].role != TrainingLine.Role.RETIRED]
+
+    def _checkpoint_path(self, architecture: str) -> Path:
+        return self.options.checkpoints / self.options.run / f"{architecture}.ckpt"
+
+    def _init_instruction(self, run: Run, row: TrainingLine) -> dict:
+        """How every process starts a line's trainer: from its checkpoint, from its last export when
+        the checkpoint is gone, or afresh."""
+        path = self._checkpoint_path(row.architecture)
+        if path.exists():
+            state = torch.load(path, map_location="cpu", weights_only=True)
+            return {"from": "checkpoint", "samples": state["samples"], "chunk": state.get("extra", {}).get("chunk")}
+        export = row.last_export
+        if export is not None and export.file:
+            log.warning("%s: no checkpoint at %s; continuing from the last export %s (%d samples) with a "
+                        "fresh optimiser", row.architecture, path, export.name, export.train_step)
+            return {"from": "export", "file": export.file.name, "samples": export.train_step}
+        if row.samples:
+            log.warning("%s: no checkpoint at %s and no export: the %d samples trained are lost; starting "
+                        "afresh", row.architecture, path, row.samples)
+        return {"from": "fresh", "samples": 0}
+
+    def _line(self, item: dict) -> Line:
+        arch = item["architecture"]
+        line = self.lines.get(arch)
+        if line is None:
+            trainer = Trainer(arch, self.settings, device=self.device, distributed=self.dist,
+                              seed=_seed(self.options.run, arch))
+            line = Line(arch, trainer, self._checkpoint_path(arch))
+            init = item["init"]
+            if init["from"] == "checkpoint":
+                extra = trainer.load_checkpoint(line.checkpoint)
+                line.chunk = Chunk.from_dict(extra.get("chunk"))
+            elif init["from"] == "export":
+                trainer.start_from(decode_model(read_file(init["file"]), init["file"]).state_dict, init["samples"])
+            log.info("%s: %s at %d samples on %s", arch, {"checkpoint": "resumed from its checkpoint",
+                                                          "export": "continued from its last export",
+                                                          "fresh": "started afresh"}[init["from"]],
+                     trainer.samples, self.device)
+            self.lines[arch] = line
+        line.trainer.use_settings(self.settings)
+        return line
+
+    # --- a chunk ---------------------------------------------------------------------------------------------
+    def _transform(self):
+        return partial(to_tensors, pin=self.device.type == "cuda")
+
+    def _train_chunk(self, line: Line, chunk: Chunk) -> None:
+        trainer, settings, world = line.trainer, self.settings, self.dist.world
+        line.chunk = chunk
+        passes = ShuffledPass(chunk.files, read_file, settings.batch_size, chunk.seed,
+                              block_rows=settings.shuffle_rows, symmetries=settings.symmetries, drop_last=True,
+                              transform=self._transform())
+        usable = passes.num_batches - passes.num_batches % world
+        row = self._row(line) if self.dist.main else None
+        if row is not None:
+            self._update(row, status=TrainingLine.Status.TRAINING, rows_total=chunk.total_rows,
+                         window_rows=chunk.window_rows, host=self.host, started_at=row.started_at or timezone.now(),
+                         status_note=f"training to {chunk.end_samples:,} samples on {chunk.window_rows:,} rows")
+        last_report = last_checkpoint = time.monotonic()
+        report_samples = trainer.samples
+        stopped = False
+        if chunk.next_batch < usable and trainer.samples < chunk.end_samples:
+            for batch in passes.batches(chunk.next_batch + self.dist.rank, stride=world):
+                if self.dist.any(self.stop.is_set()):
+                    stopped = True
+                    break
+                result = trainer.step(batch)
+                chunk.next_batch += world
+                for name, value in result.items():
+                    line.losses[name] = line.losses.get(name, 0.0) + value
+                line.loss_steps += 1
+                if trainer.export_due:
+                    self._export(line, chunk)
+                if trainer.samples >= chunk.end_samples or chunk.next_batch >= usable:
+                    break
+                now = time.monotonic()
+                if row is not None and now - last_report >= self.options.report_seconds:
+                    self._report(line, row, (trainer.samples - report_samples) / (now - last_report))
+                    last_report, report_samples = now, trainer.samples
+                if now - last_checkpoint >= self.options.checkpoint_seconds:
+                    self._save(line)
+                    last_checkpoint = now
+        if passes.skipped_files:
+            log.error("%s: %d file(s) of the window could not be read: %s", line.architecture,
+                      len(passes.skipped_files), ", ".join(passes.skipped_files[:5]))
+        if not stopped:
+            line.chunk = None
+        if row is not None:
+            elapsed = max(time.monotonic() - last_report, 1e-9)
+            self._report(line, row, (trainer.samples - report_samples) / elapsed)
+        self._save(line)
+
+    def _save(self, line: Line) -> None:
+        extra = {"chunk": line.chunk.to_dict() if line.chunk is not None else None}
+        line.trainer.save_checkpoint(line.checkpoint, extra)
+
+    def _report(self, line: Line, row: TrainingLine, samples_per_s: float) -> None:
+        trainer = line.trainer
+        if not line.loss_steps:
+            return
+        losses = {name: total / line.loss_steps for name, total in line.losses.items()}
+        losses["samples_per_s"] = samples_per_s
+        line.losses, line.loss_steps = {}, 0
+        self._update(row, samples=trainer.samples, losses={k: round(v, 6) for k, v in losses.items()})
+        main = ", ".join(f"{k} {losses[k]:.4g}" for k in ("policy", "value", "ownership", "score_pdf") if k in losses)
+        log.info("%s: %d samples, %.0f samples/s, learning rate %.3g per sample: loss %.4g (%s)",
+                 line.architecture, trainer.samples, samples_per_s, losses["learning_rate"], losses["loss"], main)
+        if self.writer is not None:
+            for name, value in losses.items():
+                self.writer.add_scalar(f"{line.architecture}/{name}", value, trainer.samples)
+
+    # --- exports ---------------------------------------------------------------------------------------------
+    def _batches(self, files: list[RowFile], seed: int, symmetries: bool):
+        settings = self.settings
+        return ShuffledPass(files, read_file, min(settings.batch_size, VALIDATION_BATCH), seed,
+                            block_rows=settings.shuffle_rows, symmetries=symmetries,
+                            transform=self._transform()).batches()
+
+    def _export(self, line: Line, chunk: Chunk) -> None:
+        """Export the line's weight average (process 0; the others wait)."""
+        trainer = line.trainer
+        if self.dist.main:
+            row = self._row(line)
+            self._update(row, status=TrainingLine.Status.EXPORTING,
+                         status_note=f"exporting at {trainer.samples:,} samples")
+            norm = itertools.islice(self._batches(chunk.files, chunk.seed ^ 0x5EED, self.settings.symmetries),
+                                    NORM_BATCHES)
+            model = trainer.export_model(norm)
+            held_out = validation_files(self.run_row, self.settings)
+            validation = evaluate(model, self._batches(held_out, 0, False), self.device) if held_out else {}
+            row.refresh_from_db()
+            candidate = row.role == TrainingLine.Role.CURRENT
+            if row.role == TrainingLine.Role.NEXT:
+                candidate = self._overtakes(row, validation, held_out)
+            fields = {"validation": {k: round(v, 6) for k, v in validation.items()},
+                      "status": TrainingLine.Status.TRAINING, "status_note": ""}
+            if candidate:
+                network = self._register(row, model, chunk)
+                fields.update(last_export=network, exports=row.exports + 1)
+            self._update(row, **fields)
+        trainer.exported()
+        self._save(line)
+        self.dist.barrier()
+
+    def _overtakes(self, row: TrainingLine, validation: dict, held_out: list[RowFile]) -> bool:
+        """Whether the next line's export predicts the held-out rows better than the current line's
+        last export; if so, the lines change roles."""
+        current = TrainingLine.objects.filter(run=row.run, role=TrainingLine.Role.CURRENT).select_related(
+            "last_export").first()
+        if current is None:
+            takes_over = True
+            reason = "the run has no current line"
+        elif current.last_export is None or not current.last_export.file:
+            log.info("%s: not compared yet: the current line %s has no export", row.architecture,
+                     current.architecture)
+            return False
+        elif not validation.get("rows"):
+            log.info("%s: not compared: the run has no held-out rows yet", row.architecture)
+            return False
+        else:
+            from common.nn.model import Model
+
+            mf = decode_model(read_file(current.last_export.file.name), current.last_export.file.name)
+            theirs_model = Model(mf.config, initialize=False).to(self.device)
+            theirs_model.load_state_dict(mf.state_dict)
+            theirs = evaluate(theirs_model, self._batches(held_out, 0, False), self.device)
+            ours_loss = sum(validation[k] for k in PREDICTIVE_TERMS)
+            theirs_loss = sum(theirs[k] for k in PREDICTIVE_TERMS)
+            takes_over = ours_loss < theirs_loss
+            reason = (f"held-out policy + value loss {ours_loss:.4f} against {theirs_loss:.4f} of "
+                      f"{current.last_export.name}")
+        log.info("%s %s: %s", row.architecture, "takes over" if takes_over else "does not take over yet", reason)
+        if takes_over:
+            with transaction.atomic():
+                TrainingLine.objects.filter(run=row.run, role=TrainingLine.Role.CURRENT).update(
+                    role=TrainingLine.Role.RETIRED, status=TrainingLine.Status.IDLE,
+                    status_note=f"overtaken by {row.architecture}: {reason}", updated_at=timezone.now())
+                TrainingLine.objects.filter(pk=row.pk).update(role=TrainingLine.Role.CURRENT)
+            row.role = TrainingLine.Role.CURRENT
+        return takes_over
+
+    def _register(self, row: TrainingLine, model, chunk: Chunk) -> Network:
+        """The export as a candidate network of the run."""
+        trainer = self.lines[row.architecture].trainer
+        run = self.run_row
+        name = f"{run.name}-{row.architecture}-s{trainer.samples}-d{chunk.total_rows}"
+        if len(name) > 64:
+            name = f"{run.name}-{row.architecture}-s{trainer.samples}"
+        existing = Network.objects.filter(name=name, run=run).first()
+        if existing is not None:  # exported before a crash that came before the next checkpoint
+            log.info("%s: %s was exported already", row.architecture, name)
+            return existing
+        data = encode_model(model.config, model.state_dict(), name)
+        parent = row.last_export or run.selfplay_network()
+        notes = (f"exported by the trainer on {self.host} after {trainer.samples:,} training samples; "
+                 f"weights averaged over {trainer.snapshots} snapshots")
+        try:
+            network = store_network(run=run, name=name, content=ContentFile(data), size=len(data),
+                                    sha256=hashlib.sha256(data).hexdigest(), config=model.config, parent=parent,
+                                    train_step=trainer.samples, rows_seen=chunk.total_rows, notes=notes)
+        except IntegrityError:
+            network = Network.objects.get(name=name)
+        log.info("%s: exported %s (parent %s) as a candidate", row.architecture, network.name,
+                 parent.name if parent else "none")
+        return network
+
+    # --- the line's row ----------------------------------------------------------------------------------------
+    def _row(self, line: Line) -> TrainingLine:
+        return TrainingLine.objects.get(run__name=self.options.run, architecture=line.architecture)
+
+    def _update(self, row: TrainingLine, **fields) -> None:
+        fields["updated_at"] = timezone.now()
+        for name, value in fields.items():
+            setattr(row, name, value)
+        TrainingLine.objects.filter(pk=row.pk).update(**fields)
+
+    def _stopped(self) -> None:
+        for row in TrainingLine.objects.filter(run__name=self.options.run, architecture__in=self.seen):
+            fields = {"status": TrainingLine.Status.STOPPED,
+                      "status_note": "the trainer stopped; it continues from its checkpoint when started again"}
+            if row.status == TrainingLine.Status.IDLE and row.status_note:
+                fields["status_note"] = f"the trainer stopped, {row.status_note}"[:200]
+            if row.architecture in self.lines:
+                fields["samples"] = self.lines[row.architecture].trainer.samples
+            self._update(row, **fields)
+

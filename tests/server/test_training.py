@@ -1,0 +1,288 @@
+"""Central training: the window and the rows a run counts, the trainer's schedule and exports (candidate
+networks with their lineage, loadable by the client), its state on the run, resuming at the exact
+batch, learning on real self-play data, and a larger architecture taking over."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from django.core.management import call_command
+
+from common.settings import TrainingSettings
+from tests.server import helpers
+
+pytestmark = pytest.mark.django_db
+
+TRAIN = TrainingSettings(architecture="tiny", window_c=300, samples_per_row=2.0, batch_size=32,
+                         learning_rate=2e-3, snapshot_every=128, export_every=512, holdout_one_in=5,
+                         validation_rows=500, shuffle_rows=600)
+
+
+@pytest.fixture(scope="module")
+def training_games(tmp_path_factory) -> list[helpers.PlayedGame]:
+    """Forty 7x7 self-play games of the random network, as the client plays them."""
+    return helpers.selfplay_games(Path(tmp_path_factory.mktemp("training")), helpers.RANDOM_NET, count=40, seed=11)
+
+
+@pytest.fixture
+def gen1(run):
+    """An accepted network of the run whose games the tests store (rows of the random network count only
+    up to window_c)."""
+    from server.networks.models import Network
+
+    return Network.objects.create(name="test-gen1", run=run, state=Network.State.ACCEPTED)
+
+
+def use_training(run, settings: TrainingSettings = TRAIN) -> None:
+    document = helpers.SETTINGS.to_dict()
+    document["training"] = settings.to_dict()
+    run.set_settings(document)
+
+
+def line(architecture: str = "tiny"):
+    from server.training.models import TrainingLine
+
+    return TrainingLine.objects.get(architecture=architecture)
+
+
+def train(tmp_path: Path, stop_after: int | None = None, **options):
+    """The trainer with --once; ``stop_after`` steps it is told to stop (as by Ctrl-C)."""
+    from common.nn.training import Trainer
+    from server.training.worker import TrainerOptions, TrainingWorker
+
+    stop = threading.Event()
+    worker = TrainingWorker(TrainerOptions(run=helpers.RUN, checkpoints=tmp_path / "checkpoints", device="cpu",
+                                           once=True, report_seconds=0.0, **options), stop)
+    if stop_after is not None:
+        step = Trainer.step
+        calls = []
+
+        def counting(self, batch):
+            calls.append(1)
+            if len(calls) == stop_after:
+                stop.set()
+            return step(self, batch)
+
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(Trainer, "step", counting)
+            worker.run()
+    else:
+        worker.run()
+    return worker
+
+
+# --- the window --------------------------------------------------------------------------------------
+def test_the_window_grows_as_the_paper_says():
+    s = TrainingSettings()  # c 250,000, alpha 0.75, beta 0.4
+    assert s.window_rows(0) == 0 and s.window_rows(1000) == 1000  # below c: every row there is
+    assert s.window_rows(250_000) == 250_000
+    assert s.window_rows(1_000_000) == int(250_000 * (1 + 0.4 * (4 ** 0.75 - 1) / 0.75))  # 493,790
+    slope = (s.window_rows(251_000) - s.window_rows(250_000)) / 1000
+    assert slope == pytest.approx(0.4, abs=0.002)  # grows by beta per new row at first
+    sizes = [s.window_rows(n) for n in range(250_000, 10**8, 10**6)]
+    assert sizes == sorted(sizes)
+    steps = np.diff(sizes)
+    assert (np.diff(steps) <= 1).all()  # ever slower (sublinear)
+
+
+def test_the_rows_counted_and_the_window(run, alice, bob, training_games):
+    from server.networks.models import Network
+    from server.training.window import total_rows, training_window, validation_files
+
+    use_training(run, TRAIN.replace(window_c=150))
+    random_games = helpers.store_training_games(run, alice[0], training_games[:10], minutes_apart=10)
+    trained = Network.objects.create(name="test-trained", run=run, state=Network.State.ACCEPTED)
+    later = helpers.store_training_games(run, alice[0], training_games[10:30], network=trained)
+    bobs = helpers.store_training_games(run, bob[0], training_games[30:34], network=trained)
+    settings = run.current_settings().settings.training
+    random_rows = sum(g.rows for g in random_games)
+    later_rows = sum(g.rows for g in later)
+    assert random_rows > 150
+    assert total_rows(run, settings) == 150 + later_rows + sum(g.rows for g in bobs)  # random rows capped at c
+
+    bob[0].is_active = False  # a disabled account and a disabled game no longer count
+    bob[0].save()
+    later[-1].disabled = True
+    later[-1].save()
+    total = total_rows(run, settings)
+    assert total == 150 + later_rows - later[-1].rows
+
+    window = training_window(run, settings)
+    assert window.total_rows == total and window.target_rows == settings.window_rows(total)
+    stored = {g.npz.name: g for g in random_games + later}
+    games = [stored[f.name] for f in window.files]
+    assert all(f.rows == stored[f.name].rows for f in window.files)
+    assert [g.created_at for g in games] == sorted((g.created_at for g in games), reverse=True)  # newest first
+    assert all(g.id % 5 != 0 and not g.disabled for g in games)
+    assert window.rows >= window.target_rows and window.rows - games[-1].rows < window.target_rows
+    held_out = [stored[f.name] for f in validation_files(run, settings) if f.name in stored]
+    assert held_out and all(g.id % 5 == 0 for g in held_out)
+    assert not {f.name for f in window.files} & {g.npz.name for g in held_out}
+
+
+# --- the trainer -------------------------------------------------------------------------------------------
+def test_the_trainer_waits_for_the_first_window(run, alice, training_games, tmp_path):
+    from server.training.models import TrainingLine
+
+    use_training(run, TRAIN.replace(window_c=100_000))
+    total = sum(g.rows for g in helpers.store_training_games(run, alice[0], training_games[:5]))
+    call_command("train", run=helpers.RUN, once=True, checkpoints=tmp_path, device="cpu")
+    row = line()
+    assert row.role == "current" and row.samples == 0
+    assert row.status == "stopped"
+    assert row.status_note == (f"the trainer stopped, waiting for data: {total:,} of the 100,000 rows training "
+                               "starts with")
+    assert TrainingLine.objects.count() == 1
+    assert not run.networks.filter(is_random=False).exists()
+
+
+def test_the_trainer_trains_as_the_data_allows_and_exports_candidates(run, alice, gen1, training_games, tmp_path):
+    from django.core.files.storage import default_storage
+    from rest_framework.test import APIClient
+
+    from client.evaluator import Evaluator
+    from common.go.game import Game
+
+    use_training(run)
+    games = helpers.store_training_games(run, alice[0], training_games, network=gen1)
+    total = sum(g.rows for g in games)
+    train(tmp_path)
+
+    row = line()
+    budget = int(TRAIN.samples_per_row * total)
+    assert budget - 10 * TRAIN.batch_size <= row.samples < budget + TRAIN.batch_size
+    assert row.rows_total == total and row.window_rows > 0
+    assert {"policy", "value", "loss", "learning_rate", "samples_per_s"} <= set(row.losses)
+    assert row.validation["rows"] > 0 and row.validation["policy"] > 0
+    candidates = list(run.networks.filter(name__contains="-tiny-").order_by("train_step"))
+    assert len(candidates) == row.samples // TRAIN.export_every == row.exports
+    assert row.last_export == candidates[-1]
+    assert [c.parent for c in candidates] == [gen1, *candidates[:-1]]  # the line's lineage
+    for k, c in enumerate(candidates):
+        assert c.state == "candidate" and c.size_name == "b2c16"
+        assert TRAIN.export_every * (k + 1) <= c.train_step < TRAIN.export_every * (k + 1) + TRAIN.batch_size
+        assert c.rows_seen == total
+        assert c.name == f"{run.name}-tiny-s{c.train_step}-d{total}"
+    assert (tmp_path / "checkpoints" / helpers.RUN / "tiny.ckpt").exists()
+
+    # The client loads the export and evaluates a position with it.
+    evaluator = Evaluator.from_file(Path(default_storage.path(candidates[-1].file.name)), device="cpu")
+    out = evaluator.evaluate([Game(7)])[0]
+    assert np.isfinite(out.policy).all() and abs(out.policy.sum() - 1) < 1e-4
+
+    # The run shows the trainer's state.
+    body = APIClient().get(f"/api/v1/runs/{run.name}/").json()
+    assert body["training"][0]["architecture"] == "tiny"
+    assert body["training"][0]["samples"] == row.samples
+    assert body["training"][0]["last_export"] == candidates[-1].name
+    assert body["training"][0]["status"] == "stopped"
+
+    # More data, more training: it continues from its checkpoint.
+    more = helpers.store_training_games(run, alice[0], training_games[:10], network=gen1)
+    train(tmp_path)
+    assert line().samples >= row.samples + TRAIN.samples_per_row * sum(g.rows for g in more) - 10 * 32
+
+
+def test_a_stopped_trainer_resumes_at_the_exact_batch(run, alice, gen1, training_games, tmp_path):
+    from server.networks.models import Network
+    from server.training.models import TrainingLine
+
+    use_training(run, TRAIN.replace(export_every=100_000, snapshot_every=64))
+    helpers.store_training_games(run, alice[0], training_games, network=gen1)
+    train(tmp_path / "a", stop_after=5)
+    state = torch.load(tmp_path / "a" / "checkpoints" / helpers.RUN / "tiny.ckpt", weights_only=True)
+    assert state["samples"] == 5 * 32 and state["extra"]["chunk"]["next_batch"] == 5
+    assert line().status == "stopped"
+    train(tmp_path / "a")
+    resumed = torch.load(tmp_path / "a" / "checkpoints" / helpers.RUN / "tiny.ckpt", weights_only=True)
+
+    TrainingLine.objects.all().delete()
+    Network.objects.filter(is_random=False).exclude(pk=gen1.pk).delete()
+    train(tmp_path / "b")  # the same training without the stop
+    straight = torch.load(tmp_path / "b" / "checkpoints" / helpers.RUN / "tiny.ckpt", weights_only=True)
+    assert resumed["samples"] == straight["samples"] > 5 * 32
+    assert resumed["extra"]["chunk"] is None
+    for name, value in straight["model"].items():
+        assert torch.equal(resumed["model"][name], value), name
+    for name, value in straight["average"].items():
+        assert torch.equal(resumed["average"][name], value), name
+
+
+def test_the_trained_network_predicts_held_out_moves_better_than_the_initial_one(run, alice, gen1, training_games,
+                                                                                  tmp_path):
+    """The learning test: real self-play games of the random network on 7x7, the tiny network, a
+    minute of CPU at most; the policy loss on held-out rows falls."""
+    from common.data.loader import ShuffledPass
+    from common.nn.training import Trainer, evaluate, to_tensors
+    from server.training.window import read_file, validation_files
+
+    use_training(run, TRAIN.replace(samples_per_row=6.0, export_every=4096, snapshot_every=512))
+    helpers.store_training_games(run, alice[0], training_games, network=gen1)
+    # The same games again: more rows, under other ids (so other games are held out).
+    helpers.store_training_games(run, alice[0], training_games[:20], network=gen1)
+    settings = run.current_settings().settings.training
+    held_out = validation_files(run, settings)
+    assert sum(f.rows for f in held_out) > 150
+
+    def policy_loss(model) -> float:
+        batches = ShuffledPass(held_out, read_file, 64, seed=0, symmetries=False, transform=to_tensors).batches()
+        return evaluate(model, batches, torch.device("cpu"))["policy"]
+
+    from server.training.worker import _seed
+
+    initial = Trainer("tiny", settings, device="cpu", seed=_seed(helpers.RUN, "tiny")).export_model()
+    train(tmp_path)
+    trained = run.networks.filter(name__contains="-tiny-").latest("train_step")
+    from django.core.files.storage import default_storage
+
+    from common.nn.modelfile import load_model
+    model, _ = load_model(default_storage.path(trained.file.name), device="cpu")
+    before, after = policy_loss(initial), policy_loss(model)
+    assert after < before - 0.3, (before, after)
+    assert line().validation["policy"] == pytest.approx(after, rel=1e-4)
+
+
+def test_a_larger_architecture_takes_over_once_it_predicts_better(run, alice, gen1, training_games, tmp_path):
+    from server.networks.models import Network
+    from server.training.models import TrainingLine
+
+    use_training(run, TRAIN.replace(export_every=256, samples_per_row=1.0))
+    helpers.store_training_games(run, alice[0], training_games[:20], network=gen1)
+    train(tmp_path)
+    tiny = line("tiny")
+    assert tiny.role == "current" and tiny.exports > 0
+
+    # b6c96 alongside: its exports are measured against tiny's last one; a worse one changes nothing.
+    from server.training.window import validation_files
+    from server.training.worker import TrainerOptions, TrainingWorker
+
+    use_training(run, TRAIN.replace(export_every=256, samples_per_row=2.0, next_architecture="b6c96"))
+    worker = TrainingWorker(TrainerOptions(run=helpers.RUN, checkpoints=tmp_path, device="cpu"))
+    worker.run_row, worker.settings = run, run.current_settings().settings.training
+    big = worker._sync_lines(run, worker.settings)[1]
+    assert (big.architecture, big.role) == ("b6c96", "next")
+    held_out = validation_files(run, worker.settings)
+    assert not worker._overtakes(big, {"rows": 100, "policy": 50.0, "value": 50.0}, held_out)
+    assert (line("tiny").role, line("b6c96").role) == ("current", "next")
+
+    # The current line's last export turns out bad (a scrambled copy): the next line overtakes it.
+    bad = Network.objects.create(name="test-scrambled", run=run, file=tiny.last_export.file.name,
+                                 size_bytes=tiny.last_export.size_bytes, sha256="0" * 64)
+    from django.core.files.base import ContentFile
+    from django.core.files.storage import default_storage
+
+    from common.nn.modelfile import encode_model, read_model_file
+    mf = read_model_file(default_storage.path(tiny.last_export.file.name))
+    scrambled = {k: (v * 40 if v.is_floating_point() and "running" not in k else v) for k, v in mf.state_dict.items()}
+    bad.file.save("scrambled.safetensors", ContentFile(encode_model(mf.config, scrambled, "test-scrambled")))
+    TrainingLine.objects.filter(architecture="tiny").update(last_export=bad)
+    train(tmp_path, architecture="b6c96")
+    assert line("b6c96").role == "current"
+    assert line("tiny").role == "retired" and "overtaken by b6c96" in line("tiny").status_note
+    candidate = run.networks.filter(name__contains="-b6c96-").latest("train_step")
+    assert candidate.state == "candidate" and candidate.size_name == "b6c96"
+    assert line("b6c96").last_export == candidate
