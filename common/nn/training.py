@@ -252,17 +252,7 @@ class Trainer:
 
     def load_checkpoint(self, path: str | os.PathLike) -> dict:
         """Continue from a checkpoint; returns the ``extra`` it was saved with."""
-        try:
-            state = torch.load(path, map_location=self.device, weights_only=True)
-        except FileNotFoundError:
-            raise
-        except Exception as e:
-            raise CheckpointError(f"checkpoint {path}: cannot be read ({type(e).__name__}: {e})") from None
-        if not isinstance(state, dict) or state.get("format") != CHECKPOINT_FORMAT:
-            raise CheckpointError(f"checkpoint {path}: not a {CHECKPOINT_FORMAT} file")
-        if state.get("version") != CHECKPOINT_VERSION:
-            raise CheckpointError(f"checkpoint {path}: version {state.get('version')}, this trainer reads "
-                                  f"{CHECKPOINT_VERSION}")
+        state = read_checkpoint(path, self.device)
         if state["config"] != self.config.to_dict():
             raise CheckpointError(f"checkpoint {path}: its network is {state['architecture']} with another "
                                   f"configuration than this trainer's {self.architecture}")
@@ -282,6 +272,25 @@ class Trainer:
         settings = self.settings
         self.next_snapshot = (samples // settings.snapshot_every + 1) * settings.snapshot_every
         self.next_export = (samples // settings.export_every + 1) * settings.export_every
+
+
+def read_checkpoint(path: str | os.PathLike, device: torch.device | str = "cpu") -> dict:
+    """A checkpoint's contents (:meth:`Trainer.state` and ``extra``); CheckpointError names the file
+    and what is wrong with it."""
+    try:
+        state = torch.load(path, map_location=device, weights_only=True)
+    except FileNotFoundError:
+        raise
+    except Exception as e:
+        message = str(e).splitlines()[0] if str(e) else ""
+        raise CheckpointError(f"checkpoint {path}: cannot be read ({type(e).__name__}: {message[:200]}); "
+                              "move it away to start from the line's last export") from None
+    if not isinstance(state, dict) or state.get("format") != CHECKPOINT_FORMAT:
+        raise CheckpointError(f"checkpoint {path}: not a {CHECKPOINT_FORMAT} file")
+    if state.get("version") != CHECKPOINT_VERSION:
+        raise CheckpointError(f"checkpoint {path}: version {state.get('version')}, this trainer reads "
+                              f"{CHECKPOINT_VERSION}")
+    return state
 
 
 @torch.no_grad()

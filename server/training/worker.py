@@ -37,14 +37,13 @@ from dataclasses import asdict, dataclass, field
 from functools import partial
 from pathlib import Path
 
-import torch
 from django.core.files.base import ContentFile
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from common.data.loader import RowFile, ShuffledPass
 from common.nn.modelfile import decode_model, encode_model
-from common.nn.training import NORM_BATCHES, Distributed, Trainer, evaluate, to_tensors
+from common.nn.training import NORM_BATCHES, Distributed, Trainer, evaluate, read_checkpoint, to_tensors
 from common.settings import TrainingSettings
 from server.networks.models import Network
 from server.networks.store import store_network
@@ -228,7 +227,7 @@ class TrainingWorker:
         the checkpoint is gone, or afresh."""
         path = self._checkpoint_path(row.architecture)
         if path.exists():
-            state = torch.load(path, map_location="cpu", weights_only=True)
+            state = read_checkpoint(path)
             return {"from": "checkpoint", "samples": state["samples"], "chunk": state.get("extra", {}).get("chunk")}
         export = row.last_export
         if export is not None and export.file:

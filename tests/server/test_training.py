@@ -286,3 +286,27 @@ def test_a_larger_architecture_takes_over_once_it_predicts_better(run, alice, ge
     candidate = run.networks.filter(name__contains="-b6c96-").latest("train_step")
     assert candidate.state == "candidate" and candidate.size_name == "b6c96"
     assert line("b6c96").last_export == candidate
+
+
+def test_bad_trainer_options_are_refused_with_what_to_do(run, tmp_path):
+    from django.core.management import CommandError
+
+    use_training(run)
+    common = {"once": True, "checkpoints": tmp_path, "device": "cpu"}
+    with pytest.raises(CommandError, match="there is no run 'nope'"):
+        call_command("train", run="nope", **common)
+    with pytest.raises(CommandError, match=r"--poll-seconds: 0\.0 must be a positive number"):
+        call_command("train", run=helpers.RUN, **{**common, "poll_seconds": 0.0})
+    with pytest.raises(CommandError, match="CUDA is not available"):
+        call_command("train", run=helpers.RUN, **{**common, "device": "cuda"})
+    with pytest.raises(CommandError, match="settings train tiny, not b6c96"):
+        call_command("train", run=helpers.RUN, architecture="b6c96", **common)
+    try:
+        import tensorboard  # noqa: F401
+    except ImportError:
+        with pytest.raises(CommandError, match="pip install tensorboard"):
+            call_command("train", run=helpers.RUN, tensorboard=tmp_path / "tb", **common)
+    (tmp_path / helpers.RUN).mkdir()
+    (tmp_path / helpers.RUN / "tiny.ckpt").write_bytes(b"damaged")
+    with pytest.raises(CommandError, match=r"tiny\.ckpt: cannot be read"):
+        call_command("train", run=helpers.RUN, **common)

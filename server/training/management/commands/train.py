@@ -16,7 +16,8 @@ from server.training.worker import TrainerError, TrainerOptions, TrainingWorker
 
 class Command(BaseCommand):
     help = ("Train the run's networks on its self-play data as it arrives and export candidate networks "
-            "(a long-running worker; Ctrl-C or SIGTERM stop it after a checkpoint). Under torchrun it trains "
+            "(a long-running worker; Ctrl-C or SIGTERM stop it after a checkpoint). Under torchrun (torchrun "
+            "--nproc_per_node N -- manage.py train ...) it trains "
             "on every process's GPU with DistributedDataParallel.")
 
     def add_arguments(self, parser):
