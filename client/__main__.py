@@ -258,6 +258,9 @@ def build_parser() -> argparse.ArgumentParser:
     two.add_argument("--komi", type=float, default=7.0, help="komi (default: 7)")
     two.add_argument("--rules", default="chinese", help="rules (default: chinese)")
     two.add_argument("--seed", type=int, default=1, help="seed of the default random engines")
+    two.add_argument("--games", type=_positive, default=1,
+                     help="games to play, colours alternating (default 1); the SGF collection goes to stdout")
+    two.add_argument("--summary", help="write the match's summary (wins per engine) to this JSON file")
     two.set_defaults(func=_twogtp)
     return parser
 

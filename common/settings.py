@@ -467,6 +467,10 @@ class TrainingSettings(_Settings):
         _in_range(_p(path, "export_every"), self.export_every, 1, 10**15)
         _need(self.export_every >= self.snapshot_every, _p(path, "export_every"),
               f"must be at least snapshot_every ({self.snapshot_every}), got {self.export_every}")
+        random_budget = self.samples_per_row * self.window_c
+        _need(self.export_every <= random_budget, _p(path, "export_every"),
+              f"must be at most samples_per_row x window_c ({random_budget:g}), got {self.export_every}: the "
+              "random network's rows count only up to window_c, so the first export would never come")
         _prob(_p(path, "ema_decay"), self.ema_decay)
         _need(self.ema_decay < 1.0, _p(path, "ema_decay"), f"must be less than 1, got {self.ema_decay}")
         _in_range(_p(path, "holdout_one_in"), self.holdout_one_in, 0, 10**6)

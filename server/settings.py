@@ -108,6 +108,7 @@ INSTALLED_APPS = [
     "server.games",
     "server.ratings",
     "server.training",
+    "server.platform",
 ]
 
 MIDDLEWARE = [

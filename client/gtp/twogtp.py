@@ -8,14 +8,17 @@ passes), by resignation, by an illegal move (which loses) or at a move limit (no
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import shlex
 import subprocess
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 
+from common.files import atomic_write
 from common.go.game import Game, IllegalMoveError
-from common.go.geometry import BLACK, PASS, WHITE, color_name, opponent, parse_gtp_vertex
+from common.go.geometry import BLACK, EMPTY, PASS, WHITE, color_name, opponent, parse_gtp_vertex
 from common.go.rules import Rules
 from common.go.sgf import GameRecord
 
@@ -140,18 +143,44 @@ def play_match(black: GtpProcess, white: GtpProcess, size: tuple[int, int] = (9,
 
 
 def main(args) -> int:
-    """``python -m client twogtp``: one game, its SGF on stdout, a summary on stderr."""
+    """``python -m client twogtp``: games between two engines, colours alternating (the --black engine
+    is black in the first game), their SGF on stdout (one collection), a line per game and, for
+    several games, a summary on stderr (and as JSON in ``--summary``)."""
     rules = Rules.from_text(args.rules)
     random_engine = [sys.executable, "-m", "client", "gtp", "--player", "random", "--seed"]
-    engines = {}
-    for color, command, name, seed in (("black", args.black, args.black_name, args.seed),
-                                       ("white", args.white, args.white_name, args.seed + 1)):
+    engines = []
+    for command, name, seed in ((args.black, args.black_name, args.seed), (args.white, args.white_name, args.seed + 1)):
         if command:
-            engines[color] = (shlex.split(command), name or shlex.split(command)[0])
+            engines.append((shlex.split(command), name or shlex.split(command)[0]))
         else:
-            engines[color] = ([*random_engine, str(seed)], name or "Sente random")
-    with GtpProcess(*engines["black"]) as black, GtpProcess(*engines["white"]) as white:
-        match = play_match(black, white, args.size, rules, args.komi)
-    sys.stdout.write(match.record.to_sgf())
-    print(f"{match.record.result} after {match.game.num_moves} moves ({match.reason})", file=sys.stderr)
+            engines.append(([*random_engine, str(seed)], name or "Sente random"))
+    if engines[0][1] == engines[1][1]:
+        engines = [(engines[0][0], engines[0][1] + " (1)"), (engines[1][0], engines[1][1] + " (2)")]
+    names = [name for _, name in engines]
+    wins, wins_as_black, draws, no_result = [0, 0], [0, 0], 0, 0
+    with GtpProcess(*engines[0]) as first, GtpProcess(*engines[1]) as second:
+        for k in range(args.games):
+            black, white = (first, second) if k % 2 == 0 else (second, first)
+            match = play_match(black, white, args.size, rules, args.komi)
+            sys.stdout.write(match.record.to_sgf())
+            sys.stdout.flush()
+            result = match.game.result
+            if result is None or result.no_result:
+                no_result += 1
+            elif result.winner == EMPTY:
+                draws += 1
+            else:
+                winner = (0 if k % 2 == 0 else 1) if result.winner == BLACK else (1 if k % 2 == 0 else 0)
+                wins[winner] += 1
+                wins_as_black[winner] += result.winner == BLACK
+            print(f"game {k + 1}: {black.name} (black) - {white.name} (white): {match.record.result} after "
+                  f"{match.game.num_moves} moves ({match.reason})", file=sys.stderr)
+    if args.games > 1:
+        print(f"{names[0]} {wins[0]}, {names[1]} {wins[1]}, drawn {draws}, no result {no_result} "
+              f"of {args.games} games", file=sys.stderr)
+    if args.summary:
+        summary = {"games": args.games, "engines": names, "wins": wins, "wins_as_black": wins_as_black,
+                   "draws": draws, "no_result": no_result, "size": list(args.size), "komi": args.komi,
+                   "rules": args.rules}
+        atomic_write(Path(args.summary), json.dumps(summary, indent=1).encode())
     return 0

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from server.platform.processes import database_url
 from tests.server import helpers
-from tests.server.live import LiveServer, database_url
+from tests.server.live import LiveServer
 
 
 @pytest.fixture

@@ -17,8 +17,8 @@ from django.conf import settings as django_settings
 from django.db import connection
 
 from common.settings import TrainingSettings
+from server.platform.processes import database_url
 from tests.server import helpers
-from tests.server.live import database_url
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
 

@@ -1,5 +1,6 @@
 """The run command's game: two random GTP engines in child processes, refereed, printed as SGF."""
 
+import json
 import subprocess
 import sys
 
@@ -7,7 +8,7 @@ import pytest
 
 from client.gtp.twogtp import GtpProcess, GtpProcessError, play_match
 from common.go.rules import Rules
-from common.go.sgf import read_sgf
+from common.go.sgf import parse_collection, read_sgf, record_from_tree
 
 pytestmark = pytest.mark.slow
 
@@ -44,3 +45,21 @@ def test_an_engine_that_breaks_the_rules_loses():
 def test_a_missing_engine_is_reported():
     with pytest.raises(GtpProcessError, match="cannot start engine"):
         GtpProcess(["/nonexistent/engine"])
+
+
+def test_several_games_alternate_colours_and_are_summed_up(tmp_path):
+    summary = tmp_path / "summary.json"
+    proc = subprocess.run([sys.executable, "-m", "client", "twogtp", "--size", "5", "--komi", "0.5", "--games", "3",
+                           "--black-name", "one", "--white-name", "two", "--summary", str(summary)],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    records = [record_from_tree(tree) for tree in parse_collection(proc.stdout)]
+    assert [(r.black_player, r.white_player) for r in records] == [("one", "two"), ("two", "one"), ("one", "two")]
+    body = json.loads(summary.read_text())
+    assert body["engines"] == ["one", "two"] and body["games"] == 3
+    wins = [0, 0]
+    for r in records:
+        winner = r.black_player if r.result.startswith("B+") else r.white_player
+        wins[["one", "two"].index(winner)] += 1
+    assert body["wins"] == wins and body["draws"] == body["no_result"] == 0  # komi 0.5: no draws
+    assert f"one {wins[0]}, two {wins[1]}, drawn 0, no result 0 of 3 games" in proc.stderr

@@ -21,17 +21,6 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def database_url(settings_dict: dict) -> str:
-    """A DATABASE_URL for a Django connection's settings (PostgreSQL or SQLite)."""
-    if settings_dict["ENGINE"].endswith("sqlite3"):
-        return f"sqlite:///{settings_dict['NAME']}"
-    user = settings_dict.get("USER") or "postgres"
-    password = f":{settings_dict['PASSWORD']}" if settings_dict.get("PASSWORD") else ""
-    host = settings_dict.get("HOST") or "127.0.0.1"
-    port = settings_dict.get("PORT") or 5432
-    return f"postgres://{user}{password}@{host}:{port}/{settings_dict['NAME']}"
-
-
 class LiveServer:
     """gunicorn -c deploy/gunicorn.conf.py on 127.0.0.1:<free port>, stopped by stop() (or `with`)."""
 

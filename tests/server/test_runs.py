@@ -126,6 +126,13 @@ def test_set_settings_stores_the_canonical_document(run):
     ({"gating": {"rule": "coin"}}, "gating.rule"),
     ({"selfplay": {"search": {"cpuct": -1}}}, "selfplay.search.cpuct"),
     ({"selfplay": []}, "selfplay"),
+    ({"training": {"architecture": "b99c7"}}, "training.architecture"),
+    ({"training": {"next_architecture": "b6c96"}}, "training.next_architecture"),
+    ({"training": {"window_alpha": 0}}, "training.window_alpha"),
+    ({"training": {"export_every": 100, "snapshot_every": 200}}, "training.export_every"),
+    ({"training": {"window_c": 1000, "export_every": 5000}}, "training.export_every"),
+    ({"training": {"holdout_one_in": 1}}, "training.holdout_one_in"),
+    ({"training": {"ema_decay": 1.0}}, "training.ema_decay"),
 ])
 def test_set_settings_refuses_bad_documents(run, document, path):
     """A bad document raises SettingsError naming the key, and makes no version."""

@@ -93,7 +93,7 @@ def test_the_rows_counted_and_the_window(run, alice, bob, training_games):
     from server.networks.models import Network
     from server.training.window import total_rows, training_window, validation_files
 
-    use_training(run, TRAIN.replace(window_c=150))
+    use_training(run, TRAIN.replace(window_c=150, export_every=256))
     random_games = helpers.store_training_games(run, alice[0], training_games[:10], minutes_apart=10)
     trained = Network.objects.create(name="test-trained", run=run, state=Network.State.ACCEPTED)
     later = helpers.store_training_games(run, alice[0], training_games[10:30], network=trained)
@@ -191,7 +191,7 @@ def test_a_stopped_trainer_resumes_at_the_exact_batch(run, alice, gen1, training
     from server.networks.models import Network
     from server.training.models import TrainingLine
 
-    use_training(run, TRAIN.replace(export_every=100_000, snapshot_every=64))
+    use_training(run, TRAIN.replace(export_every=600, snapshot_every=64))
     helpers.store_training_games(run, alice[0], training_games, network=gen1)
     train(tmp_path / "a", stop_after=5)
     state = torch.load(tmp_path / "a" / "checkpoints" / helpers.RUN / "tiny.ckpt", weights_only=True)
@@ -201,7 +201,8 @@ def test_a_stopped_trainer_resumes_at_the_exact_batch(run, alice, gen1, training
     resumed = torch.load(tmp_path / "a" / "checkpoints" / helpers.RUN / "tiny.ckpt", weights_only=True)
 
     TrainingLine.objects.all().delete()
-    Network.objects.filter(is_random=False).exclude(pk=gen1.pk).delete()
+    for network in Network.objects.filter(name__contains="-tiny-").order_by("-train_step"):
+        network.delete()  # children before their parents
     train(tmp_path / "b")  # the same training without the stop
     straight = torch.load(tmp_path / "b" / "checkpoints" / helpers.RUN / "tiny.ckpt", weights_only=True)
     assert resumed["samples"] == straight["samples"] > 5 * 32
@@ -220,7 +221,7 @@ def test_the_trained_network_predicts_held_out_moves_better_than_the_initial_one
     from common.nn.training import Trainer, evaluate, to_tensors
     from server.training.window import read_file, validation_files
 
-    use_training(run, TRAIN.replace(samples_per_row=6.0, export_every=4096, snapshot_every=512))
+    use_training(run, TRAIN.replace(window_c=700, samples_per_row=6.0, export_every=4096, snapshot_every=512))
     helpers.store_training_games(run, alice[0], training_games, network=gen1)
     # The same games again: more rows, under other ids (so other games are held out).
     helpers.store_training_games(run, alice[0], training_games[:20], network=gen1)
