@@ -1,0 +1,89 @@
+"""The demo run of a one-machine platform: settings that show learning within minutes on a CPU, and
+the accounts of the machine's owner and of its own contributing client.
+
+The settings scale the paper's down to a small board and a small network: fewer visits, a window
+that starts at a few thousand rows, quick exports and short gatings. Everything else (search,
+game initialization, the loss) is the paper's.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+
+from django.db import transaction
+
+from common.files import atomic_write
+from common.settings import GatingSettings, MatchSettings, RunSettings, SelfPlaySettings, TrainingSettings
+
+DEMO_RUN = "demo"
+OWNER = "admin"
+VOLUNTEER = "volunteer"
+
+# KataGo's fair komi on small boards (area scoring): 7x7 is a win by 9 for black with perfect play.
+FAIR_KOMI = {5: 24.0, 6: 4.0, 7: 9.0, 8: 10.0, 9: 7.0}
+
+
+def demo_settings(board: int = 7, architecture: str = "tiny") -> RunSettings:
+    komi = FAIR_KOMI.get(board, 7.0)
+    selfplay = SelfPlaySettings(board_sizes=(board,), board_size_weights=(1.0,), visits=48, cheap_visits=12,
+                                komi_mean=komi, max_moves=3 * board * board)
+    rating = MatchSettings(board_sizes=(board,), board_size_weights=(1.0,), visits=48, komi=komi,
+                           max_moves=3 * board * board)
+    gating = GatingSettings(rating_game_prob=0.25, rule="fixed", fixed_games=20, fixed_wins=10)
+    training = TrainingSettings(architecture=architecture, window_c=5000, samples_per_row=4.0, batch_size=128,
+                                learning_rate=3e-4, lr_decay=1e-6, snapshot_every=5000, export_every=20_000,
+                                validation_rows=2000, shuffle_rows=20_000)
+    return RunSettings(selfplay=selfplay, rating=rating, gating=gating, training=training)
+
+
+@dataclass
+class Credentials:
+    """What the platform keeps in its data folder (readable by its owner only). ``owner_password`` is
+    empty once the owner changed the password the platform made."""
+
+    owner_password: str
+    volunteer_token: str
+
+    @classmethod
+    def load(cls, path: Path) -> Credentials:
+        try:
+            data = json.loads(path.read_text())
+            return cls(owner_password=str(data["owner_password"]), volunteer_token=str(data["volunteer_token"]))
+        except (OSError, ValueError, KeyError):
+            return cls("", "")
+
+    def save(self, path: Path) -> None:
+        atomic_write(path, json.dumps(self.__dict__, indent=2).encode(), private=True)
+
+
+def ensure_demo(path: Path, board: int = 7, architecture: str = "tiny"):
+    """The demo run (made with :func:`demo_settings` unless a run of that name exists, which is
+    used as it is), the owner's staff account (made with a new password when missing) and the
+    volunteer's account with a client token, their secrets kept in ``path``. Returns (run,
+    credentials)."""
+    from server.accounts.models import ClientToken, User, hash_token
+    from server.runs.models import Run, create_run
+
+    credentials = Credentials.load(path)
+    with transaction.atomic():
+        run = Run.objects.filter(name=DEMO_RUN).first()
+        if run is None:
+            run = create_run(DEMO_RUN, demo_settings(board, architecture).to_dict(),
+                             description=f"the one-machine demo: {board}x{board}, the {architecture} network")
+        owner = User.objects.filter(username=OWNER).first()
+        if owner is None:
+            credentials.owner_password = secrets.token_urlsafe(12)
+            User.objects.create_superuser(OWNER, "", credentials.owner_password)
+        elif credentials.owner_password and not owner.check_password(credentials.owner_password):
+            credentials.owner_password = ""  # changed on the website: the owner knows it
+        volunteer = User.objects.filter(username=VOLUNTEER).first()
+        if volunteer is None:
+            volunteer = User.objects.create_user(VOLUNTEER, "", secrets.token_urlsafe(24))
+        if not (credentials.volunteer_token and ClientToken.objects.filter(
+                user=volunteer, key_hash=hash_token(credentials.volunteer_token), revoked_at=None).exists()):
+            _, credentials.volunteer_token = ClientToken.issue(volunteer, "the platform's own client")
+        credentials.save(path)
+    return run, credentials

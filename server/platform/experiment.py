@@ -1,0 +1,176 @@
+"""The learning experiment's measurements and report, after the platform ran for its budget.
+
+- the Elo of every generation (each network its gating accepted), from the run's rating games
+  (refitted first), with the training samples and rows it had seen and when it was accepted;
+- the newest generation against the random network (the run's starting point: the same search with
+  a uniform policy and an even value), with the run's match settings, through ``python -m client
+  match``;
+- the newest generation against GNU Go (level 1 by default) when it is installed, through
+  ``python -m client twogtp``.
+
+Client programs run as child processes: the server never imports the client.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from django.core.files.storage import default_storage
+from django.utils import timezone
+
+from common.files import atomic_write
+from server.platform.processes import ROOT
+
+
+@dataclass
+class Generation:
+    name: str
+    elo: float | None
+    elo_se: float | None
+    games: int
+    train_step: int
+    rows_seen: int
+    minutes: float | None  # since the run began, when it was accepted
+
+
+@dataclass
+class Report:
+    run: str
+    board: int
+    architecture: str
+    minutes: float
+    machine: str
+    selfplay_games: int = 0
+    rows: int = 0
+    rating_games: int = 0
+    candidates: int = 0
+    generations: list[Generation] = field(default_factory=list)
+    versus_random: dict | None = None
+    versus_gnugo: dict | None = None
+
+    def to_dict(self) -> dict:
+        d = dict(self.__dict__)
+        d["generations"] = [g.__dict__ for g in self.generations]
+        return d
+
+    def markdown(self) -> str:
+        lines = [f"# Learning experiment: run {self.run}", "",
+                 f"{self.board}x{self.board}, the {self.architecture} network, {self.minutes:g} minutes on "
+                 f"{self.machine}, from the random network.", "",
+                 f"- self-play: {self.selfplay_games:,} games, {self.rows:,} training rows",
+                 f"- rating games: {self.rating_games:,}; candidates exported: {self.candidates}, accepted: "
+                 f"{len(self.generations) - 1}", "",
+                 "| generation | accepted after (min) | training samples | rows seen | Elo | ± (95%) | rating games |",
+                 "|---|---|---|---|---|---|---|"]
+        for g in self.generations:
+            elo = f"{g.elo:+.0f}" if g.elo is not None else "-"
+            se = f"{1.96 * g.elo_se:.0f}" if g.elo_se is not None else "-"
+            when = f"{g.minutes:.1f}" if g.minutes is not None else "start"
+            lines.append(f"| {g.name} | {when} | {g.train_step:,} | {g.rows_seen:,} | {elo} | {se} | {g.games} |")
+        lines.append("")
+        for title, match in (("the random network", self.versus_random), ("GNU Go", self.versus_gnugo)):
+            if match is None:
+                continue
+            if match.get("skipped"):
+                lines.append(f"- against {title}: not played ({match['skipped']})")
+                continue
+            lines.append(f"- {match['network']} against {title} ({match['opponent']}): won {match['wins']} of "
+                         f"{match['games']} ({match['win_rate']:.0%}; as black {match['wins_as_black']}, as white "
+                         f"{match['wins_as_white']}), {match['visits']} visits per move")
+        return "\n".join(lines) + "\n"
+
+
+def generations(run) -> list[Generation]:
+    """The random network and every network a gating accepted, in order, with their ratings."""
+    from server.ratings.models import NetworkEvent
+
+    start = run.created_at
+    accepted = {e.network_id: e.created_at for e in NetworkEvent.objects.filter(
+        network__run=run, kind=NetworkEvent.Kind.ACCEPTED)}
+    result = []
+    for network in run.networks.select_related("rating").order_by("created_at", "id"):
+        if not (network.is_random or network.pk in accepted):
+            continue
+        rating = getattr(network, "rating", None)
+        when = accepted.get(network.pk)
+        result.append(Generation(
+            name=network.name, elo=rating.elo if rating else (0.0 if network.is_random else None),
+            elo_se=rating.elo_se if rating else None, games=rating.games if rating else 0,
+            train_step=network.train_step, rows_seen=network.rows_seen,
+            minutes=(when - start).total_seconds() / 60 if when else None))
+    return result
+
+
+def _network_file(network, folder: Path) -> Path:
+    """The network's file on local disk (copied out of the storage)."""
+    path = folder / f"{network.name}.safetensors"
+    with default_storage.open(network.file.name, "rb") as src, open(path, "wb") as dst:
+        shutil.copyfileobj(src, dst)
+    return path
+
+
+def play_random(network, settings, games: int, visits: int, log_path: Path) -> dict:
+    """The network against the random network with the run's match settings (colours alternating)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        model = _network_file(network, folder)
+        settings_file = folder / "match.json"
+        settings_file.write_text(json.dumps(settings.replace(visits=visits).to_dict()))
+        out = folder / "games"
+        command = [sys.executable, "-m", "client", "match", str(model), "random", "--games", str(games),
+                   "--settings", str(settings_file), "--out", str(out), "--no-compile", "--device", "cpu"]
+        _run(command, log_path)
+        summary = json.loads(next(out.glob("*-summary.json")).read_text())
+    wins = summary["wins"][0]
+    return {"network": network.name, "opponent": "the random network", "games": summary["games"], "wins": wins,
+            "win_rate": wins / max(1, summary["games"]), "wins_as_black": summary["wins_as_black"][0],
+            "wins_as_white": wins - summary["wins_as_black"][0], "visits": visits,
+            "draws": summary["draws_or_void"]}
+
+
+def play_gnugo(network, board: int, komi: float, games: int, visits: int, level: int, log_path: Path) -> dict:
+    gnugo = shutil.which("gnugo") or ("/usr/games/gnugo" if Path("/usr/games/gnugo").exists() else None)
+    if gnugo is None:
+        return {"skipped": "GNU Go is not installed (Debian package gnugo)"}
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        model = _network_file(network, folder)
+        ours = f"{sys.executable} -m client gtp --model {model} --visits {visits} --device cpu --seed 1"
+        theirs = f"{gnugo} --mode gtp --level {level} --chinese-rules"
+        summary_file = folder / "summary.json"
+        command = [sys.executable, "-m", "client", "twogtp", "--size", str(board), "--komi", f"{komi:g}",
+                   "--rules", "chinese", "--black", ours, "--white", theirs, "--black-name", network.name,
+                   "--white-name", f"GNU Go level {level}", "--games", str(games), "--summary", str(summary_file)]
+        _run(command, log_path)
+        summary = json.loads(summary_file.read_text())
+    wins = summary["wins"][0]
+    return {"network": network.name, "opponent": f"GNU Go level {level}", "games": games, "wins": wins,
+            "win_rate": wins / games, "wins_as_black": summary["wins_as_black"][0],
+            "wins_as_white": wins - summary["wins_as_black"][0], "visits": visits, "draws": summary["draws"]}
+
+
+def _run(command: list[str], log_path: Path) -> None:
+    with open(log_path, "ab") as log:
+        log.write(f"\n--- {time.strftime('%H:%M:%S')} {' '.join(command)}\n".encode())
+        log.flush()
+        done = subprocess.run(command, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(command[:4])} ... failed with status {done.returncode}; see {log_path}")
+
+
+def write_report(report: Report, folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    atomic_write(folder / "report.json", json.dumps(report.to_dict(), indent=1).encode())
+    path = atomic_write(folder / "report.md", report.markdown().encode())
+    return path
+
+
+def now_minutes(run) -> float:
+    return (timezone.now() - run.created_at).total_seconds() / 60

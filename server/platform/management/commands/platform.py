@@ -1,0 +1,129 @@
+"""``manage.py platform``: the whole platform on this machine (what ``make run`` starts)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import sys
+import time
+from pathlib import Path
+
+import requests
+from django.conf import settings
+from django.core.management import call_command
+from django.core.management.base import BaseCommand, CommandError
+from django.db import connection
+
+from server.platform.demo import OWNER, VOLUNTEER, ensure_demo
+from server.platform.processes import Supervisor, database_url
+from server.platform.status import run_status
+
+STOP_TIMEOUTS = {"client": 300.0, "trainer": 120.0, "worker": 30.0, "web": 30.0}
+
+
+class Command(BaseCommand):
+    help = ("Start the whole platform on this machine: the web server (gunicorn), the background worker, the "
+            "trainer and one contributing client, on the demo run (a small board and a small network). Ctrl-C "
+            "stops everything cleanly; started again, it continues the run.")
+
+    def add_arguments(self, parser):
+        parser.add_argument("--port", type=int, default=8000, help="the web server's port (default 8000)")
+        parser.add_argument("--board", type=int, default=7, choices=range(5, 10), metavar="5..9",
+                            help="board size of a new demo run (default 7)")
+        parser.add_argument("--architecture", default="tiny", help="network of a new demo run (default tiny)")
+        parser.add_argument("--parallel", type=int, default=16, help="games the client plays at once (default 16)")
+        parser.add_argument("--device", help="the client's and the trainer's device (default: the GPU if any)")
+        parser.add_argument("--status-seconds", type=float, default=15.0, help="how often to print the status")
+        parser.add_argument("--minutes", type=float, help="stop by itself after this many minutes (default: run "
+                                                          "until Ctrl-C)")
+
+    def handle(self, *args, **options):
+        data = Path(settings.DATA_DIR)
+        port = options["port"]
+        if not 1 <= port <= 65535:
+            raise CommandError(f"--port {port}: not a port number")
+        if not _port_free(port):
+            raise CommandError(f"port {port} is in use (another platform or server?): choose another with --port")
+        self.stdout.write(f"data folder {data} (database, files, checkpoints, logs)")
+        call_command("migrate", interactive=False, verbosity=0)
+        call_command("collectstatic", interactive=False, verbosity=0)
+        run, credentials = ensure_demo(data / "platform.json", options["board"], options["architecture"])
+
+        url = f"http://127.0.0.1:{port}"
+        env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "SENTE_DATA_DIR")}
+        env.update(DJANGO_SETTINGS_MODULE="server.settings", DATABASE_URL=database_url(connection.settings_dict),
+                   SENTE_DATA_DIR=str(data), PYTHONUNBUFFERED="1")
+        supervisor = Supervisor(data / "logs", env)
+        stop = {"requests": 0}
+
+        def on_signal(signum, frame):
+            stop["requests"] += 1
+            if stop["requests"] == 1:
+                self.stdout.write("stopping: the client finishes its games and delivers them, the trainer "
+                                  "checkpoints (Ctrl-C again to hurry)")
+
+        previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+        python = sys.executable
+        device = ["--device", options["device"]] if options["device"] else []
+        try:
+            web = supervisor.start("web", [python, "-m", "gunicorn", "-c", "deploy/gunicorn.conf.py"],
+                                   env={"SENTE_BIND": f"127.0.0.1:{port}", "SENTE_WORKERS": "2",
+                                        "SENTE_ACCESS_LOG": ""})
+            _wait_for(url, web)
+            supervisor.start("worker", [python, "manage.py", "db_worker"])
+            supervisor.start("trainer", [python, "manage.py", "train", "--run", run.name, "--poll-seconds", "10",
+                                         "--checkpoint-minutes", "2", *device])
+            client = data / "client"
+            supervisor.start("client", [python, "-m", "client", "contribute", "--server", url, "--config",
+                                        str(client / "client.json"), "--data-dir", str(client), "--parallel",
+                                        str(options["parallel"]), *device], stop_signal=signal.SIGINT,
+                             env={"SENTE_TOKEN": credentials.volunteer_token, "SENTE_USERNAME": VOLUNTEER})
+            login = (f"log in as {OWNER} with the password {credentials.owner_password}"
+                     if credentials.owner_password else f"log in as {OWNER} with the password you set")
+            self.stdout.write(self.style.SUCCESS(f"Sente is running: the dashboard is {url}/ ({login}; it is kept in "
+                                                 f"{data / 'platform.json'})"))
+            self.stdout.write(f"run {run.name}; logs in {supervisor.logs}; Ctrl-C stops everything")
+            last = 0.0
+            until = time.monotonic() + 60.0 * options["minutes"] if options["minutes"] else None
+            while not stop["requests"]:
+                if until is not None and time.monotonic() >= until:
+                    self.stdout.write(f"{options['minutes']:g} minutes are over: stopping")
+                    break
+                ended = supervisor.exited()
+                if ended is not None:
+                    raise CommandError(f"the {ended.name} process ended (status {ended.process.returncode}); the "
+                                       f"end of {ended.log_path}:\n{ended.log_tail()}")
+                if time.monotonic() - last >= options["status_seconds"]:
+                    last = time.monotonic()
+                    self.stdout.write(f"[{time.strftime('%H:%M:%S')}] {run_status(run)}")
+                time.sleep(0.5)
+        finally:
+            supervisor.stop_all(STOP_TIMEOUTS, hurry=lambda: stop["requests"] > 1)
+            for s, handler in previous.items():
+                signal.signal(s, handler)
+        self.stdout.write(f"stopped; {run_status(run)}")
+        self.stdout.write("start it again to continue the run")
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def _wait_for(url: str, web, seconds: float = 120.0) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if not web.running():
+            raise CommandError(f"the web server ended (status {web.process.returncode}):\n{web.log_tail()}")
+        try:
+            if requests.get(url + "/healthz", timeout=2).status_code == 200:
+                return
+        except requests.RequestException:
+            pass
+        time.sleep(0.3)
+    raise CommandError(f"the web server did not answer at {url} within {seconds:.0f} s:\n{web.log_tail()}")
