@@ -452,6 +452,8 @@ class TrainingSettings(_Settings):
         _need(self.next_architecture != self.architecture, _p(path, "next_architecture"),
               f"must differ from architecture ({self.architecture!r})")
         _in_range(_p(path, "window_c"), self.window_c, 1, 10**12)
+        _need(self.window_c >= self.batch_size, _p(path, "window_c"),
+              f"must be at least batch_size ({self.batch_size}), got {self.window_c}")
         _in_range(_p(path, "window_alpha"), self.window_alpha, 0.0, 1.0, lo_open=True)
         _in_range(_p(path, "window_beta"), self.window_beta, 0.0, 10.0, lo_open=True)
         _in_range(_p(path, "samples_per_row"), self.samples_per_row, 0.0, 1000.0, lo_open=True)

@@ -109,6 +109,7 @@ INSTALLED_APPS = [
     "server.ratings",
     "server.training",
     "server.platform",
+    "server.operations",
 ]
 
 MIDDLEWARE = [
@@ -172,7 +173,8 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"]["TEST"] = {"NAME": str(DATA_DIR / "test-sente.sqlite3")}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 MIGRATION_MODULES = {app: f"migrations.{app}" for app in ("accounts", "runs", "networks", "distribution", "games",
-                                                          "ratings", "training")}
+                                                          "ratings", "training",
+                                                          "operations")}
 
 # --- files ---------------------------------------------------------------------------------------
 
@@ -206,6 +208,9 @@ STATIC_URL = "static/"
 STATIC_ROOT = Path(env_str("SENTE_STATIC_ROOT", str(DATA_DIR / "static")))
 STATICFILES_DIRS = [BASE_DIR / "server" / "static"]
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # whitenoise serves from here once collectstatic ran
+# Outside production the files are also found where they lie, so a server started without
+# collectstatic (the embedded default, tests) serves its stylesheets and scripts too.
+WHITENOISE_USE_FINDERS = not PRODUCTION
 # Network files can be handed to the front server (nginx X-Accel-Redirect) instead of streamed by
 # Django: the prefix of the internal location that maps onto the storage folder.
 NETWORK_FILE_ACCEL_PREFIX = env_str("SENTE_NETWORK_FILE_ACCEL_PREFIX")
@@ -232,6 +237,10 @@ TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend" if _tasks == "
                      else "django_tasks.backends.immediate.ImmediateBackend"}}
 # New rating games are gathered this long before the refit they queued runs.
 SENTE_REFIT_DELAY_SECONDS = float(env_str("SENTE_REFIT_DELAY_SECONDS", "10"))
+
+# --- metrics (GET /metrics, Prometheus) ------------------------------------------------------------
+SENTE_METRICS_SECONDS = float(env_str("SENTE_METRICS_SECONDS", "15"))  # how long a scrape's figures are reused
+SENTE_METRICS_TOKEN = env_str("SENTE_METRICS_TOKEN")  # when set, scrapes send Authorization: Bearer <token>
 
 # --- limits --------------------------------------------------------------------------------------
 SENTE_LIMITS = {

@@ -6,11 +6,13 @@ from django.urls import include, path
 
 from server import views
 from server.accounts import views as account_views
+from server.operations.metrics import metrics
 
 urlpatterns = [
     path("api/v1/", include("server.api.urls")),
     path("", views.home, name="home"),
     path("healthz", views.healthz, name="healthz"),
+    path("metrics", metrics, name="metrics"),
     path("admin/", admin.site.urls),
     path("accounts/signup/", account_views.signup, name="signup"),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),

@@ -111,6 +111,20 @@ class TrainerError(Exception):
     """A trainer that cannot go on as configured; the message says why."""
 
 
+def chunk_samples(samples: int, budget: int, step: int, export_every: int) -> int:
+    """How many samples to train now, in whole steps (0: wait for data): what the budget allows,
+    rounded up to a step; fewer than ``MIN_CHUNK_STEPS`` steps only when they reach the next export
+    (which a budget of exactly one export interval, as the random network's rows give, must reach)."""
+    remaining = budget - samples
+    if remaining <= 0:
+        return 0
+    steps = -(-remaining // step)
+    next_export = (samples // export_every + 1) * export_every
+    if steps < MIN_CHUNK_STEPS and samples + steps * step < next_export:
+        return 0
+    return steps * step
+
+
 def _seed(*parts) -> int:
     return zlib.crc32("/".join(str(p) for p in parts).encode())
 
@@ -184,15 +198,19 @@ class TrainingWorker:
             note = ""
             if chunk is None:
                 budget = int(settings.samples_per_row * total)
+                step = settings.batch_size * self.dist.world
+                now = chunk_samples(samples, budget, step, settings.export_every)
+                window = training_window(run, settings, total) if now and total >= settings.window_c else None
                 if total < settings.window_c:
                     note = f"waiting for data: {total:,} of the {settings.window_c:,} rows training starts with"
-                elif budget - samples < settings.batch_size * self.dist.world * MIN_CHUNK_STEPS:
+                elif not now:
                     note = (f"waiting for data: {samples:,} samples trained, {budget:,} allowed by "
                             f"{total:,} rows at {settings.samples_per_row:g} per row")
+                elif window.rows < step:
+                    note = f"waiting for data: the window holds {window.rows:,} rows, less than a step's {step:,}"
                 else:
-                    window = training_window(run, settings, total)
                     chunk = Chunk(seed=_seed(run.name, row.architecture, samples), files=window.files,
-                                  end_samples=samples + min(budget - samples, window.rows), total_rows=total,
+                                  end_samples=samples + min(now, window.rows), total_rows=total,
                                   window_rows=window.rows)
             if chunk is None:
                 self._update(row, status=TrainingLine.Status.IDLE, status_note=note, rows_total=total,

@@ -124,6 +124,16 @@ def test_the_rows_counted_and_the_window(run, alice, bob, training_games):
     assert not {f.name for f in window.files} & {g.npz.name for g in held_out}
 
 
+def test_chunks_are_whole_steps_and_wait_for_enough_data_unless_an_export_is_due():
+    from server.training.worker import MIN_CHUNK_STEPS, chunk_samples
+
+    assert chunk_samples(0, 20_000, 128, 20_000) == 157 * 128  # rounded up to whole steps
+    assert chunk_samples(19_968, 20_000, 128, 20_000) == 128  # one step short of an export: it goes
+    assert chunk_samples(20_096, 20_200, 128, 40_000) == 0  # a step's worth more data: it waits
+    assert chunk_samples(20_096, 20_096 + MIN_CHUNK_STEPS * 128, 128, 40_000) == MIN_CHUNK_STEPS * 128
+    assert chunk_samples(5000, 4000, 128, 20_000) == 0
+
+
 # --- the trainer -------------------------------------------------------------------------------------------
 def test_the_trainer_waits_for_the_first_window(run, alice, training_games, tmp_path):
     from server.training.models import TrainingLine
