@@ -23,6 +23,7 @@ import gc
 import importlib
 import logging
 import logging.handlers
+import os
 import signal
 import threading
 import traceback
@@ -86,6 +87,8 @@ def worker_main(spec: WorkerSpec, control: Control, messages, log_queue) -> None
     root = logging.getLogger()
     root.handlers[:] = [logging.handlers.QueueHandler(log_queue)]
     root.setLevel(logging.INFO)
+    if spec.device == "cpu":
+        share_the_cpu()
     try:
         Worker(spec, control, messages).run()
         messages.put(("done", spec.index, None, None))
@@ -94,6 +97,15 @@ def worker_main(spec: WorkerSpec, control: Control, messages, log_queue) -> None
     except BaseException as e:  # reported, then the process ends; the supervisor restarts it
         log.error("worker %d (%s) failed: %s", spec.index, spec.device, "".join(traceback.format_exception(e)))
         messages.put(("crashed", spec.index, type(e).__name__, str(e)))
+
+
+def share_the_cpu() -> None:
+    """On the CPU the self-play lane's numba passes and the rating lane's forward passes run at the
+    same time: torch gets half the cores, so that its threads do not wait for cores the numba
+    threads hold (with every core each, a rating game's forward passes ran tens of times slower)."""
+    import torch
+
+    torch.set_num_threads(max(1, (os.cpu_count() or 2) // 2))
 
 
 class Worker:
