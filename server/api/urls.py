@@ -8,6 +8,7 @@ from server.api.errors import not_found
 from server.distribution.api import TaskView
 from server.games.api import RatingGameUpload, TrainingGameUpload
 from server.networks.api import NetworkDetail, NetworkFile, NetworkList
+from server.operations.api import DataExportFile, DataExportList
 from server.ratings.api import RatingsView
 from server.runs.api import CurrentRun, RunDetail, RunList
 
@@ -25,6 +26,8 @@ urlpatterns = [
     path("networks/<str:name>/", NetworkDetail.as_view(), name="network-detail"),
     path("networks/<str:name>/file", NetworkFile.as_view(), name="network-file"),
     path("ratings/", RatingsView.as_view(), name="ratings"),
+    path("exports/", DataExportList.as_view(), name="export-list"),
+    path("exports/<int:pk>/file", DataExportFile.as_view(), name="export-file"),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
     re_path(r"^(?P<path>.*)$", not_found),

@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from server.games.models import RatingGame, TrainingGame
+from server.games.models import RatingGame, TrainingGame, UploadRefusal
 
 
 class GameAdmin(admin.ModelAdmin):
@@ -34,3 +34,17 @@ class TrainingGameAdmin(GameAdmin):
 class RatingGameAdmin(GameAdmin):
     list_display = ("client_game_id", "run", "black_network", "white_network", "user", "board_x_size", "result",
                     "moves", "created_at", "disabled")
+
+
+@admin.register(UploadRefusal)
+class UploadRefusalAdmin(admin.ModelAdmin):
+    list_display = ("created_at", "kind", "user", "code", "field", "message")
+    list_filter = ("kind", "code")
+    search_fields = ("user__username", "message")
+    date_hierarchy = "created_at"
+
+    def get_readonly_fields(self, request, obj=None):
+        return [f.name for f in self.model._meta.fields]
+
+    def has_add_permission(self, request):
+        return False

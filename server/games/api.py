@@ -9,8 +9,9 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from server.api.errors import ApiError
 from server.games.ingest import Upload, take_rating_game, take_training_game
-from server.games.models import RatingGame, TrainingGame
+from server.games.models import RatingGame, TrainingGame, UploadRefusal
 
 
 def _file(request, name: str) -> bytes | None:
@@ -24,6 +25,17 @@ def _upload(request) -> Upload:
         metadata = request.FILES["metadata"].read().decode("utf-8", errors="replace")
     return Upload(task=request.data.get("task"), metadata=metadata, sgf=_file(request, "sgf"),
                   npz=_file(request, "npz"))
+
+
+def _take(take, kind: str, request):
+    """The game and whether it is new; a refusal is recorded (apart from the failed upload's
+    transaction) before its error goes back to the client."""
+    try:
+        return take(request.user, _upload(request))
+    except ApiError as e:
+        UploadRefusal.objects.create(kind=kind, user=request.user if request.user.is_authenticated else None,
+                                     code=str(e.error_code)[:32], field=(e.field or "")[:32], message=e.message[:300])
+        raise
 
 
 def training_game_body(game: TrainingGame) -> dict:
@@ -56,7 +68,7 @@ class TrainingGameUpload(APIView):
     @extend_schema(request={"multipart/form-data": inline_serializer("TrainingGameUpload", {
         **UPLOAD_FIELDS, "npz": serializers.FileField()})}, responses={201: dict, 200: dict})
     def post(self, request):
-        game, created = take_training_game(request.user, _upload(request))
+        game, created = _take(take_training_game, "training", request)
         return Response(training_game_body(game), status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
 
 
@@ -70,5 +82,5 @@ class RatingGameUpload(APIView):
     @extend_schema(request={"multipart/form-data": inline_serializer("RatingGameUpload", UPLOAD_FIELDS)},
                    responses={201: dict, 200: dict})
     def post(self, request):
-        game, created = take_rating_game(request.user, _upload(request))
+        game, created = _take(take_rating_game, "rating", request)
         return Response(rating_game_body(game), status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)

@@ -66,3 +66,22 @@ class RatingGame(Game):
         indexes = [models.Index(fields=["black_network", "white_network"], name="rgame_pair"),
                    models.Index(fields=["user", "created_at"], name="rgame_user_created"),
                    models.Index(fields=["run", "created_at"], name="rgame_run_created")]
+
+
+class UploadRefusal(models.Model):
+    """An upload the server refused after reading it (bad files, a wrong task, ...): kept so that
+    maintainers see what goes wrong and the metrics can count it."""
+
+    kind = models.CharField(max_length=16, help_text="training or rating")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                             related_name="upload_refusals")
+    code = models.CharField(max_length=32)
+    field = models.CharField(max_length=32, blank=True)
+    message = models.CharField(max_length=300)
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.kind} upload refused: {self.code}"

@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import hashlib
-import re
 
 from django.conf import settings
-from django.core.files.storage import default_storage
 from django.db import IntegrityError
-from django.http import FileResponse, HttpResponse, HttpResponseRedirect, StreamingHttpResponse
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import generics, permissions, status
@@ -18,6 +15,7 @@ from rest_framework.views import APIView
 
 from common.nn.header import ModelFileError, header_length, parse_header
 from server.api.errors import ApiError, invalid
+from server.downloads import stored_file_response
 from server.networks.models import Network
 from server.networks.serializers import NetworkDetailSerializer, NetworkSerializer, NetworkUploadSerializer
 from server.networks.store import store_network
@@ -127,9 +125,6 @@ class NetworkDetail(generics.RetrieveAPIView):
     queryset = Network.objects.public().prefetch_related("events")
 
 
-_RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
-
-
 class NetworkFile(APIView):
     """The network's file, with ``ETag`` (its sha256) and single byte ranges (``Range``) to resume a
     download. In production the front server or object storage may serve it instead."""
@@ -142,70 +137,5 @@ class NetworkFile(APIView):
         if network.is_random or not network.file:
             raise ApiError(f"network {name!r} has no file: it is the random network (a uniform policy)",
                            code="no_file", status_code=404)
-        etag = f'"{network.sha256}"'
-        headers = {"ETag": etag, "Accept-Ranges": "bytes", "Cache-Control": "public, max-age=31536000, immutable",
-                   "Content-Disposition": f'attachment; filename="{network.name}.safetensors"'}
-        if _etag_matches(request.headers.get("If-None-Match", ""), etag):
-            return _with_headers(HttpResponse(status=304), headers)
-        accel = settings.NETWORK_FILE_ACCEL_PREFIX
-        if accel:
-            response = HttpResponse(content_type="application/octet-stream")
-            response["X-Accel-Redirect"] = accel.rstrip("/") + "/" + network.file.name
-            return _with_headers(response, headers)
-        try:
-            default_storage.path(network.file.name)
-        except NotImplementedError:  # object storage: let it serve the file (it handles ranges)
-            return HttpResponseRedirect(default_storage.url(network.file.name))
-        size = network.size_bytes
-        start, end = 0, size - 1
-        partial = False
-        range_header = request.headers.get("Range")
-        if_range = request.headers.get("If-Range")
-        if range_header and (not if_range or if_range.strip() == etag):
-            m = _RANGE.match(range_header.strip())
-            if m and (m.group(1) or m.group(2)):
-                if m.group(1):
-                    start = int(m.group(1))
-                    end = min(int(m.group(2)), size - 1) if m.group(2) else size - 1
-                else:
-                    start = max(0, size - int(m.group(2)))
-                if start >= size or start > end:
-                    response = HttpResponse(status=416)
-                    response["Content-Range"] = f"bytes */{size}"
-                    return _with_headers(response, headers)
-                partial = True
-        f = default_storage.open(network.file.name, "rb")
-        if not partial:
-            response = FileResponse(f, content_type="application/octet-stream")
-            response["Content-Length"] = str(size)
-            return _with_headers(response, headers)
-        f.seek(start)
-        response = StreamingHttpResponse(_read_range(f, end - start + 1), status=206,
-                                         content_type="application/octet-stream")
-        response["Content-Range"] = f"bytes {start}-{end}/{size}"
-        response["Content-Length"] = str(end - start + 1)
-        return _with_headers(response, headers)
-
-
-def _etag_matches(header: str, etag: str) -> bool:
-    """If-None-Match: '*' or any of the listed tags, weak ones (W/"...") compared by their value."""
-    tags = [t.strip() for t in header.split(",") if t.strip()]
-    return "*" in tags or any(t.removeprefix("W/") == etag for t in tags)
-
-
-def _read_range(f, length: int):
-    try:
-        while length > 0:
-            chunk = f.read(min(CHUNK, length))
-            if not chunk:
-                break
-            length -= len(chunk)
-            yield chunk
-    finally:
-        f.close()
-
-
-def _with_headers(response, headers: dict):
-    for key, value in headers.items():
-        response[key] = value
-    return response
+        return stored_file_response(request, network.file.name, network.size_bytes, network.sha256,
+                                    f"{network.name}.safetensors")

@@ -1,0 +1,7 @@
+from django.apps import AppConfig
+
+
+class OperationsConfig(AppConfig):
+    name = "server.operations"
+    label = "operations"
+    verbose_name = "Operations"

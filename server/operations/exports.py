@@ -1,0 +1,97 @@
+"""Building a day's data exports of a run: the games stored that UTC day (disabled ones left out).
+
+- ``sgf``: a zip of every game's SGF, ``training/<game id>.sgf`` and ``rating/<game id>.sgf``;
+- ``npz``: a tar of every self-play game's training rows, ``<game id>.npz`` (KataGo's layout: its
+  tools read a folder of such files).
+
+The archive is written to a temporary file, hashed, and stored as ``exports/<run>/<file name>``;
+the row is made once the file is stored, so a failed export leaves no row (and is simply run again).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import logging
+import tarfile
+import tempfile
+import zipfile
+from datetime import UTC, date, datetime, time, timedelta
+
+from django.core.files import File
+from django.core.files.storage import default_storage
+from django.db import transaction
+
+from server.games.models import RatingGame, TrainingGame
+from server.operations.models import DataExport
+
+log = logging.getLogger(__name__)
+
+
+def day_bounds(day: date) -> tuple[datetime, datetime]:
+    start = datetime.combine(day, time.min, tzinfo=UTC)
+    return start, start + timedelta(days=1)
+
+
+def _games(model, run, day: date):
+    start, end = day_bounds(day)
+    return (model.objects.filter(run=run, disabled=False, created_at__gte=start, created_at__lt=end)
+            .order_by("created_at", "id"))
+
+
+def _write_sgf(out, run, day: date) -> int:
+    count = 0
+    with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for folder, model in (("training", TrainingGame), ("rating", RatingGame)):
+            for game_id, name in _games(model, run, day).values_list("client_game_id", "sgf").iterator():
+                with default_storage.open(name, "rb") as f:
+                    archive.writestr(f"{folder}/{game_id}.sgf", f.read())
+                count += 1
+    return count
+
+
+def _write_npz(out, run, day: date) -> int:
+    count = 0
+    with tarfile.open(fileobj=out, mode="w") as archive:
+        for game_id, name, stamp in _games(TrainingGame, run, day).values_list(
+                "client_game_id", "npz", "created_at").iterator():
+            with default_storage.open(name, "rb") as f:
+                data = f.read()
+            info = tarfile.TarInfo(f"{game_id}.npz")
+            info.size = len(data)
+            info.mtime = int(stamp.timestamp())
+            archive.addfile(info, fileobj=io.BytesIO(data))
+            count += 1
+    return count
+
+
+WRITERS = {DataExport.Kind.SGF: _write_sgf, DataExport.Kind.NPZ: _write_npz}
+
+
+def export_day(run, day: date, kind: str, force: bool = False) -> DataExport | None:
+    """The run's export of ``kind`` for ``day`` (made unless it exists; ``force`` makes it again).
+    None when the day has no games."""
+    existing = DataExport.objects.filter(run=run, day=day, kind=kind).first()
+    if existing is not None and not force:
+        return existing
+    with tempfile.TemporaryFile() as out:
+        games = WRITERS[kind](out, run, day)
+        if games == 0:
+            return None
+        out.seek(0)
+        digest = hashlib.sha256()
+        for chunk in iter(lambda: out.read(1 << 20), b""):
+            digest.update(chunk)
+        size = out.tell()
+        out.seek(0)
+        export = DataExport(run=run, day=day, kind=kind, size_bytes=size, sha256=digest.hexdigest(), games=games)
+        name = f"exports/{run.name}/{export.filename}"
+        if default_storage.exists(name):
+            default_storage.delete(name)
+        stored = default_storage.save(name, File(out, name=export.filename))
+    with transaction.atomic():
+        DataExport.objects.filter(run=run, day=day, kind=kind).delete()
+        export.file.name = stored
+        export.save()
+    log.info("run %s: %s export of %s: %d games, %d bytes", run.name, kind, day, games, size)
+    return export

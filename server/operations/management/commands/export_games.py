@@ -1,0 +1,52 @@
+"""``manage.py export_games``: the daily archives of a run's games (see ``server.operations.exports``)."""
+
+from __future__ import annotations
+
+from datetime import date, timedelta
+
+from django.core.management.base import BaseCommand, CommandError
+from django.db.models import Min
+from django.utils import timezone
+
+from server.games.models import TrainingGame
+from server.operations.exports import export_day
+from server.operations.models import DataExport
+from server.runs.models import Run
+
+
+class Command(BaseCommand):
+    help = ("Make the daily archives (SGF zip, npz tar) of the runs' games: by default yesterday's (UTC) of every "
+            "run, and every earlier day that has none yet.")
+
+    def add_arguments(self, parser):
+        parser.add_argument("--run", help="only this run")
+        parser.add_argument("--day", type=date.fromisoformat, help="only this UTC day (YYYY-MM-DD)")
+        parser.add_argument("--force", action="store_true", help="make the archives again even if they exist")
+
+    def handle(self, *args, **options):
+        runs = Run.objects.all()
+        if options["run"]:
+            runs = runs.filter(name=options["run"])
+            if not runs.exists():
+                raise CommandError(f"there is no run {options['run']!r}")
+        yesterday = timezone.now().date() - timedelta(days=1)
+        if options["day"] and options["day"] > yesterday:
+            self.stderr.write(f"{options['day']} is not over yet: its archives would miss the games still to come")
+        made = 0
+        for run in runs:
+            if options["day"]:
+                days = [options["day"]]
+            else:
+                first = TrainingGame.objects.filter(run=run).aggregate(first=Min("created_at"))["first"]
+                if first is None:
+                    continue
+                done = set(DataExport.objects.filter(run=run, kind=DataExport.Kind.SGF).values_list("day", flat=True))
+                days = [first.date() + timedelta(days=k) for k in range((yesterday - first.date()).days + 1)]
+                days = [d for d in days if d not in done]
+            for day in days:
+                for kind in DataExport.Kind.values:
+                    export = export_day(run, day, kind, force=options["force"])
+                    if export is not None:
+                        made += 1
+                        self.stdout.write(f"{run.name} {day} {kind}: {export.games} games, {export.size_bytes:,} bytes")
+        self.stdout.write(f"{made} archive(s) ready")

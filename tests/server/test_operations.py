@@ -1,0 +1,129 @@
+"""Operations: Prometheus metrics read from the database, refused uploads recorded, and the daily data
+exports (made once, downloadable in pieces, disabled games left out)."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import tarfile
+import zipfile
+from datetime import timedelta
+
+import pytest
+from django.core.management import call_command
+from django.test import Client
+from django.utils import timezone
+from rest_framework.test import APIClient
+
+from tests.server import helpers
+from tests.server.conftest import new_task
+
+pytestmark = pytest.mark.django_db
+
+
+def metric(text: str, name: str, **labels) -> float | None:
+    """The sample of ``name`` with exactly these labels, from Prometheus' text format."""
+    for line in text.splitlines():
+        m = re.fullmatch(r"(\w+)(?:\{(.*)\})? (\S+)", line)
+        if m and m.group(1) == name and dict(re.findall(r'(\w+)="([^"]*)"', m.group(2) or "")) == labels:
+            return float(m.group(3))
+    return None
+
+
+def test_metrics_count_tasks_games_refusals_networks_and_the_trainer(run, alice, selfplay_games, settings):
+    from server.training.models import TrainingLine
+
+    settings.SENTE_METRICS_SECONDS = 0
+    user, client = alice
+    task = new_task(client, games=2)
+    helpers.store_training_games(run, user, selfplay_games[:3])
+    bad = client.post("/api/v1/games/training/", helpers.upload_fields(task["id"], selfplay_games[0], rows=999),
+                      format="multipart")
+    assert bad.status_code == 400
+    TrainingLine.objects.create(run=run, architecture="tiny", role="current", status="training", samples=1234,
+                                losses={"policy": 2.5, "value": 0.75})
+    response = Client().get("/metrics")
+    assert response.status_code == 200 and response["Content-Type"].startswith("text/plain")
+    text = response.content.decode()
+    assert metric(text, "sente_tasks_total", run="test", kind="selfplay") == 2  # asked for, and stored with the games
+    assert metric(text, "sente_training_games_total", run="test") == 3
+    assert metric(text, "sente_training_rows_total", run="test") == sum(g.metadata["rows"] for g in selfplay_games[:3])
+    assert metric(text, "sente_upload_refusals_total", kind="training", code=bad.json()["error"]["code"]) == 1
+    assert metric(text, "sente_networks", run="test", state="accepted") == 1
+    assert metric(text, "sente_trainer_samples_total", run="test", architecture="tiny", role="current") == 1234
+    assert metric(text, "sente_trainer_status", run="test", architecture="tiny", status="training") == 1
+    assert metric(text, "sente_trainer_status", run="test", architecture="tiny", status="idle") == 0
+    assert metric(text, "sente_trainer_loss", run="test", architecture="tiny", head="policy") == 2.5
+
+
+def test_metrics_can_require_a_scrape_token(db, settings):
+    settings.SENTE_METRICS_TOKEN = "s3cret"
+    assert Client().get("/metrics").status_code == 401
+    assert Client().get("/metrics", HTTP_AUTHORIZATION="Bearer wrong").status_code == 401
+    assert Client().get("/metrics", HTTP_AUTHORIZATION="Bearer s3cret").status_code == 200
+
+
+def test_a_refused_upload_is_recorded_with_its_reason(run, alice, selfplay_games):
+    from server.games.models import TrainingGame, UploadRefusal
+
+    user, client = alice
+    task = new_task(client, games=2)
+    response = client.post("/api/v1/games/training/", helpers.upload_fields(task["id"], selfplay_games[0],
+                                                                            network="nobody"), format="multipart")
+    assert response.status_code == 400
+    refusal = UploadRefusal.objects.get()
+    error = response.json()["error"]
+    assert (refusal.kind, refusal.user, refusal.code, refusal.field) == ("training", user, error["code"],
+                                                                         error.get("field") or "")
+    assert refusal.message == error["message"][:300]
+    assert not TrainingGame.objects.exists()
+
+
+def test_daily_exports_hold_the_days_games_and_download_in_pieces(run, alice, selfplay_games, tmp_path):
+    from server.operations.models import DataExport
+
+    user, _ = alice
+    yesterday = timezone.now() - timedelta(days=1)
+    games = helpers.store_training_games(run, user, selfplay_games[:4])
+    for game in games:
+        game.created_at = yesterday.replace(hour=12)
+        game.save()
+    games[3].disabled = True
+    games[3].save()
+    today = helpers.store_training_games(run, user, selfplay_games[4:5])  # not over yet: not exported
+
+    out = io.StringIO()
+    call_command("export_games", stdout=out)
+    assert "2 archive(s) ready" in out.getvalue()
+    sgf, npz = (DataExport.objects.get(kind=kind) for kind in ("sgf", "npz"))
+    assert sgf.day == yesterday.date() and sgf.games == npz.games == 3
+
+    api = APIClient()
+    listing = api.get("/api/v1/exports/", {"run": "test"}).json()
+    assert {e["kind"] for e in listing["results"]} == {"sgf", "npz"}
+    url = next(e["url"] for e in listing["results"] if e["kind"] == "sgf")
+    response = api.get(url)
+    assert response.status_code == 200 and response["ETag"] == f'"{sgf.sha256}"'
+    data = b"".join(response.streaming_content)
+    assert len(data) == sgf.size_bytes
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        names = sorted(archive.namelist())
+        assert names == sorted(f"training/{g.client_game_id}.sgf" for g in games[:3])
+        assert archive.read(f"training/{games[0].client_game_id}.sgf") == selfplay_games[0].sgf
+    assert f"training/{today[0].client_game_id}.sgf" not in names
+    part = api.get(url, HTTP_RANGE="bytes=10-19")
+    assert part.status_code == 206 and b"".join(part.streaming_content) == data[10:20]
+
+    response = api.get(next(e["url"] for e in listing["results"] if e["kind"] == "npz"))
+    with tarfile.open(fileobj=io.BytesIO(b"".join(response.streaming_content))) as archive:
+        members = {m.name: archive.extractfile(m).read() for m in archive.getmembers()}
+    assert members == {f"{g.client_game_id}.npz": game.npz for g, game in zip(games[:3], selfplay_games[:3],
+                                                                             strict=True)}
+
+    again = io.StringIO()
+    call_command("export_games", stdout=again)  # nothing new to do
+    assert "0 archive(s) ready" in again.getvalue() and DataExport.objects.count() == 2
+    assert api.get("/api/v1/exports/", {"kind": "bogus"}).json()["error"]["field"] == "kind"
+    body = json.loads(api.get("/api/v1/exports/", {"run": "other"}).content)
+    assert body["results"] == []
