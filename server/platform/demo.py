@@ -59,11 +59,11 @@ class Credentials:
         atomic_write(path, json.dumps(self.__dict__, indent=2).encode(), private=True)
 
 
-def ensure_demo(path: Path, board: int = 7, architecture: str = "tiny"):
-    """The demo run (made with :func:`demo_settings` unless a run of that name exists, which is
-    used as it is), the owner's staff account (made with a new password when missing) and the
-    volunteer's account with a client token, their secrets kept in ``path``. Returns (run,
-    credentials)."""
+def ensure_demo(path: Path, board: int = 7, architecture: str = "tiny", document: dict | None = None):
+    """The demo run (made with ``document``, default :func:`demo_settings`, unless a run of that name
+    exists, which is used as it is), the owner's staff account (made with a new password when
+    missing) and the volunteer's account with a client token, their secrets kept in ``path``.
+    Returns (run, credentials); SettingsError names a bad key of ``document``."""
     from server.accounts.models import ClientToken, User, hash_token
     from server.runs.models import Run, create_run
 
@@ -71,8 +71,10 @@ def ensure_demo(path: Path, board: int = 7, architecture: str = "tiny"):
     with transaction.atomic():
         run = Run.objects.filter(name=DEMO_RUN).first()
         if run is None:
-            run = create_run(DEMO_RUN, demo_settings(board, architecture).to_dict(),
-                             description=f"the one-machine demo: {board}x{board}, the {architecture} network")
+            settings = RunSettings.from_dict(document) if document is not None else demo_settings(board, architecture)
+            size, net = settings.selfplay.board_sizes[0], settings.training.architecture
+            run = create_run(DEMO_RUN, settings.to_dict(),
+                             description=f"the one-machine demo: {size}x{size}, the {net} network")
         owner = User.objects.filter(username=OWNER).first()
         if owner is None:
             credentials.owner_password = secrets.token_urlsafe(12)

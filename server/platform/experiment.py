@@ -71,7 +71,7 @@ class Report:
                  "|---|---|---|---|---|---|---|"]
         for g in self.generations:
             elo = f"{g.elo:+.0f}" if g.elo is not None else "-"
-            se = f"{1.96 * g.elo_se:.0f}" if g.elo_se is not None else "-"
+            se = f"{1.96 * g.elo_se:.0f}" if g.elo_se else "-"  # the random network is the fixed 0
             when = f"{g.minutes:.1f}" if g.minutes is not None else "start"
             lines.append(f"| {g.name} | {when} | {g.train_step:,} | {g.rows_seen:,} | {elo} | {se} | {g.games} |")
         lines.append("")
@@ -81,7 +81,7 @@ class Report:
             if match.get("skipped"):
                 lines.append(f"- against {title}: not played ({match['skipped']})")
                 continue
-            lines.append(f"- {match['network']} against {title} ({match['opponent']}): won {match['wins']} of "
+            lines.append(f"- {match['network']} against {match['opponent']}: won {match['wins']} of "
                          f"{match['games']} ({match['win_rate']:.0%}; as black {match['wins_as_black']}, as white "
                          f"{match['wins_as_white']}), {match['visits']} visits per move")
         return "\n".join(lines) + "\n"

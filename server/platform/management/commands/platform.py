@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -15,11 +16,15 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connection
 
+from common.settings import RunSettings, SettingsError
 from server.platform.demo import OWNER, VOLUNTEER, ensure_demo
 from server.platform.processes import Supervisor, database_url
 from server.platform.status import run_status
 
 STOP_TIMEOUTS = {"client": 300.0, "trainer": 120.0, "worker": 30.0, "web": 30.0}
+# The machine's own client plays the small board fast (a dozen games a second with the random network):
+# the throttles meant for the public are set far above that.
+LOCAL_THROTTLES = {f"SENTE_THROTTLE_{scope}": "100000/min" for scope in ("USER", "IP", "TASKS", "UPLOADS")}
 
 
 class Command(BaseCommand):
@@ -32,6 +37,8 @@ class Command(BaseCommand):
         parser.add_argument("--board", type=int, default=7, choices=range(5, 10), metavar="5..9",
                             help="board size of a new demo run (default 7)")
         parser.add_argument("--architecture", default="tiny", help="network of a new demo run (default tiny)")
+        parser.add_argument("--settings-file", type=Path,
+                            help="a JSON settings document for a new demo run (default: the demo's own)")
         parser.add_argument("--parallel", type=int, default=16, help="games the client plays at once (default 16)")
         parser.add_argument("--device", help="the client's and the trainer's device (default: the GPU if any)")
         parser.add_argument("--status-seconds", type=float, default=15.0, help="how often to print the status")
@@ -48,7 +55,19 @@ class Command(BaseCommand):
         self.stdout.write(f"data folder {data} (database, files, checkpoints, logs)")
         call_command("migrate", interactive=False, verbosity=0)
         call_command("collectstatic", interactive=False, verbosity=0)
-        run, credentials = ensure_demo(data / "platform.json", options["board"], options["architecture"])
+        document = None
+        if options["settings_file"]:
+            try:
+                document = json.loads(options["settings_file"].read_text())
+            except (OSError, ValueError) as e:
+                raise CommandError(f"settings file {options['settings_file']}: {e}") from None
+        try:
+            run, credentials = ensure_demo(data / "platform.json", options["board"], options["architecture"],
+                                           document)
+        except SettingsError as e:
+            raise CommandError(f"settings file {options['settings_file']}: {e}") from None
+        if document is not None and run.current_settings().document != RunSettings.from_dict(document).to_dict():
+            self.stderr.write(f"run {run.name} exists already: it keeps its settings (not {options['settings_file']})")
 
         url = f"http://127.0.0.1:{port}"
         env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "SENTE_DATA_DIR")}
@@ -69,11 +88,14 @@ class Command(BaseCommand):
         try:
             web = supervisor.start("web", [python, "-m", "gunicorn", "-c", "deploy/gunicorn.conf.py"],
                                    env={"SENTE_BIND": f"127.0.0.1:{port}", "SENTE_WORKERS": "2",
-                                        "SENTE_ACCESS_LOG": ""})
+                                        "SENTE_ACCESS_LOG": "", **LOCAL_THROTTLES})
             _wait_for(url, web)
             supervisor.start("worker", [python, "manage.py", "db_worker"])
+            # Everything shares this machine's cores: torch threads that wait for a busy core slow
+            # every operation down (tens of times for small batches), so the trainer takes half.
             supervisor.start("trainer", [python, "manage.py", "train", "--run", run.name, "--poll-seconds", "10",
-                                         "--checkpoint-minutes", "2", *device])
+                                         "--checkpoint-minutes", "2", *device],
+                             env={"OMP_NUM_THREADS": str(max(1, (os.cpu_count() or 2) // 2))})
             client = data / "client"
             supervisor.start("client", [python, "-m", "client", "contribute", "--server", url, "--config",
                                         str(client / "client.json"), "--data-dir", str(client), "--parallel",
