@@ -110,6 +110,7 @@ INSTALLED_APPS = [
     "server.training",
     "server.platform",
     "server.operations",
+    "server.dashboard",
 ]
 
 MIDDLEWARE = [
@@ -173,7 +174,7 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"]["TEST"] = {"NAME": str(DATA_DIR / "test-sente.sqlite3")}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 MIGRATION_MODULES = {app: f"migrations.{app}" for app in ("accounts", "runs", "networks", "distribution", "games",
-                                                          "ratings", "training",
+                                                          "ratings", "training", "dashboard",
                                                           "operations")}
 
 # --- files ---------------------------------------------------------------------------------------
@@ -241,6 +242,11 @@ SENTE_REFIT_DELAY_SECONDS = float(env_str("SENTE_REFIT_DELAY_SECONDS", "10"))
 # --- metrics (GET /metrics, Prometheus) ------------------------------------------------------------
 SENTE_METRICS_SECONDS = float(env_str("SENTE_METRICS_SECONDS", "15"))  # how long a scrape's figures are reused
 SENTE_METRICS_TOKEN = env_str("SENTE_METRICS_TOKEN")  # when set, scrapes send Authorization: Bearer <token>
+
+# --- the website ------------------------------------------------------------------------------------
+# How often contributors' rows in the training window are counted again (in the background worker)
+# while someone looks at the contributor pages.
+SENTE_WINDOW_TALLY_SECONDS = float(env_str("SENTE_WINDOW_TALLY_SECONDS", "300"))
 
 # --- limits --------------------------------------------------------------------------------------
 SENTE_LIMITS = {

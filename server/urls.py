@@ -4,14 +4,13 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-from server import views
 from server.accounts import views as account_views
+from server.operations.health import healthz
 from server.operations.metrics import metrics
 
 urlpatterns = [
     path("api/v1/", include("server.api.urls")),
-    path("", views.home, name="home"),
-    path("healthz", views.healthz, name="healthz"),
+    path("healthz", healthz, name="healthz"),
     path("metrics", metrics, name="metrics"),
     path("admin/", admin.site.urls),
     path("accounts/signup/", account_views.signup, name="signup"),
@@ -19,4 +18,7 @@ urlpatterns = [
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("accounts/password/", auth_views.PasswordChangeView.as_view(), name="password_change"),
     path("accounts/password/done/", auth_views.PasswordChangeDoneView.as_view(), name="password_change_done"),
+    path("accounts/tokens/", account_views.tokens, name="tokens"),
+    path("accounts/tokens/<int:pk>/revoke/", account_views.revoke_token, name="token-revoke"),
+    path("", include("server.dashboard.urls")),
 ]

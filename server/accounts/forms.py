@@ -16,3 +16,14 @@ class SignUpForm(UserCreationForm):
         if User.objects.filter(email__iexact=email).exists():
             raise forms.ValidationError("an account with this email address exists already")
         return email
+
+
+class TokenForm(forms.Form):
+    name = forms.CharField(max_length=100, label="Name", help_text="what the token is for, e.g. the machine's name",
+                           widget=forms.TextInput(attrs={"placeholder": "e.g. gpu-box"}))
+
+    def clean_name(self):
+        name = self.cleaned_data["name"].strip()
+        if not name:
+            raise forms.ValidationError("give the token a name, e.g. the machine's name")
+        return name

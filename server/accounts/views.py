@@ -1,14 +1,23 @@
-"""Web pages of accounts: sign up (login, logout and password change are Django's own views)."""
+"""Web pages of accounts: sign up, and the client tokens of the signed-in user (login, logout and
+password change are Django's own views)."""
 
+from __future__ import annotations
+
+from django.contrib import messages
 from django.contrib.auth import login
-from django.shortcuts import redirect, render
-from django.views.decorators.http import require_http_methods
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_http_methods, require_POST
 
-from server.accounts.forms import SignUpForm
+from server.accounts.forms import SignUpForm, TokenForm
+from server.accounts.models import ClientToken
+
+NEW_KEY = "sente_new_token"  # the session key that carries a new token's key to the next page, once
 
 
 @require_http_methods(["GET", "POST"])
-def signup(request):
+def signup(request: HttpRequest) -> HttpResponse:
     if request.user.is_authenticated:
         return redirect("home")
     form = SignUpForm(request.POST or None)
@@ -17,3 +26,31 @@ def signup(request):
         login(request, user, backend="django.contrib.auth.backends.ModelBackend")
         return redirect("home")
     return render(request, "accounts/signup.html", {"form": form})
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def tokens(request: HttpRequest) -> HttpResponse:
+    """The user's client tokens; POST makes a new one, whose key the next page shows once."""
+    form = TokenForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        token, key = ClientToken.issue(request.user, form.cleaned_data["name"])
+        request.session[NEW_KEY] = {"id": token.pk, "key": key}
+        return redirect("tokens")
+    new = request.session.pop(NEW_KEY, None)
+    return render(request, "accounts/tokens.html", {
+        "form": form, "tokens": ClientToken.objects.filter(user=request.user).order_by("-created_at", "-id"),
+        "new": new, "server_url": request.build_absolute_uri("/")})
+
+
+@login_required
+@require_POST
+def revoke_token(request: HttpRequest, pk: int) -> HttpResponse:
+    if not 0 < pk < 2**63:
+        raise Http404(f"there is no token {pk}")
+    token = get_object_or_404(ClientToken, pk=pk, user=request.user)
+    if token.active:
+        token.revoke()
+        messages.success(request, f"Token “{token.name}” ({token.key_prefix}…) is revoked: clients using it are "
+                                  "refused from now on.")
+    return redirect("tokens")

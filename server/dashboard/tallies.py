@@ -1,0 +1,269 @@
+"""Contributions counted fast: each contributor's games and rows since a moment, or of all time.
+
+Days that are over are summed once into ``ContributionDay`` rows, each contributor's
+``ContributionTotal`` and the run's sums on its ``RunTally`` (the first page that needs them does it,
+or ``manage.py tally``); a count then adds those to the games since the last counted day, read live
+through an index of the games by ``(run, created_at)`` that holds what the counts need. A day is
+counted a quarter of an hour after it ended, so that uploads still being stored at midnight are in
+it. Disabled games are never counted; a game disabled after its day was counted stays in that day
+until ``manage.py tally --rebuild``.
+
+The training window's share of each contributor (``count_window``) comes from the run's
+``RunTally``, counted in the background by ``server.dashboard.tasks`` with the trainer's own
+``training_window``: counting a window of a hundred thousand games takes seconds, too long for a page.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, time, timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Count, Q, Sum
+from django.db.models.functions import TruncDate
+from django.utils import timezone
+
+from server.dashboard.models import ContributionDay, ContributionTotal, RunTally
+from server.games.models import RatingGame, TrainingGame
+
+log = logging.getLogger(__name__)
+
+SETTLE = timedelta(minutes=15)
+
+
+@dataclass
+class Counts:
+    training_games: int = 0
+    rows: int = 0
+    rating_games: int = 0
+
+    def add(self, other: Counts) -> None:
+        self.training_games += other.training_games
+        self.rows += other.rows
+        self.rating_games += other.rating_games
+
+    @property
+    def games(self) -> int:
+        return self.training_games + self.rating_games
+
+
+def midnight(day: date) -> datetime:
+    return datetime.combine(day, time.min, tzinfo=UTC)
+
+
+def _settled_day(now: datetime) -> date:
+    """The first day that is not over (by SETTLE) at ``now``."""
+    return (now - SETTLE).astimezone(UTC).date()
+
+
+def tally_state(run) -> RunTally:
+    """The run's tally, with every day that is over counted (counting them first if needed)."""
+    state, _ = RunTally.objects.get_or_create(run=run)
+    target = _settled_day(timezone.now())
+    if state.days_through is not None and state.days_through >= target:
+        return state
+    with transaction.atomic():
+        state = RunTally.objects.select_for_update().get(run=run)
+        if state.days_through is None or state.days_through < target:
+            count_days(run, state, target)
+    return state
+
+
+def count_days(run, state: RunTally, end: date) -> int:
+    """Count the days from ``state.days_through`` (None: the run's first game) up to ``end`` (not
+    included): ContributionDay rows, added to the contributors' totals and the run's; call with
+    ``state`` locked. Returns how many ContributionDay rows it wrote."""
+    start = state.days_through
+    span = Q(created_at__lt=midnight(end))
+    if start is not None:
+        span &= Q(created_at__gte=midnight(start))
+    per_day: dict[tuple[int, date], Counts] = {}
+    day = TruncDate("created_at", tzinfo=UTC)
+    training = (TrainingGame.objects.filter(span, run=run, disabled=False).annotate(day=day)
+                .values_list("user_id", "day").annotate(n=Count("*"), rows=Sum("rows")).order_by())
+    for user_id, d, n, rows in training:
+        per_day.setdefault((user_id, d), Counts()).add(Counts(training_games=n, rows=rows or 0))
+    rating = (RatingGame.objects.filter(span, run=run, disabled=False).annotate(day=day)
+              .values_list("user_id", "day").annotate(n=Count("*")).order_by())
+    for user_id, d, n in rating:
+        per_day.setdefault((user_id, d), Counts()).add(Counts(rating_games=n))
+    ContributionDay.objects.bulk_create(
+        [ContributionDay(run=run, user_id=user_id, day=d, training_games=c.training_games, rows=c.rows,
+                         rating_games=c.rating_games) for (user_id, d), c in per_day.items()], batch_size=5000)
+    per_user: dict[int, Counts] = {}
+    for (user_id, _), c in per_day.items():
+        per_user.setdefault(user_id, Counts()).add(c)
+    users = list(per_user)
+    for k in range(0, len(users), 5000):
+        for total in ContributionTotal.objects.filter(run=run, user_id__in=users[k:k + 5000]):
+            per_user[total.user_id].add(Counts(total.training_games, total.rows, total.rating_games))
+    # The new sums replace the old (the run's tally is locked: nobody else counts meanwhile).
+    ContributionTotal.objects.bulk_create(
+        [ContributionTotal(run=run, user_id=user_id, training_games=c.training_games, rows=c.rows,
+                           rating_games=c.rating_games) for user_id, c in per_user.items()],
+        update_conflicts=True, unique_fields=["run", "user"], update_fields=["training_games", "rows", "rating_games"],
+        batch_size=5000)
+    for c in per_day.values():
+        state.training_games += c.training_games
+        state.rows += c.rows
+        state.rating_games += c.rating_games
+    state.days_through = end
+    state.save(update_fields=["days_through", "training_games", "rows", "rating_games"])
+    log.info("run %s: counted the contributions of %s to %s (%d contributor-days)", run.name, start or "the start",
+             end, len(per_day))
+    return len(per_day)
+
+
+def rebuild(run) -> int:
+    """Count every finished day of the run again (after games were disabled, say)."""
+    with transaction.atomic():
+        RunTally.objects.get_or_create(run=run)
+        state = RunTally.objects.select_for_update().get(run=run)
+        ContributionDay.objects.filter(run=run).delete()
+        ContributionTotal.objects.filter(run=run).delete()
+        state.days_through = None
+        state.training_games = state.rows = state.rating_games = 0
+        return count_days(run, state, _settled_day(timezone.now()))
+
+
+def _spans(state: RunTally, since: datetime | None) -> tuple[Q | None, list[Q]]:
+    """Which counted days to sum, and the spans of time whose games are counted live (each a range
+    of the games' time index: one query each), for the time since ``since``."""
+    if state.days_through is None:
+        return None, [Q() if since is None else Q(created_at__gte=since)]
+    counted_end = midnight(state.days_through)
+    if since is None:
+        return Q(day__lt=state.days_through), [Q(created_at__gte=counted_end)]
+    if since >= counted_end:
+        return None, [Q(created_at__gte=since)]
+    first_whole = since.astimezone(UTC).date()
+    if midnight(first_whole) < since:
+        first_whole += timedelta(days=1)
+    if first_whole >= state.days_through:
+        return None, [Q(created_at__gte=since)]
+    days = Q(day__gte=first_whole, day__lt=state.days_through)
+    live = [Q(created_at__gte=counted_end)]
+    if midnight(first_whole) > since:
+        live.append(Q(created_at__gte=since, created_at__lt=midnight(first_whole)))
+    return days, live
+
+
+def per_user(run, since: datetime | None = None, user=None, state: RunTally | None = None) -> dict[int, Counts]:
+    """Each contributor's counts (user id to Counts) since ``since`` (None: all time); only
+    ``user``'s when given. Five queries at most."""
+    state = state or tally_state(run)
+    days, live = _spans(state, since)
+    mine = {} if user is None else {"user": user}
+    out: dict[int, Counts] = {}
+    if days is not None:
+        if since is None:  # every counted day: the contributors' totals
+            counted = (ContributionTotal.objects.filter(run=run, **mine)
+                       .values_list("user_id", "training_games", "rows", "rating_games"))
+        else:
+            counted = (ContributionDay.objects.filter(days, run=run, **mine).values_list("user_id")
+                       .annotate(t=Sum("training_games"), r=Sum("rows"), g=Sum("rating_games")).order_by())
+        for user_id, t, r, g in counted:
+            out.setdefault(user_id, Counts()).add(Counts(t or 0, r or 0, g or 0))
+    for span in live:
+        training = (TrainingGame.objects.filter(span, run=run, disabled=False, **mine).values_list("user_id")
+                    .annotate(n=Count("*"), r=Sum("rows")).order_by())
+        for user_id, n, r in training:
+            out.setdefault(user_id, Counts()).add(Counts(training_games=n, rows=r or 0))
+        rating = (RatingGame.objects.filter(span, run=run, disabled=False, **mine).values_list("user_id")
+                  .annotate(n=Count("*")).order_by())
+        for user_id, n in rating:
+            out.setdefault(user_id, Counts()).add(Counts(rating_games=n))
+    return out
+
+
+def totals(run, since: datetime | None = None, state: RunTally | None = None) -> Counts:
+    """The run's counts since ``since`` (None: all time), every contributor together."""
+    state = state or tally_state(run)
+    days, live = _spans(state, since)
+    out = Counts()
+    if days is not None:
+        if since is None:
+            out.add(Counts(state.training_games, state.rows, state.rating_games))
+        else:
+            s = ContributionDay.objects.filter(days, run=run).aggregate(t=Sum("training_games"), r=Sum("rows"),
+                                                                         g=Sum("rating_games"))
+            out.add(Counts(s["t"] or 0, s["r"] or 0, s["g"] or 0))
+    for span in live:
+        s = TrainingGame.objects.filter(span, run=run, disabled=False).aggregate(n=Count("*"), r=Sum("rows"))
+        out.add(Counts(training_games=s["n"], rows=s["r"] or 0))
+        out.add(Counts(rating_games=RatingGame.objects.filter(span, run=run, disabled=False).count()))
+    return out
+
+
+# --- the training window ---------------------------------------------------------------------------
+def window_seconds() -> float:
+    """How old the window's count may get before a page asks for a new one."""
+    return settings.SENTE_WINDOW_TALLY_SECONDS
+
+
+def count_window(run) -> RunTally:
+    """Count each contributor's rows in the run's training window now and keep the count."""
+    from server.training.window import counted_games, training_window
+
+    version = run.current_settings()
+    state, _ = RunTally.objects.get_or_create(run=run)
+    if version is None:
+        return state
+    window = training_window(run, version.settings.training)
+    wanted = Counter(f.name for f in window.files)
+    owners: dict[str, list[int]] = {}
+    found = 0
+    # One pass over the newest counted games (the window's, with the held-out ones among them), in
+    # the window's order, stopping once every file of the window has its contributor. (Files are
+    # named by their content: two games with the same rows share a name, and take it in turn.)
+    games = counted_games(run).order_by("-created_at", "-id").values_list("npz", "user_id")
+    for seen, (name, user_id) in enumerate(games.iterator(chunk_size=5000)):
+        if found >= len(window.files) or seen > 2 * len(window.files) + 1000:
+            break
+        mine = owners.setdefault(name, [])
+        if len(mine) < wanted.get(name, 0):
+            mine.append(user_id)
+            found += 1
+    shares: Counter[int] = Counter()
+    taken: Counter[str] = Counter()
+    for f in window.files:
+        mine = owners.get(f.name, [])
+        if taken[f.name] < len(mine):
+            shares[mine[taken[f.name]]] += f.rows
+            taken[f.name] += 1
+    RunTally.objects.filter(run=run).update(
+        window_users={str(k): v for k, v in shares.items()}, window_rows=window.rows, window_games=len(window.files),
+        window_total_rows=window.total_rows, window_at=timezone.now(), window_queued_at=None)
+    state.refresh_from_db()
+    log.info("run %s: training window counted: %d games, %d rows, %d contributors", run.name, len(window.files),
+             window.rows, len(shares))
+    return state
+
+
+def ask_for_window(run, state: RunTally) -> bool:
+    """Queue a count of the window when the last one is older than window_seconds() and none was
+    asked for since; True when this call queued it."""
+    now = timezone.now()
+    fresh = now - timedelta(seconds=window_seconds())
+    if state.window_at is not None and state.window_at >= fresh:
+        return False
+    if state.window_queued_at is not None and state.window_queued_at >= fresh:
+        return False  # asked for already
+    claimed = (RunTally.objects.filter(run=run)
+               .filter(Q(window_queued_at__isnull=True) | Q(window_queued_at__lt=fresh))
+               .update(window_queued_at=now))
+    if not claimed:
+        return False
+    from server.dashboard.tasks import count_training_window
+
+    def enqueue() -> None:
+        try:
+            count_training_window.enqueue(run.pk)
+        except Exception:  # the next page view after window_seconds() asks again
+            log.exception("queueing the training window count of run %s failed", run.name)
+
+    transaction.on_commit(enqueue)
+    return True

@@ -1,0 +1,22 @@
+"""The dashboard's background work: counting each contributor's rows in the training window
+(seconds of work for a big run; pages queue it through ``tallies.ask_for_window``)."""
+
+from __future__ import annotations
+
+import logging
+
+from django_tasks import task
+
+log = logging.getLogger(__name__)
+
+
+@task()
+def count_training_window(run_id: int) -> None:
+    from server.dashboard.tallies import count_window
+    from server.runs.models import Run
+
+    run = Run.objects.filter(pk=run_id).first()
+    if run is None:
+        log.info("run %s is gone; its training window is not counted", run_id)
+        return
+    count_window(run)

@@ -1,0 +1,24 @@
+"""The website's pages (mounted at the site's root by server/urls.py)."""
+
+from django.urls import path
+
+from server.dashboard import views
+
+urlpatterns = [
+    path("", views.home, name="home"),
+    path("live.json", views.live, name="live"),
+    path("networks/", views.networks, name="networks"),
+    path("networks/<str:name>/", views.network_detail, name="network"),
+    path("elo/", views.elo, name="elo"),
+    path("elo/data.json", views.elo_data, name="elo-data"),
+    path("games/", views.games, name="games"),
+    path("games/<int:pk>/", views.game_detail, name="game"),
+    path("games/<int:pk>.sgf", views.game_sgf, name="game-sgf"),
+    path("games/rating/", views.rating_games, name="rating-games"),
+    path("games/rating/<int:pk>/", views.rating_game_detail, name="rating-game"),
+    path("games/rating/<int:pk>.sgf", views.rating_game_sgf, name="rating-game-sgf"),
+    path("contributors/", views.contributors, name="contributors"),
+    path("contributors/<str:username>/", views.contributor, name="contributor"),
+    path("releases/", views.releases, name="releases"),
+    path("start/", views.getting_started, name="start"),
+]

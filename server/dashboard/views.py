@@ -1,0 +1,424 @@
+"""The website's pages: the run at a glance, networks, the Elo chart, games, contributors, releases
+and getting started. Every list is paginated; every page runs a fixed number of queries, whatever
+the number of games (see tests/server/test_dashboard.py and tests/bench/bench_pages.py)."""
+
+from __future__ import annotations
+
+import functools
+import logging
+from datetime import timedelta
+
+from django.core.cache import cache
+from django.core.files.storage import default_storage
+from django.db import connection
+from django.db.models import Count, Q
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import get_object_or_404, render
+from django.urls import reverse
+from django.utils import timezone
+from django.views.decorators.http import require_GET
+
+from server.accounts.models import User
+from server.dashboard import tallies
+from server.dashboard.paging import BadParameter, choice, paginate
+from server.dashboard.replay import ReplayError, replay_sgf
+from server.dashboard.templatetags.sente import to_rules
+from server.games.models import RatingGame, TrainingGame
+from server.networks.models import Network
+from server.ratings.models import NetworkEvent, RatingFit
+from server.runs.models import Run
+from server.training.models import TrainingLine
+
+log = logging.getLogger(__name__)
+
+LIVE_SECONDS = 10  # how long the live numbers are kept in the cache (pages poll them)
+LINEAGE_DEPTH = 12  # ancestors shown on a network's page
+SAMPLE_GAMES = 10
+NETWORK_FILTERS = {
+    "all": Q(),
+    "released": Q(released=True),
+    "accepted": Q(state=Network.State.ACCEPTED),
+    "candidates": Q(state__in=[Network.State.CANDIDATE, Network.State.RATING]),
+    "rejected": Q(state=Network.State.REJECTED),
+    "retired": Q(state=Network.State.RETIRED),
+}
+PERIODS = {"day": timedelta(days=1), "week": timedelta(days=7), "all": None}
+GAME_LIST_FIELDS = ("id", "created_at", "board_x_size", "board_y_size", "komi", "result", "moves", "user__username")
+
+
+def friendly(view):
+    """Answer a bad query parameter with a 400 page that names it (instead of an error page)."""
+
+    @functools.wraps(view)
+    def wrapped(request, *args, **kwargs):
+        try:
+            return view(request, *args, **kwargs)
+        except BadParameter as e:
+            return render(request, "dashboard/bad_request.html", {"message": str(e)}, status=400)
+
+    return wrapped
+
+
+def _id(pk: int, what: str) -> int:
+    """A row id from the address: 404 for one no row can have (beyond the database's 64 bits)."""
+    if not 0 < pk < 2**63:
+        raise Http404(f"there is no {what} {pk}")
+    return pk
+
+
+def _json_404(view):
+    """A JSON endpoint's 404: an error object like the API's, with the reason."""
+
+    @functools.wraps(view)
+    def wrapped(request, *args, **kwargs):
+        try:
+            return view(request, *args, **kwargs)
+        except Http404 as e:
+            return JsonResponse({"error": {"code": "not_found", "message": str(e)}}, status=404)
+
+    return wrapped
+
+
+def _run(request: HttpRequest) -> Run | None:
+    """The run named by ``?run=`` (404 when there is none by that name), else the current run."""
+    name = request.GET.get("run")
+    if name:
+        run = Run.objects.filter(name=name).first()
+        if run is None:
+            raise Http404(f"there is no run named {name!r}")
+        return run
+    return Run.objects.current()
+
+
+# --- the run at a glance ---------------------------------------------------------------------------
+def live_numbers(run: Run) -> dict:
+    """Games, rows and contributors of the last hour, day and all time, and the current network
+    (kept LIVE_SECONDS in the cache: every open front page asks for them)."""
+    key = f"dashboard:live:{run.pk}"
+    numbers = cache.get(key)
+    if numbers is not None:
+        return numbers
+    now = timezone.now()
+    state = tallies.tally_state(run)
+    hour = tallies.totals(run, now - timedelta(hours=1), state)
+    day_users = tallies.per_user(run, now - timedelta(days=1), state=state)
+    day = tallies.Counts()
+    for counts in day_users.values():
+        day.add(counts)
+    total = tallies.totals(run, None, state)
+    network = (Network.objects.filter(run=run, state=Network.State.ACCEPTED).select_related("rating")
+               .order_by("-created_at", "-id").first())
+    rating = getattr(network, "rating", None) if network else None
+    numbers = {
+        "run": run.name,
+        "at": now.isoformat(),
+        "network": network.name if network else None,
+        "network_elo": rating.elo if rating else None,
+        "network_elo_se": rating.elo_se if rating else None,
+        "games_hour": hour.training_games, "rows_hour": hour.rows, "rating_games_hour": hour.rating_games,
+        "games_day": day.training_games, "rows_day": day.rows, "rating_games_day": day.rating_games,
+        "games_total": total.training_games, "rows_total": total.rows, "rating_games_total": total.rating_games,
+        "contributors_day": len(day_users),
+    }
+    cache.set(key, numbers, LIVE_SECONDS)
+    return numbers
+
+
+@require_GET
+def home(request: HttpRequest) -> HttpResponse:
+    run = Run.objects.current()
+    context: dict = {"run": run}
+    if run is not None:
+        numbers = live_numbers(run)
+        network = None
+        if numbers["network"]:
+            network = Network.objects.select_related("rating").filter(name=numbers["network"]).first()
+        lines = list(TrainingLine.objects.filter(run=run).select_related("last_export").order_by("created_at", "id"))
+        for line in lines:
+            line.loss_items = sorted((k, v) for k, v in (line.losses or {}).items() if isinstance(v, (int, float)))
+        context.update({
+            "numbers": numbers, "network": network, "lines": lines,
+            "newest": Network.objects.filter(run=run).select_related("rating").order_by("-created_at", "-id")[:5],
+            "fit": RatingFit.objects.filter(run=run).first(),
+        })
+    return render(request, "home.html", context)
+
+
+@require_GET
+@_json_404
+def live(request: HttpRequest) -> JsonResponse:
+    """The front page's live numbers as JSON (the page polls this)."""
+    run = _run(request)
+    if run is None:
+        return JsonResponse({"run": None})
+    return JsonResponse(live_numbers(run))
+
+
+# --- networks --------------------------------------------------------------------------------------
+@require_GET
+@friendly
+def networks(request: HttpRequest) -> HttpResponse:
+    run = _run(request)
+    show = choice(request, "show", tuple(NETWORK_FILTERS), "all")
+    page = paginator = None
+    if run is not None:
+        items = (Network.objects.filter(NETWORK_FILTERS[show], run=run).select_related("parent", "rating", "gating")
+                 .order_by("-created_at", "-id"))
+        page, paginator = paginate(request, items)
+        ids = [n.pk for n in page.object_list]
+        games = dict(TrainingGame.objects.filter(network_id__in=ids).values_list("network_id")
+                     .annotate(n=Count("*")).order_by())
+        for n in page.object_list:
+            n.selfplay_games = games.get(n.pk, 0)
+    return render(request, "dashboard/networks.html", {"run": run, "show": show, "filters": list(NETWORK_FILTERS),
+                                                        "page": page, "paginator": paginator})
+
+
+def _ancestors(network: Network) -> list[Network]:
+    """The network's parent, its parent's parent, ... (LINEAGE_DEPTH at most), in two queries."""
+    if network.parent_id is None:
+        return []
+    table = connection.ops.quote_name(Network._meta.db_table)
+    sql = (f"WITH RECURSIVE chain(id, parent_id, depth) AS ("
+           f"SELECT id, parent_id, 1 FROM {table} WHERE id = %s "
+           f"UNION ALL SELECT n.id, n.parent_id, c.depth + 1 FROM {table} n JOIN chain c ON n.id = c.parent_id "
+           f"WHERE c.depth < %s) SELECT id, depth FROM chain")
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [network.parent_id, LINEAGE_DEPTH])
+        depths = dict(cursor.fetchall())
+    found = Network.objects.select_related("rating").in_bulk(list(depths))
+    return [found[i] for i in sorted(depths, key=depths.get) if i in found]
+
+
+@require_GET
+def network_detail(request: HttpRequest, name: str) -> HttpResponse:
+    network = Network.objects.select_related("run", "parent", "rating", "gating__opponent").filter(name=name).first()
+    if network is None:
+        raise Http404(f"there is no network named {name!r}")
+    ancestors = _ancestors(network)
+    children = list(network.children.select_related("rating").order_by("created_at", "id"))
+    games = list(TrainingGame.objects.filter(network=network).select_related("user", "network")
+                 .only(*GAME_LIST_FIELDS, "rows", "network__name").order_by("-created_at", "-id")[:SAMPLE_GAMES])
+    rating_games = list(RatingGame.objects.filter(Q(black_network=network) | Q(white_network=network))
+                        .select_related("user", "black_network", "white_network")
+                        .only(*GAME_LIST_FIELDS, "black_network__name", "white_network__name")
+                        .order_by("-created_at", "-id")[:SAMPLE_GAMES])
+    selfplay_games = TrainingGame.objects.filter(network=network).count()
+    events = list(NetworkEvent.objects.filter(network=network).order_by("created_at", "id"))
+    gating = getattr(network, "gating", None)
+    score = None
+    if gating is not None:
+        played = gating.wins + gating.draws + gating.losses
+        score = (gating.wins + 0.5 * gating.draws) / played if played else None
+    return render(request, "dashboard/network.html", {
+        "network": network, "rating": getattr(network, "rating", None), "gating": gating, "score": score,
+        "ancestors": ancestors, "more_ancestors": len(ancestors) == LINEAGE_DEPTH and ancestors[-1].parent_id,
+        "children": children, "games": games, "rating_games": rating_games, "selfplay_games": selfplay_games,
+        "events": events})
+
+
+# --- the Elo chart ---------------------------------------------------------------------------------
+@require_GET
+def elo(request: HttpRequest) -> HttpResponse:
+    run = _run(request)
+    return render(request, "dashboard/elo.html", {"run": run, "fit": RatingFit.objects.filter(run=run).first()
+                                                  if run else None})
+
+
+@require_GET
+@_json_404
+def elo_data(request: HttpRequest) -> JsonResponse:
+    """Every network of the run, oldest first, as columns: the chart's data."""
+    run = _run(request)
+    if run is None:
+        return JsonResponse({"run": None, "networks": {}})
+    rows = (Network.objects.filter(run=run).order_by("created_at", "id")
+            .values_list("name", "rating__elo", "rating__elo_se", "rating__games", "rows_seen", "created_at",
+                         "state", "released", "parent__name", "size_name"))
+    columns: dict[str, list] = {k: [] for k in ("name", "elo", "se", "games", "rows", "time", "state", "released",
+                                                "parent", "size")}
+    for name, elo_, se, games, rows_seen, created, state, released, parent, size in rows:
+        for key, value in (("name", name), ("elo", None if elo_ is None else round(elo_, 1)),
+                           ("se", None if se is None else round(se, 1)), ("games", games or 0),
+                           ("rows", rows_seen), ("time", int(created.timestamp())), ("state", state),
+                           ("released", released), ("parent", parent), ("size", size)):
+            columns[key].append(value)
+    return JsonResponse({"run": run.name, "networks": columns})
+
+
+# --- games -----------------------------------------------------------------------------------------
+def _named_network(request: HttpRequest) -> Network | None:
+    name = request.GET.get("network")
+    if not name:
+        return None
+    network = Network.objects.select_related("run").filter(name=name).first()
+    if network is None:
+        raise Http404(f"there is no network named {name!r}")
+    return network
+
+
+def _named_user(request: HttpRequest) -> User | None:
+    name = request.GET.get("user")
+    if not name:
+        return None
+    user = User.objects.filter(username=name, is_active=True).first()
+    if user is None:
+        raise Http404(f"there is no contributor named {name!r}")
+    return user
+
+
+@require_GET
+def games(request: HttpRequest) -> HttpResponse:
+    network = _named_network(request)
+    user = _named_user(request)
+    run = network.run if network else _run(request)
+    page = paginator = None
+    if run is not None:
+        items = TrainingGame.objects.filter(network=network) if network else TrainingGame.objects.filter(run=run)
+        if user is not None:
+            items = items.filter(user=user)
+        items = (items.select_related("user", "network").only(*GAME_LIST_FIELDS, "rows", "network__name")
+                 .order_by("-created_at", "-id"))
+        page, paginator = paginate(request, items)
+    return render(request, "dashboard/games.html", {"run": run, "network": network, "who": user, "page": page,
+                                                     "paginator": paginator, "kind": "training"})
+
+
+@require_GET
+def rating_games(request: HttpRequest) -> HttpResponse:
+    network = _named_network(request)
+    user = _named_user(request)
+    run = network.run if network else _run(request)
+    page = paginator = None
+    if run is not None:
+        if network:
+            items = RatingGame.objects.filter(Q(black_network=network) | Q(white_network=network))
+        else:
+            items = RatingGame.objects.filter(run=run)
+        if user is not None:
+            items = items.filter(user=user)
+        items = (items.select_related("user", "black_network", "white_network")
+                 .only(*GAME_LIST_FIELDS, "winner", "black_network__name", "white_network__name")
+                 .order_by("-created_at", "-id"))
+        page, paginator = paginate(request, items)
+    return render(request, "dashboard/games.html", {"run": run, "network": network, "who": user, "page": page,
+                                                     "paginator": paginator, "kind": "rating"})
+
+
+def _replay(game) -> tuple[dict | None, str | None, object]:
+    """The game's positions for the board, or why there are none; and the rules it was played by."""
+    rules = to_rules(game.rules)
+    try:
+        with default_storage.open(game.sgf.name, "rb") as f:
+            data = f.read()
+    except (FileNotFoundError, OSError) as e:
+        log.warning("game %s: its SGF %s cannot be read: %s", game.pk, game.sgf.name, e)
+        return None, "The game's record is missing from storage.", rules
+    try:
+        replay = replay_sgf(data, rules, game.komi)
+    except ReplayError as e:
+        log.warning("game %s: its SGF %s cannot be replayed: %s", game.pk, game.sgf.name, e)
+        return None, f"The game's record cannot be replayed: {e}", rules
+    return replay.data(), None, rules or (replay.record.rules if replay.record else None)
+
+
+@require_GET
+def game_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    game = get_object_or_404(TrainingGame.objects.select_related("network", "user", "settings_version", "run"),
+                             pk=_id(pk, "game"))
+    board, problem, rules = _replay(game)
+    return render(request, "dashboard/game.html", {
+        "game": game, "kind": "training", "board": board, "problem": problem, "rules": rules,
+        "sgf_url": reverse("game-sgf", args=[game.pk])})
+
+
+@require_GET
+def rating_game_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    game = get_object_or_404(RatingGame.objects.select_related("black_network", "white_network", "user",
+                                                               "settings_version", "run"), pk=_id(pk, "rating game"))
+    board, problem, rules = _replay(game)
+    return render(request, "dashboard/game.html", {
+        "game": game, "kind": "rating", "board": board, "problem": problem, "rules": rules,
+        "sgf_url": reverse("rating-game-sgf", args=[game.pk])})
+
+
+def _sgf_response(game) -> FileResponse:
+    try:
+        f = default_storage.open(game.sgf.name, "rb")
+    except (FileNotFoundError, OSError):
+        raise Http404(f"the record of game {game.pk} is missing from storage") from None
+    response = FileResponse(f, content_type="application/x-go-sgf")
+    response["Content-Disposition"] = f'attachment; filename="{game.client_game_id}.sgf"'
+    return response
+
+
+@require_GET
+def game_sgf(request: HttpRequest, pk: int) -> FileResponse:
+    return _sgf_response(get_object_or_404(TrainingGame.objects.only("id", "sgf", "client_game_id"),
+                                           pk=_id(pk, "game")))
+
+
+@require_GET
+def rating_game_sgf(request: HttpRequest, pk: int) -> FileResponse:
+    return _sgf_response(get_object_or_404(RatingGame.objects.only("id", "sgf", "client_game_id"),
+                                           pk=_id(pk, "rating game")))
+
+
+# --- contributors ----------------------------------------------------------------------------------
+@require_GET
+@friendly
+def contributors(request: HttpRequest) -> HttpResponse:
+    run = _run(request)
+    period = choice(request, "period", tuple(PERIODS), "day")
+    page = paginator = state = None
+    if run is not None:
+        state = tallies.tally_state(run)
+        since = timezone.now() - PERIODS[period] if PERIODS[period] else None
+        counts = tallies.per_user(run, since, state=state)
+        inactive = set(User.objects.filter(is_active=False).values_list("pk", flat=True))
+        ranked = sorted(((uid, c) for uid, c in counts.items() if uid not in inactive),
+                        key=lambda item: (-item[1].rows, -item[1].games, item[0]))
+        page, paginator = paginate(request, ranked)
+        names = User.objects.in_bulk([uid for uid, _ in page.object_list])
+        window = state.window_users or {}
+        page.object_list = [{"rank": page.start_index() + i, "user": names[uid], "counts": c,
+                             "window_rows": window.get(str(uid), 0)}
+                            for i, (uid, c) in enumerate(page.object_list) if uid in names]
+        tallies.ask_for_window(run, state)
+    return render(request, "dashboard/contributors.html", {"run": run, "period": period, "periods": list(PERIODS),
+                                                            "page": page, "paginator": paginator, "state": state})
+
+
+@require_GET
+def contributor(request: HttpRequest, username: str) -> HttpResponse:
+    who = User.objects.filter(username=username, is_active=True).first()
+    if who is None:
+        raise Http404(f"there is no contributor named {username!r}")
+    run = _run(request)
+    context: dict = {"who": who, "run": run}
+    if run is not None:
+        now = timezone.now()
+        state = tallies.tally_state(run)
+        empty = tallies.Counts()
+        periods = {period: tallies.per_user(run, now - span if span else None, user=who, state=state)
+                   .get(who.pk, empty) for period, span in PERIODS.items()}
+        items = (TrainingGame.objects.filter(run=run, user=who).select_related("user", "network")
+                 .only(*GAME_LIST_FIELDS, "rows", "network__name").order_by("-created_at", "-id"))
+        page, paginator = paginate(request, items, per_page=25)
+        tallies.ask_for_window(run, state)
+        context.update({"periods": periods, "page": page, "paginator": paginator, "state": state,
+                        "window_rows": (state.window_users or {}).get(str(who.pk), 0)})
+    return render(request, "dashboard/contributor.html", context)
+
+
+# --- releases and getting started ------------------------------------------------------------------
+@require_GET
+def releases(request: HttpRequest) -> HttpResponse:
+    items = Network.objects.filter(released=True).select_related("run", "rating").order_by("-created_at", "-id")
+    page, paginator = paginate(request, items, per_page=20)
+    return render(request, "dashboard/releases.html", {"page": page, "paginator": paginator})
+
+
+@require_GET
+def getting_started(request: HttpRequest) -> HttpResponse:
+    return render(request, "dashboard/start.html", {"server_url": request.build_absolute_uri("/")})

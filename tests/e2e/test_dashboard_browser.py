@@ -1,0 +1,294 @@
+"""The website in a real browser (headless Chromium driven by Playwright) against the server under
+gunicorn: the front page and its chart, the Elo chart (hover, zoom, the time axis), a game stepped
+through with the arrow keys, signing up and making a client token, and a phone-sized screen.
+
+The pages must load nothing from outside the server (the chart library is served by it) and raise no
+script errors. Screenshots are kept under the test's temporary folder (their paths are printed) and
+copied to the folder named by SENTE_ARTIFACTS when it is set.
+
+Needs the Debian package ``chromium`` (``.ci/run`` installs it); elsewhere the test is skipped.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import os
+import shutil
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+import requests
+
+from tests.server import helpers
+
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or (
+    "/usr/bin/chromium" if os.path.exists("/usr/bin/chromium") else None)
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+CAPTURE_SGF = (b"(;FF[4]GM[1]SZ[7]KM[6.5]RU[koSIMPLEscoreAREAtaxNONEsui0]PB[net]PW[net]RE[B+R]"
+               b";B[ab];W[bb];B[ba];W[dd];B[cb];W[ee];B[bc])")  # black captures the white stone at bb (B6)
+
+
+@pytest.fixture(scope="module")
+def chromium() -> str:
+    """The browser's path (the test is skipped, or fails in CI, without Chromium and Playwright)."""
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        if os.environ.get("CI"):
+            pytest.fail("Playwright for Python is required in CI (requirements-dev.txt pins it)")
+        pytest.skip("Playwright for Python is not installed (pip install -r requirements-dev.txt)")
+    if CHROMIUM is None:
+        if os.environ.get("CI"):
+            pytest.fail("Chromium (Debian packages chromium and chromium-driver) is required in CI; .ci/run "
+                        "installs it")
+        pytest.skip("Chromium is not installed (apt-get install chromium chromium-driver)")
+    return CHROMIUM
+
+
+def in_a_thread(work, *args):
+    """Run work(*args) in a thread of its own and return what it returns (or raise what it raised).
+    Playwright's synchronous API runs an event loop in the thread that uses it; kept out of the
+    test's thread, Django's database work there stays plainly synchronous."""
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(work, *args).result()
+
+
+class Screens:
+    """Screenshots kept as the test's artifacts."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        folder.mkdir(parents=True, exist_ok=True)
+        self.paths: list[Path] = []
+
+    def take(self, page, name: str) -> None:
+        path = self.folder / f"{name}.png"
+        page.screenshot(path=str(path), full_page=True)
+        self.paths.append(path)
+
+    def keep(self) -> None:
+        target = os.environ.get("SENTE_ARTIFACTS")
+        for path in self.paths:
+            print(f"screenshot: {path}")
+            if target:
+                Path(target).mkdir(parents=True, exist_ok=True)
+                shutil.copy(path, Path(target) / path.name)
+
+
+def _data(run_name: str, selfplay: list[helpers.PlayedGame]) -> dict:
+    """Networks with ratings, a training line, and games of two contributors (one game with a capture)."""
+    from django.utils import timezone
+
+    from server.accounts.models import User
+    from server.files import StoredFiles
+    from server.networks.models import Network
+    from server.ratings.models import Gating, Rating
+    from server.runs.models import Run
+    from server.training.models import TrainingLine
+
+    run = Run.objects.get(name=run_name)
+    now = timezone.now()
+    random_net = run.networks.get(is_random=True)
+    Network.objects.filter(pk=random_net.pk).update(created_at=now - timedelta(days=9))
+    Rating.objects.create(network=random_net, elo=0.0, elo_se=0.0, games=50)
+    parent = random_net
+    networks = []
+    for k in range(1, 9):
+        state = "rejected" if k == 5 else "rating" if k == 8 else "accepted"
+        n = Network.objects.create(name=f"{run.name}-n{k}", run=run, parent=parent, state=state, size_name="b6c96",
+                                   released=k in (3, 6), file=f"networks/{k:064x}.safetensors",
+                                   size_bytes=3_900_000 + k, sha256=f"{k:064x}", train_step=k * 2_000_000,
+                                   rows_seen=k * 120_000, created_at=now - timedelta(days=9 - k))
+        Rating.objects.create(network=n, elo=90.0 * k - (150 if k == 5 else 0), elo_se=12.0 + 2 * k, games=40 * k)
+        Gating.objects.create(candidate=n, opponent=parent, rule="fixed", wins=13, draws=0, losses=7,
+                              decision={"rejected": "reject", "rating": "continue"}.get(state, "accept"))
+        networks.append(n)
+        if state == "accepted":
+            parent = n
+    TrainingLine.objects.create(run=run, architecture="b6c96", role="current", status="training",
+                                status_note="training on the newest window", samples=16_000_000, rows_total=960_000,
+                                window_rows=400_000, losses={"policy": 2.31, "value": 0.64, "score": 0.4},
+                                last_export=networks[-1])
+    alice = User.objects.create_user("alice", "alice@example.org", "a long enough password")
+    bob = User.objects.create_user("bob", "bob@example.org", "a long enough password")
+    games = helpers.store_training_games(run, alice, selfplay[:4], network=networks[6])
+    helpers.store_training_games(run, bob, selfplay[4:], network=networks[6], minutes_apart=30)
+    capture = games[0]
+    capture.sgf = StoredFiles().put("games", CAPTURE_SGF, ".sgf")
+    capture.save()
+    return {"networks": networks, "capture_game": capture.pk, "game": games[1].pk}
+
+
+def test_the_website_in_a_browser(server, chromium, tmp_path, settings):
+    from server.accounts.models import ClientToken
+
+    settings.STORAGES = {**settings.STORAGES, "default": {"BACKEND": "server.files.AtomicFileSystemStorage",
+                                                          "OPTIONS": {"location": str(server.data_dir / "files")}}}
+    played = helpers.selfplay_games(tmp_path / "selfplay", helpers.RANDOM_NET, count=6)
+    data = _data(helpers.RUN, played)
+    data["moves"] = played[1].metadata["moves"]
+    screens = Screens(tmp_path / "screenshots")
+    try:
+        errors, outside = in_a_thread(browse, chromium, server.url, data, screens)
+    finally:
+        screens.keep()
+    assert errors == [], errors
+    assert outside == [], f"pages asked for things outside the server: {outside}"
+    assert ClientToken.objects.filter(user__username="carol", name="gpu-box").count() == 1
+
+
+def browse(chromium: str, url: str, data: dict, screens: Screens) -> tuple[list[str], list[str]]:
+    """Everything the browser does; returns the pages' script errors and the addresses they asked
+    for outside the server."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, args=ARGS)
+        try:
+            return _browse(browser, url, data, screens)
+        finally:
+            browser.close()
+
+
+def _browse(browser, url: str, data: dict, screens: Screens) -> tuple[list[str], list[str]]:
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    errors: list[str] = []
+    outside: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+
+    def only_this_server(route):
+        if route.request.url.startswith(url):
+            route.continue_()
+        else:
+            outside.append(route.request.url)
+            route.abort()
+
+    page.route("**/*", only_this_server)
+    try:
+        # the front page: the run, its numbers, the training line and the small chart
+        page.goto(url + "/")
+        assert page.inner_text("h1") == f"Run {helpers.RUN}"
+        assert page.inner_text('[data-live="games_total"]') == "6"
+        assert page.inner_text('[data-live="contributors_day"]') == "2"
+        assert "training on the newest window" in page.inner_text("body")
+        page.wait_for_selector('#elo-chart[data-ready="1"]')
+        assert page.get_attribute("#elo-chart", "data-points") == "9"
+        assert page.locator("#elo-chart canvas").count() == 1
+        screens.take(page, "home")
+
+        # the numbers refresh by themselves: the page polls /live.json (here answered with new
+        # numbers) every 15 s of the page's clock, which the test moves on
+        live = context.new_page()
+        live.route("**/*", only_this_server)
+        live.clock.install()
+        live.goto(url + "/")
+        numbers = requests.get(url + "/live.json", timeout=30).json()
+        assert numbers["games_total"] == 6
+        live.route("**/live.json*", lambda route: route.fulfill(json={**numbers, "games_total": 1234567}))
+        assert live.inner_text('[data-live="games_total"]') == "6"
+        live.clock.run_for(16_000)
+        live.wait_for_function("document.querySelector('[data-live=\"games_total\"]').textContent === '1,234,567'")
+        live.close()
+
+        # the Elo chart: hover names a network, dragging zooms in, the time axis redraws it
+        page.goto(url + "/elo/")
+        page.wait_for_selector('#elo-chart[data-ready="1"]')
+        over = page.locator("#elo-chart .u-over")
+        box = over.bounding_box()
+        page.mouse.move(box["x"] + box["width"] * 0.98, box["y"] + box["height"] / 2)
+        page.wait_for_function("document.getElementById('elo-hover').textContent.includes('test-n')")
+        assert "Elo" in page.inner_text("#elo-hover") and "data rows" in page.inner_text("#elo-hover")
+        assert "rows" in page.inner_text("#elo-chart .u-legend")
+        full = float(page.get_attribute("#elo-chart", "data-x-max")) - float(page.get_attribute("#elo-chart",
+                                                                                                  "data-x-min"))
+        screens.take(page, "elo")
+        page.mouse.move(box["x"] + box["width"] * 0.2, box["y"] + box["height"] / 2)
+        page.mouse.down()
+        page.mouse.move(box["x"] + box["width"] * 0.5, box["y"] + box["height"] / 2, steps=8)
+        page.mouse.up()
+        zoomed = float(page.get_attribute("#elo-chart", "data-x-max")) - float(page.get_attribute("#elo-chart",
+                                                                                                    "data-x-min"))
+        assert 0 < zoomed < full * 0.5, (zoomed, full)
+        screens.take(page, "elo-zoomed")
+        page.click('button[data-action="reset"]')
+        page.click('button[data-axis="time"]')
+        page.wait_for_selector('#elo-chart[data-axis="time"]')
+        assert page.get_attribute('button[data-axis="time"]', "aria-pressed") == "true"
+
+        # a game: the arrow keys step through the moves and the stones change, captures included
+        page.goto(url + f"/games/{data['capture_game']}/")
+        board = page.locator("#board")
+        assert board.get_attribute("data-move") == "7"
+        assert (board.get_attribute("data-black"), board.get_attribute("data-white")) == ("4", "2")
+        assert page.locator('#board circle.stone.white[data-vertex="B6"]').count() == 0  # captured
+        page.keyboard.press("Home")
+        assert board.get_attribute("data-move") == "0" and page.locator("#board circle.stone").count() == 0
+        page.keyboard.press("ArrowRight")
+        page.keyboard.press("ArrowRight")
+        assert board.get_attribute("data-move") == "2"
+        assert page.locator('#board circle.stone.black[data-vertex="A6"]').count() == 1
+        assert page.locator('#board circle.stone.white[data-vertex="B6"]').count() == 1
+        assert "Move 2 of 7: white B6" in page.inner_text("#move-info")
+        for _ in range(5):
+            page.keyboard.press("ArrowRight")
+        assert board.get_attribute("data-move") == "7"
+        assert page.locator('#board circle.stone.white[data-vertex="B6"]').count() == 0
+        assert "captured: 1 by black" in page.inner_text("#move-info")
+        page.keyboard.press("ArrowLeft")
+        assert board.get_attribute("data-move") == "6"
+        assert page.locator('#board circle.stone.white[data-vertex="B6"]').count() == 1
+        screens.take(page, "game")
+        sgf = requests.get(url + f"/games/{data['capture_game']}.sgf", timeout=30)
+        assert sgf.status_code == 200 and sgf.content == CAPTURE_SGF
+
+        # a real self-play game replays to its last move
+        page.goto(url + f"/games/{data['game']}/")
+        moves = data["moves"]
+        assert page.get_attribute("#board", "data-move") == str(moves)
+        page.keyboard.press("PageUp")
+        assert page.get_attribute("#board", "data-move") == str(max(0, moves - 10))
+
+        # sign up, then make a client token, which the API takes
+        page.goto(url + "/accounts/signup/")
+        page.fill('input[name="username"]', "carol")
+        page.fill('input[name="email"]', "carol@example.org")
+        page.fill('input[name="password1"]', "correct horse battery 42")
+        page.fill('input[name="password2"]', "correct horse battery 42")
+        page.click('form.form button[type="submit"]')
+        page.wait_for_url(url + "/")
+        assert page.inner_text("nav a.me") == "carol"
+        page.click('nav a[href="/accounts/tokens/"]')
+        page.fill('input[name="name"]', "gpu-box")
+        page.click('form.form button[type="submit"]')
+        key = page.inner_text("#new-token-key").strip()
+        assert key.startswith("sente_")
+        screens.take(page, "token")
+        me = requests.get(url + "/api/v1/me/", headers={"Authorization": f"Token {key}"}, timeout=30)
+        assert me.status_code == 200 and me.json()["username"] == "carol"
+        page.reload()
+        assert page.locator("#new-token-key").count() == 0 and "gpu-box" in page.inner_text("table.tokens")
+        page.goto(url + "/start/")
+        assert f"--server {url}/ --username carol" in page.inner_text("#contribute-command")
+
+        # a phone: the page fits the screen, wide tables scroll inside their frame
+        phone = browser.new_context(viewport={"width": 390, "height": 844}, device_scale_factor=2, is_mobile=True,
+                                    has_touch=True)
+        small = phone.new_page()
+        small.route("**/*", only_this_server)
+        small.on("pageerror", lambda e: errors.append(str(e)))
+        for path, name in (("/networks/", "phone-networks"), (f"/games/{data['capture_game']}/", "phone-game"),
+                           ("/", "phone-home")):
+            small.goto(url + path)
+            overflow = small.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+            assert overflow <= 0, f"{path} is {overflow} px wider than the phone's screen"
+            screens.take(small, name)
+        phone.close()
+    finally:
+        context.close()
+    return errors, outside
