@@ -47,8 +47,11 @@ class NetworkList(generics.ListCreateAPIView):
         params = self.request.query_params
         if params.get("run"):
             qs = qs.filter(run__name=params["run"])
-        if params.get("state"):
-            qs = qs.filter(state=params["state"])
+        state = params.get("state")
+        if state:
+            if state not in Network.State.values:
+                raise invalid("state", f"{state!r} is not one of {', '.join(Network.State.values)}")
+            qs = qs.filter(state=state)
         released = params.get("released", "").lower()
         if released in ("1", "true", "yes"):
             qs = qs.filter(released=True)

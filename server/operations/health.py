@@ -1,4 +1,4 @@
-"""The site's own pages: the front page and the health check."""
+"""The health check: is the database and the file storage reachable?"""
 
 from __future__ import annotations
 
@@ -6,21 +6,12 @@ import logging
 
 from django.core.files.storage import default_storage
 from django.db import connection
-from django.http import JsonResponse
-from django.shortcuts import render
-
-from server.runs.models import Run
+from django.http import HttpRequest, JsonResponse
 
 log = logging.getLogger(__name__)
 
 
-def home(request):
-    run = Run.objects.current()
-    network = run.selfplay_network() if run else None
-    return render(request, "home.html", {"run": run, "network": network})
-
-
-def healthz(request):
+def healthz(request: HttpRequest) -> JsonResponse:
     """Database and storage reachability: 200 when both answer, 503 otherwise."""
     checks = {}
     try:

@@ -37,6 +37,8 @@ ENDPOINTS = {
     "/api/v1/games/training/": {"post"},
     "/api/v1/games/rating/": {"post"},
     "/api/v1/ratings/": {"get"},
+    "/api/v1/exports/": {"get"},
+    "/api/v1/exports/{id}/file": {"get"},
 }
 
 

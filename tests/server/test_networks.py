@@ -398,6 +398,9 @@ def test_listing_filters(run):
     assert names("released=true") == {"a-rel", "b-rel"}
     assert names("released=1&run=test") == {"a-rel"}
     assert names("run=test&state=accepted&released=true") == {"a-rel"}
+    bad = client.get("/api/v1/networks/?state=acepted")
+    assert bad.status_code == 400 and bad.json()["error"]["field"] == "state"
+    assert "'acepted' is not one of candidate, rating, accepted" in bad.json()["error"]["message"]
 
 
 def test_detail(uploaded):

@@ -129,7 +129,10 @@ class Command(BaseCommand):
 
 
 def _port_free(port: int) -> bool:
+    """Whether a server could listen on the port (connections of an earlier one that linger in
+    TIME_WAIT do not count, as they do not for gunicorn, which also sets SO_REUSEADDR)."""
     with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind(("127.0.0.1", port))
         except OSError:

@@ -1,0 +1,130 @@
+"""The one command: `manage.py platform` (what `make run` starts) on the embedded default (SQLite and
+local files in a fresh data folder) with a 5x5 board and the tiny network, until the trainer's first
+candidate has been gated; Ctrl-C stops it cleanly and a second start continues the same run."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import requests
+
+from common.settings import GatingSettings, MatchSettings, RunSettings, SelfPlaySettings, TrainingSettings
+from tests.server.live import free_port
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[2]
+
+SETTINGS = RunSettings(
+    selfplay=SelfPlaySettings(board_sizes=(5,), board_size_weights=(1.0,), visits=16, cheap_visits=4, komi_mean=24.0,
+                              max_moves=60),
+    rating=MatchSettings(board_sizes=(5,), board_size_weights=(1.0,), visits=16, komi=24.0, max_moves=60),
+    gating=GatingSettings(rating_game_prob=0.5, fixed_games=4, fixed_wins=2),
+    training=TrainingSettings(architecture="tiny", window_c=600, samples_per_row=4.0, batch_size=64,
+                              learning_rate=3e-4, snapshot_every=600, export_every=2400, validation_rows=200,
+                              shuffle_rows=2000))
+
+
+def _start(data: Path, port: int, settings_file: Path) -> tuple[subprocess.Popen, list[str]]:
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("SENTE_", "DJANGO_")) and k not in ("DATABASE_URL", "STORAGE_URL", "CACHE_URL")}
+    env.update(SENTE_DATA_DIR=str(data), PYTHONUNBUFFERED="1")
+    process = subprocess.Popen([sys.executable, "manage.py", "platform", "--port", str(port), "--parallel", "8",
+                                "--status-seconds", "5", "--settings-file", str(settings_file)], cwd=ROOT, env=env,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lines: list[str] = []
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        line = process.stdout.readline()
+        if not line:
+            break
+        lines.append(line)
+        if line.startswith("Sente is running"):
+            return process, lines
+    process.kill()
+    raise AssertionError("the platform did not start:\n" + "".join(lines))
+
+
+def _stop(process: subprocess.Popen, lines: list[str]) -> str:
+    process.send_signal(signal.SIGINT)
+    rest, _ = process.communicate(timeout=240)
+    output = "".join(lines) + rest
+    assert process.returncode == 0, output
+    assert "stopped; self-play" in output
+    return output
+
+
+def _query(db: Path, sql: str) -> list[tuple]:
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30) as connection:
+        return connection.execute(sql).fetchall()
+
+
+def test_the_platform_learns_gates_stops_and_continues(tmp_path):
+    data = tmp_path / "data"
+    settings_file = tmp_path / "settings.json"
+    settings_file.write_text(json.dumps(SETTINGS.to_dict()))
+    port = free_port()
+    process, lines = _start(data, port, settings_file)
+    try:
+        banner = lines[-1]
+        password = re.search(r"password (\S+);", banner).group(1)
+        assert f"http://127.0.0.1:{port}/" in banner
+        db = data / "sente.sqlite3"
+        deadline = time.monotonic() + 420
+        decided = []
+        while not decided and time.monotonic() < deadline:
+            assert process.poll() is None, "".join(lines) + process.stdout.read()
+            time.sleep(3)
+            decided = _query(db, "SELECT candidate_id, decision FROM ratings_gating WHERE decision != 'continue'")
+        assert decided, "no candidate was gated in time:\n" + "\n".join(
+            str(r) for r in _query(db, "SELECT name, state FROM networks_network"))
+        page = requests.get(f"http://127.0.0.1:{port}/", timeout=30)
+        assert page.status_code == 200
+        login = requests.Session()
+        form = login.get(f"http://127.0.0.1:{port}/accounts/login/", timeout=30)
+        token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', form.text).group(1)
+        signed_in = login.post(f"http://127.0.0.1:{port}/accounts/login/", timeout=30, data={
+            "username": "admin", "password": password, "csrfmiddlewaretoken": token},
+            headers={"Referer": f"http://127.0.0.1:{port}/accounts/login/"})
+        assert signed_in.status_code == 200 and "log out" in signed_in.text
+    finally:
+        if process.poll() is None:
+            output = _stop(process, lines)
+    assert "the client finishes its games" in output
+
+    candidate, decision = decided[0]
+    network = _query(db, f"SELECT n.name, p.name, n.train_step, n.rows_seen, n.file, n.state FROM networks_network n "
+                         f"JOIN networks_network p ON n.parent_id = p.id WHERE n.id = {candidate}")[0]
+    name, parent, train_step, rows_seen, file, state = network
+    assert name.startswith("demo-tiny-s") and parent == "demo-random"
+    assert train_step >= 2400 and rows_seen >= 600
+    assert (data / "files" / file).is_file()
+    assert state == {"accept": "accepted", "reject": "rejected"}[decision]
+    games, rows = _query(db, "SELECT COUNT(*), SUM(rows) FROM games_traininggame")[0]
+    assert games > 0 and rows >= 600
+    assert _query(db, "SELECT COUNT(*) FROM games_ratinggame")[0][0] >= 2
+    line = _query(db, "SELECT samples, status FROM training_trainingline WHERE architecture = 'tiny'")[0]
+    assert line == (line[0], "stopped") and line[0] >= 2400
+    assert (data / "training" / "demo" / "tiny.ckpt").is_file()
+    assert not list((data / "client" / "outbox" / "pending").iterdir())  # every finished game delivered
+
+    # Started again, it continues the same run (and the trainer its checkpoint).
+    process, lines = _start(data, port, settings_file)
+    log = data / "logs" / "trainer.log"
+    deadline = time.monotonic() + 120
+    while "resumed from its checkpoint" not in log.read_text() and time.monotonic() < deadline:
+        time.sleep(1)
+    output = _stop(process, lines)
+    assert "resumed from its checkpoint" in log.read_text()
+    assert _query(db, "SELECT name FROM runs_run") == [("demo",)]
+    assert _query(db, "SELECT COUNT(*) FROM games_traininggame")[0][0] >= games
+    assert "log in as admin with the password" in output
