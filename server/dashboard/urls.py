@@ -20,5 +20,6 @@ urlpatterns = [
     path("contributors/", views.contributors, name="contributors"),
     path("contributors/<str:username>/", views.contributor, name="contributor"),
     path("releases/", views.releases, name="releases"),
+    path("data/", views.data, name="data"),
     path("start/", views.getting_started, name="start"),
 ]

@@ -25,6 +25,7 @@ from server.dashboard.replay import ReplayError, replay_sgf
 from server.dashboard.templatetags.sente import to_rules
 from server.games.models import RatingGame, TrainingGame
 from server.networks.models import Network
+from server.operations.models import DataExport
 from server.ratings.models import NetworkEvent, RatingFit
 from server.runs.models import Run
 from server.training.models import TrainingLine
@@ -417,6 +418,14 @@ def releases(request: HttpRequest) -> HttpResponse:
     items = Network.objects.filter(released=True).select_related("run", "rating").order_by("-created_at", "-id")
     page, paginator = paginate(request, items, per_page=20)
     return render(request, "dashboard/releases.html", {"page": page, "paginator": paginator})
+
+
+@require_GET
+def data(request: HttpRequest) -> HttpResponse:
+    """The daily archives of the games (``manage.py export_games``), newest first."""
+    items = DataExport.objects.select_related("run").order_by("-day", "run__name", "kind")
+    page, paginator = paginate(request, items, per_page=40)
+    return render(request, "dashboard/data.html", {"page": page, "paginator": paginator})
 
 
 @require_GET

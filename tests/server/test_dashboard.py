@@ -557,6 +557,24 @@ def test_releases_page_with_none(web, db):
     assert "No network is released yet" in _text(web.get("/releases/"))
 
 
+def test_data_page_lists_the_daily_archives(web, run, django_assert_num_queries):
+    from datetime import date
+
+    from server.operations.models import DataExport
+
+    assert "No archive yet" in _text(web.get("/data/"))
+    for day in (date(2026, 1, 2), date(2026, 1, 3)):
+        for kind in ("sgf", "npz"):
+            DataExport.objects.create(run=run, day=day, kind=kind, file=f"exports/test/{day}-{kind}", size_bytes=2048,
+                                      sha256="ab" * 32, games=7)
+    response = _queries(django_assert_num_queries, web, "/data/", 2)
+    text, html = _text(response), _html(response)
+    assert text.index("2026-01-03") < text.index("2026-01-02")  # newest first
+    export = DataExport.objects.get(day=date(2026, 1, 3), kind="npz")
+    assert f'href="/api/v1/exports/{export.pk}/file"' in html and "test-2026-01-03-npz.tar" in text
+    assert "2.0 kB" in text
+
+
 def test_getting_started_fills_in_the_server_and_the_user(web, alice):
     anonymous = _text(web.get("/start/"))
     assert "client contribute --server http://testserver/ --username YOUR_NAME" in anonymous
