@@ -141,6 +141,7 @@ class TrainingWorker:
         self.host = socket.gethostname()[:100]
         self.lines: dict[str, Line] = {}
         self.seen: set[str] = set()  # the lines this trainer looked after
+        self.inits: dict[str, dict] = {}  # how each line not trained yet will start
         self.settings: TrainingSettings | None = None
         self.run_row: Run | None = None
         self.writer = None
@@ -192,7 +193,10 @@ class TrainingWorker:
         for row in self._sync_lines(run, settings):
             self.seen.add(row.architecture)
             line = self.lines.get(row.architecture)
-            init = None if line is not None else self._init_instruction(run, row)
+            init = None
+            if line is None:  # read once (a checkpoint may be large), until the line's trainer exists
+                init = self.inits.get(row.architecture) or self._init_instruction(run, row)
+                self.inits[row.architecture] = init
             chunk = line.chunk if line is not None else Chunk.from_dict(init.get("chunk"))
             samples = line.trainer.samples if line is not None else init["samples"]
             note = ""
