@@ -16,9 +16,9 @@ $(VENV)/.installed-dev: requirements.txt requirements-dev.txt | $(BIN)/python
 	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements-dev.txt
 	touch $@ $(VENV)/.installed-run
 
-## run: install, then play one whole 9x9 game between two random GTP engines and print its SGF
+## run: install, then start the whole platform on this machine (server, worker, trainer, a client); Ctrl-C stops it
 run: $(VENV)/.installed-run
-	$(BIN)/python -m client twogtp --size 9
+	$(BIN)/python manage.py platform
 
 ## test: install, then lint and run every test (`$(BIN)/python -m pytest -m slow` runs the end-to-end part alone)
 test: $(VENV)/.installed-dev
