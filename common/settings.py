@@ -337,6 +337,8 @@ class MatchSettings(_Settings):
     move_temperature: float = 0.2
     resign_threshold: float = 0.05  # resign when the losing side's worst win rate stays below this
     resign_consecutive_turns: int = 5
+    end_when_all_pass_alive: bool = True  # the result is then certain (a side that never resigns, the
+    #                                        random network, would otherwise play on to the move limit)
     max_moves: int = 1600
 
     def validate(self, path: str = "") -> None:

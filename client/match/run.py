@@ -148,6 +148,8 @@ def run_match(evaluators, names: tuple[str, str], settings: MatchSettings, games
         black_winrate = 0.5 * (1.0 + (result.root_winloss if game.to_move == BLACK else -result.root_winloss))
         m.black_winrates.append(black_winrate)
         game.play(move)
+        if not game.is_over and settings.end_when_all_pass_alive:
+            game.end_if_all_pass_alive()
         last = m.black_winrates[-settings.resign_consecutive_turns:]
         if not game.is_over and len(last) == settings.resign_consecutive_turns:
             if max(last) < settings.resign_threshold:

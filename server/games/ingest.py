@@ -351,7 +351,7 @@ def take_rating_game(user, upload: Upload) -> tuple[RatingGame, bool]:
         raise invalid("sgf", "rating games have no handicap", "not_in_settings")
     _players(rec, meta.black_network, meta.white_network)
     game = _replay(rec)
-    _check_result(game, meta.result, False, rating.max_moves, resign_allowed=True)
+    _check_result(game, meta.result, rating.end_when_all_pass_alive, rating.max_moves, resign_allowed=True)
     by_name = {task.network_a.name: task.network_a, task.network_b.name: task.network_b}
     fields = dict(client_game_id=meta.game_id, black_network=by_name[meta.black_network],
                   white_network=by_name[meta.white_network], board_x_size=rec.x_size, board_y_size=rec.y_size,

@@ -81,9 +81,11 @@ class Report:
             if match.get("skipped"):
                 lines.append(f"- against {title}: not played ({match['skipped']})")
                 continue
+            lost = match["games"] - match["wins"] - match["draws"]
             lines.append(f"- {match['network']} against {match['opponent']}: won {match['wins']} of "
                          f"{match['games']} ({match['win_rate']:.0%}; as black {match['wins_as_black']}, as white "
-                         f"{match['wins_as_white']}), {match['visits']} visits per move")
+                         f"{match['wins_as_white']}), lost {lost}, {match['draws']} drawn or without result; "
+                         f"{match['visits']} visits per move")
         return "\n".join(lines) + "\n"
 
 
@@ -153,7 +155,8 @@ def play_gnugo(network, board: int, komi: float, games: int, visits: int, level:
     wins = summary["wins"][0]
     return {"network": network.name, "opponent": f"GNU Go level {level}", "games": games, "wins": wins,
             "win_rate": wins / games, "wins_as_black": summary["wins_as_black"][0],
-            "wins_as_white": wins - summary["wins_as_black"][0], "visits": visits, "draws": summary["draws"]}
+            "wins_as_white": wins - summary["wins_as_black"][0], "visits": visits,
+            "draws": summary["draws"] + summary["no_result"]}
 
 
 def _run(command: list[str], log_path: Path) -> None:

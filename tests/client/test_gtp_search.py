@@ -191,3 +191,28 @@ def test_match_summary_elo():
 
 
 
+
+
+def test_a_match_ends_once_every_point_is_pass_alive(tmp_path):
+    """With end_when_all_pass_alive (the default) a game whose result can no longer change ends there,
+    with the area count's result; without it, such games go on to two passes or the move limit."""
+    from common.go.geometry import PASS
+
+    def games(end: bool) -> list:
+        out = tmp_path / str(end)
+        settings = MatchSettings(visits=8, board_sizes=(5,), board_size_weights=(1.0,), max_moves=120, komi=0.5,
+                                 end_when_all_pass_alive=end)
+        run_match([NullEvaluator(), NullEvaluator()], ("a", "b"), settings, games=6, parallel=6, out_dir=out, seed=4)
+        return [read_sgf(p.read_text()) for p in sorted(out.glob("*.sgf"))]
+
+    early = 0
+    for record in games(True):
+        passes = [m for _, m in record.moves[-2:]].count(PASS) == 2
+        game = record.to_game()
+        if not passes and record.result != "Void":
+            early += 1
+            assert game.end_if_all_pass_alive() and game.result.sgf() == record.result
+    assert early > 0
+    for record in games(False):
+        passes = [m for _, m in record.moves[-2:]].count(PASS) == 2
+        assert passes or record.result == "Void" or record.result.endswith("+R")
