@@ -250,6 +250,8 @@ class TrainingWorker:
         path = self._checkpoint_path(row.architecture)
         if path.exists():
             state = read_checkpoint(path)
+            log.info("%s: found its checkpoint at %d samples (%s); training goes on from it", row.architecture,
+                     state["samples"], path)
             return {"from": "checkpoint", "samples": state["samples"], "chunk": state.get("extra", {}).get("chunk")}
         export = row.last_export
         if export is not None and export.file:
@@ -259,6 +261,8 @@ class TrainingWorker:
         if row.samples:
             log.warning("%s: no checkpoint at %s and no export: the %d samples trained are lost; starting "
                         "afresh", row.architecture, path, row.samples)
+        else:
+            log.info("%s: a new line; it starts training once the run has the rows it needs", row.architecture)
         return {"from": "fresh", "samples": 0}
 
     def _line(self, item: dict) -> Line:
