@@ -260,19 +260,28 @@ def build_parser() -> argparse.ArgumentParser:
     two.add_argument("--seed", type=int, default=1, help="seed of the default random engines")
     two.add_argument("--games", type=_positive, default=1,
                      help="games to play, colours alternating (default 1); the SGF collection goes to stdout")
+    two.add_argument("--openings", type=_non_negative, default=0, metavar="N",
+                     help="start each pair of games (colours swapped) from N random moves (default 0)")
     two.add_argument("--summary", help="write the match's summary (wins per engine) to this JSON file")
     two.set_defaults(func=_twogtp)
     return parser
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid number {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} must be at least 1")
-    return value
+def _int_at_least(minimum: int):
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"invalid number {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"{value} must be at least {minimum}")
+        return value
+
+    return parse
+
+
+_positive = _int_at_least(1)
+_non_negative = _int_at_least(0)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -3,6 +3,10 @@
 Each engine runs as a child process. The referee keeps its own Game under the chosen rules, checks
 every move it is given, relays it to the other engine, and ends the game by the rules (two
 passes), by resignation, by an illegal move (which loses) or at a move limit (no result).
+
+Engines that always answer the same position with the same move would play the same two games over
+and over; ``--openings N`` starts each pair of games (the same opening, colours swapped) from N
+random moves the referee plays for both sides (uniform among the legal moves that fill no own eye).
 """
 
 from __future__ import annotations
@@ -10,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import random
 import shlex
 import subprocess
 import sys
@@ -17,8 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from common.files import atomic_write
+from common.go import playout
 from common.go.game import Game, IllegalMoveError
-from common.go.geometry import BLACK, EMPTY, PASS, WHITE, color_name, opponent, parse_gtp_vertex
+from common.go.geometry import BLACK, EMPTY, PASS, WHITE, color_name, gtp_vertex, opponent, parse_gtp_vertex
 from common.go.rules import Rules
 from common.go.sgf import GameRecord
 
@@ -100,9 +106,24 @@ class MatchResult:
     reason: str
 
 
+def random_opening(size: tuple[int, int], rules: Rules, komi: float, moves: int, seed: int) -> list[int]:
+    """``moves`` random moves from the empty board, alternating from black (fewer if a side must pass)."""
+    game = Game(size[0], size[1], rules, komi)
+    rng = playout.new_rng(seed)
+    opening = []
+    for _ in range(moves):
+        loc = int(playout.random_move(game.g, game.b, game.table, game.to_move, rng))
+        if loc == PASS:
+            break
+        game.play(loc, game.to_move)
+        opening.append(loc)
+    return opening
+
+
 def play_match(black: GtpProcess, white: GtpProcess, size: tuple[int, int] = (9, 9),
-               rules: Rules | None = None, komi: float = 7.0, max_moves: int | None = None) -> MatchResult:
-    """Play one game between two engines."""
+               rules: Rules | None = None, komi: float = 7.0, max_moves: int | None = None,
+               opening: list[int] = ()) -> MatchResult:
+    """Play one game between two engines, from the ``opening`` moves (played for both sides)."""
     rules = rules or Rules()
     x_size, y_size = size
     game = Game(x_size, y_size, rules, komi)
@@ -116,6 +137,11 @@ def play_match(black: GtpProcess, white: GtpProcess, size: tuple[int, int] = (9,
         eng.send(f"komi {komi:g}")
         if eng.known("kata-set-rules"):
             eng.send(f"kata-set-rules {rules.to_json()}")
+    for loc in opening:
+        color = game.to_move
+        game.play(loc, color)
+        for eng in engines.values():
+            eng.send(f"play {color_name(color)} {gtp_vertex(loc, x_size, y_size)}")
     max_moves = max_moves or 4 * x_size * y_size
     reason = ""
     while not game.is_over:
@@ -158,10 +184,16 @@ def main(args) -> int:
         engines = [(engines[0][0], engines[0][1] + " (1)"), (engines[1][0], engines[1][1] + " (2)")]
     names = [name for _, name in engines]
     wins, wins_as_black, draws, no_result = [0, 0], [0, 0], 0, 0
+    seen: set[tuple] = set()
+    openings = random.Random(args.seed)
+    opening: list[int] = []
     with GtpProcess(*engines[0]) as first, GtpProcess(*engines[1]) as second:
         for k in range(args.games):
             black, white = (first, second) if k % 2 == 0 else (second, first)
-            match = play_match(black, white, args.size, rules, args.komi)
+            if k % 2 == 0 and args.openings:
+                opening = random_opening(args.size, rules, args.komi, args.openings, openings.randrange(2**62))
+            match = play_match(black, white, args.size, rules, args.komi, opening=opening)
+            seen.add((k % 2, tuple(match.game.move_list)))
             sys.stdout.write(match.record.to_sgf())
             sys.stdout.flush()
             result = match.game.result
@@ -181,6 +213,6 @@ def main(args) -> int:
     if args.summary:
         summary = {"games": args.games, "engines": names, "wins": wins, "wins_as_black": wins_as_black,
                    "draws": draws, "no_result": no_result, "size": list(args.size), "komi": args.komi,
-                   "rules": args.rules}
+                   "rules": args.rules, "openings": args.openings, "distinct_games": len(seen)}
         atomic_write(Path(args.summary), json.dumps(summary, indent=1).encode())
     return 0

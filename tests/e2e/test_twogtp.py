@@ -6,7 +6,9 @@ import sys
 
 import pytest
 
-from client.gtp.twogtp import GtpProcess, GtpProcessError, play_match
+from client.gtp.twogtp import GtpProcess, GtpProcessError, play_match, random_opening
+from common.go.game import Game
+from common.go.geometry import BLACK, WHITE
 from common.go.rules import Rules
 from common.go.sgf import parse_collection, read_sgf, record_from_tree
 
@@ -63,3 +65,25 @@ def test_several_games_alternate_colours_and_are_summed_up(tmp_path):
         wins[["one", "two"].index(winner)] += 1
     assert body["wins"] == wins and body["draws"] == body["no_result"] == 0  # komi 0.5: no draws
     assert f"one {wins[0]}, two {wins[1]}, drawn 0, no result 0 of 3 games" in proc.stderr
+
+
+def test_pairs_of_games_start_from_their_own_random_opening(tmp_path):
+    summary = tmp_path / "summary.json"
+    proc = subprocess.run([sys.executable, "-m", "client", "twogtp", "--size", "7", "--games", "4", "--openings", "3",
+                           "--seed", "4", "--summary", str(summary)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    openings = [tuple(record_from_tree(tree).moves[:3]) for tree in parse_collection(proc.stdout)]
+    assert len(set(openings[0])) == 3 and [c for c, _ in openings[0]] == [BLACK, WHITE, BLACK]
+    assert openings[0] == openings[1] and openings[2] == openings[3] and openings[0] != openings[2]
+    body = json.loads(summary.read_text())
+    assert body["openings"] == 3 and body["distinct_games"] == 4
+
+
+def test_an_opening_is_legal_and_stops_when_a_side_must_pass():
+    opening = random_opening((5, 5), Rules(), 0.5, 8, seed=1)
+    game = Game(5, 5, Rules(), 0.5)
+    for loc in opening:
+        game.play(loc, game.to_move)
+    assert len(opening) == 8 and len(set(opening)) == 8
+    assert len(random_opening((2, 2), Rules(), 0.5, 10, seed=1)) < 10  # a 2x2 board fills up
+    assert random_opening((7, 7), Rules(), 0.5, 4, seed=3) == random_opening((7, 7), Rules(), 0.5, 4, seed=3)
