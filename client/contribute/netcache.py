@@ -2,11 +2,15 @@
 
 A network lives in the cache directory as ``<name>.safetensors``, put there only after its size and
 sha256 matched what the server said. A download goes to ``.<name>.part`` first; when it breaks off
-(connection lost, client stopped) the next attempt asks for the rest with an HTTP ``Range`` (and
-``If-Range`` on the file's ETag, its sha256, so a changed file restarts from zero). A download
-that arrives whole but wrong is deleted and fetched again, up to a few times, then refused with an
-error naming the network and what was wrong. A file already in the cache is checked once per cache
-object (a disk can corrupt it too) and re-fetched if it no longer matches.
+(connection lost, client stopped) the next attempt asks for the rest with a plain HTTP ``Range``.
+No ``If-Range``: the server's own ETag is the sha256, but nginx (which sends the file for it),
+object storage and caches in between answer with validators of their own, and an ``If-Range``
+that does not match makes them send the whole file again. A network's file never changes under
+its name, and the sha256 of the finished file is what decides: a download that arrives whole but
+wrong (a server that did change the file, say) is deleted and fetched again from the start, up to a
+few times, then refused with an error naming the network and what was wrong. A file already in the
+cache is checked once per cache object (a disk can corrupt it too) and re-fetched if it no longer
+matches.
 
 Every use touches the file's modification time; :meth:`NetworkCache.prune` deletes networks unused
 for a number of days (30 by default), and leftover partial downloads as old. Several threads may
@@ -152,8 +156,7 @@ class NetworkCache:
             have = 0
         headers = {"Accept-Encoding": "identity"}
         if 0 < have < ref.size:
-            headers["Range"] = f"bytes={have}-"
-            headers["If-Range"] = f'"{ref.sha256}"'
+            headers["Range"] = f"bytes={have}-"  # no If-Range: see the module docstring
         if have < ref.size:
             with self.session.get(ref.url, headers=headers, stream=True, timeout=self.timeout) as response:
                 status = response.status_code
