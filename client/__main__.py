@@ -62,7 +62,22 @@ def _read_settings(path: str | None, cls):
         raise _UsageError(f"--settings: {path}: {e}") from None
 
 
-def _gtp(args) -> int:
+GTP_VISITS = 400  # the search's visits per move when --visits is not given
+
+
+def gtp_player_kind(args) -> str:
+    """Who chooses the GTP engine's moves: --player when given; else the search when there is a
+    network file (--model FILE) or --visits, and the random player otherwise (no --model, or
+    --model random without --visits)."""
+    if args.player:
+        return args.player
+    if args.visits or (args.model and args.model != "random"):
+        return "search"
+    return "random"
+
+
+def gtp_engine(args):
+    """The GTP engine the ``gtp`` command's arguments ask for (not started yet)."""
     from client.gtp.engine import GtpEngine
     from client.gtp.players import PolicyPlayer, RandomPlayer
     from client.gtp.search_player import SearchPlayer
@@ -74,7 +89,7 @@ def _gtp(args) -> int:
     except RulesError as e:
         raise _UsageError(f"--rules: {e}") from None
     evaluator = _load_evaluator(args.model, args.device, args.seed, compile=args.compile) if args.model else None
-    player_kind = args.player or ("search" if args.visits else "random")
+    player_kind = gtp_player_kind(args)
     if player_kind in ("policy", "search") and evaluator is None:
         raise _UsageError(f"--player {player_kind} needs a network: --model FILE (or --model random)")
     if player_kind == "policy":
@@ -82,12 +97,15 @@ def _gtp(args) -> int:
             raise _UsageError("--player policy needs a network file, not --model random")
         player = PolicyPlayer(evaluator)
     elif player_kind == "search":
-        player = SearchPlayer(evaluator, args.visits or 400, seed=args.seed or 0,
+        player = SearchPlayer(evaluator, args.visits or GTP_VISITS, seed=args.seed or 0,
                               max_analysis_visits=args.max_analysis_visits)
     else:
         player = RandomPlayer(args.seed)
-    engine = GtpEngine(player, rules=rules, komi=komi, evaluator=evaluator if hasattr(evaluator, "evaluate") else None)
-    engine.run()
+    return GtpEngine(player, rules=rules, komi=komi, evaluator=evaluator if hasattr(evaluator, "evaluate") else None)
+
+
+def _gtp(args) -> int:
+    gtp_engine(args).run()
     return 0
 
 
@@ -205,9 +223,9 @@ def build_parser() -> argparse.ArgumentParser:
     gtp = sub.add_parser("gtp", help="speak GTP on stdin/stdout (for GUIs and referees)")
     gtp.add_argument("--player", choices=["random", "policy", "search"], default=None,
                      help="who chooses the moves: random, policy (the network's top move) or search (MCTS); "
-                          "default: search with --visits, else random")
+                          "default: search with a network file (--model) or --visits, else random")
     gtp.add_argument("--model", help="network file: .safetensors, or a KataGo .bin.gz (random: no network)")
-    gtp.add_argument("--visits", type=_positive, help="visits per move of the search (default 400)")
+    gtp.add_argument("--visits", type=_positive, help=f"visits per move of the search (default {GTP_VISITS})")
     gtp.add_argument("--max-analysis-visits", type=_positive, default=20000,
                      help="visits at which kata-analyze stops (default 20000)")
     gtp.add_argument("--compile", action="store_true",

@@ -1,10 +1,17 @@
 """The GTP engine with a network, as a GUI starts it: a child process speaking GTP."""
 
+import html
+import re
+import shlex
+import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from client.gtp.twogtp import GtpProcess
+
+ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.slow
 
@@ -61,3 +68,43 @@ def test_search_player_and_analysis_over_gtp(shared):
         assert proc.stdout.readline().strip() == "= Sente"
         assert proc.stdout.readline().strip() == ""
         assert engine.send("list_stones white")  # still answering normally
+
+
+def _releases_page() -> str:
+    from django.template.loader import render_to_string
+
+    return render_to_string("dashboard/releases.html", {"page": None, "paginator": None})
+
+
+def test_the_releases_page_command_plays_with_the_network(shared, tmp_path):
+    """The command line the website's releases page gives Go players, run as given (the venv's
+    python, the downloaded file in place of FILE.safetensors): an engine that answers and plays
+    with the network's search (tests/client/test_gtp_cli.py checks its visits)."""
+    from client.__main__ import GTP_VISITS
+
+    page = _releases_page()
+    command = html.unescape(re.search(r'<code id="gtp-command">([^<]+)</code>', page).group(1)).strip()
+    arguments = html.unescape(re.search(r'<code id="gtp-arguments">([^<]+)</code>', page).group(1)).strip()
+    argv = shlex.split(command)
+    assert argv[0] == ".venv/bin/python" and argv[1:] == shlex.split(arguments)  # Sabaki's fields
+    assert f"searches {GTP_VISITS} visits per move" in " ".join(page.split())
+    assert "FILE.safetensors" in argv
+    net = tmp_path / "net.safetensors"
+    model = shared / "models" / "g170-b6c96-s175395328-d26788732.bin.gz"
+    subprocess.run([sys.executable, "-m", "client", "convert-katago", str(model), str(net)], check=True,
+                   capture_output=True, timeout=300)
+    cmd = [sys.executable if a == ".venv/bin/python" else str(net) if a == "FILE.safetensors" else a for a in argv]
+    with GtpProcess(cmd, "sente") as engine:
+        assert engine.send("name") == "Sente"
+        assert engine.send("known_command kata-analyze") == "true"  # the search player, not the random one
+        engine.send("boardsize 9")
+        engine.send("komi 7")
+        engine.send("play b e5")
+        move = engine.send("genmove w")
+        assert move.upper() not in ("PASS", "RESIGN")
+
+
+def test_the_releases_page_says_which_guis_work():
+    text = " ".join(re.sub(r"<[^>]+>", " ", _releases_page()).split())
+    assert "KaTrain cannot use this engine" in text
+    assert "Sabaki" in text and "Lizzie's analysis uses the engine's kata-analyze" in text

@@ -1,0 +1,56 @@
+"""``python -m client gtp``'s options: who plays the moves for each combination of --model, --player
+and --visits (a GUI given only a network file gets the network's search, not the random player)."""
+
+from __future__ import annotations
+
+import pytest
+
+from client.__main__ import GTP_VISITS, _UsageError, build_parser, gtp_engine
+from client.gtp.players import PolicyPlayer, RandomPlayer
+from client.gtp.search_player import SearchPlayer
+
+
+@pytest.fixture(scope="module")
+def network(tmp_path_factory) -> str:
+    """A tiny random-weight network file."""
+    import torch
+
+    from common.nn.model import Model, named_config
+    from common.nn.modelfile import save_model_file
+
+    torch.manual_seed(0)
+    model = Model(named_config("tiny"))
+    path = tmp_path_factory.mktemp("net") / "tiny.safetensors"
+    save_model_file(path, model.config, model.state_dict(), "tiny")
+    return str(path)
+
+
+def engine(*argv: str):
+    return gtp_engine(build_parser().parse_args(["gtp", "--device", "cpu", *argv]))
+
+
+def test_a_network_file_alone_plays_the_search(network):
+    e = engine("--model", network)
+    assert isinstance(e.player, SearchPlayer) and e.player.visits == GTP_VISITS == 400
+    assert e.evaluator is not None  # kata-raw-nn answers from the network
+    assert "kata-analyze" in e.commands  # analysis GUIs get their command
+    move = e.handle("genmove b")
+    assert move.startswith("= ") and move.strip() != "= resign"
+
+
+def test_visits_and_player_choose_otherwise(network):
+    assert engine("--model", network, "--visits", "32").player.visits == 32
+    policy = engine("--model", network, "--player", "policy")
+    assert isinstance(policy.player, PolicyPlayer) and "kata-analyze" not in policy.commands
+    assert isinstance(engine("--model", network, "--player", "random").player, RandomPlayer)
+
+
+def test_without_a_network_file_the_random_player():
+    assert isinstance(engine().player, RandomPlayer)
+    assert isinstance(engine("--model", "random").player, RandomPlayer)  # random: no network
+    searched = engine("--model", "random", "--visits", "8").player  # the search on a uniform policy
+    assert isinstance(searched, SearchPlayer) and searched.visits == 8
+    with pytest.raises(_UsageError, match="needs a network"):
+        engine("--visits", "8")
+    with pytest.raises(_UsageError, match="needs a network file"):
+        engine("--model", "random", "--player", "policy")
