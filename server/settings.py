@@ -17,6 +17,7 @@ Every limit and rate the server enforces is a ``SENTE_*`` variable; see the ``en
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 from pathlib import Path
@@ -184,6 +185,10 @@ def _storages() -> dict:
     url = urlparse(env_str("STORAGE_URL", (DATA_DIR / "files").as_uri()))
     if url.scheme == "file":
         default = {"BACKEND": "server.files.AtomicFileSystemStorage", "OPTIONS": {"location": url.path}}
+        # The storage folder is made here (its parents only when it is the data folder's), so that a
+        # new server's health check finds it; a folder whose disk is missing is left to /healthz.
+        with contextlib.suppress(OSError):
+            Path(url.path).mkdir(parents=not env_str("STORAGE_URL"), exist_ok=True)
     elif url.scheme == "s3":
         try:
             import storages.backends.s3  # noqa: F401

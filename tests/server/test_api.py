@@ -3,13 +3,18 @@ URLs and methods, and the throttles."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import re
+import shutil
+import subprocess
 from io import StringIO
+from pathlib import Path
 
 import pytest
 from django.contrib.staticfiles import finders
-from django.core.files.storage import FileSystemStorage
+from django.core.files.storage import Storage
 from django.core.management import call_command
 from django.test import Client
 from rest_framework.settings import api_settings
@@ -113,15 +118,61 @@ def test_docs_page_uses_local_scripts():
 
 
 # --- health, unknown URLs, methods ------------------------------------------------------------------------
-def test_healthz(db):
-    """GET /healthz answers 200 JSON saying database and storage are fine."""
+def _storage_folder(settings) -> Path:
+    return Path(settings.STORAGES["default"]["OPTIONS"]["location"])
+
+
+def test_healthz(db, settings):
+    """GET /healthz answers 200 JSON saying database and storage are fine, and leaves no file behind."""
+    folder = _storage_folder(settings)
+    folder.mkdir(parents=True)  # (the server makes it at start; this test's storage is a folder of its own)
     response = Client().get("/healthz")
     assert response.status_code == 200
     assert response["Content-Type"] == "application/json"
     assert response.json() == {"status": "ok", "database": "ok", "storage": "ok"}
+    assert list(folder.iterdir()) == []
 
 
-class UnreachableStorage(FileSystemStorage):
+def test_healthz_reports_a_missing_storage_folder(db, settings):
+    """A storage folder that is not there (a disk not mounted, a wrong STORAGE_URL) fails the check."""
+    assert not _storage_folder(settings).exists()
+    response = Client().get("/healthz")
+    assert response.status_code == 503
+    assert response.json() == {"status": "failing", "database": "ok", "storage": "folder missing"}
+
+
+@contextlib.contextmanager
+def _read_only(folder: Path):
+    """The folder made read-only for this process: by its mode, or for root (whom modes do not stop)
+    by the immutable attribute."""
+    if os.geteuid() != 0:
+        folder.chmod(0o555)
+        try:
+            yield
+        finally:
+            folder.chmod(0o755)
+        return
+    chattr = shutil.which("chattr")
+    if chattr is None or subprocess.run([chattr, "+i", str(folder)], capture_output=True).returncode != 0:
+        pytest.skip("running as root, and this file system has no immutable attribute (chattr +i)")
+    try:
+        yield
+    finally:
+        subprocess.run([chattr, "-i", str(folder)], check=True)
+
+
+def test_healthz_reports_a_read_only_storage_folder(db, settings):
+    """A storage folder that takes no files (a read-only disk, the wrong owner) fails the check."""
+    folder = _storage_folder(settings)
+    folder.mkdir(parents=True)
+    with _read_only(folder):
+        response = Client().get("/healthz")
+    assert response.status_code == 503
+    assert response.json()["storage"] == "folder not writable: PermissionError"
+    assert list(folder.iterdir()) == []
+
+
+class UnreachableStorage(Storage):
     """A storage whose backend does not answer (as object storage that is down)."""
 
     def exists(self, name):
