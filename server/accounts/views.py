@@ -8,12 +8,11 @@ from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
 
 from server.accounts.forms import SignUpForm, TokenForm
 from server.accounts.models import ClientToken
-
-NEW_KEY = "sente_new_token"  # the session key that carries a new token's key to the next page, once
 
 
 @require_http_methods(["GET", "POST"])
@@ -28,21 +27,25 @@ def signup(request: HttpRequest) -> HttpResponse:
     return render(request, "accounts/signup.html", {"form": form})
 
 
+@never_cache
 @login_required
 @require_http_methods(["GET", "POST"])
 def tokens(request: HttpRequest) -> HttpResponse:
-    """The user's client tokens; POST makes a new one, whose key the next page shows once."""
+    """The user's client tokens; POST makes a new one and answers with its key, shown this once.
+    The key is in that answer only: it is never put in the session or anywhere else on the server
+    (the database keeps its hash), and no one keeps a copy of the page (never_cache)."""
     form = TokenForm(request.POST or None)
+    new = None
     if request.method == "POST" and form.is_valid():
         token, key = ClientToken.issue(request.user, form.cleaned_data["name"])
-        request.session[NEW_KEY] = {"id": token.pk, "key": key}
-        return redirect("tokens")
-    new = request.session.pop(NEW_KEY, None)
+        new = {"id": token.pk, "name": token.name, "key": key}
+        form = TokenForm()  # an empty form for the next token
     return render(request, "accounts/tokens.html", {
         "form": form, "tokens": ClientToken.objects.filter(user=request.user).order_by("-created_at", "-id"),
         "new": new, "server_url": request.build_absolute_uri("/")})
 
 
+@never_cache
 @login_required
 @require_POST
 def revoke_token(request: HttpRequest, pk: int) -> HttpResponse:

@@ -265,14 +265,17 @@ def _browse(browser, url: str, data: dict, screens: Screens) -> tuple[list[str],
         assert page.inner_text("nav a.me") == "carol"
         page.click('nav a[href="/accounts/tokens/"]')
         page.fill('input[name="name"]', "gpu-box")
-        page.click('form.form button[type="submit"]')
+        with page.expect_response(lambda r: r.url == url + "/accounts/tokens/" and r.request.method == "POST") as made:
+            page.click('form.form button[type="submit"]')
+        assert made.value.status == 200 and "no-store" in made.value.headers["cache-control"]  # no redirect
         key = page.inner_text("#new-token-key").strip()
         assert key.startswith("sente_")
         screens.take(page, "token")
         me = requests.get(url + "/api/v1/me/", headers={"Authorization": f"Token {key}"}, timeout=30)
         assert me.status_code == 200 and me.json()["username"] == "carol"
-        page.reload()
+        page.goto(url + "/accounts/tokens/")  # the page again: the key is not shown twice
         assert page.locator("#new-token-key").count() == 0 and "gpu-box" in page.inner_text("table.tokens")
+        assert key not in page.content()
         page.goto(url + "/start/")
         assert f"--server {url}/ --username carol" in page.inner_text("#contribute-command")
 

@@ -596,12 +596,14 @@ def test_make_use_and_revoke_a_token(web, alice, bob, django_assert_num_queries)
 
     user, _ = alice
     web.force_login(user)
-    made = web.post("/accounts/tokens/", {"name": "gpu-box"})
-    assert made.status_code == 302 and made["Location"] == "/accounts/tokens/"
-    page = web.get("/accounts/tokens/")
+    page = web.post("/accounts/tokens/", {"name": "gpu-box"})  # the answer itself shows the key
+    assert page.status_code == 200
     key = re.search(r'id="new-token-key" class="key">([^<]+)<', _html(page)).group(1)
     assert key.startswith("sente_") and "shown only this once" in _text(page)
     assert f"SENTE_TOKEN={key}" in _text(page) and "--server http://testserver/" in _text(page)
+    assert 'name="name"' in _html(page) and 'value="gpu-box"' not in _html(page)  # an empty form again
+    for answer in (page, web.get("/accounts/tokens/")):
+        assert "no-store" in answer["Cache-Control"] and "private" in answer["Cache-Control"]
     again = web.get("/accounts/tokens/")
     assert key not in _html(again) and "gpu-box" in _text(again)  # the key is shown once only
     token = ClientToken.objects.get(user=user, name="gpu-box")
@@ -622,6 +624,27 @@ def test_make_use_and_revoke_a_token(web, alice, bob, django_assert_num_queries)
     with django_assert_num_queries(3):  # session, user, tokens
         listing = web.get("/accounts/tokens/")
     assert "revoked" in _text(listing)
+
+
+def test_a_new_tokens_key_is_kept_nowhere_on_the_server(web, alice):
+    """The key is in the answer to the POST only: no session row holds it (nor its hash's source),
+    the database keeps its hash."""
+    from django.contrib.sessions.models import Session
+
+    from server.accounts.models import ClientToken, hash_token
+
+    web.force_login(alice[0])
+    page = web.post("/accounts/tokens/", {"name": "laptop"})
+    key = re.search(r'id="new-token-key" class="key">([^<]+)<', _html(page)).group(1)
+    for _ in range(2):  # right after the POST, and after the next page
+        sessions = list(Session.objects.all())
+        assert sessions  # the signed-in session is stored in the database
+        for session in sessions:
+            assert key not in session.session_data and key not in json.dumps(session.get_decoded())
+        web.get("/accounts/tokens/")
+    token = ClientToken.objects.get(name="laptop")
+    assert token.key_hash == hash_token(key) and key not in json.dumps(
+        list(ClientToken.objects.values_list("name", "key_prefix", "key_hash")))
 
 
 def test_a_token_needs_a_name(web, alice):
