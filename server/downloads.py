@@ -2,7 +2,10 @@
 (``Range``, ``If-Range``) so that broken downloads resume, and the fastest server for the file:
 
 - local storage behind nginx (``SENTE_NETWORK_FILE_ACCEL_PREFIX`` set): an ``X-Accel-Redirect`` to
-  nginx's internal location over the storage folder, so nginx sends the file (ranges included);
+  nginx's internal location over the storage folder, so nginx sends the file (ranges included). nginx
+  keeps this answer's Content-Type, Content-Disposition and Cache-Control, adds Accept-Ranges itself,
+  and drops the ETag unless its location puts it back (``etag off; add_header ETag
+  $upstream_http_etag;``, as ``deploy/nginx`` does): its own is the file's time and size;
 - object storage: a redirect to the file's (signed) URL, which serves ranges itself;
 - otherwise Django streams it.
 """
@@ -34,7 +37,7 @@ def stored_file_response(request, name: str, size: int, sha256: str, filename: s
     if accel:
         response = HttpResponse(content_type="application/octet-stream")
         response["X-Accel-Redirect"] = accel.rstrip("/") + "/" + name
-        return _with_headers(response, headers)
+        return _with_headers(response, {k: v for k, v in headers.items() if k != "Accept-Ranges"})
     start, end = 0, size - 1
     partial = False
     range_header = request.headers.get("Range")

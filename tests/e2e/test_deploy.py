@@ -4,15 +4,21 @@ backs up the test database and files, and the smoke script passes against the se
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
 import shutil
+import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
+import requests
 
 from tests.server import helpers
+from tests.server.live import LiveServer, free_port
 
 pytestmark = pytest.mark.slow
 
@@ -27,29 +33,185 @@ def _need(program: str, package: str) -> str:
     return path
 
 
-def test_nginx_accepts_the_site(tmp_path):
-    nginx = _need("nginx", "nginx")
+def _certificate(folder: Path) -> tuple[Path, Path]:
+    """A self-signed certificate for 127.0.0.1 and localhost (requests checks it: verify=cert)."""
     _need("openssl", "openssl")
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=test",
-                    "-keyout", str(tmp_path / "key.pem"), "-out", str(tmp_path / "cert.pem")], check=True,
-                   capture_output=True)
-    snippets = tmp_path / "snippets"
-    snippets.mkdir()
-    shutil.copy(DEPLOY / "nginx" / "sente-proxy.conf", snippets / "sente-proxy.conf")
-    site = (DEPLOY / "nginx" / "sente.conf").read_text()
-    site = site.replace("/etc/letsencrypt/live/go.example.org/fullchain.pem", str(tmp_path / "cert.pem"))
-    site = site.replace("/etc/letsencrypt/live/go.example.org/privkey.pem", str(tmp_path / "key.pem"))
-    site = site.replace("/etc/nginx/snippets/", f"{snippets}/").replace("/var/log/nginx/", f"{tmp_path}/")
-    (tmp_path / "sente.conf").write_text(site)
-    (tmp_path / "compose.conf").write_text((DEPLOY / "nginx" / "compose.conf").read_text()
-                                           .replace("server web:8000", "server 127.0.0.1:8000"))
-    for name in ("sente.conf", "compose.conf"):
-        main = tmp_path / f"nginx-{name}"
-        main.write_text(f"pid {tmp_path}/nginx.pid;\nerror_log {tmp_path}/error.log;\nevents {{}}\n"
-                        f"http {{\n  access_log {tmp_path}/access.log;\n  include {tmp_path}/{name};\n}}\n")
-        done = subprocess.run([nginx, "-t", "-q", "-p", str(tmp_path), "-c", str(main)], capture_output=True,
-                              text=True)
+    folder.mkdir(parents=True, exist_ok=True)
+    cert, key = folder / "fullchain.pem", folder / "privkey.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=localhost",
+                    "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost", "-keyout", str(key), "-out", str(cert)],
+                   check=True, capture_output=True)
+    return cert, key
+
+
+class Nginx:
+    """nginx running deploy/nginx/<site> as written but for its paths and ports, unprivileged (its own
+    prefix, pid, logs and temporary folders under ``folder``; ports from the free ones), in front of
+    ``upstream``: the site's files are copied with the deployment's paths (certificates, storage and
+    static folders, snippets, logs) replaced by the test's, and every listen moved to 127.0.0.1."""
+
+    def __init__(self, site: str, folder: Path, upstream: str, files: Path, static: Path, cert: Path, key: Path,
+                 start: bool = True) -> None:
+        self.nginx = _need("nginx", "nginx")
+        self.folder = folder
+        self.http, self.https = free_port(), free_port()
+        conf = folder / "conf"
+        for sub in ("conf", "logs", "temp", "acme"):
+            (folder / sub).mkdir(parents=True, exist_ok=True)
+        paths = {
+            "/etc/letsencrypt/live/go.example.org/fullchain.pem": str(cert),
+            "/etc/letsencrypt/live/go.example.org/privkey.pem": str(key),
+            "/etc/nginx/tls/fullchain.pem": str(cert), "/etc/nginx/tls/privkey.pem": str(key),
+            "/etc/nginx/snippets/": f"{conf}/", "/etc/nginx/sente/": f"{conf}/",
+            "/var/log/nginx/": f"{folder}/logs/", "/var/www/letsencrypt": f"{folder}/acme",
+            "/srv/sente/data/files/": f"{files}/", "/data/files/": f"{files}/",
+            "/srv/sente/data/static/": f"{static}/", "/srv/static/": f"{static}/",
+            "server 127.0.0.1:8000": f"server {upstream}", "server web:8000": f"server {upstream}",
+        }
+        pattern = re.compile("|".join(re.escape(k) for k in sorted(paths, key=len, reverse=True)))
+        for source in (DEPLOY / "nginx").glob("*.conf"):
+            text = pattern.sub(lambda m: paths[m.group(0)], source.read_text())  # one pass: no path replaced twice
+            text = re.sub(r"\n\s*listen \[::\]:\d+[^;]*;", "", text)
+            text = re.sub(r"listen 80;", f"listen 127.0.0.1:{self.http};", text)
+            text = re.sub(r"listen 443 ", f"listen 127.0.0.1:{self.https} ", text)
+            for listen in re.findall(r"listen ([^;]*);", text):  # nothing binds the machine's own ports
+                assert listen.split()[0] in (f"127.0.0.1:{self.http}", f"127.0.0.1:{self.https}"), (source, listen)
+            (conf / source.name).write_text(text)
+        temp = folder / "temp"
+        user = "user root;\n" if os.geteuid() == 0 else ""  # as root, workers would drop to nobody: no access to tmp
+        mime = "include /etc/nginx/mime.types;\n  " if Path("/etc/nginx/mime.types").exists() else ""
+        self.main = folder / "nginx.conf"
+        self.main.write_text(
+            f"pid {folder}/nginx.pid;\nerror_log {folder}/logs/error.log;\ndaemon off;\n{user}worker_processes 1;\n"
+            f"events {{ worker_connections 64; }}\n"
+            f"http {{\n  {mime}default_type application/octet-stream;\n  access_log {folder}/logs/access.log;\n"
+            + "".join(f"  {kind}_temp_path {temp}/{kind};\n" for kind in ("client_body", "proxy", "fastcgi", "uwsgi",
+                                                                           "scgi"))
+            + f"  include {conf}/{site};\n}}\n")
+        self.url = f"https://127.0.0.1:{self.https}" if "ssl" in (conf / site).read_text() else \
+            f"http://127.0.0.1:{self.http}"
+        self.process = None
+        if start:
+            self.start()
+
+    def command(self, *args: str) -> list[str]:
+        return [self.nginx, "-e", f"{self.folder}/logs/error.log", "-p", str(self.folder), "-c", str(self.main), *args]
+
+    def start(self) -> None:
+        self.process = subprocess.Popen(self.command(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        port = self.https if self.url.startswith("https") else self.http
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"nginx exited with {self.process.returncode}: {self.process.stderr.read()!r}\n"
+                                   + (self.folder / "logs" / "error.log").read_text(errors="replace")[-3000:])
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    return
+            time.sleep(0.05)
+        raise RuntimeError("nginx did not listen within 20 s")
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(timeout=30)
+
+
+def test_nginx_accepts_the_site(tmp_path):
+    cert, key = _certificate(tmp_path / "tls")
+    for site in ("sente.conf", "compose.conf"):
+        front = Nginx(site, tmp_path / site, "127.0.0.1:8000", tmp_path / "files", tmp_path / "static", cert, key,
+                      start=False)
+        done = subprocess.run(front.command("-t", "-q"), capture_output=True, text=True)
         assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_nginx_sends_network_files_with_ranges_to_resuming_clients(tmp_path):
+    """The real nginx in front of gunicorn, with each of its sites: the application hands network files
+    to nginx (X-Accel-Redirect), which sends them with the application's ETag and headers (each once),
+    byte ranges (also under If-Range on the sha256, as earlier clients send it), and a client
+    resuming a broken download gets only the rest. The links a task gives lead back through nginx."""
+    from django.contrib.auth.models import Group
+    from django.db import connection
+
+    from client.contribute.netcache import NetworkCache, NetworkRef
+    from server.accounts.models import ClientToken, User
+    from server.networks.models import Network
+    from server.platform.processes import database_url
+    from server.ratings.promotion import staff_decision
+    from server.runs.models import create_run
+
+    _need("nginx", "nginx")
+    create_run(helpers.RUN, helpers.SETTINGS.to_dict())
+    data = tmp_path / "data"
+    data.mkdir()
+    live = LiveServer(database_url(connection.settings_dict), data,
+                      env={"SENTE_NETWORK_FILE_ACCEL_PREFIX": "/_network_files"})
+    fronts: list[Nginx] = []
+    try:
+        env = {**{k: v for k, v in os.environ.items() if not k.startswith("SENTE_")}, "SENTE_DATA_DIR": str(data)}
+        subprocess.run([sys.executable, "manage.py", "collectstatic", "--no-input", "--verbosity", "0"], cwd=ROOT,
+                       env=env, check=True, capture_output=True)
+        cert, key = _certificate(tmp_path / "tls")
+        for site in ("sente.conf", "compose.conf"):
+            fronts.append(Nginx(site, tmp_path / site, f"127.0.0.1:{live.port}", data / "files", data / "static",
+                                cert, key))
+        trainer = User.objects.create_user("gpu-box", "trainer@example.org", "another long password")
+        trainer.groups.add(Group.objects.get(name="trainers"))
+        _, trainer_token = ClientToken.issue(trainer, "gpu")
+        user = User.objects.create_user("alice", "alice@example.org", "correct horse battery")
+        _, token = ClientToken.issue(user, "smoke")
+        network = helpers.network_file("test-net1")
+        sha256 = hashlib.sha256(network).hexdigest()
+        upload = requests.post(fronts[0].url + "/api/v1/networks/", headers={"Authorization": f"Token {trainer_token}"},
+                               data={"name": "test-net1", "run": helpers.RUN, "parent": helpers.RANDOM_NET,
+                                     "sha256": sha256}, files={"file": ("test-net1.safetensors", network)},
+                               verify=cert, timeout=60)
+        assert upload.status_code == 201, upload.text
+        staff_decision(Network.objects.get(name="test-net1"), "accept", note="for the test")
+
+        for front in fronts:
+            session = requests.Session()
+            session.trust_env = False  # (REQUESTS_CA_BUNDLE in the environment would win over verify)
+            session.verify = str(cert)
+            task = session.post(front.url + "/api/v1/tasks/", headers={"Authorization": f"Token {token}"},
+                                json={"client_version": "0.1.0", "client_instance_id": "nginx-test", "games": 1},
+                                timeout=30)
+            assert task.status_code == 201, task.text
+            ref = task.json()["network"]
+            assert ref["url"] == f"{front.url}/api/v1/networks/test-net1/file", front.url  # back through nginx
+
+            whole = session.get(ref["url"], timeout=30)
+            assert whole.status_code == 200 and whole.content == network
+            headers = whole.raw.headers  # as sent, a repeated header not yet joined
+            assert "X-Accel-Redirect" not in headers
+            for name, value in (("ETag", f'"{sha256}"'), ("Accept-Ranges", "bytes"),
+                                ("Cache-Control", "public, max-age=31536000, immutable"),
+                                ("Content-Disposition", 'attachment; filename="test-net1.safetensors"')):
+                assert headers.getlist(name) == [value], (front.url, name, headers.getlist(name))
+            part = session.get(ref["url"], headers={"Range": "bytes=100-299"}, timeout=30)
+            assert part.status_code == 206 and part.content == network[100:300]
+            assert part.headers["Content-Range"] == f"bytes 100-299/{len(network)}"
+            older = session.get(ref["url"], headers={"Range": "bytes=1000-", "If-Range": f'"{sha256}"'}, timeout=30)
+            assert older.status_code == 206 and older.content == network[1000:]
+
+            cache = NetworkCache(tmp_path / "cache" / front.folder.name, session=session)
+            kept = len(network) // 3  # a download broken off after a third
+            (cache.directory / ".test-net1.part").write_bytes(network[:kept])
+            path = cache.get(NetworkRef.from_task(ref))
+            assert path.read_bytes() == network
+            assert cache.downloaded_bytes == len(network) - kept  # only the rest came
+
+        smoke = subprocess.run([sys.executable, str(DEPLOY / "smoke.py"), fronts[0].url, "--token", token],
+                               capture_output=True, text=True, timeout=120,
+                               env={**os.environ, "REQUESTS_CA_BUNDLE": str(cert)})
+        assert smoke.returncode == 0, smoke.stdout + smoke.stderr
+        assert "ok   network download: test-net1" in smoke.stdout
+    finally:
+        for front in fronts:
+            front.stop()
+        live.stop()
 
 
 def test_systemd_accepts_the_units(tmp_path):
