@@ -1,15 +1,23 @@
 #!/usr/bin/env bash
-# Back up Sente: the database and the file storage, into $SENTE_BACKUP_DIR/<UTC time>/, keeping
-# $SENTE_BACKUP_KEEP days of them (default 14). Reads the server's own settings (DATABASE_URL,
-# STORAGE_URL, SENTE_DATA_DIR) from the environment: run it with /etc/sente/sente.env loaded (the
-# sente-backup unit does).
+# Back up Sente: the database, the file storage and the trainer's checkpoints, into
+# $SENTE_BACKUP_DIR/<UTC time>/, keeping $SENTE_BACKUP_KEEP days of them (default 14). Reads the
+# server's own settings (DATABASE_URL, STORAGE_URL, SENTE_DATA_DIR) from the environment: run it with
+# /etc/sente/sente.env loaded (the sente-backup unit does).
 #
 # - PostgreSQL: pg_dump --format=custom (restore with pg_restore --clean --dbname=...).
 # - SQLite (the embedded default): SQLite's online backup, consistent while the server runs.
 # - Files on disk: rsync, hard-linking what the previous backup has (stored files never change: they
-#   are named by their content), so each backup costs only the new files.
+#   are named by their content), so each backup costs only the new files. Files being written
+#   (.<name>.<random>.tmp, renamed into place once whole) are left out; one that vanishes while rsync
+#   runs (rsync's exit status 24) is no failure.
+# - The trainer's checkpoints ($SENTE_DATA_DIR/training), the same way: a restored server's trainer
+#   goes on from them instead of starting its lines again.
 # - S3 storage: not copied here; keep the bucket's versioning or replication on instead.
+#
+# Backups hold the database (password hashes, tokens): they are readable by their owner only. A run
+# killed halfway leaves a .<time>.partial folder, which the next run deletes.
 set -euo pipefail
+umask 077
 
 dest=${SENTE_BACKUP_DIR:-${SENTE_DATA_DIR:-./sente-data}/backups}
 keep=${SENTE_BACKUP_KEEP:-14}
@@ -17,9 +25,17 @@ data=${SENTE_DATA_DIR:-./sente-data}
 database=${DATABASE_URL:-sqlite:///$data/sente.sqlite3}
 storage=${STORAGE_URL:-file://$(realpath -m "$data/files")}
 
+mkdir -p "$dest"
+exec 9>"$dest/.lock"
+if ! flock --nonblock 9; then
+  echo "backup: another backup into $dest is running" >&2
+  exit 1
+fi
+find "$dest" -mindepth 1 -maxdepth 1 -type d -name '.*.partial' -exec rm -rf {} +
+
 stamp=$(date -u +%Y%m%dT%H%M%SZ)
 work="$dest/.$stamp.partial"
-mkdir -p "$work"
+mkdir "$work"
 trap 'rm -rf "$work"' EXIT
 
 case "$database" in
@@ -36,14 +52,22 @@ PY
   *) echo "backup: DATABASE_URL $database: only postgres:// and sqlite:/// are backed up" >&2; exit 2 ;;
 esac
 
+# copy FOLDER NAME: FOLDER into $work/NAME, hard-linking what the last backup has unchanged.
+copy() {
+  local link=() status=0
+  [ -d "$dest/latest/$2" ] && link=(--link-dest="$(realpath "$dest/latest/$2")")
+  rsync -a --exclude='.*.tmp' "${link[@]}" "$1/" "$work/$2/" || status=$?
+  if [ "$status" -ne 0 ] && [ "$status" -ne 24 ]; then
+    echo "backup: rsync of $1 failed (status $status)" >&2
+    return "$status"
+  fi
+}
+
 case "$storage" in
-  file://*)
-    files="${storage#file://}"
-    link=()
-    [ -d "$dest/latest/files" ] && link=(--link-dest="$(realpath "$dest/latest/files")")
-    [ -d "$files" ] && rsync -a "${link[@]}" "$files/" "$work/files/" ;;
+  file://*) files="${storage#file://}"; if [ -d "$files" ]; then copy "$files" files; fi ;;
   s3://*) echo "backup: files are in $storage: keep the bucket's versioning or replication on" >&2 ;;
 esac
+if [ -d "$data/training" ]; then copy "$data/training" training; fi
 
 mv "$work" "$dest/$stamp"
 trap - EXIT

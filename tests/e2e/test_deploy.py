@@ -249,37 +249,61 @@ def test_docker_compose_accepts_the_compose_file(tmp_path):
 
 
 @pytest.mark.django_db(transaction=True, serialized_rollback=True)
-def test_backups_hold_the_database_and_the_files(tmp_path):
-    from django.conf import settings
+def test_backups_hold_the_database_the_files_and_the_checkpoints(tmp_path):
     from django.db import connection
 
     from server.platform.processes import database_url
 
-    _need("rsync", "rsync")
+    rsync = _need("rsync", "rsync")
     if connection.vendor != "postgresql":
         pytest.skip("the backup test needs PostgreSQL (pg_dump)")
     _need("pg_dump", "postgresql-client")
     from server.runs.models import create_run
 
     create_run(helpers.RUN, helpers.SETTINGS.to_dict())
-    files = tmp_path / "files"
+    data = tmp_path / "data"
+    files = data / "files"
     (files / "games" / "ab").mkdir(parents=True)
     (files / "games" / "ab" / "game.sgf").write_bytes(b"(;FF[4])")
+    (files / "games" / "ab" / ".other.sgf.k2j4x9.tmp").write_bytes(b"(;FF")  # an upload being written
+    (data / "training" / "test").mkdir(parents=True)
+    (data / "training" / "test" / "b6c96.ckpt").write_bytes(b"checkpoint")
+    backups = tmp_path / "backups"
+    (backups / ".20200101T000000Z.partial" / "files").mkdir(parents=True)  # left by a backup killed halfway
+    # rsync answers 24 when a file it listed vanished before it was copied (an upload's temporary file
+    # renamed, say); the backup goes on. Any other failure ends it with nothing left behind.
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "rsync").write_text(f'#!/bin/sh\n{rsync} "$@" || exit $?\nexit "${{RSYNC_STATUS:-0}}"\n')
+    (fake / "rsync").chmod(0o755)
     env = {**os.environ, "DATABASE_URL": database_url(connection.settings_dict), "STORAGE_URL": files.as_uri(),
-           "SENTE_DATA_DIR": str(settings.DATA_DIR), "SENTE_BACKUP_DIR": str(tmp_path / "backups")}
-    for _ in range(2):
-        done = subprocess.run(["bash", str(DEPLOY / "backup.sh")], capture_output=True, text=True, env=env)
+           "SENTE_DATA_DIR": str(data), "SENTE_BACKUP_DIR": str(backups), "PATH": f"{fake}:{os.environ['PATH']}"}
+    for status in ("0", "24"):
+        done = subprocess.run(["bash", str(DEPLOY / "backup.sh")], capture_output=True, text=True,
+                              env={**env, "RSYNC_STATUS": status})
         assert done.returncode == 0, done.stderr
-    backups = sorted(p for p in (tmp_path / "backups").iterdir() if not p.is_symlink())
-    assert (tmp_path / "backups" / "latest").resolve() == backups[-1]
-    latest = tmp_path / "backups" / "latest"
+        time.sleep(1.1)  # a new second, a new folder
+    made = sorted(p for p in backups.iterdir() if p.name.startswith("20"))
+    assert len(made) == 2 and not any(p.name.endswith(".partial") for p in backups.iterdir())
+    latest = backups / "latest"
+    assert latest.resolve() == made[-1]
     assert (latest / "files" / "games" / "ab" / "game.sgf").read_bytes() == b"(;FF[4])"
+    assert not (latest / "files" / "games" / "ab" / ".other.sgf.k2j4x9.tmp").exists()
+    assert (latest / "training" / "test" / "b6c96.ckpt").read_bytes() == b"checkpoint"
     listing = subprocess.run(["pg_restore", "--list", str(latest / "database.pgdump")], capture_output=True,
                              text=True, check=True).stdout
     assert "TABLE DATA public runs_run" in listing
-    if len(backups) == 2:  # (the same second makes one folder) two backups share unchanged files
-        first, last = (b / "files" / "games" / "ab" / "game.sgf" for b in backups)
-        assert first.stat().st_ino == last.stat().st_ino
+    for path in (made[-1], latest / "database.pgdump"):  # the dump holds password hashes and tokens
+        assert path.stat().st_mode & 0o077 == 0, oct(path.stat().st_mode)
+    first, last = (b / "files" / "games" / "ab" / "game.sgf" for b in made)
+    assert first.stat().st_ino == last.stat().st_ino  # unchanged files are shared
+
+    time.sleep(1.1)
+    done = subprocess.run(["bash", str(DEPLOY / "backup.sh")], capture_output=True, text=True,
+                          env={**env, "RSYNC_STATUS": "23"})
+    assert done.returncode == 23 and "rsync of" in done.stderr
+    assert sorted(p for p in backups.iterdir() if p.name.startswith(("20", "."))) == sorted(
+        [*made, backups / ".lock"])
 
 
 @pytest.mark.django_db(transaction=True, serialized_rollback=True)
