@@ -169,6 +169,12 @@ def _browse(browser, url: str, data: dict, screens: Screens) -> tuple[list[str],
             outside.append(route.request.url)
             route.abort()
 
+    def watch(p) -> None:
+        """Collect a page's script errors and console errors, and keep it on this server."""
+        p.on("pageerror", lambda e: errors.append(f"{p.url}: {e}"))
+        p.on("console", lambda m: errors.append(f"{p.url}: {m.text}") if m.type == "error" else None)
+        p.route("**/*", only_this_server)
+
     page.route("**/*", only_this_server)
     try:
         # the front page: the run, its numbers, the training line and the small chart
@@ -217,9 +223,42 @@ def _browse(browser, url: str, data: dict, screens: Screens) -> tuple[list[str],
         assert 0 < zoomed < full * 0.5, (zoomed, full)
         screens.take(page, "elo-zoomed")
         page.click('button[data-action="reset"]')
+        reset = float(page.get_attribute("#elo-chart", "data-x-max")) - float(page.get_attribute("#elo-chart",
+                                                                                                   "data-x-min"))
+        assert abs(reset - full) <= full * 1e-6, (reset, full)  # the whole range again
         page.click('button[data-axis="time"]')
         page.wait_for_selector('#elo-chart[data-axis="time"]')
         assert page.get_attribute('button[data-axis="time"]', "aria-pressed") == "true"
+
+        # the controls used before the data arrives (the data held back meanwhile), in a browser whose
+        # clock is not on UTC: no script error, the chart drawn as the controls say, the time axis's
+        # ticks on UTC hours (Kathmandu is 5:45 off UTC) as its label and the hover text say
+        nepal = browser.new_context(viewport={"width": 1280, "height": 900}, timezone_id="Asia/Kathmandu")
+        early = nepal.new_page()
+        watch(early)
+        held = []
+        early.route("**/elo/data.json*", lambda route: held.append(route))
+        early.goto(url + "/elo/")
+        for _ in range(200):
+            if held:
+                break
+            early.wait_for_timeout(50)
+        assert len(held) == 1 and early.get_attribute("#elo-chart", "data-ready") is None
+        early.click('button[data-axis="time"]')
+        early.uncheck('[data-option="rejected"]')
+        early.click('button[data-action="reset"]')
+        held[0].continue_()
+        early.wait_for_selector('#elo-chart[data-ready="1"]')
+        assert early.get_attribute("#elo-chart", "data-axis") == "time"
+        ticks = [float(t) for t in early.get_attribute("#elo-chart", "data-x-ticks").split(",") if t]
+        assert ticks and all(t % 3600 == 0 for t in ticks), ticks
+        box = early.locator("#elo-chart .u-over").bounding_box()
+        early.mouse.move(box["x"] + box["width"] * 0.98, box["y"] + box["height"] / 2)
+        early.wait_for_function("document.getElementById('elo-hover').textContent.includes('UTC')")
+        hover = early.inner_text("#elo-hover")
+        newest = data["networks"][-1]
+        assert hover.startswith(newest.name) and newest.created_at.strftime("%Y-%m-%d %H:%M UTC") in hover, hover
+        nepal.close()
 
         # a game: the arrow keys step through the moves and the stones change, captures included
         page.goto(url + f"/games/{data['capture_game']}/")
@@ -283,11 +322,12 @@ def _browse(browser, url: str, data: dict, screens: Screens) -> tuple[list[str],
         phone = browser.new_context(viewport={"width": 390, "height": 844}, device_scale_factor=2, is_mobile=True,
                                     has_touch=True)
         small = phone.new_page()
-        small.route("**/*", only_this_server)
-        small.on("pageerror", lambda e: errors.append(str(e)))
+        watch(small)
         for path, name in (("/networks/", "phone-networks"), (f"/games/{data['capture_game']}/", "phone-game"),
-                           ("/", "phone-home")):
+                           ("/", "phone-home"), ("/elo/", "phone-elo"), ("/contributors/", "phone-contributors")):
             small.goto(url + path)
+            if path in ("/", "/elo/"):
+                small.wait_for_selector('#elo-chart[data-ready="1"]')
             overflow = small.evaluate("document.documentElement.scrollWidth - window.innerWidth")
             assert overflow <= 0, f"{path} is {overflow} px wider than the phone's screen"
             screens.take(small, name)

@@ -1,6 +1,7 @@
 // The Elo chart: every network of the run as a point with a 95% error bar, against the data rows it
-// was trained on or against time. Drawn with uPlot (served from this site); drag to zoom, double-click
-// to zoom out, hover for a network, click a point to open its page.
+// was trained on or against time (UTC, on the axis as in the hover text). Drawn with uPlot (served
+// from this site); drag to zoom, double-click to zoom out, hover for a network, click a point to open
+// its page. The controls work before the data has arrived: the chart is drawn as they say once it has.
 (function () {
   "use strict";
   var el = document.getElementById("elo-chart");
@@ -28,12 +29,24 @@
     if (s === "candidate" || s === "rating") return "candidate";
     return "main";
   }
+  // a time (seconds) in UTC: "2026-01-14 09:30"
+  function utc(seconds) {
+    return new Date(seconds * 1000).toISOString().slice(0, 16).replace("T", " ");
+  }
+  // the time axis's labels, in UTC: the day, and the hour when the ticks are less than a day apart
+  function timeTicks(u, splits, axisIdx, space, incr) {
+    el.setAttribute("data-x-ticks", splits.join(","));
+    return splits.map(function (v) {
+      if (v === null || v === undefined) return "";
+      var text = utc(v);
+      return incr >= 86400 ? text.slice(5, 10) : text.slice(5);
+    });
+  }
   function describe(i) {
     var e = net.elo[i] === null ? "no rating yet" : "Elo " + Math.round(net.elo[i]) +
       (net.se[i] === null ? "" : " ± " + Math.round(1.96 * net.se[i]));
-    var when = new Date(net.time[i] * 1000).toISOString().slice(0, 16).replace("T", " ");
     return net.name[i] + " (" + net.state[i] + (net.released[i] ? ", released" : "") + "): " + e + ", " +
-      Number(net.rows[i]).toLocaleString("en-US") + " data rows, " + when + " UTC";
+      Number(net.rows[i]).toLocaleString("en-US") + " data rows, " + utc(net.time[i]) + " UTC";
   }
 
   function build() {
@@ -70,8 +83,11 @@
     return [lo - pad, hi + pad];
   }
 
-  // the whole x range with a margin, so that the first and last points are not on the frame
+  // the whole x range gets a margin, so that the first and last points are not on the frame; a zoomed
+  // range (dragged across) is kept as it is. uPlot asks this for every new scale, setScale's too.
   function xRange(u, min, max) {
+    var x = u.data && u.data[0];
+    if (x && x.length && (min > x[0] || max < x[x.length - 1])) return [min, max];
     var pad = (max - min) * 0.02 || 1;
     return [min - pad, max + pad];
   }
@@ -120,7 +136,7 @@
     var time = axis === "time";
     var points = function (color) { return { show: true, size: 6, stroke: color, fill: color }; };
     var series = [
-      { label: time ? "time" : "data rows", value: function (u, v) { return v === null ? "–" : time ? new Date(v * 1000).toISOString().slice(0, 10) : fmtRows(v); } },
+      { label: time ? "time (UTC)" : "data rows", value: function (u, v) { return v === null ? "–" : time ? utc(v) : fmtRows(v); } },
       { label: "accepted", stroke: COLORS.main, width: 1.5, spanGaps: true, points: points(COLORS.main), _barColor: COLORS.bar },
       { label: "candidates", stroke: COLORS.candidate, paths: function () { return null; }, points: points(COLORS.candidate), _barColor: "rgba(208,138,0,0.5)" },
       { label: "rejected", stroke: COLORS.rejected, paths: function () { return null; }, points: points(COLORS.rejected), _barColor: "rgba(192,57,43,0.45)" },
@@ -128,10 +144,12 @@
     series.slice(1).forEach(function (s) { s.value = function (u, v) { return v === null || v === undefined ? "–" : Math.round(v); }; });
     return {
       width: width, height: height,
+      // uPlot places time ticks in this time zone: UTC, as the labels and the hover text say
+      tzDate: function (ts) { return uPlot.tzDate(new Date(ts * 1000), "Etc/UTC"); },
       scales: { x: { time: time, range: xRange }, y: { range: yRange } },
       series: series,
       axes: [
-        time ? { label: "time (UTC)" } : { label: "data rows", values: function (u, vals) { return vals.map(fmtRows); } },
+        time ? { label: "time (UTC)", values: timeTicks } : { label: "data rows", values: function (u, vals) { return vals.map(fmtRows); } },
         { label: "Elo", size: 56 },
       ],
       cursor: { drag: { x: true, y: false, setScale: true }, points: { size: 9 } },
@@ -140,6 +158,7 @@
   }
 
   function render() {
+    if (!net || !net.name || !net.name.length) return; // no data yet (or none): the controls only set the state
     if (plot) plot.destroy();
     el.innerHTML = "";
     plot = new uPlot(options(el.clientWidth || 600), build(), el);
@@ -152,8 +171,7 @@
     if (!plot) return;
     var x = plot.data[0];
     if (!x.length) return;
-    var range = xRange(plot, x[0], x[x.length - 1]);
-    plot.setScale("x", { min: range[0], max: range[1] });
+    plot.setScale("x", { min: x[0], max: x[x.length - 1] }); // xRange adds the margin
   }
 
   // click (without dragging) on a point: open the network's page
