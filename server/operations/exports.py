@@ -4,8 +4,11 @@
 - ``npz``: a tar of every self-play game's training rows, ``<game id>.npz`` (KataGo's layout: its
   tools read a folder of such files).
 
-The archive is written to a temporary file, hashed, and stored as ``exports/<run>/<file name>``;
-the row is made once the file is stored, so a failed export leaves no row (and is simply run again).
+The archive is written to a temporary file, hashed, and stored under a name of its own,
+``exports/<run>/<file name stem>.<sha256 prefix>.<zip|tar>``; the row is made once the file is
+stored, so a failed export leaves no row (and is simply run again). Made again (``force``), the new
+archive is stored beside the old one, the row switched to it, and only then the old file deleted: a
+failure on the way leaves the old archive as it was, listed and downloadable.
 """
 
 from __future__ import annotations
@@ -85,13 +88,26 @@ def export_day(run, day: date, kind: str, force: bool = False) -> DataExport | N
         size = out.tell()
         out.seek(0)
         export = DataExport(run=run, day=day, kind=kind, size_bytes=size, sha256=digest.hexdigest(), games=games)
-        name = f"exports/{run.name}/{export.filename}"
-        if default_storage.exists(name):
-            default_storage.delete(name)
-        stored = default_storage.save(name, File(out, name=export.filename))
-    with transaction.atomic():
-        DataExport.objects.filter(run=run, day=day, kind=kind).delete()
-        export.file.name = stored
-        export.save()
+        stem, suffix = export.filename.rsplit(".", 1)
+        stored = default_storage.save(f"exports/{run.name}/{stem}.{export.sha256[:16]}.{suffix}",
+                                      File(out, name=export.filename))
+    old_name = None
+    try:
+        with transaction.atomic():
+            old = DataExport.objects.select_for_update().filter(run=run, day=day, kind=kind).first()
+            if old is not None:
+                old_name = old.file.name
+                old.delete()
+            export.file.name = stored
+            export.save()
+    except BaseException:
+        if stored != old_name:
+            default_storage.delete(stored)
+        raise
+    if old_name and old_name != stored and not DataExport.objects.filter(file=old_name).exists():
+        try:
+            default_storage.delete(old_name)
+        except Exception:  # the new archive is in place; the old file is only wasted space
+            log.exception("run %s: could not delete the replaced export %s", run.name, old_name)
     log.info("run %s: %s export of %s: %d games, %d bytes", run.name, kind, day, games, size)
     return export

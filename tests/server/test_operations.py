@@ -3,6 +3,7 @@ exports (made once, downloadable in pieces, disabled games left out)."""
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import re
@@ -11,7 +12,7 @@ import zipfile
 from datetime import timedelta
 
 import pytest
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 from django.test import Client
 from django.utils import timezone
 from rest_framework.test import APIClient
@@ -127,3 +128,76 @@ def test_daily_exports_hold_the_days_games_and_download_in_pieces(run, alice, se
     assert api.get("/api/v1/exports/", {"kind": "bogus"}).json()["error"]["field"] == "kind"
     body = json.loads(api.get("/api/v1/exports/", {"run": "other"}).content)
     assert body["results"] == []
+
+
+def _yesterdays_games(run, user, games):
+    stored = helpers.store_training_games(run, user, games)
+    for game in stored:
+        game.created_at = (timezone.now() - timedelta(days=1)).replace(hour=12)
+        game.save()
+    return stored
+
+
+def test_an_export_made_again_replaces_the_old_only_once_the_new_is_stored(run, alice, selfplay_games, monkeypatch):
+    from django.core.files.storage import default_storage
+
+    from server.operations.models import DataExport
+
+    user, _ = alice
+    _yesterdays_games(run, user, selfplay_games[:2])
+    call_command("export_games", stdout=io.StringIO())
+    old = DataExport.objects.get(kind="sgf")
+    old_name, old_data = old.file.name, default_storage.open(old.file.name).read()
+
+    # Storing the new archive fails (a full disk, the object store down): the old one stays, whole.
+    def full(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    with monkeypatch.context() as m:
+        m.setattr(default_storage, "save", full)
+        with pytest.raises(CommandError, match="2 archive"):
+            call_command("export_games", "--force", "--day", str(old.day), stdout=io.StringIO(), stderr=io.StringIO())
+    again = DataExport.objects.get(kind="sgf")
+    assert (again.pk, again.file.name, again.sha256) == (old.pk, old_name, old.sha256)
+    assert default_storage.open(old_name).read() == old_data
+    response = APIClient().get(f"/api/v1/exports/{old.pk}/file")
+    assert response.status_code == 200 and b"".join(response.streaming_content) == old_data
+
+    # Made again for real (with a game stored late): a new file under a new name, the row switched to
+    # it, the old file gone.
+    _yesterdays_games(run, user, selfplay_games[2:3])
+    out = io.StringIO()
+    call_command("export_games", "--force", "--day", str(old.day), stdout=out)
+    assert "2 archive(s) ready" in out.getvalue()
+    new = DataExport.objects.get(kind="sgf")
+    assert new.games == 3 and new.file.name != old_name and not default_storage.exists(old_name)
+    data = default_storage.open(new.file.name).read()
+    assert hashlib.sha256(data).hexdigest() == new.sha256 and len(data) == new.size_bytes
+    listed = APIClient().get("/api/v1/exports/", {"kind": "sgf"}).json()["results"]
+    assert [e["sha256"] for e in listed] == [new.sha256]
+    assert b"".join(APIClient().get(listed[0]["url"]).streaming_content) == data
+
+
+def test_a_failed_export_of_one_kind_is_made_at_the_next_run(run, alice, selfplay_games, monkeypatch):
+    from server.operations import exports
+    from server.operations.models import DataExport
+
+    user, _ = alice
+    _yesterdays_games(run, user, selfplay_games[:2])
+
+    def broken(out, run, day):
+        raise OSError(5, "Input/output error")
+
+    with monkeypatch.context() as m:
+        m.setitem(exports.WRITERS, DataExport.Kind.NPZ, broken)
+        err = io.StringIO()
+        with pytest.raises(CommandError, match="1 archive"):
+            call_command("export_games", stdout=io.StringIO(), stderr=err)
+        assert "npz: failed" in err.getvalue()
+    assert set(DataExport.objects.values_list("kind", flat=True)) == {"sgf"}
+    sgf = DataExport.objects.get(kind="sgf")
+
+    out = io.StringIO()
+    call_command("export_games", stdout=out)
+    assert "1 archive(s) ready" in out.getvalue() and " npz: 2 games" in out.getvalue()
+    assert DataExport.objects.get(kind="sgf") == sgf and DataExport.objects.get(kind="npz").games == 2

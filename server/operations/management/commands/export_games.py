@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from datetime import date, timedelta
 
 from django.core.management.base import BaseCommand, CommandError
@@ -13,15 +14,18 @@ from server.operations.exports import export_day
 from server.operations.models import DataExport
 from server.runs.models import Run
 
+logger = logging.getLogger(__name__)
+
 
 class Command(BaseCommand):
     help = ("Make the daily archives (SGF zip, npz tar) of the runs' games: by default yesterday's (UTC) of every "
-            "run, and every earlier day that has none yet.")
+            "run, and every earlier day that lacks one of them.")
 
     def add_arguments(self, parser):
         parser.add_argument("--run", help="only this run")
         parser.add_argument("--day", type=date.fromisoformat, help="only this UTC day (YYYY-MM-DD)")
-        parser.add_argument("--force", action="store_true", help="make the archives again even if they exist")
+        parser.add_argument("--force", action="store_true",
+                            help="make the archives again even if they exist (every day's, or --day's)")
 
     def handle(self, *args, **options):
         runs = Run.objects.all()
@@ -32,21 +36,31 @@ class Command(BaseCommand):
         yesterday = timezone.now().date() - timedelta(days=1)
         if options["day"] and options["day"] > yesterday:
             self.stderr.write(f"{options['day']} is not over yet: its archives would miss the games still to come")
-        made = 0
+        made = failed = 0
+        kinds = DataExport.Kind.values
         for run in runs:
             if options["day"]:
-                days = [options["day"]]
+                wanted = [(options["day"], kind) for kind in kinds]
             else:
                 first = TrainingGame.objects.filter(run=run).aggregate(first=Min("created_at"))["first"]
                 if first is None:
                     continue
-                done = set(DataExport.objects.filter(run=run, kind=DataExport.Kind.SGF).values_list("day", flat=True))
                 days = [first.date() + timedelta(days=k) for k in range((yesterday - first.date()).days + 1)]
-                days = [d for d in days if d not in done]
-            for day in days:
-                for kind in DataExport.Kind.values:
+                # Each kind on its own: a day whose npz archive failed after its SGF archive was made
+                # gets the npz archive at the next run.
+                done = set() if options["force"] else set(DataExport.objects.filter(run=run).values_list("day", "kind"))
+                wanted = [(day, kind) for day in days for kind in kinds if (day, kind) not in done]
+            for day, kind in wanted:
+                try:
                     export = export_day(run, day, kind, force=options["force"])
-                    if export is not None:
-                        made += 1
-                        self.stdout.write(f"{run.name} {day} {kind}: {export.games} games, {export.size_bytes:,} bytes")
+                except Exception as e:  # the other archives are still made; the command then fails
+                    failed += 1
+                    logger.exception("run %s: the %s export of %s failed", run.name, kind, day)
+                    self.stderr.write(f"{run.name} {day} {kind}: failed: {e}")
+                    continue
+                if export is not None:
+                    made += 1
+                    self.stdout.write(f"{run.name} {day} {kind}: {export.games} games, {export.size_bytes:,} bytes")
         self.stdout.write(f"{made} archive(s) ready")
+        if failed:
+            raise CommandError(f"{failed} archive(s) failed (see above); the next run makes them")
