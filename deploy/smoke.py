@@ -112,8 +112,8 @@ def main() -> int:
 
     def metrics():
         text = expect(smoke.get("/metrics")).text
-        if "sente_training_games_total" not in text:
-            raise AssertionError("no sente_training_games_total in the metrics")
+        if "sente_training_games{" not in text:
+            raise AssertionError("no sente_training_games in the metrics")
         return f"{sum(1 for line in text.splitlines() if line and not line.startswith('#'))} samples"
 
     smoke.check("health", health)

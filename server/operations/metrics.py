@@ -3,49 +3,70 @@
 Everything the server does is recorded in rows (tasks, games, refused uploads, networks, the
 trainer's lines, the background queue), so every web process answers the same numbers without a
 shared in-memory registry. The figures are cached for ``SENTE_METRICS_SECONDS`` (default 15), so a
-scrape costs a handful of indexed queries at most that often. With ``SENTE_METRICS_TOKEN`` set, a
-scrape must send ``Authorization: Bearer <token>``.
+scrape computes them at most that often per web process. With ``SENTE_METRICS_TOKEN`` set, a scrape
+must send ``Authorization: Bearer <token>``.
+
+No query reads a table's whole history, so a scrape costs the same after a hundred million games:
+
+- games and rows per run are the website's totals (``server.dashboard.tallies``): the days counted
+  once, plus the games since the last counted day through the index of the games by run and time;
+  they are gauges, since a game disabled (or a tally rebuilt) lowers them;
+- tasks handed out and uploads refused are those of the last hour (gauges), read through the indexes
+  of the tasks by run and time and of the refusals by time; a rate per minute is the figure / 60;
+- networks and trainer lines are small tables; the background queue's finished results are deleted
+  after 14 days (``manage.py prune_db_task_results``, run by the daily export job).
 """
 
 from __future__ import annotations
 
 import hmac
+from datetime import timedelta
 
 from django.conf import settings
 from django.core.cache import cache
-from django.db.models import Count, Sum
+from django.db.models import Count
 from django.http import HttpResponse
 from django.utils import timezone
 from prometheus_client import CollectorRegistry, generate_latest
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 CACHE_KEY = "sente:metrics"
+RECENT = timedelta(hours=1)
 
 
 def _families() -> list:
     from django_tasks_db.models import DBTaskResult
 
+    from server.dashboard import tallies
     from server.distribution.models import Task
-    from server.games.models import RatingGame, TrainingGame, UploadRefusal
+    from server.games.models import UploadRefusal
     from server.networks.models import Network
     from server.runs.models import Run
     from server.training.models import TrainingLine
 
+    now = timezone.now()
     runs = dict(Run.objects.values_list("pk", "name"))
-    tasks = CounterMetricFamily("sente_tasks", "Tasks handed out", labels=["run", "kind"])
-    for run, kind, n in Task.objects.values_list("run", "kind").annotate(n=Count("id")).order_by():
-        tasks.add_metric([runs.get(run, "?"), kind], n)
-    training = CounterMetricFamily("sente_training_games", "Self-play games stored", labels=["run"])
-    rows = CounterMetricFamily("sente_training_rows", "Training rows stored", labels=["run"])
-    for run, n, total in TrainingGame.objects.values_list("run").annotate(n=Count("id"), rows=Sum("rows")).order_by():
-        training.add_metric([runs.get(run, "?")], n)
-        rows.add_metric([runs.get(run, "?")], total or 0)
-    rating = CounterMetricFamily("sente_rating_games", "Rating games stored", labels=["run"])
-    for run, n in RatingGame.objects.values_list("run").annotate(n=Count("id")).order_by():
-        rating.add_metric([runs.get(run, "?")], n)
-    refused = CounterMetricFamily("sente_upload_refusals", "Uploads refused after reading", labels=["kind", "code"])
-    for kind, code, n in UploadRefusal.objects.values_list("kind", "code").annotate(n=Count("id")).order_by():
+    tasks = GaugeMetricFamily("sente_tasks_last_hour", "Tasks handed out in the last hour", labels=["run", "kind"])
+    training = GaugeMetricFamily("sente_training_games", "Self-play games stored, as the website counts them",
+                                 labels=["run"])
+    rows = GaugeMetricFamily("sente_training_rows", "Training rows of those games", labels=["run"])
+    rating = GaugeMetricFamily("sente_rating_games", "Rating games stored, as the website counts them",
+                               labels=["run"])
+    for run in Run.objects.all():
+        per_kind = dict.fromkeys(Task.Kind.values, 0)
+        per_kind.update(Task.objects.filter(run=run, created_at__gte=now - RECENT).values_list("kind")
+                        .annotate(n=Count("*")).order_by())
+        for kind, n in per_kind.items():
+            tasks.add_metric([run.name, kind], n)
+        counts = tallies.totals(run)
+        training.add_metric([run.name], counts.training_games)
+        rows.add_metric([run.name], counts.rows)
+        rating.add_metric([run.name], counts.rating_games)
+    refused = GaugeMetricFamily("sente_upload_refusals_last_hour", "Uploads refused after reading, in the last hour",
+                                labels=["kind", "code"])
+    for kind, code, n in (UploadRefusal.objects.filter(created_at__gte=now - RECENT).values_list("kind", "code")
+                          .annotate(n=Count("*")).order_by()):
         refused.add_metric([kind, code], n)
     networks = GaugeMetricFamily("sente_networks", "Networks by state", labels=["run", "state"])
     for run, state, n in Network.objects.values_list("run", "state").annotate(n=Count("id")).order_by():
@@ -53,15 +74,15 @@ def _families() -> list:
     queue = GaugeMetricFamily("sente_background_tasks", "Background tasks by status", labels=["status"])
     for status, n in DBTaskResult.objects.values_list("status").annotate(n=Count("id")).order_by():
         queue.add_metric([status], n)
-    samples = CounterMetricFamily("sente_trainer_samples", "Training samples a line has trained",
-                                  labels=["run", "architecture", "role"])
+    # A line's samples go back when it restarts from an earlier checkpoint: a gauge, not a counter.
+    samples = GaugeMetricFamily("sente_trainer_samples", "Training samples a line has trained",
+                                labels=["run", "architecture", "role"])
     status = GaugeMetricFamily("sente_trainer_status", "1 for a line's current status",
                                labels=["run", "architecture", "status"])
     loss = GaugeMetricFamily("sente_trainer_loss", "A line's last logged training loss per head",
                              labels=["run", "architecture", "head"])
     age = GaugeMetricFamily("sente_trainer_report_age_seconds", "Seconds since a line's trainer last reported",
                             labels=["run", "architecture"])
-    now = timezone.now()
     for line in TrainingLine.objects.all():
         labels = [runs.get(line.run_id, "?"), line.architecture]
         samples.add_metric([*labels, line.role], line.samples)

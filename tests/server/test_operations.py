@@ -33,12 +33,20 @@ def metric(text: str, name: str, **labels) -> float | None:
 
 
 def test_metrics_count_tasks_games_refusals_networks_and_the_trainer(run, alice, selfplay_games, settings):
+    from server.distribution.models import Task
     from server.training.models import TrainingLine
 
     settings.SENTE_METRICS_SECONDS = 0
     user, client = alice
     task = new_task(client, games=2)
-    helpers.store_training_games(run, user, selfplay_games[:3])
+    old = new_task(client, games=1)  # handed out two hours ago: not in the last hour's
+    Task.objects.filter(id=old["id"]).update(created_at=timezone.now() - timedelta(hours=2))
+    stored = helpers.store_training_games(run, user, selfplay_games[:4])
+    for game in stored[:2]:  # two games of three days ago: in the days the website has counted
+        game.created_at = timezone.now() - timedelta(days=3)
+        game.save()
+    stored[3].disabled = True  # left out, as the website leaves it out
+    stored[3].save()
     bad = client.post("/api/v1/games/training/", helpers.upload_fields(task["id"], selfplay_games[0], rows=999),
                       format="multipart")
     assert bad.status_code == 400
@@ -47,15 +55,41 @@ def test_metrics_count_tasks_games_refusals_networks_and_the_trainer(run, alice,
     response = Client().get("/metrics")
     assert response.status_code == 200 and response["Content-Type"].startswith("text/plain")
     text = response.content.decode()
-    assert metric(text, "sente_tasks_total", run="test", kind="selfplay") == 2  # asked for, and stored with the games
-    assert metric(text, "sente_training_games_total", run="test") == 3
-    assert metric(text, "sente_training_rows_total", run="test") == sum(g.metadata["rows"] for g in selfplay_games[:3])
-    assert metric(text, "sente_upload_refusals_total", kind="training", code=bad.json()["error"]["code"]) == 1
+    # the task asked for and the one stored with the games, not the old one
+    assert metric(text, "sente_tasks_last_hour", run="test", kind="selfplay") == 2
+    assert metric(text, "sente_tasks_last_hour", run="test", kind="rating") == 0
+    assert metric(text, "sente_training_games", run="test") == 3
+    assert metric(text, "sente_training_rows", run="test") == sum(g.metadata["rows"] for g in selfplay_games[:3])
+    assert metric(text, "sente_rating_games", run="test") == 0
+    assert metric(text, "sente_upload_refusals_last_hour", kind="training", code=bad.json()["error"]["code"]) == 1
     assert metric(text, "sente_networks", run="test", state="accepted") == 1
-    assert metric(text, "sente_trainer_samples_total", run="test", architecture="tiny", role="current") == 1234
+    assert metric(text, "sente_trainer_samples", run="test", architecture="tiny", role="current") == 1234
+    assert "# TYPE sente_trainer_samples gauge" in text  # a restored checkpoint takes it back
     assert metric(text, "sente_trainer_status", run="test", architecture="tiny", status="training") == 1
     assert metric(text, "sente_trainer_status", run="test", architecture="tiny", status="idle") == 0
     assert metric(text, "sente_trainer_loss", run="test", architecture="tiny", head="policy") == 2.5
+
+
+def test_a_scrape_reads_no_table_of_games_or_tasks_whole(run, alice, selfplay_games, settings):
+    """Tasks, games and refusals grow without end: a scrape reads them only from a time on (the
+    last hour, or the day the website's tallies have counted up to), through their indexes by time."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    settings.SENTE_METRICS_SECONDS = 0
+    user, client = alice
+    new_task(client, games=2)
+    for game in helpers.store_training_games(run, user, selfplay_games[:2]):
+        game.created_at = timezone.now() - timedelta(days=2)
+        game.save()
+    Client().get("/metrics")  # the first look counts the days that are over, once (as a page view does)
+    with CaptureQueriesContext(connection) as queries:
+        assert Client().get("/metrics").status_code == 200
+    growing = ("distribution_task", "games_traininggame", "games_ratinggame", "games_uploadrefusal")
+    reads = [q["sql"] for q in queries.captured_queries if any(f'"{t}"' in q["sql"] for t in growing)]
+    assert len(reads) >= 4
+    for sql in reads:
+        assert re.search(r'WHERE .*"created_at" >=', sql), sql
 
 
 def test_metrics_can_require_a_scrape_token(db, settings):
