@@ -306,6 +306,18 @@ def test_backups_hold_the_database_the_files_and_the_checkpoints(tmp_path):
         [*made, backups / ".lock"])
 
 
+def test_object_storage_is_installed(tmp_path):
+    """STORAGE_URL=s3://... works with what requirements.txt installs (django-storages and boto3)."""
+    code = ("import django; django.setup(); from django.core.files.storage import storages; "
+            "s = storages['default']; print(type(s).__name__, s.bucket_name, s.location)")
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("SENTE_", "DJANGO_", "AWS_"))}
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                          env={**base, "DJANGO_SETTINGS_MODULE": "server.settings", "SENTE_DATA_DIR": str(tmp_path),
+                               "STORAGE_URL": "s3://sente-files/production?endpoint_url=https://s3.example.org"})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["S3Storage", "sente-files", "production"]
+
+
 @pytest.mark.django_db(transaction=True, serialized_rollback=True)
 def test_the_smoke_script_passes_against_the_server(server, tmp_path):
     from server.accounts.models import ClientToken, User
