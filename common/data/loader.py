@@ -196,7 +196,8 @@ class ShuffledPass:
     """One pass over ``files`` in shuffled batches of ``batch_size`` rows (see the module docstring).
 
     ``open_file(name)`` returns a file's bytes. A file that cannot be read or decoded is logged and
-    skipped (its rows are missing from the pass; ``skipped_files`` counts them). ``transform`` is
+    skipped (its rows are missing from the pass; ``skipped_files`` names them, ``read_files`` counts
+    the files the pass tried to read). ``transform`` is
     applied to each :class:`Batch` in the background thread (e.g. to make tensors); ``prefetch``
     batches are made ahead. ``drop_last`` leaves out the last, smaller batch.
     """
@@ -217,6 +218,7 @@ class ShuffledPass:
         self.transform = transform
         self.prefetch = max(1, prefetch)
         self.skipped_files: list[str] = []
+        self.read_files = 0
         order = np.random.default_rng([seed, 0]).permutation(len(self.files))
         self.blocks: list[list[RowFile]] = []
         block: list[RowFile] = []
@@ -285,6 +287,7 @@ class ShuffledPass:
     def _load(self, block: int) -> _Rows | None:
         parts = []
         for f in self.blocks[block]:
+            self.read_files += 1
             try:
                 rows = decode_rows(self.open_file(f.name), f.name)
             except Exception as e:
@@ -308,7 +311,8 @@ class ShuffledPass:
         held = 0
         for block in range(first, len(self.blocks)):
             rows = self._load(block)
-            if rows is None:
+            if rows is None:  # (the rows to skip were in it: the next block starts at its beginning)
+                skip = 0
                 continue
             order = np.random.default_rng([self.seed, 1, block]).permutation(len(rows))[skip:]
             skip = 0

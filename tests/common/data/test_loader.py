@@ -160,9 +160,25 @@ def test_a_file_that_cannot_be_read_is_skipped_and_named(window, caplog):
     passes = ShuffledPass(files, broken.__getitem__, batch_size=16, seed=1)
     with caplog.at_level(logging.ERROR):
         seen = {row for b in passes.batches() for row in ids(b)}
-    assert passes.skipped_files == ["g3.npz"]
+    assert passes.skipped_files == ["g3.npz"] and passes.read_files == 12
     assert "g3.npz" in caplog.text
     assert {i for i, _ in seen} == set(range(12)) - {3}
+
+
+def test_a_pass_resumed_in_a_block_that_cannot_be_read_goes_on_at_the_next_block_s_start(window):
+    files = files_of(window)
+    passes = ShuffledPass(files, window.__getitem__, batch_size=5, seed=9, block_rows=12)
+    every = [row for b in passes.batches() for row in ids(b)]
+    assert len(passes.blocks) > 3
+    lost = passes.blocks[1]
+    broken = {name: (b"gone" if name in {f.name for f in lost} else data) for name, data in window.items()}
+    start = int(passes.block_starts[1]) // 5 + 1  # a batch that starts inside block 1
+    assert passes.block_starts[1] < start * 5 < passes.block_starts[2]
+    resumed = ShuffledPass(files, broken.__getitem__, batch_size=5, seed=9, block_rows=12)
+    seen = [row for b in resumed.batches(start) for row in ids(b)]
+    assert seen == every[int(passes.block_starts[2]):]  # block 2 whole, from its first row
+    assert resumed.skipped_files == [f.name for f in lost] and resumed.read_files == len(files) - sum(
+        len(b) for b in passes.blocks[:1])
 
 
 def test_decode_names_the_file_and_the_problem(window):
