@@ -13,8 +13,14 @@ checkpoints, and several GPUs through DistributedDataParallel.
 - A checkpoint holds everything needed to continue bit for bit: weights, optimiser, average, sample
   counts, the random state, and whatever the caller adds (where it was in its data). It is written
   to a temporary file and renamed.
+- A step whose gradient norm is not finite (a NaN or an infinity somewhere in the batch's loss) is
+  skipped: the weights, the optimiser and the batch-norm statistics stay as they were, and the step
+  is counted; ``MAX_NONFINITE_STEPS`` in a row end training with FloatingPointError. Weights that are
+  not finite are never written to a checkpoint or exported.
 - Under ``torchrun`` each process trains on its own batches with the same model; gradients are
-  averaged by DistributedDataParallel; process 0 writes checkpoints and exports.
+  averaged by DistributedDataParallel; process 0 writes checkpoints and exports. The process group
+  runs gloo for tensors on the CPU (the processes' flags and broadcasts) and NCCL for those on GPUs.
+  :class:`Lockstep` keeps the processes' steps matched when one of them runs out of batches.
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ from __future__ import annotations
 import logging
 import math
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 import torch
@@ -41,6 +47,7 @@ log = logging.getLogger(__name__)
 CHECKPOINT_FORMAT = "sente-checkpoint"
 CHECKPOINT_VERSION = 1
 NORM_BATCHES = 16  # training batches that recompute an export's batch-norm statistics
+MAX_NONFINITE_STEPS = 8  # steps in a row with a non-finite gradient after which training stops
 
 
 @dataclass
@@ -88,13 +95,12 @@ class Distributed:
 
     @classmethod
     def from_environment(cls) -> Distributed:
-        """Set up torch.distributed when started by torchrun (WORLD_SIZE > 1): NCCL on GPUs, else gloo."""
+        """Set up torch.distributed when started by torchrun (WORLD_SIZE > 1); see :func:`process_group_backend`."""
         world = int(os.environ.get("WORLD_SIZE", "1"))
         if world <= 1:
             return cls()
         if not torch.distributed.is_initialized():
-            backend = "nccl" if torch.cuda.is_available() else "gloo"
-            torch.distributed.init_process_group(backend=backend)
+            torch.distributed.init_process_group(backend=process_group_backend(torch.cuda.is_available()))
         return cls(rank=torch.distributed.get_rank(), world=torch.distributed.get_world_size())
 
     def device(self, requested: str | None) -> torch.device:
@@ -117,13 +123,56 @@ class Distributed:
         if self.world > 1:
             torch.distributed.barrier()
 
+    def flags(self, *flags: bool) -> tuple[bool, ...]:
+        """Whether each flag is set in any process, in one collective (every process must ask at the
+        same point, with as many flags)."""
+        if self.world == 1:
+            return tuple(bool(f) for f in flags)
+        value = torch.tensor([1 if f else 0 for f in flags], dtype=torch.int32)  # on the CPU: gloo
+        torch.distributed.all_reduce(value, op=torch.distributed.ReduceOp.MAX)
+        return tuple(bool(v) for v in value.tolist())
+
     def any(self, flag: bool) -> bool:
         """Whether ``flag`` is set in any process (every process must ask at the same point)."""
-        if self.world == 1:
-            return flag
-        value = torch.tensor([1 if flag else 0], dtype=torch.int32)
-        torch.distributed.all_reduce(value, op=torch.distributed.ReduceOp.MAX)
-        return bool(value.item())
+        return self.flags(flag)[0]
+
+
+def process_group_backend(cuda: bool) -> str:
+    """The backend torchrun's processes talk through: gloo on the CPU; with GPUs NCCL for the tensors on
+    them (DistributedDataParallel's gradients) and gloo still for the CPU tensors of
+    :meth:`Distributed.flags` and :meth:`Distributed.broadcast` (NCCL carries only GPU tensors)."""
+    return "cpu:gloo,cuda:nccl" if cuda else "gloo"
+
+
+class Lockstep:
+    """``batches`` taken in step by every process: the iteration ends in all of them at the same step
+    as soon as one process has no batch left or any is asked to ``stop`` (a process that read fewer
+    batches, say because a file could not be read, would otherwise leave the others waiting in a
+    collective). ``stopped`` tells afterwards whether a stop ended it."""
+
+    def __init__(self, distributed: Distributed, batches: Iterable, stop: Callable[[], bool]) -> None:
+        self.distributed = distributed
+        self.batches = batches
+        self.stop = stop
+        self.stopped = False
+
+    def __iter__(self) -> Iterator:
+        end = object()
+        items = iter(self.batches)
+        try:
+            while True:
+                batch = next(items, end)
+                stop, ended = self.distributed.flags(self.stop(), batch is end)
+                if stop:
+                    self.stopped = True
+                    return
+                if ended:
+                    return
+                yield batch
+        finally:
+            close = getattr(items, "close", None)
+            if close is not None:  # a generator of batches: ends its reader thread
+                close()
 
 
 class CheckpointError(ValueError):
@@ -132,6 +181,14 @@ class CheckpointError(ValueError):
 
 def _norms(model: nn.Module) -> list[MaskedBatchNorm]:
     return [m for m in model.modules() if isinstance(m, MaskedBatchNorm)]
+
+
+def first_nonfinite(tensors: dict[str, torch.Tensor] | None) -> str | None:
+    """The name of the first floating-point tensor holding a NaN or an infinity, or None."""
+    for name, value in (tensors or {}).items():
+        if value.is_floating_point() and not bool(torch.isfinite(value).all()):
+            return name
+    return None
 
 
 class Trainer:
@@ -156,6 +213,8 @@ class Trainer:
                                          momentum=settings.momentum, weight_decay=2.0 * settings.l2)
         self.samples = 0  # training samples seen, over every process
         self.steps = 0
+        self.skipped_steps = 0  # steps left out for a non-finite gradient
+        self.nonfinite_in_a_row = 0
         self.snapshots = 0
         self.average: dict[str, torch.Tensor] | None = None
         self.next_snapshot = settings.snapshot_every
@@ -174,30 +233,55 @@ class Trainer:
 
     def step(self, batch: TrainBatch) -> dict[str, float]:
         """One optimiser step on ``batch`` (this process's share); returns the loss terms and the
-        total, the gradient norm before clipping, and the learning rate per sample."""
+        total, the gradient norm before clipping, the learning rate per sample and ``skipped`` (1.0
+        when the gradient norm was not finite and the step was left out: then only the norm and the
+        rate are there). FloatingPointError after ``MAX_NONFINITE_STEPS`` such steps in a row."""
         batch = batch.to(self.device)
         rows = batch.size * self.distributed.world
         per_sample = self.learning_rate()
         for group in self.optimizer.param_groups:
             group["lr"] = per_sample * rows
         self.module.train()
+        buffers = [b.detach().clone() for b in self.model.buffers()]  # a forward pass moves the norms' statistics
         out = self.module(batch.spatial, batch.global_inputs)
         loss, terms = compute_loss(out, batch.targets, self.weights)
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
+        # Under DistributedDataParallel the gradients are averaged over the processes by now, so every
+        # process finds the same norm and skips the same steps.
         norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.settings.grad_clip)
+        values = torch.stack([norm.detach(), loss.detach(), *terms.values()]).tolist()  # one wait for the device
+        grad_norm = values[0]
+        if not math.isfinite(grad_norm):
+            return self._skip(grad_norm, per_sample, buffers)
+        self.nonfinite_in_a_row = 0
         self.optimizer.step()
         self.samples += rows
         self.steps += 1
         while self.samples >= self.next_snapshot:
             self.snapshot()
             self.next_snapshot += self.settings.snapshot_every
-        values = torch.stack([loss.detach(), norm.detach(), *terms.values()]).tolist()
-        result = {"loss": values[0], "grad_norm": values[1], "learning_rate": per_sample}
+        result = {"loss": values[1], "grad_norm": grad_norm, "learning_rate": per_sample, "skipped": 0.0}
         result.update(zip(terms, values[2:], strict=True))
-        if not math.isfinite(result["loss"]):
-            raise FloatingPointError(f"the training loss became {result['loss']} at sample {self.samples}")
         return result
+
+    def _skip(self, grad_norm: float, per_sample: float, buffers: list[torch.Tensor]) -> dict[str, float]:
+        """Leave out a step whose gradient is not finite: gradients dropped, the batch-norm statistics
+        its forward pass moved put back."""
+        self.optimizer.zero_grad(set_to_none=True)
+        with torch.no_grad():
+            for buffer, kept in zip(self.model.buffers(), buffers, strict=True):
+                buffer.copy_(kept)
+        self.skipped_steps += 1
+        self.nonfinite_in_a_row += 1
+        log.warning("%s: step left out at %d samples: the gradient norm is %s (%d such steps in a row, %d in all)",
+                    self.architecture, self.samples, grad_norm, self.nonfinite_in_a_row, self.skipped_steps)
+        if self.nonfinite_in_a_row >= MAX_NONFINITE_STEPS:
+            raise FloatingPointError(
+                f"{self.architecture}: the gradient norm was not finite in {self.nonfinite_in_a_row} steps in a row "
+                f"at {self.samples} samples; the weights are those before them. Look for rows with extreme values "
+                "in the window, or lower the learning rate")
+        return {"grad_norm": grad_norm, "learning_rate": per_sample, "skipped": 1.0}
 
     def snapshot(self) -> None:
         """Move the weight average towards the current weights (the first snapshot starts it)."""
@@ -229,6 +313,10 @@ class Trainer:
         model = Model(self.config, initialize=False).to(self.device)
         model.load_state_dict(self.average if self.average is not None else self.model.state_dict())
         recompute_norm_statistics(model, norm_batches, self.device)
+        bad = first_nonfinite(model.state_dict())
+        if bad is not None:
+            raise FloatingPointError(f"{self.architecture}: the export at {self.samples} samples is not finite "
+                                     f"(tensor {bad}); it is not exported")
         return model.eval()
 
     # --- checkpoints -----------------------------------------------------------------------------------------
@@ -238,29 +326,39 @@ class Trainer:
             "config": self.config.to_dict(), "model": self.model.state_dict(),
             "optimizer": self.optimizer.state_dict(), "average": self.average, "samples": self.samples,
             "steps": self.steps, "snapshots": self.snapshots, "next_snapshot": self.next_snapshot,
-            "next_export": self.next_export, "torch_rng": torch.get_rng_state(),
+            "next_export": self.next_export, "skipped_steps": self.skipped_steps, "torch_rng": torch.get_rng_state(),
         }
 
     def save_checkpoint(self, path: str | os.PathLike, extra: dict | None = None) -> None:
         """Write the trainer's state (and ``extra``, plain data) to ``path`` atomically (process 0 only)."""
         if not self.distributed.main:
             return
+        bad = first_nonfinite(self.model.state_dict()) or first_nonfinite(self.average)
+        if bad is not None:
+            raise FloatingPointError(f"{self.architecture}: the weights at {self.samples} samples are not finite "
+                                     f"(tensor {bad}); the checkpoint {path} is left as it was")
         state = self.state()
         state["extra"] = extra or {}
         atomic_write(path, lambda f: torch.save(state, f))
         log.info("checkpoint of %s at %d samples written to %s", self.architecture, self.samples, path)
 
-    def load_checkpoint(self, path: str | os.PathLike) -> dict:
-        """Continue from a checkpoint; returns the ``extra`` it was saved with."""
-        state = read_checkpoint(path, self.device)
+    def load_checkpoint(self, path: str | os.PathLike, state: dict | None = None) -> dict:
+        """Continue from a checkpoint; returns the ``extra`` it was saved with. ``state``: its contents
+        as :func:`read_checkpoint` returned them (so that a caller that read them does not read the
+        file again)."""
+        if state is None:
+            state = read_checkpoint(path, self.device)
         if state["config"] != self.config.to_dict():
             raise CheckpointError(f"checkpoint {path}: its network is {state['architecture']} with another "
                                   f"configuration than this trainer's {self.architecture}")
         self.model.load_state_dict(state["model"])
-        self.optimizer.load_state_dict(state["optimizer"])
-        self.average = state["average"]
+        self.optimizer.load_state_dict(state["optimizer"])  # moves its state to the weights' device
+        average = state["average"]
+        self.average = {k: v.to(self.device) for k, v in average.items()} if average is not None else None
         self.samples, self.steps, self.snapshots = state["samples"], state["steps"], state["snapshots"]
         self.next_snapshot, self.next_export = state["next_snapshot"], state["next_export"]
+        self.skipped_steps = state.get("skipped_steps", 0)
+        self.nonfinite_in_a_row = 0
         torch.set_rng_state(state["torch_rng"].cpu())
         return state.get("extra", {})
 

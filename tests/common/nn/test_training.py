@@ -1,5 +1,6 @@
 """Training one network: steps that lower the loss, the paper's per-sample learning rate, weight
-averaging and exports, checkpoints that resume bit for bit, and two processes under torchrun."""
+averaging and exports, steps with a non-finite gradient left out, checkpoints that resume bit for bit
+and survive a crash while written, and processes under torchrun (the backend, steps in lockstep)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,18 @@ import torch
 
 from common.data.loader import decode_rows, make_batch
 from common.nn.model import MaskedBatchNorm
-from common.nn.training import CheckpointError, Trainer, evaluate, recompute_norm_statistics, to_tensors
+from common.nn.training import (
+    MAX_NONFINITE_STEPS,
+    CheckpointError,
+    Distributed,
+    Lockstep,
+    TrainBatch,
+    Trainer,
+    evaluate,
+    read_checkpoint,
+    recompute_norm_statistics,
+    to_tensors,
+)
 from common.settings import TrainingSettings
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -129,7 +141,119 @@ def test_a_resumed_trainer_continues_from_the_exact_step(golden_batches, tmp_pat
     assert state_equal(resumed.average, straight.average)
     assert (resumed.samples, resumed.next_snapshot, resumed.next_export) == (
         straight.samples, straight.next_snapshot, straight.next_export)
-    assert not list(tmp_path.glob(".*tmp"))  # written atomically
+
+
+def test_a_crash_while_a_checkpoint_is_written_leaves_the_previous_one(golden_batches, tmp_path, monkeypatch):
+    path = tmp_path / "tiny.ckpt"
+    trainer = Trainer("tiny", SETTINGS, device="cpu", seed=5)
+    trainer.step(golden_batches[0])
+    trainer.save_checkpoint(path, {"chunk": {"next_batch": 1}})
+    trainer.step(golden_batches[1])
+    save = torch.save
+
+    def crash_midway(obj, f, *args, **kwargs):
+        save(obj, f, *args, **kwargs)
+        f.truncate(f.tell() // 2)  # half of the new checkpoint is on disk
+        raise OSError("no space left on device")
+
+    monkeypatch.setattr(torch, "save", crash_midway)
+    with pytest.raises(OSError, match="no space left"):
+        trainer.save_checkpoint(path, {"chunk": {"next_batch": 2}})
+    monkeypatch.undo()
+    assert read_checkpoint(path)["samples"] == 32  # the previous checkpoint, whole
+    resumed = Trainer("tiny", SETTINGS, device="cpu")
+    assert resumed.load_checkpoint(path) == {"chunk": {"next_batch": 1}}
+    assert [p.name for p in tmp_path.iterdir()] == ["tiny.ckpt"]  # nothing half-written stays behind
+
+
+def _poisoned(batch: TrainBatch) -> TrainBatch:
+    """The batch with a NaN in one row's stones: the loss and the gradient come out NaN."""
+    spatial = batch.spatial.clone()
+    spatial[3, 1, 2, 2] = float("nan")
+    return TrainBatch(spatial, batch.global_inputs, batch.targets)
+
+
+def test_a_step_with_a_non_finite_gradient_is_left_out(golden_batches, caplog):
+    trainer = Trainer("tiny", SETTINGS, device="cpu", seed=3)
+    trainer.step(golden_batches[0])
+    before = {k: v.clone() for k, v in trainer.model.state_dict().items()}
+    momentum = {k: v["momentum_buffer"].clone() for k, v in trainer.optimizer.state_dict()["state"].items()}
+    result = trainer.step(_poisoned(golden_batches[1]))
+    assert result["skipped"] == 1.0 and not np.isfinite(result["grad_norm"]) and "loss" not in result
+    assert state_equal(trainer.model.state_dict(), before)  # weights and batch-norm statistics as they were
+    after = trainer.optimizer.state_dict()["state"]
+    assert all(torch.equal(after[k]["momentum_buffer"], v) for k, v in momentum.items())
+    assert (trainer.samples, trainer.steps, trainer.skipped_steps) == (32, 1, 1)
+    assert "step left out at 32 samples" in caplog.text
+
+    good = trainer.step(golden_batches[1])  # training goes on
+    assert good["skipped"] == 0.0 and np.isfinite(good["loss"]) and trainer.samples == 64
+    assert trainer.nonfinite_in_a_row == 0
+    for _ in range(MAX_NONFINITE_STEPS - 1):
+        trainer.step(_poisoned(golden_batches[2]))
+    with pytest.raises(FloatingPointError, match=rf"not finite in {MAX_NONFINITE_STEPS} steps in a row"):
+        trainer.step(_poisoned(golden_batches[2]))
+    assert trainer.skipped_steps == MAX_NONFINITE_STEPS + 1
+    assert all(torch.isfinite(v).all() for v in trainer.model.state_dict().values() if v.is_floating_point())
+
+
+def test_weights_that_are_not_finite_are_never_checkpointed_or_exported(golden_batches, tmp_path):
+    path = tmp_path / "tiny.ckpt"
+    trainer = Trainer("tiny", SETTINGS, device="cpu")
+    trainer.step(golden_batches[0])
+    trainer.save_checkpoint(path)
+    with torch.no_grad():
+        trainer.model.value_head.linear_v2.weight[0, 0] = float("inf")
+    with pytest.raises(FloatingPointError, match=r"not finite \(tensor value_head\.linear_v2\.weight\)"):
+        trainer.save_checkpoint(path)
+    with pytest.raises(FloatingPointError, match="is not exported"):
+        trainer.export_model()
+    assert read_checkpoint(path)["samples"] == 32
+    assert torch.isfinite(read_checkpoint(path)["model"]["value_head.linear_v2.weight"]).all()
+
+
+def test_the_process_group_carries_cpu_tensors_with_gloo_also_on_gpus(monkeypatch):
+    """NCCL carries only GPU tensors; the flags and broadcasts are CPU tensors."""
+    chosen = []
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.distributed, "is_initialized", lambda: False)
+    monkeypatch.setattr(torch.distributed, "init_process_group", lambda backend: chosen.append(backend))
+    monkeypatch.setattr(torch.distributed, "get_rank", lambda: 1)
+    monkeypatch.setattr(torch.distributed, "get_world_size", lambda: 2)
+    assert Distributed.from_environment() == Distributed(rank=1, world=2)
+    backends = dict(part.split(":") for part in chosen[0].split(","))
+    assert backends == {"cpu": "gloo", "cuda": "nccl"}
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    Distributed.from_environment()
+    assert chosen[1] == "gloo"
+
+
+def test_lockstep_ends_at_a_stop_or_when_the_batches_end():
+    one = Distributed()
+    steps = Lockstep(one, range(5), lambda: False)
+    assert list(steps) == [0, 1, 2, 3, 4] and not steps.stopped
+    asked = []
+
+    def stop() -> bool:
+        asked.append(1)
+        return len(asked) > 2
+
+    steps = Lockstep(one, iter(range(5)), stop)
+    assert list(steps) == [0, 1] and steps.stopped
+
+    closed = []
+
+    def batches():
+        try:
+            yield from range(5)
+        finally:
+            closed.append(True)
+
+    for batch in Lockstep(one, batches(), lambda: False):
+        if batch == 1:
+            break
+    assert closed == [True]  # the batches' reader ends with the loop
 
 
 def test_a_checkpoint_that_does_not_fit_is_refused_by_name(tmp_path):
@@ -150,7 +274,9 @@ def test_a_checkpoint_that_does_not_fit_is_refused_by_name(tmp_path):
 @pytest.mark.slow
 def test_two_processes_under_torchrun_train_one_network(tmp_path, shared):
     """torchrun with two CPU processes (gloo): each trains on its own batches, DistributedDataParallel
-    keeps their weights equal, and every step counts both processes' rows."""
+    keeps their weights equal, and every step counts both processes' rows; a process with more batches
+    than the other stops with it (instead of waiting for it in a step), and a stop asked for in one
+    process stops both."""
     out = tmp_path / "result"
     env = dict(os.environ, SENTE_SHARED=str(shared), OMP_NUM_THREADS="1")
     torchrun = Path(sys.executable).parent / "torchrun"
@@ -163,3 +289,4 @@ def test_two_processes_under_torchrun_train_one_network(tmp_path, shared):
     assert results[0]["samples"] == results[1]["samples"] == 4 * 2 * 32
     assert results[0]["first_loss"] != results[1]["first_loss"]  # each trained on its own batches
     assert results[0]["checkpoint"] and not results[1]["checkpoint"]  # only process 0 writes
+    assert results[0]["stopped"] == results[1]["stopped"] == [False, True]
