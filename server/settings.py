@@ -9,8 +9,9 @@ secret key generated once and kept in that folder. Production sets at least:
 - ``STORAGE_URL``: ``file:///srv/sente/files`` (local disk) or ``s3://bucket/prefix`` (S3-compatible
   object storage through django-storages; ``AWS_*`` variables as that library reads them);
 - ``CACHE_URL``: ``redis://127.0.0.1:6379/0`` so that throttles are shared by every worker;
-- ``ALLOWED_HOSTS``: comma separated; ``SENTE_PRODUCTION=1`` turns on HSTS, secure cookies and the
-  proxy's ``X-Forwarded-Proto``.
+- ``ALLOWED_HOSTS``: comma separated; ``SENTE_PRODUCTION=1`` turns on HSTS, secure cookies, the
+  redirect to https and the proxy's ``X-Forwarded-Proto`` (``SENTE_PLAIN_HTTP=1``: a site served over
+  plain HTTP, without the first three).
 
 Every limit and rate the server enforces is a ``SENTE_*`` variable; see the ``env_*`` calls below.
 """
@@ -66,8 +67,16 @@ DEBUG = env_bool("DEBUG", False)
 DATA_DIR = Path(env_str("SENTE_DATA_DIR", str(BASE_DIR / "sente-data"))).resolve()
 
 
+# The value deploy/sente.env.example ships with: a server that still has it would sign its sessions
+# with a key anyone can read.
+EXAMPLE_SECRET_KEY = "change-me-to-a-long-random-string"
+
+
 def _secret_key() -> str:
     key = env_str("SECRET_KEY")
+    if key and PRODUCTION and key.strip() == EXAMPLE_SECRET_KEY:
+        raise ImproperlyConfigured(f"SECRET_KEY is still the example's {EXAMPLE_SECRET_KEY!r}: set a secret of your "
+                                   "own (python3 -c 'import secrets; print(secrets.token_urlsafe(50))')")
     if key:
         return key
     if PRODUCTION:
@@ -322,16 +331,20 @@ AUTH_PASSWORD_VALIDATORS = [
 SESSION_COOKIE_HTTPONLY = True
 X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
+# SENTE_PLAIN_HTTP=1: a production server that visitors reach over plain HTTP (docker compose's
+# plain-HTTP mode, a try on a private network): no redirect to https, no HSTS, cookies without
+# Secure (a browser would not send them back over http).
+PLAIN_HTTP = env_bool("SENTE_PLAIN_HTTP")
 if PRODUCTION:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
-    SECURE_SSL_REDIRECT = env_bool("SENTE_SSL_REDIRECT", True)
-    SECURE_HSTS_SECONDS = env_int("SENTE_HSTS_SECONDS", 31536000)
+    SECURE_SSL_REDIRECT = env_bool("SENTE_SSL_REDIRECT", not PLAIN_HTTP)
+    SECURE_HSTS_SECONDS = 0 if PLAIN_HTTP else env_int("SENTE_HSTS_SECONDS", 31536000)
     SECURE_HSTS_INCLUDE_SUBDOMAINS = True
     # Joining the browsers' preload list is the operator's decision (SENTE_HSTS_PRELOAD=1).
     SECURE_HSTS_PRELOAD = env_bool("SENTE_HSTS_PRELOAD", False)
     SILENCED_SYSTEM_CHECKS = [] if SECURE_HSTS_PRELOAD else ["security.W021"]
-    SESSION_COOKIE_SECURE = True
-    CSRF_COOKIE_SECURE = True
+    SESSION_COOKIE_SECURE = not PLAIN_HTTP
+    CSRF_COOKIE_SECURE = not PLAIN_HTTP
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"

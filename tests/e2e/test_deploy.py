@@ -5,8 +5,11 @@ backs up the test database and files, and the smoke script passes against the se
 from __future__ import annotations
 
 import hashlib
+import itertools
+import json
 import os
 import re
+import shlex
 import shutil
 import socket
 import subprocess
@@ -119,7 +122,7 @@ class Nginx:
 
 def test_nginx_accepts_the_site(tmp_path):
     cert, key = _certificate(tmp_path / "tls")
-    for site in ("sente.conf", "compose.conf"):
+    for site in ("sente.conf", "compose.conf", "compose-http.conf"):
         front = Nginx(site, tmp_path / site, "127.0.0.1:8000", tmp_path / "files", tmp_path / "static", cert, key,
                       start=False)
         done = subprocess.run(front.command("-t", "-q"), capture_output=True, text=True)
@@ -154,7 +157,7 @@ def test_nginx_sends_network_files_with_ranges_to_resuming_clients(tmp_path):
         subprocess.run([sys.executable, "manage.py", "collectstatic", "--no-input", "--verbosity", "0"], cwd=ROOT,
                        env=env, check=True, capture_output=True)
         cert, key = _certificate(tmp_path / "tls")
-        for site in ("sente.conf", "compose.conf"):
+        for site in ("sente.conf", "compose.conf", "compose-http.conf"):
             fronts.append(Nginx(site, tmp_path / site, f"127.0.0.1:{live.port}", data / "files", data / "static",
                                 cert, key))
         trainer = User.objects.create_user("gpu-box", "trainer@example.org", "another long password")
@@ -231,21 +234,226 @@ def test_systemd_accepts_the_units(tmp_path):
     assert done.returncode == 0 and not problems, done.stderr
 
 
-def test_docker_compose_accepts_the_compose_file(tmp_path):
+def _compose_command() -> list[str]:
     compose = shutil.which("docker-compose")
-    command = [compose] if compose else None
-    if command is None and subprocess.run(["docker", "compose", "version"], capture_output=True).returncode == 0:
-        command = ["docker", "compose"]
-    if command is None:
-        pytest.skip("docker compose is not installed (Debian package docker-compose); .ci/run installs it")
+    if compose:
+        return [compose]
+    if shutil.which("docker") and subprocess.run(["docker", "compose", "version"], capture_output=True).returncode == 0:
+        return ["docker", "compose"]
+    pytest.skip("docker compose is not installed (Debian package docker-compose); .ci/run installs it")
+
+
+def _env_file(path: Path) -> dict[str, str]:
+    """The KEY=VALUE lines of an env file (comments and blank lines skipped)."""
+    return dict(line.split("=", 1) for line in path.read_text().splitlines() if line and not line.startswith("#"))
+
+
+def _dockerfile_collectstatic() -> tuple[dict[str, str], list[str]]:
+    """The environment and the command of the Dockerfile's collectstatic step (RUN VAR=... python ...)."""
+    text = (DEPLOY / "Dockerfile").read_text().replace("\\\n", " ")
+    line = next(line for line in text.splitlines() if line.startswith("RUN ") and "collectstatic" in line)
+    words = shlex.split(line.removeprefix("RUN ").split("&&")[0])
+    env = dict(w.split("=", 1) for w in itertools.takewhile(lambda w: re.fullmatch(r"[A-Z_]+=.*", w), words))
+    return env, words[len(env):]
+
+
+def test_docker_compose_makes_a_working_site(tmp_path):
+    """docker compose accepts the compose file (with and without its plain-HTTP override), and what it
+    says fits together: the database's password from the env file, TLS in nginx (or plain HTTP with the
+    server told so), the static files where nginx serves them, the health check's script, the daily jobs."""
+    import yaml
+
+    command = _compose_command()
     copy = tmp_path / "deploy"
     shutil.copytree(DEPLOY, copy)
-    shutil.copy(copy / "sente.env.example", copy / "sente.env")
-    done = subprocess.run([*command, "-f", str(copy / "docker-compose.yml"), "config"], capture_output=True,
-                          text=True)
+    env_file = copy / "sente.env"
+    env_file.write_text((DEPLOY / "sente.env.example").read_text() + "POSTGRES_PASSWORD=3f9c2a77d1e04b6b\n")
+
+    def config(*files: str, env: Path = env_file) -> subprocess.CompletedProcess:
+        args = [a for f in files for a in ("-f", str(copy / f))]
+        return subprocess.run([*command, "--env-file", str(env), *args, "config"], capture_output=True, text=True)
+
+    done = config("docker-compose.yml")
     assert done.returncode == 0, done.stderr
-    for service in ("db:", "redis:", "web:", "worker:", "trainer:", "nginx:", "migrate:"):
-        assert f"  {service}" in done.stdout
+    services = yaml.safe_load(done.stdout)["services"]
+    assert set(services) >= {"db", "redis", "migrate", "web", "worker", "trainer", "nginx", "backup", "export"}
+    assert services["db"]["environment"]["POSTGRES_PASSWORD"] == "3f9c2a77d1e04b6b"
+    web = services["web"]
+    assert web["environment"]["DATABASE_URL"] == "postgres://sente:3f9c2a77d1e04b6b@db:5432/sente"
+    assert str(web["environment"]["SENTE_PRODUCTION"]) == "1" and "SENTE_PLAIN_HTTP" not in web["environment"]
+    assert web["healthcheck"]["test"] == ["CMD", "python", "deploy/healthcheck.py"]
+    assert services["backup"]["command"] == ["deploy/backup.sh"]
+    assert services["backup"]["environment"]["SENTE_BACKUP_DIR"] == "/backups"
+    assert "export_games" in " ".join(services["export"]["command"])
+
+    # TLS in nginx: the site compose mounts listens on 443 with the mounted certificate.
+    mounts = {v.split(":")[1]: v.split(":")[0] for v in services["nginx"]["volumes"]}
+    assert Path(mounts["/etc/nginx/conf.d/default.conf"]).name == "compose.conf"
+    site = (DEPLOY / "nginx" / "compose.conf").read_text()
+    assert "listen 443 ssl" in site and "ssl_certificate /etc/nginx/tls/fullchain.pem;" in site
+    assert Path(mounts["/etc/nginx/tls"]) == copy / "tls"
+    # The static files: collected into SENTE_STATIC_ROOT of the server image, copied into nginx's image
+    # at the same path, and served from there.
+    static = web["environment"]["SENTE_STATIC_ROOT"]
+    dockerfile = (DEPLOY / "Dockerfile").read_text()
+    assert f"SENTE_STATIC_ROOT={static}" in dockerfile
+    assert f"COPY --from=server {static} {static}" in dockerfile
+    assert services["nginx"]["build"]["target"] == "nginx"
+    assert f"alias {static}/;" in (DEPLOY / "nginx" / "compose-locations.conf").read_text()
+
+    done = config("docker-compose.yml", "docker-compose.http.yml")
+    assert done.returncode == 0, done.stderr
+    services = yaml.safe_load(done.stdout)["services"]
+    for name in ("migrate", "web", "worker", "trainer", "export"):
+        assert str(services[name]["environment"]["SENTE_PLAIN_HTTP"]) == "1", name
+    mounts = {v.split(":")[1]: v.split(":")[0] for v in services["nginx"]["volumes"]}
+    assert Path(mounts["/etc/nginx/conf.d/default.conf"]).name == "compose-http.conf"
+
+    bare = copy / "bare.env"
+    bare.write_text((DEPLOY / "sente.env.example").read_text())
+    done = config("docker-compose.yml", env=bare)
+    assert done.returncode != 0 and "set POSTGRES_PASSWORD" in done.stderr
+
+
+class HealthcheckedServer(LiveServer):
+    """The server, waited for with the compose file's health check (deploy/healthcheck.py) instead of a
+    plain GET /healthz (which a production server answers with 400 or a redirect)."""
+
+    def _wait(self, seconds: float = 60.0) -> None:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"gunicorn exited with {self.process.returncode}:\n{self.log()}")
+            done = subprocess.run([sys.executable, str(DEPLOY / "healthcheck.py")], env=self._environment,
+                                  capture_output=True, text=True, timeout=30)
+            if done.returncode == 0:
+                return
+            time.sleep(0.3)
+        self.stop()
+        raise RuntimeError(f"the health check did not pass within {seconds} s: {done.stderr}\n{self.log()}")
+
+
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_the_images_production_settings_serve_pages(tmp_path):
+    """The server as the image runs it: the Dockerfile's collectstatic step (its own environment:
+    production's storage and its manifest) into a folder, then gunicorn with the env file's settings
+    and the compose file's, passing the compose health check and serving the front page and its
+    stylesheet (by its hashed name) to a visitor coming over https through the proxy."""
+    from django.db import connection
+
+    from server.platform.processes import database_url
+    from server.runs.models import create_run
+
+    build_env, build_command = _dockerfile_collectstatic()
+    assert build_env.get("SENTE_PRODUCTION") == "1", build_env
+    assert build_command[:3] == ["python", "manage.py", "collectstatic"]
+    static = tmp_path / "static"
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("SENTE_", "DJANGO_"))}
+    done = subprocess.run([sys.executable, *build_command[1:]], cwd=ROOT, capture_output=True, text=True,
+                          env={**base, **build_env, "SENTE_DATA_DIR": str(tmp_path / "build"),
+                               "SENTE_STATIC_ROOT": str(static)})
+    assert done.returncode == 0, done.stderr
+    assert (static / "staticfiles.json").exists()
+
+    import yaml
+
+    compose = yaml.safe_load((DEPLOY / "docker-compose.yml").read_text())
+    example = _env_file(DEPLOY / "sente.env.example")
+    env = {**example, **{k: str(v) for k, v in compose["services"]["web"]["environment"].items()}}
+    host = example["ALLOWED_HOSTS"].split(",")[0]
+    env.update({"SECRET_KEY": "a-secret-of-the-test-" + "x" * 40, "SENTE_STATIC_ROOT": str(static),
+                "SENTE_WORKERS": "1", "SENTE_FORWARDED_ALLOW_IPS": "127.0.0.1"})
+    for key in ("DATABASE_URL", "CACHE_URL", "SENTE_DATA_DIR", "STORAGE_URL", "SENTE_BIND", "SENTE_ACCESS_LOG"):
+        env.pop(key)  # the test's database and folders, no Redis, a free port (LiveServer's)
+    create_run(helpers.RUN, helpers.SETTINGS.to_dict())
+    data = tmp_path / "data"
+    data.mkdir()
+    with HealthcheckedServer(database_url(connection.settings_dict), data, workers=1, env=env) as server:
+        visitor = {"Host": host, "X-Forwarded-Proto": "https"}
+        page = requests.get(server.url + "/", headers=visitor, timeout=30)
+        assert page.status_code == 200, server.log()
+        assert "Strict-Transport-Security" in page.headers
+        css = re.search(r'href="(/static/[^"]+\.css)"', page.text).group(1)
+        assert re.search(r"\.[0-9a-f]{12}\.css$", css), css  # the manifest's name
+        sheet = requests.get(server.url + css, headers=visitor, timeout=30)
+        assert sheet.status_code == 200 and sheet.headers["Content-Type"].startswith("text/css")
+        # What the health check must not do: ask over plain http (redirected) or for another host.
+        plain = requests.get(server.url + "/healthz", headers={"Host": host}, allow_redirects=False, timeout=30)
+        assert plain.status_code == 301 and plain.headers["Location"].startswith("https://")
+        assert requests.get(server.url + "/healthz", headers={"X-Forwarded-Proto": "https"},
+                            timeout=30).status_code == 400
+
+
+def _settings_of(env: dict[str, str], *names: str) -> subprocess.CompletedProcess:
+    code = ("import django; from django.conf import settings; django.setup(); "
+            f"print(*(getattr(settings, n) for n in {names!r}))")
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("SENTE_", "DJANGO_", "SECRET_KEY"))}
+    return subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                          env={**base, "DJANGO_SETTINGS_MODULE": "server.settings", **env})
+
+
+def test_production_refuses_the_example_secret_key_and_plain_http_turns_https_off(tmp_path):
+    data = {"SENTE_DATA_DIR": str(tmp_path), "SENTE_PRODUCTION": "1", "ALLOWED_HOSTS": "go.example.org"}
+    example = _env_file(DEPLOY / "sente.env.example")["SECRET_KEY"]
+    done = _settings_of({**data, "SECRET_KEY": example}, "SECRET_KEY")
+    assert done.returncode != 0 and f"SECRET_KEY is still the example's {example!r}" in done.stderr
+    names = ("SECURE_SSL_REDIRECT", "SECURE_HSTS_SECONDS", "SESSION_COOKIE_SECURE", "CSRF_COOKIE_SECURE")
+    done = _settings_of({**data, "SECRET_KEY": "s" * 50}, *names)
+    assert done.returncode == 0 and done.stdout.split() == ["True", "31536000", "True", "True"], done.stderr
+    done = _settings_of({**data, "SECRET_KEY": "s" * 50, "SENTE_PLAIN_HTTP": "1"}, *names)
+    assert done.returncode == 0 and done.stdout.split() == ["False", "0", "False", "False"], done.stderr
+
+
+def test_object_storage_is_installed(tmp_path):
+    """STORAGE_URL=s3://... works with what requirements.txt installs (django-storages and boto3)."""
+    code = ("import django; django.setup(); from django.core.files.storage import storages; "
+            "s = storages['default']; print(type(s).__name__, s.bucket_name, s.location)")
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("SENTE_", "DJANGO_", "AWS_"))}
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                          env={**base, "DJANGO_SETTINGS_MODULE": "server.settings", "SENTE_DATA_DIR": str(tmp_path),
+                               "STORAGE_URL": "s3://sente-files/production?endpoint_url=https://s3.example.org"})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["S3Storage", "sente-files", "production"]
+
+
+def test_the_build_context_leaves_out_secrets_and_data(tmp_path):
+    """.dockerignore, read as Docker reads it (docker-py's implementation when installed): the
+    virtualenv, Git, the data folders (secret key, the platform's admin password, the database), the
+    compose env file and certificates stay out; what the Dockerfile needs goes in."""
+    context = tmp_path / "context"
+    secret = [".venv/bin/python", ".git/config", "sente-data/secret_key", "sente-data/platform.json",
+              "sente-data/sente.sqlite3", "sente-data/files/networks/ab/cd/x.safetensors",
+              "sente-experiment/platform.json",
+              "deploy/sente.env", "deploy/tls/privkey.pem", "deploy/backups/latest/database.pgdump",
+              "server/__pycache__/settings.cpython-311.pyc", "elsewhere/sente.sqlite3", "elsewhere/secret_key"]
+    needed = ["requirements.txt", "manage.py", "server/settings.py", "server/static/sente/site.css",
+              "common/protocol.py", "client/__main__.py", "migrations/runs/0001_initial.py", "deploy/Dockerfile",
+              "deploy/gunicorn.conf.py", "deploy/healthcheck.py", "deploy/backup.sh", "deploy/nginx/compose.conf"]
+    for name in secret + needed:
+        (context / name).parent.mkdir(parents=True, exist_ok=True)
+        (context / name).write_text("x")
+    shutil.copy(ROOT / ".dockerignore", context / ".dockerignore")
+    patterns = [line.strip() for line in (ROOT / ".dockerignore").read_text().splitlines()
+                if line.strip() and not line.startswith("#")]
+    sent = None
+    for python in dict.fromkeys([sys.executable, shutil.which("python3"), "/usr/bin/python3"]):
+        if python is None:
+            continue
+        done = subprocess.run([python, "-c", "import json, sys; from docker.utils.build import exclude_paths; "
+                               "print(json.dumps(sorted(exclude_paths(sys.argv[1], json.loads(sys.argv[2])))))",
+                               str(context), json.dumps(patterns)], capture_output=True, text=True)
+        if done.returncode == 0:
+            sent = set(json.loads(done.stdout))
+            break
+    if sent is None:  # Docker's rules for these patterns: * within a name, **/ any folders, a folder's whole tree
+        def rule(pattern: str) -> re.Pattern:
+            body = re.escape(pattern).replace(r"\*\*/", "(.*/)?").replace(r"\*", "[^/]*").replace(r"\?", "[^/]")
+            return re.compile(body + "(/.*)?")
+        rules = [rule(p) for p in patterns]
+        sent = {str(p.relative_to(context)) for p in context.rglob("*") if p.is_file()
+                and not any(r.fullmatch(str(p.relative_to(context))) for r in rules)}
+    assert not sent & set(secret), sorted(sent & set(secret))
+    assert set(needed) <= sent, sorted(set(needed) - sent)
 
 
 @pytest.mark.django_db(transaction=True, serialized_rollback=True)
@@ -304,18 +512,6 @@ def test_backups_hold_the_database_the_files_and_the_checkpoints(tmp_path):
     assert done.returncode == 23 and "rsync of" in done.stderr
     assert sorted(p for p in backups.iterdir() if p.name.startswith(("20", "."))) == sorted(
         [*made, backups / ".lock"])
-
-
-def test_object_storage_is_installed(tmp_path):
-    """STORAGE_URL=s3://... works with what requirements.txt installs (django-storages and boto3)."""
-    code = ("import django; django.setup(); from django.core.files.storage import storages; "
-            "s = storages['default']; print(type(s).__name__, s.bucket_name, s.location)")
-    base = {k: v for k, v in os.environ.items() if not k.startswith(("SENTE_", "DJANGO_", "AWS_"))}
-    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
-                          env={**base, "DJANGO_SETTINGS_MODULE": "server.settings", "SENTE_DATA_DIR": str(tmp_path),
-                               "STORAGE_URL": "s3://sente-files/production?endpoint_url=https://s3.example.org"})
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["S3Storage", "sente-files", "production"]
 
 
 @pytest.mark.django_db(transaction=True, serialized_rollback=True)
