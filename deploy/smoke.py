@@ -5,22 +5,27 @@
 
 Checks, each printed with its result: the health endpoint (database and storage), the API schema,
 the current run, the dashboard's front page and static files, the metrics; with a client token (or
-a username and password, which make one), a task round trip: a self-play task is handed out,
-recorded, and names a network whose file (when it has one) downloads whole with the announced size
-and sha256, and in pieces (a byte range answers 206 with the right bytes). Exits 0 when all pass, 1
-otherwise. Needs only Python and requests.
+a username and password, which make one), a task round trip: a self-play task of one game is handed
+out, recorded (the account's task count goes up), for the current run and network, not expired;
+and the network's file (when it has one) downloads whole with the announced size and sha256, and in
+pieces (a byte range answers 206 with the right bytes). The API cannot take a task back: the task
+is left to expire unplayed, and nothing else is written. Exits 0 when all pass, 1 otherwise. Needs
+only Python and requests.
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
+import os
 import sys
 import uuid
+from datetime import UTC, datetime
 
 import requests
 
 TIMEOUT = 20
+CLIENT_VERSION = "0.1.0"  # the task's client version when the current run was not read
 
 
 class Smoke:
@@ -81,7 +86,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("url", help="the server's address, e.g. https://go.example.org")
     parser.add_argument("--token", help="a client token for the task round trip")
-    parser.add_argument("--username", help="log in as this user for the task round trip (password on stdin)")
+    parser.add_argument("--username", help="log in as this user for the task round trip (password on stdin); "
+                                           "this makes a client token named 'smoke test'")
+    parser.add_argument("--metrics-token", default=os.environ.get("SENTE_METRICS_TOKEN"),
+                        help="the server's SENTE_METRICS_TOKEN, if it has one (default: that variable)")
     args = parser.parse_args()
     smoke = Smoke(args.url)
 
@@ -98,9 +106,11 @@ def main() -> int:
             raise AssertionError(f"the schema lacks {', '.join(sorted(missing))}")
         return f"OpenAPI {body.get('openapi')}, {len(body['paths'])} paths"
 
+    run: dict = {}
+
     def current_run():
-        body = expect(smoke.get("/api/v1/runs/current/")).json()
-        return f"run {body['run']} ({body['status']}), network {(body.get('network') or {}).get('name')}"
+        run.update(expect(smoke.get("/api/v1/runs/current/")).json())
+        return f"run {run['run']} ({run['status']}), network {(run.get('network') or {}).get('name')}"
 
     def front_page():
         page = expect(smoke.get("/")).text
@@ -111,7 +121,8 @@ def main() -> int:
         return f"front page and {css[0]}"
 
     def metrics():
-        text = expect(smoke.get("/metrics")).text
+        auth = {"Authorization": f"Bearer {args.metrics_token}"} if args.metrics_token else {}
+        text = expect(smoke.get("/metrics", headers=auth)).text
         if "sente_training_games{" not in text:
             raise AssertionError("no sente_training_games in the metrics")
         return f"{sum(1 for line in text.splitlines() if line and not line.startswith('#'))} samples"
@@ -132,17 +143,40 @@ def main() -> int:
         token = smoke.check("login", login)
     if token:
         headers = {"Authorization": f"Token {token}"}
+        task: dict = {}
 
-        def task():
-            body = expect(smoke.session.post(smoke.url + "/api/v1/tasks/", json={
-                "client_version": "0.1.0", "client_instance_id": f"smoke-{uuid.uuid4().hex[:8]}",
-                "kinds": ["selfplay"], "games": 1}, headers=headers, timeout=TIMEOUT), 201).json()
-            return body
+        def round_trip():
+            # The API cannot take a task back: this leaves one self-play task of one game, which
+            # expires unplayed (no game, no upload, no refusal is recorded).
+            before = expect(smoke.session.get(smoke.url + "/api/v1/me/", headers=headers, timeout=TIMEOUT)).json()
+            request = {"client_version": run.get("min_client_version") or CLIENT_VERSION,
+                       "client_instance_id": f"smoke-{uuid.uuid4().hex[:8]}", "kinds": ["selfplay"], "games": 1}
+            task.update(expect(smoke.session.post(smoke.url + "/api/v1/tasks/", json=request, headers=headers,
+                                                  timeout=TIMEOUT), 201).json())
+            after = expect(smoke.session.get(smoke.url + "/api/v1/me/", headers=headers, timeout=TIMEOUT)).json()
+            if after["tasks"] < before["tasks"] + 1:
+                raise AssertionError(f"the task was handed out but not recorded: {before['username']} has "
+                                     f"{after['tasks']} tasks, as before")
+            network = (task.get("network") or {}).get("name")
+            if run and (task["run"], network) != (run["run"], (run.get("network") or {}).get("name")):
+                raise AssertionError(f"the task is for run {task['run']} and network {network}, not the current "
+                                     f"run's {run['run']} and {(run.get('network') or {}).get('name')}")
+            expires = datetime.fromisoformat(task["expires_at"].replace("Z", "+00:00"))
+            if expires <= datetime.now(UTC):
+                raise AssertionError(f"the task expired already ({task['expires_at']})")
+            return (f"task {task['id']} handed out and recorded ({before['username']}'s tasks: {before['tasks']} -> "
+                    f"{after['tasks']}), run {task['run']}, network {network}, expires {task['expires_at']}; "
+                    "it is left to expire unplayed (1 game)")
 
-        body = smoke.check("task round trip", task)
-        network = (body or {}).get("network") or {}
+        smoke.check("task round trip", round_trip)
+        network = task.get("network") or {}
         if network.get("url"):
             smoke.check("network download", lambda: download(smoke, network))
+        elif task:
+            print(f"skip network download: {network.get('name')} has no file (the random network)")
+        if args.username and not args.token:
+            print("note: the login made a client token named 'smoke test'; revoke it on the website "
+                  "(/accounts/tokens/), or pass --token next time")
     else:
         print("skip task round trip: give --token or --username")
     print("all checks passed" if not smoke.failures else f"{smoke.failures} check(s) failed")

@@ -517,6 +517,8 @@ def test_backups_hold_the_database_the_files_and_the_checkpoints(tmp_path):
 @pytest.mark.django_db(transaction=True, serialized_rollback=True)
 def test_the_smoke_script_passes_against_the_server(server, tmp_path):
     from server.accounts.models import ClientToken, User
+    from server.distribution.models import Task
+    from server.games.models import TrainingGame, UploadRefusal
 
     user = User.objects.create_user("smoke", "smoke@example.org", "a long enough password")
     _, token = ClientToken.issue(user, "smoke")
@@ -525,6 +527,14 @@ def test_the_smoke_script_passes_against_the_server(server, tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
     for check in ("health", "API schema", "current run", "front page", "metrics", "task round trip"):
         assert f"ok   {check}" in done.stdout
+    assert "smoke's tasks: 0 -> 1" in done.stdout and "left to expire unplayed" in done.stdout
+    task = Task.objects.get()  # what the round trip leaves: one task of one game, and nothing else
+    assert (task.user, task.games, task.games_received) == (user, 1, 0)
+    assert not TrainingGame.objects.exists() and not UploadRefusal.objects.exists()
     done = subprocess.run([sys.executable, str(DEPLOY / "smoke.py"), server.url, "--username", "smoke"],
                           input="wrong password\n", capture_output=True, text=True, timeout=120)
     assert done.returncode == 1 and "FAIL login" in done.stdout
+    done = subprocess.run([sys.executable, str(DEPLOY / "smoke.py"), server.url, "--username", "smoke"],
+                          input="a long enough password\n", capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "smoke's tasks: 1 -> 2" in done.stdout and "client token named 'smoke test'" in done.stdout
