@@ -30,6 +30,7 @@ ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-f
         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 CAPTURE_SGF = (b"(;FF[4]GM[1]SZ[7]KM[6.5]RU[koSIMPLEscoreAREAtaxNONEsui0]PB[net]PW[net]RE[B+R]"
                b";B[ab];W[bb];B[ba];W[dd];B[cb];W[ee];B[bc])")  # black captures the white stone at bb (B6)
+NINE_SGF = b"(;FF[4]GM[1]SZ[9]KM[7]RU[Chinese]PB[net]PW[net]RE[W+R];B[ee];W[cc])"
 
 
 @pytest.fixture(scope="module")
@@ -120,7 +121,11 @@ def _data(run_name: str, selfplay: list[helpers.PlayedGame]) -> dict:
     capture = games[0]
     capture.sgf = StoredFiles().put("games", CAPTURE_SGF, ".sgf")
     capture.save()
-    return {"networks": networks, "capture_game": capture.pk, "game": games[1].pk}
+    nine = games[2]
+    nine.sgf = StoredFiles().put("games", NINE_SGF, ".sgf")
+    nine.board_x_size = nine.board_y_size = 9
+    nine.save()
+    return {"networks": networks, "capture_game": capture.pk, "game": games[1].pk, "nine_game": nine.pk}
 
 
 def test_the_website_in_a_browser(server, chromium, tmp_path, settings):
@@ -266,6 +271,14 @@ def _browse(browser, url: str, data: dict, screens: Screens) -> tuple[list[str],
         assert board.get_attribute("data-move") == "7"
         assert (board.get_attribute("data-black"), board.get_attribute("data-white")) == ("4", "2")
         assert page.locator('#board circle.stone.white[data-vertex="B6"]').count() == 0  # captured
+        stars = page.eval_on_selector_all("#board circle.star", "cs => cs.map(c => c.dataset.vertex).sort()")
+        assert stars == ["C3", "C5", "E3", "E5"]  # 7x7: no centre star
+        page.keyboard.press("End")  # nothing has the focus: the key is the page's (scrolling), not the board's
+        page.keyboard.press("Home")
+        assert board.get_attribute("data-move") == "7"
+        page.keyboard.press("ArrowLeft")  # the arrows step whenever no field has the focus
+        assert board.get_attribute("data-move") == "6"
+        board.click()  # the board has the focus: Home, End and Page Up/Down are its
         page.keyboard.press("Home")
         assert board.get_attribute("data-move") == "0" and page.locator("#board circle.stone").count() == 0
         page.keyboard.press("ArrowRight")
@@ -290,8 +303,24 @@ def _browse(browser, url: str, data: dict, screens: Screens) -> tuple[list[str],
         page.goto(url + f"/games/{data['game']}/")
         moves = data["moves"]
         assert page.get_attribute("#board", "data-move") == str(moves)
+        page.focus("#board")
         page.keyboard.press("PageUp")
         assert page.get_attribute("#board", "data-move") == str(max(0, moves - 10))
+
+        # a 9x9 board has the five usual star points; on a screen too short for the page, Page Down
+        # scrolls it unless the board has the focus
+        page.set_viewport_size({"width": 1280, "height": 420})
+        page.goto(url + f"/games/{data['nine_game']}/")
+        stars = page.eval_on_selector_all("#board circle.star", "cs => cs.map(c => c.dataset.vertex).sort()")
+        assert stars == ["C3", "C7", "E5", "G3", "G7"]
+        page.keyboard.press("PageDown")
+        page.wait_for_function("window.scrollY > 0")
+        assert page.get_attribute("#board", "data-move") == "2"
+        page.focus('.board-controls [data-step="first"]')
+        page.keyboard.press("End")
+        page.keyboard.press("PageUp")
+        assert page.get_attribute("#board", "data-move") == "0"
+        page.set_viewport_size({"width": 1280, "height": 900})
 
         # sign up, then make a client token, which the API takes
         page.goto(url + "/accounts/signup/")

@@ -1,7 +1,8 @@
 // The game page's board: draws, in SVG, the positions the server computed for every move (the JSON
 // in #board-data: board size, one string per position with '.', 'b' or 'w' per point, rows from the
-// top, the moves and the captures). Buttons, the slider and the keys (arrows, Page Up/Down, Home,
-// End) step through the game; the script only draws.
+// top, the moves and the captures). Buttons, the slider and the keys step through the game: the
+// arrows whenever no field has the focus; Page Up/Down, Home and End only while the board or its
+// buttons have it (elsewhere they scroll the page). The script only draws.
 (function () {
   "use strict";
   var holder = document.getElementById("board");
@@ -24,10 +25,17 @@
   }
   function px(i) { return MARGIN + i * CELL; }
 
-  function starPoints(n) {
-    if (n < 7) return [];
-    var edge = n >= 13 ? 3 : 2, pts = [edge, n - 1 - edge];
-    if (n % 2 === 1 && n >= 9) pts.splice(1, 0, (n - 1) / 2);
+  // the star points as Sabaki and KataGo draw them: the four 3-3 points (4-4 from 13 lines on), the
+  // centre on an odd board (not 7x7), and the side stars only beyond 13 lines (so 5 on 9x9 and 13x13,
+  // 9 on 19x19)
+  function starPoints(w, h) {
+    if (Math.min(w, h) < 6) return [];
+    var nx = w >= 13 ? 3 : 2, ny = h >= 13 ? 3 : 2, fx = w - 1 - nx, fy = h - 1 - ny;
+    var mx = (w - 1) / 2, my = (h - 1) / 2;
+    var pts = [[nx, ny], [fx, ny], [nx, fy], [fx, fy]];
+    if (w % 2 === 1 && h % 2 === 1 && w !== 7 && h !== 7) pts.push([mx, my]);
+    if (w % 2 === 1 && w > 13) pts.push([mx, ny], [mx, fy]);
+    if (h % 2 === 1 && h > 13) pts.push([nx, my], [fx, my]);
     return pts;
   }
 
@@ -38,11 +46,10 @@
   for (var x = 0; x < W; x++) node("line", { x1: px(x), y1: px(0), x2: px(x), y2: px(H - 1) }, grid);
   for (var y = 0; y < H; y++) node("line", { x1: px(0), y1: px(y), x2: px(W - 1), y2: px(y) }, grid);
   var stars = node("g", { fill: "#4a3b1f" }, svg);
-  if (W === H) {
-    starPoints(W).forEach(function (sx) {
-      starPoints(H).forEach(function (sy) { node("circle", { cx: px(sx), cy: px(sy), r: 1.1 }, stars); });
-    });
-  }
+  starPoints(W, H).forEach(function (p) {
+    node("circle", { cx: px(p[0]), cy: px(p[1]), r: 1.1, "class": "star", "data-vertex": COLUMNS[p[0]] + (H - p[1]) },
+         stars);
+  });
   var labels = node("g", { fill: "#4a3b1f", "font-size": 4.2, "font-family": "system-ui, sans-serif", "text-anchor": "middle" }, svg);
   for (x = 0; x < W; x++) {
     node("text", { x: px(x), y: MARGIN - 7.5 }, labels).textContent = COLUMNS[x];
@@ -100,12 +107,17 @@
   });
   if (slider) slider.addEventListener("input", function () { draw(parseInt(slider.value, 10)); });
   var KEYS = { ArrowLeft: "-1", ArrowRight: "1", PageUp: "-10", PageDown: "10", Home: "first", End: "last" };
+  var ARROWS = { ArrowLeft: true, ArrowRight: true };
+  var area = holder.closest(".board-area") || holder;
   document.addEventListener("keydown", function (e) {
     var t = e.target;
-    if (t === slider || (t && (t.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(t.tagName)))) return;
     if (e.altKey || e.ctrlKey || e.metaKey || !(e.key in KEYS)) return;
+    if (t === slider || (t && (t.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(t.tagName)))) return;
+    var onBoard = t && t !== document.body && area.contains(t);
+    if (!onBoard && !(e.key in ARROWS && (!t || t === document.body || t === document.documentElement))) return;
     e.preventDefault();
     step(KEYS[e.key]);
   });
+  holder.addEventListener("click", function () { holder.focus(); });
   draw(last);
 })();
