@@ -9,6 +9,9 @@
 - ``RunTally``: per run, the first day not counted yet, the run's sums of the counted days, and the
   last count of each contributor's rows in the training window (made in the background:
   ``server.dashboard.tasks``).
+- ``NetworkTotal``: each network's self-play games of the counted days (the network pages add the
+  games since then): the current network plays hundreds of thousands of games, too many to count on
+  every view of the networks list.
 """
 
 from __future__ import annotations
@@ -64,3 +67,12 @@ class RunTally(models.Model):
 
     def __str__(self) -> str:
         return f"{self.run_id}: days through {self.days_through}, window at {self.window_at}"
+
+
+class NetworkTotal(models.Model):
+    network = models.OneToOneField("networks.Network", primary_key=True, on_delete=models.CASCADE, related_name="+")
+    run = models.ForeignKey("runs.Run", on_delete=models.CASCADE, related_name="+")
+    training_games = models.PositiveIntegerField(default=0, help_text="counted self-play games of the counted days")
+
+    def __str__(self) -> str:
+        return f"{self.network_id}: {self.training_games} games"

@@ -48,19 +48,21 @@ class CappedPaginator(Paginator):
 
 
 def page_number(request: HttpRequest) -> int:
-    raw = request.GET.get("page", "1")
+    """``?page=N``: BadParameter (a 400 naming it) for what is not a page number."""
+    raw = request.GET.get("page") or "1"
     try:
         number = int(raw)
     except ValueError:
-        raise Http404(f"page={raw!r} is not a page number (pages are counted from 1)") from None
+        number = 0
     if number < 1:
-        raise Http404(f"page={raw!r} is not a page number (pages are counted from 1)")
+        raise BadParameter("page", raw, "not a page number (pages are counted from 1)")
     return number
 
 
 def paginate(request: HttpRequest, items, per_page: int = PER_PAGE,
              cap: int = LIST_CAP) -> tuple[Page, CappedPaginator]:
-    """The requested page (``?page=N``) of items; 404 naming the problem for a page that is not there."""
+    """The requested page (``?page=N``) of items; 404 naming the problem for a page past the last,
+    BadParameter for what is not a page number."""
     paginator = CappedPaginator(items, per_page, cap)
     number = page_number(request)
     if number > paginator.num_pages:

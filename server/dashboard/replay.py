@@ -27,6 +27,8 @@ class Replay:
     moves: list[dict]  # {"c": "B"/"W", "v": GTP vertex or "pass", "x", "y" (None for a pass)}
     captures: list[list[int]] = field(default_factory=list)  # stones captured [by black, by white] after each move
     record: GameRecord | None = None
+    rules: Rules | None = None  # the rules the moves were played by (the record's, else the row's)
+    komi: float | None = None  # likewise
 
     def data(self) -> dict:
         """What the page's board script reads."""
@@ -73,4 +75,4 @@ def replay_sgf(data: bytes, rules: Rules | None = None, komi: float | None = Non
             moves.append({"c": letter, "v": gtp_vertex(loc, game.x_size, game.y_size), "x": x, "y": y})
         positions.append(_position(game))
         captures.append([game.captures(BLACK), game.captures(WHITE)])
-    return Replay(game.x_size, game.y_size, positions, moves, captures, record)
+    return Replay(game.x_size, game.y_size, positions, moves, captures, record, game.rules, game.komi)

@@ -1,12 +1,22 @@
-"""Contributions counted fast: each contributor's games and rows since a moment, or of all time.
+"""Contributions counted fast: each contributor's games and rows since a moment, or of all time,
+the run's, and each network's self-play games.
+
+What the site counts (``counted``) is what training counts (``server.training.window.counted_games``):
+games that are not disabled, of contributors whose accounts are active. Every number on the site
+means that: the front page's, the leaderboard's, the networks'.
 
 Days that are over are summed once into ``ContributionDay`` rows, each contributor's
-``ContributionTotal`` and the run's sums on its ``RunTally`` (the first page that needs them does it,
-or ``manage.py tally``); a count then adds those to the games since the last counted day, read live
-through an index of the games by ``(run, created_at)`` that holds what the counts need. A day is
-counted a quarter of an hour after it ended, so that uploads still being stored at midnight are in
-it. Disabled games are never counted; a game disabled after its day was counted stays in that day
-until ``manage.py tally --rebuild``.
+``ContributionTotal``, each network's ``NetworkTotal`` and the run's sums on its ``RunTally`` (the
+first page that needs them does it, or ``manage.py tally``); a count then adds those to the games
+since the last counted day, read live through an index of the games by ``(run, created_at)`` that
+holds what the counts need (or by ``(network, created_at)``). A day is counted a quarter of an hour
+after it ended, so that uploads still being stored at midnight are in it.
+
+Disabled games are never counted; a game disabled after its day was counted stays in that day until
+``manage.py tally --rebuild``. A deactivated contributor's games leave the contributors' and the
+run's numbers at once (they are kept per contributor and left out when read); the networks' counts
+hold no contributors, so an account turned off or on has its runs counted again in the background
+(``server.dashboard.signals``).
 
 The training window's share of each contributor (``count_window``) comes from the run's
 ``RunTally``, counted in the background by ``server.dashboard.tasks`` with the trainer's own
@@ -26,7 +36,8 @@ from django.db.models import Count, Q, Sum
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
-from server.dashboard.models import ContributionDay, ContributionTotal, RunTally
+from server.accounts.models import User
+from server.dashboard.models import ContributionDay, ContributionTotal, NetworkTotal, RunTally
 from server.games.models import RatingGame, TrainingGame
 
 log = logging.getLogger(__name__)
@@ -48,6 +59,19 @@ class Counts:
     @property
     def games(self) -> int:
         return self.training_games + self.rating_games
+
+
+def inactive_users() -> list[int]:
+    """The ids of deactivated accounts: their games count nowhere (one query)."""
+    return list(User.objects.filter(is_active=False).values_list("pk", flat=True))
+
+
+def counted(model, *args, inactive=(), **filters):
+    """The games of ``model`` (TrainingGame or RatingGame) the site counts, filtered further by
+    ``args`` and ``filters``: not disabled, not played by the ``inactive`` accounts (the ids
+    ``inactive_users()`` gives; left out without a join)."""
+    games = model.objects.filter(*args, disabled=False, **filters)
+    return games.exclude(user_id__in=list(inactive)) if inactive else games
 
 
 def midnight(day: date) -> datetime:
@@ -74,19 +98,22 @@ def tally_state(run) -> RunTally:
 
 def count_days(run, state: RunTally, end: date) -> int:
     """Count the days from ``state.days_through`` (None: the run's first game) up to ``end`` (not
-    included): ContributionDay rows, added to the contributors' totals and the run's; call with
-    ``state`` locked. Returns how many ContributionDay rows it wrote."""
+    included): ContributionDay rows, added to the contributors' totals, the networks' and the run's;
+    call with ``state`` locked. Returns how many ContributionDay rows it wrote."""
     start = state.days_through
     span = Q(created_at__lt=midnight(end))
     if start is not None:
         span &= Q(created_at__gte=midnight(start))
     per_day: dict[tuple[int, date], Counts] = {}
     day = TruncDate("created_at", tzinfo=UTC)
-    training = (TrainingGame.objects.filter(span, run=run, disabled=False).annotate(day=day)
+    # every contributor's (the deactivated are left out when read), each network's without them
+    training = (counted(TrainingGame, span, run=run).annotate(day=day)
                 .values_list("user_id", "day").annotate(n=Count("*"), rows=Sum("rows")).order_by())
     for user_id, d, n, rows in training:
         per_day.setdefault((user_id, d), Counts()).add(Counts(training_games=n, rows=rows or 0))
-    rating = (RatingGame.objects.filter(span, run=run, disabled=False).annotate(day=day)
+    per_network = dict(counted(TrainingGame, span, run=run, inactive=inactive_users()).values_list("network_id")
+                       .annotate(n=Count("*")).order_by())
+    rating = (counted(RatingGame, span, run=run).annotate(day=day)
               .values_list("user_id", "day").annotate(n=Count("*")).order_by())
     for user_id, d, n in rating:
         per_day.setdefault((user_id, d), Counts()).add(Counts(rating_games=n))
@@ -106,6 +133,13 @@ def count_days(run, state: RunTally, end: date) -> int:
                            rating_games=c.rating_games) for user_id, c in per_user.items()],
         update_conflicts=True, unique_fields=["run", "user"], update_fields=["training_games", "rows", "rating_games"],
         batch_size=5000)
+    networks = list(per_network)
+    for k in range(0, len(networks), 5000):
+        for total in NetworkTotal.objects.filter(network_id__in=networks[k:k + 5000]):
+            per_network[total.network_id] += total.training_games
+    NetworkTotal.objects.bulk_create(
+        [NetworkTotal(network_id=network_id, run=run, training_games=n) for network_id, n in per_network.items()],
+        update_conflicts=True, unique_fields=["network"], update_fields=["training_games"], batch_size=5000)
     for c in per_day.values():
         state.training_games += c.training_games
         state.rows += c.rows
@@ -124,6 +158,7 @@ def rebuild(run) -> int:
         state = RunTally.objects.select_for_update().get(run=run)
         ContributionDay.objects.filter(run=run).delete()
         ContributionTotal.objects.filter(run=run).delete()
+        NetworkTotal.objects.filter(run=run).delete()
         state.days_through = None
         state.training_games = state.rows = state.rating_games = 0
         return count_days(run, state, _settled_day(timezone.now()))
@@ -151,50 +186,84 @@ def _spans(state: RunTally, since: datetime | None) -> tuple[Q | None, list[Q]]:
     return days, live
 
 
-def per_user(run, since: datetime | None = None, user=None, state: RunTally | None = None) -> dict[int, Counts]:
-    """Each contributor's counts (user id to Counts) since ``since`` (None: all time); only
-    ``user``'s when given. Five queries at most."""
+def per_user(run, since: datetime | None = None, user=None, state: RunTally | None = None,
+             inactive=None) -> dict[int, Counts]:
+    """Each active contributor's counts (user id to Counts) since ``since`` (None: all time); only
+    ``user``'s when given. ``inactive``: the deactivated accounts' ids (looked up when None). Six
+    queries at most."""
     state = state or tally_state(run)
+    if inactive is None:
+        inactive = inactive_users()
     days, live = _spans(state, since)
     mine = {} if user is None else {"user": user}
     out: dict[int, Counts] = {}
     if days is not None:
         if since is None:  # every counted day: the contributors' totals
-            counted = (ContributionTotal.objects.filter(run=run, **mine)
-                       .values_list("user_id", "training_games", "rows", "rating_games"))
+            sums = (ContributionTotal.objects.filter(run=run, **mine)
+                    .values_list("user_id", "training_games", "rows", "rating_games"))
         else:
-            counted = (ContributionDay.objects.filter(days, run=run, **mine).values_list("user_id")
-                       .annotate(t=Sum("training_games"), r=Sum("rows"), g=Sum("rating_games")).order_by())
-        for user_id, t, r, g in counted:
+            sums = (ContributionDay.objects.filter(days, run=run, **mine).values_list("user_id")
+                    .annotate(t=Sum("training_games"), r=Sum("rows"), g=Sum("rating_games")).order_by())
+        for user_id, t, r, g in sums:
             out.setdefault(user_id, Counts()).add(Counts(t or 0, r or 0, g or 0))
     for span in live:
-        training = (TrainingGame.objects.filter(span, run=run, disabled=False, **mine).values_list("user_id")
+        training = (counted(TrainingGame, span, run=run, **mine).values_list("user_id")
                     .annotate(n=Count("*"), r=Sum("rows")).order_by())
         for user_id, n, r in training:
             out.setdefault(user_id, Counts()).add(Counts(training_games=n, rows=r or 0))
-        rating = (RatingGame.objects.filter(span, run=run, disabled=False, **mine).values_list("user_id")
+        rating = (counted(RatingGame, span, run=run, **mine).values_list("user_id")
                   .annotate(n=Count("*")).order_by())
         for user_id, n in rating:
             out.setdefault(user_id, Counts()).add(Counts(rating_games=n))
+    for user_id in inactive:
+        out.pop(user_id, None)
     return out
 
 
-def totals(run, since: datetime | None = None, state: RunTally | None = None) -> Counts:
-    """The run's counts since ``since`` (None: all time), every contributor together."""
+def totals(run, since: datetime | None = None, state: RunTally | None = None, inactive=None) -> Counts:
+    """The run's counts since ``since`` (None: all time), every active contributor together.
+    ``inactive``: the deactivated accounts' ids (looked up when None)."""
     state = state or tally_state(run)
+    if inactive is None:
+        inactive = inactive_users()
     days, live = _spans(state, since)
     out = Counts()
     if days is not None:
-        if since is None:
+        if since is None:  # the run's sums, less those of the deactivated
             out.add(Counts(state.training_games, state.rows, state.rating_games))
+            if inactive:
+                s = ContributionTotal.objects.filter(run=run, user_id__in=list(inactive)).aggregate(
+                    t=Sum("training_games"), r=Sum("rows"), g=Sum("rating_games"))
+                out.add(Counts(-(s["t"] or 0), -(s["r"] or 0), -(s["g"] or 0)))
         else:
-            s = ContributionDay.objects.filter(days, run=run).aggregate(t=Sum("training_games"), r=Sum("rows"),
-                                                                         g=Sum("rating_games"))
+            s = (ContributionDay.objects.filter(days, run=run).exclude(user_id__in=list(inactive))
+                 .aggregate(t=Sum("training_games"), r=Sum("rows"), g=Sum("rating_games")))
             out.add(Counts(s["t"] or 0, s["r"] or 0, s["g"] or 0))
     for span in live:
-        s = TrainingGame.objects.filter(span, run=run, disabled=False).aggregate(n=Count("*"), r=Sum("rows"))
+        s = counted(TrainingGame, span, run=run, inactive=inactive).aggregate(n=Count("*"), r=Sum("rows"))
         out.add(Counts(training_games=s["n"], rows=s["r"] or 0))
-        out.add(Counts(rating_games=RatingGame.objects.filter(span, run=run, disabled=False).count()))
+        out.add(Counts(rating_games=counted(RatingGame, span, run=run, inactive=inactive).count()))
+    return out
+
+
+def network_games(run, networks: list[int], state: RunTally | None = None, inactive=None) -> dict[int, int]:
+    """The counted self-play games of each of ``networks`` (ids of the run's networks): the counted
+    days' sums and the games since, live (through the games' index by network and time). Two
+    queries (three when ``inactive`` is None)."""
+    state = state or tally_state(run)
+    if inactive is None:
+        inactive = inactive_users()
+    out = dict.fromkeys(networks, 0)
+    if not networks:
+        return out
+    live = counted(TrainingGame, network_id__in=networks, inactive=inactive)
+    if state.days_through is not None:
+        for network_id, n in NetworkTotal.objects.filter(network_id__in=networks).values_list("network_id",
+                                                                                             "training_games"):
+            out[network_id] += n
+        live = live.filter(created_at__gte=midnight(state.days_through))
+    for network_id, n in live.values_list("network_id").annotate(n=Count("*")).order_by():
+        out[network_id] += n
     return out
 
 

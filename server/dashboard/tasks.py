@@ -1,5 +1,6 @@
 """The dashboard's background work: counting each contributor's rows in the training window
-(seconds of work for a big run; pages queue it through ``tallies.ask_for_window``)."""
+(seconds of work for a big run; pages queue it through ``tallies.ask_for_window``), and counting a
+run's finished days again after an account was turned off or on (``server.dashboard.signals``)."""
 
 from __future__ import annotations
 
@@ -20,3 +21,15 @@ def count_training_window(run_id: int) -> None:
         log.info("run %s is gone; its training window is not counted", run_id)
         return
     count_window(run)
+
+
+@task()
+def recount_run(run_id: int) -> None:
+    from server.dashboard.tallies import rebuild
+    from server.runs.models import Run
+
+    run = Run.objects.filter(pk=run_id).first()
+    if run is None:
+        log.info("run %s is gone; its days are not counted again", run_id)
+        return
+    rebuild(run)

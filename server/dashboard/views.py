@@ -1,17 +1,21 @@
 """The website's pages: the run at a glance, networks, the Elo chart, games, contributors, releases
 and getting started. Every list is paginated; every page runs a fixed number of queries, whatever
-the number of games (see tests/server/test_dashboard.py and tests/bench/bench_pages.py)."""
+the number of games (see tests/server/test_dashboard.py and tests/bench/bench_pages.py). Every
+number of games a page shows counts the same games (``tallies.counted``), read from the kept
+tallies, never by counting a network's or a run's games whole."""
 
 from __future__ import annotations
 
 import functools
 import logging
+from dataclasses import dataclass
 from datetime import timedelta
 
+from django.conf import settings
 from django.core.cache import cache
 from django.core.files.storage import default_storage
 from django.db import connection
-from django.db.models import Count, Q
+from django.db.models import Q
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
@@ -26,7 +30,7 @@ from server.dashboard.templatetags.sente import to_rules
 from server.games.models import RatingGame, TrainingGame
 from server.networks.models import Network
 from server.operations.models import DataExport
-from server.ratings.models import NetworkEvent, RatingFit
+from server.ratings.models import NetworkEvent, Rating, RatingFit
 from server.runs.models import Run
 from server.training.models import TrainingLine
 
@@ -45,6 +49,35 @@ NETWORK_FILTERS = {
 }
 PERIODS = {"day": timedelta(days=1), "week": timedelta(days=7), "all": None}
 GAME_LIST_FIELDS = ("id", "created_at", "board_x_size", "board_y_size", "komi", "result", "moves", "user__username")
+
+
+@dataclass(frozen=True)
+class GameKind:
+    """What the pages of one kind of game (self-play or rating) read."""
+
+    model: type
+    what: str  # in messages: "there is no {what} 12"
+    networks: tuple[str, ...]  # the network fields: both sides' for a rating game
+    list_fields: tuple[str, ...]  # read for the lists besides GAME_LIST_FIELDS
+    sgf: str  # the URL name of a game's SGF
+
+    def of_network(self, network: Network) -> Q:
+        q = Q()
+        for field in self.networks:
+            q |= Q(**{field: network})
+        return q
+
+    def listed(self, items):
+        """The games as the lists show them, newest first (one query, whatever the page holds)."""
+        return (items.select_related("user", *self.networks).only(*GAME_LIST_FIELDS, *self.list_fields)
+                .order_by("-created_at", "-id"))
+
+
+KINDS = {  # by the name the addresses and the templates use
+    "training": GameKind(TrainingGame, "game", ("network",), ("rows", "network__name"), "game-sgf"),
+    "rating": GameKind(RatingGame, "rating game", ("black_network", "white_network"),
+                       ("winner", "black_network__name", "white_network__name"), "rating-game-sgf"),
+}
 
 
 def friendly(view):
@@ -101,15 +134,15 @@ def live_numbers(run: Run) -> dict:
         return numbers
     now = timezone.now()
     state = tallies.tally_state(run)
-    hour = tallies.totals(run, now - timedelta(hours=1), state)
-    day_users = tallies.per_user(run, now - timedelta(days=1), state=state)
+    inactive = tallies.inactive_users()
+    hour = tallies.totals(run, now - timedelta(hours=1), state, inactive)
+    day_users = tallies.per_user(run, now - timedelta(days=1), state=state, inactive=inactive)
     day = tallies.Counts()
     for counts in day_users.values():
         day.add(counts)
-    total = tallies.totals(run, None, state)
-    network = (Network.objects.filter(run=run, state=Network.State.ACCEPTED).select_related("rating")
-               .order_by("-created_at", "-id").first())
-    rating = getattr(network, "rating", None) if network else None
+    total = tallies.totals(run, None, state, inactive)
+    network = run.selfplay_network()
+    rating = Rating.objects.filter(network=network).first() if network else None
     numbers = {
         "run": run.name,
         "at": now.isoformat(),
@@ -166,11 +199,9 @@ def networks(request: HttpRequest) -> HttpResponse:
         items = (Network.objects.filter(NETWORK_FILTERS[show], run=run).select_related("parent", "rating", "gating")
                  .order_by("-created_at", "-id"))
         page, paginator = paginate(request, items)
-        ids = [n.pk for n in page.object_list]
-        games = dict(TrainingGame.objects.filter(network_id__in=ids).values_list("network_id")
-                     .annotate(n=Count("*")).order_by())
+        games = tallies.network_games(run, [n.pk for n in page.object_list])
         for n in page.object_list:
-            n.selfplay_games = games.get(n.pk, 0)
+            n.selfplay_games = games[n.pk]
     return render(request, "dashboard/networks.html", {"run": run, "show": show, "filters": list(NETWORK_FILTERS),
                                                         "page": page, "paginator": paginator})
 
@@ -193,18 +224,15 @@ def _ancestors(network: Network) -> list[Network]:
 
 @require_GET
 def network_detail(request: HttpRequest, name: str) -> HttpResponse:
-    network = Network.objects.select_related("run", "parent", "rating", "gating__opponent").filter(name=name).first()
+    network = Network.objects.public().filter(name=name).first()
     if network is None:
         raise Http404(f"there is no network named {name!r}")
     ancestors = _ancestors(network)
     children = list(network.children.select_related("rating").order_by("created_at", "id"))
-    games = list(TrainingGame.objects.filter(network=network).select_related("user", "network")
-                 .only(*GAME_LIST_FIELDS, "rows", "network__name").order_by("-created_at", "-id")[:SAMPLE_GAMES])
-    rating_games = list(RatingGame.objects.filter(Q(black_network=network) | Q(white_network=network))
-                        .select_related("user", "black_network", "white_network")
-                        .only(*GAME_LIST_FIELDS, "black_network__name", "white_network__name")
-                        .order_by("-created_at", "-id")[:SAMPLE_GAMES])
-    selfplay_games = TrainingGame.objects.filter(network=network).count()
+    training, rating = KINDS["training"], KINDS["rating"]
+    games = list(training.listed(TrainingGame.objects.filter(training.of_network(network)))[:SAMPLE_GAMES])
+    rating_games = list(rating.listed(RatingGame.objects.filter(rating.of_network(network)))[:SAMPLE_GAMES])
+    selfplay_games = tallies.network_games(network.run, [network.pk])[network.pk]
     events = list(NetworkEvent.objects.filter(network=network).order_by("created_at", "id"))
     gating = getattr(network, "gating", None)
     score = None
@@ -269,100 +297,66 @@ def _named_user(request: HttpRequest) -> User | None:
 
 
 @require_GET
-def games(request: HttpRequest) -> HttpResponse:
+@friendly
+def games(request: HttpRequest, kind: str) -> HttpResponse:
+    """The games of a kind (``kind``: training or rating, from the address), of the run, or of a
+    network (``?network=``; a rating game is a network's as black or as white), or a contributor's
+    (``?user=``), newest first."""
+    of = KINDS[kind]
     network = _named_network(request)
     user = _named_user(request)
     run = network.run if network else _run(request)
     page = paginator = None
     if run is not None:
-        items = TrainingGame.objects.filter(network=network) if network else TrainingGame.objects.filter(run=run)
+        items = of.model.objects.filter(of.of_network(network) if network else Q(run=run))
         if user is not None:
             items = items.filter(user=user)
-        items = (items.select_related("user", "network").only(*GAME_LIST_FIELDS, "rows", "network__name")
-                 .order_by("-created_at", "-id"))
-        page, paginator = paginate(request, items)
+        page, paginator = paginate(request, of.listed(items))
     return render(request, "dashboard/games.html", {"run": run, "network": network, "who": user, "page": page,
-                                                     "paginator": paginator, "kind": "training"})
+                                                     "paginator": paginator, "kind": kind})
 
 
-@require_GET
-def rating_games(request: HttpRequest) -> HttpResponse:
-    network = _named_network(request)
-    user = _named_user(request)
-    run = network.run if network else _run(request)
-    page = paginator = None
-    if run is not None:
-        if network:
-            items = RatingGame.objects.filter(Q(black_network=network) | Q(white_network=network))
-        else:
-            items = RatingGame.objects.filter(run=run)
-        if user is not None:
-            items = items.filter(user=user)
-        items = (items.select_related("user", "black_network", "white_network")
-                 .only(*GAME_LIST_FIELDS, "winner", "black_network__name", "white_network__name")
-                 .order_by("-created_at", "-id"))
-        page, paginator = paginate(request, items)
-    return render(request, "dashboard/games.html", {"run": run, "network": network, "who": user, "page": page,
-                                                     "paginator": paginator, "kind": "rating"})
-
-
-def _replay(game) -> tuple[dict | None, str | None, object]:
-    """The game's positions for the board, or why there are none; and the rules it was played by."""
-    rules = to_rules(game.rules)
+def _replay(game) -> tuple[dict | None, str | None, object, float]:
+    """The game's positions for the board, or why there are none; and the rules and komi it was
+    played by: the record's, by which it is replayed (the row's only when the record is missing,
+    does not name them or cannot be read)."""
+    rules, komi = to_rules(game.rules), game.komi
     try:
         with default_storage.open(game.sgf.name, "rb") as f:
             data = f.read()
     except (FileNotFoundError, OSError) as e:
         log.warning("game %s: its SGF %s cannot be read: %s", game.pk, game.sgf.name, e)
-        return None, "The game's record is missing from storage.", rules
+        return None, "The game's record is missing from storage.", rules, komi
     try:
-        replay = replay_sgf(data, rules, game.komi)
+        replay = replay_sgf(data, rules, komi)
     except ReplayError as e:
         log.warning("game %s: its SGF %s cannot be replayed: %s", game.pk, game.sgf.name, e)
-        return None, f"The game's record cannot be replayed: {e}", rules
-    return replay.data(), None, rules or (replay.record.rules if replay.record else None)
+        return None, f"The game's record cannot be replayed: {e}", rules, komi
+    return replay.data(), None, replay.rules, replay.komi
 
 
 @require_GET
-def game_detail(request: HttpRequest, pk: int) -> HttpResponse:
-    game = get_object_or_404(TrainingGame.objects.select_related("network", "user", "settings_version", "run"),
-                             pk=_id(pk, "game"))
-    board, problem, rules = _replay(game)
+def game_detail(request: HttpRequest, pk: int, kind: str) -> HttpResponse:
+    of = KINDS[kind]
+    game = get_object_or_404(of.model.objects.select_related(*of.networks, "user", "settings_version", "run"),
+                             pk=_id(pk, of.what))
+    board, problem, rules, komi = _replay(game)
     return render(request, "dashboard/game.html", {
-        "game": game, "kind": "training", "board": board, "problem": problem, "rules": rules,
-        "sgf_url": reverse("game-sgf", args=[game.pk])})
+        "game": game, "kind": kind, "board": board, "problem": problem, "rules": rules, "komi": komi,
+        "sgf_url": reverse(of.sgf, args=[game.pk])})
 
 
 @require_GET
-def rating_game_detail(request: HttpRequest, pk: int) -> HttpResponse:
-    game = get_object_or_404(RatingGame.objects.select_related("black_network", "white_network", "user",
-                                                               "settings_version", "run"), pk=_id(pk, "rating game"))
-    board, problem, rules = _replay(game)
-    return render(request, "dashboard/game.html", {
-        "game": game, "kind": "rating", "board": board, "problem": problem, "rules": rules,
-        "sgf_url": reverse("rating-game-sgf", args=[game.pk])})
-
-
-def _sgf_response(game) -> FileResponse:
+def game_sgf(request: HttpRequest, pk: int, kind: str) -> FileResponse:
+    of = KINDS[kind]
+    game = get_object_or_404(of.model.objects.only("id", "sgf", "client_game_id"), pk=_id(pk, of.what))
     try:
         f = default_storage.open(game.sgf.name, "rb")
     except (FileNotFoundError, OSError):
-        raise Http404(f"the record of game {game.pk} is missing from storage") from None
+        raise Http404(f"the record of {of.what} {game.pk} is missing from storage") from None
     response = FileResponse(f, content_type="application/x-go-sgf")
     response["Content-Disposition"] = f'attachment; filename="{game.client_game_id}.sgf"'
     return response
-
-
-@require_GET
-def game_sgf(request: HttpRequest, pk: int) -> FileResponse:
-    return _sgf_response(get_object_or_404(TrainingGame.objects.only("id", "sgf", "client_game_id"),
-                                           pk=_id(pk, "game")))
-
-
-@require_GET
-def rating_game_sgf(request: HttpRequest, pk: int) -> FileResponse:
-    return _sgf_response(get_object_or_404(RatingGame.objects.only("id", "sgf", "client_game_id"),
-                                           pk=_id(pk, "rating game")))
 
 
 # --- contributors ----------------------------------------------------------------------------------
@@ -375,10 +369,8 @@ def contributors(request: HttpRequest) -> HttpResponse:
     if run is not None:
         state = tallies.tally_state(run)
         since = timezone.now() - PERIODS[period] if PERIODS[period] else None
-        counts = tallies.per_user(run, since, state=state)
-        inactive = set(User.objects.filter(is_active=False).values_list("pk", flat=True))
-        ranked = sorted(((uid, c) for uid, c in counts.items() if uid not in inactive),
-                        key=lambda item: (-item[1].rows, -item[1].games, item[0]))
+        counts = tallies.per_user(run, since, state=state)  # active contributors only
+        ranked = sorted(counts.items(), key=lambda item: (-item[1].rows, -item[1].games, item[0]))
         page, paginator = paginate(request, ranked)
         names = User.objects.in_bulk([uid for uid, _ in page.object_list])
         window = state.window_users or {}
@@ -391,6 +383,7 @@ def contributors(request: HttpRequest) -> HttpResponse:
 
 
 @require_GET
+@friendly
 def contributor(request: HttpRequest, username: str) -> HttpResponse:
     who = User.objects.filter(username=username, is_active=True).first()
     if who is None:
@@ -401,10 +394,9 @@ def contributor(request: HttpRequest, username: str) -> HttpResponse:
         now = timezone.now()
         state = tallies.tally_state(run)
         empty = tallies.Counts()
-        periods = {period: tallies.per_user(run, now - span if span else None, user=who, state=state)
-                   .get(who.pk, empty) for period, span in PERIODS.items()}
-        items = (TrainingGame.objects.filter(run=run, user=who).select_related("user", "network")
-                 .only(*GAME_LIST_FIELDS, "rows", "network__name").order_by("-created_at", "-id"))
+        periods = {period: tallies.per_user(run, now - span if span else None, user=who, state=state, inactive=())
+                   .get(who.pk, empty) for period, span in PERIODS.items()}  # who is active
+        items = KINDS["training"].listed(TrainingGame.objects.filter(run=run, user=who))
         page, paginator = paginate(request, items, per_page=25)
         tallies.ask_for_window(run, state)
         context.update({"periods": periods, "page": page, "paginator": paginator, "state": state,
@@ -414,6 +406,7 @@ def contributor(request: HttpRequest, username: str) -> HttpResponse:
 
 # --- releases and getting started ------------------------------------------------------------------
 @require_GET
+@friendly
 def releases(request: HttpRequest) -> HttpResponse:
     items = Network.objects.filter(released=True).select_related("run", "rating").order_by("-created_at", "-id")
     page, paginator = paginate(request, items, per_page=20)
@@ -421,6 +414,7 @@ def releases(request: HttpRequest) -> HttpResponse:
 
 
 @require_GET
+@friendly
 def data(request: HttpRequest) -> HttpResponse:
     """The daily archives of the games (``manage.py export_games``), newest first."""
     items = DataExport.objects.select_related("run").order_by("-day", "run__name", "kind")
@@ -430,4 +424,5 @@ def data(request: HttpRequest) -> HttpResponse:
 
 @require_GET
 def getting_started(request: HttpRequest) -> HttpResponse:
-    return render(request, "dashboard/start.html", {"server_url": request.build_absolute_uri("/")})
+    return render(request, "dashboard/start.html", {"server_url": request.build_absolute_uri("/"),
+                                                     "source_url": getattr(settings, "SENTE_SOURCE_URL", "")})

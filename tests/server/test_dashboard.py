@@ -1,5 +1,6 @@
 """The website's pages with Django's test client: what each shows, the answers to bad input, and a
-fixed number of queries per page whatever the number of rows (networks, games, contributors)."""
+fixed number of queries per page whatever the number of rows (networks, games, contributors): the
+list pages are counted at two sizes of their data, the second twice the first."""
 
 from __future__ import annotations
 
@@ -57,6 +58,35 @@ def _networks(run, count: int) -> list:
     return networks
 
 
+def _more_networks(run, count: int, prefix: str = "m") -> list:
+    """count more accepted networks, newer than every other, each the child of the one before (the
+    first the child of the newest accepted), with ratings and gatings, every other one released."""
+    from server.networks.models import Network
+    from server.ratings.models import Gating, Rating
+
+    now = timezone.now()
+    parent = run.selfplay_network()
+    made = []
+    for k in range(1, count + 1):
+        n = Network.objects.create(
+            name=f"{run.name}-{prefix}{k}", run=run, parent=parent, state=Network.State.ACCEPTED, released=k % 2 == 0,
+            size_name="b6c96", file=f"networks/{prefix}{k:063x}.safetensors", size_bytes=5_000_000 + k,
+            sha256=f"{prefix}{k:063x}"[:64], train_step=10_000_000 + k, rows_seen=900_000 + k,
+            created_at=now + timedelta(seconds=k))
+        Rating.objects.create(network=n, elo=1000.0 + k, elo_se=20.0, games=10)
+        Gating.objects.create(candidate=n, opponent=parent, rule="fixed", wins=12, draws=0, losses=8,
+                              decision="accept", verdict={"reason": "enough wins"})
+        made.append(n)
+        parent = n
+    return made
+
+
+def _contributors(names: list[str]) -> list:
+    from server.accounts.models import User
+
+    return [User.objects.create_user(name, f"{name}@example.org", "a long enough password") for name in names]
+
+
 def _rating_games(run, user, black, white, sgf: bytes, count: int) -> list:
     from server.distribution.models import Task
     from server.files import StoredFiles, sha256_of
@@ -96,6 +126,23 @@ def _queries(django_assert_num_queries, client: Client, url: str, expected: int)
     return response
 
 
+def _queries_at_two_sizes(django_assert_num_queries, client: Client, url: str, expected: int, grow,
+                          listed=None):
+    """The page's queries with the data as it is and again after ``grow()`` doubled it: ``expected``
+    both times (nothing is asked per row). ``listed(response)``, when given, is how many rows the
+    page shows: the second time it must show more. Returns the two answers."""
+    first = _queries(django_assert_num_queries, client, url, expected)
+    grow()
+    second = _queries(django_assert_num_queries, client, url, expected)
+    if listed is not None:
+        assert listed(second) > listed(first) > 0, (listed(first), listed(second))
+    return first, second
+
+
+def _listed(response) -> int:
+    return len(response.context["page"].object_list)
+
+
 # --- the front page ---------------------------------------------------------------------------------
 def test_home_without_a_run(web):
     response = web.get("/")
@@ -116,7 +163,17 @@ def test_home_shows_the_run_at_a_glance(web, run, alice, bob, selfplay_games, dj
                                 last_export=networks[-1])
     TrainingLine.objects.create(run=run, architecture="b10c128", role="next", status="idle",
                                 status_note="waiting for rows")
-    response = _queries(django_assert_num_queries, web, "/", 13)
+
+    def grow():  # more networks, training lines, contributors and games
+        newer = _more_networks(run, 7)
+        TrainingLine.objects.create(run=run, architecture="b15c192", role="next", status="idle",
+                                    last_export=newer[0], losses={"policy": 2.5})
+        TrainingLine.objects.create(run=run, architecture="b20c256", role="next", status="idle")
+        for user in _contributors(["carol", "dave"]):
+            helpers.store_training_games(run, user, selfplay_games, network=newer[-1])
+
+    response, grown = _queries_at_two_sizes(django_assert_num_queries, web, "/", 15, grow)
+    assert grown.context["numbers"]["contributors_day"] == 4 and len(grown.context["lines"]) == 4
     text = _text(response)
     rows = sum(g.metadata["rows"] for g in selfplay_games)
     assert f"Run {run.name}" in text
@@ -134,9 +191,9 @@ def test_home_shows_the_run_at_a_glance(web, run, alice, bob, selfplay_games, dj
     assert 'id="elo-chart"' in _html(response) and "/static/vendor/uplot/uPlot.iife.min.js" in _html(response)
 
 
-def test_live_numbers_as_json(web, run, alice, selfplay_games):
+def test_live_numbers_as_json(web, run, alice, selfplay_games, django_assert_num_queries):
     helpers.store_training_games(run, alice[0], selfplay_games[:3])
-    body = web.get("/live.json").json()
+    body = _queries(django_assert_num_queries, web, "/live.json", 11).json()
     assert body["run"] == run.name and body["network"] == helpers.RANDOM_NET
     assert (body["games_hour"], body["games_day"], body["games_total"]) == (3, 3, 3)
     assert body["rows_total"] == sum(g.metadata["rows"] for g in selfplay_games[:3])
@@ -148,7 +205,12 @@ def test_live_numbers_as_json(web, run, alice, selfplay_games):
 def test_networks_page_lists_every_network_with_filters(web, run, alice, selfplay_games, django_assert_num_queries):
     networks = _networks(run, 7)
     helpers.store_training_games(run, alice[0], selfplay_games[:2], network=networks[2])
-    response = _queries(django_assert_num_queries, web, "/networks/", 4)
+
+    def grow():
+        for n in _more_networks(run, 8):
+            helpers.store_training_games(run, alice[0], selfplay_games[:1], network=n)
+
+    response, _ = _queries_at_two_sizes(django_assert_num_queries, web, "/networks/", 7, grow, _listed)
     html, text = _html(response), _text(response)
     for n in networks:
         assert f'href="/networks/{n.name}/"' in html
@@ -157,22 +219,25 @@ def test_networks_page_lists_every_network_with_filters(web, run, alice, selfpla
     assert "200 ± 24" in text and f"{n2.rows_seen:,}" in text  # n2: elo 200, se 12
     assert [n.selfplay_games for n in response.context["page"].object_list if n.pk == n2.pk] == [2]
     released = [n.name for n in web.get("/networks/?show=released").context["page"].object_list]
-    assert released == [networks[5].name, networks[3].name, networks[1].name]
+    assert released[-3:] == [networks[5].name, networks[3].name, networks[1].name]
     candidates = web.get("/networks/?show=candidates").context["page"].object_list
     assert [n.name for n in candidates] == [networks[7].name]
     accepted = {n.name for n in web.get("/networks/?show=accepted").context["page"].object_list}
-    assert accepted == {n.name for n in networks if n.state == "accepted"}
+    assert accepted >= {n.name for n in networks if n.state == "accepted"}
+    assert not accepted & {n.name for n in networks if n.state != "accepted"}
 
 
 def test_networks_page_refuses_bad_filters_and_pages(web, run):
     bad = web.get("/networks/?show=strongest")
     assert bad.status_code == 400
     assert "show='strongest': must be one of all, released, accepted, candidates" in _text(bad)
-    page = web.get("/networks/?page=two")
-    assert page.status_code == 404 and "page='two' is not a page number" in _text(page)
+    for value in ("two", "0", "-1", "1.5"):  # not page numbers: 400, naming the parameter, on every list
+        for path in ("/networks/", "/games/", "/games/rating/", "/contributors/", "/releases/", "/data/"):
+            page = web.get(f"{path}?page={value}")
+            assert page.status_code == 400, (path, value)
+            assert f"page={value!r}: not a page number (pages are counted from 1)" in _text(page), (path, value)
     past = web.get("/networks/?page=9")
     assert past.status_code == 404 and "page 9 is past the last page (1)" in _text(past)
-    assert web.get("/networks/?page=0").status_code == 404
     unknown_run = web.get("/networks/?run=nope")
     assert unknown_run.status_code == 404 and "there is no run named 'nope'" in _text(unknown_run)
 
@@ -189,7 +254,9 @@ def test_networks_are_paginated(web, run):
     assert "bulk-119" in _text(last) and "bulk-119" not in _text(first)
 
 
-def test_network_page_shows_gating_lineage_and_games(web, run, alice, selfplay_games, django_assert_num_queries):
+def test_network_page_shows_gating_lineage_and_games(web, run, alice, bob, selfplay_games,
+                                                     django_assert_num_queries):
+    from server.networks.models import Network
     from server.ratings.models import NetworkEvent
 
     networks = _networks(run, 6)
@@ -197,9 +264,23 @@ def test_network_page_shows_gating_lineage_and_games(web, run, alice, selfplay_g
     NetworkEvent.objects.create(network=n3, kind=NetworkEvent.Kind.RELEASED, note="a good one")
     helpers.store_training_games(run, alice[0], selfplay_games[:3], network=n3)
     _rating_games(run, alice[0], n3, networks[2], selfplay_games[0].sgf, 2)
-    response = _queries(django_assert_num_queries, web, f"/networks/{n3.name}/", 8)
+
+    def grow():  # more children, games, rating games and events
+        for k in range(3):
+            Network.objects.create(name=f"{run.name}-child{k}", run=run, parent=n3, state=Network.State.REJECTED)
+            NetworkEvent.objects.create(network=n3, kind=NetworkEvent.Kind.RELEASED, note=f"again {k}")
+        helpers.store_training_games(run, bob[0], selfplay_games, network=n3)
+        _rating_games(run, bob[0], networks[4], n3, selfplay_games[0].sgf, 6)
+
+    response, grown = _queries_at_two_sizes(django_assert_num_queries, web, f"/networks/{n3.name}/", 11, grow)
+    assert len(grown.context["children"]) == 4 and len(grown.context["events"]) == 4
+    assert grown.context["selfplay_games"] == 3 + len(selfplay_games) and len(grown.context["rating_games"]) == 8
     text = _text(response)
-    assert "12 wins, 1 draws, 7 losses (score 0.625)" in text and "accept" in text
+    assert "12 wins, 1 draws, 7 losses (score 0.625)" in text
+    assert response.context["gating"].decision == "accept"
+    assert '<span class="badge badge-accept">accept</span>' in _html(response)  # the gating's decision
+    assert "Decision: accept" in text and "Decision: reject" not in text
+    assert response.context["selfplay_games"] == 3
     assert "3 reached the wins needed" in text and "released by staff" in text and "a good one" in text
     assert [a.name for a in response.context["ancestors"]] == [networks[2].name, networks[1].name,
                                                                 helpers.RANDOM_NET]
@@ -224,8 +305,7 @@ def test_network_page_lineage_stops_after_a_dozen(web, run):
 # --- the Elo chart ----------------------------------------------------------------------------------
 def test_elo_page_and_its_data(web, run, django_assert_num_queries):
     networks = _networks(run, 5)
-    page = web.get("/elo/")
-    assert page.status_code == 200
+    page = _queries(django_assert_num_queries, web, "/elo/", 2)  # the run, its last fit
     html = _html(page)
     assert 'data-src="/elo/data.json?run=test"' in html and "/static/sente/elo.js" in html
     assert "/static/vendor/uplot/uPlot.iife.min.js" in html
@@ -263,7 +343,7 @@ def test_games_lists_by_network_and_contributor(web, run, alice, bob, selfplay_g
     by_network = _queries(django_assert_num_queries, web, f"/games/?network={networks[1].name}", 3)
     assert {g.network_id for g in by_network.context["page"].object_list} == {networks[1].pk}
     assert len(by_network.context["page"].object_list) == 4
-    by_user = web.get("/games/?user=bob")
+    by_user = _queries(django_assert_num_queries, web, "/games/?user=bob", 4)
     assert {g.user.username for g in by_user.context["page"].object_list} == {"bob"}
     both = web.get(f"/games/?user=bob&network={networks[1].name}")
     assert list(both.context["page"].object_list) == []
@@ -272,6 +352,24 @@ def test_games_lists_by_network_and_contributor(web, run, alice, bob, selfplay_g
     missing = web.get("/games/?network=nope")
     assert missing.status_code == 404 and "there is no network named 'nope'" in _text(missing)
     assert web.get("/games/?user=nobody").status_code == 404
+
+
+@pytest.mark.parametrize("url, expected", [("/games/", 3), ("/games/?network={n1}", 3), ("/games/?user=alice", 4),
+                                           ("/games/rating/", 3), ("/games/rating/?network={n1}", 3),
+                                           ("/games/rating/?user=alice", 4)])
+def test_game_lists_ask_the_same_at_two_sizes(web, run, alice, bob, selfplay_games, django_assert_num_queries, url,
+                                              expected):
+    networks = _networks(run, 3)
+    url = url.format(n1=networks[1].name)
+
+    def games(count: int) -> None:
+        for user in (alice[0], bob[0]):
+            helpers.store_training_games(run, user, selfplay_games[:count], network=networks[1])
+            _rating_games(run, user, networks[1], networks[2], selfplay_games[0].sgf, count)
+            _rating_games(run, user, networks[0], networks[1], selfplay_games[0].sgf, count)
+
+    games(2)
+    _queries_at_two_sizes(django_assert_num_queries, web, url, expected, lambda: games(2), _listed)
 
 
 def test_rating_games_list(web, run, alice, selfplay_games, django_assert_num_queries):
@@ -342,15 +440,49 @@ def test_game_page_shows_captures_and_rules(web, run, alice, selfplay_games):
     assert "ko: simple" in text and "multi-stone suicide: not allowed" in text
 
 
-def test_rating_game_page(web, run, alice, selfplay_games):
+def test_rating_game_page(web, run, alice, selfplay_games, django_assert_num_queries):
+    from common.go.sgf import read_sgf
+
     networks = _networks(run, 2)
     game = _rating_games(run, alice[0], networks[2], networks[1], selfplay_games[1].sgf, 1)[0]
-    response = web.get(f"/games/rating/{game.pk}/")
+    response = _queries(django_assert_num_queries, web, f"/games/rating/{game.pk}/", 1)
     text = _text(response)
-    assert response.status_code == 200 and f"Rating game #{game.pk}" in text
+    assert f"Rating game #{game.pk}" in text
     assert f"Black {networks[2].name}" in text and f"White {networks[1].name}" in text
-    assert "ko: positional" in text and response.context["board"]["positions"]
+    rules = read_sgf(selfplay_games[1].sgf).rules  # the record's, by which the board is replayed
+    assert f"ko: {rules.ko.lower()}" in text and response.context["board"]["positions"]
     assert b"".join(web.get(f"/games/rating/{game.pk}.sgf").streaming_content) == selfplay_games[1].sgf
+    assert web.get(f"/games/rating/{game.pk + 1000}.sgf").status_code == 404
+
+
+def test_game_page_shows_the_rules_and_komi_the_board_is_replayed_by(web, run, alice, selfplay_games):
+    """The row and the record disagree here (uploads are refused when they do): the page shows the
+    record's rules and komi, by which its board is replayed, not the row's."""
+    from server.files import StoredFiles
+    from server.games.models import TrainingGame
+
+    game = helpers.store_training_games(run, alice[0], selfplay_games[:1])[0]
+    TrainingGame.objects.filter(pk=game.pk).update(
+        sgf=StoredFiles().put("games", CAPTURE_SGF, ".sgf"), komi=7.5,
+        rules={"ko": "POSITIONAL", "scoring": "AREA", "tax": "NONE", "suicide": True, "hasButton": False,
+               "whiteHandicapBonus": "0"})
+    response = web.get(f"/games/{game.pk}/")
+    text = _text(response)
+    assert "ko: simple" in text and "multi-stone suicide: not allowed" in text and "Komi 6.5" in text
+    assert "positional" not in text and "Komi 7.5" not in text
+    assert response.context["board"]["captures"][7] == [1, 0]
+    TrainingGame.objects.filter(pk=game.pk).update(sgf="games/missing.sgf")  # no record: the row's
+    text = _text(web.get(f"/games/{game.pk}/"))
+    assert "ko: positional" in text and "Komi 7.5" in text
+
+
+@pytest.mark.parametrize("path", ["/games/", "/games/rating/"])
+def test_an_empty_game_list_spans_its_columns(web, run, path):
+    html = _html(web.get(path))
+    assert "No run is active" not in html
+    header = re.search(r'<table class="games">\s*<thead>(.*?)</thead>', html, re.S).group(1)
+    colspan = re.search(r'<td colspan="(\d+)">No games yet.</td>', html).group(1)
+    assert header.count("<th") == int(colspan) == 8
 
 
 def test_game_page_with_a_missing_or_broken_record(web, run, alice, selfplay_games):
@@ -370,17 +502,17 @@ def test_game_page_with_a_missing_or_broken_record(web, run, alice, selfplay_gam
     assert web.get("/games/999999/").status_code == 404
     assert web.get("/games/rating/999999/").status_code == 404
     for path in ("/games/99999999999999999999/", "/games/99999999999999999999.sgf",
-                 "/games/rating/99999999999999999999/"):
+                 "/games/rating/99999999999999999999/", "/games/rating/99999999999999999999.sgf"):
         response = web.get(path)
         assert response.status_code == 404 and "there is no" in _text(response), path
 
 
 # --- contributors -----------------------------------------------------------------------------------
 def _age(games, days: float) -> None:
-    from server.games.models import TrainingGame
-
-    TrainingGame.objects.filter(pk__in=[g.pk for g in games]).update(
-        created_at=timezone.now() - timedelta(days=days))
+    """Make the games (self-play or rating games, all of one kind) ``days`` old."""
+    if games:
+        type(games[0]).objects.filter(pk__in=[g.pk for g in games]).update(
+            created_at=timezone.now() - timedelta(days=days))
 
 
 def test_contributors_leaderboard_by_period(web, run, alice, bob, selfplay_games, django_assert_num_queries):
@@ -396,6 +528,7 @@ def test_contributors_leaderboard_by_period(web, run, alice, bob, selfplay_games
     day = _queries(django_assert_num_queries, web, "/contributors/", 6)
     assert [r["user"].username for r in day.context["page"].object_list] == ["alice"]
     assert day.context["page"].object_list[0]["counts"].rows == a_rows
+    _queries(django_assert_num_queries, web, "/contributors/?period=all", 7)
     week = _queries(django_assert_num_queries, web, "/contributors/?period=week", 9)
     ranked = [(r["rank"], r["user"].username, r["counts"].rows) for r in week.context["page"].object_list]
     expected = sorted([("alice", a_rows), ("bob", b_rows)], key=lambda x: -x[1])
@@ -408,6 +541,31 @@ def test_contributors_leaderboard_by_period(web, run, alice, bob, selfplay_games
     assert bad.status_code == 400 and "period='year': must be one of day, week, all" in _text(bad)
 
 
+def test_empty_lists_say_so(web, run):
+    """A run without games: the lists say there are none (not that there is no run)."""
+    assert "No games in this period yet." in _text(web.get("/contributors/"))
+    assert "No games yet." in _text(web.get("/games/"))
+    assert "No network matches “rejected”." in _text(web.get("/networks/?show=rejected"))
+
+
+@pytest.mark.parametrize("period, expected", [("day", 6), ("week", 9), ("all", 7)])
+def test_leaderboard_asks_the_same_at_two_sizes(web, run, selfplay_games, django_assert_num_queries, period,
+                                                expected):
+    from server.accounts.models import User
+
+    def contributors(names: list[str]) -> None:
+        for k, user in enumerate(_contributors(names)):
+            games = helpers.store_training_games(run, user, selfplay_games[: 1 + k % 3])
+            if k % 2:
+                _age(games[:1], 3)  # a counted day, in the week and all time
+            _rating_games(run, user, run.networks.get(), run.networks.get(), selfplay_games[0].sgf, 1)
+
+    contributors(["u1", "u2", "u3", "u4"])
+    User.objects.filter(username="u3").update(is_active=False)
+    _queries_at_two_sizes(django_assert_num_queries, web, f"/contributors/?period={period}", expected,
+                          lambda: contributors(["u5", "u6", "u7", "u8"]), _listed)
+
+
 def test_contributor_page(web, run, alice, bob, selfplay_games, django_assert_num_queries):
     networks = _networks(run, 2)
     old = helpers.store_training_games(run, alice[0], selfplay_games[:3], network=networks[1])
@@ -415,7 +573,17 @@ def test_contributor_page(web, run, alice, bob, selfplay_games, django_assert_nu
     new = helpers.store_training_games(run, alice[0], selfplay_games[3:], network=networks[2])
     helpers.store_training_games(run, bob[0], selfplay_games)
     _rating_games(run, alice[0], networks[2], networks[1], selfplay_games[0].sgf, 2)
-    response = _queries(django_assert_num_queries, web, "/contributors/alice/", 15)
+
+    def grow():  # as many games again, today's and counted days' (counted again: these are new)
+        from server.dashboard import tallies
+
+        _age(helpers.store_training_games(run, alice[0], selfplay_games[:3], network=networks[1]), 5)
+        helpers.store_training_games(run, alice[0], selfplay_games[3:], network=networks[2])
+        tallies.rebuild(run)
+
+    response, grown = _queries_at_two_sizes(django_assert_num_queries, web, "/contributors/alice/", 15, grow,
+                                            _listed)
+    assert grown.context["periods"]["all"].training_games == 2 * len(selfplay_games)
     periods = response.context["periods"]
     assert periods["day"].training_games == len(new) and periods["day"].rating_games == 2
     assert periods["week"].rows == sum(g.rows for g in new)
@@ -429,52 +597,146 @@ def test_contributor_page(web, run, alice, bob, selfplay_games, django_assert_nu
 
 
 def test_counts_of_finished_days_match_the_games(run, alice, bob, selfplay_games):
-    """The counted days plus the live games give the same totals as counting every game."""
+    """The counted days plus the live games give the same numbers as counting every game the site
+    counts (not disabled, of active contributors): each contributor's self-play games, rows and
+    rating games, the run's, and each network's."""
     from django.db.models import Count, Q, Sum
 
     from server.dashboard import tallies
-    from server.games.models import TrainingGame
+    from server.games.models import RatingGame, TrainingGame
 
-    for k, game in enumerate(helpers.store_training_games(run, alice[0], selfplay_games)):
-        _age([game], [0.01, 0.6, 1.3, 2.5, 6.8, 9.0][k % 6])
-    for k, game in enumerate(helpers.store_training_games(run, bob[0], selfplay_games[:4])):
-        _age([game], [0.2, 1.1, 3.7, 8.2][k])
-    TrainingGame.objects.filter(pk=TrainingGame.objects.order_by("id").first().pk).update(disabled=True)
+    networks = _networks(run, 3)
+    (carol,) = _contributors(["carol"])
+    ages = [0.01, 0.6, 1.3, 2.5, 6.8, 9.0]
+    for user, network, count in ((alice[0], networks[1], 6), (bob[0], networks[2], 4), (carol, networks[2], 3)):
+        for k, game in enumerate(helpers.store_training_games(run, user, selfplay_games[:count], network=network)):
+            _age([game], ages[(k + count) % 6])
+        for k, game in enumerate(_rating_games(run, user, networks[2], networks[1], selfplay_games[0].sgf, count)):
+            _age([game], ages[(k + 2 * count) % 6])
+    for model in (TrainingGame, RatingGame):
+        model.objects.filter(pk=model.objects.order_by("id").first().pk).update(disabled=True)
+    carol.is_active = False
+    carol.save()  # off before the days are counted
     state = tallies.tally_state(run)
     assert state.days_through is not None
     now = timezone.now()
+    counted = ~Q(user=carol) & Q(disabled=False)
     for since in (None, now - timedelta(hours=1), now - timedelta(days=1), now - timedelta(days=3.3),
                   now - timedelta(days=7), now - timedelta(days=30)):
         span = Q() if since is None else Q(created_at__gte=since)
-        expected = {u: (n, r) for u, n, r in TrainingGame.objects.filter(span, disabled=False).values_list("user_id")
+        expected = {u: (n, r, 0) for u, n, r in TrainingGame.objects.filter(span, counted).values_list("user_id")
                     .annotate(n=Count("id"), r=Sum("rows")).order_by()}
-        got = {u: (c.training_games, c.rows) for u, c in tallies.per_user(run, since).items()}
+        for u, n in RatingGame.objects.filter(span, counted).values_list("user_id").annotate(n=Count("id")).order_by():
+            expected[u] = (*expected.get(u, (0, 0))[:2], n)
+        got = {u: (c.training_games, c.rows, c.rating_games) for u, c in tallies.per_user(run, since).items()}
         assert got == expected, since
         total = tallies.totals(run, since)
-        assert (total.training_games, total.rows) == (sum(n for n, _ in expected.values()),
-                                                      sum(r for _, r in expected.values()))
+        assert (total.training_games, total.rows, total.rating_games) == tuple(
+            sum(v[i] for v in expected.values()) for i in range(3)), since
     assert tallies.per_user(run, None, user=bob[0]).keys() == {bob[0].pk}
+    by_network = dict(TrainingGame.objects.filter(counted).values_list("network_id").annotate(n=Count("id"))
+                      .order_by())
+    ids = [n.pk for n in networks]
+    assert tallies.network_games(run, ids) == {pk: by_network.get(pk, 0) for pk in ids}
+    assert tallies.network_games(run, ids)[networks[2].pk] == 4  # bob's; carol's are not counted
 
 
 def test_days_counted_in_steps_add_up_to_counting_them_at_once(run, alice, bob, selfplay_games):
     from server.dashboard import tallies
-    from server.dashboard.models import ContributionTotal, RunTally
+    from server.dashboard.models import ContributionTotal, NetworkTotal, RunTally
 
-    for k, game in enumerate(helpers.store_training_games(run, alice[0], selfplay_games)):
-        _age([game], 1.5 + 2 * k)
-    _age(helpers.store_training_games(run, bob[0], selfplay_games[:2]), 4.5)
+    networks = _networks(run, 2)
+    for k, game in enumerate(selfplay_games):
+        _age(helpers.store_training_games(run, alice[0], [game], network=networks[k % 3]), 1.5 + 2 * k)
+    _age(helpers.store_training_games(run, bob[0], selfplay_games[:2], network=networks[1]), 4.5)
+    for k, game in enumerate(_rating_games(run, bob[0], networks[2], networks[1], selfplay_games[0].sgf, 5)):
+        _age([game], 1.2 + 2.1 * k)
     today = timezone.now().date()
     state = RunTally.objects.create(run=run)
     tallies.count_days(run, state, today - timedelta(days=5))
     tallies.count_days(run, state, today - timedelta(days=3))
     tallies.count_days(run, state, (timezone.now() - tallies.SETTLE).date())  # every day that is over
     stepwise = set(ContributionTotal.objects.values_list("user_id", "training_games", "rows", "rating_games"))
-    sums = (state.training_games, state.rows)
+    stepwise_networks = set(NetworkTotal.objects.values_list("network_id", "training_games"))
+    sums = (state.training_games, state.rows, state.rating_games)
     tallies.rebuild(run)
     assert set(ContributionTotal.objects.values_list("user_id", "training_games", "rows", "rating_games")) == stepwise
+    assert set(NetworkTotal.objects.values_list("network_id", "training_games")) == stepwise_networks
     state.refresh_from_db()
-    assert (state.training_games, state.rows) == sums and state.days_through == tallies.tally_state(run).days_through
-    assert sums == (len(selfplay_games) + 2, sum(g.metadata["rows"] for g in selfplay_games + selfplay_games[:2]))
+    assert (state.training_games, state.rows, state.rating_games) == sums
+    assert state.days_through == tallies.tally_state(run).days_through
+    assert sums == (len(selfplay_games) + 2, sum(g.metadata["rows"] for g in selfplay_games + selfplay_games[:2]), 5)
+    assert sum(n for _, n in stepwise_networks) == len(selfplay_games) + 2
+
+
+def test_every_page_counts_the_same_games(web, run, alice, bob, selfplay_games, django_capture_on_commit_callbacks):
+    """Disabled games and the games of deactivated accounts count nowhere: the front page, the live
+    numbers, the leaderboard, the networks and the training both leave them out. A deactivated
+    account leaves at once; the networks' kept counts follow once the run is counted again, which
+    turning the account off queues."""
+    from django_tasks_db.models import DBTaskResult
+
+    from server.dashboard.tasks import recount_run
+    from server.games.models import TrainingGame
+    from server.training.window import counted_games
+
+    networks = _networks(run, 2)
+    current = networks[1]
+    (carol,) = _contributors(["carol"])
+    for user, count in ((alice[0], 6), (bob[0], 3), (carol, 2)):
+        games = helpers.store_training_games(run, user, selfplay_games[:count], network=current)
+        _age(games[: count // 2], 2.5)  # half in a counted day
+    TrainingGame.objects.filter(pk=TrainingGame.objects.filter(user=alice[0]).order_by("id").first().pk).update(
+        disabled=True)
+
+    def numbers() -> dict:
+        cache.clear()
+        home = web.get("/").context["numbers"]
+        board = web.get("/contributors/?period=all").context["page"].object_list
+        listed = {n.name: n.selfplay_games for n in web.get("/networks/").context["page"].object_list}
+        return {"home": home["games_total"], "rows": home["rows_total"], "day": home["contributors_day"],
+                "live": web.get("/live.json").json()["games_total"],
+                "board": sum(r["counts"].training_games for r in board), "board_users": len(board),
+                "network": web.get(f"/networks/{current.name}/").context["selfplay_games"],
+                "list": listed[current.name]}
+
+    def expect(games) -> dict:
+        rows = sum(games.values_list("rows", flat=True))
+        users = games.values("user").distinct().count()
+        n = games.count()
+        return {"home": n, "rows": rows, "day": users, "live": n, "board": n, "board_users": users, "network": n,
+                "list": n}
+
+    assert numbers() == expect(counted_games(run)) == expect(TrainingGame.objects.filter(disabled=False))
+    assert counted_games(run).count() == 6 - 1 + 3 + 2
+
+    with django_capture_on_commit_callbacks(execute=True):
+        carol.is_active = False
+        carol.save()
+    def queued():
+        return DBTaskResult.objects.filter(task_path="server.dashboard.tasks.recount_run")
+
+    assert [t.args_kwargs["args"] for t in queued()] == [[run.pk]]
+    off = numbers()
+    # the front page and the leaderboard leave carol out at once; the network's counted days still
+    # hold her older game until the recount
+    assert {k: v for k, v in off.items() if k not in ("network", "list")} == {
+        k: v for k, v in expect(counted_games(run)).items() if k not in ("network", "list")}
+    assert off["network"] == off["list"] == counted_games(run).count() + 1
+    recount_run.call(run.pk)  # what the worker runs
+    assert numbers() == expect(counted_games(run))
+
+    with django_capture_on_commit_callbacks(execute=True):
+        carol.refresh_from_db()
+        carol.first_name = "Carol"
+        carol.save()  # not a change of is_active: nothing to count again
+    assert queued().count() == 1
+    with django_capture_on_commit_callbacks(execute=True):
+        carol.is_active = True
+        carol.save()
+    assert queued().count() == 2
+    recount_run.call(run.pk)
+    assert numbers() == expect(counted_games(run)) and numbers()["home"] == 10
 
 
 def test_training_window_share_is_counted_in_the_background(web, run, alice, bob, selfplay_games,
@@ -575,12 +837,18 @@ def test_data_page_lists_the_daily_archives(web, run, django_assert_num_queries)
     assert "2.0 kB" in text
 
 
-def test_getting_started_fills_in_the_server_and_the_user(web, alice):
-    anonymous = _text(web.get("/start/"))
+def test_getting_started_fills_in_the_server_and_the_user(web, alice, django_assert_num_queries, settings):
+    anonymous = _text(_queries(django_assert_num_queries, web, "/start/", 0))
     assert "client contribute --server http://testserver/ --username YOUR_NAME" in anonymous
     web.force_login(alice[0])
-    mine = _text(web.get("/start/"))
+    mine = _text(_queries(django_assert_num_queries, web, "/start/", 2))  # the session, the user
     assert "client contribute --server http://testserver/ --username alice" in mine
+    # where to get the source: the repository the server's settings name, else no made-up address
+    assert "<" not in re.search(r'<code id="install-command">(.*?)</code>', _html(web.get("/start/")), re.S).group(1)
+    assert "git clone" not in mine and "this server does not name one" in mine
+    settings.SENTE_SOURCE_URL = "https://git.example.org/sente.git"
+    install = re.search(r'<code id="install-command">(.*?)</code>', _html(web.get("/start/")), re.S).group(1)
+    assert install.startswith("git clone https://git.example.org/sente.git sente &amp;&amp; cd sente")
 
 
 # --- client tokens ----------------------------------------------------------------------------------
