@@ -2,10 +2,12 @@
 100,000 rating games and 1,000 contributors in PostgreSQL.
 
 The data goes in with SQL (``generate_series``), not the ORM: a lineage of networks with ratings,
-gatings and released ones; games spread over the last 30 days, each played by the network that was
-newest at its time and by a contributor drawn with a skew (a few contribute most); two training
-lines. The games' SGF names point at a few real SGF files (a 19x19 and a 9x9 game) put in storage,
-so game pages parse and replay real records.
+gatings and released ones; games spread over the last 30 days, each played by a contributor drawn
+with a skew (a few contribute most); the newest 35% of them (350,000 of a million) by the current
+network (the newest accepted, as a run's current network plays most of the games while it is
+current), the others by the network that was newest at their time; two training lines. The games'
+SGF names point at a few real SGF files (a 19x19 and a 9x9 game) put in storage, so game pages parse
+and replay real records.
 
 Every page is then requested in-process with Django's test Client, ``--requests`` times (default
 7) after one unmeasured request that loads the code (imports, the rules engine's compiled kernels).
@@ -39,6 +41,7 @@ sys.path.insert(0, str(ROOT))
 DEFAULT_DB = "postgres://postgres@127.0.0.1:5432/sente_bench_pages"
 RUN = "bench"
 DAYS = 30
+CURRENT_SHARE = 0.35  # of the self-play games, the newest ones: the current network's
 
 
 def admin_url(url: str) -> str:
@@ -113,7 +116,7 @@ def load(games: int, rating_games: int, networks: int, users: int) -> dict:
                         "hasButton": False, "whiteHandicapBonus": "0"})
     params = {"run": run.pk, "version": version.pk, "random": random_net.pk, "networks": networks, "users": users,
               "games": games, "rating_games": rating_games, "days": DAYS, "sgf19": sgf19, "sgf9": sgf9,
-              "rules": rules}
+              "rules": rules, "earlier": max(1, round(games * (1 - CURRENT_SHARE)))}
     statements = [
         # contributors (unusable passwords: nobody logs in as them)
         """INSERT INTO accounts_user (password, is_superuser, username, first_name, last_name, email, is_staff,
@@ -133,6 +136,8 @@ def load(games: int, rating_games: int, networks: int, users: int) -> dict:
                   i %% 10 = 0, now() - (%(days)s * interval '1 day') * (1 - i::float / %(networks)s),
                   '', NULL, %(run)s, NULL
            FROM generate_series(1, %(networks)s - 1) i""",
+        # the random network is the run's first (made now by create_run)
+        """UPDATE networks_network SET created_at = now() - (%(days)s + 1) * interval '1 day' WHERE id = %(random)s""",
         # parents: the previous network (the first one's parent is the random network)
         """UPDATE networks_network n SET parent_id = COALESCE(
                (SELECT p.id FROM networks_network p WHERE p.name = 'bench-net-' ||
@@ -156,7 +161,9 @@ def load(games: int, rating_games: int, networks: int, users: int) -> dict:
                   now() - d * interval '1 day', now() - d * interval '1 day' + interval '6 hours',
                   %(random)s, NULL, NULL, %(run)s, %(version)s, u.id
            FROM accounts_user u, generate_series(0, %(days)s) d WHERE u.username LIKE 'user%%'""",
-        # self-play games, oldest first; contributor k is drawn with probability falling with k
+        # self-play games, oldest first; contributor k is drawn with probability falling with k; the
+        # first `earlier` games are spread over the networks before the current one, the rest are
+        # the current network's (the newest accepted)
         """CREATE TEMP TABLE bench_users AS
            SELECT row_number() OVER (ORDER BY id) - 1 AS k, id FROM accounts_user WHERE username LIKE 'user%%'""",
         """CREATE TEMP TABLE bench_nets AS
@@ -178,8 +185,10 @@ def load(games: int, rating_games: int, networks: int, users: int) -> dict:
                         floor(%(users)s * power(((i::bigint * 2654435761) %% 1000003) / 1000003.0, 3))::int AS uk
                  FROM generate_series(1, %(games)s) i) g
            JOIN bench_users u ON u.k = g.uk
-           JOIN bench_nets n ON n.k = LEAST(floor(g.i::float * (SELECT count(*) FROM bench_nets) / %(games)s)::int,
-                                            (SELECT count(*) FROM bench_nets) - 1)""",
+           JOIN bench_nets n ON n.k = CASE
+               WHEN g.i > %(earlier)s THEN (SELECT count(*) FROM bench_nets) - 1
+               ELSE LEAST(floor((g.i - 1)::float * ((SELECT count(*) FROM bench_nets) - 1) / %(earlier)s)::int,
+                          (SELECT count(*) FROM bench_nets) - 2) END""",
         # rating games between each network and its parent
         """INSERT INTO games_ratinggame (client_game_id, board_x_size, board_y_size, komi, rules, handicap, result,
                                          winner, score, resigned, moves, sgf, sgf_sha256, created_at, disabled,
@@ -197,29 +206,51 @@ def load(games: int, rating_games: int, networks: int, users: int) -> dict:
            JOIN bench_users u ON u.k = g.uk
            JOIN (SELECT row_number() OVER (ORDER BY created_at, id) - 1 AS k, id, parent_id, created_at
                  FROM networks_network WHERE run_id = %(run)s AND NOT is_random) n ON n.k = g.nk""",
-        """INSERT INTO training_trainingline (architecture, role, status, status_note, samples, rows_total,
-                                              window_rows, losses, validation, exports, host, started_at,
-                                              updated_at, created_at, last_export_id, run_id)
-           VALUES ('b6c96', 'current', 'training', 'training on the newest window', 999000000, 100000000,
-                   9000000, '{"policy": 2.1, "value": 0.62, "score": 0.31, "ownership": 0.44, "total": 3.5}',
-                   '{}', 999, 'gpu-1', now() - interval '30 days', now(), now() - interval '30 days',
-                   (SELECT id FROM networks_network WHERE name = 'bench-net-0998'), %(run)s),
-                  ('b10c128', 'next', 'training', 'catching up', 400000000, 100000000, 9000000,
-                   '{"policy": 2.3, "value": 0.66, "total": 3.9}', '{}', 12, 'gpu-2', now() - interval '10 days',
-                   now(), now() - interval '10 days', NULL, %(run)s)""",
     ]
     with connection.cursor() as cursor:
         for sql in statements:
             t0 = time.perf_counter()
             cursor.execute(sql, params)
             print(f"  {time.perf_counter() - t0:6.1f} s  {' '.join(sql.split()[:4])[:60]}", flush=True)
+    training_lines(run)
     vacuum()
     return names(users)
 
 
+def training_lines(run) -> None:
+    """The run's two training lines (with the ORM: a few rows, and the model's defaults for the rest)."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from server.networks.models import Network
+    from server.training.models import TrainingLine
+
+    now = timezone.now()
+    TrainingLine.objects.create(
+        run=run, architecture="b6c96", role="current", status="training", status_note="training on the newest window",
+        samples=999_000_000, rows_total=100_000_000, window_rows=9_000_000, exports=999, host="gpu-1",
+        losses={"policy": 2.1, "value": 0.62, "score": 0.31, "ownership": 0.44, "total": 3.5},
+        started_at=now - timedelta(days=30), created_at=now - timedelta(days=30),
+        last_export=Network.objects.filter(name=f"{RUN}-net-0998").first())
+    TrainingLine.objects.create(
+        run=run, architecture="b10c128", role="next", status="training", status_note="catching up",
+        samples=400_000_000, rows_total=100_000_000, window_rows=9_000_000, exports=12, host="gpu-2",
+        losses={"policy": 2.3, "value": 0.66, "total": 3.9}, started_at=now - timedelta(days=10),
+        created_at=now - timedelta(days=10))
+
+
 def names(users: int) -> dict:
-    """What the pages name: a network in the middle, the busiest contributor and the idlest."""
-    return {"run": RUN, "network": f"{RUN}-net-0500", "user": "user0001", "user_small": f"user{users:04d}"}
+    """What the pages name: a network in the middle, the current network (the newest accepted, with
+    the most games), the busiest contributor and the idlest."""
+    from server.games.models import TrainingGame
+    from server.runs.models import Run
+
+    current = Run.objects.get(name=RUN).selfplay_network()
+    games = TrainingGame.objects.filter(network=current).count()
+    print(f"the current network {current.name} played {games:,} self-play games", flush=True)
+    return {"run": RUN, "network": f"{RUN}-net-0500", "current": current.name, "user": "user0001",
+            "user_small": f"user{users:04d}"}
 
 
 def vacuum() -> None:
@@ -286,7 +317,7 @@ def pages(names: dict) -> dict[str, tuple[str, str]]:
 
     game = TrainingGame.objects.filter(board_x_size=19).order_by("-id").values_list("id", flat=True).first()
     rating = RatingGame.objects.order_by("-id").values_list("id", flat=True).first()
-    network, user, small = names["network"], names["user"], names["user_small"]
+    network, current, user, small = names["network"], names["current"], names["user"], names["user_small"]
     return {
         "home": ("/", "All time"),
         "live": ("/live.json", '"games_total"'),
@@ -294,11 +325,13 @@ def pages(names: dict) -> dict[str, tuple[str, str]]:
         "networks_page_10": ("/networks/?page=10", "bench-net-0"),
         "networks_released": ("/networks/?show=released", "bench-net-0990"),
         "network": (f"/networks/{network}/", "Lineage"),
+        "network_current": (f"/networks/{current}/", "Lineage"),
         "elo": ("/elo/", 'id="elo-chart"'),
         "elo_data": ("/elo/data.json", network),
         "games": ("/games/", "/games/"),
         "games_page_100": ("/games/?page=100", "page 100 of 200"),
         "games_of_network": (f"/games/?network={network}", network),
+        "games_of_current": (f"/games/?network={current}", "(the newest 10,000 are listed)"),
         "games_of_contributor": (f"/games/?user={user}", user),
         "rating_games": ("/games/rating/", "/games/rating/"),
         "game": (f"/games/{game}/", 'id="board-data"'),
