@@ -803,6 +803,9 @@ def test_releases_page(web, run, django_assert_num_queries):
     response = _queries(django_assert_num_queries, web, "/releases/", 2)
     released = [n for n in networks if n.released]
     listed = [n.name for n in response.context["page"].object_list]
+    _, grown = _queries_at_two_sizes(django_assert_num_queries, web, "/releases/", 2,
+                                     lambda: _more_networks(run, 6), _listed)  # as many released again
+    assert len(grown.context["page"].object_list) == 2 * len(released)
     assert listed == [n.name for n in sorted(released, key=lambda n: n.created_at, reverse=True)]
     html, text = _html(response), _text(response)
     n5 = networks[5]
@@ -832,6 +835,14 @@ def test_data_page_lists_the_daily_archives(web, run, django_assert_num_queries)
     response = _queries(django_assert_num_queries, web, "/data/", 2)
     text, html = _text(response), _html(response)
     assert text.index("2026-01-03") < text.index("2026-01-02")  # newest first
+
+    def grow():  # two days more
+        for day in (date(2025, 12, 30), date(2025, 12, 31)):
+            for kind in ("sgf", "npz"):
+                DataExport.objects.create(run=run, day=day, kind=kind, file=f"exports/test/{day}-{kind}",
+                                          size_bytes=4096, sha256="cd" * 32, games=3)
+
+    _queries_at_two_sizes(django_assert_num_queries, web, "/data/", 2, grow, _listed)
     export = DataExport.objects.get(day=date(2026, 1, 3), kind="npz")
     assert f'href="/api/v1/exports/{export.pk}/file"' in html and "test-2026-01-03-npz.tar" in text
     assert "2.0 kB" in text
