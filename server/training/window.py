@@ -3,20 +3,30 @@
 The rows a run counts are those of its self-play games that are not disabled and whose players'
 accounts are active. Rows of the random network count at most ``window_c`` (the paper's footnote 11:
 it keeps runs from depending on how long the random network played). One game in
-``holdout_one_in`` (those whose id is a multiple of it) is held out: never trained on, its newest
-rows measure the networks.
+``holdout_one_in`` is held out: never trained on, its newest rows measure the networks. Which games
+are held out follows from their rows' content (the npz file's sha256), not from their ids: files
+are stored by their content, so the same rows uploaded under two game ids are one file, held out
+under both or under neither, and a window or the held-out rows hold each file once.
 """
 
 from __future__ import annotations
 
+import hashlib
+import logging
+import time
 from dataclasses import dataclass
 
 from django.core.files.storage import default_storage
-from django.db.models import F, Q, QuerySet, Sum
+from django.db.models import Q, QuerySet, Sum
 
 from common.data.loader import RowFile
 from common.settings import TrainingSettings
 from server.games.models import TrainingGame
+
+log = logging.getLogger(__name__)
+
+READ_ATTEMPTS = 3  # a stored file's read is tried this often before the file counts as unreadable
+READ_RETRY_SECONDS = 1.0  # the wait before the second attempt; doubled before each further one
 
 
 @dataclass(frozen=True)
@@ -43,19 +53,26 @@ def total_rows(run, settings: TrainingSettings) -> int:
     return min(sums["random"] or 0, settings.window_c) + (sums["other"] or 0)
 
 
-def _held_out(queryset: QuerySet, settings: TrainingSettings, held_out: bool) -> QuerySet:
-    if settings.holdout_one_in == 0:
-        return queryset.none() if held_out else queryset
-    queryset = queryset.annotate(holdout_slot=F("id") % settings.holdout_one_in)
-    return queryset.filter(holdout_slot=0) if held_out else queryset.exclude(holdout_slot=0)
+def is_held_out(npz_sha256: str, holdout_one_in: int) -> bool:
+    """Whether the game whose rows have this sha256 is held out (one in ``holdout_one_in``; 0: none)."""
+    if holdout_one_in == 0:
+        return False
+    slot = int.from_bytes(hashlib.sha256(f"holdout/{npz_sha256}".encode()).digest()[:8], "big")
+    return slot % holdout_one_in == 0
 
 
-def _newest(queryset: QuerySet, rows: int) -> list[RowFile]:
+def _newest(queryset: QuerySet, settings: TrainingSettings, held_out: bool, rows: int) -> list[RowFile]:
+    """The newest distinct files, held out or not, until they hold ``rows`` rows."""
     files: list[RowFile] = []
+    names: set[str] = set()
     held = 0
-    if rows <= 0:
+    if rows <= 0 or (held_out and settings.holdout_one_in == 0):
         return files
-    for name, count in queryset.order_by("-created_at", "-id").values_list("npz", "rows").iterator(chunk_size=2000):
+    games = queryset.order_by("-created_at", "-id").values_list("npz", "npz_sha256", "rows")
+    for name, sha256, count in games.iterator(chunk_size=2000):
+        if name in names or is_held_out(sha256, settings.holdout_one_in) != held_out:
+            continue
+        names.add(name)
         files.append(RowFile(name, count))
         held += count
         if held >= rows:
@@ -64,20 +81,37 @@ def _newest(queryset: QuerySet, rows: int) -> list[RowFile]:
 
 
 def training_window(run, settings: TrainingSettings, total: int | None = None) -> Window:
-    """The newest games of the run (held-out ones left out) whose rows make up the window (the last
-    game may take it a little past the formula's size)."""
+    """The newest games of the run (held-out ones left out, each file once) whose rows make up the
+    window (the last game may take it a little past the formula's size)."""
     total = total_rows(run, settings) if total is None else total
     target = settings.window_rows(total)
-    files = _newest(_held_out(counted_games(run), settings, held_out=False), target)
+    files = _newest(counted_games(run), settings, False, target)
     return Window(files=files, total_rows=total, target_rows=target)
 
 
 def validation_files(run, settings: TrainingSettings) -> list[RowFile]:
     """The newest held-out games, about ``validation_rows`` rows of them."""
-    return _newest(_held_out(counted_games(run), settings, held_out=True), settings.validation_rows)
+    return _newest(counted_games(run), settings, True, settings.validation_rows)
 
 
 def read_file(name: str) -> bytes:
-    """A stored file's bytes (local disk or object storage)."""
+    """A stored file's bytes (local disk or object storage). A failed read is tried again
+    (``READ_ATTEMPTS`` in all, waiting a little longer each time): object storage fails now and then.
+    A file that is not there is not waited for."""
+    wait = READ_RETRY_SECONDS
+    for _ in range(READ_ATTEMPTS - 1):
+        try:
+            return _read(name)
+        except FileNotFoundError:
+            raise
+        except Exception as e:
+            log.warning("reading stored file %s failed (%s: %s); trying again in %g s", name, type(e).__name__, e,
+                        wait)
+            time.sleep(wait)
+            wait *= 2
+    return _read(name)
+
+
+def _read(name: str) -> bytes:
     with default_storage.open(name, "rb") as f:
         return f.read()
