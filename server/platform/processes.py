@@ -3,34 +3,45 @@
 Each child runs in a session of its own, so a Ctrl-C in the terminal reaches only the platform,
 which then stops the children one by one with the signal each expects (the client first: it
 finishes and delivers its games; then the trainer, which checkpoints; then the background worker
-and the web server).
+and the web server). On Linux a child is also sent SIGTERM if the platform itself dies without
+stopping it (killed, or its terminal closed), so no process is left behind holding the port.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import logging
 import os
 import signal
 import subprocess
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import quote
 
 log = logging.getLogger(__name__)
 
 ROOT = Path(__file__).resolve().parents[2]
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
 def database_url(settings_dict: dict) -> str:
     """A DATABASE_URL for a Django connection's settings (PostgreSQL or SQLite)."""
     if settings_dict["ENGINE"].endswith("sqlite3"):
         return f"sqlite:///{settings_dict['NAME']}"
-    user = settings_dict.get("USER") or "postgres"
-    password = f":{settings_dict['PASSWORD']}" if settings_dict.get("PASSWORD") else ""
+    user = quote(settings_dict.get("USER") or "postgres", safe="")
+    password = f":{quote(settings_dict['PASSWORD'], safe='')}" if settings_dict.get("PASSWORD") else ""
     host = settings_dict.get("HOST") or "127.0.0.1"
     port = settings_dict.get("PORT") or 5432
-    return f"postgres://{user}{password}@{host}:{port}/{settings_dict['NAME']}"
+    return f"postgres://{user}{password}@{host}:{port}/{quote(settings_dict['NAME'], safe='')}"
+
+
+def _terminate_with_parent() -> None:
+    """In the child, before it runs its program: SIGTERM when the parent dies (Linux only)."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 @dataclass
@@ -67,7 +78,8 @@ class Supervisor:
             out.write(f"\n--- {time.strftime('%Y-%m-%d %H:%M:%S')} starting: {' '.join(argv)}\n".encode())
             out.flush()
             child.process = subprocess.Popen(argv, cwd=ROOT, env={**self.env, **(env or {})}, stdin=subprocess.DEVNULL,
-                                             stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+                                             stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+                                             preexec_fn=_terminate_with_parent if sys.platform == "linux" else None)
         self.children.append(child)
         return child
 

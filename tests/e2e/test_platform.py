@@ -63,6 +63,20 @@ def _stop(process: subprocess.Popen, lines: list[str]) -> str:
     return output
 
 
+def _children(data: Path) -> list[int]:
+    """The processes started for the platform on ``data`` (their environment names it)."""
+    mark = f"SENTE_DATA_DIR={data}".encode()
+    pids = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit() and int(proc.name) != os.getpid():
+            try:
+                if mark in (proc / "environ").read_bytes().split(b"\0"):
+                    pids.append(int(proc.name))
+            except OSError:
+                pass
+    return pids
+
+
 def _query(db: Path, sql: str) -> list[tuple]:
     with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30) as connection:
         return connection.execute(sql).fetchall()
@@ -117,17 +131,25 @@ def test_the_platform_learns_gates_stops_and_continues(tmp_path):
     assert (data / "training" / "demo" / "tiny.ckpt").is_file()
     assert not list((data / "client" / "outbox" / "pending").iterdir())  # every finished game delivered
 
+    assert not _children(data), "processes left running after the stop"
+
     # Started again, it continues the same run (and the trainer its checkpoint, whether or not new
-    # data lets it train before the stop).
+    # data lets it train before the stop). Killed outright this time, it leaves no process behind.
     process, lines = _start(data, port, settings_file)
+    assert "log in as admin with the password" in lines[-1]
     log = data / "logs" / "trainer.log"
     found = f"tiny: found its checkpoint at {line[0]} samples"
     deadline = time.monotonic() + 120
     while found not in log.read_text() and time.monotonic() < deadline:
         time.sleep(1)
-    output = _stop(process, lines)
     assert found in log.read_text()
+    assert _children(data)
+    process.kill()
+    process.communicate(timeout=30)
+    deadline = time.monotonic() + 180
+    while _children(data) and time.monotonic() < deadline:
+        time.sleep(1)
+    assert not _children(data), "the platform's processes outlived it"
     assert _query(db, "SELECT samples FROM training_trainingline WHERE architecture = 'tiny'")[0][0] >= line[0]
     assert _query(db, "SELECT name FROM runs_run") == [("demo",)]
     assert _query(db, "SELECT COUNT(*) FROM games_traininggame")[0][0] >= games
-    assert "log in as admin with the password" in output

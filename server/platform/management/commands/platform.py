@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -62,34 +63,39 @@ class Command(BaseCommand):
             except (OSError, ValueError) as e:
                 raise CommandError(f"settings file {options['settings_file']}: {e}") from None
         try:
+            if document is not None:
+                document = RunSettings.from_dict(document).to_dict()
             run, credentials = ensure_demo(data / "platform.json", options["board"], options["architecture"],
                                            document)
         except SettingsError as e:
             raise CommandError(f"settings file {options['settings_file']}: {e}") from None
-        if document is not None and run.current_settings().document != RunSettings.from_dict(document).to_dict():
+        if document is not None and run.current_settings().document != document:
             self.stderr.write(f"run {run.name} exists already: it keeps its settings (not {options['settings_file']})")
 
         url = f"http://127.0.0.1:{port}"
         env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "SENTE_DATA_DIR")}
-        env.update(DJANGO_SETTINGS_MODULE="server.settings", DATABASE_URL=database_url(connection.settings_dict),
-                   SENTE_DATA_DIR=str(data), PYTHONUNBUFFERED="1")
+        env.update(DJANGO_SETTINGS_MODULE="server.settings", SENTE_DATA_DIR=str(data), PYTHONUNBUFFERED="1",
+                   DATABASE_URL=os.environ.get("DATABASE_URL") or database_url(connection.settings_dict))
         supervisor = Supervisor(data / "logs", env)
         stop = {"requests": 0}
 
         def on_signal(signum, frame):
             stop["requests"] += 1
             if stop["requests"] == 1:
-                self.stdout.write("stopping: the client finishes its games and delivers them, the trainer "
-                                  "checkpoints (Ctrl-C again to hurry)")
+                with contextlib.suppress(OSError):  # the terminal may be gone (SIGHUP)
+                    self.stdout.write("stopping: the client finishes its games and delivers them, the trainer "
+                                      "checkpoints (Ctrl-C again to hurry)")
 
-        previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+        # A closed terminal (SIGHUP) stops it as Ctrl-C does.
+        previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
         python = sys.executable
         device = ["--device", options["device"]] if options["device"] else []
         try:
             web = supervisor.start("web", [python, "-m", "gunicorn", "-c", "deploy/gunicorn.conf.py"],
                                    env={"SENTE_BIND": f"127.0.0.1:{port}", "SENTE_WORKERS": "2",
                                         "SENTE_ACCESS_LOG": "", **LOCAL_THROTTLES})
-            _wait_for(url, web)
+            if not _wait_for(url, web, stopping=lambda: stop["requests"] > 0):
+                return
             supervisor.start("worker", [python, "manage.py", "db_worker"])
             # Everything shares this machine's cores: torch threads that wait for a busy core slow
             # every operation down (tens of times for small batches), so the trainer takes half.
@@ -140,14 +146,17 @@ def _port_free(port: int) -> bool:
     return True
 
 
-def _wait_for(url: str, web, seconds: float = 120.0) -> None:
+def _wait_for(url: str, web, stopping, seconds: float = 120.0) -> bool:
+    """Whether the web server answered (False: a stop was asked for meanwhile)."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
+        if stopping():
+            return False
         if not web.running():
             raise CommandError(f"the web server ended (status {web.process.returncode}):\n{web.log_tail()}")
         try:
             if requests.get(url + "/healthz", timeout=2).status_code == 200:
-                return
+                return True
         except requests.RequestException:
             pass
         time.sleep(0.3)
