@@ -5,14 +5,15 @@
 - the newest generation against the random network (the run's starting point: the same search with
   a uniform policy and an even value), with the run's match settings, through ``python -m client
   match``;
-- the newest generation against GNU Go (level 1 by default) when it is installed, through
-  ``python -m client twogtp``.
+- the newest generation (its search over GTP) against the uniform random player, and against GNU
+  Go (level 1 by default) when it is installed, through ``python -m client twogtp``.
 
 Client programs run as child processes: the server never imports the client.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import shutil
 import subprocess
@@ -23,7 +24,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from django.core.files.storage import default_storage
-from django.utils import timezone
 
 from common.files import atomic_write
 from server.platform.processes import ROOT
@@ -45,7 +45,7 @@ class Report:
     run: str
     board: int
     architecture: str
-    minutes: float
+    minutes: float  # how long the platform ran
     machine: str
     selfplay_games: int = 0
     rows: int = 0
@@ -53,7 +53,13 @@ class Report:
     candidates: int = 0
     generations: list[Generation] = field(default_factory=list)
     versus_random: dict | None = None
+    versus_uniform: dict | None = None
     versus_gnugo: dict | None = None
+
+    def rises(self) -> tuple[int, int]:
+        """(how many generations are rated above the one before, how many have one before)."""
+        elos = [g.elo for g in self.generations if g.elo is not None]
+        return sum(b > a for a, b in itertools.pairwise(elos)), max(0, len(elos) - 1)
 
     def to_dict(self) -> dict:
         d = dict(self.__dict__)
@@ -62,7 +68,7 @@ class Report:
 
     def markdown(self) -> str:
         lines = [f"# Learning experiment: run {self.run}", "",
-                 f"{self.board}x{self.board}, the {self.architecture} network, {self.minutes:g} minutes on "
+                 f"{self.board}x{self.board}, the {self.architecture} network, {self.minutes:.0f} minutes on "
                  f"{self.machine}, from the random network.", "",
                  f"- self-play: {self.selfplay_games:,} games, {self.rows:,} training rows",
                  f"- rating games: {self.rating_games:,}; candidates exported: {self.candidates}, accepted: "
@@ -74,8 +80,10 @@ class Report:
             se = f"{1.96 * g.elo_se:.0f}" if g.elo_se else "-"  # the random network is the fixed 0
             when = f"{g.minutes:.1f}" if g.minutes is not None else "start"
             lines.append(f"| {g.name} | {when} | {g.train_step:,} | {g.rows_seen:,} | {elo} | {se} | {g.games} |")
-        lines.append("")
-        for title, match in (("the random network", self.versus_random), ("GNU Go", self.versus_gnugo)):
+        up, steps = self.rises()
+        lines += ["", f"Each generation rated above the one before it: {up} of {steps}.", ""]
+        for title, match in (("the random network", self.versus_random),
+                             ("the uniform random player", self.versus_uniform), ("GNU Go", self.versus_gnugo)):
             if match is None:
                 continue
             if match.get("skipped"):
@@ -85,8 +93,48 @@ class Report:
             lines.append(f"- {match['network']} against {match['opponent']}: won {match['wins']} of "
                          f"{match['games']} ({match['win_rate']:.0%}; as black {match['wins_as_black']}, as white "
                          f"{match['wins_as_white']}), lost {lost}, {match['draws']} drawn or without result; "
-                         f"{match['visits']} visits per move")
+                         f"{match['visits']} visits per move"
+                         + (f"; each pair of games from its own {match['openings']} random opening moves "
+                            f"({match['distinct_games']} distinct games)" if match.get("openings") else ""))
         return "\n".join(lines) + "\n"
+
+
+def measure(run, out: Path, minutes: float, machine: str, random_games: int = 100, uniform_games: int = 20,
+            gnugo_games: int = 20, gnugo_level: int = 1, visits: int | None = None, progress=print) -> Report:
+    """The report on ``run`` after the platform ran ``minutes``: its ratings refitted, its generations,
+    and the newest one's matches (game records and engine output in ``out/matches.log``)."""
+    from django.db.models import Sum
+
+    from server.games.models import RatingGame, TrainingGame
+    from server.ratings.service import refit
+
+    settings = run.current_settings().settings
+    board = settings.selfplay.board_sizes[0]
+    progress("rating the generations")
+    refit(run)
+    games = TrainingGame.objects.filter(run=run)
+    report = Report(run=run.name, board=board, architecture=settings.training.architecture, minutes=minutes,
+                    machine=machine, selfplay_games=games.count(), rows=games.aggregate(rows=Sum("rows"))["rows"] or 0,
+                    rating_games=RatingGame.objects.filter(run=run).count(),
+                    candidates=run.networks.filter(is_random=False).count(), generations=generations(run))
+    newest = run.networks.filter(name=report.generations[-1].name, is_random=False).first()
+    match = settings.rating
+    visits = visits or match.visits
+    log = out / "matches.log"
+    out.mkdir(parents=True, exist_ok=True)
+    if newest is None:
+        report.versus_random = report.versus_uniform = report.versus_gnugo = {"skipped": "no generation was accepted"}
+        return report
+    if random_games:
+        progress(f"{newest.name} against the random network ({random_games} games)")
+        report.versus_random = play_random(newest, match, random_games, visits, log)
+    if uniform_games:
+        progress(f"{newest.name} against the uniform random player ({uniform_games} games)")
+        report.versus_uniform = play_uniform(newest, board, match.komi, uniform_games, visits, log)
+    if gnugo_games:
+        progress(f"{newest.name} against GNU Go level {gnugo_level} ({gnugo_games} games)")
+        report.versus_gnugo = play_gnugo(newest, board, match.komi, gnugo_games, visits, gnugo_level, log)
+    return report
 
 
 def generations(run) -> list[Generation]:
@@ -137,26 +185,47 @@ def play_random(network, settings, games: int, visits: int, log_path: Path) -> d
             "draws": summary["draws_or_void"]}
 
 
-def play_gnugo(network, board: int, komi: float, games: int, visits: int, level: int, log_path: Path) -> dict:
-    gnugo = shutil.which("gnugo") or ("/usr/games/gnugo" if Path("/usr/games/gnugo").exists() else None)
+def gnugo_path() -> str | None:
+    return shutil.which("gnugo") or ("/usr/games/gnugo" if Path("/usr/games/gnugo").exists() else None)
+
+
+def play_uniform(network, board: int, komi: float, games: int, visits: int, log_path: Path) -> dict:
+    """The network (its search, over GTP) against the uniform random player (uniform among the legal
+    moves that do not fill its own one-point eyes)."""
+    return _play_gtp(network, board, komi, games, visits, None, "the uniform random player", log_path, openings=0)
+
+
+def play_gnugo(network, board: int, komi: float, games: int, visits: int, level: int, log_path: Path,
+               openings: int = 2) -> dict:
+    """The network against GNU Go. Both play the same move in the same position every time, so each
+    pair of games (colours swapped) starts from its own ``openings`` random moves."""
+    gnugo = gnugo_path()
     if gnugo is None:
         return {"skipped": "GNU Go is not installed (Debian package gnugo)"}
+    return _play_gtp(network, board, komi, games, visits, f"{gnugo} --mode gtp --level {level} --chinese-rules",
+                     f"GNU Go level {level}", log_path, openings=openings)
+
+
+def _play_gtp(network, board: int, komi: float, games: int, visits: int, opponent: str | None, opponent_name: str,
+              log_path: Path, openings: int) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         model = _network_file(network, folder)
         ours = f"{sys.executable} -m client gtp --model {model} --visits {visits} --device cpu --seed 1"
-        theirs = f"{gnugo} --mode gtp --level {level} --chinese-rules"
         summary_file = folder / "summary.json"
         command = [sys.executable, "-m", "client", "twogtp", "--size", str(board), "--komi", f"{komi:g}",
-                   "--rules", "chinese", "--black", ours, "--white", theirs, "--black-name", network.name,
-                   "--white-name", f"GNU Go level {level}", "--games", str(games), "--summary", str(summary_file)]
+                   "--rules", "chinese", "--black", ours, "--black-name", network.name, "--white-name", opponent_name,
+                   "--games", str(games), "--openings", str(openings), "--summary", str(summary_file)]
+        if opponent is not None:
+            command += ["--white", opponent]
         _run(command, log_path)
         summary = json.loads(summary_file.read_text())
     wins = summary["wins"][0]
-    return {"network": network.name, "opponent": f"GNU Go level {level}", "games": games, "wins": wins,
+    return {"network": network.name, "opponent": opponent_name, "games": games, "wins": wins,
             "win_rate": wins / games, "wins_as_black": summary["wins_as_black"][0],
             "wins_as_white": wins - summary["wins_as_black"][0], "visits": visits,
-            "draws": summary["draws"] + summary["no_result"]}
+            "draws": summary["draws"] + summary["no_result"], "openings": openings,
+            "distinct_games": summary.get("distinct_games", games)}
 
 
 def _run(command: list[str], log_path: Path) -> None:
@@ -173,7 +242,3 @@ def write_report(report: Report, folder: Path) -> Path:
     atomic_write(folder / "report.json", json.dumps(report.to_dict(), indent=1).encode())
     path = atomic_write(folder / "report.md", report.markdown().encode())
     return path
-
-
-def now_minutes(run) -> float:
-    return (timezone.now() - run.created_at).total_seconds() / 60

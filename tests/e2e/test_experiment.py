@@ -1,0 +1,74 @@
+"""The learning experiment's measurements (``server.platform.experiment.measure``): on a run with an
+accepted generation, the newest one plays the random network, the uniform random player and GNU Go
+(real client processes and a real GNU Go), and the report says what came of it."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import pytest
+from django.core.files.base import ContentFile
+
+from common.settings import TrainingSettings
+from server.platform.experiment import gnugo_path, measure, write_report
+from tests.server import helpers
+
+pytestmark = [pytest.mark.slow, pytest.mark.django_db]
+
+
+@pytest.fixture
+def generation(db):
+    from common.nn.model import named_config
+    from server.networks.models import Network
+    from server.networks.store import store_network
+    from server.ratings.models import NetworkEvent
+    from server.runs.models import create_run
+
+    run = create_run(helpers.RUN, helpers.SETTINGS.replace(training=TrainingSettings(architecture="tiny")).to_dict())
+    data = helpers.network_file("test-gen1")
+    network = store_network(run=run, name="test-gen1", content=ContentFile(data), size=len(data),
+                            sha256=hashlib.sha256(data).hexdigest(), config=named_config("tiny"),
+                            parent=run.selfplay_network(), train_step=2048, rows_seen=900)
+    Network.objects.filter(pk=network.pk).update(state=Network.State.ACCEPTED)
+    NetworkEvent.objects.create(network=network, kind=NetworkEvent.Kind.ACCEPTED)
+    return run
+
+
+def test_the_newest_generation_plays_its_three_opponents_and_is_reported(generation, tmp_path):
+    said = []
+    report = measure(generation, tmp_path, minutes=12.3, machine="a test machine", random_games=2, uniform_games=2,
+                     gnugo_games=2, visits=4, progress=said.append)
+    assert [g.name for g in report.generations] == [helpers.RANDOM_NET, "test-gen1"]
+    assert report.generations[1].train_step == 2048 and report.generations[1].rows_seen == 900
+    # No rating games: the prior ties the generation to its parent (the random network's 0 Elo).
+    assert report.generations[1].elo == pytest.approx(0.0, abs=1e-6) and report.rises() == (0, 1)
+    for match in (report.versus_random, report.versus_uniform):
+        assert match["network"] == "test-gen1" and match["games"] == 2 and match["visits"] == 4
+        assert 0 <= match["wins"] <= 2 and match["wins"] + match["draws"] <= 2
+    assert report.versus_random["opponent"] == "the random network"
+    assert report.versus_uniform["opponent"] == "the uniform random player"
+    if gnugo_path() is None:
+        assert report.versus_gnugo == {"skipped": "GNU Go is not installed (Debian package gnugo)"}
+    else:
+        assert report.versus_gnugo["opponent"] == "GNU Go level 1" and report.versus_gnugo["games"] == 2
+        assert report.versus_gnugo["openings"] == 2 and report.versus_gnugo["distinct_games"] == 2
+    assert said[0] == "rating the generations" and len(said) == 4
+
+    write_report(report, tmp_path)
+    text = (tmp_path / "report.md").read_text()
+    assert "7x7, the tiny network, 12 minutes on a test machine" in text
+    assert "| test-gen1 |" in text and "against the uniform random player: won" in text
+    assert json.loads((tmp_path / "report.json").read_text())["versus_uniform"]["games"] == 2
+    assert "twogtp" in (tmp_path / "matches.log").read_text()
+
+
+def test_without_an_accepted_generation_nothing_is_played(db, tmp_path):
+    from server.runs.models import create_run
+
+    run = create_run(helpers.RUN, helpers.SETTINGS.to_dict())
+    report = measure(run, tmp_path, minutes=1, machine="m", progress=lambda _: None)
+    assert [g.name for g in report.generations] == [helpers.RANDOM_NET]
+    assert report.versus_random == report.versus_uniform == report.versus_gnugo == {
+        "skipped": "no generation was accepted"}
+    assert "against the random network: not played (no generation was accepted)" in report.markdown()
