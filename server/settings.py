@@ -261,6 +261,8 @@ SENTE_METRICS_TOKEN = env_str("SENTE_METRICS_TOKEN")  # when set, scrapes send A
 # How often contributors' rows in the training window are counted again (in the background worker)
 # while someone looks at the contributor pages.
 SENTE_WINDOW_TALLY_SECONDS = float(env_str("SENTE_WINDOW_TALLY_SECONDS", "300"))
+# where volunteers get the client: the getting-started page shows `git clone` of it when set
+SENTE_SOURCE_URL = env_str("SENTE_SOURCE_URL")
 
 # --- limits --------------------------------------------------------------------------------------
 SENTE_LIMITS = {

@@ -425,4 +425,4 @@ def data(request: HttpRequest) -> HttpResponse:
 @require_GET
 def getting_started(request: HttpRequest) -> HttpResponse:
     return render(request, "dashboard/start.html", {"server_url": request.build_absolute_uri("/"),
-                                                     "source_url": getattr(settings, "SENTE_SOURCE_URL", "")})
+                                                     "source_url": settings.SENTE_SOURCE_URL})
