@@ -136,6 +136,13 @@ class Distributed:
         """Whether ``flag`` is set in any process (every process must ask at the same point)."""
         return self.flags(flag)[0]
 
+    def close(self) -> None:
+        """End the process group, once this process needs it no more and ends normally (one left to the
+        interpreter's exit may abort it: gloo's threads still hold tensors then). Not after a failure:
+        a process still in a collective would wait for this one; torchrun ends them."""
+        if self.world > 1 and torch.distributed.is_initialized():
+            torch.distributed.destroy_process_group()
+
 
 def process_group_backend(cuda: bool) -> str:
     """The backend torchrun's processes talk through: gloo on the CPU; with GPUs NCCL for the tensors on
