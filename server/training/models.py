@@ -3,7 +3,11 @@
 A run trains one architecture at a time, the ``current`` line, whose exports become the run's
 candidate networks; while a larger one catches up (the paper's progressive sizes, section 4.6) it is
 trained alongside on the same data as the ``next`` line, and takes over once its loss on held-out
-rows is lower; the overtaken line is ``retired``. The trainer keeps its row up to date (status,
+rows is lower; the overtaken line is ``retired``. A line's sample budget counts the rows the run
+received since the line began (``rows_at_start``: 0 for the line the run started with), so a next
+line trains alongside from when it begins rather than on the whole backlog (Table 3 of the paper:
+the 10-block net began when the 6-block one had 70M samples and overtook it 30M samples later with
+20M of its own). The trainer keeps its row up to date (status,
 samples, the window, the last losses), which is what the run's page and API show.
 """
 
@@ -32,6 +36,8 @@ class TrainingLine(models.Model):
     status_note = models.CharField(max_length=200, blank=True, help_text="why it is idle, or what it does")
     samples = models.BigIntegerField(default=0, help_text="training samples the network has seen")
     rows_total = models.BigIntegerField(default=0, help_text="rows of the run counted at the last look")
+    rows_at_start = models.BigIntegerField(default=0, help_text="rows of the run counted when the line began; "
+                                                                "its sample budget counts the rows since")
     window_rows = models.BigIntegerField(default=0, help_text="rows of the training window in use")
     losses = models.JSONField(default=dict, blank=True, help_text="the last logged training losses, per head")
     validation = models.JSONField(default=dict, blank=True, help_text="losses on held-out rows at the last export")

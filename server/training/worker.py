@@ -5,15 +5,21 @@ It runs wherever there is a GPU with access to the database and the file storage
 
 1. reads the run's training settings and the rows the run counts (``server.training.window``);
 2. for each line (``TrainingLine``: the current architecture, and a larger next one while it catches
-   up) works out how many samples the data allows (``samples_per_row`` per row counted; nothing
-   before ``window_c`` rows) and, when there is enough to do, trains a chunk: at most one pass over
-   the newest window, in shuffled batches (``common.data.loader``), with the paper's optimiser and
-   schedule (``common.nn.training``);
+   up) works out how many samples the data allows (``samples_per_row`` per row counted since the line
+   began; nothing before ``window_c`` rows) and, when there is enough to do, trains a chunk: at most
+   one pass over the newest window, in shuffled batches (``common.data.loader``), with the paper's
+   optimiser and schedule (``common.nn.training``). A chunk keeps the batch layout it was planned
+   with (batch size, shuffle size, symmetries) until it ends, even when the settings change;
 3. every ``export_every`` samples exports the weight average: the current line's export becomes a
    candidate network (parent: the line's previous export, or the run's newest accepted network) and
    enters gating; a next line's export is measured against the current line's last one on the
    held-out rows, and takes over (becoming a candidate) once its loss is lower;
 4. sleeps until more data has arrived.
+
+A chunk that cannot read most of its files (or trains nothing for want of readable files) stops
+the trainer with an error that names them, rather than planning the same chunk again and again. A
+database that cannot be reached (say, restarted) is waited for; connections that broke are
+replaced before each look at the run.
 
 Progress goes to the line's row (status, samples, window, losses per head), to the log, and with
 ``--tensorboard`` to TensorBoard. A checkpoint (weights, optimiser, average, where it was in the
@@ -38,12 +44,29 @@ from functools import partial
 from pathlib import Path
 
 from django.core.files.base import ContentFile
-from django.db import IntegrityError, transaction
+from django.db import (
+    DatabaseError,
+    IntegrityError,
+    InterfaceError,
+    OperationalError,
+    close_old_connections,
+    connection,
+    transaction,
+)
 from django.utils import timezone
 
 from common.data.loader import RowFile, ShuffledPass
+from common.nn.model import Model
 from common.nn.modelfile import decode_model, encode_model
-from common.nn.training import NORM_BATCHES, Distributed, Trainer, evaluate, read_checkpoint, to_tensors
+from common.nn.training import (
+    NORM_BATCHES,
+    Distributed,
+    Lockstep,
+    Trainer,
+    evaluate,
+    read_checkpoint,
+    to_tensors,
+)
 from common.settings import TrainingSettings
 from server.networks.models import Network
 from server.networks.store import store_network
@@ -56,6 +79,7 @@ log = logging.getLogger(__name__)
 MIN_CHUNK_STEPS = 10  # a chunk waits until the data allows this many steps
 PREDICTIVE_TERMS = ("policy", "value")  # the held-out loss by which a next line overtakes
 VALIDATION_BATCH = 256
+PLAN_ATTEMPTS = 3  # with --once, looks at the run that fail for want of the database before giving up
 
 
 @dataclass
@@ -74,7 +98,8 @@ class TrainerOptions:
 @dataclass
 class Chunk:
     """At most one pass over a window, as planned when it started (so a resumed trainer goes on
-    with the same batches)."""
+    with the same batches: the layout settings are the chunk's, not the run's newest; a chunk of an
+    older trainer that did not record them takes the run's)."""
 
     seed: int
     files: list[RowFile]
@@ -82,6 +107,16 @@ class Chunk:
     total_rows: int
     window_rows: int
     next_batch: int = 0
+    batch_size: int | None = None
+    shuffle_rows: int | None = None
+    symmetries: bool | None = None
+
+    def with_layout(self, settings: TrainingSettings) -> Chunk:
+        """The chunk with its batch layout filled in from ``settings`` where it has none."""
+        for name in ("batch_size", "shuffle_rows", "symmetries"):
+            if getattr(self, name) is None:
+                setattr(self, name, getattr(settings, name))
+        return self
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -109,6 +144,12 @@ class Line:
 
 class TrainerError(Exception):
     """A trainer that cannot go on as configured; the message says why."""
+
+
+def budget(settings: TrainingSettings, total: int, rows_at_start: int) -> int:
+    """The training samples a line may have seen: ``samples_per_row`` for each row the run counted
+    since the line began."""
+    return int(settings.samples_per_row * max(0, total - rows_at_start))
 
 
 def chunk_samples(samples: int, budget: int, step: int, export_every: int) -> int:
@@ -142,6 +183,7 @@ class TrainingWorker:
         self.lines: dict[str, Line] = {}
         self.seen: set[str] = set()  # the lines this trainer looked after
         self.inits: dict[str, dict] = {}  # how each line not trained yet will start
+        self.states: dict[str, dict] = {}  # the checkpoints process 0 read to plan, until their lines start
         self.settings: TrainingSettings | None = None
         self.run_row: Run | None = None
         self.writer = None
@@ -156,7 +198,7 @@ class TrainingWorker:
     def run(self) -> None:
         try:
             while True:
-                plan = self.dist.broadcast(self._plan() if self.dist.main else None)
+                plan = self.dist.broadcast(self._next_plan() if self.dist.main else None)
                 if plan is None:  # stopped
                     break
                 self.settings = TrainingSettings.from_dict(plan["settings"])
@@ -178,10 +220,29 @@ class TrainingWorker:
             if self.writer is not None:
                 self.writer.close()
 
+    def _next_plan(self) -> dict | None:
+        """:meth:`_plan`, waiting for the database while it cannot be reached (with ``--once`` for
+        ``PLAN_ATTEMPTS`` looks); None when stopped meanwhile."""
+        failures = 0
+        while True:
+            try:
+                return self._plan()
+            except (OperationalError, InterfaceError) as e:
+                failures += 1
+                reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+                if self.options.once and failures >= PLAN_ATTEMPTS:
+                    raise TrainerError(f"the database cannot be reached ({reason}); {failures} attempts") from None
+                log.warning("the database cannot be reached (%s); trying again in %g s", reason,
+                            self.options.poll_seconds)
+                if self.stop.wait(self.options.poll_seconds):
+                    return None
+
     def _plan(self) -> dict | None:
         """What to train now (process 0): the settings and, per line with work, its chunk."""
         if self.stop.is_set():
             return None
+        if not connection.in_atomic_block:  # (a test's transaction is left alone)
+            close_old_connections()  # those that broke (a restarted database) or outlived CONN_MAX_AGE
         run = Run.objects.filter(name=self.options.run).first()
         if run is None:
             raise TrainerError(f"there is no run {self.options.run!r}")
@@ -190,7 +251,7 @@ class TrainingWorker:
         settings = version.settings.training
         total = total_rows(run, settings)
         plan = {"settings": settings.to_dict(), "lines": []}
-        for row in self._sync_lines(run, settings):
+        for row in self._sync_lines(run, settings, total):
             self.seen.add(row.architecture)
             line = self.lines.get(row.architecture)
             init = None
@@ -201,21 +262,23 @@ class TrainingWorker:
             samples = line.trainer.samples if line is not None else init["samples"]
             note = ""
             if chunk is None:
-                budget = int(settings.samples_per_row * total)
+                allowed = budget(settings, total, row.rows_at_start)
                 step = settings.batch_size * self.dist.world
-                now = chunk_samples(samples, budget, step, settings.export_every)
+                now = chunk_samples(samples, allowed, step, settings.export_every)
                 window = training_window(run, settings, total) if now and total >= settings.window_c else None
                 if total < settings.window_c:
                     note = f"waiting for data: {total:,} of the {settings.window_c:,} rows training starts with"
                 elif not now:
-                    note = (f"waiting for data: {samples:,} samples trained, {budget:,} allowed by "
-                            f"{total:,} rows at {settings.samples_per_row:g} per row")
+                    since = f" since the line began at {row.rows_at_start:,}" if row.rows_at_start else ""
+                    note = (f"waiting for data: {samples:,} samples trained, {allowed:,} allowed by "
+                            f"{total - row.rows_at_start:,} rows{since} at {settings.samples_per_row:g} per row")
                 elif window.rows < step:
                     note = f"waiting for data: the window holds {window.rows:,} rows, less than a step's {step:,}"
                 else:
                     chunk = Chunk(seed=_seed(run.name, row.architecture, samples), files=window.files,
                                   end_samples=samples + min(now, window.rows), total_rows=total,
-                                  window_rows=window.rows)
+                                  window_rows=window.rows, batch_size=settings.batch_size,
+                                  shuffle_rows=settings.shuffle_rows, symmetries=settings.symmetries)
             if chunk is None:
                 self._update(row, status=TrainingLine.Status.IDLE, status_note=note, rows_total=total,
                              samples=samples)
@@ -223,9 +286,10 @@ class TrainingWorker:
             plan["lines"].append({"architecture": row.architecture, "init": init, "chunk": chunk.to_dict()})
         return plan
 
-    def _sync_lines(self, run: Run, settings: TrainingSettings) -> list[TrainingLine]:
+    def _sync_lines(self, run: Run, settings: TrainingSettings, total: int) -> list[TrainingLine]:
         """The run's lines named by its settings (made when new: the first is current, a later one
-        next), retired ones left out, only ``--architecture``'s if given."""
+        next, beginning at the ``total`` rows counted now), retired ones left out, only
+        ``--architecture``'s if given."""
         wanted = [settings.architecture] + ([settings.next_architecture] if settings.next_architecture else [])
         if self.options.architecture:
             if self.options.architecture not in wanted:
@@ -237,8 +301,12 @@ class TrainingWorker:
             if arch not in rows:
                 has_current = any(r.role == TrainingLine.Role.CURRENT for r in rows.values())
                 role = TrainingLine.Role.NEXT if has_current else TrainingLine.Role.CURRENT
-                rows[arch], _ = TrainingLine.objects.get_or_create(run=run, architecture=arch,
-                                                                   defaults={"role": role})
+                start = total if has_current else 0
+                rows[arch], created = TrainingLine.objects.get_or_create(
+                    run=run, architecture=arch, defaults={"role": role, "rows_at_start": start})
+                if created and start:
+                    log.info("%s: a new line alongside; its budget counts the rows from the %d the run has now",
+                             arch, start)
         return [rows[a] for a in wanted if rows[a].role != TrainingLine.Role.RETIRED]
 
     def _checkpoint_path(self, architecture: str) -> Path:
@@ -250,6 +318,7 @@ class TrainingWorker:
         path = self._checkpoint_path(row.architecture)
         if path.exists():
             state = read_checkpoint(path)
+            self.states[row.architecture] = state  # the line's trainer starts from it, without reading it again
             log.info("%s: found its checkpoint at %d samples (%s); training goes on from it", row.architecture,
                      state["samples"], path)
             return {"from": "checkpoint", "samples": state["samples"], "chunk": state.get("extra", {}).get("chunk")}
@@ -274,7 +343,7 @@ class TrainingWorker:
             line = Line(arch, trainer, self._checkpoint_path(arch))
             init = item["init"]
             if init["from"] == "checkpoint":
-                extra = trainer.load_checkpoint(line.checkpoint)
+                extra = trainer.load_checkpoint(line.checkpoint, self.states.pop(arch, None))
                 line.chunk = Chunk.from_dict(extra.get("chunk"))
             elif init["from"] == "export":
                 trainer.start_from(decode_model(read_file(init["file"]), init["file"]).state_dict, init["samples"])
@@ -291,11 +360,10 @@ class TrainingWorker:
         return partial(to_tensors, pin=self.device.type == "cuda")
 
     def _train_chunk(self, line: Line, chunk: Chunk) -> None:
-        trainer, settings, world = line.trainer, self.settings, self.dist.world
-        line.chunk = chunk
-        passes = ShuffledPass(chunk.files, read_file, settings.batch_size, chunk.seed,
-                              block_rows=settings.shuffle_rows, symmetries=settings.symmetries, drop_last=True,
-                              transform=self._transform())
+        trainer, world = line.trainer, self.dist.world
+        line.chunk = chunk = chunk.with_layout(self.settings)
+        passes = ShuffledPass(chunk.files, read_file, chunk.batch_size, chunk.seed, block_rows=chunk.shuffle_rows,
+                              symmetries=chunk.symmetries, drop_last=True, transform=self._transform())
         usable = passes.num_batches - passes.num_batches % world
         row = self._row(line) if self.dist.main else None
         if row is not None:
@@ -304,17 +372,20 @@ class TrainingWorker:
                          status_note=f"training to {chunk.end_samples:,} samples on {chunk.window_rows:,} rows")
         last_report = last_checkpoint = time.monotonic()
         report_samples = trainer.samples
-        stopped = False
-        if chunk.next_batch < usable and trainer.samples < chunk.end_samples:
-            for batch in passes.batches(chunk.next_batch + self.dist.rank, stride=world):
-                if self.dist.any(self.stop.is_set()):
-                    stopped = True
-                    break
+        due = chunk.next_batch < usable and trainer.samples < chunk.end_samples
+        taken = 0
+        steps = Lockstep(self.dist, passes.batches(chunk.next_batch + self.dist.rank, stride=world) if due else (),
+                         self.stop.is_set)
+        batches = iter(steps)
+        try:
+            for batch in batches:
                 result = trainer.step(batch)
                 chunk.next_batch += world
-                for name, value in result.items():
-                    line.losses[name] = line.losses.get(name, 0.0) + value
-                line.loss_steps += 1
+                taken += 1
+                if not result.pop("skipped"):
+                    for name, value in result.items():
+                        line.losses[name] = line.losses.get(name, 0.0) + value
+                    line.loss_steps += 1
                 if trainer.export_due:
                     self._export(line, chunk)
                 if trainer.samples >= chunk.end_samples or chunk.next_batch >= usable:
@@ -326,15 +397,38 @@ class TrainingWorker:
                 if now - last_checkpoint >= self.options.checkpoint_seconds:
                     self._save(line)
                     last_checkpoint = now
-        if passes.skipped_files:
-            log.error("%s: %d file(s) of the window could not be read: %s", line.architecture,
-                      len(passes.skipped_files), ", ".join(passes.skipped_files[:5]))
-        if not stopped:
+        finally:
+            batches.close()  # ends the reader thread: the counts of files read are final
+        skipped = passes.skipped_files
+        if skipped:
+            log.error("%s: %d of the %d file(s) of the window read could not be read: %s", line.architecture,
+                      len(skipped), passes.read_files, ", ".join(skipped[:5]))
+        mostly_unreadable = 2 * len(skipped) > passes.read_files
+        starved = due and taken == 0 and not steps.stopped
+        if due:  # every process trained (or not) in the same loop: they all ask
+            mostly_unreadable, starved = self.dist.flags(mostly_unreadable, starved)
+        if not steps.stopped:
             line.chunk = None
         if row is not None:
             elapsed = max(time.monotonic() - last_report, 1e-9)
             self._report(line, row, (trainer.samples - report_samples) / elapsed)
         self._save(line)
+        if not steps.stopped and (mostly_unreadable or starved):
+            raise TrainerError(self._unreadable(line, passes, taken))
+
+    @staticmethod
+    def _unreadable(line: Line, passes: ShuffledPass, taken: int) -> str:
+        """What went wrong with a chunk that could read too few of its files, and what to do."""
+        skipped = passes.skipped_files
+        trained = f"the chunk trained {taken} batches" if taken else "the chunk trained nothing"
+        if not skipped:
+            return (f"{line.architecture}: {trained}: another process could not read most of the window's files, "
+                    "or they hold fewer rows than the database records; its log names them")
+        shown = ", ".join(skipped[:5]) + (f" and {len(skipped) - 5} more" if len(skipped) > 5 else "")
+        return (f"{line.architecture}: {len(skipped)} of the {passes.read_files} training-row files read for this "
+                f"chunk could not be read ({shown}), so {trained} (the log says why each failed). Make the file "
+                "storage reachable (STORAGE_URL, or SENTE_DATA_DIR on this machine) or, for files that are lost, "
+                "disable their games; then start the trainer again")
 
     def _save(self, line: Line) -> None:
         extra = {"chunk": line.chunk.to_dict() if line.chunk is not None else None}
@@ -346,6 +440,8 @@ class TrainingWorker:
             return
         losses = {name: total / line.loss_steps for name, total in line.losses.items()}
         losses["samples_per_s"] = samples_per_s
+        if trainer.skipped_steps:
+            losses["skipped_steps"] = trainer.skipped_steps
         line.losses, line.loss_steps = {}, 0
         self._update(row, samples=trainer.samples, losses={k: round(v, 6) for k, v in losses.items()})
         main = ", ".join(f"{k} {losses[k]:.4g}" for k in ("policy", "value", "ownership", "score_pdf") if k in losses)
@@ -369,7 +465,7 @@ class TrainingWorker:
             row = self._row(line)
             self._update(row, status=TrainingLine.Status.EXPORTING,
                          status_note=f"exporting at {trainer.samples:,} samples")
-            norm = itertools.islice(self._batches(chunk.files, chunk.seed ^ 0x5EED, self.settings.symmetries),
+            norm = itertools.islice(self._batches(chunk.files, chunk.seed ^ 0x5EED, bool(chunk.symmetries)),
                                     NORM_BATCHES)
             model = trainer.export_model(norm)
             held_out = validation_files(self.run_row, self.settings)
@@ -382,7 +478,9 @@ class TrainingWorker:
                       "status": TrainingLine.Status.TRAINING, "status_note": ""}
             if candidate:
                 network = self._register(row, model, chunk)
-                fields.update(last_export=network, exports=row.exports + 1)
+                fields["last_export"] = network
+                if row.last_export_id != network.pk:  # not a re-export of the one counted already
+                    fields["exports"] = row.exports + 1
             self._update(row, **fields)
         trainer.exported()
         self._save(line)
@@ -404,12 +502,7 @@ class TrainingWorker:
             log.info("%s: not compared: the run has no held-out rows yet", row.architecture)
             return False
         else:
-            from common.nn.model import Model
-
-            mf = decode_model(read_file(current.last_export.file.name), current.last_export.file.name)
-            theirs_model = Model(mf.config, initialize=False).to(self.device)
-            theirs_model.load_state_dict(mf.state_dict)
-            theirs = evaluate(theirs_model, self._batches(held_out, 0, False), self.device)
+            theirs = evaluate(self._stored_model(current.last_export), self._batches(held_out, 0, False), self.device)
             ours_loss = sum(validation[k] for k in PREDICTIVE_TERMS)
             theirs_loss = sum(theirs[k] for k in PREDICTIVE_TERMS)
             takes_over = ours_loss < theirs_loss
@@ -424,6 +517,14 @@ class TrainingWorker:
                 TrainingLine.objects.filter(pk=row.pk).update(role=TrainingLine.Role.CURRENT)
             row.role = TrainingLine.Role.CURRENT
         return takes_over
+
+    def _stored_model(self, network: Network) -> Model:
+        """A stored network, on this trainer's device (read through the file storage, which may be
+        object storage: ``common.nn.modelfile.load_model`` reads only paths)."""
+        mf = decode_model(read_file(network.file.name), network.file.name)
+        model = Model(mf.config, initialize=False)
+        model.load_state_dict(mf.state_dict, strict=True)
+        return model.to(self.device).eval()
 
     def _register(self, row: TrainingLine, model, chunk: Chunk) -> Network:
         """The export as a candidate network of the run."""
@@ -461,6 +562,12 @@ class TrainingWorker:
         TrainingLine.objects.filter(pk=row.pk).update(**fields)
 
     def _stopped(self) -> None:
+        try:
+            self._mark_stopped()
+        except DatabaseError as e:  # (the reason the trainer stops, say)
+            log.error("could not mark the lines stopped: %s", e)
+
+    def _mark_stopped(self) -> None:
         for row in TrainingLine.objects.filter(run__name=self.options.run, architecture__in=self.seen):
             fields = {"status": TrainingLine.Status.STOPPED,
                       "status_note": "the trainer stopped; it continues from its checkpoint when started again"}

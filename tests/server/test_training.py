@@ -1,11 +1,14 @@
 """Central training: the window and the rows a run counts, games held out by their rows' content, the
 trainer's schedule and exports (candidate networks with their lineage, loadable by the client), its
-state on the run, resuming at the exact batch, learning on real self-play data (as well as a guess
-uniform over the legal moves), and a larger architecture taking over."""
+state on the run, resuming at the exact batch with the chunk's own layout, a window that cannot be
+read, a database that went away, learning on real self-play data (better than a guess uniform over
+the legal moves), and a larger architecture trained alongside from when it begins and taking over."""
 
 from __future__ import annotations
 
+import contextlib
 import io
+import logging
 import threading
 from pathlib import Path
 
@@ -78,6 +81,22 @@ def train(tmp_path: Path, stop_after: int | None = None, **options):
     else:
         worker.run()
     return worker
+
+
+@contextlib.contextmanager
+def counted_reads(path: Path):
+    """The paths of the files ``torch.load`` reads that are ``path``, listed as they are read."""
+    reads = []
+    load = torch.load
+
+    def counting(f, *args, **kwargs):
+        if Path(f) == path:
+            reads.append(Path(f))
+        return load(f, *args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(torch, "load", counting)
+        yield reads
 
 
 # --- the window --------------------------------------------------------------------------------------
@@ -273,7 +292,9 @@ def test_a_stopped_trainer_resumes_at_the_exact_batch(run, alice, gen1, training
     state = torch.load(path, weights_only=True)
     assert state["samples"] == 5 * 32 and state["extra"]["chunk"]["next_batch"] == 5
     assert line().status == "stopped"
-    train(tmp_path / "a")
+    with counted_reads(path) as reads:
+        train(tmp_path / "a")
+    assert reads == [path]  # the checkpoint is read once, to plan and to start from
     resumed = torch.load(tmp_path / "a" / "checkpoints" / helpers.RUN / "tiny.ckpt", weights_only=True)
 
     TrainingLine.objects.all().delete()
@@ -287,6 +308,136 @@ def test_a_stopped_trainer_resumes_at_the_exact_batch(run, alice, gen1, training
         assert torch.equal(resumed["model"][name], value), name
     for name, value in straight["average"].items():
         assert torch.equal(resumed["average"][name], value), name
+
+
+def test_a_resumed_chunk_keeps_its_batch_layout_when_the_settings_change(run, alice, gen1, training_games,
+                                                                        tmp_path):
+    """Batch size, shuffle size and symmetries are the chunk's: the batch it resumes at is the one it
+    stopped before, as if it had not stopped."""
+    from server.training.models import TrainingLine
+
+    settings = TRAIN.replace(export_every=600, snapshot_every=64)
+    use_training(run, settings)
+    helpers.store_training_games(run, alice[0], training_games[:40], network=gen1)
+    train(tmp_path / "a", stop_after=5)
+    use_training(run, settings.replace(batch_size=16, shuffle_rows=300, symmetries=False))
+    train(tmp_path / "a", stop_after=3)
+    resumed = torch.load(tmp_path / "a" / "checkpoints" / helpers.RUN / "tiny.ckpt", weights_only=True)
+    chunk = resumed["extra"]["chunk"]
+    assert (chunk["batch_size"], chunk["shuffle_rows"], chunk["symmetries"]) == (32, 600, True)
+    assert resumed["samples"] == 8 * 32 and chunk["next_batch"] == 8
+
+    TrainingLine.objects.all().delete()
+    use_training(run, settings)
+    train(tmp_path / "b", stop_after=8)  # the same 8 steps without the stop
+    straight = torch.load(tmp_path / "b" / "checkpoints" / helpers.RUN / "tiny.ckpt", weights_only=True)
+    assert straight["samples"] == resumed["samples"]
+    for name, value in straight["model"].items():
+        assert torch.equal(resumed["model"][name], value), name
+
+
+def test_an_export_made_again_after_a_crash_is_counted_once(run, alice, gen1, training_games, tmp_path):
+    """A crash after an export was stored but before the checkpoint that follows it: the trainer
+    started again makes the same export, finds it stored, and does not count it again."""
+    from common.nn.training import Trainer
+
+    use_training(run, TRAIN.replace(export_every=256))
+    helpers.store_training_games(run, alice[0], training_games[:20], network=gen1)
+
+    def power_cut(self) -> None:
+        raise RuntimeError("power cut")
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(Trainer, "exported", power_cut)
+        with pytest.raises(RuntimeError, match="power cut"):
+            train(tmp_path, checkpoint_seconds=0.0)  # a checkpoint after every step but the export's
+    first = line()
+    assert first.exports == 1 and first.last_export.train_step == 256
+    train(tmp_path, checkpoint_seconds=0.0)
+    row = line()
+    candidates = run.networks.filter(name__contains="-tiny-")
+    assert row.exports == candidates.count() >= 2
+    assert candidates.filter(train_step=256).count() == 1
+
+
+def test_a_window_that_cannot_be_read_stops_the_trainer_with_the_files_named(run, alice, gen1, training_games,
+                                                                             tmp_path):
+    from django.core.files.storage import default_storage
+    from django.core.management import CommandError
+
+    from server.training.worker import TrainingWorker
+
+    use_training(run)
+    games = helpers.store_training_games(run, alice[0], training_games[:20], network=gen1)
+    for game in games:
+        default_storage.delete(game.npz.name)
+    chunks = []
+    train_chunk = TrainingWorker._train_chunk
+
+    def counting(self, line, chunk):
+        chunks.append(chunk)
+        assert len(chunks) < 3, "the same chunk planned again and again"
+        return train_chunk(self, line, chunk)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(TrainingWorker, "_train_chunk", counting)
+        with pytest.raises(CommandError) as raised:
+            call_command("train", run=helpers.RUN, once=True, checkpoints=tmp_path, device="cpu")
+    message = str(raised.value)
+    assert len(chunks) == 1
+    assert message.startswith(f"tiny: {len(chunks[0].files)} of the {len(chunks[0].files)} training-row files read "
+                              "for this chunk could not be read (")
+    assert chunks[0].files[0].name in message or " and " in message
+    assert "the chunk trained nothing" in message and "disable their games" in message
+    assert line().status == "stopped" and line().samples == 0
+
+
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_the_trainer_waits_for_a_database_that_went_away(run, tmp_path, caplog):
+    from django.db import connection
+
+    use_training(run)
+    connection.ensure_connection()
+    connection.connection.close()  # as a restart of the database leaves it; Django does not know yet
+    with caplog.at_level(logging.WARNING):
+        train(tmp_path, poll_seconds=0.01)
+    assert "the database cannot be reached" in caplog.text
+    assert line().status == "stopped"
+    assert line().status_note.startswith("the trainer stopped, waiting for data")
+
+
+def test_a_next_line_budgets_from_the_rows_since_it_began(run, alice, gen1, training_games, tmp_path):
+    """The paper's Table 3: a larger net trains alongside from when it begins (the 10-block one began
+    when the 6-block one had 70M samples, and had 20M of its own when it overtook at 100M), it does
+    not catch up on the data that came before."""
+    from server.training.window import training_window
+    from server.training.worker import TrainerOptions, TrainingWorker, chunk_samples
+
+    settings = TRAIN.replace(samples_per_row=0.5, export_every=128, snapshot_every=64)
+    use_training(run, settings)
+    before = sum(g.rows for g in helpers.store_training_games(run, alice[0], training_games[:30], network=gen1))
+    worker = TrainingWorker(TrainerOptions(run=helpers.RUN, checkpoints=tmp_path, device="cpu"))
+
+    def chunks() -> dict[str, dict]:
+        return {item["architecture"]: item["chunk"] for item in worker._plan()["lines"]}
+
+    def planned(budget: int) -> int:
+        window = training_window(run, run.current_settings().settings.training)
+        return min(chunk_samples(0, budget, 32, 128), window.rows)
+
+    assert chunks()["tiny"]["end_samples"] == planned(int(0.5 * before))
+    use_training(run, settings.replace(next_architecture="b6c96"))
+    plan = chunks()
+    big = line("b6c96")
+    assert (big.role, big.rows_at_start, line("tiny").rows_at_start) == ("next", before, 0)
+    assert "b6c96" not in plan  # no rows of its own yet
+    assert big.status_note == (f"waiting for data: 0 samples trained, 0 allowed by 0 rows since the line began at "
+                               f"{before:,} at 0.5 per row")
+
+    after = sum(g.rows for g in helpers.store_training_games(run, alice[0], training_games[30:50], network=gen1))
+    plan = chunks()
+    assert plan["b6c96"]["end_samples"] == planned(int(0.5 * after)) < planned(int(0.5 * (before + after)))
+    assert plan["tiny"]["end_samples"] == planned(int(0.5 * (before + after)))  # the run's first line: every row
 
 
 def uniform_policy_loss(held_out) -> float:
@@ -360,13 +511,13 @@ def test_a_larger_architecture_takes_over_once_it_predicts_better(run, alice, ge
     assert tiny.role == "current" and tiny.exports > 0
 
     # b6c96 alongside: its exports are measured against tiny's last one; a worse one changes nothing.
-    from server.training.window import validation_files
+    from server.training.window import total_rows, validation_files
     from server.training.worker import TrainerOptions, TrainingWorker
 
     use_training(run, TRAIN.replace(export_every=256, samples_per_row=2.0, next_architecture="b6c96"))
     worker = TrainingWorker(TrainerOptions(run=helpers.RUN, checkpoints=tmp_path, device="cpu"))
     worker.run_row, worker.settings = run, run.current_settings().settings.training
-    big = worker._sync_lines(run, worker.settings)[1]
+    big = worker._sync_lines(run, worker.settings, total_rows(run, worker.settings))[1]
     assert (big.architecture, big.role) == ("b6c96", "next")
     held_out = validation_files(run, worker.settings)
     assert not worker._overtakes(big, {"rows": 100, "policy": 50.0, "value": 50.0}, held_out)
@@ -383,6 +534,7 @@ def test_a_larger_architecture_takes_over_once_it_predicts_better(run, alice, ge
     scrambled = {k: (v * 40 if v.is_floating_point() and "running" not in k else v) for k, v in mf.state_dict.items()}
     bad.file.save("scrambled.safetensors", ContentFile(encode_model(mf.config, scrambled, "test-scrambled")))
     TrainingLine.objects.filter(architecture="tiny").update(last_export=bad)
+    helpers.store_training_games(run, alice[0], training_games[20:40], network=gen1)  # b6c96's own rows
     train(tmp_path, architecture="b6c96")
     assert line("b6c96").role == "current"
     assert line("tiny").role == "retired" and "overtaken by b6c96" in line("tiny").status_note

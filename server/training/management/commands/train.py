@@ -60,11 +60,13 @@ class Command(BaseCommand):
             architecture=options["architecture"], device=options["device"], poll_seconds=options["poll_seconds"],
             once=options["once"], checkpoint_seconds=60.0 * options["checkpoint_minutes"],
             tensorboard=options["tensorboard"])
+        distributed = Distributed.from_environment()
         try:
-            worker = TrainingWorker(trainer_options, stop, Distributed.from_environment())
+            worker = TrainingWorker(trainer_options, stop, distributed)
         except (RuntimeError, TrainerError) as e:  # a device this machine does not have, or TensorBoard missing
             raise CommandError(str(e)) from None
         try:
             worker.run()
-        except (CheckpointError, TrainerError) as e:
+        except (CheckpointError, TrainerError, FloatingPointError) as e:
             raise CommandError(str(e)) from None
+        distributed.close()
