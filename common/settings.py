@@ -421,8 +421,8 @@ class TrainingSettings(_Settings):
 
     Progressive sizes (section 4.6): ``next_architecture`` (empty: none) is trained alongside on the
     same data with ``next_lr_decay`` and takes over once its loss on held-out rows is lower. One
-    game in ``holdout_one_in`` (by id; 0: none) is held out of training; the newest
-    ``validation_rows`` of them measure the networks. ``shuffle_rows`` rows are shuffled together at a
+    game in ``holdout_one_in`` (chosen by its rows' content; 0: none) is held out of training; the
+    newest ``validation_rows`` of them measure the networks. ``shuffle_rows`` rows are shuffled together at a
     time (memory against mixing)."""
 
     architecture: str = "b6c96"
