@@ -7,9 +7,8 @@ The loader reads the files through a function as the trainer reads storage, shuf
 unpacks, crops, turns each row by a random symmetry and makes the loss's targets in its background
 thread (``common.data.loader``), while the main thread trains (``common.nn.training``). The in-memory
 figure trains on the same batches decoded beforehand. Rounds alternate the two (the machine's speed
-drifts); each figure is its best round. The loader alone (no training) is measured too: the rows per
-second one thread makes, which is what keeps a GPU fed (a GPU trains b6c96 on 9x9 at a few thousand
-samples per second).
+drifts); each figure is its best round. The loader alone (no training) is measured too, on 9x9 and on
+19x19 rows: the rows per second its one thread makes, which is what has to keep a GPU fed.
 
 Run from the project root: .venv/bin/python tests/bench/bench_train.py [--seconds 40] [--games 300]
 The last line is one JSON object with ``samples_per_s``, ``in_memory_samples_per_s`` and
@@ -41,9 +40,9 @@ ROUNDS = 3
 BATCH = 256  # the paper's batch
 
 
-def make_games(out: Path, games: int) -> list[RowFile]:
-    settings = SelfPlaySettings(board_sizes=(9,), board_size_weights=(1.0,), visits=32, cheap_visits=8,
-                                full_search_prob=0.5)
+def make_games(out: Path, games: int, size: int = 9) -> list[RowFile]:
+    settings = SelfPlaySettings(board_sizes=(size,), board_size_weights=(1.0,), visits=32, cheap_visits=8,
+                                full_search_prob=0.5, max_moves=2 * size * size)
     run_selfplay(NullEvaluator(), settings, games=games, parallel=64, out_dir=out, seed=1, progress=False)
     return [RowFile(str(p), len(decode_rows(p.read_bytes(), p.name))) for p in sorted(out.glob("*.npz"))]
 
@@ -102,6 +101,8 @@ def main() -> None:
                 which[0].append(train_for(trainer, which[1], per_round))
             print(f"round: in memory {memory_rounds[-1]:.1f}, with the loader {loader_rounds[-1]:.1f} samples/s")
         alone = loader_alone(files, min(10.0, per_round))
+        files_19 = make_games(Path(tmp) / "19", max(8, args.games // 8), size=19)
+        alone_19 = loader_alone(files_19, min(10.0, per_round))
 
     with_loader, in_memory = max(loader_rounds), max(memory_rounds)
     overhead = 1.0 - with_loader / in_memory
@@ -112,9 +113,11 @@ def main() -> None:
         "samples_per_s_rounds": [round(x, 2) for x in loader_rounds],
         "in_memory_samples_per_s_rounds": [round(x, 2) for x in memory_rounds],
         "loader_alone_rows_per_s": round(alone, 1),
+        "loader_alone_rows_per_s_19": round(alone_19, 1),
     }
     print(f"b6c96 on 9x9, batch {BATCH}, CPU: {with_loader:.1f} samples/s with the loader, {in_memory:.1f} on "
-          f"batches in memory: the loader costs {overhead:.1%}; the loader alone makes {alone:.0f} rows/s")
+          f"batches in memory: the loader costs {overhead:.1%}; the loader alone makes {alone:.0f} rows/s of "
+          f"9x9 and {alone_19:.0f} of 19x19")
     print(json.dumps(figures))
 
 
