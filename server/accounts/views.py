@@ -13,6 +13,9 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from server.accounts.forms import SignUpForm, TokenForm
 from server.accounts.models import ClientToken
+from server.dashboard.paging import friendly, paginate
+
+TOKENS_PER_PAGE = 25
 
 
 @require_http_methods(["GET", "POST"])
@@ -30,8 +33,10 @@ def signup(request: HttpRequest) -> HttpResponse:
 @never_cache
 @login_required
 @require_http_methods(["GET", "POST"])
+@friendly
 def tokens(request: HttpRequest) -> HttpResponse:
-    """The user's client tokens; POST makes a new one and answers with its key, shown this once.
+    """The user's client tokens, newest first, a page at a time (the client makes one at every login);
+    POST makes a new one and answers with its key, shown this once.
     The key is in that answer only: it is never put in the session or anywhere else on the server
     (the database keeps its hash), and no one keeps a copy of the page (never_cache)."""
     form = TokenForm(request.POST or None)
@@ -40,9 +45,11 @@ def tokens(request: HttpRequest) -> HttpResponse:
         token, key = ClientToken.issue(request.user, form.cleaned_data["name"])
         new = {"id": token.pk, "name": token.name, "key": key}
         form = TokenForm()  # an empty form for the next token
+    page, paginator = paginate(request, ClientToken.objects.filter(user=request.user).order_by("-created_at", "-id"),
+                               per_page=TOKENS_PER_PAGE)
     return render(request, "accounts/tokens.html", {
-        "form": form, "tokens": ClientToken.objects.filter(user=request.user).order_by("-created_at", "-id"),
-        "new": new, "server_url": request.build_absolute_uri("/")})
+        "form": form, "tokens": page.object_list, "page": page, "paginator": paginator, "new": new,
+        "server_url": request.build_absolute_uri("/")})
 
 
 @never_cache

@@ -7,8 +7,11 @@ items (``SELECT count(*) FROM (... LIMIT cap + 1)``) and lists the newest ``cap`
 
 from __future__ import annotations
 
+import functools
+
 from django.core.paginator import Page, Paginator
 from django.http import Http404, HttpRequest
+from django.shortcuts import render
 from django.utils.functional import cached_property
 
 PER_PAGE = 50
@@ -79,3 +82,16 @@ def choice(request: HttpRequest, name: str, allowed: tuple[str, ...], default: s
     if value not in allowed:
         raise BadParameter(name, value, f"must be one of {', '.join(allowed)}")
     return value
+
+
+def friendly(view):
+    """Answer a bad query parameter with a 400 page that names it (instead of an error page)."""
+
+    @functools.wraps(view)
+    def wrapped(request, *args, **kwargs):
+        try:
+            return view(request, *args, **kwargs)
+        except BadParameter as e:
+            return render(request, "dashboard/bad_request.html", {"message": str(e)}, status=400)
+
+    return wrapped

@@ -24,7 +24,7 @@ from django.views.decorators.http import require_GET
 
 from server.accounts.models import User
 from server.dashboard import tallies
-from server.dashboard.paging import BadParameter, choice, paginate
+from server.dashboard.paging import choice, friendly, paginate
 from server.dashboard.replay import ReplayError, replay_sgf
 from server.dashboard.templatetags.sente import to_rules
 from server.games.models import RatingGame, TrainingGame
@@ -78,19 +78,6 @@ KINDS = {  # by the name the addresses and the templates use
     "rating": GameKind(RatingGame, "rating game", ("black_network", "white_network"),
                        ("winner", "black_network__name", "white_network__name"), "rating-game-sgf"),
 }
-
-
-def friendly(view):
-    """Answer a bad query parameter with a 400 page that names it (instead of an error page)."""
-
-    @functools.wraps(view)
-    def wrapped(request, *args, **kwargs):
-        try:
-            return view(request, *args, **kwargs)
-        except BadParameter as e:
-            return render(request, "dashboard/bad_request.html", {"message": str(e)}, status=400)
-
-    return wrapped
 
 
 def _id(pk: int, what: str) -> int:

@@ -117,3 +117,28 @@ def store_training_games(run, user, games: list[PlayedGame], network=None, minut
             npz=files.put("rows", game.npz, ".npz"), npz_sha256=sha256_of(game.npz),
             created_at=now - timedelta(minutes=minutes_apart * (len(games) - 1 - k))))
     return rows
+
+
+def store_rating_games(run, user, black, white, sgf: bytes, count: int) -> list:
+    """``count`` rating games of ``black`` against ``white`` with the record ``sgf``, stored as an
+    accepted upload stores them (without its checks), a minute apart, the newest now."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from server.distribution.models import Task
+    from server.files import StoredFiles, sha256_of
+    from server.games.models import RatingGame
+
+    now = timezone.now()
+    task = Task.objects.create(kind=Task.Kind.RATING, run=run, user=user, network_a=black, network_b=white,
+                               settings_version=run.current_settings(), games=count, client_version="0.1.0",
+                               client_instance_id="test", expires_at=now + timedelta(hours=1))
+    name = StoredFiles().put("games", sgf, ".sgf")
+    return RatingGame.objects.bulk_create([RatingGame(
+        client_game_id=f"{task.id.hex}-{k}", task=task, user=user, run=run, settings_version=task.settings_version,
+        board_x_size=7, board_y_size=7, komi=7.5, rules={"ko": "POSITIONAL", "scoring": "AREA", "tax": "NONE",
+                                                          "suicide": True, "hasButton": False,
+                                                          "whiteHandicapBonus": "0"},
+        result="W+R", winner="W", moves=20, sgf=name, sgf_sha256=sha256_of(sgf), black_network=black,
+        white_network=white, created_at=now - timedelta(minutes=k)) for k in range(count)])

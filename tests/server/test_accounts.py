@@ -455,3 +455,47 @@ def test_me_totals_count_only_the_users_own(run, alice, bob):
     other_body = other_client.get("/api/v1/me/").json()
     assert (other_body["tasks"], other_body["training_games"], other_body["training_rows"],
             other_body["rating_games"]) == (1, 1, 99, 0)
+
+
+# --- queries per page ---------------------------------------------------------------------------------
+def _count(django_assert_num_queries, expected: int, send, *args):
+    """send(*args) (the test client's get or post), asking exactly ``expected`` queries."""
+    with django_assert_num_queries(expected):
+        response = send(*args)
+    return response
+
+
+def test_the_account_pages_ask_a_fixed_number_of_queries(web, alice, django_assert_num_queries):
+    """Each account page and form asks the same few queries, however many tokens the user has."""
+    user, _ = alice
+    for page in ("/accounts/signup/", "/accounts/login/"):
+        assert _count(django_assert_num_queries, 0, web.get, page).status_code == 200
+    # sign-up: the form's checks (name, email, password), the user, the login's session
+    signed = _count(django_assert_num_queries, 12, web.post, "/accounts/signup/", _signup_data())
+    assert signed.status_code == 302 and _session_user_id(web) is not None
+    assert _count(django_assert_num_queries, 4, web.post, "/accounts/logout/").status_code == 302
+    logged = _count(django_assert_num_queries, 9, web.post, "/accounts/login/",
+                    {"username": "alice", "password": PASSWORD})
+    assert logged.status_code == 302 and _session_user_id(web) == str(user.pk)
+    for _ in range(2):  # the same queries with 1 and with 32 tokens
+        # session, user, the tokens counted for the pages, the page's tokens
+        assert _count(django_assert_num_queries, 4, web.get, "/accounts/tokens/").status_code == 200
+        made = _count(django_assert_num_queries, 5, web.post, "/accounts/tokens/", {"name": "box"})
+        assert made.status_code == 200 and "shown only this once" in made.content.decode()
+        token = ClientToken.objects.filter(user=user).latest("id")
+        revoked = _count(django_assert_num_queries, 4, web.post, f"/accounts/tokens/{token.pk}/revoke/")
+        assert revoked.status_code == 302
+        for k in range(30):
+            ClientToken.issue(user, f"machine {k}")
+    pages = web.get("/accounts/tokens/")  # 63 tokens: alice's first, two made here, 60 more
+    assert len(pages.context["tokens"]) == 25 and "page 1 of 3" in pages.content.decode()
+    assert len(web.get("/accounts/tokens/?page=3").context["tokens"]) == 13
+    assert web.get("/accounts/tokens/?page=4").status_code == 404
+    bad = web.get("/accounts/tokens/?page=zero")
+    assert bad.status_code == 400 and "page=&#x27;zero&#x27;" in bad.content.decode()
+    assert _count(django_assert_num_queries, 2, web.get, "/accounts/password/").status_code == 200
+    new = "another long password 99"
+    changed = _count(django_assert_num_queries, 12, web.post, "/accounts/password/",  # the session made anew
+                     {"old_password": PASSWORD, "new_password1": new, "new_password2": new})
+    assert changed.status_code == 302
+    assert _count(django_assert_num_queries, 2, web.get, "/accounts/password/done/").status_code == 200

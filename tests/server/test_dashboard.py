@@ -87,23 +87,7 @@ def _contributors(names: list[str]) -> list:
     return [User.objects.create_user(name, f"{name}@example.org", "a long enough password") for name in names]
 
 
-def _rating_games(run, user, black, white, sgf: bytes, count: int) -> list:
-    from server.distribution.models import Task
-    from server.files import StoredFiles, sha256_of
-    from server.games.models import RatingGame
-
-    now = timezone.now()
-    task = Task.objects.create(kind=Task.Kind.RATING, run=run, user=user, network_a=black, network_b=white,
-                               settings_version=run.current_settings(), games=count, client_version="0.1.0",
-                               client_instance_id="test", expires_at=now + timedelta(hours=1))
-    name = StoredFiles().put("games", sgf, ".sgf")
-    return RatingGame.objects.bulk_create([RatingGame(
-        client_game_id=f"{task.id.hex}-{k}", task=task, user=user, run=run, settings_version=task.settings_version,
-        board_x_size=7, board_y_size=7, komi=7.5, rules={"ko": "POSITIONAL", "scoring": "AREA", "tax": "NONE",
-                                                          "suicide": True, "hasButton": False,
-                                                          "whiteHandicapBonus": "0"},
-        result="W+R", winner="W", moves=20, sgf=name, sgf_sha256=sha256_of(sgf), black_network=black,
-        white_network=white, created_at=now - timedelta(minutes=k)) for k in range(count)])
+_rating_games = helpers.store_rating_games
 
 
 def _html(response) -> str:
@@ -417,7 +401,8 @@ def test_game_page_replays_the_record(web, run, alice, selfplay_games, django_as
     assert f"Self-play game #{game.pk}" in text and game.result in text and f"Komi {game.komi}" in text
     assert "version 1 of run test" in text and helpers.RANDOM_NET in text
     assert f'href="/games/{game.pk}.sgf"' in html and "/static/sente/board.js" in html
-    sgf = web.get(f"/games/{game.pk}.sgf")
+    with django_assert_num_queries(1):
+        sgf = web.get(f"/games/{game.pk}.sgf")
     assert sgf.status_code == 200 and sgf["Content-Type"] == "application/x-go-sgf"
     assert b"".join(sgf.streaming_content) == selfplay_games[0].sgf
     assert f'filename="{game.client_game_id}.sgf"' in sgf["Content-Disposition"]
@@ -451,7 +436,9 @@ def test_rating_game_page(web, run, alice, selfplay_games, django_assert_num_que
     assert f"Black {networks[2].name}" in text and f"White {networks[1].name}" in text
     rules = read_sgf(selfplay_games[1].sgf).rules  # the record's, by which the board is replayed
     assert f"ko: {rules.ko.lower()}" in text and response.context["board"]["positions"]
-    assert b"".join(web.get(f"/games/rating/{game.pk}.sgf").streaming_content) == selfplay_games[1].sgf
+    with django_assert_num_queries(1):
+        sgf = web.get(f"/games/rating/{game.pk}.sgf")
+    assert b"".join(sgf.streaming_content) == selfplay_games[1].sgf
     assert web.get(f"/games/rating/{game.pk + 1000}.sgf").status_code == 404
 
 
@@ -900,7 +887,7 @@ def test_make_use_and_revoke_a_token(web, alice, bob, django_assert_num_queries)
     assert "is revoked" in _text(revoked)
     assert not ClientToken.objects.get(pk=token.pk).active
     assert api.get("/api/v1/me/").status_code == 401
-    with django_assert_num_queries(3):  # session, user, tokens
+    with django_assert_num_queries(4):  # session, user, tokens counted, the page of tokens
         listing = web.get("/accounts/tokens/")
     assert "revoked" in _text(listing)
 
