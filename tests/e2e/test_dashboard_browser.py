@@ -3,8 +3,8 @@ gunicorn: the front page and its chart, the Elo chart (hover, zoom, the time axi
 through with the arrow keys, signing up and making a client token, and a phone-sized screen.
 
 The pages must load nothing from outside the server (the chart library is served by it) and raise no
-script errors. Screenshots are kept under the test's temporary folder (their paths are printed) and
-copied to the folder named by SENTE_ARTIFACTS when it is set.
+script errors. Screenshots are the test's artifacts: they are saved in ``test-artifacts/screenshots``
+in the project (``SENTE_ARTIFACTS=DIR``: in ``DIR/screenshots``), replaced at each run.
 
 Needs the Debian package ``chromium`` (``.ci/run`` installs it); elsewhere the test is skipped.
 """
@@ -58,12 +58,17 @@ def in_a_thread(work, *args):
         return pool.submit(work, *args).result()
 
 
+ARTIFACTS = Path(os.environ.get("SENTE_ARTIFACTS") or Path(__file__).resolve().parents[2] / "test-artifacts")
+
+
 class Screens:
-    """Screenshots kept as the test's artifacts."""
+    """Screenshots kept as the test's artifacts (the folder's old ones are removed first)."""
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
         folder.mkdir(parents=True, exist_ok=True)
+        for old in folder.glob("*.png"):
+            old.unlink()
         self.paths: list[Path] = []
 
     def take(self, page, name: str) -> None:
@@ -72,12 +77,8 @@ class Screens:
         self.paths.append(path)
 
     def keep(self) -> None:
-        target = os.environ.get("SENTE_ARTIFACTS")
         for path in self.paths:
             print(f"screenshot: {path}")
-            if target:
-                Path(target).mkdir(parents=True, exist_ok=True)
-                shutil.copy(path, Path(target) / path.name)
 
 
 def _data(run_name: str, selfplay: list[helpers.PlayedGame]) -> dict:
@@ -118,12 +119,15 @@ def _data(run_name: str, selfplay: list[helpers.PlayedGame]) -> dict:
     bob = User.objects.create_user("bob", "bob@example.org", "a long enough password")
     games = helpers.store_training_games(run, alice, selfplay[:4], network=networks[6])
     helpers.store_training_games(run, bob, selfplay[4:], network=networks[6], minutes_apart=30)
+    # The rows of the games whose records are swapped say what their records say.
     capture = games[0]
     capture.sgf = StoredFiles().put("games", CAPTURE_SGF, ".sgf")
+    capture.moves, capture.result, capture.komi = 7, "B+R", 6.5
     capture.save()
     nine = games[2]
     nine.sgf = StoredFiles().put("games", NINE_SGF, ".sgf")
     nine.board_x_size = nine.board_y_size = 9
+    nine.moves, nine.result, nine.komi = 2, "W+R", 7.0
     nine.save()
     return {"networks": networks, "capture_game": capture.pk, "game": games[1].pk, "nine_game": nine.pk}
 
@@ -136,7 +140,7 @@ def test_the_website_in_a_browser(server, chromium, tmp_path, settings):
     played = helpers.selfplay_games(tmp_path / "selfplay", helpers.RANDOM_NET, count=6)
     data = _data(helpers.RUN, played)
     data["moves"] = played[1].metadata["moves"]
-    screens = Screens(tmp_path / "screenshots")
+    screens = Screens(ARTIFACTS / "screenshots")
     try:
         errors, outside = in_a_thread(browse, chromium, server.url, data, screens)
     finally:
