@@ -129,8 +129,28 @@ def test_healthz(db, settings):
     response = Client().get("/healthz")
     assert response.status_code == 200
     assert response["Content-Type"] == "application/json"
-    assert response.json() == {"status": "ok", "database": "ok", "storage": "ok"}
+    assert response.json() == {"status": "ok", "database": "ok", "schema": "ok", "storage": "ok"}
     assert list(folder.iterdir()) == []
+
+
+def test_healthz_reports_migrations_not_applied(db, settings, monkeypatch):
+    """A database whose schema lags the code (an update without manage.py migrate) fails the check,
+    saying how many migrations are missing."""
+    from django.db import connection
+
+    from server.operations import health
+
+    _storage_folder(settings).mkdir(parents=True)
+    monkeypatch.setattr(health, "_schema_current", False)
+    with connection.cursor() as cursor:
+        cursor.execute("DELETE FROM django_migrations WHERE app = 'games'")
+        removed = cursor.rowcount
+    assert removed >= 1
+    response = Client().get("/healthz")
+    assert response.status_code == 503
+    body = response.json()
+    assert body["schema"].startswith(f"{removed} migration") and body["schema"].endswith("not applied")
+    assert (body["database"], body["storage"]) == ("ok", "ok")
 
 
 def test_healthz_reports_a_missing_storage_folder(db, settings):
@@ -138,7 +158,7 @@ def test_healthz_reports_a_missing_storage_folder(db, settings):
     assert not _storage_folder(settings).exists()
     response = Client().get("/healthz")
     assert response.status_code == 503
-    assert response.json() == {"status": "failing", "database": "ok", "storage": "folder missing"}
+    assert response.json() == {"status": "failing", "database": "ok", "schema": "ok", "storage": "folder missing"}
 
 
 @contextlib.contextmanager
