@@ -11,8 +11,11 @@ No query reads a table's whole history, so a scrape costs the same after a hundr
 - games and rows per run are the website's totals (``server.dashboard.tallies``): the days counted
   once, plus the games since the last counted day through the index of the games by run and time;
   they are gauges, since a game disabled (or a tally rebuilt) lowers them;
-- tasks handed out and uploads refused are those of the last hour (gauges), read through the indexes
-  of the tasks by run and time and of the refusals by time; a rate per minute is the figure / 60;
+- tasks handed out, games uploaded and uploads refused are those of the last hour (gauges), read
+  through the indexes of the tasks and games by run and time and of the refusals by time; a rate per
+  minute is the figure / 60;
+- the tasks still open (not expired, games still to come) are among those handed out within a
+  task's lifetime (``SENTE_TASK_SECONDS``), read through the same index;
 - networks and trainer lines are small tables; the background queue's finished results are deleted
   after 14 days (``manage.py prune_db_task_results``, run by the daily export job).
 """
@@ -24,7 +27,7 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.core.cache import cache
-from django.db.models import Count
+from django.db.models import Count, F, Sum
 from django.http import HttpResponse
 from django.utils import timezone
 from prometheus_client import CollectorRegistry, generate_latest
@@ -40,7 +43,7 @@ def _families() -> list:
 
     from server.dashboard import tallies
     from server.distribution.models import Task
-    from server.games.models import UploadRefusal
+    from server.games.models import RatingGame, TrainingGame, UploadRefusal
     from server.networks.models import Network
     from server.runs.models import Run
     from server.training.models import TrainingLine
@@ -53,12 +56,29 @@ def _families() -> list:
     rows = GaugeMetricFamily("sente_training_rows", "Training rows of those games", labels=["run"])
     rating = GaugeMetricFamily("sente_rating_games", "Rating games stored, as the website counts them",
                                labels=["run"])
+    uploads = GaugeMetricFamily("sente_uploads_last_hour", "Games uploaded and stored in the last hour",
+                                labels=["run", "kind"])
+    open_tasks = GaugeMetricFamily("sente_open_tasks", "Tasks not expired with games still to come",
+                                   labels=["run", "kind"])
+    open_games = GaugeMetricFamily("sente_open_task_games", "Games the open tasks still have to bring",
+                                   labels=["run", "kind"])
+    lifetime = timedelta(seconds=settings.SENTE_TASK_SECONDS)
     for run in Run.objects.all():
         per_kind = dict.fromkeys(Task.Kind.values, 0)
         per_kind.update(Task.objects.filter(run=run, created_at__gte=now - RECENT).values_list("kind")
                         .annotate(n=Count("*")).order_by())
         for kind, n in per_kind.items():
             tasks.add_metric([run.name, kind], n)
+        for kind, model in (("training", TrainingGame), ("rating", RatingGame)):
+            uploads.add_metric([run.name, kind], model.objects.filter(run=run, created_at__gte=now - RECENT).count())
+        still_open = dict.fromkeys(Task.Kind.values, (0, 0))
+        still_open.update((kind, (n, games or 0)) for kind, n, games in (
+            Task.objects.filter(run=run, created_at__gte=now - lifetime, expires_at__gt=now,
+                                games_received__lt=F("games"))
+            .values_list("kind").annotate(n=Count("*"), games=Sum(F("games") - F("games_received"))).order_by()))
+        for kind, (n, games) in still_open.items():
+            open_tasks.add_metric([run.name, kind], n)
+            open_games.add_metric([run.name, kind], games)
         counts = tallies.totals(run)
         training.add_metric([run.name], counts.training_games)
         rows.add_metric([run.name], counts.rows)
@@ -92,7 +112,8 @@ def _families() -> list:
             if isinstance(value, (int, float)):
                 loss.add_metric([*labels, head], float(value))
         age.add_metric(labels, (now - line.updated_at).total_seconds())
-    return [tasks, training, rows, rating, refused, networks, queue, samples, status, loss, age]
+    return [tasks, uploads, open_tasks, open_games, training, rows, rating, refused, networks, queue, samples,
+            status, loss, age]
 
 
 class _Collector:

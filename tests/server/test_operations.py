@@ -12,6 +12,7 @@ import zipfile
 from datetime import timedelta
 
 import pytest
+from django.core.files.storage import default_storage
 from django.core.management import CommandError, call_command
 from django.test import Client
 from django.utils import timezone
@@ -40,8 +41,10 @@ def test_metrics_count_tasks_games_refusals_networks_and_the_trainer(run, alice,
     user, client = alice
     task = new_task(client, games=2)
     old = new_task(client, games=1)  # handed out two hours ago: not in the last hour's
-    Task.objects.filter(id=old["id"]).update(created_at=timezone.now() - timedelta(hours=2))
+    Task.objects.filter(id=old["id"]).update(created_at=timezone.now() - timedelta(hours=2),
+                                             expires_at=timezone.now() - timedelta(minutes=1))
     stored = helpers.store_training_games(run, user, selfplay_games[:4])
+    Task.objects.filter(id=stored[0].task_id).update(games_received=4)  # its games are all in
     for game in stored[:2]:  # two games of three days ago: in the days the website has counted
         game.created_at = timezone.now() - timedelta(days=3)
         game.save()
@@ -61,6 +64,13 @@ def test_metrics_count_tasks_games_refusals_networks_and_the_trainer(run, alice,
     assert metric(text, "sente_training_games", run="test") == 3
     assert metric(text, "sente_training_rows", run="test") == sum(g.metadata["rows"] for g in selfplay_games[:3])
     assert metric(text, "sente_rating_games", run="test") == 0
+    # stored in the last hour: the two games of now (the disabled one too: it was uploaded)
+    assert metric(text, "sente_uploads_last_hour", run="test", kind="training") == 2
+    assert metric(text, "sente_uploads_last_hour", run="test", kind="rating") == 0
+    # open: the task asked for (2 games to come), not the expired one nor the one whose games are in
+    assert metric(text, "sente_open_tasks", run="test", kind="selfplay") == 1
+    assert metric(text, "sente_open_task_games", run="test", kind="selfplay") == 2
+    assert metric(text, "sente_open_tasks", run="test", kind="rating") == 0
     assert metric(text, "sente_upload_refusals_last_hour", kind="training", code=bad.json()["error"]["code"]) == 1
     assert metric(text, "sente_networks", run="test", state="accepted") == 1
     assert metric(text, "sente_trainer_samples", run="test", architecture="tiny", role="current") == 1234
@@ -235,3 +245,25 @@ def test_a_failed_export_of_one_kind_is_made_at_the_next_run(run, alice, selfpla
     call_command("export_games", stdout=out)
     assert "1 archive(s) ready" in out.getvalue() and " npz: 2 games" in out.getvalue()
     assert DataExport.objects.get(kind="sgf") == sgf and DataExport.objects.get(kind="npz").games == 2
+
+
+def test_a_day_of_rating_games_only_is_exported_too(run, alice, selfplay_games):
+    """The days to export start with the run's first game of either kind: a day with rating games
+    and no self-play game has its SGF archive (rating/...), and no npz archive (no rows)."""
+    from server.operations.models import DataExport
+
+    user, _ = alice
+    net = run.networks.get(is_random=True)
+    rating = helpers.store_rating_games(run, user, net, net, selfplay_games[0].sgf, 2)
+    two_days_ago = (timezone.now() - timedelta(days=2)).replace(hour=12)
+    for game in rating:
+        game.created_at = two_days_ago
+        game.save()
+    _yesterdays_games(run, user, selfplay_games[:1])
+    out = io.StringIO()
+    call_command("export_games", stdout=out)
+    assert "3 archive(s) ready" in out.getvalue()
+    sgf = DataExport.objects.get(day=two_days_ago.date(), kind="sgf")
+    with default_storage.open(sgf.file.name, "rb") as f, zipfile.ZipFile(f) as archive:
+        assert sorted(archive.namelist()) == sorted(f"rating/{g.client_game_id}.sgf" for g in rating)
+    assert not DataExport.objects.filter(day=two_days_ago.date(), kind="npz").exists()

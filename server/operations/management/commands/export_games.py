@@ -9,7 +9,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db.models import Min
 from django.utils import timezone
 
-from server.games.models import TrainingGame
+from server.games.models import RatingGame, TrainingGame
 from server.operations.exports import export_day
 from server.operations.models import DataExport
 from server.runs.models import Run
@@ -42,9 +42,11 @@ class Command(BaseCommand):
             if options["day"]:
                 wanted = [(options["day"], kind) for kind in kinds]
             else:
-                first = TrainingGame.objects.filter(run=run).aggregate(first=Min("created_at"))["first"]
-                if first is None:
+                firsts = [model.objects.filter(run=run).aggregate(first=Min("created_at"))["first"]
+                          for model in (TrainingGame, RatingGame)]
+                if not any(firsts):
                     continue
+                first = min(f for f in firsts if f is not None)
                 days = [first.date() + timedelta(days=k) for k in range((yesterday - first.date()).days + 1)]
                 # Each kind on its own: a day whose npz archive failed after its SGF archive was made
                 # gets the npz archive at the next run.
