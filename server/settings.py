@@ -190,6 +190,17 @@ MIGRATION_MODULES = {app: f"migrations.{app}" for app in ("accounts", "runs", "n
 # --- files ---------------------------------------------------------------------------------------
 
 
+def _query_value(text: str) -> bool | int | str:
+    """A STORAGE_URL query value as the storage's option wants it: true/false (yes/no, on/off) as
+    booleans, whole numbers as integers (querystring_expire=3600), anything else as written."""
+    lowered = text.lower()
+    if lowered in ("true", "yes", "on"):
+        return True
+    if lowered in ("false", "no", "off"):
+        return False
+    return int(text) if text.isdigit() else text
+
+
 def _storages() -> dict:
     url = urlparse(env_str("STORAGE_URL", (DATA_DIR / "files").as_uri()))
     if url.scheme == "file":
@@ -207,7 +218,7 @@ def _storages() -> dict:
         options = {"bucket_name": url.netloc, "location": url.path.strip("/"), "file_overwrite": False,
                    "querystring_auth": True}
         for key, values in parse_qs(url.query).items():
-            options[key] = values[-1]
+            options[key] = _query_value(values[-1])
         default = {"BACKEND": "storages.backends.s3.S3Storage", "OPTIONS": options}
     else:
         raise ImproperlyConfigured(f"STORAGE_URL {url.geturl()!r}: the scheme must be file:// or s3://")

@@ -29,10 +29,18 @@ ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
 
 
+def _missing(what: str) -> None:
+    """Skip the test for want of ``what``; in CI (where .ci/run installs it) fail instead: a recipe left
+    unexercised there would pass unseen."""
+    if os.environ.get("CI"):
+        pytest.fail(f"{what}; CI must exercise the deployment recipe (.ci/run installs it)")
+    pytest.skip(f"{what}; .ci/run installs it")
+
+
 def _need(program: str, package: str) -> str:
     path = shutil.which(program) or (f"/usr/sbin/{program}" if Path(f"/usr/sbin/{program}").exists() else None)
     if path is None:
-        pytest.skip(f"{program} is not installed (Debian package {package}); .ci/run installs it")
+        _missing(f"{program} is not installed (Debian package {package})")
     return path
 
 
@@ -240,7 +248,7 @@ def _compose_command() -> list[str]:
         return [compose]
     if shutil.which("docker") and subprocess.run(["docker", "compose", "version"], capture_output=True).returncode == 0:
         return ["docker", "compose"]
-    pytest.skip("docker compose is not installed (Debian package docker-compose); .ci/run installs it")
+    _missing("docker compose is not installed (Debian package docker-compose)")
 
 
 def _env_file(path: Path) -> dict[str, str]:
@@ -285,6 +293,15 @@ def test_docker_compose_makes_a_working_site(tmp_path):
     assert services["backup"]["command"] == ["deploy/backup.sh"]
     assert services["backup"]["environment"]["SENTE_BACKUP_DIR"] == "/backups"
     assert "export_games" in " ".join(services["export"]["command"])
+    for name in ("web", "worker", "trainer", "backup", "export"):  # the data volume's files by default
+        assert services[name]["environment"]["STORAGE_URL"] == "file:///data/files", name
+    s3 = copy / "s3.env"
+    s3.write_text(env_file.read_text() + "SENTE_COMPOSE_STORAGE_URL=s3://sente-files/production\n")
+    done = config("docker-compose.yml", env=s3)
+    assert done.returncode == 0, done.stderr
+    for name, service in yaml.safe_load(done.stdout)["services"].items():  # object storage, chosen in the env file
+        if "STORAGE_URL" in service.get("environment", {}):
+            assert service["environment"]["STORAGE_URL"] == "s3://sente-files/production", name
 
     # TLS in nginx: the site compose mounts listens on 443 with the mounted certificate.
     mounts = {v.split(":")[1]: v.split(":")[0] for v in services["nginx"]["volumes"]}
@@ -407,13 +424,17 @@ def test_production_refuses_the_example_secret_key_and_plain_http_turns_https_of
 def test_object_storage_is_installed(tmp_path):
     """STORAGE_URL=s3://... works with what requirements.txt installs (django-storages and boto3)."""
     code = ("import django; django.setup(); from django.core.files.storage import storages; "
-            "s = storages['default']; print(type(s).__name__, s.bucket_name, s.location)")
+            "s = storages['default']; print(type(s).__name__, s.bucket_name, s.location, s.endpoint_url, "
+            "repr(s.querystring_auth), repr(s.querystring_expire))")
     base = {k: v for k, v in os.environ.items() if not k.startswith(("SENTE_", "DJANGO_", "AWS_"))}
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
                           env={**base, "DJANGO_SETTINGS_MODULE": "server.settings", "SENTE_DATA_DIR": str(tmp_path),
-                               "STORAGE_URL": "s3://sente-files/production?endpoint_url=https://s3.example.org"})
+                               "STORAGE_URL": "s3://sente-files/production?endpoint_url=https://s3.example.org"
+                                              "&querystring_auth=false&querystring_expire=600"})
     assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["S3Storage", "sente-files", "production"]
+    # the query's options typed as the storage wants them: a "false" left a string would be true
+    assert done.stdout.split() == ["S3Storage", "sente-files", "production", "https://s3.example.org", "False",
+                                   "600"]
 
 
 def test_the_build_context_leaves_out_secrets_and_data(tmp_path):
@@ -464,7 +485,7 @@ def test_backups_hold_the_database_the_files_and_the_checkpoints(tmp_path):
 
     rsync = _need("rsync", "rsync")
     if connection.vendor != "postgresql":
-        pytest.skip("the backup test needs PostgreSQL (pg_dump)")
+        _missing("the backup test needs the PostgreSQL the tests use (none answered; pg_dump backs it up)")
     _need("pg_dump", "postgresql-client")
     from server.runs.models import create_run
 
@@ -538,3 +559,35 @@ def test_the_smoke_script_passes_against_the_server(server, tmp_path):
                           input="a long enough password\n", capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "smoke's tasks: 1 -> 2" in done.stdout and "client token named 'smoke test'" in done.stdout
+    done = subprocess.run([sys.executable, str(DEPLOY / "smoke.py"), server.url], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 2 and "--no-task leaves it out" in done.stderr  # no round trip, no pass
+    done = subprocess.run([sys.executable, str(DEPLOY / "smoke.py"), server.url, "--no-task"], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0 and "skip task round trip (--no-task)" in done.stdout, done.stdout + done.stderr
+
+
+def test_a_backup_of_the_embedded_default_copies_the_sqlite_database_while_it_is_open(tmp_path):
+    """The one-machine default (SQLite in SENTE_DATA_DIR, files beside it): SQLite's online backup
+    copies the database, also while a connection holds a write open, and rsync the files."""
+    import sqlite3
+
+    _need("rsync", "rsync")
+    data = tmp_path / "sente-data"
+    (data / "files" / "networks").mkdir(parents=True)
+    (data / "files" / "networks" / "n.safetensors").write_bytes(b"weights")
+    database = sqlite3.connect(data / "sente.sqlite3")
+    database.execute("CREATE TABLE runs_run (name TEXT)")
+    database.execute("INSERT INTO runs_run VALUES ('main')")
+    database.commit()
+    database.execute("INSERT INTO runs_run VALUES ('not committed')")  # a write in progress
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "STORAGE_URL", "SENTE_BACKUP_DIR")}
+    done = subprocess.run(["bash", str(DEPLOY / "backup.sh")], capture_output=True, text=True,
+                          env={**env, "SENTE_DATA_DIR": str(data)})
+    database.close()
+    assert done.returncode == 0, done.stderr
+    latest = data / "backups" / "latest"
+    copy = sqlite3.connect(latest / "database.sqlite3")
+    assert copy.execute("SELECT name FROM runs_run").fetchall() == [("main",)]
+    copy.close()
+    assert (latest / "files" / "networks" / "n.safetensors").read_bytes() == b"weights"
