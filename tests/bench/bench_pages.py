@@ -311,6 +311,23 @@ def count() -> dict[str, float]:
     return {"history_s": round(history, 2), "one_day_ms": round(one_day * 1000), "window_s": round(window, 2)}
 
 
+def exports(days: int = 365) -> None:
+    """A year of daily archives (both kinds) listed on the Data page (their files are not needed)."""
+    from datetime import date, timedelta
+
+    from server.operations.models import DataExport
+    from server.runs.models import Run
+
+    run = Run.objects.get(name=RUN)
+    if DataExport.objects.filter(run=run).exists():
+        return
+    today = date.today()
+    DataExport.objects.bulk_create([
+        DataExport(run=run, day=today - timedelta(days=k), kind=kind, file=f"exports/{RUN}/{k}.{kind}",
+                   size_bytes=1_000_000 * k + 1, sha256=f"{k:060x}{kind:>4}"[:64], games=30_000)
+        for k in range(1, days + 1) for kind in ("sgf", "npz")])
+
+
 def pages(names: dict) -> dict[str, tuple[str, str]]:
     """Every page of the site, by a short name: its path and a text its answer must hold."""
     from server.games.models import RatingGame, TrainingGame
@@ -324,6 +341,7 @@ def pages(names: dict) -> dict[str, tuple[str, str]]:
         "networks": ("/networks/", "bench-net-0999"),
         "networks_page_10": ("/networks/?page=10", "bench-net-0"),
         "networks_released": ("/networks/?show=released", "bench-net-0990"),
+        "networks_candidates": ("/networks/?show=candidates", "show=candidates"),
         "network": (f"/networks/{network}/", "Lineage"),
         "network_current": (f"/networks/{current}/", "Lineage"),
         "elo": ("/elo/", 'id="elo-chart"'),
@@ -333,10 +351,15 @@ def pages(names: dict) -> dict[str, tuple[str, str]]:
         "games_of_network": (f"/games/?network={network}", network),
         "games_of_current": (f"/games/?network={current}", "(the newest 10,000 are listed)"),
         "games_of_contributor": (f"/games/?user={user}", user),
+        # the current network's 350,000 games, of which the idlest contributor played few
+        "games_of_current_by_idlest": (f"/games/?network={current}&user={small}", small),
         "rating_games": ("/games/rating/", "/games/rating/"),
+        "rating_games_of_network": (f"/games/rating/?network={network}", network),
+        "rating_games_of_contributor": (f"/games/rating/?user={user}", user),
         "game": (f"/games/{game}/", 'id="board-data"'),
         "game_sgf": (f"/games/{game}.sgf", "(;FF[4]"),
         "rating_game": (f"/games/rating/{rating}/", 'id="board-data"'),
+        "rating_game_sgf": (f"/games/rating/{rating}.sgf", "(;FF[4]"),
         "contributors_day": ("/contributors/", user),
         "contributors_week": ("/contributors/?period=week", user),
         "contributors_all": ("/contributors/?period=all", user),
@@ -344,7 +367,10 @@ def pages(names: dict) -> dict[str, tuple[str, str]]:
         "contributor_small": (f"/contributors/{small}/", "of its"),
         "releases": ("/releases/", "bench-net-0990"),
         "getting_started": ("/start/", "client contribute --server"),
+        "data": ("/data/", "page 1 of 19"),
+        "data_page_10": ("/data/?page=10", "page 10 of 19"),
         "tokens": ("/accounts/tokens/", "Make a token"),
+        "password": ("/accounts/password/", "Change your password"),
     }
 
 
@@ -410,6 +436,7 @@ def main() -> None:
             shown = load(args.games, args.rating_games, args.networks, args.users)
             print(f"loaded in {time.perf_counter() - t0:.0f} s", flush=True)
         background = count()
+        exports()
         figures = measure(pages(shown), args.requests)
     finally:
         from django.db import connections

@@ -72,3 +72,32 @@ def test_without_an_accepted_generation_nothing_is_played(db, tmp_path):
     assert report.versus_random == report.versus_uniform == report.versus_gnugo == {
         "skipped": "no generation was accepted"}
     assert "against the random network: not played (no generation was accepted)" in report.markdown()
+
+
+def test_the_command_starts_only_on_a_fresh_data_folder(tmp_path):
+    """``manage.py experiment`` measures a run from the random network: a data folder that holds a
+    demo run already (an earlier platform's) is refused with what to do, as is a budget of no time."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("SENTE_", "DJANGO_")) and k not in ("DATABASE_URL", "STORAGE_URL", "CACHE_URL")}
+    env["SENTE_DATA_DIR"] = str(tmp_path / "data")
+
+    def manage(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "manage.py", *args], cwd=root, env=env, capture_output=True, text=True,
+                              timeout=120)
+
+    done = manage("experiment", "--minutes", "0", "--out", str(tmp_path / "report"))
+    assert done.returncode != 0 and "--minutes 0.0: must be positive" in done.stderr
+    made = manage("migrate", "--no-input")
+    assert made.returncode == 0, made.stderr
+    made = manage("shell", "-c", "from pathlib import Path; from server.platform.demo import ensure_demo; "
+                                 f"ensure_demo(Path({str(tmp_path / 'data' / 'platform.json')!r}))")
+    assert made.returncode == 0, made.stderr
+    done = manage("experiment", "--minutes", "1", "--out", str(tmp_path / "report"))
+    assert done.returncode != 0 and "holds a demo run already" in done.stderr and "SENTE_DATA_DIR" in done.stderr
+    assert not (tmp_path / "report").exists()

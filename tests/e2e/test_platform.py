@@ -111,8 +111,9 @@ def test_the_platform_learns_gates_stops_and_continues(tmp_path):
             headers={"Referer": f"http://127.0.0.1:{port}/accounts/login/"})
         assert signed_in.status_code == 200 and "log out" in signed_in.text
     finally:
-        if process.poll() is None:
-            output = _stop(process, lines)
+        alive = process.poll() is None
+        output = _stop(process, lines) if alive else "".join(lines) + process.stdout.read()
+    assert alive, "the platform ended by itself:\n" + output
     assert "the client finishes its games" in output
 
     candidate, decision = decided[0]
