@@ -109,6 +109,40 @@ def _gtp(args) -> int:
     return 0
 
 
+ANALYSIS_VISITS = 500  # KataGo's analysis engine's maxVisits in its example config
+
+
+def _analysis(args) -> int:
+    from client.analysis import AnalysisConfig, run_analysis
+    from client.analysis.query import PERSPECTIVES
+
+    evaluator = _load_evaluator(args.model, args.device, args.seed)
+    config = AnalysisConfig(max_visits=args.visits, report_as=PERSPECTIVES[args.report_as.lower()])
+    return run_analysis(evaluator, config, seed=args.seed or 0, max_visits=args.max_visits,
+                        quit_without_waiting=args.quit_without_waiting, model_name=Path(args.model).name)
+
+
+def _katago(argv: list[str]) -> int:
+    """KataGo's command line (``katago analysis -model M -config C ...``), for KaTrain and others."""
+    from client.analysis import run_analysis
+    from client.analysis.katago import KataGoCommandError, parse_katago_command
+    from common import __version__
+
+    try:
+        command = parse_katago_command(argv)
+    except KataGoCommandError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    for warning in command.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    if command.mode == "version":
+        print(f"Sente {__version__}: KataGo's analysis engine protocol (katago analysis) on Sente's search")
+        return 0
+    evaluator = _load_evaluator(command.model, command.device, command.seed)
+    return run_analysis(evaluator, command.config, seed=command.seed, max_visits=command.max_visits,
+                        quit_without_waiting=command.quit_without_waiting, model_name=Path(command.model).name)
+
+
 def _selfplay(args) -> int:
     from client.selfplay.run import run_selfplay
     from common.settings import SelfPlaySettings, SettingsError
@@ -236,6 +270,28 @@ def build_parser() -> argparse.ArgumentParser:
                      help="rules: a preset name, KataGo rules JSON or compact string (default: tromp-taylor)")
     gtp.set_defaults(func=_gtp)
 
+    an = sub.add_parser("analysis", help="KataGo's JSON analysis engine protocol on stdin/stdout (for KaTrain "
+                                          "and other analysis tools)")
+    an.add_argument("--model", required=True,
+                    help="network file: .safetensors, or a KataGo .bin.gz (random: no network)")
+    an.add_argument("--visits", type=_positive, default=ANALYSIS_VISITS,
+                    help=f"visits per position when a query gives no maxVisits (default {ANALYSIS_VISITS})")
+    an.add_argument("--max-visits", type=_positive, default=20000,
+                    help="the most visits a query may ask for (default 20000)")
+    an.add_argument("--report-as", choices=["BLACK", "WHITE", "SIDETOMOVE"], default="SIDETOMOVE",
+                    type=str.upper, help="whose winrates, scores and ownership the answers give (KataGo's "
+                                         "reportAnalysisWinratesAs; default SIDETOMOVE, as KataGo's)")
+    an.add_argument("--device", default=None, help="torch device, e.g. cuda:0 or cpu (default: cuda if present)")
+    an.add_argument("--seed", type=int, default=None, help="random seed")
+    an.add_argument("--quit-without-waiting", action="store_true",
+                    help="when stdin ends, stop at once instead of finishing the queued queries")
+    an.set_defaults(func=_analysis)
+
+    kg = sub.add_parser("katago", help="KataGo's command line: katago analysis -model FILE -config FILE ... "
+                                       "(bin/sente-katago runs this; for KaTrain)")
+    kg.add_argument("katago_args", nargs=argparse.REMAINDER, help="KataGo's arguments, e.g. analysis -model FILE")
+    kg.set_defaults(func=lambda args: _katago(args.katago_args))
+
     sp = sub.add_parser("selfplay", help="play self-play games into SGF files and training rows (npz)")
     sp.add_argument("--model", required=True, help="network file, or random (a uniform policy, no network)")
     _add_play_options(sp, "the games' .sgf and .npz files", parallel=64)
@@ -304,6 +360,13 @@ _non_negative = _int_at_least(0)
 
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["katago"]:  # KataGo's single-dash flags are no argparse options
+        try:
+            return _katago(argv[1:])
+        except _UsageError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)

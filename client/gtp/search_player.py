@@ -1,10 +1,12 @@
-"""The search as a GTP player, and KataGo's analysis lines for GUIs (Sabaki, Lizzie, KaTrain).
+"""The search as a GTP player, and KataGo's analysis lines for GUIs (Sabaki, Lizzie).
 
 :class:`SearchPlayer` runs the batched search on one game, several leaves per batch, and keeps its
 tree between moves when the position it is asked about continues the one it last searched. Moves
 are the most visited child. Analysis reports follow KataGo's ``kata-analyze`` format: one line of
 ``info move ... pv ...`` entries, best first, values from the side to move, optionally followed by
 ``ownership`` (the network's ownership of the root position, row by row from the top left).
+:func:`move_infos` gives the same entries as data, for KataGo's JSON analysis engine
+(:mod:`client.analysis`, which KaTrain uses).
 """
 
 from __future__ import annotations
@@ -13,12 +15,13 @@ import math
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
 from client.search.engine import BatchedSearch, SearchResult
 from common.go.game import Game
-from common.go.geometry import EMPTY, PASS, WHITE
+from common.go.geometry import BLACK, EMPTY, PASS, WHITE
 from common.settings import SearchSettings
 
 GTP_LEAVES = 8
@@ -54,6 +57,12 @@ class SearchPlayer:
         self._key = key
         self._moves = game.move_list
         return kept
+
+    def clear_cache(self) -> None:
+        """Forget every evaluation and the tree: the next search starts afresh."""
+        self.search.cache.keys[:] = 0
+        self.search.reset(0, BLACK)
+        self._key = None
 
     def position_for(self, game: Game, color: int) -> Game:
         """The position to search for color: if the other side is to move, it passes first."""
@@ -102,26 +111,59 @@ def best_move(result: SearchResult) -> int:
     return int(result.moves[result.best_index()])
 
 
-def analysis_line(result: SearchResult, game: Game, pv: Callable[[int], list[int]], max_moves: int = 0,
-                  ownership: np.ndarray | None = None) -> str:
-    """KataGo's ``info move ...`` line for a search result (from the side to move)."""
+@dataclass
+class MoveInfo:
+    """One root move of a search as KataGo's analysis reports it, values from the side to move:
+    winrate and its lcb in [0, 1], utility, score (the self-play score mean), its standard
+    deviation, lead, the network's prior, the rank (``order``, 0 = best) and the principal variation
+    (vertices, starting with the move)."""
+
+    loc: int
+    vertex: str
+    visits: int
+    utility: float
+    winrate: float
+    score: float
+    score_stdev: float
+    lead: float
+    prior: float
+    lcb: float
+    utility_lcb: float
+    order: int
+    pv: list[str]
+
+
+def move_infos(result: SearchResult, game: Game, pv: Callable[[int], list[int]], max_moves: int = 0) -> list[MoveInfo]:
+    """The visited root moves, best first (most visits; ties: higher prior), at most max_moves (0: all)."""
     side = 1.0 if result.pla == WHITE else -1.0
     order = [int(k) for k in np.lexsort((-result.priors, -result.visits)) if result.visits[k] > 0]
     if max_moves > 0:
         order = order[:max_moves]
-    parts = []
+    infos = []
     for rank, k in enumerate(order):
         move = int(result.moves[k])
-        score = side * result.score[k]
-        sd = math.sqrt(max(0.0, result.score_sq[k] - result.score[k] ** 2))
         winrate = 0.5 * (1.0 + result.winloss[k])
-        line = " ".join(game.vertex(m) for m in pv(move))
+        utility = float(result.utility[k])
+        infos.append(MoveInfo(
+            loc=move, vertex=game.vertex(move), visits=int(result.visits[k]), utility=utility,
+            winrate=winrate, score=side * result.score[k],
+            score_stdev=math.sqrt(max(0.0, result.score_sq[k] - result.score[k] ** 2)),
+            lead=side * result.lead[k], prior=float(result.raw_priors[k]), lcb=winrate, utility_lcb=utility,
+            order=rank, pv=[game.vertex(m) for m in pv(move)]))
+    return infos
+
+
+def analysis_line(result: SearchResult, game: Game, pv: Callable[[int], list[int]], max_moves: int = 0,
+                  ownership: np.ndarray | None = None) -> str:
+    """KataGo's ``info move ...`` line for a search result (from the side to move)."""
+    parts = []
+    for m in move_infos(result, game, pv, max_moves):
         parts.append(
-            f"info move {game.vertex(move)} visits {int(result.visits[k])} edgeVisits {int(result.visits[k])} "
-            f"utility {_num(result.utility[k])} winrate {_num(winrate)} scoreMean {_num(score)} "
-            f"scoreStdev {_num(sd)} scoreLead {_num(side * result.lead[k])} scoreSelfplay {_num(score)} "
-            f"prior {_num(result.raw_priors[k])} lcb {_num(winrate)} utilityLcb {_num(result.utility[k])} "
-            f"weight {_num(float(result.visits[k]))} order {rank} pv {line}")
+            f"info move {m.vertex} visits {m.visits} edgeVisits {m.visits} "
+            f"utility {_num(m.utility)} winrate {_num(m.winrate)} scoreMean {_num(m.score)} "
+            f"scoreStdev {_num(m.score_stdev)} scoreLead {_num(m.lead)} scoreSelfplay {_num(m.score)} "
+            f"prior {_num(m.prior)} lcb {_num(m.lcb)} utilityLcb {_num(m.utility_lcb)} "
+            f"weight {_num(float(m.visits))} order {m.order} pv {' '.join(m.pv)}")
     text = " ".join(parts)
     if ownership is not None:
         text += " ownership " + " ".join(_num(float(v)) for v in np.asarray(ownership).ravel())

@@ -1,6 +1,7 @@
 """The GTP engine with a network, as a GUI starts it: a child process speaking GTP."""
 
 import html
+import os
 import re
 import shlex
 import subprocess
@@ -106,5 +107,7 @@ def test_the_releases_page_command_plays_with_the_network(shared, tmp_path):
 
 def test_the_releases_page_says_which_guis_work():
     text = " ".join(re.sub(r"<[^>]+>", " ", _releases_page()).split())
-    assert "KaTrain cannot use this engine" in text
+    # KaTrain's KataGo executable (tests/client/test_analysis.py starts it as KaTrain does)
+    assert "bin/sente-katago (with its full path) as the KataGo executable path" in text
+    assert os.access(ROOT / "bin" / "sente-katago", os.X_OK)
     assert "Sabaki" in text and "Lizzie's analysis uses the engine's kata-analyze" in text

@@ -799,9 +799,9 @@ def test_releases_page(web, run, django_assert_num_queries):
     assert listed[0] == n5.name and len(listed) == 3
     assert f'href="/api/v1/networks/{n5.name}/file"' in html and n5.sha256 in text
     assert "Elo 500 ± 29" in text and "4.0 MB" in text
-    # the engine's command (tests/e2e/test_gtp_network.py runs it); KaTrain needs KataGo's analysis engine
+    # the engine's command (tests/e2e/test_gtp_network.py runs it); KaTrain runs bin/sente-katago
     assert ".venv/bin/python -m client gtp --model FILE.safetensors The engine searches 400 visits" in text
-    assert "Sabaki" in text and "Lizzie" in text and "KaTrain cannot use this engine" in text
+    assert "Sabaki" in text and "Lizzie" in text and "bin/sente-katago (with its full path) as the KataGo" in text
     assert networks[2].name not in listed
 
 
