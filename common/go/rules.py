@@ -153,10 +153,10 @@ class Rules:
 def check_komi(komi: float, source: str = "komi") -> float:
     if not isinstance(komi, (int, float)) or isinstance(komi, bool) or not math.isfinite(komi):
         raise RulesError(f"{source} {komi!r} is not a number")
+    if abs(komi) > MAX_ABS_KOMI:  # first: a huge float has no int() to compare with
+        raise RulesError(f"{source} {komi} is beyond the allowed range ±{MAX_ABS_KOMI:g}")
     if komi * 2 != int(komi * 2):
         raise RulesError(f"{source} {komi} is not a multiple of 0.5")
-    if abs(komi) > MAX_ABS_KOMI:
-        raise RulesError(f"{source} {komi} is beyond the allowed range ±{MAX_ABS_KOMI:g}")
     return float(komi)
 
 

@@ -108,7 +108,7 @@ def test_spight_ko_is_refused():
 
 def test_komi_checks_and_defaults():
     assert check_komi(-3.5) == -3.5
-    for bad in (7.25, float("nan"), 1000):
+    for bad in (7.25, float("nan"), 1000, 1e308, -1e300):  # the huge ones named, not overflowing
         with pytest.raises(RulesError):
             check_komi(bad)
     assert default_komi(Rules()) == 7.5
