@@ -155,12 +155,13 @@ def move_infos(result: SearchResult, game: Game, pv: Callable[[int], list[int]],
 
 def analysis_line(result: SearchResult, game: Game, pv: Callable[[int], list[int]], max_moves: int = 0,
                   ownership: np.ndarray | None = None) -> str:
-    """KataGo's ``info move ...`` line for a search result (from the side to move)."""
+    """KataGo's ``info move ...`` line for a search result (from the side to move). As in KataGo,
+    ``scoreMean`` is the lead (the name kept for older tools) and ``scoreSelfplay`` the score mean."""
     parts = []
     for m in move_infos(result, game, pv, max_moves):
         parts.append(
             f"info move {m.vertex} visits {m.visits} edgeVisits {m.visits} "
-            f"utility {_num(m.utility)} winrate {_num(m.winrate)} scoreMean {_num(m.score)} "
+            f"utility {_num(m.utility)} winrate {_num(m.winrate)} scoreMean {_num(m.lead)} "
             f"scoreStdev {_num(m.score_stdev)} scoreLead {_num(m.lead)} scoreSelfplay {_num(m.score)} "
             f"prior {_num(m.prior)} lcb {_num(m.lcb)} utilityLcb {_num(m.utility_lcb)} "
             f"weight {_num(float(m.visits))} order {m.order} pv {' '.join(m.pv)}")

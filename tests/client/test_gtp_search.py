@@ -37,6 +37,7 @@ def parse_info(line: str) -> list[dict]:
             k += 2
         assert tokens[k] == "pv"
         entry["pv"] = tokens[k + 1:]
+        assert entry["scoreMean"] == entry["scoreLead"]  # KataGo's: the lead, under its older name
         entries.append(entry)
     return entries
 
