@@ -204,6 +204,10 @@ def test_networks_page_lists_every_network_with_filters(web, run, alice, selfpla
     assert [n.selfplay_games for n in response.context["page"].object_list if n.pk == n2.pk] == [2]
     released = [n.name for n in web.get("/networks/?show=released").context["page"].object_list]
     assert released[-3:] == [networks[5].name, networks[3].name, networks[1].name]
+    # a released network shows its state and that it is released
+    row = re.search(rf'<tr>\s*<td><a href="/networks/{networks[1].name}/".*?</tr>', html, re.S).group(0)
+    assert ('<span class="badge badge-accepted">accepted</span> <span class="badge badge-released">released</span>'
+            in row)
     candidates = web.get("/networks/?show=candidates").context["page"].object_list
     assert [n.name for n in candidates] == [networks[7].name]
     accepted = {n.name for n in web.get("/networks/?show=accepted").context["page"].object_list}

@@ -112,5 +112,9 @@ def query(context, **changes) -> str:
 
 @register.simple_tag
 def state_badge(network) -> str:
-    label = "released" if network.released else network.state
-    return format_html('<span class="badge badge-{}">{}</span>', label, label)
+    """The network's state, and "released" beside it when it is (a released network may be retired
+    or rolled back later: both are shown)."""
+    badge = format_html('<span class="badge badge-{}">{}</span>', network.state, network.state)
+    if network.released:
+        badge += format_html(' <span class="badge badge-released">{}</span>', "released")
+    return badge
