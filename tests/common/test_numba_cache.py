@@ -1,0 +1,46 @@
+"""numba's cache with several processes saving at once (``common.numba_cache``): every signature saved
+is in the index and names its own data."""
+
+from __future__ import annotations
+
+import multiprocessing
+
+from numba.core.caching import IndexDataCacheFile
+
+import common  # noqa: F401  (installs the locked save)
+
+PROCESSES = 4
+KEYS = 40
+
+
+def _save_many(folder: str, worker: int, barrier) -> None:
+    import common  # noqa: F401  (a spawned process installs it as every process of ours does)
+
+    cache = IndexDataCacheFile(folder, "kernel-f", "stamp")
+    barrier.wait()
+    for k in range(KEYS):
+        cache.save(("sig", worker, k), f"code of {worker}/{k}")
+
+
+def test_processes_saving_signatures_at_once_keep_each_its_own_data(tmp_path):
+    context = multiprocessing.get_context("spawn")
+    barrier = context.Barrier(PROCESSES)
+    processes = [context.Process(target=_save_many, args=(str(tmp_path), w, barrier)) for w in range(PROCESSES)]
+    for p in processes:
+        p.start()
+    for p in processes:
+        p.join(60)
+        assert p.exitcode == 0
+    cache = IndexDataCacheFile(str(tmp_path), "kernel-f", "stamp")
+    index = cache._load_index()
+    assert len(index) == PROCESSES * KEYS  # no save lost another's entry
+    assert len(set(index.values())) == PROCESSES * KEYS  # each signature its own data file
+    for w in range(PROCESSES):
+        for k in range(KEYS):
+            assert cache.load(("sig", w, k)) == f"code of {w}/{k}"
+
+
+def test_the_save_is_the_locked_one():
+    from common.numba_cache import _locked_save
+
+    assert IndexDataCacheFile.save is _locked_save
