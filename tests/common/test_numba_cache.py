@@ -14,8 +14,7 @@ KEYS = 40
 
 
 def _save_many(folder: str, worker: int, barrier) -> None:
-    import common  # noqa: F401  (a spawned process installs it as every process of ours does)
-
+    # (a spawned process imports this module, and with it common, which installs the lock)
     cache = IndexDataCacheFile(folder, "kernel-f", "stamp")
     barrier.wait()
     for k in range(KEYS):
