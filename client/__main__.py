@@ -235,6 +235,10 @@ def _board_size(text: str) -> tuple[int, int]:
     return size
 
 
+def _add_device_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--device", default=None, help="torch device, e.g. cuda:0 or cpu (default: cuda if present)")
+
+
 def _add_play_options(parser: argparse.ArgumentParser, files: str, parallel: int) -> None:
     """The options self-play and matches share."""
     parser.add_argument("--games", type=_positive, required=True, help="games to play")
@@ -242,7 +246,7 @@ def _add_play_options(parser: argparse.ArgumentParser, files: str, parallel: int
                         help=f"games played at once (default {parallel})")
     parser.add_argument("--out", required=True, help=f"directory for {files}")
     parser.add_argument("--seed", type=int, default=0, help="random seed (default 0): same seed, same games")
-    parser.add_argument("--device", default=None, help="torch device, e.g. cuda:0 or cpu (default: cuda if present)")
+    _add_device_option(parser)
     parser.add_argument("--settings", help="JSON file of settings (default: the paper's)")
     parser.add_argument("--size", type=int, help="play only this board size")
     parser.add_argument("--leaves", type=_positive, default=1, help="leaves per game in each batch (default 1)")
@@ -264,7 +268,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="visits at which kata-analyze stops (default 20000)")
     gtp.add_argument("--compile", action="store_true",
                      help="compile the network with torch.compile (faster moves, slower start)")
-    gtp.add_argument("--device", default=None, help="torch device, e.g. cuda:0 or cpu (default: cuda if present)")
+    _add_device_option(gtp)
     gtp.add_argument("--seed", type=int, default=None, help="random seed, for reproducible games")
     gtp.add_argument("--rules", default="tromp-taylor",
                      help="rules: a preset name, KataGo rules JSON or compact string (default: tromp-taylor)")
@@ -281,7 +285,7 @@ def build_parser() -> argparse.ArgumentParser:
     an.add_argument("--report-as", choices=["BLACK", "WHITE", "SIDETOMOVE"], default="SIDETOMOVE",
                     type=str.upper, help="whose winrates, scores and ownership the answers give (KataGo's "
                                          "reportAnalysisWinratesAs; default SIDETOMOVE, as KataGo's)")
-    an.add_argument("--device", default=None, help="torch device, e.g. cuda:0 or cpu (default: cuda if present)")
+    _add_device_option(an)
     an.add_argument("--seed", type=int, default=None, help="random seed")
     an.add_argument("--quit-without-waiting", action="store_true",
                     help="when stdin ends, stop at once instead of finishing the queued queries")

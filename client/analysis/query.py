@@ -23,7 +23,8 @@ from common.go.geometry import BLACK, MAX_SIZE, PASS, WHITE, color_letter, loc_o
 from common.go.rules import Rules, RulesError, check_komi, default_komi
 from common.settings import SearchSettings
 
-PERSPECTIVES = {"b": BLACK, "black": BLACK, "w": WHITE, "white": WHITE, "sidetomove": None}
+COLORS = {"b": BLACK, "black": BLACK, "w": WHITE, "white": WHITE}  # a query's players, any case
+PERSPECTIVES = {**COLORS, "sidetomove": None}
 
 
 @dataclass(frozen=True)
@@ -316,7 +317,7 @@ def _get_bool(q: dict, name: str) -> bool:
 
 def _get_player(q: dict, name: str) -> int:
     v = q[name]
-    color = {"b": BLACK, "black": BLACK, "w": WHITE, "white": WHITE}.get(v.lower()) if isinstance(v, str) else None
+    color = COLORS.get(v.lower()) if isinstance(v, str) else None
     if color is None:
         raise QueryError(name, f'must be "B" or "W", not {json.dumps(v)}')
     return color
@@ -344,7 +345,7 @@ def _get_moves(q: dict, name: str, x_size: int, y_size: int, allow_pass: bool) -
     for i, item in enumerate(value):
         if not (isinstance(item, list) and len(item) == 2 and all(isinstance(s, str) for s in item)):
             raise QueryError(name, f"{shape}; entry {i} is {json.dumps(item)}")
-        color = {"b": BLACK, "black": BLACK, "w": WHITE, "white": WHITE}.get(item[0].lower())
+        color = COLORS.get(item[0].lower())
         if color is None:
             raise QueryError(name, f"entry {i}: could not parse player {item[0]!r} (expected B or W)")
         try:

@@ -325,21 +325,6 @@ def test_max_time_ends_a_search():
 
 
 # --- the command line ------------------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def network(tmp_path_factory) -> Path:
-    """A tiny random-weight network file."""
-    import torch
-
-    from common.nn.model import Model, named_config
-    from common.nn.modelfile import save_model_file
-
-    torch.manual_seed(0)
-    model = Model(named_config("tiny"))
-    path = tmp_path_factory.mktemp("net") / "tiny.safetensors"
-    save_model_file(path, model.config, model.state_dict(), "tiny")
-    return path
-
-
 def run_engine(cmd: list[str], lines: list[str], timeout: float = 120) -> tuple[list[dict], str]:
     proc = subprocess.run(cmd, input="".join(line + "\n" for line in lines), capture_output=True, text=True,
                           timeout=timeout, cwd=ROOT)

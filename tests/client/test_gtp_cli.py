@@ -10,23 +10,8 @@ from client.gtp.players import PolicyPlayer, RandomPlayer
 from client.gtp.search_player import SearchPlayer
 
 
-@pytest.fixture(scope="module")
-def network(tmp_path_factory) -> str:
-    """A tiny random-weight network file."""
-    import torch
-
-    from common.nn.model import Model, named_config
-    from common.nn.modelfile import save_model_file
-
-    torch.manual_seed(0)
-    model = Model(named_config("tiny"))
-    path = tmp_path_factory.mktemp("net") / "tiny.safetensors"
-    save_model_file(path, model.config, model.state_dict(), "tiny")
-    return str(path)
-
-
-def engine(*argv: str):
-    return gtp_engine(build_parser().parse_args(["gtp", "--device", "cpu", *argv]))
+def engine(*argv):
+    return gtp_engine(build_parser().parse_args(["gtp", "--device", "cpu", *map(str, argv)]))
 
 
 def test_a_network_file_alone_plays_the_search(network):
