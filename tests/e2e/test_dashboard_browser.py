@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 import requests
 
+from tests.e2e.needs import missing
 from tests.server import helpers
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
@@ -39,14 +40,9 @@ def chromium() -> str:
     try:
         import playwright.sync_api  # noqa: F401
     except ImportError:
-        if os.environ.get("CI"):
-            pytest.fail("Playwright for Python is required in CI (requirements-dev.txt pins it)")
-        pytest.skip("Playwright for Python is not installed (pip install -r requirements-dev.txt)")
+        missing("Playwright for Python", "pip install -r requirements-dev.txt (it pins it)")
     if CHROMIUM is None:
-        if os.environ.get("CI"):
-            pytest.fail("Chromium (Debian packages chromium and chromium-driver) is required in CI; .ci/run "
-                        "installs it")
-        pytest.skip("Chromium is not installed (apt-get install chromium chromium-driver)")
+        missing("Chromium", "apt-get install chromium chromium-driver (.ci/run installs it)")
     return CHROMIUM
 
 

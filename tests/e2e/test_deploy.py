@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 import requests
 
+from tests.e2e.needs import missing
 from tests.server import helpers
 from tests.server.live import LiveServer, free_port
 
@@ -29,18 +30,10 @@ ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
 
 
-def _missing(what: str) -> None:
-    """Skip the test for want of ``what``; in CI (where .ci/run installs it) fail instead: a recipe left
-    unexercised there would pass unseen."""
-    if os.environ.get("CI"):
-        pytest.fail(f"{what}; CI must exercise the deployment recipe (.ci/run installs it)")
-    pytest.skip(f"{what}; .ci/run installs it")
-
-
 def _need(program: str, package: str) -> str:
     path = shutil.which(program) or (f"/usr/sbin/{program}" if Path(f"/usr/sbin/{program}").exists() else None)
     if path is None:
-        _missing(f"{program} is not installed (Debian package {package})")
+        missing(program, f"apt-get install {package} (.ci/run installs it)")
     return path
 
 
@@ -248,7 +241,7 @@ def _compose_command() -> list[str]:
         return [compose]
     if shutil.which("docker") and subprocess.run(["docker", "compose", "version"], capture_output=True).returncode == 0:
         return ["docker", "compose"]
-    _missing("docker compose is not installed (Debian package docker-compose)")
+    missing("docker compose", "apt-get install docker-compose (.ci/run installs it)")
 
 
 def _env_file(path: Path) -> dict[str, str]:
@@ -485,7 +478,8 @@ def test_backups_hold_the_database_the_files_and_the_checkpoints(tmp_path):
 
     rsync = _need("rsync", "rsync")
     if connection.vendor != "postgresql":
-        _missing("the backup test needs the PostgreSQL the tests use (none answered; pg_dump backs it up)")
+        missing("the PostgreSQL the tests use (the backup runs pg_dump on it)",
+                "start it on 127.0.0.1:5432 or set DATABASE_URL")
     _need("pg_dump", "postgresql-client")
     from server.runs.models import create_run
 

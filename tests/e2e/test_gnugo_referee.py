@@ -8,6 +8,7 @@ import sys
 import pytest
 
 from client.gtp.twogtp import GtpProcess
+from tests.e2e.needs import missing
 
 GNUGO = shutil.which("gnugo") or ("/usr/games/gnugo" if os.path.exists("/usr/games/gnugo") else None)
 
@@ -17,9 +18,7 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def gnugo():
     if GNUGO is None:
-        if os.environ.get("CI"):
-            pytest.fail("GNU Go (Debian package gnugo) is required in CI; .ci/run installs it")
-        pytest.skip("GNU Go is not installed (apt-get install gnugo)")
+        missing("GNU Go", "apt-get install gnugo (.ci/run installs it)")
     with GtpProcess([GNUGO, "--mode", "gtp", "--level", "0"], "gnugo") as proc:
         yield proc
 
