@@ -180,7 +180,8 @@ def test_nginx_sends_network_files_with_ranges_to_resuming_clients(tmp_path):
             session.trust_env = False  # (REQUESTS_CA_BUNDLE in the environment would win over verify)
             session.verify = str(cert)
             task = session.post(front.url + "/api/v1/tasks/", headers={"Authorization": f"Token {token}"},
-                                json={"client_version": "0.1.0", "client_instance_id": "nginx-test", "games": 1},
+                                json={"client_version": "0.1.0", "client_instance_id": "nginx-test", "games": 1,
+                                          "kinds": ["selfplay"]},  # (else a rating game may come)
                                 timeout=30)
             assert task.status_code == 201, task.text
             ref = task.json()["network"]
