@@ -43,3 +43,21 @@ def test_the_save_is_the_locked_one():
     from common.numba_cache import _locked_save
 
     assert IndexDataCacheFile.save is _locked_save
+
+
+def _first_numbers(_) -> list[int]:
+    from numba.core.bytecode import FunctionIdentity
+
+    def f(x):
+        return x
+
+    return [FunctionIdentity.from_function(f).unique_id for _ in range(3)]
+
+
+def test_each_process_numbers_its_compiled_functions_apart():
+    """Compiled functions are named with these numbers: two processes that count alike could give one
+    name to different code, which a third, loading both from the cache, would link together."""
+    with multiprocessing.get_context("spawn").Pool(2) as pool:
+        first, second = pool.map(_first_numbers, range(2))
+    assert first[1] == first[0] + 1 and second[1] == second[0] + 1  # in a process, one after another
+    assert not set(first) & set(second) and min(first + second) > 1 << 20
