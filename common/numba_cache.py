@@ -15,14 +15,13 @@ the index, writes the data file, and then the index: every number names one sign
 an index never names a file that is not written yet. Loading needs no lock: both files are replaced
 atomically.
 
-Second, the names of compiled functions: numba names each compiled function after its qualified
-name, its argument types and a number from a per-process counter (``FunctionIdentity``), and emits
-it as a weak symbol. One function compiled twice with the same types but different code (with and
-without numba's runtime, as our ``_nrt=False`` kernels call shared helpers, or with other literal
-arguments) gets two numbers. Two processes count alike, so the same name can stand for different
-code in libraries cached by different processes; a process that loads both links every call to
-whichever definition came first, and crashes. :func:`install` starts this process's counter at a
-random offset of its own, so names made in different processes never meet.
+Second, the start-up of numba's threads: a parallel kernel's code calls numba's scheduler, whose
+symbols exist once the threading layer is started. A compiled kernel carries the functions to run
+before its code is loaded (``reload_init``), and a caller inherits them from the libraries it links,
+but a library loaded from the cache comes back without them: a kernel that calls a cached parallel
+kernel is then cached without the start-up, and a process that loads it before running anything
+else parallel calls the scheduler through a null pointer. :func:`install` hands a loaded library its
+kernel's start-up functions again.
 
 ``common`` installs both on import, before any kernel is compiled.
 """
@@ -30,12 +29,13 @@ random offset of its own, so names made in different processes never meet.
 from __future__ import annotations
 
 import contextlib
+import functools
+import inspect
 import itertools
 import logging
 import os
-import secrets
 
-from numba.core import bytecode, caching
+from numba.core import caching, compiler
 
 try:
     import fcntl
@@ -80,11 +80,27 @@ def _locked_save(self, key, data) -> None:
             self._save_index(overloads)
 
 
+def _keeping_reload_init(rebuild):
+    """``CompileResult._rebuild`` that leaves the start-up functions it ran on the loaded library, so
+    that kernels linking it inherit them as they do from a freshly compiled one."""
+    signature = inspect.signature(rebuild)
+
+    @functools.wraps(rebuild)
+    def _rebuild(cls, *args, **kwargs):
+        result = rebuild(cls, *args, **kwargs)
+        reload_init = signature.bind(cls, *args, **kwargs).arguments.get("reload_init")
+        if reload_init:
+            result.library._reload_init.update(reload_init)
+        return result
+
+    _rebuild._sente_keeps_reload_init = True
+    return _rebuild
+
+
 def install() -> None:
-    """Make numba's cache saves take the lock, and its function numbers this process's own."""
+    """Make numba's cache saves take the lock, and its loaded libraries keep their start-up
+    functions."""
     caching.IndexDataCacheFile.save = _locked_save
-    identity = bytecode.FunctionIdentity
-    if not getattr(identity, "_sente_salted", False):
-        # Numbers already given (numba's own functions at its import) stay below the offset.
-        identity._unique_ids = itertools.count(next(identity._unique_ids) + ((1 + secrets.randbits(40)) << 20))
-        identity._sente_salted = True
+    rebuild = compiler.CompileResult._rebuild.__func__
+    if "reload_init" in inspect.signature(rebuild).parameters and not hasattr(rebuild, "_sente_keeps_reload_init"):
+        compiler.CompileResult._rebuild = classmethod(_keeping_reload_init(rebuild))

@@ -180,6 +180,8 @@ class BatchedSearch:
         self.roots = new_roots(games, history + self.depth + 2, gs.new_table(history + self.depth + 2).shape[0])
         threads = max(1, min(threads if threads is not None else (os.cpu_count() or 1), games,
                              numba.config.NUMBA_NUM_THREADS))
+        if threads > 1:  # (this starts numba's threads, and takes numba.set_num_threads into account)
+            threads = max(1, min(threads, numba.get_num_threads()))
         self.threads = threads
         self.bounds = np.array([games * k // threads for k in range(threads + 1)], np.int64)
         self.work = new_work(games, leaves_per_game, self.depth, threads)

@@ -1,14 +1,19 @@
-"""numba's cache with several processes saving at once (``common.numba_cache``): every signature saved
-is in the index and names its own data."""
+"""numba's cache with several processes (``common.numba_cache``): every signature saved at once is in
+the index and names its own data, and code loaded from the cache starts the threads it needs."""
 
 from __future__ import annotations
 
 import multiprocessing
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 from numba.core.caching import IndexDataCacheFile
 
-import common  # noqa: F401  (installs the locked save)
+import common  # noqa: F401  (installs the locked save and the loads that keep their start-up)
 
+ROOT = Path(__file__).resolve().parents[2]
 PROCESSES = 4
 KEYS = 40
 
@@ -45,19 +50,49 @@ def test_the_save_is_the_locked_one():
     assert IndexDataCacheFile.save is _locked_save
 
 
-def _first_numbers(_) -> list[int]:
-    from numba.core.bytecode import FunctionIdentity
+PARALLEL_MODULE = '''
+import numpy as np
+from numba import njit, prange
 
-    def f(x):
-        return x
-
-    return [FunctionIdentity.from_function(f).unique_id for _ in range(3)]
+import common  # noqa: F401
 
 
-def test_each_process_numbers_its_compiled_functions_apart():
-    """Compiled functions are named with these numbers: two processes that count alike could give one
-    name to different code, which a third, loading both from the cache, would link together."""
-    with multiprocessing.get_context("spawn").Pool(2) as pool:
-        first, second = pool.map(_first_numbers, range(2))
-    assert first[1] == first[0] + 1 and second[1] == second[0] + 1  # in a process, one after another
-    assert not set(first) & set(second) and min(first + second) > 1 << 20
+@njit(cache=True, parallel=True)
+def inner(a):
+    for i in prange(a.shape[0]):
+        a[i] += 1.0
+
+
+@njit(cache=True)
+def outer(a):
+    inner(a)
+    return a.sum()
+
+
+if __name__ == "__main__":
+    import sys
+
+    a = np.zeros(64)
+    print(inner(a) if sys.argv[1] == "inner" else outer(a))
+'''
+
+
+def test_a_cached_caller_of_a_parallel_kernel_starts_the_threads_it_needs(tmp_path):
+    """A kernel that calls a parallel one, compiled in a process that found the parallel one in the
+    cache, is cached together with the parallel code; a process that loads it before anything else
+    parallel must start numba's threading layer first, or the code calls its scheduler through a null
+    pointer."""
+    (tmp_path / "parallel_module.py").write_text(PARALLEL_MODULE)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(tmp_path)])}
+
+    def run(what: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, str(tmp_path / "parallel_module.py"), what], env=env, cwd=tmp_path,
+                              capture_output=True, text=True, timeout=300)
+
+    assert run("inner").returncode == 0  # caches inner
+    assert run("outer").returncode == 0  # inner from the cache, outer compiled and cached
+    third = run("outer")  # both from the cache, and nothing else has started the threads
+    assert third.returncode == 0, f"exit {third.returncode}: {third.stderr[-2000:]}"
+    assert float(third.stdout.split()[-1]) == 64.0
+    assert sorted(p.name.split("-")[0] for p in (tmp_path / "__pycache__").glob("*.nbi")) == [
+        "parallel_module.inner", "parallel_module.outer"]
