@@ -158,10 +158,11 @@ def new_work(games: int, leaves: int, depth: int, lanes: int = 1) -> Work:
 
     def lane_rows(width: int, dtype) -> np.ndarray:
         # Each lane's row padded to whole cache lines: threads writing their own small rows must not
-        # share a line (false sharing would cost more than the work).
+        # share a line (false sharing would cost more than the work). At least two rows, so that the
+        # rows are strided for one lane too: the kernels then compile once for every thread count.
         itemsize = np.dtype(dtype).itemsize
         padded = -(-width * itemsize // 128) * 128 // itemsize
-        return np.zeros((lanes, padded), dtype)[:, :width]
+        return np.zeros((max(lanes, 2), padded), dtype)[:, :width]
 
     ladder_work = lane_rows(scratch[0].ladder_work.shape[0], np.int64)
     return Work(
@@ -337,7 +338,8 @@ def select_pass(st, spatial, leaves, width, use_cache, random_sym):
     """The selection half of a step in one thread, on the arrays of st (:class:`StepState`): select
     and encode every searching game's leaves. Returns (leaves to evaluate, searching games)."""
     t, r, w, b, cache = st.t, st.r, st.w, st.b, st.cache
-    select_leaves(t, r, w, b, spatial, cache, leaves, width, use_cache, random_sym, 0, t.gi.shape[0], 0)
+    select_leaves(t, r, w, b, spatial, cache, leaves, width, use_cache, random_sym, np.int64(0), t.gi.shape[0],
+                  np.int64(0))
     return _number_rows(t, b, leaves)
 
 
@@ -350,7 +352,8 @@ def select_pass_ranges(st, spatial, leaves, width, use_cache, random_sym, bounds
 @njit(cache=True, nogil=True, parallel=True)
 def _select_ranges(t, r, w, b, spatial, cache, leaves, width, use_cache, random_sym, bounds):
     for k in prange(bounds.shape[0] - 1):
-        select_leaves(t, r, w, b, spatial, cache, leaves, width, use_cache, random_sym, bounds[k], bounds[k + 1], k)
+        select_leaves(t, r, w, b, spatial, cache, leaves, width, use_cache, random_sym, bounds[k], bounds[k + 1],
+                      np.int64(k))
     return _number_rows(t, b, leaves)
 
 
@@ -440,7 +443,7 @@ def apply_pass(st, policy, value, misc, leaves, use_cache):
     """The other half of a step in one thread, on the arrays of st: expand and back up every leaf,
     cache the new evaluations, close the step (:func:`finish_step`)."""
     t, r, w, b, cache = st.t, st.r, st.w, st.b, st.cache
-    apply_results(t, r, w, b, policy, value, misc, leaves, 0, t.gi.shape[0], 0)
+    apply_results(t, r, w, b, policy, value, misc, leaves, np.int64(0), t.gi.shape[0], np.int64(0))
     if use_cache:
         _store_share(t, r, w, b, cache, leaves, 0, 1)
     return _finish(t, w)
@@ -457,7 +460,7 @@ def apply_pass_ranges(st, policy, value, misc, leaves, use_cache, bounds):
 def _apply_ranges(t, r, w, b, cache, policy, value, misc, leaves, use_cache, bounds):
     shares = bounds.shape[0] - 1
     for k in prange(shares):
-        apply_results(t, r, w, b, policy, value, misc, leaves, bounds[k], bounds[k + 1], k)
+        apply_results(t, r, w, b, policy, value, misc, leaves, bounds[k], bounds[k + 1], np.int64(k))
     if use_cache:
         for k in prange(shares):
             _store_share(t, r, w, b, cache, leaves, k, shares)

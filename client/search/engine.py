@@ -70,8 +70,8 @@ class NullEvaluator:
             n = spatial.shape[0]
             out = (np.zeros((n, width * width + 1), np.float32), np.zeros((n, 3), np.float32),
                    np.zeros((n, 4), np.float32))
-            for a in out:
-                a.flags.writeable = False  # the same zeros for every call of this shape
+            # The same zeros for every call of this shape; writable as a network's outputs are, so that
+            # the search's kernels compile for the types they will meet with a network.
             self._outputs[key] = out
         return out
 
