@@ -1,4 +1,4 @@
-"""numba's on-disk cache made safe for several processes compiling the same kernels at once.
+"""numba's on-disk cache made safe for several processes that fill and load it.
 
 First, the index: numba keeps a function's compiled signatures in one index file (``NAME.nbi``) that
 names a data file per signature (``NAME.1.nbc``, ``NAME.2.nbc``, ...). Saving a new signature reads
