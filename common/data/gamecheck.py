@@ -153,6 +153,9 @@ class RowsAgainstGame:
         n_moves = len(self.moves)
         if self.n_rows == 0:
             return []
+        r = _first(~np.isfinite(gt[:, [GT_TURN_INDEX, GT_FIRST_TRAINING_TURN, GT_UNREDUCED_VISITS]]).any(axis=1))
+        if r is not None:
+            raise RowMismatch(f"row {r}: its turn, first recorded turn or visits are not finite numbers")
         turn = gt[:, GT_TURN_INDEX]
         r = _first((turn != np.floor(turn)) | (turn < 0) | (turn >= n_moves))
         if r is not None:
