@@ -18,7 +18,7 @@ import math
 from dataclasses import dataclass, field, fields
 from typing import Any, get_args, get_origin, get_type_hints
 
-from common.go.rules import HANDICAP_BONUS_RULES, KO_RULES, TAX_RULES, Rules
+from common.go.rules import HANDICAP_BONUS_RULES, KO_RULES, TAX_RULES, Rules, round_komi
 from common.nn.config import NAMED_SIZES
 
 SETTINGS_VERSION = 1
@@ -140,6 +140,11 @@ def _check_sizes(path: str, sizes: tuple[int, ...], weights: tuple[float, ...]) 
     for i, w in enumerate(weights):
         _in_range(f"{_p(path, 'board_size_weights')}[{i}]", w, 0.0)
     _need(sum(weights) > 0, _p(path, "board_size_weights"), "must not all be zero")
+
+
+def sizes_in_play(sizes: tuple[int, ...], weights: tuple[float, ...]) -> tuple[int, ...]:
+    """The board sizes a game can be drawn on: those of positive weight."""
+    return tuple(s for s, w in zip(sizes, weights) if w > 0)
 
 
 def decayed(early: float, late: float, turn: int, half_life: float) -> float:
@@ -302,6 +307,35 @@ class SelfPlaySettings(_Settings):
     def move_temperature_at(self, turn: int, board_length: float) -> float:
         return decayed(self.move_temperature_early, self.move_temperature, turn, board_length)
 
+    def komi_bounds(self) -> tuple[float, float]:
+        """The least and greatest komi the game's draw can give (before any handicap compensation):
+        the mean plus or minus the truncation times the larger standard deviation in play, rounded."""
+        sd = max(self.komi_stdev, self.komi_big_stdev if self.komi_big_stdev_prob > 0 else 0.0)
+        if self.komi_big_stdev_prob >= 1.0:
+            sd = self.komi_big_stdev
+        spread = self.komi_truncation * sd
+        return round_komi(self.komi_mean - spread), round_komi(self.komi_mean + spread)
+
+    def full_search_visits(self) -> tuple[int, int]:
+        """The least and greatest visits of a full search: soft resignation lowers them toward
+        ``reduced_visits_min`` (never above ``visits``)."""
+        if not self.reduce_visits:
+            return self.visits, self.visits
+        return max(1, min(self.reduced_visits_min, self.visits)), self.visits
+
+    def full_search_weight(self, visits: int) -> float:
+        """The most a full search of ``visits`` visits weighs as training data: 1, or less when soft
+        resignation reduced it (the weight falls with the visits, from 1 at ``visits`` to
+        ``reduced_visits_weight`` at the least; common.data.weights.soft_resignation_weight)."""
+        low, high = self.full_search_visits()
+        if high <= low or visits >= high:
+            return 1.0
+        proportion = max(0.0, (high - visits - 0.5) / (high - low))  # visits were rounded to a whole number
+        return 1.0 + min(proportion, 1.0) * (self.reduced_visits_weight - 1.0)
+
+    def sizes_in_play(self) -> tuple[int, ...]:
+        return sizes_in_play(self.board_sizes, self.board_size_weights)
+
     @staticmethod
     def max_handicap(size: int) -> int:
         """Appendix C: no handicap on 9 and 10, at most 1, 2, 3 extra black moves on 11-14, 15-18, 19."""
@@ -356,6 +390,9 @@ class MatchSettings(_Settings):
 
     def move_temperature_at(self, turn: int, board_length: float) -> float:
         return decayed(self.move_temperature_early, self.move_temperature, turn, board_length)
+
+    def sizes_in_play(self) -> tuple[int, ...]:
+        return sizes_in_play(self.board_sizes, self.board_size_weights)
 
 
 # --- gating and the run's settings document ---------------------------------------------------------

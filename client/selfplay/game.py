@@ -20,7 +20,6 @@ or pass-alive territory, or at the move limit (no result).
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 
@@ -28,12 +27,14 @@ import numpy as np
 
 from client.search.engine import SearchResult, move_positions
 from client.search.targets import choose_move, pruned_visits
-from client.selfplay.init import GameStart, round_komi
+from client.selfplay.init import GameStart
 from common.data.rows import GameRecord, GameResult, NetValues, SearchValues, TurnRecord, policy_surprise_and_entropy
 from common.data.schema import GAME_MODE_HANDICAP, GAME_MODE_NORMAL
+from common.data.selfplay_sgf import RootInfo, SearchNote, StartNote
 from common.data.weights import soft_resignation_weight
 from common.go.game import Game
 from common.go.geometry import BLACK, PASS, WHITE
+from common.go.rules import round_komi
 from common.go.sgf import GameRecord as SgfRecord
 from common.nn.features import NN_AREA, NUM_GLOBAL, NUM_SPATIAL, Encoder
 from common.settings import SelfPlaySettings
@@ -50,16 +51,6 @@ class SearchRequest:
 
 
 @dataclass
-class MoveNote:
-    """What the SGF says about a move."""
-
-    full: bool
-    visits: int
-    winrate: float  # of the player who moved
-    score: float  # white's
-
-
-@dataclass
 class SelfPlayGame:
     game_id: str
     settings: SelfPlaySettings
@@ -73,7 +64,7 @@ class SelfPlayGame:
     opening_played: int = 0
     start_turn: int = 0
     turns: list[TurnRecord] = field(default_factory=list)
-    notes: list[MoveNote | None] = field(default_factory=list)
+    notes: list[SearchNote | None] = field(default_factory=list)
     white_winloss: list[float] = field(default_factory=list)
     pending_full: bool = False
     hit_move_limit: bool = False
@@ -178,10 +169,10 @@ class SelfPlayGame:
         sign = 1.0 if pla == WHITE else -1.0
         self.white_winloss.append(sign * result.root_winloss)
         winrate = 0.5 * (1.0 + result.root_winloss)
-        self._play(move, MoveNote(full, result.root_visits, winrate, result.root_score))
+        self._play(move, SearchNote(full, result.root_visits, winrate, result.root_score))
         return move
 
-    def _play(self, move: int, note: MoveNote | None) -> None:
+    def _play(self, move: int, note: SearchNote | None) -> None:
         game = self.game
         game.play(move)
         self.notes.append(note)
@@ -281,17 +272,10 @@ class SelfPlayGame:
     def sgf(self, player: str) -> str:
         game = self.game
         record = SgfRecord.from_game(game, black_player=player, white_player=player, game_name=self.game_id)
-        info = {
-            "settings": self.settings.to_dict(),
-            "start": {"komi_drawn": self.start.komi, "extra_black": self.start.extra_black,
-                      "komi_compensated": self.start.compensate_komi, "opening_moves": self.opening_played,
-                      "first_recorded_move": self.start_turn + 1},
-            "move_limit_reached": self.hit_move_limit,
-        }
-        record.nodes[0].comment = json.dumps(info, sort_keys=True)
+        start = StartNote(self.start.komi, self.start.extra_black, self.start.compensate_komi, self.opening_played)
+        record.nodes[0].comment = RootInfo(self.settings.to_dict(), start, self.hit_move_limit).to_comment()
         for node, note in zip(record.nodes[1:], self.notes):
             if note is not None:
-                node.comment = (f"{'full' if note.full else 'cheap'} {note.visits} visits, "
-                                f"winrate {note.winrate:.3f}, white score {note.score:+.1f}")
+                node.comment = note.text()
         return record.to_sgf()
 

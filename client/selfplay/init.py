@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from common.go.rules import MAX_ABS_KOMI, Rules
+from common.go.rules import Rules, round_komi
 from common.settings import SelfPlaySettings
 
 
@@ -28,14 +28,9 @@ class GameStart:
     opening_moves: int  # moves played straight from the raw policy, before any search
 
 
-def round_komi(komi: float) -> float:
-    """The nearest multiple of 0.5 within the rules' limits."""
-    return max(-MAX_ABS_KOMI, min(MAX_ABS_KOMI, round(2.0 * komi) / 2.0))
-
-
 def draw_komi(settings: SelfPlaySettings, rng: np.random.Generator) -> float:
     """N(mean, sd) truncated at komi_truncation sd, sd = komi_big_stdev with komi_big_stdev_prob;
-    rounded to the nearest integer or half-integer."""
+    rounded to the nearest integer or half-integer (within ``settings.komi_bounds()``)."""
     big = rng.random() < settings.komi_big_stdev_prob
     sd = settings.komi_big_stdev if big else settings.komi_stdev
     z = float(rng.standard_normal())

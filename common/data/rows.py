@@ -260,7 +260,7 @@ class GameRecord:
         """The game hash: ``game_hash`` or, when None, the first 16 bytes of BLAKE2b of ``game_id``."""
         if self.game_hash is not None:
             return int(self.game_hash) & ((1 << 128) - 1)
-        return int.from_bytes(hashlib.blake2b(self.game_id.encode(), digest_size=16).digest(), "little")
+        return game_id_hash(self.game_id)
 
     def result_will_be_integer(self) -> bool:
         """KataGo's Rules::gameResultWillBeInteger: an integer komi, unless the button adds a half."""
@@ -353,6 +353,11 @@ class GameRecord:
                 raise ValueError(f"{where}: q_targets has shape {np.asarray(turn.q_targets).shape}")
 
 
+def game_id_hash(game_id: str) -> int:
+    """A game id's 128-bit hash: the first 16 bytes of BLAKE2b of the id, little-endian."""
+    return int.from_bytes(hashlib.blake2b(game_id.encode(), digest_size=16).digest(), "little")
+
+
 # --- Small helpers --------------------------------------------------------------------------------------
 def _round_half_away(x: float) -> int:
     """C's round(): halves away from zero."""
@@ -428,12 +433,21 @@ def score_distribution(score: float) -> np.ndarray:
     return distr
 
 
-def _dummy_score_distribution() -> np.ndarray:
+def dummy_score_distribution() -> np.ndarray:
     """KataGo's filler when there is no score target: 50/50 around 0, so it still sums to 100."""
     distr = np.zeros(SCORE_DISTR_LEN, dtype=np.int8)
     distr[SCORE_DISTR_MID - 1] = 50
     distr[SCORE_DISTR_MID] = 50
     return distr
+
+
+def game_hash_chunks(hash128: int) -> list[int]:
+    """The 128-bit game hash as globalTargetsNC channels 41-46 hold it: each 64-bit half (low first)
+    in chunks of 22, 22 and 20 bits (trainingwrite.cpp)."""
+    chunks = []
+    for h in (hash128 & ((1 << 64) - 1), hash128 >> 64):
+        chunks += [h & 0x3FFFFF, (h >> 22) & 0x3FFFFF, (h >> 44) & 0xFFFFF]
+    return chunks
 
 
 # --- Value targets in white's view --------------------------------------------------------------------
@@ -545,11 +559,7 @@ def game_to_rows(
     boards: list[np.ndarray | None] = [_board_from_inputs(t) for t in game.turns] + [final_stones]
     final_white_score = white_targets[n, 3]
 
-    hash128 = game.hash128()
-    halves = (hash128 & ((1 << 64) - 1), hash128 >> 64)
-    hash_chunks = []
-    for h in halves:
-        hash_chunks += [h & 0x3FFFFF, (h >> 22) & 0x3FFFFF, (h >> 44) & 0xFFFFF]
+    hash_chunks = game_hash_chunks(game.hash128())
     switches = sorted(int(t) for t in game.net_switch_turns)
     policy_planes = [_policy_plane(t.policy_target) for t in game.turns]
 
@@ -608,7 +618,7 @@ def game_to_rows(
 
         value_spatial = np.zeros((NUM_VALUE_SPATIAL, DATA_LEN, DATA_LEN), dtype=np.int8)
         if ownership is None or no_result:
-            distr = _dummy_score_distribution()
+            distr = dummy_score_distribution()
         else:
             base[GT_OWNERSHIP_WEIGHT] = 1.0
             own = _side_view(ownership, player)

@@ -25,6 +25,7 @@ from common.go.geometry import (
     board_locs,
     check_size,
     color_letter,
+    grid_index,
     gtp_vertex,
     loc_of,
     opponent,
@@ -245,8 +246,7 @@ class Game:
 
     def _grid(self, by_loc: np.ndarray) -> np.ndarray:
         """A per-location array as a y_size x x_size grid (row 0 is the top)."""
-        index = np.array(self.locs(), dtype=np.int64).reshape(self.y_size, self.x_size)
-        return by_loc[index].astype(np.int8)
+        return by_loc[grid_index(self.x_size, self.y_size)].astype(np.int8)
 
     def colors(self) -> np.ndarray:
         """Colours as a y_size x x_size array (row 0 is the top)."""
@@ -294,10 +294,10 @@ class Game:
         color = self.to_move if color is None else color
         if color not in (BLACK, WHITE):
             raise ValueError(f"invalid colour {color}")
-        reason = self.illegal_reason(loc, color)
-        if reason:
-            where = "pass" if loc == PASS else self._vertex_or_loc(loc)
-            raise IllegalMoveError(f"illegal move {color_letter(color)} {where}: {reason}")
+        # One kernel call says whether the move is legal; the reason is looked for only when it is not.
+        if loc != PASS and not (self._on_board(loc) and gs.is_legal(self.g, self.b, self.table, loc, color)):
+            reason = self.illegal_reason(loc, color) or "the rules forbid it"
+            raise IllegalMoveError(f"illegal move {color_letter(color)} {self._vertex_or_loc(loc)}: {reason}")
         self._ensure_room()
         self._undo.append((self.b.copy(), self.g.copy(), self._resigned))
         self._resigned = False

@@ -9,6 +9,8 @@ share array shapes, neighbour offsets are constants, and a location maps to the 
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 MAX_SIZE = 19
@@ -61,6 +63,14 @@ def on_board(x: int, y: int, x_size: int, y_size: int) -> bool:
 def board_locs(x_size: int, y_size: int) -> list[int]:
     """All locations of a board in reading order (top row first, left to right)."""
     return [loc_of(x, y) for y in range(y_size) for x in range(x_size)]
+
+
+@functools.cache
+def grid_index(x_size: int, y_size: int) -> np.ndarray:
+    """The location of every point as a y_size x x_size array (row 0 is the top); read-only."""
+    index = np.array(board_locs(x_size, y_size), dtype=np.int64).reshape(y_size, x_size)
+    index.flags.writeable = False
+    return index
 
 
 def parse_color(text: str) -> int:

@@ -150,6 +150,11 @@ class Rules:
             raise UnsupportedRulesError(reason)
 
 
+def round_komi(komi: float) -> float:
+    """The nearest multiple of 0.5 within the allowed range."""
+    return max(-MAX_ABS_KOMI, min(MAX_ABS_KOMI, round(2.0 * komi) / 2.0))
+
+
 def check_komi(komi: float, source: str = "komi") -> float:
     if not isinstance(komi, (int, float)) or isinstance(komi, bool) or not math.isfinite(komi):
         raise RulesError(f"{source} {komi!r} is not a number")

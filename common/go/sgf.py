@@ -16,6 +16,7 @@ import bisect
 import codecs
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from common.go.game import Game, IllegalMoveError
@@ -266,8 +267,10 @@ class GameRecord:
         s = self.setup
         return WHITE if (self.handicap >= 2 and s.black and not s.white) else BLACK
 
-    def to_game(self, rules: Rules | None = None, komi: float | None = None, upto: int | None = None) -> Game:
-        """Replay the main line; upto limits it to the first `upto` moves."""
+    def to_game(self, rules: Rules | None = None, komi: float | None = None, upto: int | None = None,
+                visit: Callable[[Game, int], None] | None = None) -> Game:
+        """Replay the main line; upto limits it to the first `upto` moves. ``visit(game, played)``, when
+        given, sees the game before each move (``played`` moves made so far) and at the end."""
         rules = rules or self.rules or Rules()
         if komi is None:
             komi = self.komi if self.komi is not None else default_komi(rules)
@@ -285,11 +288,15 @@ class GameRecord:
             if upto is not None and played >= upto:
                 break
             color, loc = node.move
+            if visit is not None:
+                visit(game, played)
             try:
                 game.play(loc, color)
             except IllegalMoveError as e:
                 raise IllegalMoveError(f"move {played + 1}: {e}") from None
             played += 1
+        if visit is not None:
+            visit(game, played)
         return game
 
     # --- writing ---------------------------------------------------------------------------------

@@ -11,9 +11,14 @@ The checks, in order (each failure is an :class:`~server.api.errors.ApiError` na
 5. the training rows (self-play): unpacked size, the ``common.data`` validator, the row count and
    the board size against the metadata;
 6. the SGF: it parses, is one game, its board size, komi, rules, handicap, players, result and move
-   count match the metadata and the task's settings; every move is legal in the rules engine; a
-   game ended by passes (or by every point being pass-alive) has the result the area count gives,
-   any other is void at the move limit (or, in rating games, a resignation).
+   count match the metadata and the task's settings;
+7. what the game drew (:mod:`server.games.drawn`): the settings it says it played with are the
+   task's, and its size, komi, handicap, searches and visits are ones those settings produce;
+8. the replay: every move is legal in the rules engine; a game ended by passes (or by every point
+   being pass-alive) has the result the area count gives, any other is void at the move limit (or,
+   in rating games, a resignation); and, while it replays, every training row is held against the
+   game (:mod:`common.data.gamecheck`): its position, the move played, the outcome, the ownership,
+   and that the rows come from the game's full searches, no more of them than those can give.
 
 Then the row is inserted, the files are written by content hash, and the transaction commits; if
 anything fails on the way, the files this request created are removed and no row stays.
@@ -27,12 +32,14 @@ import logging
 import uuid
 import zipfile
 from dataclasses import dataclass
+from json import loads as loads_bounded
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from common.data.gamecheck import RowMismatch, RowsAgainstGame
 from common.data.schema import unpack_spatial
 from common.data.validate import RowValidationError, load_rows
 from common.go.game import Game, IllegalMoveError
@@ -43,6 +50,7 @@ from common.settings import MatchSettings, RulesChoice, SelfPlaySettings
 from server.api.errors import ApiError, invalid
 from server.distribution.models import Task
 from server.files import StoredFiles, content_name, sha256_of
+from server.games import drawn
 from server.games.models import Game as GameRow
 from server.games.models import RatingGame, TrainingGame, Winner
 from server.ratings.promotion import rating_game_stored
@@ -167,9 +175,9 @@ def _check_record(rec: GameRecord, meta, sizes: tuple[int, ...], rules_choice: R
     return rec.rules
 
 
-def _replay(rec: GameRecord) -> Game:
+def _replay(rec: GameRecord, visit=None) -> Game:
     try:
-        return rec.to_game()
+        return rec.to_game(visit=visit)
     except IllegalMoveError as e:
         raise invalid("sgf", f"{e}", "illegal_move") from None
     except (ValueError, RulesError) as e:
@@ -215,7 +223,7 @@ def _outcome(result: str, game: Game) -> dict:
 
 
 # --- the training rows ---------------------------------------------------------------------------
-def _rows(npz: bytes, meta: TrainingGameMetadata) -> int:
+def _rows(npz: bytes, meta: TrainingGameMetadata) -> dict:
     limit = settings.SENTE_LIMITS["npz_unpacked_bytes"]
     try:
         with zipfile.ZipFile(io.BytesIO(npz)) as archive:
@@ -238,7 +246,43 @@ def _rows(npz: bytes, meta: TrainingGameMetadata) -> int:
         if on_board != meta.board_x_size * meta.board_y_size:
             raise invalid("npz", f"its rows are of a board of {on_board} points, not "
                                  f"{meta.board_x_size}x{meta.board_y_size}", "mismatch")
-    return n
+    return arrays
+
+
+def check_selfplay_game(rec: GameRecord, rules: Rules, rows: dict, game_id: str, result: str,
+                        settings: SelfPlaySettings) -> Game:
+    """A self-play game's own checks, once its record and rows were read: the replay with its rows
+    held against it, the declared result, the draws against the settings. Returns the replayed game."""
+    draws = drawn.selfplay_draws(rec, loads_bounded)
+    check = RowsAgainstGame(rows, rec.x_size, rec.y_size, rec.moves, game_id, rec.handicap,
+                            settings.draw_equivalent_wins)
+    game = _replay(rec, check.visit)
+    _check_result(game, result, settings.end_when_all_pass_alive, settings.max_moves, resign_allowed=False)
+    drawn.check_selfplay(draws, rec, settings, result)
+    try:
+        check.finish(game, result, rec.komi, rules, draws.info.move_limit_reached)
+        _rows_of_searches(check, draws, settings)
+    except RowMismatch as e:
+        raise invalid("npz", f"the training rows are not this game's: {e}", "rows_not_of_game") from None
+    return game
+
+
+def _rows_of_searches(check: RowsAgainstGame, draws: drawn.SelfPlayDraws, settings: SelfPlaySettings) -> None:
+    """Rows come from full searches only, with their visits, and no more of them than those searches'
+    weights give."""
+    full = draws.full_turns()
+    first = check.first_recorded_turn
+    if first is not None and first != draws.info.start.opening_moves:
+        raise RowMismatch(f"their first recorded turn is {first}, but the game's opening had "
+                          f"{draws.info.start.opening_moves} moves")
+    for turn in check.turns:
+        if turn.turn not in full:
+            raise RowMismatch(f"row {turn.first_row} is of turn {turn.turn}, which was not a full search (the "
+                              "record's note for that move)")
+        if turn.visits != full[turn.turn]:
+            raise RowMismatch(f"row {turn.first_row} says its search had {turn.visits} visits; the record says "
+                              f"{full[turn.turn]}")
+    check.check_count(drawn.full_weight(draws, settings), len(full))
 
 
 # --- storing -------------------------------------------------------------------------------------
@@ -317,17 +361,16 @@ def take_training_game(user, upload: Upload) -> tuple[TrainingGame, bool]:
                       "mismatch")
     _check_settings_version(meta, task)
     selfplay: SelfPlaySettings = task.settings_version.settings.selfplay
-    rows = _rows(upload.npz, meta)
+    arrays = _rows(upload.npz, meta)
     rec = _record(upload.sgf)
     rules = _check_record(rec, meta, selfplay.board_sizes, selfplay.rules)
     if rec.handicap != meta.handicap:
         raise invalid("sgf", f"handicap {rec.handicap} differs from the metadata's {meta.handicap}", "mismatch")
     _players(rec, task.network.name, task.network.name)
-    game = _replay(rec)
-    _check_result(game, meta.result, selfplay.end_when_all_pass_alive, selfplay.max_moves, resign_allowed=False)
+    game = check_selfplay_game(rec, rules, arrays, meta.game_id, meta.result, selfplay)
     fields = dict(client_game_id=meta.game_id, network=task.network, board_x_size=rec.x_size,
                   board_y_size=rec.y_size, komi=rec.komi, rules=rules.to_dict(), handicap=rec.handicap,
-                  result=meta.result, moves=len(rec.moves), rows=rows, **_outcome(meta.result, game))
+                  result=meta.result, moves=len(rec.moves), rows=meta.rows, **_outcome(meta.result, game))
     return _store(TrainingGame, task, user, fields, {"sgf": (upload.sgf, ".sgf"), "npz": (upload.npz, ".npz")})
 
 
@@ -345,6 +388,7 @@ def take_rating_game(user, upload: Upload) -> tuple[RatingGame, bool]:
     rating: MatchSettings = task.settings_version.settings.rating
     rec = _record(upload.sgf)
     rules = _check_record(rec, meta, rating.board_sizes, rating.rules)
+    drawn.check_rating(rec, rating, loads_bounded)
     if rec.komi != rating.komi:
         raise invalid("sgf", f"komi {rec.komi} is not the rating games' {rating.komi}", "not_in_settings")
     if rec.handicap:

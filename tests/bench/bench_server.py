@@ -3,7 +3,8 @@ clients at once.
 
 1. tasks: every client asks for tasks as fast as it can;
 2. uploads: every client uploads real self-play games (SGF + npz played by the client code on 7x7,
-   each upload a game of its own: its own game id and SGF) for the tasks it was given;
+   each upload a game of its own: its own game id, SGF and rows made for that id) for the tasks it
+   was given;
 3. mixed: every client asks for a task of a few games, uploads them, and asks again.
 
 The three phases run in rounds (3 by default); the machine's speed drifts between rounds, so each
@@ -14,6 +15,11 @@ is a fresh one (``sente_bench``, dropped first) on the local PostgreSQL (``BENCH
 use another); throttles are opened wide, shared through Redis when one answers on 127.0.0.1:6379.
 Targets: 100 uploads/s and 500 task requests/s.
 
+Before the server starts, it also measures in its own process what ingestion's checks of one game
+cost (``check_ms_7x7``, ``check_ms_19x19``: the replay with every training row held against the game
+and the draws against the settings; ``replay_ms_*``: the replay and result check alone, as they were
+before the rows were held against the game), on the upload games and on 19x19 games of 250 moves.
+
 Run from the project root: .venv/bin/python tests/bench/bench_server.py [--clients 16] [--seconds 8] [--rounds 3]
 The last line is one JSON object with the figures.
 """
@@ -22,19 +28,26 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
+import dataclasses
 import http.client
+import io
 import json
 import multiprocessing
 import os
 import re
 import statistics
+import struct
 import sys
 import tempfile
 import threading
 import time
 import uuid
+import zipfile
+import zlib
 from collections import Counter
 from pathlib import Path
+
+import numpy as np
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
@@ -115,10 +128,64 @@ class Recorder:
         self.lock = threading.Lock()
 
 
-def unique_game(game: helpers.PlayedGame, game_id: str) -> tuple[bytes, str]:
-    """The game's SGF and metadata under a new game id (also written into the SGF's GN)."""
+class RowsTemplate:
+    """A game's rows as an npz whose globalTargetsNC is stored uncompressed, so that the rows can be
+    given another game id's hash (channels GT_GAME_HASH) by patching bytes and the entry's CRC: a
+    server that holds rows against their game id refuses a game id the rows were not made under,
+    and recompressing the rows for every upload would load the client processes more than the
+    server."""
+
+    def __init__(self, npz: bytes) -> None:
+        from common.data.schema import GT_GAME_HASH_FIRST, NUM_GLOBAL_TARGETS
+
+        with np.load(io.BytesIO(npz)) as z:
+            arrays = {name: z[name] for name in z.files}
+        buffer = io.BytesIO()
+        with zipfile.ZipFile(buffer, "w") as archive:
+            for name, array in arrays.items():
+                info = zipfile.ZipInfo(name + ".npy")
+                info.compress_type = zipfile.ZIP_STORED if name == "globalTargetsNC" else zipfile.ZIP_DEFLATED
+                member = io.BytesIO()
+                np.lib.format.write_array(member, np.ascontiguousarray(array), allow_pickle=False)
+                archive.writestr(info, member.getvalue())
+        self.data = data = buffer.getvalue()
+        # The member's CRC is in its local header (at 14) and in its central directory entry (at 16).
+        central = struct.unpack_from("<I", data, data.rindex(b"PK\x05\x06") + 16)[0]
+        while True:
+            name_len, extra_len, comment_len = struct.unpack_from("<HHH", data, central + 28)
+            if data[central + 46:central + 46 + name_len] == b"globalTargetsNC.npy":
+                break
+            central += 46 + name_len + extra_len + comment_len
+        self.central_crc = central + 16
+        local = struct.unpack_from("<I", data, central + 42)[0]
+        self.local_crc = local + 14
+        name_len, extra_len = struct.unpack_from("<HH", data, local + 26)
+        self.start = local + 30 + name_len + extra_len
+        self.end = self.start + struct.unpack_from("<I", data, central + 20)[0]
+        header = io.BytesIO(self.data[self.start:self.end])
+        np.lib.format.read_magic(header)
+        np.lib.format.read_array_header_1_0(header)
+        rows = arrays["globalTargetsNC"].shape[0]
+        self.offsets = [self.start + header.tell() + 4 * (r * NUM_GLOBAL_TARGETS + GT_GAME_HASH_FIRST)
+                        for r in range(rows)]
+
+    def for_game(self, game_id: str) -> bytes:
+        from common.data.rows import game_hash_chunks, game_id_hash
+
+        chunks = struct.pack("<6f", *game_hash_chunks(game_id_hash(game_id)))
+        data = bytearray(self.data)
+        for offset in self.offsets:
+            data[offset:offset + 24] = chunks
+        crc = struct.pack("<I", zlib.crc32(data[self.start:self.end]))
+        data[self.local_crc:self.local_crc + 4] = crc
+        data[self.central_crc:self.central_crc + 4] = crc
+        return bytes(data)
+
+
+def unique_game(game: helpers.PlayedGame, rows: RowsTemplate, game_id: str) -> tuple[bytes, bytes, str]:
+    """The game's SGF, rows and metadata under a new game id (also written into the SGF's GN)."""
     sgf = re.sub(rb"GN\[[^\]]*\]", b"GN[" + game_id.encode() + b"]", game.sgf, count=1)
-    return sgf, json.dumps(dict(game.metadata, game_id=game_id))
+    return sgf, rows.for_game(game_id), json.dumps(dict(game.metadata, game_id=game_id))
 
 
 class Client:
@@ -160,8 +227,8 @@ def multipart(fields: dict[str, str], files: dict[str, bytes]) -> tuple[bytes, s
     return b"".join(parts), f"multipart/form-data; boundary={boundary}"
 
 
-def client_loop(phase: str, url: str, key: str, games: list[helpers.PlayedGame], stop: float, rec: Recorder,
-                index: int) -> None:
+def client_loop(phase: str, url: str, key: str, games: list[helpers.PlayedGame], templates: list[RowsTemplate],
+                stop: float, rec: Recorder, index: int) -> None:
     client = Client(url, key)
     n = 0
     task = None
@@ -184,11 +251,11 @@ def client_loop(phase: str, url: str, key: str, games: list[helpers.PlayedGame],
             left = task["games"] if task else 0
             if not left:
                 continue
-        game = games[(index * 7919 + n) % len(games)]
+        k = (index * 7919 + n) % len(games)
         game_id = f"{phase}-c{index}-{n}"
         n += 1
-        sgf, metadata = unique_game(game, game_id)
-        body, content_type = multipart({"task": task["id"], "metadata": metadata}, {"sgf": sgf, "npz": game.npz})
+        sgf, npz, metadata = unique_game(games[k], templates[k], game_id)
+        body, content_type = multipart({"task": task["id"], "metadata": metadata}, {"sgf": sgf, "npz": npz})
         t0 = time.perf_counter()
         status, _ = client.post("/api/v1/games/training/", body, content_type)
         rec.add("upload", time.perf_counter() - t0, status)
@@ -197,12 +264,13 @@ def client_loop(phase: str, url: str, key: str, games: list[helpers.PlayedGame],
         left -= 1
 
 
-def process_clients(phase: str, url: str, keys: list[tuple[int, str]], games, stop_in: float) -> Recorder:
+def process_clients(phase: str, url: str, keys: list[tuple[int, str]], games, templates, stop_in: float) -> Recorder:
     """A process running one thread per client (clients are split over processes: one Python
     process alone would be held up by its own lock)."""
     rec = Recorder()
     stop = time.perf_counter() + stop_in
-    threads = [threading.Thread(target=client_loop, args=(phase, url, key, games, stop, rec, i)) for i, key in keys]
+    threads = [threading.Thread(target=client_loop, args=(phase, url, key, games, templates, stop, rec, i))
+               for i, key in keys]
     for t in threads:
         t.start()
     for t in threads:
@@ -210,13 +278,14 @@ def process_clients(phase: str, url: str, keys: list[tuple[int, str]], games, st
     return rec
 
 
-def run_phase(phase: str, url: str, keys: list[str], games, seconds: float, processes: int) -> tuple[dict, Recorder]:
+def run_phase(phase: str, url: str, keys: list[str], games, templates, seconds: float,
+              processes: int) -> tuple[dict, Recorder]:
     rec = Recorder()
     shares = [[(i, k) for i, k in enumerate(keys) if i % processes == p] for p in range(processes)]
     t0 = time.perf_counter()
     with concurrent.futures.ProcessPoolExecutor(processes, mp_context=multiprocessing.get_context("fork")) as pool:
         for part in pool.map(process_clients, [phase] * processes, [url] * processes, shares,
-                             [games] * processes, [seconds] * processes):
+                             [games] * processes, [templates] * processes, [seconds] * processes):
             rec.merge(part)
     elapsed = time.perf_counter() - t0
     figures = {}
@@ -248,6 +317,34 @@ def count_lost(recorders: list[Recorder], files_root: Path) -> tuple[int, int]:
     return missing, stored_refused
 
 
+def check_costs(games: list[helpers.PlayedGame], settings, rounds: int = 3) -> dict:
+    """What ingestion's game checks cost per game, in this process: the replay with the declared
+    result as before (replay_ms), and the whole of check_selfplay_game: the replay with every row
+    held against the game and the draws against the settings (check_ms). Medians over the games of
+    each game's best round."""
+    from common.data.validate import load_rows
+    from common.go.sgf import read_sgf
+    from server.games.ingest import _check_result, check_selfplay_game
+
+    records = [(read_sgf(g.sgf), load_rows(g.npz), g.metadata) for g in games]
+    replay = [float("inf")] * len(records)
+    check = [float("inf")] * len(records)
+    for _ in range(rounds):
+        for i, (rec, rows, meta) in enumerate(records):
+            t0 = time.perf_counter()
+            game = rec.to_game()
+            _check_result(game, meta["result"], settings.end_when_all_pass_alive, settings.max_moves, False)
+            t1 = time.perf_counter()
+            check_selfplay_game(rec, rec.rules, rows, meta["game_id"], meta["result"], settings)
+            t2 = time.perf_counter()
+            replay[i] = min(replay[i], t1 - t0)
+            check[i] = min(check[i], t2 - t1)
+    return {"games": len(records), "moves": round(statistics.mean(len(r[0].moves) for r in records), 1),
+            "rows": round(statistics.mean(r[2]["rows"] for r in records), 1),
+            "replay_ms": round(1000 * statistics.median(replay), 2),
+            "check_ms": round(1000 * statistics.median(check), 2)}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--clients", type=int, default=16)
@@ -268,6 +365,17 @@ def main() -> None:
     npz_bytes = sum(len(g.npz) for g in games) // len(games)
     print(f"{len(games)} self-play games played for the uploads in {time.perf_counter() - t0:.0f} s "
           f"(SGF {sgf_bytes} bytes, npz {npz_bytes} bytes on average)")
+    templates = [RowsTemplate(g.npz) for g in games]
+    check_costs(games[:4], helpers.SELFPLAY, rounds=1)  # compiled kernels loaded
+    checks = {"7x7": check_costs(games, helpers.SELFPLAY)}
+    big = dataclasses.replace(helpers.SELFPLAY, board_sizes=(19,), visits=8, cheap_visits=2, full_search_prob=0.25,
+                              max_moves=250)
+    checks["19x19"] = check_costs(helpers.selfplay_games(data_dir / "games19", helpers.RANDOM_NET, count=8, seed=7,
+                                                         settings=big), big)
+    for size, c in checks.items():
+        print(f"checks of a {size} game ({c['moves']} moves, {c['rows']} rows on average, {c['games']} games): "
+              f"{c['check_ms']} ms with the rows held against the game and the draws against the settings; the "
+              f"replay and result alone {c['replay_ms']} ms (medians)")
     cache = redis_url()
     env = {"SENTE_THROTTLE_USER": "1000000/min", "SENTE_THROTTLE_IP": "1000000/min",
            "SENTE_THROTTLE_TASKS": "1000000/min", "SENTE_THROTTLE_UPLOADS": "1000000/min",
@@ -281,7 +389,7 @@ def main() -> None:
     with LiveServer(database, data_dir, workers=args.workers, env=env) as server:
         for round_ in range(1, args.rounds + 1):
             for phase in ("tasks", "uploads", "mixed"):
-                result, rec = run_phase(phase, server.url, keys, games, args.seconds, args.processes)
+                result, rec = run_phase(phase, server.url, keys, games, templates, args.seconds, args.processes)
                 recorders.append(rec)
                 rounds.setdefault(phase, []).append(result)
                 for kind, f in result.items():
@@ -304,6 +412,8 @@ def main() -> None:
         "p50_ms": round(1000 * statistics.median(all_latencies), 1),
         "p99_ms": round(1000 * all_latencies[int(0.99 * (len(all_latencies) - 1))], 1),
         "lost": lost,
+        "check_ms_7x7": checks["7x7"]["check_ms"], "replay_ms_7x7": checks["7x7"]["replay_ms"],
+        "check_ms_19x19": checks["19x19"]["check_ms"], "replay_ms_19x19": checks["19x19"]["replay_ms"],
     })
     print(f"best rounds: {figures['tasks_per_s']} task requests/s, {figures['uploads_per_s']} uploads/s; "
           f"all requests p50 {figures['p50_ms']} ms, p99 {figures['p99_ms']} ms; lost {lost}")

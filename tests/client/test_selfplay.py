@@ -125,6 +125,33 @@ def test_game_starts_follow_the_settings():
     assert komi.max() <= 7.0 + 30.0 and komi.min() >= 7.0 - 30.0
 
 
+@pytest.mark.parametrize("changes", [{}, {"komi_big_stdev_prob": 0.0},
+                                     {"komi_big_stdev_prob": 1.0, "komi_big_stdev": 0.5},
+                                     {"komi_stdev": 0.0, "komi_big_stdev_prob": 0.0}, {"komi_mean": 149.0}])
+def test_every_drawn_komi_lies_within_the_bounds_the_server_checks(changes):
+    settings = SelfPlaySettings(**changes)
+    low, high = settings.komi_bounds()
+    rng = np.random.default_rng(1)
+    komi = np.array([draw_komi(settings, rng) for _ in range(20000)])
+    assert low <= komi.min() and komi.max() <= high
+    assert komi.min() - low <= 0.6 * (high - low) / 2 + 0.5  # the bounds are not needlessly wide
+
+
+def test_a_reduced_search_never_weighs_more_than_the_server_allows_for_its_visits():
+    from common.data.weights import soft_resignation_weight
+
+    settings = SelfPlaySettings(visits=600, reduced_visits_min=100)
+    for x in np.linspace(-1.0, 1.0, 401):
+        proportion, weight = soft_resignation_weight([x] * 3, 1.0, settings.reduce_visits_threshold,
+                                                     settings.reduce_visits_lookback, settings.reduced_visits_weight)
+        visits = max(1, round(settings.visits + proportion * (min(settings.reduced_visits_min, settings.visits)
+                                                              - settings.visits)))
+        low, high = settings.full_search_visits()
+        assert low <= visits <= high
+        assert weight <= settings.full_search_weight(visits) + 1e-12
+        assert settings.full_search_weight(visits) - weight < 0.01  # and not much more
+
+
 def test_groups_split_the_games_and_an_error_in_any_group_stops_the_run(tmp_path):
     summary, sgfs, _ = play(tmp_path / "two", games=6, parallel=4)
     assert summary.games == 6 and len(sgfs) == 6

@@ -26,12 +26,13 @@ class PlayedGame:
     metadata: dict
 
 
-def selfplay_games(out: Path, network: str, count: int = 6, seed: int = 1) -> list[PlayedGame]:
+def selfplay_games(out: Path, network: str, count: int = 6, seed: int = 1,
+                   settings: SelfPlaySettings = SELFPLAY) -> list[PlayedGame]:
     """Self-play games of the random network as the client plays them, with their metadata."""
     from client.search.engine import NullEvaluator
     from client.selfplay.run import run_selfplay
 
-    run_selfplay(NullEvaluator(), SELFPLAY, games=count, parallel=count, out_dir=out, seed=seed, progress=False,
+    run_selfplay(NullEvaluator(), settings, games=count, parallel=count, out_dir=out, seed=seed, progress=False,
                  player_name=network)
     games = []
     for sgf_path in sorted(out.glob("*.sgf")):

@@ -459,6 +459,19 @@ def test_a_rating_game_must_use_the_rating_komi(run, alice, second_network, rati
     assert_nothing_stored(task["id"])
 
 
+def test_a_rating_game_played_with_other_settings_is_refused(run, alice, second_network, rating_games):
+    task = new_task(alice[1], kinds=("rating",))
+    game = rating_games[0]
+    rec = read_sgf(game.sgf)
+    info = json.loads(rec.nodes[0].comment)
+    info["settings"]["visits"] += 1
+    rec.nodes[0].comment = json.dumps(info)
+    response = post(alice[1], RATING, upload_fields(task["id"], with_sgf(game, rec.to_sgf().encode())))
+    assert_refused(response, "sgf", "not_in_settings")
+    assert "differ in visits" in response.json()["error"]["message"]
+    assert_nothing_stored(task["id"])
+
+
 def test_a_resigned_rating_game_is_taken(run, alice, second_network, rating_games):
     from server.games.models import RatingGame
 

@@ -1,0 +1,129 @@
+"""What a self-play game's SGF says beyond its moves, in a form both sides read.
+
+- The root comment is a JSON object: ``settings``, the self-play settings the game was played with
+  (:class:`common.settings.SelfPlaySettings` as a dict); ``start``, how the game began
+  (:class:`StartNote`); ``move_limit_reached``.
+- Every searched move's comment is its :class:`SearchNote`: ``full 600 visits, winrate 0.512, white
+  score +1.5`` (a full search, recorded for training) or ``cheap 100 visits, ...`` (played for
+  strength only). Moves of the handicap and the opening, drawn from the raw policy, have none.
+
+The client writes them (``client.selfplay.game``); the server's upload checks read them to know which
+moves were full searches, with how many visits, and how the game started, and hold them against the
+task's settings and the training rows (``server.games.ingest``, :mod:`common.data.gamecheck`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass
+from typing import Any
+
+ROOT_KEYS = ("settings", "start", "move_limit_reached")
+
+
+class SelfPlayRecordError(ValueError):
+    """A self-play SGF whose comments do not say what a self-play client writes; the message says
+    which part and why."""
+
+
+@dataclass(frozen=True)
+class StartNote:
+    """How a self-play game began: the komi drawn, the handicap's free black moves (a handicap of
+    ``extra_black + 1`` stones), whether the komi was then moved to compensate white, the moves played
+    from the raw policy, and the first move that was searched (1-based: ``opening_moves + 1``)."""
+
+    komi_drawn: float
+    extra_black: int
+    komi_compensated: bool
+    opening_moves: int
+
+    @property
+    def first_recorded_move(self) -> int:
+        return self.opening_moves + 1
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"komi_drawn": self.komi_drawn, "extra_black": self.extra_black,
+                "komi_compensated": self.komi_compensated, "opening_moves": self.opening_moves,
+                "first_recorded_move": self.first_recorded_move}
+
+
+@dataclass(frozen=True)
+class RootInfo:
+    settings: dict[str, Any]
+    start: StartNote
+    move_limit_reached: bool
+
+    def to_comment(self) -> str:
+        return json.dumps({"settings": self.settings, "start": self.start.to_dict(),
+                           "move_limit_reached": self.move_limit_reached}, sort_keys=True)
+
+
+def _need(ok: bool, problem: str) -> None:
+    if not ok:
+        raise SelfPlayRecordError(f"the root comment {problem}")
+
+
+def _whole(value: Any, name: str) -> int:
+    _need(type(value) is int and value >= 0, f"start.{name} {value!r} is not a whole number >= 0")
+    return value
+
+
+def read_root_comment(text: str | None, loads=json.loads) -> RootInfo:
+    """The root comment of a self-play SGF; :class:`SelfPlayRecordError` naming what is wrong. ``loads``
+    parses the JSON (a depth-bounded parser for untrusted text; it may raise ValueError)."""
+    _need(bool(text), "is missing: a self-play game records its settings and start there")
+    try:
+        data = loads(text)
+    except (ValueError, RecursionError) as e:
+        raise SelfPlayRecordError(f"the root comment is not JSON: {e}") from None
+    _need(isinstance(data, dict), f"must be a JSON object, not {type(data).__name__}")
+    _need(set(data) == set(ROOT_KEYS), f"must have exactly the keys {', '.join(ROOT_KEYS)}, "
+                                       f"has {', '.join(sorted(map(str, data)))}")
+    _need(isinstance(data["settings"], dict), "settings must be an object")
+    _need(type(data["move_limit_reached"]) is bool, "move_limit_reached must be true or false")
+    start = data["start"]
+    _need(isinstance(start, dict), "start must be an object")
+    keys = ("komi_drawn", "extra_black", "komi_compensated", "opening_moves", "first_recorded_move")
+    _need(set(start) == set(keys), f"start must have exactly the keys {', '.join(keys)}")
+    komi = start["komi_drawn"]
+    _need(type(komi) in (int, float) and math.isfinite(komi), f"start.komi_drawn {komi!r} is not a number")
+    _need(type(start["komi_compensated"]) is bool, "start.komi_compensated must be true or false")
+    opening = _whole(start["opening_moves"], "opening_moves")
+    game_start = StartNote(float(komi), _whole(start["extra_black"], "extra_black"), start["komi_compensated"],
+                           opening)
+    _need(start["first_recorded_move"] == game_start.first_recorded_move,
+          f"start.first_recorded_move {start['first_recorded_move']!r} is not opening_moves + 1 "
+          f"({game_start.first_recorded_move})")
+    return RootInfo(data["settings"], game_start, data["move_limit_reached"])
+
+
+@dataclass(frozen=True)
+class SearchNote:
+    """What the search of one move was: full (recorded for training) or cheap, its root visits, the
+    win rate of the player who moved and white's score."""
+
+    full: bool
+    visits: int
+    winrate: float
+    score: float
+
+    def text(self) -> str:
+        return (f"{'full' if self.full else 'cheap'} {self.visits} visits, winrate {self.winrate:.3f}, "
+                f"white score {self.score:+.1f}")
+
+
+_NOTE = re.compile(r"(full|cheap) (\d{1,9}) visits, winrate (\d\.\d{3}), white score ([+-]\d{1,4}\.\d)")
+
+
+def read_search_note(text: str | None) -> SearchNote | None:
+    """A move's note, or None for a move without one; :class:`SelfPlayRecordError` for a comment that
+    is not a note."""
+    if text is None:
+        return None
+    m = _NOTE.fullmatch(text)
+    if m is None:
+        raise SelfPlayRecordError(f"move comment {text[:80]!r} is not a search note ('full N visits, winrate "
+                                  "W, white score S')")
+    return SearchNote(m.group(1) == "full", int(m.group(2)), float(m.group(3)), float(m.group(4)))

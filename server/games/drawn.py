@@ -1,0 +1,165 @@
+"""What an uploaded game drew at random, held against what its task's settings can draw.
+
+A client draws each game's board size, komi, rules, handicap and opening, and each move's search
+(full or cheap, and its visits), from the task's settings. The record says what it drew: the SGF's
+root comment (the settings it played with, how the game started) and each searched move's note
+(:mod:`common.data.selfplay_sgf`). Every drawn value must be one the settings can produce, and the
+share of full searches must be one the settings' probability gives but with odds below
+:data:`FULL_SEARCH_ODDS`. Each failure is an :class:`~server.api.errors.ApiError` on the ``sgf``
+field with code ``not_in_settings`` (or ``not_selfplay`` for a record without what self-play writes).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from common.data.selfplay_sgf import RootInfo, SearchNote, SelfPlayRecordError, read_root_comment, read_search_note
+from common.go.sgf import GameRecord
+from common.settings import MatchSettings, SelfPlaySettings
+from server.api.errors import ApiError, invalid
+
+FULL_SEARCH_ODDS = 1e-9  # a game whose share of full searches is less likely than this is refused
+
+
+def _refuse(message: str) -> ApiError:
+    return invalid("sgf", message, "not_in_settings")
+
+
+@dataclass(frozen=True)
+class SelfPlayDraws:
+    """What a self-play record drew: its root comment and each move's search note (None for the moves
+    of the opening)."""
+
+    info: RootInfo
+    notes: list[SearchNote | None]
+
+    def full_turns(self) -> dict[int, int]:
+        """Turn (moves before it) -> visits, for every full search."""
+        return {t: n.visits for t, n in enumerate(self.notes) if n is not None and n.full}
+
+
+def _notes(rec: GameRecord) -> list[SearchNote | None]:
+    notes = []
+    for i, node in enumerate(rec.nodes):
+        if i and node.setup:
+            raise invalid("sgf", f"node {i} places stones during the game; self-play places them only at the "
+                                 "start", "bad_record")
+        if node.move is not None:
+            notes.append(read_search_note(node.comment))
+    return notes
+
+
+def selfplay_draws(rec: GameRecord, loads) -> SelfPlayDraws:
+    """The record's account of its draws (``loads`` parses the root comment's JSON, depth-bounded)."""
+    try:
+        return SelfPlayDraws(read_root_comment(rec.comment, loads), _notes(rec))
+    except SelfPlayRecordError as e:
+        raise invalid("sgf", str(e), "bad_record") from None
+
+
+def _played_with(settings: dict, expected: dict, what: str) -> None:
+    if settings != expected:
+        differ = sorted(k for k in set(settings) | set(expected) if settings.get(k) != expected.get(k))
+        raise _refuse(f"was played with other {what} settings than the task's (they differ in "
+                      f"{', '.join(differ)})")
+
+
+def _binomial_odds(k: int, n: int, p: float) -> float:
+    """A bound (Chernoff's) on the odds of k or more successes of n (k above n p), or of k or fewer
+    (below): exp(-n KL(k/n || p))."""
+    if n == 0:
+        return 1.0
+    a = k / n
+    if a == p:
+        return 1.0
+
+    def term(x: float, q: float) -> float:
+        if x == 0:
+            return 0.0
+        return math.inf if q == 0 else x * math.log(x / q)
+
+    divergence = term(a, p) + term(1.0 - a, 1.0 - p)
+    return math.exp(-n * divergence)
+
+
+def check_selfplay(draws: SelfPlayDraws, rec: GameRecord, settings: SelfPlaySettings, result: str) -> None:
+    """The self-play record's draws against the task's self-play settings."""
+    info, start = draws.info, draws.info.start
+    _played_with(info.settings, settings.to_dict(), "self-play")
+    size = rec.x_size
+    if size not in settings.sizes_in_play():
+        raise _refuse(f"a {size}x{size} board is not drawn by the task's settings (sizes "
+                      f"{list(settings.sizes_in_play())})")
+    expected_handicap = start.extra_black + 1 if start.extra_black else 0
+    if rec.handicap != expected_handicap:
+        raise _refuse(f"handicap {rec.handicap} disagrees with the {start.extra_black} extra black moves its start "
+                      "records")
+    if start.extra_black and (settings.handicap_prob <= 0 or start.extra_black > settings.max_handicap(size)):
+        raise _refuse(f"a handicap of {rec.handicap} stones on {size}x{size} is not drawn by the task's settings "
+                      f"(probability {settings.handicap_prob:g}, at most {settings.max_handicap(size) + 1} stones)")
+    low, high = settings.komi_bounds()
+    if not low <= start.komi_drawn <= high:
+        raise _refuse(f"komi {start.komi_drawn:g} was not drawn by the task's settings (they draw from {low:g} to "
+                      f"{high:g})")
+    if start.komi_compensated:
+        if not (start.extra_black and settings.handicap_compensate_komi_prob > 0
+                and settings.handicap_compensation_rounds > 0):
+            raise _refuse("its komi was compensated, which the task's settings do only for handicap games")
+    elif rec.komi != start.komi_drawn:
+        raise _refuse(f"komi {rec.komi:g} is not the {start.komi_drawn:g} it drew (and it was not compensated)")
+    moves = len(draws.notes)
+    if moves > settings.max_moves:
+        raise _refuse(f"it has {moves} moves, more than the task's move limit of {settings.max_moves}")
+    if info.move_limit_reached != (result == "Void"):
+        raise _refuse(f"it says the move limit was {'' if info.move_limit_reached else 'not '}reached, but its result "
+                      f"is {result!r}")
+    _check_searches(draws, settings)
+
+
+def _check_searches(draws: SelfPlayDraws, settings: SelfPlaySettings) -> None:
+    opening = draws.info.start.opening_moves
+    notes = draws.notes
+    if opening > len(notes):
+        raise _refuse(f"its start records {opening} opening moves, but it has {len(notes)} moves")
+    for turn, note in enumerate(notes):
+        if (note is None) != (turn < opening):
+            raise _refuse(f"move {turn + 1} " + ("has no search note, though it comes after the opening" if note is None
+                                                 else "has a search note, though it is a move of the opening"))
+    low, high = settings.full_search_visits()
+    full = 0
+    for turn, note in enumerate(notes[opening:], start=opening):
+        if note.full:
+            full += 1
+            if not low <= note.visits <= high:
+                raise _refuse(f"move {turn + 1}: a full search of {note.visits} visits; the task's settings search "
+                              f"{low}" + (f" to {high}" if high != low else "") + " visits")
+        elif note.visits > max(settings.visits, settings.cheap_visits):
+            raise _refuse(f"move {turn + 1}: a cheap search of {note.visits} visits, more than the task's settings "
+                          "allow")
+    searched = len(notes) - opening
+    odds = _binomial_odds(full, searched, settings.full_search_prob)
+    if odds < FULL_SEARCH_ODDS:
+        raise _refuse(f"{full} of its {searched} searches were full; the task's settings make a search full with "
+                      f"probability {settings.full_search_prob:g} (odds below {odds:.1e})")
+
+
+def full_weight(draws: SelfPlayDraws, settings: SelfPlaySettings) -> float:
+    """The most training weight the record's full searches can carry (one each, less where soft
+    resignation reduced the search)."""
+    return sum(settings.full_search_weight(v) for v in draws.full_turns().values())
+
+
+def check_rating(rec: GameRecord, settings: MatchSettings, loads) -> None:
+    """A rating game's record against the task's match settings: played with them, on a size they draw."""
+    try:
+        data = loads(rec.comment) if rec.comment else None
+    except (ValueError, RecursionError) as e:
+        raise invalid("sgf", f"the root comment is not JSON: {e}", "bad_record") from None
+    if not isinstance(data, dict) or set(data) != {"settings"} or not isinstance(data["settings"], dict):
+        raise invalid("sgf", "the root comment must be a JSON object holding the match settings it was played with",
+                      "bad_record")
+    _played_with(data["settings"], settings.to_dict(), "match")
+    if rec.x_size not in settings.sizes_in_play():
+        raise _refuse(f"a {rec.x_size}x{rec.x_size} board is not drawn by the task's settings (sizes "
+                      f"{list(settings.sizes_in_play())})")

@@ -1,0 +1,70 @@
+"""What a self-play record drew, against what its settings can draw (server.games.drawn): each draw the
+settings cannot make is refused naming it; the share of full searches is judged by its odds."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+
+from common.go.sgf import read_sgf
+from common.settings import SelfPlaySettings
+from server.api.errors import ApiError
+from server.games import drawn
+from tests.server import helpers
+
+
+def record_with(game, settings: SelfPlaySettings, **start):
+    """The game's record, its root comment saying it played with settings and started as given."""
+    rec = read_sgf(game.sgf)
+    info = json.loads(rec.nodes[0].comment)
+    info["settings"] = settings.to_dict()
+    info["start"].update(start)
+    rec.nodes[0].comment = json.dumps(info)
+    return rec
+
+
+def check(rec, settings: SelfPlaySettings) -> None:
+    drawn.check_selfplay(drawn.selfplay_draws(rec, json.loads), rec, settings, rec.result)
+
+
+def refusal(rec, settings: SelfPlaySettings) -> str:
+    with pytest.raises(ApiError) as e:
+        check(rec, settings)
+    assert (e.value.field, e.value.error_code) == ("sgf", "not_in_settings")
+    return e.value.message
+
+
+def test_the_games_own_draws_pass(selfplay_games):
+    for game in selfplay_games:
+        check(read_sgf(game.sgf), helpers.SELFPLAY)
+
+
+def test_a_size_of_weight_zero_is_not_drawn(selfplay_games):
+    settings = dataclasses.replace(helpers.SELFPLAY, board_sizes=(7, 9), board_size_weights=(0.0, 1.0))
+    assert "7x7 board is not drawn" in refusal(record_with(selfplay_games[0], settings), settings)
+
+
+def test_a_handicap_the_settings_cannot_draw_is_refused(selfplay_games):
+    rec = record_with(selfplay_games[0], helpers.SELFPLAY, extra_black=1)
+    rec.handicap = 2
+    assert "handicap of 2 stones on 7x7" in refusal(rec, helpers.SELFPLAY)  # 7x7 takes none
+
+
+def test_komi_compensated_without_handicap_is_refused(selfplay_games):
+    rec = record_with(selfplay_games[0], helpers.SELFPLAY, komi_compensated=True)
+    assert "compensated" in refusal(rec, helpers.SELFPLAY)
+
+
+def test_komi_other_than_drawn_without_compensation_is_refused(selfplay_games):
+    rec = record_with(selfplay_games[0], helpers.SELFPLAY)
+    rec.komi += 1.0
+    assert "is not the" in refusal(rec, helpers.SELFPLAY)
+
+
+@pytest.mark.parametrize(("k", "n", "p", "plausible"), [(25, 50, 0.5, True), (35, 50, 0.5, True), (50, 50, 0.5, False),
+                                                       (0, 40, 0.5, False), (1, 10, 0.0, False), (10, 10, 1.0, True),
+                                                       (9, 10, 1.0, False), (3, 3, 0.25, True)])
+def test_the_share_of_full_searches_is_judged_by_its_odds(k, n, p, plausible):
+    assert (drawn._binomial_odds(k, n, p) >= drawn.FULL_SEARCH_ODDS) == plausible

@@ -1,0 +1,207 @@
+"""An uploaded game's training rows held against the game, and what the game drew against its task's
+settings: honest games of every kind the settings can draw go in; rows repeated, rows of another
+game, rows whose position, move or targets contradict the game, and draws the settings cannot make
+are refused with a 400, and nothing is stored."""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import json
+
+import numpy as np
+import pytest
+
+from common.data.rows import rows_npz
+from common.data.schema import (
+    DATA_LEN,
+    GT_LOSS,
+    GT_TURN_INDEX,
+    GT_UNREDUCED_VISITS,
+    GT_WIN,
+    PASS_POS,
+    VT_OWNERSHIP,
+)
+from common.data.selfplay_sgf import read_search_note
+from common.go.game import Game
+from common.go.geometry import PASS, xy_of
+from common.go.sgf import read_sgf
+from common.settings import RulesChoice, SelfPlaySettings
+from tests.server import helpers
+from tests.server.conftest import new_task
+from tests.server.helpers import PlayedGame, upload_fields
+from tests.server.test_games import TRAINING, assert_nothing_stored, assert_refused, post
+
+
+def arrays_of(npz: bytes) -> dict[str, np.ndarray]:
+    with np.load(io.BytesIO(npz)) as z:
+        return {name: z[name].copy() for name in z.files}
+
+
+def with_rows(game: PlayedGame, arrays: dict[str, np.ndarray]) -> PlayedGame:
+    rows = int(arrays["globalTargetsNC"].shape[0])
+    return PlayedGame(game.sgf, rows_npz(arrays), dict(game.metadata, rows=rows))
+
+
+def with_record(game: PlayedGame, change) -> PlayedGame:
+    """The game with its SGF record changed by change(record) (and the metadata made to agree)."""
+    rec = read_sgf(game.sgf)
+    change(rec)
+    sgf = rec.to_sgf().encode()
+    return PlayedGame(sgf, game.npz, dict(game.metadata, komi=rec.komi, result=rec.result, moves=len(rec.moves)))
+
+
+def notes(rec) -> list:
+    return [(node, read_search_note(node.comment)) for node in rec.nodes if node.move is not None]
+
+
+@pytest.fixture
+def task(run, alice):
+    return new_task(alice[1], games=3)
+
+
+@pytest.fixture(scope="module")
+def long_game(selfplay_games) -> PlayedGame:
+    """The game with the most rows (enough full searches for the count and share checks to bite)."""
+    return max(selfplay_games, key=lambda g: g.metadata["rows"])
+
+
+def refused(alice, task, game: PlayedGame, field: str, code: str) -> str:
+    response = post(alice[1], TRAINING, upload_fields(task["id"], game))
+    assert_refused(response, field, code)
+    assert_nothing_stored(task["id"])
+    return response.json()["error"]["message"]
+
+
+# --- honest games -----------------------------------------------------------------------------------
+HONEST = {
+    "handicap": SelfPlaySettings(
+        board_sizes=(11,), board_size_weights=(1.0,), visits=12, cheap_visits=4, full_search_prob=0.5,
+        handicap_prob=1.0, komi_big_stdev_prob=0.5, max_moves=160, reduced_visits_min=6,
+        rules=RulesChoice(ko=("SIMPLE", "POSITIONAL", "SITUATIONAL"), suicide=(False, True),
+                          tax=("NONE", "SEKI", "ALL"), button=(False, True), white_handicap_bonus=("0", "N", "N-1"))),
+    "move limit": SelfPlaySettings(board_sizes=(5,), board_size_weights=(1.0,), visits=6, cheap_visits=2,
+                                   full_search_prob=1.0, max_moves=18, end_when_all_pass_alive=False),
+}
+
+
+@pytest.mark.parametrize("name", HONEST)
+def test_honest_games_of_every_draw_pass_every_check(tmp_path, name):
+    from common.data.validate import load_rows
+    from server.games.ingest import check_selfplay_game
+
+    settings = HONEST[name]
+    games = helpers.selfplay_games(tmp_path, helpers.RANDOM_NET, count=8, settings=settings)
+    assert games
+    for game in games:
+        rec = read_sgf(game.sgf)
+        check_selfplay_game(rec, rec.rules, load_rows(game.npz), game.metadata["game_id"], rec.result, settings)
+    if name == "handicap":
+        assert any(read_sgf(g.sgf).handicap for g in games)
+    else:
+        assert any(g.metadata["result"] == "Void" for g in games)
+
+
+# --- rows that are not the game's ---------------------------------------------------------------------
+def test_repeated_rows_are_refused(run, alice, task, long_game):
+    arrays = arrays_of(long_game.npz)
+    doubled = {name: np.repeat(a, 2, axis=0) for name, a in arrays.items()}  # each row twice, in order
+    message = refused(alice, task, with_rows(long_game, doubled), "npz", "rows_not_of_game")
+    assert "full searches of the game can give" in message
+
+
+def test_rows_of_another_game_are_refused(run, alice, task, selfplay_games):
+    a, b = selfplay_games[0], selfplay_games[1]
+    foreign = PlayedGame(a.sgf, b.npz, dict(a.metadata, rows=b.metadata["rows"]))
+    refused(alice, task, foreign, "npz", "rows_not_of_game")
+
+
+def test_rows_made_under_another_game_id_are_refused(run, alice, task, long_game):
+    renamed = PlayedGame(long_game.sgf, long_game.npz, dict(long_game.metadata, game_id="another-game"))
+    assert "game hash" in refused(alice, task, renamed, "npz", "rows_not_of_game")
+
+
+@pytest.mark.parametrize("change", ["stone", "outcome", "ownership", "move played", "visits"])
+def test_a_row_that_contradicts_the_game_is_refused_naming_it(run, alice, task, long_game, change):
+    arrays = arrays_of(long_game.npz)
+    r = arrays["globalTargetsNC"].shape[0] // 2
+    if change == "stone":
+        arrays["binaryInputNCHWPacked"][r, 1, 0] ^= 0x80  # the own-stone plane's first point
+    elif change == "outcome":
+        gt = arrays["globalTargetsNC"]
+        gt[r, [GT_WIN, GT_LOSS]] = gt[r, [GT_LOSS, GT_WIN]]  # the other side won
+    elif change == "ownership":
+        arrays["valueTargetsNCHW"][r, VT_OWNERSHIP] *= -1
+        arrays["valueTargetsNCHW"][r, VT_OWNERSHIP, 0, 0] = 1 - abs(arrays["valueTargetsNCHW"][r, VT_OWNERSHIP, 0, 0])
+    elif change == "move played":
+        _, loc = read_sgf(long_game.sgf).moves[int(arrays["globalTargetsNC"][r, GT_TURN_INDEX])]
+        x, y = xy_of(loc)
+        arrays["policyTargetsNCMove"][r, 0, PASS_POS if loc == PASS else y * DATA_LEN + x] = 0
+    elif change == "visits":
+        arrays["globalTargetsNC"][r, GT_UNREDUCED_VISITS] += 1
+    message = refused(alice, task, with_rows(long_game, arrays), "npz", "rows_not_of_game")
+    assert f"row {r}" in message or "search had" in message
+
+
+def test_a_row_of_a_cheap_search_is_refused(run, alice, task, long_game):
+    arrays = arrays_of(long_game.npz)
+    turn = int(arrays["globalTargetsNC"][0, GT_TURN_INDEX])
+
+    def cheapen(rec):
+        node, note = notes(rec)[turn]
+        node.comment = dataclasses.replace(note, full=False).text()
+
+    message = refused(alice, task, with_record(long_game, cheapen), "npz", "rows_not_of_game")
+    assert "not a full search" in message
+
+
+# --- draws the settings cannot make -------------------------------------------------------------------
+def test_komi_outside_the_settings_is_refused_though_the_metadata_agrees(run, alice, task, long_game):
+    def komi_40(rec):
+        info = json.loads(rec.nodes[0].comment)
+        info["start"]["komi_drawn"] = 40.0
+        rec.nodes[0].comment = json.dumps(info, sort_keys=True)
+        rec.komi = 40.0
+        game: Game = rec.to_game()
+        game.end_if_all_pass_alive()
+        if game.result is not None:
+            rec.result = game.result.sgf()
+
+    message = refused(alice, task, with_record(long_game, komi_40), "sgf", "not_in_settings")
+    assert "komi 40 was not drawn" in message
+
+
+def test_other_settings_than_the_tasks_are_refused(run, alice, task, long_game):
+    def more_visits(rec):
+        info = json.loads(rec.nodes[0].comment)
+        info["settings"]["visits"] += 100
+        rec.nodes[0].comment = json.dumps(info, sort_keys=True)
+
+    assert "differ in visits" in refused(alice, task, with_record(long_game, more_visits), "sgf", "not_in_settings")
+
+
+def test_a_search_with_more_visits_than_the_settings_is_refused(run, alice, task, long_game):
+    def bigger(rec):
+        node, note = next((n, s) for n, s in notes(rec) if s is not None and s.full)
+        node.comment = dataclasses.replace(note, visits=note.visits + 1).text()
+
+    assert "full search of" in refused(alice, task, with_record(long_game, bigger), "sgf", "not_in_settings")
+
+
+def test_a_share_of_full_searches_the_settings_do_not_give_is_refused(run, alice, task, long_game):
+    def all_full(rec):
+        for node, note in notes(rec):
+            if note is not None:
+                node.comment = dataclasses.replace(note, full=True, visits=helpers.SELFPLAY.visits).text()
+
+    searched = sum(1 for _, note in notes(read_sgf(long_game.sgf)) if note is not None)
+    assert searched >= 30  # 2^-30 is below the odds the check allows
+    message = refused(alice, task, with_record(long_game, all_full), "sgf", "not_in_settings")
+    assert f"{searched} of its {searched} searches were full" in message
+
+
+def test_a_record_without_its_settings_is_refused(run, alice, task, long_game):
+    def no_comment(rec):
+        rec.nodes[0].comment = None
+
+    refused(alice, task, with_record(long_game, no_comment), "sgf", "bad_record")
