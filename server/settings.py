@@ -125,6 +125,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "server.api.control_chars.ControlCharacterMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "server.api.limits.RequestSizeLimitMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
