@@ -312,7 +312,7 @@ REST_FRAMEWORK = {
         # Every request: per signed-in user, and per client address (signed in or not).
         "user": env_str("SENTE_THROTTLE_USER", "1200/min"),
         "ip": env_str("SENTE_THROTTLE_IP", "2400/min"),
-        # Scoped: task requests and game uploads per user, password logins per address.
+        # Scoped: task requests and game uploads per user; password checks per address and per username.
         "tasks": env_str("SENTE_THROTTLE_TASKS", "60/min"),
         "uploads": env_str("SENTE_THROTTLE_UPLOADS", "600/min"),
         "login": env_str("SENTE_THROTTLE_LOGIN", "10/min"),
