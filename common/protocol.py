@@ -11,9 +11,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from common import __version__
+from common import __version__, boundedjson
 from common.go.rules import Rules, RulesError
-from common.settings import SettingsError, _in_range, _need, _Settings
+from common.settings import SettingsError, _in_range, _need, _Settings, _show
 
 API_PREFIX = "/api/v1/"
 CLIENT_VERSION = __version__
@@ -53,13 +53,23 @@ def parse_metadata(cls: type, data: object):
         raise MetadataError(e.path, e.problem, what="metadata") from None
 
 
+def read_metadata(cls: type, text: str | bytes):
+    """:func:`parse_metadata` of JSON text, read within :mod:`common.boundedjson`'s bounds; text
+    that is not JSON (or beyond the bounds) is a :class:`MetadataError` with an empty path."""
+    try:
+        data = boundedjson.loads(text)
+    except boundedjson.JSONError as e:
+        raise MetadataError("", f"is not JSON: {e}", what="metadata") from None
+    return parse_metadata(cls, data)
+
+
 def _game_id(path: str, value: str) -> None:
-    _need(re.fullmatch(GAME_ID_PATTERN, value) is not None, path,
-          f"{value!r} is not a game id (1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit)")
+    _need(re.fullmatch(GAME_ID_PATTERN, value) is not None, path, f"{_show(value)} is not a game id (1 to 64 "
+          "letters, digits, '.', '_' or '-', starting with a letter or digit)")
 
 
 def _network(path: str, value: str) -> None:
-    _need(re.fullmatch(NETWORK_NAME_PATTERN, value) is not None, path, f"{value!r} is not a network name")
+    _need(re.fullmatch(NETWORK_NAME_PATTERN, value) is not None, path, f"{_show(value)} is not a network name")
 
 
 def _check_game(meta) -> None:

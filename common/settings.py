@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+import reprlib
 from dataclasses import dataclass, field, fields
 from typing import Any, get_args, get_origin, get_type_hints
 
@@ -39,16 +40,33 @@ def _need(ok: bool, path: str, problem: str) -> None:
         raise SettingsError(path, problem)
 
 
+def _finite(value: float) -> bool:
+    """A finite number that is a float or becomes one (float() of an integer beyond 2**1023 fails)."""
+    return abs(value) < 2**1023 if isinstance(value, int) else math.isfinite(value)
+
+
+_REPR = reprlib.Repr()
+_REPR.maxstring = _REPR.maxother = 60
+
+
+def _show(value: Any) -> str:
+    """A value as messages quote it: shortened (a message must not echo a whole upload) and never
+    failing (an integer of more than 4300 digits has no repr)."""
+    if isinstance(value, int) and value.bit_length() > 128:
+        return f"an integer of {value.bit_length()} bits"
+    return _REPR.repr(value)
+
+
 def _in_range(path: str, value: float, lo: float | None = None, hi: float | None = None,
               lo_open: bool = False) -> None:
-    _need(math.isfinite(value), path, f"must be a finite number, got {value!r}")
+    _need(_finite(value), path, f"must be a finite number, got {_show(value)}")
     if lo is not None:
         if lo_open:
-            _need(value > lo, path, f"must be greater than {lo}, got {value!r}")
+            _need(value > lo, path, f"must be greater than {lo}, got {_show(value)}")
         else:
-            _need(value >= lo, path, f"must be at least {lo}, got {value!r}")
+            _need(value >= lo, path, f"must be at least {lo}, got {_show(value)}")
     if hi is not None:
-        _need(value <= hi, path, f"must be at most {hi}, got {value!r}")
+        _need(value <= hi, path, f"must be at most {hi}, got {_show(value)}")
 
 
 def _prob(path: str, value: float) -> None:
@@ -65,17 +83,18 @@ def _convert(value: Any, hint: Any, path: str) -> Any:
         inner = get_args(hint)[0]
         return tuple(_convert(v, inner, f"{path}[{i}]") for i, v in enumerate(value))
     if hint is bool:
-        _need(isinstance(value, bool), path, f"must be true or false, got {value!r}")
+        _need(isinstance(value, bool), path, f"must be true or false, got {_show(value)}")
         return value
     if hint is int:
-        _need(isinstance(value, int) and not isinstance(value, bool), path, f"must be an integer, got {value!r}")
+        _need(isinstance(value, int) and not isinstance(value, bool), path, f"must be an integer, got {_show(value)}")
         return value
     if hint is float:
         _need(isinstance(value, (int, float)) and not isinstance(value, bool), path,
-              f"must be a number, got {value!r}")
+              f"must be a number, got {_show(value)}")
+        _need(_finite(value), path, f"must be a finite number, got {_show(value)}")
         return float(value)
     if hint is str:
-        _need(isinstance(value, str), path, f"must be a string, got {value!r}")
+        _need(isinstance(value, str), path, f"must be a string, got {_show(value)}")
         return value
     raise TypeError(f"unsupported settings type {hint!r}")
 
@@ -487,7 +506,7 @@ class TrainingSettings(_Settings):
         for name in ("architecture", "next_architecture"):
             value = getattr(self, name)
             _need(value in NAMED_SIZES or (name == "next_architecture" and value == ""), _p(path, name),
-                  f"must be one of {', '.join(NAMED_SIZES)}, got {value!r}")
+                  f"must be one of {', '.join(NAMED_SIZES)}, got {_show(value)}")
         _need(self.next_architecture != self.architecture, _p(path, "next_architecture"),
               f"must differ from architecture ({self.architecture!r})")
         _in_range(_p(path, "window_c"), self.window_c, 1, 10**12)

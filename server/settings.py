@@ -125,6 +125,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "server.api.control_chars.ControlCharacterMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "server.api.limits.RequestSizeLimitMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -304,12 +305,14 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticatedOrReadOnly"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer",
                                  "rest_framework.renderers.BrowsableAPIRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["server.api.parsers.JSONParser", "rest_framework.parsers.FormParser",
+                               "rest_framework.parsers.MultiPartParser"],
     "DEFAULT_THROTTLE_CLASSES": ["server.api.throttling.RateLimits"],
     "DEFAULT_THROTTLE_RATES": {
         # Every request: per signed-in user, and per client address (signed in or not).
         "user": env_str("SENTE_THROTTLE_USER", "1200/min"),
         "ip": env_str("SENTE_THROTTLE_IP", "2400/min"),
-        # Scoped: task requests and game uploads per user, password logins per address.
+        # Scoped: task requests and game uploads per user; password checks per address and per username.
         "tasks": env_str("SENTE_THROTTLE_TASKS", "60/min"),
         "uploads": env_str("SENTE_THROTTLE_UPLOADS", "600/min"),
         "login": env_str("SENTE_THROTTLE_LOGIN", "10/min"),

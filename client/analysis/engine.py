@@ -37,7 +37,7 @@ import numpy as np
 from client.analysis.query import AnalysisConfig, QueryError, TurnRequest, is_int, parse_query
 from client.gtp.search_player import MoveInfo, SearchPlayer, move_infos
 from client.search.engine import SearchResult
-from common import __version__
+from common import __version__, boundedjson
 from common.go.game import Game
 from common.go.geometry import BLACK, EMPTY, PASS, WHITE, color_letter, xy_of
 
@@ -155,10 +155,10 @@ class AnalysisEngine:
         if not text:
             return
         try:
-            query = json.loads(text)
-        except (json.JSONDecodeError, RecursionError) as e:
-            detail = f"{e.msg} at character {e.pos + 1}" if isinstance(e, json.JSONDecodeError) else "nested too deep"
-            self._emit({"error": f"could not parse the line as a JSON query ({detail}): {text[:200]}"})
+            query = boundedjson.loads(text)
+        except boundedjson.JSONError as e:
+            self._emit({"error": f"could not parse the line as a JSON query ({e.msg} at character {e.pos + 1}): "
+                                 f"{text[:200]}"})
             return
         if not isinstance(query, dict):
             self._emit({"error": f"a query must be a JSON object, not {type(query).__name__}: {text[:200]}"})

@@ -202,7 +202,8 @@ def _read_archive(source: Source, report: ValidationReport, max_rows: int) -> di
     except FileNotFoundError:
         report.error("file", "not found")
         return {}
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, ValueError, EOFError) as e:
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, ValueError, EOFError, NotImplementedError) as e:
+        # (NotImplementedError: a member needing a newer zip version than zipfile reads)
         report.error("file", f"not a readable npz (zip) archive: {type(e).__name__}: {e}")
         return {}
     arrays: dict[str, np.ndarray] = {}

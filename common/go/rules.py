@@ -18,6 +18,8 @@ import math
 import re
 from dataclasses import dataclass, replace
 
+from common import boundedjson
+
 KO_RULES = ("SIMPLE", "POSITIONAL", "SITUATIONAL", "SPIGHT")
 SCORING_RULES = ("AREA", "TERRITORY")
 TAX_RULES = ("NONE", "SEKI", "ALL")
@@ -246,8 +248,8 @@ def _finish(fields: dict, tax_given: bool) -> Rules:
 
 def _parse_json(s: str) -> tuple[Rules, float | None]:
     try:
-        obj = json.loads(s)
-    except json.JSONDecodeError as e:
+        obj = boundedjson.loads(s)
+    except boundedjson.JSONError as e:
         raise RulesError(f"invalid rules JSON at character {e.pos + 1}: {e.msg}") from None
     if not isinstance(obj, dict):
         raise RulesError("rules JSON must be an object")

@@ -46,16 +46,34 @@ class SGFError(ValueError):
 
 
 # --- syntax --------------------------------------------------------------------------------------
-@dataclass
+# Variations inside variations: real files (game reviews, problem collections) stay far below this;
+# the parser keeps one small entry per level, so the bound only refuses hostile text.
+MAX_VARIATION_DEPTH = 1000
+
+
+@dataclass(eq=False)
 class SGFNode:
+    """A node and its children (the main line's next node first). Nodes compare by identity and
+    print without their children: a game's main line is a chain as deep as the game is long, which
+    a recursive comparison or print would follow to its end."""
+
     properties: dict[str, list[str]]
-    children: list[SGFNode] = field(default_factory=list)
+    children: list[SGFNode] = field(default_factory=list, repr=False)
     line: int = 0
     column: int = 0
 
     def get(self, key: str) -> str | None:
         values = self.properties.get(key)
         return values[0] if values else None
+
+
+@dataclass
+class _Open:
+    """A game tree or variation the parser is inside: where it opened, its first and last node so far."""
+
+    pos: int
+    first: SGFNode | None = None
+    last: SGFNode | None = None
 
 
 _SPACE = re.compile(r"\s*")
@@ -101,30 +119,36 @@ class _Parser:
         return trees
 
     def tree(self) -> SGFNode:
-        open_pos = self.pos
-        self.pos += 1  # '('
-        self.skip_ws()
-        if self.peek() != ";":
-            raise self.error(f"expected ';' to start a node, found {self._found()}")
-        first = None
-        last = None
+        """The game tree opening at self.pos, read without recursion: ``levels`` holds the tree and
+        the variations the text is inside, at most MAX_VARIATION_DEPTH."""
+        levels: list[_Open] = []
         while True:
             self.skip_ws()
             c = self.peek()
-            if c == ";":
+            if c == "(":
+                if len(levels) >= MAX_VARIATION_DEPTH:
+                    raise self.error(f"variations are nested more than {MAX_VARIATION_DEPTH} deep")
+                levels.append(_Open(self.pos))
+                self.pos += 1
+                self.skip_ws()
+                if self.peek() != ";":
+                    raise self.error(f"expected ';' to start a node, found {self._found()}")
+            elif c == ";":
                 node = self.node()
-                if last is None:
-                    first = node
+                current = levels[-1]
+                if current.last is None:
+                    current.first = node
                 else:
-                    last.children.append(node)
-                last = node
-            elif c == "(":
-                last.children.append(self.tree())
+                    current.last.children.append(node)
+                current.last = node
             elif c == ")":
                 self.pos += 1
-                return first
+                done = levels.pop()
+                if not levels:
+                    return done.first
+                levels[-1].last.children.append(done.first)
             elif c == "":
-                raise self.error("unexpected end of the text: a game tree opened here is not closed", open_pos)
+                raise self.error("unexpected end of the text: a game tree opened here is not closed", levels[-1].pos)
             else:
                 raise self.error(f"expected ';', '(' or ')', found {self._found()}")
 
@@ -400,16 +424,23 @@ def _point(value: str, x_size: int, y_size: int, node: SGFNode, key: str, allow_
 
 
 def _point_list(values: list[str], x_size: int, y_size: int, node: SGFNode, key: str) -> list[int]:
+    """The points of a setup property; more than the board has (the same points again and again,
+    which a few bytes of rectangles can list millions of times) is an SGFError."""
     out = []
+    area = x_size * y_size
     for value in values:
         if ":" in value:  # compressed rectangle
             a, b = value.split(":", 1)
             x0, y0 = xy_of(_point(a, x_size, y_size, node, key, False))
             x1, y1 = xy_of(_point(b, x_size, y_size, node, key, False))
+            if len(out) + (abs(x1 - x0) + 1) * (abs(y1 - y0) + 1) > area:
+                raise SGFError(f"{key} lists more points than the {x_size}x{y_size} board has", node.line, node.column)
             for y in range(min(y0, y1), max(y0, y1) + 1):
                 for x in range(min(x0, x1), max(x0, x1) + 1):
                     out.append(loc_of(x, y))
         else:
+            if len(out) >= area:
+                raise SGFError(f"{key} lists more points than the {x_size}x{y_size} board has", node.line, node.column)
             out.append(_point(value, x_size, y_size, node, key, False))
     return out
 

@@ -8,11 +8,11 @@ its ``config`` (:class:`common.nn.config.ModelConfig` as JSON).
 
 from __future__ import annotations
 
-import json
 import struct
 from dataclasses import dataclass
 from pathlib import Path
 
+from common import boundedjson
 from common.nn.config import ModelConfig, ModelConfigError
 
 FORMAT = "sente-model"
@@ -58,8 +58,8 @@ def parse_header(header_json: bytes, size: int, path: str | Path = "<bytes>") ->
     metadata (format, version, name, config)."""
     n = len(header_json)
     try:
-        header = json.loads(header_json.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        header = boundedjson.loads(header_json)
+    except boundedjson.JSONError as e:
         raise ModelFileError(f"network file {path}: not a safetensors file (header is not JSON: {e})") from e
     if not isinstance(header, dict):
         raise ModelFileError(f"network file {path}: not a safetensors file (header is not a JSON object)")
@@ -109,8 +109,8 @@ def parse_header(header_json: bytes, size: int, path: str | Path = "<bytes>") ->
     if not isinstance(raw_config, str):
         raise ModelFileError(f"network file {path}: metadata has no config")
     try:
-        config = ModelConfig.from_dict(json.loads(raw_config))
-    except json.JSONDecodeError as e:
+        config = ModelConfig.from_dict(boundedjson.loads(raw_config))
+    except boundedjson.JSONError as e:
         raise ModelFileError(f"network file {path}: config is not valid JSON: {e}") from e
     except ModelConfigError as e:
         raise ModelFileError(f"network file {path}: bad config: {e}") from e

@@ -5,13 +5,14 @@ from __future__ import annotations
 from django.contrib.auth import authenticate
 from django.db.models import Count, Max, Sum
 from drf_spectacular.utils import extend_schema, inline_serializer
-from rest_framework import serializers, status
+from rest_framework import exceptions, serializers, status
 from rest_framework.permissions import AllowAny, IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from server.accounts.models import ClientToken
 from server.api.errors import ApiError
+from server.api.throttling import password_check_wait
 
 
 class TokenRequest(serializers.Serializer):
@@ -29,7 +30,8 @@ class TokenResponse(serializers.Serializer):
 
 
 class TokenView(APIView):
-    """Exchange a username and password for a new client token."""
+    """Exchange a username and password for a new client token. Limited per client address (the
+    ``login`` scope) and per username tried, on the counters the website's login form uses."""
 
     authentication_classes: list = []
     permission_classes = [AllowAny]
@@ -39,6 +41,9 @@ class TokenView(APIView):
     def post(self, request):
         data = TokenRequest(data=request.data)
         data.is_valid(raise_exception=True)
+        wait = password_check_wait(request, data.validated_data["username"], address=False)
+        if wait is not None:
+            raise exceptions.Throttled(wait)
         user = authenticate(request, username=data.validated_data["username"],
                             password=data.validated_data["password"])
         if user is None:

@@ -1,21 +1,73 @@
 """Web pages of accounts: sign up, and the client tokens of the signed-in user (login, logout and
-password change are Django's own views)."""
+password change are Django's own views; the forms that check a password, the admin's login among
+them, are rate limited like the API's token request).
+
+Sign-up is not: it checks no password, so it cannot be used to guess one."""
 
 from __future__ import annotations
 
-from django.contrib import messages
+import functools
+import math
+from collections.abc import Callable
+from datetime import timedelta
+
+from django.contrib import admin, messages
 from django.contrib.auth import login
+from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
 
 from server.accounts.forms import SignUpForm, TokenForm
 from server.accounts.models import ClientToken
+from server.api.throttling import password_check_wait
 from server.dashboard.paging import friendly, paginate
 
 TOKENS_PER_PAGE = 25
+
+
+def checks_password(username_of: Callable[[HttpRequest], str | None]):
+    """A view whose POSTs check a password: each counts on the login counters (the client's address
+    and the username, :func:`password_check_wait`); one over the ``login`` rate is answered 429 with
+    ``Retry-After`` and a page saying when to try again, before the password is looked at."""
+
+    def decorate(view):
+        @functools.wraps(view)
+        def wrapped(request: HttpRequest, *args, **kwargs) -> HttpResponse:
+            username = username_of(request) if request.method == "POST" else None
+            if username is not None:
+                wait = password_check_wait(request, username)
+                if wait is not None:
+                    return _too_many_attempts(request, wait)
+            return view(request, *args, **kwargs)
+
+        return wrapped
+
+    return decorate
+
+
+def _too_many_attempts(request: HttpRequest, wait: float) -> HttpResponse:
+    seconds = max(1, math.ceil(wait))
+    response = render(request, "registration/throttled.html", {
+        "seconds": seconds, "at": timezone.now() + timedelta(seconds=seconds)}, status=429)
+    response["Retry-After"] = str(seconds)
+    return response
+
+
+def _typed_username(request: HttpRequest) -> str:
+    return request.POST.get("username", "")
+
+
+def _own_username(request: HttpRequest) -> str | None:
+    return request.user.get_username() if request.user.is_authenticated else None
+
+
+login_page = checks_password(_typed_username)(auth_views.LoginView.as_view())
+admin_login = checks_password(_typed_username)(admin.site.login)
+password_change = checks_password(_own_username)(auth_views.PasswordChangeView.as_view())
 
 
 @require_http_methods(["GET", "POST"])

@@ -2,15 +2,17 @@
 
 ``code`` is a stable machine-readable word (``invalid``, ``not_found``, ``throttled``, ...),
 ``message`` says in plain words what was wrong and, where it helps, what to do; ``field`` names the
-request field at fault (absent when the error is not about one field). Validation errors about
-several fields list them all under ``fields``.
+request field at fault (absent when the error is not about one field; ``body`` for a request body
+that cannot be read at all). Validation errors about several fields list them all under ``fields``.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent, TooManyFilesSent
 from django.http import Http404, JsonResponse
 from rest_framework import exceptions, status
 from rest_framework.response import Response
@@ -68,6 +70,11 @@ def exception_handler(exc: Exception, context: dict) -> Response | None:
         exc = exceptions.NotFound(str(exc) or None)
     elif isinstance(exc, DjangoPermissionDenied):
         exc = exceptions.PermissionDenied(str(exc) or None)
+    elif isinstance(exc, RequestDataTooBig):  # Django's limit on a body read whole (JSON, forms)
+        exc = ApiError(f"the request body is larger than the {settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes this "
+                       "server reads", code="too_large", field="body", status_code=413)
+    elif isinstance(exc, (TooManyFieldsSent, TooManyFilesSent)):
+        exc = ApiError(f"the request body has too many fields or files: {exc}", field="body")
     response = drf_exception_handler(exc, context)
     if response is None:
         return None  # an unexpected error: Django's 500 handling (logged, no details to the client)
@@ -83,6 +90,9 @@ def exception_handler(exc: Exception, context: dict) -> Response | None:
             extra["fields"] = [{"field": f, "message": m} for f, m, _ in leaves]
         response.data = error_body("invalid" if code in ("invalid", "required", "null", "blank") else code, text,
                                    field, **extra)
+        return response
+    if isinstance(exc, exceptions.ParseError):  # a body no parser could read (bad multipart, charset)
+        response.data = error_body("parse_error", str(exc.detail), "body")
         return response
     if isinstance(exc, exceptions.Throttled):
         wait = exc.wait  # whole seconds, as the Retry-After header says

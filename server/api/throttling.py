@@ -3,6 +3,11 @@ the view's own scope (``throttle_scope``: task requests, game uploads, password 
 (per address when nobody is signed in). Rates are settings (``SENTE_THROTTLE_*``, DRF's
 ``DEFAULT_THROTTLE_RATES``), e.g. ``600/min``.
 
+Every check of a password (the API's token request, the website's and the admin's login forms, the
+password change) counts on the ``login`` scope's counters: one per client address, and one per
+username tried (:func:`password_check_wait`), so that guesses at one account from many addresses are
+bounded too.
+
 Counting is by fixed windows in the default cache, all of a request's counters in one round trip:
 one small Lua script on Redis (production, shared by every worker), ``add`` + ``incr`` on other
 caches. A request over any limit is answered 429 with ``Retry-After`` (the end of the window).
@@ -10,6 +15,7 @@ caches. A request over any limit is answered 429 with ``Retry-After`` (the end o
 
 from __future__ import annotations
 
+import hashlib
 import time
 
 from django.core.cache import caches
@@ -53,6 +59,54 @@ def _redis_script():
     return entry[1]
 
 
+def count(limits: list[tuple[str, int, int]]) -> float | None:
+    """Count one request on each (key, count, seconds) counter's current window; the seconds until
+    the last of the windows whose count is exceeded ends, or None when none is."""
+    now = time.time()
+    cache = caches["default"]
+    keys = [(f"{key}:{int(now // seconds)}", most, seconds) for key, most, seconds in limits]
+    script = _redis_script()
+    if script is not None:
+        counts = script(keys=[cache.make_and_validate_key(key) for key, _, _ in keys],
+                        args=[seconds + 1 for _, _, seconds in keys])
+    else:
+        counts = []
+        for key, _, seconds in keys:
+            cache.add(key, 0, seconds + 1)
+            try:
+                counts.append(cache.incr(key))
+            except ValueError:  # expired between add and incr
+                cache.add(key, 1, seconds + 1)
+                counts.append(1)
+    wait = None
+    for (_, most, seconds), n in zip(keys, counts):
+        if n > most:
+            left = seconds - (now % seconds)
+            wait = left if wait is None else max(wait, left)
+    return wait
+
+
+def _limit(scope: str, ident: object) -> tuple[str, int, int] | None:
+    rate = api_settings.DEFAULT_THROTTLE_RATES.get(scope)
+    if not rate:
+        return None
+    most, seconds = parse_rate(rate)
+    return f"throttle:{scope}:{ident}", most, seconds
+
+
+def password_check_wait(request, username: str, address: bool = True) -> float | None:
+    """Count a password check for ``username`` (whatever was typed, compared without case) and,
+    with ``address``, for the client's address; the seconds to wait when either is over the
+    ``login`` rate, else None. The address counter is the one the API's token request counts on
+    (its ``throttle_scope``), which therefore passes ``address=False``."""
+    name = hashlib.sha256(username.casefold().encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    limits = [_limit("login", f"username:{name}")]
+    if address:
+        limits.append(_limit("login", f"ip:{BaseThrottle().get_ident(request)}"))
+    limits = [limit for limit in limits if limit is not None]
+    return count(limits) if limits else None
+
+
 class RateLimits(BaseThrottle):
     def _limits(self, request, view) -> list[tuple[str, int, int]]:
         rates = api_settings.DEFAULT_THROTTLE_RATES
@@ -74,29 +128,7 @@ class RateLimits(BaseThrottle):
 
     def allow_request(self, request, view) -> bool:
         limits = self._limits(request, view)
-        if not limits:
-            return True
-        now = time.time()
-        cache = caches["default"]
-        keys = [(f"{key}:{int(now // seconds)}", count, seconds) for key, count, seconds in limits]
-        script = _redis_script()
-        if script is not None:
-            counts = script(keys=[cache.make_and_validate_key(key) for key, _, _ in keys],
-                            args=[seconds + 1 for _, _, seconds in keys])
-        else:
-            counts = []
-            for key, _, seconds in keys:
-                cache.add(key, 0, seconds + 1)
-                try:
-                    counts.append(cache.incr(key))
-                except ValueError:  # expired between add and incr
-                    cache.add(key, 1, seconds + 1)
-                    counts.append(1)
-        self._wait = None
-        for (_, count, seconds), n in zip(keys, counts):
-            if n > count:
-                wait = seconds - (now % seconds)
-                self._wait = wait if self._wait is None else max(self._wait, wait)
+        self._wait = count(limits) if limits else None
         return self._wait is None
 
     def wait(self) -> float | None:

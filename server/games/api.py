@@ -27,6 +27,12 @@ def _upload(request) -> Upload:
                   npz=_file(request, "npz"))
 
 
+def _storable(text: str, most: int) -> str:
+    """Text as a column holds it: an error may quote what was uploaded, NUL (which PostgreSQL
+    refuses) included, so NUL is written as the escape \\x00; cut to ``most`` characters."""
+    return text.replace("\x00", "\\x00")[:most]
+
+
 def _take(take, kind: str, request):
     """The game and whether it is new; a refusal is recorded (apart from the failed upload's
     transaction) before its error goes back to the client."""
@@ -34,7 +40,8 @@ def _take(take, kind: str, request):
         return take(request.user, _upload(request))
     except ApiError as e:
         UploadRefusal.objects.create(kind=kind, user=request.user if request.user.is_authenticated else None,
-                                     code=str(e.error_code)[:32], field=(e.field or "")[:32], message=e.message[:300])
+                                     code=_storable(str(e.error_code), 32), field=_storable(e.field or "", 32),
+                                     message=_storable(e.message, 300))
         raise
 
 

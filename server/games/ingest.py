@@ -27,7 +27,6 @@ anything fails on the way, the files this request created are removed and no row
 from __future__ import annotations
 
 import io
-import json
 import logging
 import uuid
 import zipfile
@@ -45,7 +44,7 @@ from common.data.validate import RowValidationError, load_rows
 from common.go.game import Game, IllegalMoveError
 from common.go.rules import Rules, RulesError
 from common.go.sgf import GameRecord, SGFError, parse_collection, record_from_tree
-from common.protocol import MetadataError, RatingGameMetadata, TrainingGameMetadata, parse_metadata
+from common.protocol import MetadataError, RatingGameMetadata, TrainingGameMetadata, read_metadata
 from common.settings import MatchSettings, RulesChoice, SelfPlaySettings
 from server.api.errors import ApiError, invalid
 from server.distribution.models import Task
@@ -85,13 +84,9 @@ def _check_sizes(upload: Upload) -> None:
 
 def _metadata(upload: Upload, cls: type):
     try:
-        data = json.loads(upload.metadata)
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise invalid("metadata", f"is not JSON: {e}") from None
-    try:
-        return parse_metadata(cls, data)
+        return read_metadata(cls, upload.metadata)
     except MetadataError as e:
-        raise invalid(f"metadata.{e.path}", e.problem) from None
+        raise invalid(f"metadata.{e.path}" if e.path else "metadata", e.problem) from None
 
 
 # --- the task ------------------------------------------------------------------------------------

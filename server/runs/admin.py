@@ -3,6 +3,7 @@ import json
 from django import forms
 from django.contrib import admin, messages
 
+from common import boundedjson
 from common.settings import RunSettings, SettingsError
 from server.runs.models import Run, RunSettingsVersion, create_run
 
@@ -29,8 +30,8 @@ class RunForm(forms.ModelForm):
     def clean_settings_document(self):
         text = self.cleaned_data["settings_document"]
         try:
-            document = json.loads(text)
-        except json.JSONDecodeError as e:
+            document = boundedjson.loads(text)
+        except boundedjson.JSONError as e:
             raise forms.ValidationError(f"not valid JSON: {e}") from None
         try:
             return RunSettings.from_dict(document).to_dict()

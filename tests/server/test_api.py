@@ -349,8 +349,11 @@ def test_user_throttle(run, rates):
 
 
 def test_login_throttle(db, rates):
-    """With login at 2/min the third password login from one address gets 429, even with the right password."""
+    """With login at 2/min the third password login from one address gets 429, even with the right
+    password; so does the third for one username from any address (guesses at one account from many
+    addresses are bounded too); another address logs in to another account."""
     User.objects.create_user("frank", "frank@example.org", PASSWORD)
+    User.objects.create_user("fiona", "fiona@example.org", PASSWORD)
     rates("login", "2/min")
     client = APIClient()
     url = "/api/v1/auth/token/"
@@ -358,10 +361,11 @@ def test_login_throttle(db, rates):
     assert client.post(url, {"username": "frank", "password": "wrong"}, format="json").status_code == 401
     response = client.post(url, {"username": "frank", "password": PASSWORD}, format="json")
     _assert_throttled(response)
+    _assert_throttled(client.post(url, {"username": "fiona", "password": PASSWORD}, format="json"))
+    elsewhere = APIClient(REMOTE_ADDR="10.9.9.9")
+    _assert_throttled(elsewhere.post(url, {"username": "FRANK", "password": PASSWORD}, format="json"))
     assert User.objects.get(username="frank").tokens.count() == 0
-    # another address may still log in
-    response = APIClient(REMOTE_ADDR="10.9.9.9").post(url, {"username": "frank", "password": PASSWORD}, format="json")
-    assert response.status_code == 201
+    assert elsewhere.post(url, {"username": "fiona", "password": PASSWORD}, format="json").status_code == 201
 
 
 def test_default_rates_let_normal_use_through(run):

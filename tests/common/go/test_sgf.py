@@ -9,7 +9,15 @@ import pytest
 from common.go.game import Game
 from common.go.geometry import BLACK, PASS, WHITE, loc_of, parse_color, parse_gtp_vertex
 from common.go.rules import Rules, UnsupportedRulesError
-from common.go.sgf import GameRecord, SGFError, parse_collection, read_sgf, read_sgf_collection, write_sgf
+from common.go.sgf import (
+    MAX_VARIATION_DEPTH,
+    GameRecord,
+    SGFError,
+    parse_collection,
+    read_sgf,
+    read_sgf_collection,
+    write_sgf,
+)
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -131,6 +139,9 @@ def test_writer_records_handicap_and_side_to_move():
         ("(;GM[2]SZ[9])", (1, 2), "not a game of Go"),
         ("(;SZ[9]KM[abc])", (1, 2), "KM[abc]"),
         ("(B[aa])", (1, 2), "expected ';'"),
+        ("(;SZ[9]\n" + "(;" * MAX_VARIATION_DEPTH, (2, 2 * MAX_VARIATION_DEPTH - 1), "nested more than 1000 deep"),
+        ("(;SZ[3]AB[aa:cc][bb])", (1, 2), "AB lists more points than the 3x3 board has"),
+        ("(;SZ[3]AW" + "[aa]" * 10 + ")", (1, 2), "AW lists more points than the 3x3 board has"),
     ],
 )
 def test_broken_files_name_where_they_break(text, where, message):
@@ -138,6 +149,15 @@ def test_broken_files_name_where_they_break(text, where, message):
         read_sgf(text)
     assert (info.value.line, info.value.column) == where
     assert f"line {where[0]}, column {where[1]}" in str(info.value)
+
+
+def test_nesting_is_read_without_recursion_up_to_the_bound():
+    deepest = "(;SZ[9]" + "(;B[aa]" * (MAX_VARIATION_DEPTH - 1) + ")" * MAX_VARIATION_DEPTH
+    assert len(read_sgf(deepest).moves) == MAX_VARIATION_DEPTH - 1
+    # A main line far longer than the recursion limit is a chain of nodes that prints and compares
+    # without following it.
+    root = parse_collection("(;SZ[9]" + ";B[aa];W[]" * 5000 + ")")[0]
+    assert "children" not in repr(root) and root != parse_collection("(;SZ[9];B[aa])")[0]
 
 
 def test_no_game_and_unknown_rules():
