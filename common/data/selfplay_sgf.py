@@ -20,6 +20,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from common import boundedjson
+
 ROOT_KEYS = ("settings", "start", "move_limit_reached")
 
 
@@ -70,13 +72,13 @@ def _whole(value: Any, name: str) -> int:
     return value
 
 
-def read_root_comment(text: str | None, loads=json.loads) -> RootInfo:
-    """The root comment of a self-play SGF; :class:`SelfPlayRecordError` naming what is wrong. ``loads``
-    parses the JSON (a depth-bounded parser for untrusted text; it may raise ValueError)."""
+def read_root_comment(text: str | None) -> RootInfo:
+    """The root comment of a self-play SGF (untrusted text: read within bounds);
+    :class:`SelfPlayRecordError` naming what is wrong."""
     _need(bool(text), "is missing: a self-play game records its settings and start there")
     try:
-        data = loads(text)
-    except (ValueError, RecursionError) as e:
+        data = boundedjson.loads(text)
+    except ValueError as e:
         raise SelfPlayRecordError(f"the root comment is not JSON: {e}") from None
     _need(isinstance(data, dict), f"must be a JSON object, not {type(data).__name__}")
     _need(set(data) == set(ROOT_KEYS), f"must have exactly the keys {', '.join(ROOT_KEYS)}, "

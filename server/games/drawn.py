@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from common import boundedjson
 from common.data.selfplay_sgf import RootInfo, SearchNote, SelfPlayRecordError, read_root_comment, read_search_note
 from common.go.sgf import GameRecord
 from common.settings import MatchSettings, SelfPlaySettings
@@ -50,10 +51,10 @@ def _notes(rec: GameRecord) -> list[SearchNote | None]:
     return notes
 
 
-def selfplay_draws(rec: GameRecord, loads) -> SelfPlayDraws:
-    """The record's account of its draws (``loads`` parses the root comment's JSON, depth-bounded)."""
+def selfplay_draws(rec: GameRecord) -> SelfPlayDraws:
+    """The record's account of its draws."""
     try:
-        return SelfPlayDraws(read_root_comment(rec.comment, loads), _notes(rec))
+        return SelfPlayDraws(read_root_comment(rec.comment), _notes(rec))
     except SelfPlayRecordError as e:
         raise invalid("sgf", str(e), "bad_record") from None
 
@@ -150,11 +151,11 @@ def full_weight(draws: SelfPlayDraws, settings: SelfPlaySettings) -> float:
     return sum(settings.full_search_weight(v) for v in draws.full_turns().values())
 
 
-def check_rating(rec: GameRecord, settings: MatchSettings, loads) -> None:
+def check_rating(rec: GameRecord, settings: MatchSettings) -> None:
     """A rating game's record against the task's match settings: played with them, on a size they draw."""
     try:
-        data = loads(rec.comment) if rec.comment else None
-    except (ValueError, RecursionError) as e:
+        data = boundedjson.loads(rec.comment) if rec.comment else None
+    except ValueError as e:
         raise invalid("sgf", f"the root comment is not JSON: {e}", "bad_record") from None
     if not isinstance(data, dict) or set(data) != {"settings"} or not isinstance(data["settings"], dict):
         raise invalid("sgf", "the root comment must be a JSON object holding the match settings it was played with",

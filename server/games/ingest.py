@@ -31,7 +31,6 @@ import logging
 import uuid
 import zipfile
 from dataclasses import dataclass
-from json import loads as loads_bounded
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
@@ -223,7 +222,7 @@ def _rows(npz: bytes, meta: TrainingGameMetadata) -> dict:
     try:
         with zipfile.ZipFile(io.BytesIO(npz)) as archive:
             unpacked = sum(info.file_size for info in archive.infolist())
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, EOFError) as e:
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, ValueError, EOFError) as e:
         raise invalid("npz", f"is not an npz (zip) archive: {e}", "bad_npz") from None
     if unpacked > limit:
         raise invalid("npz", f"unpacks to {unpacked} bytes, more than the {limit} this server takes", "too_large")
@@ -248,7 +247,7 @@ def check_selfplay_game(rec: GameRecord, rules: Rules, rows: dict, game_id: str,
                         settings: SelfPlaySettings) -> Game:
     """A self-play game's own checks, once its record and rows were read: the replay with its rows
     held against it, the declared result, the draws against the settings. Returns the replayed game."""
-    draws = drawn.selfplay_draws(rec, loads_bounded)
+    draws = drawn.selfplay_draws(rec)
     check = RowsAgainstGame(rows, rec.x_size, rec.y_size, rec.moves, game_id, rec.handicap,
                             settings.draw_equivalent_wins)
     game = _replay(rec, check.visit)
@@ -383,7 +382,7 @@ def take_rating_game(user, upload: Upload) -> tuple[RatingGame, bool]:
     rating: MatchSettings = task.settings_version.settings.rating
     rec = _record(upload.sgf)
     rules = _check_record(rec, meta, rating.board_sizes, rating.rules)
-    drawn.check_rating(rec, rating, loads_bounded)
+    drawn.check_rating(rec, rating)
     if rec.komi != rating.komi:
         raise invalid("sgf", f"komi {rec.komi} is not the rating games' {rating.komi}", "not_in_settings")
     if rec.handicap:

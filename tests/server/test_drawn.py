@@ -26,7 +26,7 @@ def record_with(game, settings: SelfPlaySettings, **start):
 
 
 def check(rec, settings: SelfPlaySettings) -> None:
-    drawn.check_selfplay(drawn.selfplay_draws(rec, json.loads), rec, settings, rec.result)
+    drawn.check_selfplay(drawn.selfplay_draws(rec), rec, settings, rec.result)
 
 
 def refusal(rec, settings: SelfPlaySettings) -> str:

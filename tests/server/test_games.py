@@ -253,6 +253,15 @@ def test_an_npz_that_is_not_an_archive_is_refused(run, alice, task, game):
     assert_nothing_stored(task["id"])
 
 
+def test_an_npz_that_needs_a_newer_zip_reader_is_refused(run, alice, task, game):
+    npz = bytearray(game.npz)
+    central = npz.index(b"PK\x01\x02")
+    npz[central + 6:central + 8] = (99).to_bytes(2, "little")  # "version needed to extract": 9.9
+    fields = upload_fields(task["id"], PlayedGame(game.sgf, bytes(npz), game.metadata))
+    assert_refused(post(alice[1], TRAINING, fields), "npz", "bad_npz")
+    assert_nothing_stored(task["id"])
+
+
 def test_rows_the_validator_refuses_are_refused(run, alice, task, game):
     with np.load(io.BytesIO(game.npz)) as z:
         arrays = {k: z[k] for k in z.files}
