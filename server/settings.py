@@ -316,6 +316,9 @@ REST_FRAMEWORK = {
         "tasks": env_str("SENTE_THROTTLE_TASKS", "60/min"),
         "uploads": env_str("SENTE_THROTTLE_UPLOADS", "600/min"),
         "login": env_str("SENTE_THROTTLE_LOGIN", "10/min"),
+        # Password checks per username, from every address together: high enough that no single
+        # address (held to "login") can lock an account, low enough to bound guesses from many.
+        "login_username": env_str("SENTE_THROTTLE_LOGIN_USERNAME", "100/min"),
     },
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,

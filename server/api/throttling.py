@@ -4,9 +4,10 @@ the view's own scope (``throttle_scope``: task requests, game uploads, password 
 ``DEFAULT_THROTTLE_RATES``), e.g. ``600/min``.
 
 Every check of a password (the API's token request, the website's and the admin's login forms, the
-password change) counts on the ``login`` scope's counters: one per client address, and one per
-username tried (:func:`password_check_wait`), so that guesses at one account from many addresses are
-bounded too.
+password change) counts on two counters (:func:`password_check_wait`): the ``login`` scope's per
+client address, and ``login_username`` per username tried, from every address together, so that
+guesses at one account from many addresses are bounded too. The second rate is the higher: one
+address, held to the first, cannot lock anyone out.
 
 Counting is by fixed windows in the default cache, all of a request's counters in one round trip:
 one small Lua script on Redis (production, shared by every worker), ``add`` + ``incr`` on other
@@ -95,16 +96,20 @@ def _limit(scope: str, ident: object) -> tuple[str, int, int] | None:
 
 
 def password_check_wait(request, username: str, address: bool = True) -> float | None:
-    """Count a password check for ``username`` (whatever was typed, compared without case) and,
-    with ``address``, for the client's address; the seconds to wait when either is over the
-    ``login`` rate, else None. The address counter is the one the API's token request counts on
-    (its ``throttle_scope``), which therefore passes ``address=False``."""
-    name = hashlib.sha256(username.casefold().encode("utf-8", "surrogatepass")).hexdigest()[:32]
-    limits = [_limit("login", f"username:{name}")]
+    """Count a password check for ``username`` (whatever was typed, compared without case: the
+    ``login_username`` rate) and, with ``address``, for the client's address (the ``login`` rate);
+    the seconds to wait when either is over its rate, else None. A check the address's rate refuses
+    does not count for the username, so that one address cannot spend an account's allowance. The
+    address counter is the one the API's token request counts on (its ``throttle_scope``, checked
+    before the view), which therefore passes ``address=False``."""
     if address:
-        limits.append(_limit("login", f"ip:{BaseThrottle().get_ident(request)}"))
-    limits = [limit for limit in limits if limit is not None]
-    return count(limits) if limits else None
+        limit = _limit("login", f"ip:{BaseThrottle().get_ident(request)}")
+        wait = count([limit]) if limit is not None else None
+        if wait is not None:
+            return wait  # refused before any password is looked at: the username's count is not spent
+    name = hashlib.sha256(username.casefold().encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    limit = _limit("login_username", name)
+    return count([limit]) if limit is not None else None
 
 
 class RateLimits(BaseThrottle):

@@ -350,11 +350,13 @@ def test_user_throttle(run, rates):
 
 def test_login_throttle(db, rates):
     """With login at 2/min the third password login from one address gets 429, even with the right
-    password; so does the third for one username from any address (guesses at one account from many
-    addresses are bounded too); another address logs in to another account."""
+    password; with login_username at 2/min so does the third for one username from any address
+    (guesses at one account from many addresses are bounded too: a request the address's limit
+    stopped checked no password and does not count); another address logs in to another account."""
     User.objects.create_user("frank", "frank@example.org", PASSWORD)
     User.objects.create_user("fiona", "fiona@example.org", PASSWORD)
     rates("login", "2/min")
+    rates("login_username", "2/min")
     client = APIClient()
     url = "/api/v1/auth/token/"
     assert client.post(url, {"username": "frank", "password": "wrong"}, format="json").status_code == 401
