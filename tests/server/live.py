@@ -40,7 +40,6 @@ class LiveServer:
             "SENTE_WORKERS": str(workers),
             "SENTE_ACCESS_LOG": "",
             "SENTE_RUN_STATE_SECONDS": "0",  # tests change the run and look at once
-            "SENTE_TOKEN_CACHE_SECONDS": "0",
             "PYTHONPATH": str(ROOT),
         })
         environment.update(env or {})
