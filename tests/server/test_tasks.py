@@ -1,5 +1,5 @@
 """``POST /api/v1/tasks/``: self-play and rating tasks, the task ledger, and the refusals (version,
-limits, no run, no work)."""
+build, limits, no run, no work)."""
 
 from __future__ import annotations
 
@@ -186,6 +186,56 @@ def test_old_client_must_upgrade(run, alice):
     assert _request(alice[1], client_version="0.10.0").status_code == 201
 
 
+BUILD_A, BUILD_B = "0123456789abcdef", "fedcba9876543210"
+
+
+def test_the_run_takes_a_range_of_versions_and_a_list_of_builds(run, alice):
+    """A client newer than the run's newest version, or of a build not on the run's list, gets 426
+    upgrade_required saying what the run takes; the task records the build it was given to."""
+    run.max_client_version = "0.3"
+    run.save()
+    response = _request(alice[1], client_version="0.3.1")
+    assert response.status_code == 426
+    error = _error(response)
+    assert error["code"] == "upgrade_required" and "0.3" in error["message"] and "newer" in error["message"]
+    assert (error["min_client_version"], error["max_client_version"], error["client_builds"]) == (__version__, "0.3",
+                                                                                                  [])
+    assert _request(alice[1], client_version="0.3.0", client_build=BUILD_B).status_code == 201
+    run.client_builds = [BUILD_A]
+    run.save()
+    for build in (BUILD_B, None):
+        response = _request(alice[1], client_build=build)
+        assert response.status_code == 426, response.content
+        error = _error(response)
+        assert BUILD_A in error["message"] and "upgrade" in error["message"] and error["client_builds"] == [BUILD_A]
+    response = _request(alice[1], client_build=BUILD_A)
+    assert response.status_code == 201, response.content
+    assert Task.objects.get(pk=response.json()["id"]).client_build == BUILD_A
+    assert Task.objects.count() == 2
+
+
+def test_a_game_of_a_client_the_run_no_longer_takes_is_refused(run, alice, selfplay_games):
+    """A game uploaded for a task of a build the run took then but no longer takes: 426, nothing
+    stored; once the run takes the build again, the same game is stored."""
+    from server.games.models import TrainingGame, UploadRefusal
+    from tests.server.helpers import upload_fields
+
+    response = _request(alice[1], client_build=BUILD_B, games=2)
+    task = response.json()
+    run.client_builds = [BUILD_A]
+    run.save()
+    fields = upload_fields(task["id"], selfplay_games[0])
+    response = alice[1].post("/api/v1/games/training/", fields, format="multipart")
+    assert response.status_code == 426, response.content
+    error = _error(response)
+    assert error["code"] == "upgrade_required" and error["field"] == "task" and BUILD_B in error["message"]
+    assert TrainingGame.objects.count() == 0 and UploadRefusal.objects.get().code == "upgrade_required"
+    run.client_builds = [BUILD_A, BUILD_B]
+    run.save()
+    fields = upload_fields(task["id"], selfplay_games[0])
+    assert alice[1].post("/api/v1/games/training/", fields, format="multipart").status_code == 201
+
+
 @pytest.mark.parametrize("version", ["latest", "1", "1.2.3.4", "v0.1.0", ""])
 def test_malformed_client_version(run, alice, version):
     """A client version that is not MAJOR.MINOR[.PATCH] gets 400 naming client_version."""
@@ -360,6 +410,11 @@ def test_selfplay_only_never_gets_rating(run, alice):
 
 @pytest.mark.parametrize("body", [
     {"client_version": "0.1.0", "client_instance_id": "a", "kinds": ["selfplay"], "games": 3},
+    {"client_version": "0.1.0", "client_build": "0123456789abcdef", "client_instance_id": "a"},
+    {"client_version": "0.1.0", "client_build": "", "client_instance_id": "a"},
+    {"client_version": "0.1.0", "client_build": "0123456789ABCDEF", "client_instance_id": "a"},
+    {"client_version": "0.1.0", "client_build": "0123456789abcdef0", "client_instance_id": "a"},
+    {"client_version": "0.1.0", "client_build": 12, "client_instance_id": "a"},
     {"client_version": "0.1", "client_instance_id": "m:1.x-y_z"},
     {"client_version": "0.1.0", "client_instance_id": "a", "kinds": ["rating", "selfplay"], "games": 256},
     {"client_version": "0.1.0", "client_instance_id": "a", "games": 257},
