@@ -1,4 +1,6 @@
-"""``POST /api/v1/tasks/``: hand a client its next piece of work, and record it."""
+"""``POST /api/v1/tasks/``: hand a client its next piece of work, and record it.
+``PATCH /api/v1/tasks/``: a client gives up games of its tasks it will not play, so that the
+ledger of open tasks owes only games that will come."""
 
 from __future__ import annotations
 
@@ -7,6 +9,9 @@ import re
 from datetime import timedelta
 
 from django.conf import settings
+from django.db import transaction
+from django.db.models import F
+from django.db.models.functions import Greatest
 from django.utils import timezone
 from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers, status
@@ -95,9 +100,23 @@ def task_body(task: Task, request) -> dict:
     return body
 
 
+class ReleasedTask(serializers.Serializer):
+    id = serializers.UUIDField()
+    games = serializers.IntegerField(min_value=0, help_text="the games of the task the client will deliver, in all")
+
+
+class ReleaseRequest(serializers.Serializer):
+    tasks = serializers.ListField(child=ReleasedTask(), min_length=1, max_length=1000)
+
+
 class TaskView(APIView):
     permission_classes = [IsAuthenticated]
-    throttle_scope = "tasks"
+
+    @property
+    def throttle_scope(self) -> str | None:
+        """Task requests count against the task throttle; giving games up (PATCH) does not: it only
+        ever lightens the server's books."""
+        return "tasks" if self.request.method == "POST" else None
 
     @extend_schema(request=TaskRequest, responses={201: inline_serializer("Task", {
         "id": serializers.UUIDField(), "kind": serializers.ChoiceField(TASK_KINDS), "run": serializers.CharField(),
@@ -142,3 +161,30 @@ class TaskView(APIView):
                                status_code=503)
             task = Task.objects.issue(kind=Task.Kind.SELFPLAY, network=network, **common)
         return Response(task_body(task, request), status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=ReleaseRequest, responses={200: inline_serializer("Released", {
+        "given_up": serializers.IntegerField(help_text="the games the ledger no longer waits for"),
+        "tasks": serializers.ListField(child=serializers.DictField(), help_text="id, games, games_received"),
+        "unknown": serializers.ListField(child=serializers.UUIDField(), help_text="ids that are none of yours")})})
+    def patch(self, request):
+        """Give up games of your tasks: each task's ``games`` becomes the games you will deliver in
+        all (never fewer than it has received, never more than it had)."""
+        data = ReleaseRequest(data=request.data)
+        data.is_valid(raise_exception=True)
+        wanted: dict = {}
+        for item in data.validated_data["tasks"]:
+            wanted[item["id"]] = min(item["games"], wanted.get(item["id"], item["games"]))
+        given_up = 0
+        answer = []
+        with transaction.atomic():
+            for task in (Task.objects.select_for_update().filter(user=request.user, pk__in=list(wanted))
+                         .order_by("pk").only("id", "games", "games_received")):
+                games = max(wanted[task.pk], task.games_received)
+                if games < task.games:
+                    Task.objects.filter(pk=task.pk).update(games=Greatest(F("games_received"), games))
+                    given_up += task.games - games
+                    task.games = games
+                answer.append({"id": str(task.pk), "games": task.games, "games_received": task.games_received})
+        found = {item["id"] for item in answer}
+        return Response({"given_up": given_up, "tasks": answer,
+                         "unknown": [str(t) for t in wanted if str(t) not in found]})

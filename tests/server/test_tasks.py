@@ -1,5 +1,5 @@
 """``POST /api/v1/tasks/``: self-play and rating tasks, the task ledger, and the refusals (version,
-build, limits, no run, no work)."""
+build, limits, no run, no work); ``PATCH /api/v1/tasks/``: games given up."""
 
 from __future__ import annotations
 
@@ -406,6 +406,57 @@ def test_selfplay_only_never_gets_rating(run, alice):
     _with_settings(run, rating_game_prob=1.0)
     for _ in range(3):
         assert new_task(alice[1], kinds=("selfplay",))["kind"] == "selfplay"
+
+
+# --- games given up ------------------------------------------------------------------------------------
+def _give_up(client, **games):
+    return client.patch("/api/v1/tasks/", {"tasks": [{"id": t, "games": n} for t, n in games.items()]},
+                        format="json")
+
+
+def test_games_given_up_leave_the_ledger_and_its_metrics(run, alice, bob, selfplay_games, settings):
+    """A client gives up the games of its tasks it will not play: each task then owes only the games
+    the client will still deliver (never fewer than it received), and the metrics of open tasks say
+    so. Another user's task is no task of yours; giving up is not throttled like task requests."""
+    from server.operations.metrics import render
+    from tests.server.helpers import upload_fields
+    from tests.server.test_operations import metric
+
+    def owed() -> tuple[float | None, float | None]:
+        text = render().decode()
+        return (metric(text, "sente_open_tasks", run="test", kind="selfplay"),
+                metric(text, "sente_open_task_games", run="test", kind="selfplay"))
+
+    settings.SENTE_METRICS_SECONDS = 0
+    settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "DEFAULT_THROTTLE_RATES": {
+        **settings.REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"], "tasks": "3/min"}}
+    first, second, third = (new_task(alice[1], games=g)["id"] for g in (100, 50, 10))
+    theirs = new_task(bob[1], games=5)["id"]
+    fields = upload_fields(first, selfplay_games[0])
+    assert alice[1].post("/api/v1/games/training/", fields, format="multipart").status_code == 201
+    assert owed() == (4, 164)
+    response = _give_up(alice[1], **{first: 0, second: 20, third: 10, theirs: 0})
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert body["given_up"] == 99 + 30 and body["unknown"] == [theirs]
+    assert {t["id"]: (t["games"], t["games_received"]) for t in body["tasks"]} == {
+        first: (1, 1), second: (20, 0), third: (10, 0)}
+    assert Task.objects.get(pk=first).games == 1 and Task.objects.get(pk=theirs).games == 5
+    assert owed() == (3, 35)  # bob's 5, alice's 20 and 10; the first task has all its games
+    # Never more games than a task had, and again as often as needed: the smallest count wins.
+    assert _give_up(alice[1], **{second: 30}).json()["given_up"] == 0
+    assert _give_up(alice[1], **{second: 5}).json()["given_up"] == 15
+    assert _request(alice[1]).status_code == 429  # the fourth task request of the minute
+
+
+@pytest.mark.parametrize(("body", "field"), [
+    ({}, "tasks"), ({"tasks": []}, "tasks"), ({"tasks": [{"id": "nope", "games": 1}]}, "tasks.0.id"),
+    ({"tasks": [{"id": "0d6a8c29-38b4-4c3b-9a43-d0c7b7c5b0a1", "games": -1}]}, "tasks.0.games"),
+])
+def test_a_bad_give_up_names_the_field(run, alice, body, field):
+    response = alice[1].patch("/api/v1/tasks/", body, format="json")
+    assert response.status_code == 400
+    assert _error(response)["field"] == field
 
 
 @pytest.mark.parametrize("body", [
