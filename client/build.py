@@ -2,12 +2,13 @@
 
 A task gives a client a network and the run's settings; what the client makes of them (the games and
 their training rows) is decided by the search, self-play and matches, the evaluator, the Go rules and
-SGF, the network's features, model and file formats, the rows writer and the reading of the settings.
-``BUILD`` hashes the source of exactly those modules (:data:`SOURCES`), so two clients with the same
-build make the same data from the same task, and a change to any of them makes another build. The
-rest (the contribute command's transport and display, the GTP and analysis engines, the trainer's
-loss and loop) can change without changing a game, and is left out: a fix there does not force a
-run to allow a new build.
+SGF, the network's features, model and file formats, the training rows (their weights, writer and
+check) and the reading of the settings. ``BUILD`` hashes the source of those modules
+(:data:`SOURCES`: whole folders, so that a module added to them is counted), so two clients with the
+same build make the same data from the same task, and a change to any of them makes another build.
+The rest (the contribute command's transport and display, the GTP and analysis engines, the
+trainer's loss, loop and data loader) can change without changing a game, and is left out: a fix
+there does not force a run to allow a new build.
 
 The hash is the sha256 of every such file's path and text, in the order of their paths, each text
 with its line endings made ``\\n``: the same on every machine, in a checkout that turned the line
@@ -25,9 +26,9 @@ from common.protocol import CLIENT_VERSION
 ROOT = Path(__file__).resolve().parent.parent
 # Every module under these folders, and these single modules (paths from the project's root).
 SOURCES = ("client/search/", "client/selfplay/", "client/match/", "client/evaluator.py", "common/go/", "common/nn/",
-           "common/data/rows.py", "common/data/schema.py", "common/settings.py")
+           "common/data/", "common/settings.py")
 # Within those folders: the trainer's own modules, which no client runs.
-LEFT_OUT = ("common/nn/loss.py", "common/nn/training.py")
+LEFT_OUT = ("common/nn/loss.py", "common/nn/training.py", "common/data/loader.py")
 BUILD_DIGITS = 16
 
 

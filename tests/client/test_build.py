@@ -22,10 +22,10 @@ def test_the_build_covers_the_code_that_makes_the_data(tmp_path):
     names = {p.relative_to(ROOT).as_posix() for p in source_files()}
     for needed in ("client/search/tree.py", "client/selfplay/run.py", "client/match/run.py", "client/evaluator.py",
                    "common/go/rules.py", "common/go/sgf.py", "common/nn/features.py", "common/nn/model.py",
-                   "common/data/rows.py", "common/settings.py"):
+                   "common/data/rows.py", "common/data/weights.py", "common/settings.py"):
         assert needed in names
     assert not any(n.startswith(("client/contribute/", "client/gtp/", "server/")) for n in names)
-    assert "common/nn/training.py" not in names
+    assert not {"common/nn/training.py", "common/data/loader.py"} & names
     root = _copy(tmp_path)
     assert build_hash(root) == BUILD and len(BUILD) == 16
     # Line endings turned into CRLF (a checkout on Windows): the same build.
