@@ -9,10 +9,11 @@
 * The reserve: the worker keeps self-play games in hand for two hours of play (``RESERVE_SECONDS``),
   so that it plays on through an outage of the server of an hour and more. It asks for a task at
   once when the games in hand fall below the games it plays at once, and otherwise, while the
-  reserve is short, at most one task every ``FILL_SECONDS``: the reserve fills up over the first
-  tens of minutes without a burst of requests. The reserve is never more than half the tasks'
-  lifetime (the server's ``SENTE_TASK_SECONDS``, six hours by default), so its games are played
-  long before their tasks expire.
+  reserve is short, at most one task every ``FILL_SECONDS``: the reserve fills up in minutes (about
+  an hour at ten games a second) without a burst of requests. Until the rate is known the first
+  task is the whole reserve. The reserve is never more than half the tasks' lifetime (the server's
+  ``SENTE_TASK_SECONDS``, six hours by default), so its games are played long before their tasks
+  expire.
 
 So a full reserve means one task request per ten minutes of play; at the fastest (tasks capped at
 256 games) one per 256 games finished: a worker finishing 10 games a second asks 2.3 times a minute.
@@ -86,12 +87,12 @@ class Sizing:
         return max(1, min(most, wanted))
 
     def reserve_games(self, rate: float | None, lifetime: float | None = None) -> int:
-        """The self-play games to keep in hand (not yet started)."""
-        floor = 4 * self.parallel
+        """The self-play games to keep in hand (not yet started); until the rate is known, no more
+        than the games in hand must not fall below."""
         if rate is None:
-            return floor
+            return self.parallel
         seconds = self.reserve_seconds if lifetime is None else min(self.reserve_seconds, LIFETIME_SHARE * lifetime)
-        return max(floor, math.ceil(rate * seconds))
+        return max(4 * self.parallel, math.ceil(rate * seconds))
 
     def urgent(self, in_hand: int) -> bool:
         """Do the games in hand run out: is a task needed at once?"""

@@ -49,10 +49,10 @@ def test_the_game_rate_is_measured_over_the_last_ten_minutes():
 def test_tasks_are_ten_minutes_of_play_and_the_reserve_two_hours():
     """A GPU worker of 64 games at once finishing 0.2 games a second (19x19) asks for 120 games a task
     and keeps 1440 in hand; at 10 games a second (fast 9x9) tasks are capped at the server's limit,
-    and 256-game tasks at 10 games/s are 2.3 requests a minute. Before the rate is known: four times
-    the games played at once."""
+    and 256-game tasks at 10 games/s are 2.3 requests a minute. Before the rate is known: tasks of four
+    times the games played at once, asked for only when the games in hand run out."""
     gpu = Sizing(parallel=64)
-    assert gpu.task_games(None) == 256 and gpu.reserve_games(None) == 256
+    assert gpu.task_games(None) == 256 and gpu.reserve_games(None) == 64
     assert gpu.task_games(0.2) == 120 and gpu.reserve_games(0.2) == 1440
     assert gpu.task_games(10.0) == MOST_GAMES and gpu.reserve_games(10.0) == 72_000
     assert gpu.task_games(10.0, most=100) == 100
