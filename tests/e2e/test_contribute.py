@@ -166,11 +166,12 @@ def _upload_network(server_url: str, tmp_path: Path, name: str, parent: str, acc
 
 
 def _rating_often() -> None:
-    """Rating games in half the tasks, so that a short run plays some."""
+    """Rating games in every task that may be one, so that a short run plays some (a worker holds two
+    rating tasks at most, and then asks for self-play only)."""
     from server.runs.models import Run
 
     document = helpers.SETTINGS.to_dict()
-    document["gating"]["rating_game_prob"] = 0.5
+    document["gating"]["rating_game_prob"] = 1.0
     Run.objects.get(name=helpers.RUN).set_settings(document)
 
 
