@@ -255,7 +255,11 @@ def _add_play_options(parser: argparse.ArgumentParser, files: str, parallel: int
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from client.build import describe
+
     parser = argparse.ArgumentParser(prog="python -m client", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"Sente client {describe()}",
+                        help="the client's version and build (the hash of its search and data code) and exit")
     sub = parser.add_subparsers(dest="command", required=True)
 
     gtp = sub.add_parser("gtp", help="speak GTP on stdin/stdout (for GUIs and referees)")

@@ -251,9 +251,6 @@ elif _cache_url:
 else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 
-# How long a worker trusts a client token it checked (revocations elsewhere reach it within this).
-SENTE_TOKEN_CACHE_SECONDS = float(env_str("SENTE_TOKEN_CACHE_SECONDS", "10"))
-
 # --- background tasks (rating refits) -------------------------------------------------------------
 # Queued in the database and run by `manage.py db_worker`; SENTE_TASKS=immediate runs them at once,
 # in the process that queued them (after its transaction commits), with no worker.

@@ -75,7 +75,6 @@ def _configure_django() -> None:
     os.environ.pop("STORAGE_URL", None)
     os.environ.pop("CACHE_URL", None)
     os.environ["SENTE_RUN_STATE_SECONDS"] = "0"  # tests change the run and look at once
-    os.environ["SENTE_TOKEN_CACHE_SECONDS"] = "0"
     url = _postgres_url()
     os.environ["DATABASE_URL"] = url or f"sqlite:///{data / 'sente.sqlite3'}"
     django.setup()

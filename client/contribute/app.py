@@ -2,7 +2,10 @@
 
 Setup: the first start with ``--server URL --username NAME`` asks for the password once (or reads it
 from stdin with ``--password-stdin``), exchanges it for a client token and keeps the token, never the
-password, in the settings file (:mod:`client.contribute.config`). Later starts need no options.
+password, in the settings file (:mod:`client.contribute.config`). Later starts need no options; a
+start with ``--username`` logs in again, and so does one whose kept token the server refuses (it was
+revoked, say) when the password can be had (a terminal, or ``--password-stdin``). Otherwise a refused
+token ends the client with the command that logs in again.
 
 Then it checks the server (reachable, the token taken, the client new enough) and says plainly what
 is wrong if anything is, starts one worker process per device (:mod:`client.contribute.worker`), and
@@ -12,8 +15,9 @@ games in play, delivers them and ends; twice ends at once (finished games stay i
 next start). ``pause`` and ``resume`` on stdin, or SIGUSR1 and SIGUSR2, hold and release the workers.
 
 Exit status: 0 when it ended as asked; 1 on an unexpected failure; 2 for bad settings; 3 when the
-server refuses the login or the token; 4 when the client is too old for the server's run; 5 when the
-server cannot be reached at start; 6 when a network file stays wrong after repeated downloads.
+server refuses the login or the token; 4 when the server's run does not take this client's version or
+build; 5 when the server cannot be reached at start; 6 when a network file stays wrong after repeated
+downloads.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import logging.handlers
 import multiprocessing
 import os
 import queue
+import shlex
 import signal
 import socket
 import sys
@@ -34,9 +39,11 @@ from pathlib import Path
 
 import requests
 
+from client.build import BUILD, describe
 from client.contribute import config as client_config
 from client.contribute.netcache import NetworkCache
 from client.contribute.outbox import DEFAULT_BACKOFF_CAP, FATAL, Outbox, describe_error
+from client.contribute.retry import patiently
 from client.contribute.server import AuthError, ServerClient, ServerError
 from client.contribute.status import Status
 from client.contribute.tasks import AUTH, NETWORK, PROTOCOL, UPGRADE
@@ -54,6 +61,7 @@ RESTART_WINDOW = 600.0
 STATUS_LINE_SECONDS = 60.0  # without a terminal: how often the status line is logged
 PRUNE_SECONDS = 86400.0
 STOP_SECONDS = 15.0  # how long "stop now" waits for the workers before it kills them
+FINAL_PATIENCE = 30.0  # the longest Retry-After the last delivery waits out before leaving the games for later
 
 
 class Stop(Exception):
@@ -115,6 +123,7 @@ class _Contributor:
         self._interrupts = 0
         self._signalled: list[str] = []  # what signal handlers noted, for the main loop
         self._wake = threading.Event()
+        self._password_read = False
 
     # --- setup ------------------------------------------------------------------------------------
     def run(self) -> int:
@@ -123,6 +132,8 @@ class _Contributor:
             devices = self._devices()
             self._login_if_needed()
             server = self._check_server()
+            if self.args.password_stdin and not self._password_read:
+                sys.stdin.readline()  # the password line the kept token did not need: not a command
             return self._contribute(server, devices)
         finally:
             listener.stop()
@@ -146,24 +157,36 @@ class _Contributor:
             logging.getLogger(noisy).setLevel(logging.WARNING)
         listener = logging.handlers.QueueListener(self.log_queue, file, console, respect_handler_level=True)
         listener.start()
-        log.info("sente client %s starting; settings %s, data %s", CLIENT_VERSION, self.config_path, self.data_dir)
+        log.info("sente client %s starting; settings %s, data %s", describe(), self.config_path, self.data_dir)
         return listener
 
     def _login_if_needed(self) -> None:
+        """Log in when asked to (--username given), for another server than the kept one, or
+        without a token; a token from the environment is used as it is."""
         cfg = self.config
-        # The kept token is the kept user's on the kept server; asking for another user or server
-        # means logging in, as does having no token at all.
-        other = cfg.server != self.stored.server or (self.args.username
-                                                     and self.args.username != self.stored.username)
-        token_from_env = bool(os.environ.get(client_config.ENV["token"]))
-        if cfg.token and not (other and not token_from_env):
+        if self._token_from_env():
             return
+        if cfg.token and not self.args.username and cfg.server == self.stored.server:
+            return
+        self._login()
+
+    def _token_from_env(self) -> bool:
+        return bool(os.environ.get(client_config.ENV["token"]))
+
+    def _can_log_in(self) -> bool:
+        """Can a refused kept token be replaced now: a user to log in as and a password to be had?"""
+        return (not self._token_from_env() and bool(self.config.username)
+                and (self.args.password_stdin or (sys.stdin is not None and sys.stdin.isatty())))
+
+    def _login(self) -> None:
+        cfg = self.config
         if not cfg.username:
             raise Stop(EXIT_USAGE, f"no client token for {cfg.server}: give --username NAME to log in once")
         password = self._password(cfg.username, cfg.server)
         server = ServerClient(cfg.server, instance_id=cfg.instance_id or "sente-client")
         try:
-            login = server.login(cfg.username, password, f"client on {socket.gethostname()}"[:100])
+            login = patiently(lambda: server.login(cfg.username, password,
+                                                    f"client on {socket.gethostname()}"[:100]))
         except AuthError as e:
             raise Stop(EXIT_AUTH, f"the server at {cfg.server} did not accept user {cfg.username!r} with this "
                                   f"password ({e.message})") from None
@@ -181,10 +204,20 @@ class _Contributor:
               "(the password is not)", flush=True)
 
     def _login_again(self) -> str:
-        return f"Log in again: python -m client contribute --username {self.config.username or 'NAME'}"
+        """What to do about a refused token, as a command that does it."""
+        if self._token_from_env():
+            return (f"The token comes from {client_config.ENV['token']}: make a new one on the server's token page, "
+                    "or unset the variable and log in with --username NAME")
+        command = ["python", "-m", "client", "contribute"]
+        if self.args.config:
+            command += ["--config", str(self.args.config)]
+        command += ["--username", self.config.username or "NAME"]
+        return (f"Log in again: {shlex.join(command)} (it asks for the password; add --password-stdin "
+                "to give it on stdin)")
 
     def _password(self, username: str, server: str) -> str:
         if self.args.password_stdin:
+            self._password_read = True
             line = sys.stdin.readline()
             if not line:
                 raise Stop(EXIT_USAGE, "--password-stdin: stdin ended before a password line")
@@ -203,7 +236,17 @@ class _Contributor:
             cfg = self.config
         server = ServerClient(cfg.server, cfg.token, instance_id=cfg.instance_id)
         try:
-            me = server.me()
+            try:
+                me = patiently(server.me)
+            except AuthError as e:
+                if not self._can_log_in():
+                    raise
+                print(f"the server at {cfg.server} refused the client token kept for {cfg.username} ({e.message}); "
+                      "logging in again", flush=True)
+                self._login()
+                cfg = self.config
+                server = ServerClient(cfg.server, cfg.token, instance_id=cfg.instance_id)
+                me = patiently(server.me)
         except AuthError as e:
             raise Stop(EXIT_AUTH, f"the server at {cfg.server} refused the client token kept for "
                                   f"{cfg.username or 'this user'} ({e.message}); it may have been revoked. "
@@ -215,11 +258,10 @@ class _Contributor:
                                          "address and the network connection, then start again") from None
         self.username = me.get("username", cfg.username or "?")
         try:
-            current = server.current_run()
-            needed = current.get("min_client_version")
-            if needed and parse_version(CLIENT_VERSION) < parse_version(needed):
-                raise Stop(EXIT_UPGRADE, f"this client is version {CLIENT_VERSION}, and the server's run "
-                                         f"{current.get('run')} needs {needed} or newer: please upgrade the client")
+            current = patiently(server.current_run)
+            refusal = _not_taken(current)
+            if refusal is not None:
+                raise Stop(EXIT_UPGRADE, refusal)
             log.info("run %s, network %s", current.get("run"), (current.get("network") or {}).get("name"))
         except ServerError as e:
             log.warning("the server has no run to work for yet (%s); the client waits for one", e.message)
@@ -381,6 +423,11 @@ class _Contributor:
             if outcome is not None and outcome.kind == FATAL:
                 self._fail(_exit_of_refusal(outcome), f"uploading games stopped: {outcome.message}")
                 return
+            if outcome is not None and outcome.retry_after is not None and not outcome.unreachable:
+                log.info("the server asks to wait %.0f s before the next upload (%s)", outcome.retry_after,
+                         outcome.message)
+                done.wait(outcome.retry_after)
+                continue
             if outcome is not None and outcome.unreachable:
                 if self.status.upload_reachable is not False:
                     log.warning("the server cannot be reached to upload games (%s); they wait in the outbox "
@@ -408,6 +455,13 @@ class _Contributor:
             return self.control.stopping.is_set()
 
         outcome = outbox.deliver_due(server.upload, stop=interrupted)
+        while (outcome is not None and outcome.retry_after is not None and not outcome.unreachable
+               and outcome.retry_after <= FINAL_PATIENCE and not interrupted()):
+            time.sleep(outcome.retry_after)  # the server asked for a short wait: the last games still go out
+            outbox.refresh()
+            for entry in outbox.pending():
+                entry.due = 0.0
+            outcome = outbox.deliver_due(server.upload, stop=interrupted)
         if outcome is not None and outcome.kind == FATAL:
             self._fail(_exit_of_refusal(outcome), f"uploading games stopped: {outcome.message}")
 
@@ -478,6 +532,24 @@ class _Contributor:
 
         if sys.stdin is not None and not sys.stdin.closed:
             threading.Thread(target=read, name="commands", daemon=True).start()
+
+
+def _not_taken(current: dict) -> str | None:
+    """Why the server's current run does not take this client (None: it does), in the words of the
+    server's own refusal of a task request."""
+    run, least, most = current.get("run"), current.get("min_client_version"), current.get("max_client_version")
+    builds = current.get("client_builds") or []
+    mine = parse_version(CLIENT_VERSION)
+    if least and mine < parse_version(least):
+        return (f"this client is version {CLIENT_VERSION}, and the server's run {run} needs {least} or newer: "
+                "please upgrade the client")
+    if most and mine > parse_version(most):
+        return (f"this client is version {CLIENT_VERSION}, newer than the server's run {run} takes (versions "
+                f"{least} to {most}): please install one of those")
+    if builds and BUILD not in builds:
+        return (f"this client is version {CLIENT_VERSION}, build {BUILD}, which the server's run {run} does not take "
+                f"(builds {', '.join(builds)}): please upgrade the client to the release the project names")
+    return None
 
 
 def _exit_of_refusal(outcome) -> int:

@@ -34,6 +34,7 @@ from pathlib import Path
 
 import requests
 
+from client.contribute.server import ServerError
 from common.files import fsync_dir
 from common.protocol import NETWORK_NAME_PATTERN
 
@@ -116,8 +117,9 @@ class NetworkCache:
     def get(self, ref: NetworkRef) -> Path:
         """The checked file of ref's network, downloading (or finishing the download of) it first if
         needed. Raises NetworkFileError when it cannot be had right (or the server refuses it with a
-        4xx), and requests' exceptions when the server cannot be reached or fails (5xx); the partial
-        download is then kept for the next call."""
+        4xx), requests' exceptions when the server cannot be reached or fails (5xx), and ServerError
+        with its ``retry_after`` when it asks to be asked later (429, or 503 with Retry-After); the
+        partial download is then kept for the next call."""
         if ref.is_random or ref.url is None or ref.sha256 is None:
             raise ValueError(f"network {ref.name} is the random network: it has no file")
         path = self.path_of(ref.name)
@@ -162,6 +164,8 @@ class NetworkCache:
                 status = response.status_code
                 if status == 416:  # what we have is not a prefix of the file
                     return f"the server refused the range from byte {have} (416)"
+                if status == 429 or (status == 503 and response.headers.get("Retry-After")):
+                    raise ServerError.of(response)  # it asks to be asked later: the caller waits as long
                 if status >= 500:
                     response.raise_for_status()  # the server's trouble: the caller waits and asks again
                 if status not in (200, 206):

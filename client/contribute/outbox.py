@@ -1,7 +1,8 @@
 """The volunteer's outbox: every finished game waits on disk until the server has confirmed it.
 
 A game is written to ``pending/`` as one directory (its SGF, its training rows when it has any, and
-``entry.json``: the kind of game, the task, the metadata) built under ``tmp/`` and renamed into
+``entry.json``: the kind of game, the task, the metadata, the client build that played it) built
+under ``tmp/`` and renamed into
 place, so a crash, a kill or a power cut leaves either the whole entry or none of it (what a dead
 writer left under ``tmp/`` is removed on start; several processes may share one outbox). An entry is
 removed only once the server confirmed the game: any 2xx, a repeated upload included (the server
@@ -9,9 +10,11 @@ answers a game it already has with 200). A refusal for the game's own sake (any 
 it to ``rejected/`` with the server's message beside it, for the volunteer to look at. Connection
 errors, timeouts, 5xx and 429 leave it pending and retry it later, after a delay that doubles from
 ``backoff_start`` seconds up to ``backoff_cap`` (an hour) with random jitter, or the server's
-``Retry-After`` when it gave one. A refusal that is not the game's fault (401/403: the token; 426:
-the client is too old) leaves it pending too and is reported as fatal: the client stops and says
-why, and the game goes out once that is fixed.
+``Retry-After`` when it gave one and asked for longer; a ``Retry-After`` also ends the delivery
+pass, so that no other game is sent before the wait is over. A refusal that is not the game's fault
+(401/403: the token; 426: the run does not take this client) leaves it pending too and is reported
+as fatal: the client stops and says why, and the game goes out once that is fixed. (A 426 for a
+game an earlier build played is that game's own: see :meth:`ServerClient.upload`.)
 
 Entries go out oldest first; on start the pending ones from earlier runs are simply there.
 """
@@ -30,6 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from client.contribute.retry import retry_after_seconds
 from common.files import atomic_write, fsync_dir
 
 log = logging.getLogger(__name__)
@@ -60,16 +64,11 @@ def outcome_of_status(status: int, message: str, retry_after: str | None = None)
     """An HTTP answer to an upload, as an Outcome."""
     if 200 <= status < 300:
         return Outcome(DELIVERED, message, status=status)
-    wait = None
-    if retry_after is not None:
-        try:
-            wait = max(0.0, float(retry_after))
-        except ValueError:
-            wait = None
+    wait = retry_after_seconds(retry_after)
     if status in (401, 403):
         return Outcome(FATAL, f"the server refused the client's token ({status}): {message}", status=status)
     if status == 426:
-        return Outcome(FATAL, f"the server needs a newer client (426): {message}", status=status)
+        return Outcome(FATAL, f"the server's run does not take this client (426): {message}", status=status)
     if status in (408, 429) or status >= 500:
         return Outcome(RETRY, f"{status}: {message}", wait, status=status)
     return Outcome(REJECTED, f"{status}: {message}", status=status)
@@ -85,6 +84,7 @@ class Entry:
     game_id: str
     metadata: str  # the metadata JSON as uploaded
     created: float
+    build: str = ""  # the client build that played it ("" in entries older than builds)
     attempts: int = 0
     due: float = 0.0
     last_error: str = ""
@@ -139,25 +139,29 @@ class Outbox:
             self.refresh()
 
     # --- putting games in -------------------------------------------------------------------------
-    def put(self, kind: str, task: str, metadata: dict, sgf: bytes, npz: bytes | None = None) -> Entry:
-        """Spool a finished game (atomically); it is delivered by :meth:`deliver_due`."""
+    def put(self, kind: str, task: str, metadata: dict, sgf: bytes, npz: bytes | None = None,
+            build: str = "") -> Entry:
+        """Spool a finished game (atomically) played by the client build `build`; it is delivered by
+        :meth:`deliver_due`."""
         if kind not in KINDS:
             raise ValueError(f"game kind {kind!r}: expected one of {', '.join(KINDS)}")
         game_id = str(metadata.get("game_id", ""))
         created = time.time()
         name = f"{time.time_ns():020d}-{uuid.uuid4().hex[:8]}"
-        build = self.tmp_dir / f"{os.getpid()}.{name}"  # the writer's pid: see _writer_alive
-        build.mkdir()
-        atomic_write(build / "game.sgf", sgf)
+        folder = self.tmp_dir / f"{os.getpid()}.{name}"  # the writer's pid: see _writer_alive
+        folder.mkdir()
+        atomic_write(folder / "game.sgf", sgf)
         if npz is not None:
-            atomic_write(build / "game.npz", npz)
+            atomic_write(folder / "game.npz", npz)
         text = json.dumps(metadata, sort_keys=True)
-        atomic_write(build / "entry.json", json.dumps({"kind": kind, "task": str(task), "metadata": text,
-                                                       "game_id": game_id, "created": created}).encode())
+        atomic_write(folder / "entry.json", json.dumps({"kind": kind, "task": str(task), "metadata": text,
+                                                        "game_id": game_id, "created": created,
+                                                        "build": build}).encode())
         path = self.pending_dir / name
-        os.replace(build, path)
+        os.replace(folder, path)
         fsync_dir(self.pending_dir)
-        entry = Entry(path=path, kind=kind, task=str(task), game_id=game_id, metadata=text, created=created)
+        entry = Entry(path=path, kind=kind, task=str(task), game_id=game_id, metadata=text, created=created,
+                      build=build)
         with self._lock:
             self._entries[name] = entry
             self.counts.pending = len(self._entries)
@@ -167,7 +171,8 @@ class Outbox:
         try:
             info = json.loads((path / "entry.json").read_text())
             return Entry(path=path, kind=info["kind"], task=info["task"], game_id=info.get("game_id", ""),
-                         metadata=info["metadata"], created=float(info.get("created", 0.0)))
+                         metadata=info["metadata"], created=float(info.get("created", 0.0)),
+                         build=str(info.get("build", "")))
         except (OSError, ValueError, KeyError, TypeError) as e:
             if not path.exists():  # delivered and removed meanwhile
                 return None
@@ -202,9 +207,10 @@ class Outbox:
     def deliver_due(self, send: Callable[[Entry], Outcome], now: float | None = None,
                     stop: Callable[[], bool] | None = None) -> Outcome | None:
         """Try every entry that is due, oldest first, with send(entry). Stops at the first FATAL
-        outcome, or the first time the server cannot be reached at all (send raised: the others
-        wait for the next pass rather than each fail alike), and returns it; otherwise returns None.
-        A true ``stop()`` ends the pass before the next entry."""
+        outcome, the first time the server cannot be reached at all (send raised: the others wait
+        for the next pass rather than each fail alike), or the first time it asks to be asked later
+        (Retry-After: the others wait as long), and returns that outcome; otherwise returns None. A
+        true ``stop()`` ends the pass before the next entry."""
         for entry in self.pending():
             if stop is not None and stop():
                 return None
@@ -224,7 +230,7 @@ class Outbox:
                 self._reject(entry, outcome.message)
             elif outcome.kind == RETRY:
                 self._postpone(entry, outcome, t)
-                if outcome.unreachable:
+                if outcome.unreachable or outcome.retry_after is not None:
                     return outcome
             else:
                 with self._lock:

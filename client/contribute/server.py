@@ -1,9 +1,11 @@
 """The client's side of the server's API (``/api/v1/``), over one requests session.
 
 Errors come back as :class:`ServerError` with the server's own message (its JSON ``error``
-object), or as its subclasses for the cases a volunteer must act on: :class:`AuthError` (wrong
-password, revoked or unknown token) and :class:`UpgradeRequired` (the run needs a newer client).
-Connection problems stay requests' exceptions; the caller decides to wait and try again.
+object) and its ``Retry-After``, or as its subclasses for the cases a volunteer must act on:
+:class:`AuthError` (wrong password, revoked or unknown token) and :class:`UpgradeRequired` (the run
+does not take this client's version or build). Connection problems stay requests' exceptions; the
+caller decides to wait and try again. Requests name the client's version and build
+(:mod:`client.build`).
 """
 
 from __future__ import annotations
@@ -14,19 +16,35 @@ from dataclasses import dataclass
 
 import requests
 
+from client.build import BUILD
 from client.contribute.outbox import REJECTED, Entry, Outcome, outcome_of_status
+from client.contribute.retry import retry_after_seconds
 from common.protocol import API_PREFIX, CLIENT_VERSION, TASK_KINDS
 
 
 class ServerError(Exception):
-    """The server refused a request; ``status``, ``code`` and the server's ``message``."""
+    """The server refused a request; ``status``, ``code`` and the server's ``message``;
+    ``retry_after``: the seconds its ``Retry-After`` asked to wait (None when it said nothing)."""
 
-    def __init__(self, status: int, code: str, message: str, url: str) -> None:
+    def __init__(self, status: int, code: str, message: str, url: str, retry_after: float | None = None) -> None:
         super().__init__(f"{url}: {status} {code}: {message}")
         self.status = status
         self.code = code
         self.message = message
         self.url = url
+        self.retry_after = retry_after
+
+    @classmethod
+    def of(cls, response: requests.Response) -> ServerError:
+        """The refusal in this answer (>= 400), as the subclass a volunteer must act on if it is one."""
+        code, message = error_message(response)
+        kind = cls
+        if response.status_code in (401, 403):
+            kind = AuthError
+        elif response.status_code == 426:
+            kind = UpgradeRequired
+        return kind(response.status_code, code, message, response.url,
+                    retry_after_seconds(response.headers.get("Retry-After")))
 
 
 class AuthError(ServerError):
@@ -34,7 +52,7 @@ class AuthError(ServerError):
 
 
 class UpgradeRequired(ServerError):
-    """The run needs a newer client."""
+    """The run does not take this client's version or build: another client is needed."""
 
 
 @dataclass(frozen=True)
@@ -65,7 +83,8 @@ class ServerClient:
         self.token = token
         self.instance_id = instance_id
         self.session = session or requests.Session()
-        self.session.headers["User-Agent"] = f"sente-client/{CLIENT_VERSION} (Python {platform.python_version()})"
+        self.session.headers["User-Agent"] = (f"sente-client/{CLIENT_VERSION} (build {BUILD}; "
+                                              f"Python {platform.python_version()})")
         self.timeout = timeout
 
     def url(self, path: str) -> str:
@@ -77,13 +96,7 @@ class ServerClient:
     def _check(self, response: requests.Response) -> requests.Response:
         if response.status_code < 400:
             return response
-        code, message = error_message(response)
-        kind = ServerError
-        if response.status_code in (401, 403):
-            kind = AuthError
-        elif response.status_code == 426:
-            kind = UpgradeRequired
-        raise kind(response.status_code, code, message, response.url)
+        raise ServerError.of(response)
 
     # --- the calls --------------------------------------------------------------------------------
     def login(self, username: str, password: str, token_name: str) -> Login:
@@ -98,14 +111,23 @@ class ServerClient:
         return self._check(self.session.get(self.url("me/"), headers=self._headers(), timeout=self.timeout)).json()
 
     def task(self, games: int = 1, kinds: tuple[str, ...] = TASK_KINDS) -> dict:
-        """A new task for up to `games` games of the given kinds."""
+        """A new task for up to `games` games of the given kinds (the request names this client's
+        version and build, which the run may not take: UpgradeRequired)."""
         r = self.session.post(self.url("tasks/"), headers=self._headers(), timeout=self.timeout,
-                              json={"client_version": CLIENT_VERSION, "client_instance_id": self.instance_id,
-                                    "kinds": list(kinds), "games": games})
+                              json={"client_version": CLIENT_VERSION, "client_build": BUILD,
+                                    "client_instance_id": self.instance_id, "kinds": list(kinds), "games": games})
+        return self._check(r).json()
+
+    def release(self, games: dict[str, int]) -> dict:
+        """Tell the server the games it will get of these tasks (task id -> games in all, fewer than
+        the task's): the rest are given up. The server's answer: ``given_up``, ``tasks``, ``unknown``."""
+        r = self.session.patch(self.url("tasks/"), headers=self._headers(), timeout=self.timeout,
+                               json={"tasks": [{"id": task, "games": n} for task, n in games.items()]})
         return self._check(r).json()
 
     def current_run(self) -> dict:
-        """The run that hands out work: its name, status, minimum client version, self-play network."""
+        """The run that hands out work: its name, status, the client versions and builds it takes,
+        its settings version, its self-play network and the most games a task may have."""
         return self._check(self.session.get(self.url("runs/current/"), headers=self._headers(),
                                             timeout=self.timeout)).json()
 
@@ -122,7 +144,9 @@ class ServerClient:
         return None
 
     def upload(self, entry: Entry) -> Outcome:
-        """Send one outbox entry; the server's answer as an Outcome (connection errors raise)."""
+        """Send one outbox entry; the server's answer as an Outcome (connection errors raise). A 426
+        for a game an earlier build of the client played is that game's refusal (kept aside), not
+        this client's: the run takes this build, or the task requests would say so."""
         try:
             files = {"sgf": ("game.sgf", entry.sgf.read_bytes(), "application/x-go-sgf")}
             npz = entry.npz
@@ -135,4 +159,6 @@ class ServerClient:
         if r.status_code < 400:
             return outcome_of_status(r.status_code, json.dumps(r.json()) if r.content else "")
         _, message = error_message(r)
+        if r.status_code == 426 and entry.build and entry.build != BUILD:
+            return Outcome(REJECTED, f"426: played by client build {entry.build}: {message}", status=426)
         return outcome_of_status(r.status_code, message, r.headers.get("Retry-After"))

@@ -98,9 +98,18 @@ class Status:
                                  + (f" (last: {o.last_error[:80]})" if o.last_error and o.pending else ""))
         for index in sorted(self.workers):
             w = self.workers[index]
-            table.add_row(f"worker {index}", f"{w.get('device')}: {w.get('state')}")
+            table.add_row(f"worker {index}", f"{w.get('device')}: {w.get('state')}{in_hand(w)}")
         title = f"Sente contributor: {self.mode}, up {duration(time.time() - self.started)}"
         return Panel(table, title=title, subtitle="Ctrl-C: finish and stop; type pause / resume")
+
+
+def in_hand(report: dict) -> str:
+    """'; 2304 games in hand (1h12m)': the reserve a worker plays on through an outage with."""
+    games = report.get("in_hand")
+    if games is None:
+        return ""
+    seconds = report.get("in_hand_seconds")
+    return f"; {games} games in hand" + (f" ({duration(seconds)})" if seconds is not None else "")
 
 
 def duration(seconds: float) -> str:

@@ -11,7 +11,8 @@ The worker takes its work from a :class:`TaskQueue` and plays it in two lanes at
 
 Every finished game is put in the outbox at once (the supervisor delivers it). The worker reports
 its state to the supervisor every second, and a :class:`Fatal` problem (a refused token, a client
-too old, a network file that stays wrong) as its last message.
+the run does not take, a network file that stays wrong) as its last message. At its end it tells the
+server of the games of its tasks it will not deliver (see :meth:`TaskQueue.release_unplayed`).
 
 The supervisor steers it through :class:`Control`: ``finishing`` (start no more games; end when the
 games in play are done), ``stopping`` (end now; unfinished games are dropped), ``paused``.
@@ -34,15 +35,16 @@ from pathlib import Path
 
 import numpy as np
 
+from client.build import BUILD
 from client.contribute.netcache import NetworkCache, NetworkRef
 from client.contribute.outbox import Outbox
 from client.contribute.server import ServerClient
+from client.contribute.sizing import Sizing
 from client.contribute.tasks import PROTOCOL, Fatal, Task, TaskQueue
 
 log = logging.getLogger(__name__)
 
 STATUS_SECONDS = 1.0
-TASK_GAMES = 64  # games asked for per task (several tasks are kept in hand for more games at once)
 EVALUATORS_KEPT = 4  # networks kept loaded: the self-play one, the next, and a rating pair
 
 
@@ -118,8 +120,7 @@ class Worker:
         server = ServerClient(spec.server, spec.token, instance_id=f"{spec.instance_id}-{spec.index}")
         self.cache = NetworkCache(spec.networks_dir, session=server.session)
         self.outbox = Outbox(spec.outbox_dir, deliver=False)  # the supervisor delivers
-        self.queue = TaskQueue(server, self.cache, games=min(spec.parallel, TASK_GAMES), low_water=spec.parallel,
-                               retry_start=spec.retry_start)
+        self.queue = TaskQueue(server, self.cache, Sizing(spec.parallel), retry_start=spec.retry_start)
         self.rng = np.random.default_rng(spec.seed)
         self._evaluators: OrderedDict[str, object] = OrderedDict()
         self._evaluators_lock = threading.Lock()
@@ -154,6 +155,7 @@ class Worker:
             self.queue.close()
             for s in list(self.sessions):
                 s.thread.join()
+            self.queue.release_unplayed()  # the server's ledger owes no game this worker will not send
             status_done.set()
             status.join()
             self._send_status()  # the last word on the numbers
@@ -243,7 +245,8 @@ class Worker:
 
             game_id = f"{prefix}-r{game_name.rsplit('-', 1)[1]}"
             meta = rating_metadata(sgf, game_id, task.settings_version)
-            self.outbox.put("rating", task.id, meta.to_dict(), sgf)
+            self.outbox.put("rating", task.id, meta.to_dict(), sgf, build=BUILD)
+            self.queue.finished(task, True)
             with self._lock:
                 self.rating_finished += 1
                 done[0] += 1
@@ -296,7 +299,8 @@ class Worker:
             "device": self.spec.device, "state": state, "network": network, "playing": playing + rating[0],
             "selfplay_games": totals["games"], "rating_games": rating[1], "rows": rows,
             "moves": totals["moves"] + rating[2], "evals": totals["evals"], "offered": totals["offered"],
-            "reachable": self.queue.reachable}))
+            "reachable": self.queue.reachable, "in_hand": self.queue.in_hand(),
+            "in_hand_seconds": self.queue.reserve_seconds()}))
 
     def session_ended(self, session: _Session) -> None:
         live = session.driver.live() if session.driver is not None else {}
@@ -374,11 +378,13 @@ class _Session:
             made = _rows(game, order)
             if made is None:  # no full search was recorded: nothing to train on, nothing to send
                 log.info("game %s has no training rows; it is not uploaded", order.game_id)
+                worker.queue.finished(task, False)
                 return None
             npz, rows = made
             sgf = game.sgf(network.name).encode()
             meta = training_metadata(sgf, npz, network.name, order.game_id, task.settings_version)
-            worker.outbox.put("training", task.id, meta.to_dict(), sgf, npz)
+            worker.outbox.put("training", task.id, meta.to_dict(), sgf, npz, build=BUILD)
+            worker.queue.finished(task, True)
             with worker._lock:
                 worker.rows += rows
             return rows

@@ -1,47 +1,77 @@
-"""``Authorization: Token <key>`` for API clients."""
+"""``Authorization: Token <key>`` for API clients.
+
+Every request reads its token, with its user, from the database: a token revoked or an account
+disabled is refused by the very next request, on every process of the server. The read is one
+query through the token's unique index, its SQL and its values' conversions (the ones the ORM
+applies, such as SQLite's dates) built once from the models: building the query with the ORM for
+every request cost five times the query itself.
+"""
 
 from __future__ import annotations
 
-import threading
-import time
+import functools
 from datetime import timedelta
 
-from django.conf import settings
+from django.db import connection
 from django.utils import timezone
 from rest_framework import authentication, exceptions
 
-from server.accounts.models import ClientToken, hash_token
+from server.accounts.models import ClientToken, User, hash_token
 
 # last_used_at is written at most this often per token, not on every request.
 LAST_USED_RESOLUTION = timedelta(minutes=5)
 
-# Tokens a worker checked lately: key hash -> (checked at, token with its user). A token revoked, or
-# a user disabled, elsewhere is refused by every worker within SENTE_TOKEN_CACHE_SECONDS.
-_SEEN: dict[str, tuple[float, ClientToken]] = {}
-_SEEN_LOCK = threading.Lock()
-_SEEN_MAX = 10_000
+_TOKEN_FIELDS = {"id", "user_id", "last_used_at", "revoked_at"}  # what authentication reads of the token
+
+
+@functools.cache
+def _fields() -> tuple[list, list]:
+    """The token's fields read and the user's, each in its model's order (as from_db takes them)."""
+    return ([f for f in ClientToken._meta.concrete_fields if f.attname in _TOKEN_FIELDS],
+            list(User._meta.concrete_fields))
+
+
+@functools.cache
+def _converters() -> list[tuple[int, object, list]]:
+    """(column, its expression, the database's and the field's converters) where there are any."""
+    token_fields, user_fields = _fields()
+    columns = [f.get_col("t") for f in token_fields] + [f.get_col("u") for f in user_fields]
+    found = []
+    for i, column in enumerate(columns):
+        converters = connection.ops.get_db_converters(column) + column.get_db_converters(connection)
+        if converters:
+            found.append((i, column, converters))
+    return found
+
+
+@functools.cache
+def _lookup_sql() -> str:
+    quote = connection.ops.quote_name
+    token_fields, user_fields = _fields()
+    columns = [f"t.{quote(f.column)}" for f in token_fields] + [f"u.{quote(f.column)}" for f in user_fields]
+    return (f"SELECT {', '.join(columns)} FROM {quote(ClientToken._meta.db_table)} t "
+            f"JOIN {quote(User._meta.db_table)} u ON u.{quote(User._meta.pk.column)} = t."
+            f"{quote(ClientToken._meta.get_field('user').column)} "
+            f"WHERE t.{quote(ClientToken._meta.get_field('key_hash').column)} = %s")
 
 
 def _lookup(key_hash: str) -> ClientToken | None:
-    ttl = settings.SENTE_TOKEN_CACHE_SECONDS
-    now = time.monotonic()
-    seen = _SEEN.get(key_hash)
-    if seen is not None and now - seen[0] < ttl:
-        return seen[1]
-    try:
-        token = ClientToken.objects.select_related("user").get(key_hash=key_hash)
-    except ClientToken.DoesNotExist:
+    """The token of this key hash with its user (None if there is none)."""
+    with connection.cursor() as cursor:
+        cursor.execute(_lookup_sql(), [key_hash])
+        row = cursor.fetchone()
+    if row is None:
         return None
-    if ttl > 0:
-        with _SEEN_LOCK:
-            if len(_SEEN) >= _SEEN_MAX:
-                _SEEN.clear()
-            _SEEN[key_hash] = (now, token)
+    row = list(row)
+    for i, column, converters in _converters():
+        for convert in converters:
+            row[i] = convert(row[i], column, connection)
+    token_fields, user_fields = _fields()
+    n = len(token_fields)
+    user = User.from_db(connection.alias, [f.attname for f in user_fields], row[n:])
+    token = ClientToken.from_db(connection.alias, [f.attname for f in token_fields], row[:n])
+    token.user = user
     return token
-
-
-def forget_token(key_hash: str) -> None:
-    _SEEN.pop(key_hash, None)
 
 
 class ClientTokenAuthentication(authentication.BaseAuthentication):

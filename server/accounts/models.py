@@ -60,6 +60,3 @@ class ClientToken(models.Model):
         if self.revoked_at is None:
             self.revoked_at = timezone.now()
             self.save(update_fields=["revoked_at"])
-        from server.accounts.authentication import forget_token
-
-        forget_token(self.key_hash)

@@ -51,6 +51,8 @@ class Task(models.Model):
     games = models.PositiveIntegerField()
     games_received = models.PositiveIntegerField(default=0)
     client_version = models.CharField(max_length=16)
+    client_build = models.CharField(max_length=16, blank=True, default="",
+                                    help_text="the hash of the client's search and data code (client.build)")
     client_instance_id = models.CharField(max_length=64)
     created_at = models.DateTimeField(default=timezone.now)
     expires_at = models.DateTimeField()

@@ -2,10 +2,11 @@ import json
 
 from django import forms
 from django.contrib import admin, messages
+from django.db import transaction
 
 from common import boundedjson
 from common.settings import RunSettings, SettingsError
-from server.runs.models import Run, RunSettingsVersion, create_run
+from server.runs.models import Run, RunSettingsVersion, create_run, forget_state, validate_builds
 
 
 class RunForm(forms.ModelForm):
@@ -14,18 +15,28 @@ class RunForm(forms.ModelForm):
         help_text="the run's settings as JSON; saving a changed document makes a new version",
     )
     settings_note = forms.CharField(required=False, max_length=200, help_text="why the settings changed")
+    client_builds = forms.CharField(
+        required=False, widget=forms.Textarea(attrs={"rows": 3, "cols": 40, "style": "font-family: monospace"}),
+        help_text="the client builds the run takes, one per line (16 hex digits each, as `python -m client "
+                  "--version` shows); empty: any build. Tasks and games of other builds are refused (HTTP 426)")
 
     class Meta:
         model = Run
-        fields = ("name", "description", "status", "min_client_version")
+        fields = ("name", "description", "status", "min_client_version", "max_client_version", "client_builds")
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         current = self.instance.current_settings() if self.instance.pk else None
         document = current.document if current else RunSettings().to_dict()
         self.fields["settings_document"].initial = json.dumps(document, indent=2)
+        self.initial["client_builds"] = "\n".join(self.instance.client_builds or [])
         if self.instance.pk:
             self.fields["name"].disabled = True
+
+    def clean_client_builds(self):
+        builds = sorted(set(self.cleaned_data["client_builds"].replace(",", " ").split()))
+        validate_builds(builds)
+        return builds
 
     def clean_settings_document(self):
         text = self.cleaned_data["settings_document"]
@@ -53,7 +64,7 @@ class RunSettingsVersionInline(admin.TabularInline):
 @admin.register(Run)
 class RunAdmin(admin.ModelAdmin):
     form = RunForm
-    list_display = ("name", "status", "min_client_version", "created_at")
+    list_display = ("name", "status", "min_client_version", "max_client_version", "created_at")
     list_filter = ("status",)
     search_fields = ("name",)
     inlines = [RunSettingsVersionInline]
@@ -62,13 +73,15 @@ class RunAdmin(admin.ModelAdmin):
         document = form.cleaned_data["settings_document"]
         note = form.cleaned_data.get("settings_note", "")
         if not change:
-            run = create_run(obj.name, document, obj.description, request.user, obj.min_client_version)
+            run = create_run(obj.name, document, obj.description, request.user, obj.min_client_version,
+                             obj.max_client_version, obj.client_builds)
             obj.pk = run.pk
             obj.status = run.status
             if form.cleaned_data["status"] != run.status:
                 Run.objects.filter(pk=run.pk).update(status=form.cleaned_data["status"])
             return
         super().save_model(request, obj, form, change)
+        transaction.on_commit(forget_state)  # the task requests of this process see the change at once
         before = obj.current_settings()
         version = obj.set_settings(document, user=request.user, note=note)
         if before is None or version.pk != before.pk:

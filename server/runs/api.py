@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.conf import settings
 from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import generics, permissions, serializers
 from rest_framework.response import Response
@@ -21,8 +22,8 @@ class RunSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Run
-        fields = ("name", "description", "status", "min_client_version", "created_at", "settings_version", "settings",
-                  "training")
+        fields = ("name", "description", "status", "min_client_version", "max_client_version", "client_builds",
+                  "created_at", "settings_version", "settings", "training")
 
     def _current(self, run: Run):
         cache = self.context.setdefault("current_settings", {})
@@ -53,14 +54,17 @@ class RunDetail(generics.RetrieveAPIView):
 
 
 class CurrentRun(APIView):
-    """The run that hands out work now, its minimum client version and its self-play network."""
+    """The run that hands out work now: the client versions and builds it takes, its settings
+    version, its self-play network, and the most games a task may have."""
 
     permission_classes = [permissions.AllowAny]
 
     @extend_schema(responses={200: inline_serializer("CurrentRun", {
         "run": serializers.CharField(), "status": serializers.CharField(),
-        "min_client_version": serializers.CharField(), "settings_version": serializers.IntegerField(),
-        "network": serializers.DictField(allow_null=True)})})
+        "min_client_version": serializers.CharField(), "max_client_version": serializers.CharField(allow_null=True),
+        "client_builds": serializers.ListField(child=serializers.CharField(), help_text="empty: any build"),
+        "settings_version": serializers.IntegerField(), "network": serializers.DictField(allow_null=True),
+        "games_per_task": serializers.IntegerField()})})
     def get(self, request):
         run = Run.objects.current()
         if run is None:
@@ -70,7 +74,8 @@ class CurrentRun(APIView):
         return Response({
             "run": run.name,
             "status": run.status,
-            "min_client_version": run.min_client_version,
+            **run.clients_taken(),
             "settings_version": current.version if current else None,
             "network": network_ref(network, request) if network else None,
+            "games_per_task": settings.SENTE_LIMITS["games_per_task"],
         })

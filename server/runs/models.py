@@ -7,9 +7,11 @@ newest active one.
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from dataclasses import dataclass
+from functools import cached_property
 
 from django.conf import settings as django_settings
 from django.core.exceptions import ValidationError
@@ -21,12 +23,20 @@ from common import __version__
 from common.protocol import parse_version
 from common.settings import RunSettings, SettingsError
 
+BUILD_PATTERN = r"[0-9a-f]{16}"  # a client's build: the first 16 hex digits of its hash (client.build)
+
 
 def validate_version(value: str) -> None:
     try:
         parse_version(value)
     except ValueError as e:
         raise ValidationError(str(e)) from None
+
+
+def validate_builds(value: object) -> None:
+    if not isinstance(value, list) or not all(isinstance(b, str) and re.fullmatch(BUILD_PATTERN, b) for b in value):
+        raise ValidationError(f"{value!r}: expected a list of client builds, each 16 hex digits "
+                              "(python -m client --version shows a client's)")
 
 
 class RunQuerySet(models.QuerySet):
@@ -49,6 +59,12 @@ class Run(models.Model):
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.ACTIVE)
     min_client_version = models.CharField(max_length=16, default=__version__, validators=[validate_version],
                                           help_text="clients older than this are asked to upgrade (HTTP 426)")
+    max_client_version = models.CharField(max_length=16, blank=True, validators=[validate_version],
+                                          help_text="clients newer than this are refused (HTTP 426); empty: no "
+                                                    "newest version")
+    client_builds = models.JSONField(default=list, blank=True, validators=[validate_builds],
+                                     help_text="the client builds the run takes (each 16 hex digits, as `python "
+                                               "-m client --version` shows); empty: any build")
     created_at = models.DateTimeField(default=timezone.now)
 
     objects = RunQuerySet.as_manager()
@@ -58,6 +74,47 @@ class Run(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    def clean(self) -> None:
+        super().clean()
+        try:
+            too_new = bool(self.max_client_version) and (parse_version(self.max_client_version)
+                                                         < parse_version(self.min_client_version))
+        except ValueError:
+            return  # the fields' own validators say what is wrong
+        if too_new:
+            raise ValidationError({"max_client_version": f"{self.max_client_version} is older than the minimum "
+                                                         f"version {self.min_client_version}"})
+        if isinstance(self.client_builds, list):
+            self.client_builds = sorted(set(self.client_builds))
+
+    @cached_property
+    def _clients(self) -> tuple[tuple[int, int, int], tuple[int, int, int] | None, frozenset[str]]:
+        return (parse_version(self.min_client_version),
+                parse_version(self.max_client_version) if self.max_client_version else None,
+                frozenset(self.client_builds or ()))
+
+    def clients_taken(self) -> dict:
+        """The client versions and builds the run takes, as the API says them."""
+        return {"min_client_version": self.min_client_version, "max_client_version": self.max_client_version or None,
+                "client_builds": list(self.client_builds or [])}
+
+    def client_refusal(self, version: str, build: str) -> str | None:
+        """Why the run does not take a client of this version and build (None: it does), in words
+        that tell the volunteer what to install."""
+        least, most, builds = self._clients
+        parsed = parse_version(version)
+        if parsed < least:
+            return (f"client version {version} is too old for run {self.name}, which needs {self.min_client_version} "
+                    "or newer: please upgrade the client")
+        if most is not None and parsed > most:
+            return (f"client version {version} is newer than run {self.name} takes (versions "
+                    f"{self.min_client_version} to {self.max_client_version}): please install one of those")
+        if builds and build not in builds:
+            what = f"build {build}" if build else "a client that names no build"
+            return (f"client {version}, {what}, is not one run {self.name} takes (builds "
+                    f"{', '.join(sorted(builds))}): please upgrade the client to the release the project names")
+        return None
 
     def current_settings(self) -> RunSettingsVersion:
         return self.settings_versions.order_by("-version").first()
@@ -115,11 +172,13 @@ _PARSED: dict[int, RunSettings] = {}
 
 @transaction.atomic
 def create_run(name: str, document: dict | None = None, description: str = "", user=None,
-               min_client_version: str | None = None) -> Run:
+               min_client_version: str | None = None, max_client_version: str = "",
+               client_builds: list[str] | None = None) -> Run:
     """A new active run with its first settings version and its random network."""
     from server.networks.models import Network
 
-    run = Run(name=name, description=description)
+    run = Run(name=name, description=description, max_client_version=max_client_version,
+              client_builds=list(client_builds or []))
     if min_client_version:
         run.min_client_version = min_client_version
     run.full_clean()

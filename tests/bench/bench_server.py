@@ -379,7 +379,7 @@ def main() -> None:
     cache = redis_url()
     env = {"SENTE_THROTTLE_USER": "1000000/min", "SENTE_THROTTLE_IP": "1000000/min",
            "SENTE_THROTTLE_TASKS": "1000000/min", "SENTE_THROTTLE_UPLOADS": "1000000/min",
-           "SENTE_RUN_STATE_SECONDS": "2", "SENTE_TOKEN_CACHE_SECONDS": "10"}
+           "SENTE_RUN_STATE_SECONDS": "2"}
     if cache:
         env["CACHE_URL"] = cache
     figures: dict = {"clients": args.clients, "gunicorn_workers": args.workers,

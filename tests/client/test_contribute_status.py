@@ -48,11 +48,13 @@ def test_the_panel_renders():
     from rich.console import Console
 
     status = Status(server="http://s", username="alice")
-    status.update(0, _report(50, 100, 100, state="downloading network net-1"))
+    status.update(0, _report(50, 100, 100, state="downloading network net-1", in_hand=2304,
+                             in_hand_seconds=4320.0))
     console = Console(width=100, record=True, file=open("/dev/null", "w"))  # noqa: SIM115
     console.print(status.panel())
     text = console.export_text()
     assert "worker 0" in text and "downloading network net-1" in text and "alice" in text
+    assert "2304 games in hand (1h12m)" in text
 
 
 def test_durations_read_naturally():
@@ -74,6 +76,10 @@ def test_tasks_are_read_with_their_settings_and_networks():
     rating = Task.parse(_task(kind="rating", network=None, networks=[
         {"name": "net-1", "is_random": True}, {"name": "net-0", "is_random": True}]))
     assert [n.name for n in rating.networks] == ["net-1", "net-0"]
+    # Its lifetime is the server's expiry less its issue: this machine's clock does not matter.
+    dated = Task.parse(_task(created_at="2030-01-01T00:00:00Z", expires_at="2030-01-01T06:00:00.5Z"))
+    assert dated.lifetime == 6 * 3600 + 0.5 and task.lifetime is None
+    assert not dated.expired(dated.received_at + 6 * 3600) and dated.expired(dated.received_at + 6 * 3600 + 1)
 
 
 @pytest.mark.parametrize("changes, words", [
@@ -82,6 +88,8 @@ def test_tasks_are_read_with_their_settings_and_networks():
     ({"id": "not-a-uuid"}, "not-a-uuid"),
     ({"network": {"name": "bad name!"}}, "not a network name"),
     ({"kind": "rating"}, "networks"),
+    ({"created_at": "2030-01-01T06:00:00Z", "expires_at": "2030-01-01T00:00:00Z"}, "not after"),
+    ({"created_at": "2030-01-01T00:00:00Z", "expires_at": "soon"}, "'soon'"),
 ])
 def test_a_task_this_client_cannot_read_is_a_plain_error(changes, words):
     with pytest.raises(Fatal) as e:

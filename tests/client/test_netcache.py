@@ -13,6 +13,7 @@ import pytest
 import requests
 
 from client.contribute.netcache import NetworkCache, NetworkFileError, NetworkRef
+from client.contribute.server import ServerError
 
 
 class FileServer:
@@ -25,6 +26,7 @@ class FileServer:
         self.cut_after: int | None = None  # bytes sent before the connection is dropped (once)
         self.ignore_ranges = False
         self.status: int | None = None  # answer every request with this status
+        self.retry_after: str | None = None  # ... and this Retry-After
         # The ETag of a name's bytes: their sha256 (the server's own), or a front server's (nginx's is
         # "<mtime>-<size>" in hex); an If-Range that does not match it gets the whole file.
         self.etag = lambda data: f'"{hashlib.sha256(data).hexdigest()}"'
@@ -40,6 +42,12 @@ class FileServer:
                 name = self.path.removeprefix("/n/")
                 outer.requests.append((name, self.headers.get("Range")))
                 outer.if_ranges.append(self.headers.get("If-Range"))
+                if outer.status is not None and outer.retry_after is not None:
+                    self.send_response(outer.status)
+                    self.send_header("Retry-After", outer.retry_after)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
                 if outer.status is not None:
                     self.send_error(outer.status)
                     return
@@ -194,7 +202,14 @@ def test_server_errors_keep_the_partial_download_and_refusals_are_final(server, 
     with pytest.raises(requests.HTTPError):
         cache.get(server.ref("net-a"))
     assert (tmp_path / ".net-a.part").stat().st_size == kept > 0
-    server.status = 404
+    # Asked to come back later (429, or 503 saying when): the wait comes with the error.
+    for status in (429, 503):
+        server.status, server.retry_after = status, "7"
+        with pytest.raises(ServerError) as e:
+            cache.get(server.ref("net-a"))
+        assert (e.value.status, e.value.retry_after) == (status, 7.0)
+    assert (tmp_path / ".net-a.part").stat().st_size == kept
+    server.status, server.retry_after = 404, None
     with pytest.raises(NetworkFileError, match=r"net-a .*answered 404"):
         cache.get(server.ref("net-a"))
     server.status = None

@@ -68,9 +68,19 @@ def test_failures_back_off_with_jitter_up_to_the_cap_and_honour_retry_after(tmp_
     outbox.deliver_due(lambda e: Outcome(RETRY, "429", retry_after=7200.0) if e is other else Outcome(RETRY, "x"),
                        now=now)
     assert other.due - now == pytest.approx(7200.0)
+    # ... and the pass ends there: no other game goes out before the wait is over.
+    third = put(outbox, "g-c")
+    tried = []
+
+    def busy(e):
+        tried.append(e.game_id)
+        return Outcome(RETRY, "429: too many requests", retry_after=30.0)
+
+    outcome = outbox.deliver_due(busy, now=now + 10**5)
+    assert outcome.retry_after == 30.0 and tried == ["g-a"] and (third.due, third.attempts) == (0.0, 0)
     # A sender that raises (connection refused, timeout) is a retry, not a crash.
     outbox.deliver_due(lambda e: (_ for _ in ()).throw(ConnectionError("refused")), now=now + 10**6)
-    assert "ConnectionError: refused" in outbox.counts.last_error and len(outbox.pending()) == 2
+    assert "ConnectionError: refused" in outbox.counts.last_error and len(outbox.pending()) == 3
 
 
 def test_a_refused_game_is_kept_aside_with_the_servers_message(tmp_path):
@@ -100,8 +110,9 @@ def test_http_answers_are_classified():
     assert outcome_of_status(503, "down").kind == RETRY
     assert outcome_of_status(429, "slow down", "30").retry_after == 30.0
     assert outcome_of_status(429, "slow down", "soon").retry_after is None
+    assert outcome_of_status(503, "maintenance", "Wed, 21 Oct 2015 07:28:00 GMT").retry_after == 0.0  # a date gone by
     assert outcome_of_status(401, "bad token").kind == FATAL
-    assert "newer client" in outcome_of_status(426, "upgrade").message
+    assert "does not take this client" in outcome_of_status(426, "upgrade").message
     assert outcome_of_status(409, "game id taken").kind == REJECTED
     assert outcome_of_status(400, "bad rows").message == "400: bad rows"
 

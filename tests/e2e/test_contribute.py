@@ -9,6 +9,8 @@ import contextlib
 import hashlib
 import json
 import os
+import re
+import shlex
 import signal
 import subprocess
 import sys
@@ -17,7 +19,9 @@ from pathlib import Path
 
 import pytest
 import requests
+from django.utils import timezone
 
+from client.build import BUILD
 from common.data.validate import validate_rows
 from common.go.sgf import read_sgf
 from tests.server import helpers
@@ -57,8 +61,11 @@ class Contributor:
         self.process.stdin.flush()
 
     def pending(self) -> int:
+        return len(self.pending_names())
+
+    def pending_names(self) -> set[str]:
         pending = self.data / "outbox" / "pending"
-        return len(list(pending.iterdir())) if pending.exists() else 0
+        return {p.name for p in pending.iterdir()} if pending.exists() else set()
 
     def wait(self, timeout: float = 120.0) -> int:
         try:
@@ -84,6 +91,15 @@ class Contributor:
                                capture_output=True, text=True).stdout.split()
         return [int(pid) for pid in found
                 if "resource_tracker" not in Path(f"/proc/{pid}/cmdline").read_text(errors="replace")]
+
+    def cpu_seconds(self) -> float:
+        """The processor time the workers have used so far."""
+        total = 0
+        for pid in self.workers():
+            with contextlib.suppress(FileNotFoundError):
+                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+                total += int(fields[11]) + int(fields[12])  # utime and stime
+        return total / os.sysconf("SC_CLK_TCK")
 
     def kill(self) -> None:
         if self.process.poll() is None:
@@ -150,11 +166,12 @@ def _upload_network(server_url: str, tmp_path: Path, name: str, parent: str, acc
 
 
 def _rating_often() -> None:
-    """Rating games in half the tasks, so that a short run plays some."""
+    """Rating games in every task that may be one, so that a short run plays some (a worker holds two
+    rating tasks at most, and then asks for self-play only)."""
     from server.runs.models import Run
 
     document = helpers.SETTINGS.to_dict()
-    document["gating"]["rating_game_prob"] = 0.5
+    document["gating"]["rating_game_prob"] = 1.0
     Run.objects.get(name=helpers.RUN).set_settings(document)
 
 
@@ -214,21 +231,39 @@ def test_a_volunteer_logs_in_plays_and_uploads(server, volunteer, contributors, 
     assert (client.data / "networks" / f"{NETWORK}.safetensors").exists()
 
 
+OUTAGE_SECONDS = 15.0
+
+
 def test_a_stopped_server_and_a_killed_client_lose_no_game(server, volunteer, contributors, tmp_path):
+    """The client keeps a reserve of tasks sized in time (two hours of play; here, with fast games, a
+    task of 256 games within seconds): the server stopped for far longer than the few games a task
+    request used to bring, it plays on to the end of the outage, and then delivers every game once.
+    Killed with games not delivered, it delivers them at the next start; stopped, it gives up the
+    games of its tasks it did not play, so the server's open tasks owe nothing more."""
+    from server.distribution.models import Task
     from server.games.models import RatingGame, TrainingGame
 
     _upload_network(server.url, tmp_path, NETWORK, helpers.RANDOM_NET)
     client = Contributor(tmp_path / "alice", server.url, True)
     contributors.append(client)
     _until(lambda: TrainingGame.objects.count() >= 2, 240, "the first games on the server", client)
+    _until(lambda: Task.objects.filter(kind="selfplay", games__gt=4 * 4).exists(), 120,
+           "a reserve sized by the game rate", client)
 
-    # The server goes away for a while: the client plays on and keeps its games.
+    # The server goes away for a while: the client plays on, to the end of the outage (its worker
+    # still busy searching in the last seconds), and keeps its games.
     server.stop()
-    _until(lambda: client.pending() >= 2, 120, "games kept while the server is down", client)
+    start = client.pending()
+    time.sleep(OUTAGE_SECONDS - 5)
+    cpu = client.cpu_seconds()
+    time.sleep(5)
+    busy = client.cpu_seconds() - cpu
+    kept = client.pending_names()
+    assert busy > 0.5 and len(kept) > start, (busy, start, len(kept), client.output())
     log = client.data / "contribute.log"
     seen = len(log.read_text())
     server.start()
-    _until(lambda: client.pending() == 0, 120, "the kept games delivered", client)
+    _until(lambda: not kept & client.pending_names(), 120, "the kept games delivered", client)
     # New tasks come again (the client asks after its pause, which grew while the server was away).
     _until(lambda: ": selfplay, " in log.read_text()[seen:], 120, "a new task", client)
 
@@ -237,13 +272,18 @@ def test_a_stopped_server_and_a_killed_client_lose_no_game(server, volunteer, co
     _until(lambda: client.pending() >= 2, 120, "games kept while the server is down", client)
     client.kill()
     kept = client.pending()
-    before = TrainingGame.objects.count()
+    before = TrainingGame.objects.count() + RatingGame.objects.count()
     server.start()
+    started = timezone.now()
     again = Contributor(tmp_path / "alice")  # the kept settings: no options needed
     contributors.append(again)
-    _until(lambda: TrainingGame.objects.count() >= before + kept, 120, "the killed client's games delivered", again)
+    _until(lambda: TrainingGame.objects.count() + RatingGame.objects.count() >= before + kept, 120,
+           "the killed client's games delivered", again)
     assert again.stop() == 0, again.output()
-    assert again.pending() == 0
+    assert again.pending() == 0 and not list((again.data / "outbox" / "rejected").iterdir())
+    # Its tasks owe the server no game: those it did not play were given up as it stopped.
+    assert [(t.games, t.games_received) for t in Task.objects.filter(created_at__gte=started)
+            if t.games != t.games_received] == []
     _stored_games_are_valid(server.data_dir)
     # Each game the clients finished is on the server once: none lost, none twice.
     delivered = {line.split()[-2] for line in (again.data / "contribute.log").read_text().splitlines()
@@ -253,12 +293,28 @@ def test_a_stopped_server_and_a_killed_client_lose_no_game(server, volunteer, co
     assert delivered <= set(stored) and len(stored) == len(set(stored))
 
 
-def test_ctrl_c_twice_stops_at_once_and_keeps_the_finished_games(server, volunteer, contributors, tmp_path):
+# One gunicorn worker: the throttle's counters are its own (without Redis each process counts alone).
+@pytest.mark.parametrize("server", [{"SENTE_THROTTLE_TASKS": "1/hour", "SENTE_WORKERS": "1"}], indirect=True)
+def test_the_task_throttle_is_waited_out_and_ctrl_c_twice_stops_at_once(server, volunteer, contributors, tmp_path):
+    """The server allows one task request an hour: the second is refused with 429 and a Retry-After,
+    and the client asks for no task before that time (the server's log shows it), playing on from
+    the games it has in hand. Ctrl-C twice then stops it at once, keeping the finished games."""
     from server.games.models import TrainingGame
+
+    def task_requests() -> list:
+        return [r for r in server.requests() if r.method == "POST" and r.path.startswith("/api/v1/tasks/")]
 
     client = Contributor(tmp_path / "alice", server.url, True, "--parallel", "8")
     contributors.append(client)
     _until(lambda: TrainingGame.objects.count() >= 1, 240, "a first game on the server", client)
+    _until(lambda: any(r.status == 429 for r in task_requests()), 120, "a task request refused", client)
+    assert [r.status for r in task_requests()][:2] == [201, 429]
+    refused = task_requests()[1]
+    assert refused.retry_after is not None
+    games = TrainingGame.objects.count()
+    _until(lambda: TrainingGame.objects.count() >= games + 4, 120, "games played on after the refusal", client)
+    # Every task request after the refusal came once the wait was over (the log has whole seconds).
+    assert all(r.at >= refused.at + refused.retry_after - 1 for r in task_requests()[2:]), task_requests()
     server.stop()  # what finishes from now on stays in the outbox
     _until(lambda: client.pending() >= 1, 120, "a game kept while the server is down", client)
     client.process.send_signal(signal.SIGINT)
@@ -287,22 +343,71 @@ def test_a_damaged_network_on_the_server_is_refused(server, volunteer, contribut
     assert not (client.data / "networks" / f"{NETWORK}.safetensors").exists()
 
 
-def test_a_revoked_token_ends_the_client_with_a_plain_message(server, volunteer, contributors, tmp_path):
+def _each_worker_answers(server, url: str, headers: dict, mark: str) -> list:
+    """Ask until every gunicorn worker has answered (each request on a new connection, several at once);
+    the access log's lines of these requests."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    workers = server.worker_pids()
+    assert len(workers) >= 2, server.log()
+    with ThreadPoolExecutor(4) as pool:
+        for attempt in range(50):
+            list(pool.map(lambda k: requests.get(f"{url}?probe={mark}-{k}", headers=headers, timeout=30),
+                          range(8 * attempt, 8 * attempt + 8)))
+            seen = [r for r in server.requests() if f"probe={mark}-" in r.path]
+            if {r.pid for r in seen} >= workers:
+                return seen
+    raise AssertionError(f"not every worker answered: {workers}, {seen}")
+
+
+def test_a_revoked_token_is_refused_at_once_and_the_advice_to_log_in_again_works(server, volunteer, contributors,
+                                                                                  tmp_path):
+    """A token revoked is refused by the next request on every gunicorn worker, and the client ends
+    saying how to log in again; doing just that works (so does a start with the password on stdin).
+    A run that stops taking this client's build ends it with the upgrade message (exit 4), and a run
+    whose versions do not include this client's refuses it at start."""
     from server.accounts.models import ClientToken
+    from server.distribution.models import Task
     from server.games.models import TrainingGame
+    from server.runs.models import Run
 
     client = Contributor(tmp_path / "alice", server.url, True)
     contributors.append(client)
     _until(lambda: TrainingGame.objects.count() >= 1, 240, "a first game on the server", client)
+    me = f"{server.url}/api/v1/me/"
+    headers = {"Authorization": f"Token {json.loads(client.config.read_text())['token']}"}
+    assert {r.status for r in _each_worker_answers(server, me, headers, "before")} == {200}
     ClientToken.objects.get(user__username="alice").revoke()
+    assert {r.status for r in _each_worker_answers(server, me, headers, "after")} == {401}
     assert client.wait(120) == 3, client.output()
-    assert "token" in client.err.read_text(), client.output()
-    # Started again, it says so at once.
-    again = Contributor(tmp_path / "alice")
-    contributors.append(again)
-    assert again.wait(60) == 3
-    err = again.err.read_text()
-    assert "revoked" in err and "--username alice" in err, again.output()
+    err = client.err.read_text()
+    assert "revoked" in err and "--username alice" in err, client.output()
+    advice = shlex.split(re.search(r"Log in again: (.*?) \(it asks for the password", err).group(1))
+    assert advice[:4] == ["python", "-m", "client", "contribute"]
+    # Doing just that (the password on stdin) logs in and plays; then the run stops taking this build.
+    games = TrainingGame.objects.count()
+    relogged = Contributor(tmp_path / "alice", None, False, *advice[4:], "--password-stdin")
+    contributors.append(relogged)
+    relogged.say(PASSWORD)
+    _until(lambda: TrainingGame.objects.count() > games, 240, "games after logging in again", relogged)
+    assert "logged in to" in relogged.out.read_text()
+    Run.objects.filter(name=helpers.RUN).update(client_builds=["0" * 16])
+    assert relogged.wait(120) == 4, relogged.output()
+    err = relogged.err.read_text()
+    assert "0000000000000000" in err and "upgrade" in err, relogged.output()
+    assert Task.objects.filter(user__username="alice").exclude(client_build=BUILD).count() == 0
+    # Its token revoked too, a start with the password on stdin logs in again by itself; the run's
+    # versions (now up to 0.0.9) do not include this client's, which is refused at start.
+    ClientToken.objects.filter(user__username="alice").update(revoked_at=timezone.now())
+    Run.objects.filter(name=helpers.RUN).update(client_builds=[], min_client_version="0.0.1",
+                                                max_client_version="0.0.9")
+    late = Contributor(tmp_path / "alice", None, False, "--password-stdin")
+    contributors.append(late)
+    late.say(PASSWORD)
+    assert late.wait(60) == 4, late.output()
+    assert "logging in again" in late.out.read_text() and "logged in to" in late.out.read_text(), late.output()
+    err = late.err.read_text()
+    assert "newer than the server's run test takes" in err and "0.0.1 to 0.0.9" in err, late.output()
     # Logging in again with a wrong password is refused in plain words too.
     wrong = Contributor(tmp_path / "wrong", server.url, False, "--username", "alice", "--password-stdin")
     contributors.append(wrong)

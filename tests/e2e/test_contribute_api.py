@@ -1,11 +1,13 @@
-"""The client's server calls, outbox and network cache against the real server under gunicorn:
-login, tasks, games delivered once (a repeat is confirmed, not stored twice), a refused game kept
-aside with the server's reason, a network fetched and checked, a revoked token reported as fatal."""
+"""The client's server calls, outbox, network cache and task supply against the real server under
+gunicorn: login, tasks, games delivered once (a repeat is confirmed, not stored twice), a refused
+game kept aside with the server's reason, a network fetched and checked, the games of an old network
+given up when a new one comes (and the server told), a revoked token reported as fatal."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+import time
 
 import pytest
 import requests
@@ -13,16 +15,27 @@ import requests
 from client.contribute.netcache import NetworkCache, NetworkRef
 from client.contribute.outbox import FATAL, Outbox
 from client.contribute.server import AuthError, ServerClient
+from client.contribute.sizing import Sizing
 from client.contribute.tasks import TaskQueue
 from tests.server import helpers
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
 
 
+def _until(condition, what: str, timeout: float = 30.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
 def test_the_client_side_of_the_api_against_gunicorn(server, tmp_path):
     from django.contrib.auth.models import Group
 
     from server.accounts.models import ClientToken, User
+    from server.distribution.models import Task
     from server.games.models import TrainingGame
 
     User.objects.create_user("alice", "alice@example.org", "correct horse battery")
@@ -55,6 +68,15 @@ def test_the_client_side_of_the_api_against_gunicorn(server, tmp_path):
     assert TrainingGame.objects.count() == 2
     assert client.me()["training_games"] == 2
 
+    # A worker's task supply: a task of the random network in hand, one of its games played.
+    ahead = NetworkCache(tmp_path / "ahead")
+    supply = TaskQueue(ServerClient(server.url, client.token, instance_id="e2e-supply"), ahead,
+                       Sizing(parallel=2, fill_seconds=3600), look_seconds=0.3, prefetch_seconds=0)
+    supply.start()
+    _until(lambda: supply.in_hand() >= 2, "a task in hand")
+    played, _ = supply.take_game(None)
+    supply.finished(played, True)
+
     # A trainer's network: the next task names it, and the cache fetches and checks it.
     data = helpers.network_file("test-net1")
     trainer_client = ServerClient(server.url)
@@ -72,10 +94,17 @@ def test_the_client_side_of_the_api_against_gunicorn(server, tmp_path):
     assert ref.name == "test-net1" and ref.size == len(data)
     path = NetworkCache(tmp_path / "networks").get(ref)
     assert path.read_bytes() == data
-    # While a worker plays, its task supply fetches the run's newest network ahead of the tasks.
-    ahead = NetworkCache(tmp_path / "ahead")
-    TaskQueue(client, ahead, games=1, low_water=1, prefetch_seconds=0, run_name=helpers.RUN)._prefetch()
+    # The task supply sees the new network: the games not started of the random network's tasks are
+    # given up (the server is told: those tasks owe only the game played), its tasks are of the new one.
+    _until(lambda: (task := supply.next_selfplay(0.1)) and task.key == ("test-net1", 1), "a task of the new network")
     assert ahead.path_of("test-net1").read_bytes() == data
+    mine = Task.objects.filter(client_instance_id="e2e-supply")
+    _until(lambda: sum(mine.filter(network__is_random=True).values_list("games", flat=True)) == 1,
+           "the server told of the games given up")
+    # At the worker's end the server hears of every game it will not get.
+    supply.close()
+    assert supply.release_unplayed() >= 2
+    assert [(t.games, t.games_received) for t in mine.filter(games__gt=0)] == [(1, 0)]
 
     # The token is revoked: uploads stop with a fatal outcome (the game stays), tasks raise.
     ClientToken.objects.filter(user__username="alice").get().revoke()

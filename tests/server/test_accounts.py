@@ -308,6 +308,23 @@ def test_revoked_token_is_refused(alice):
     assert "revoked" in _error(response)["message"]
 
 
+def test_a_token_revoked_elsewhere_is_refused_by_the_next_request(alice):
+    """Another process revoking the token (or disabling the account) in the database: the very next
+    request is refused; no process keeps a token it checked before."""
+    from django.utils import timezone
+
+    from server.accounts.models import ClientToken, User
+
+    user, client = alice
+    assert client.get("/api/v1/me/").status_code == 200
+    ClientToken.objects.filter(user=user).update(revoked_at=timezone.now())
+    assert client.get("/api/v1/me/").status_code == 401
+    ClientToken.objects.filter(user=user).update(revoked_at=None)
+    assert client.get("/api/v1/me/").status_code == 200
+    User.objects.filter(pk=user.pk).update(is_active=False)
+    assert "disabled" in _error(client.get("/api/v1/me/"))["message"]
+
+
 def test_revoke_twice_keeps_the_first_time(alice):
     """Revoking a revoked token does not move its revocation time."""
     user, _ = alice

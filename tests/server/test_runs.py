@@ -184,7 +184,8 @@ def test_current_run(run):
     response = APIClient().get("/api/v1/runs/current/")
     assert response.status_code == 200
     assert response.json() == {
-        "run": run.name, "status": "active", "min_client_version": run.min_client_version, "settings_version": 1,
+        "run": run.name, "status": "active", "min_client_version": run.min_client_version, "max_client_version": None,
+        "client_builds": [], "settings_version": 1, "games_per_task": 256,
         "network": {"name": f"{run.name}-random", "is_random": True, "url": None, "sha256": None, "bytes": 0}}
 
 
@@ -358,6 +359,23 @@ def test_admin_add_run(staff, db):
     assert Network.objects.get(name="fromadmin-random").is_random
 
 
+def test_admin_sets_the_client_versions_and_builds_the_run_takes(staff, run):
+    """The newest version and the builds (one per line) are set in the admin; a bad build or a newest
+    version older than the oldest is refused naming the field."""
+    data = _form_data(staff.get(_change_url(run)))
+    assert data["client_builds"] == ""
+    data.update(max_client_version="0.9", client_builds="fedcba9876543210\n0123456789abcdef, 0123456789abcdef")
+    assert staff.post(_change_url(run), data).status_code == 302
+    run.refresh_from_db()
+    assert (run.max_client_version, run.client_builds) == ("0.9", ["0123456789abcdef", "fedcba9876543210"])
+    assert _form_data(staff.get(_change_url(run)))["client_builds"] == "0123456789abcdef\nfedcba9876543210"
+    for field, value, words in (("client_builds", "0123456789ABCDEF", "16 hex digits"),
+                                ("max_client_version", "0.0.1", "older than the minimum")):
+        response = staff.post(_change_url(run), dict(data, **{field: value}))
+        assert response.status_code == 200
+        assert words in response.context["adminform"].form.errors[field][0]
+
+
 def test_admin_add_paused_run(staff, db):
     """A run added with status paused is paused."""
     data = _form_data(staff.get("/admin/runs/run/add/"))
@@ -391,6 +409,40 @@ def test_createrun_with_a_settings_file(db, tmp_path):
     assert run.current_settings().document == helpers.SETTINGS.to_dict()
     assert run.description == "from a file"
     assert run.min_client_version == "0.0.9"
+
+
+def test_createrun_with_the_clients_it_takes(db):
+    call_command("createrun", "pinned", "--max-client-version", "0.2", "--client-build", "0123456789abcdef",
+                 stdout=StringIO())
+    run = Run.objects.get(name="pinned")
+    assert (run.max_client_version, run.client_builds) == ("0.2", ["0123456789abcdef"])
+
+
+def test_runclients_shows_and_changes_what_a_run_takes(run):
+    """manage.py runclients: the versions and builds a run takes, shown; changed with options; a bad
+    value is refused naming the field, and nothing changes."""
+    def runclients(*args) -> str:
+        out = StringIO()
+        call_command("runclients", run.name, *args, stdout=out)
+        return out.getvalue()
+
+    assert "any build" in runclients() and f"{__version__} to any newer" in runclients()
+    out = runclients("--min-version", "0.1", "--max-version", "0.4", "--build", "0123456789abcdef",
+                     "--add-build", "fedcba9876543210")
+    assert "0.1 to 0.4, builds 0123456789abcdef, fedcba9876543210" in out
+    runclients("--remove-build", "0123456789abcdef", "--no-max-version")
+    run.refresh_from_db()
+    assert (run.min_client_version, run.max_client_version, run.client_builds) == ("0.1", "", ["fedcba9876543210"])
+    for args, needle in ((["--add-build", "xyz"], "client_builds"), (["--max-version", "0.0.1"], "older than"),
+                         (["--remove-build", "0123456789abcdef"], "not among"),
+                         (["--any-build", "--build", "0123456789abcdef"], "--any-build")):
+        with pytest.raises(CommandError, match=needle):
+            runclients(*args)
+    run.refresh_from_db()
+    assert run.client_builds == ["fedcba9876543210"]
+    assert "any build" in runclients("--any-build")
+    with pytest.raises(CommandError, match="no run"):
+        call_command("runclients", "nosuch", stdout=StringIO())
 
 
 @pytest.mark.parametrize(("content", "needle"), [

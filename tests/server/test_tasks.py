@@ -1,5 +1,5 @@
 """``POST /api/v1/tasks/``: self-play and rating tasks, the task ledger, and the refusals (version,
-limits, no run, no work)."""
+build, limits, no run, no work); ``PATCH /api/v1/tasks/``: games given up."""
 
 from __future__ import annotations
 
@@ -186,6 +186,56 @@ def test_old_client_must_upgrade(run, alice):
     assert _request(alice[1], client_version="0.10.0").status_code == 201
 
 
+BUILD_A, BUILD_B = "0123456789abcdef", "fedcba9876543210"
+
+
+def test_the_run_takes_a_range_of_versions_and_a_list_of_builds(run, alice):
+    """A client newer than the run's newest version, or of a build not on the run's list, gets 426
+    upgrade_required saying what the run takes; the task records the build it was given to."""
+    run.max_client_version = "0.3"
+    run.save()
+    response = _request(alice[1], client_version="0.3.1")
+    assert response.status_code == 426
+    error = _error(response)
+    assert error["code"] == "upgrade_required" and "0.3" in error["message"] and "newer" in error["message"]
+    assert (error["min_client_version"], error["max_client_version"], error["client_builds"]) == (__version__, "0.3",
+                                                                                                  [])
+    assert _request(alice[1], client_version="0.3.0", client_build=BUILD_B).status_code == 201
+    run.client_builds = [BUILD_A]
+    run.save()
+    for build in (BUILD_B, None):
+        response = _request(alice[1], client_build=build)
+        assert response.status_code == 426, response.content
+        error = _error(response)
+        assert BUILD_A in error["message"] and "upgrade" in error["message"] and error["client_builds"] == [BUILD_A]
+    response = _request(alice[1], client_build=BUILD_A)
+    assert response.status_code == 201, response.content
+    assert Task.objects.get(pk=response.json()["id"]).client_build == BUILD_A
+    assert Task.objects.count() == 2
+
+
+def test_a_game_of_a_client_the_run_no_longer_takes_is_refused(run, alice, selfplay_games):
+    """A game uploaded for a task of a build the run took then but no longer takes: 426, nothing
+    stored; once the run takes the build again, the same game is stored."""
+    from server.games.models import TrainingGame, UploadRefusal
+    from tests.server.helpers import upload_fields
+
+    response = _request(alice[1], client_build=BUILD_B, games=2)
+    task = response.json()
+    run.client_builds = [BUILD_A]
+    run.save()
+    fields = upload_fields(task["id"], selfplay_games[0])
+    response = alice[1].post("/api/v1/games/training/", fields, format="multipart")
+    assert response.status_code == 426, response.content
+    error = _error(response)
+    assert error["code"] == "upgrade_required" and error["field"] == "task" and BUILD_B in error["message"]
+    assert TrainingGame.objects.count() == 0 and UploadRefusal.objects.get().code == "upgrade_required"
+    run.client_builds = [BUILD_A, BUILD_B]
+    run.save()
+    fields = upload_fields(task["id"], selfplay_games[0])
+    assert alice[1].post("/api/v1/games/training/", fields, format="multipart").status_code == 201
+
+
 @pytest.mark.parametrize("version", ["latest", "1", "1.2.3.4", "v0.1.0", ""])
 def test_malformed_client_version(run, alice, version):
     """A client version that is not MAJOR.MINOR[.PATCH] gets 400 naming client_version."""
@@ -358,8 +408,64 @@ def test_selfplay_only_never_gets_rating(run, alice):
         assert new_task(alice[1], kinds=("selfplay",))["kind"] == "selfplay"
 
 
+# --- games given up ------------------------------------------------------------------------------------
+def _give_up(client, **games):
+    return client.patch("/api/v1/tasks/", {"tasks": [{"id": t, "games": n} for t, n in games.items()]},
+                        format="json")
+
+
+def test_games_given_up_leave_the_ledger_and_its_metrics(run, alice, bob, selfplay_games, settings):
+    """A client gives up the games of its tasks it will not play: each task then owes only the games
+    the client will still deliver (never fewer than it received), and the metrics of open tasks say
+    so. Another user's task is no task of yours; giving up is not throttled like task requests."""
+    from server.operations.metrics import render
+    from tests.server.helpers import upload_fields
+    from tests.server.test_operations import metric
+
+    def owed() -> tuple[float | None, float | None]:
+        text = render().decode()
+        return (metric(text, "sente_open_tasks", run="test", kind="selfplay"),
+                metric(text, "sente_open_task_games", run="test", kind="selfplay"))
+
+    settings.SENTE_METRICS_SECONDS = 0
+    settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "DEFAULT_THROTTLE_RATES": {
+        **settings.REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"], "tasks": "3/min"}}
+    first, second, third = (new_task(alice[1], games=g)["id"] for g in (100, 50, 10))
+    theirs = new_task(bob[1], games=5)["id"]
+    fields = upload_fields(first, selfplay_games[0])
+    assert alice[1].post("/api/v1/games/training/", fields, format="multipart").status_code == 201
+    assert owed() == (4, 164)
+    response = _give_up(alice[1], **{first: 0, second: 20, third: 10, theirs: 0})
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert body["given_up"] == 99 + 30 and body["unknown"] == [theirs]
+    assert {t["id"]: (t["games"], t["games_received"]) for t in body["tasks"]} == {
+        first: (1, 1), second: (20, 0), third: (10, 0)}
+    assert Task.objects.get(pk=first).games == 1 and Task.objects.get(pk=theirs).games == 5
+    assert owed() == (3, 35)  # bob's 5, alice's 20 and 10; the first task has all its games
+    # Never more games than a task had, and again as often as needed: the smallest count wins.
+    assert _give_up(alice[1], **{second: 30}).json()["given_up"] == 0
+    assert _give_up(alice[1], **{second: 5}).json()["given_up"] == 15
+    assert _request(alice[1]).status_code == 429  # the fourth task request of the minute
+
+
+@pytest.mark.parametrize(("body", "field"), [
+    ({}, "tasks"), ({"tasks": []}, "tasks"), ({"tasks": [{"id": "nope", "games": 1}]}, "tasks.0.id"),
+    ({"tasks": [{"id": "0d6a8c29-38b4-4c3b-9a43-d0c7b7c5b0a1", "games": -1}]}, "tasks.0.games"),
+])
+def test_a_bad_give_up_names_the_field(run, alice, body, field):
+    response = alice[1].patch("/api/v1/tasks/", body, format="json")
+    assert response.status_code == 400
+    assert _error(response)["field"] == field
+
+
 @pytest.mark.parametrize("body", [
     {"client_version": "0.1.0", "client_instance_id": "a", "kinds": ["selfplay"], "games": 3},
+    {"client_version": "0.1.0", "client_build": "0123456789abcdef", "client_instance_id": "a"},
+    {"client_version": "0.1.0", "client_build": "", "client_instance_id": "a"},
+    {"client_version": "0.1.0", "client_build": "0123456789ABCDEF", "client_instance_id": "a"},
+    {"client_version": "0.1.0", "client_build": "0123456789abcdef0", "client_instance_id": "a"},
+    {"client_version": "0.1.0", "client_build": 12, "client_instance_id": "a"},
     {"client_version": "0.1", "client_instance_id": "m:1.x-y_z"},
     {"client_version": "0.1.0", "client_instance_id": "a", "kinds": ["rating", "selfplay"], "games": 256},
     {"client_version": "0.1.0", "client_instance_id": "a", "games": 257},
