@@ -422,7 +422,8 @@ GATING_RULES = ("fixed", "sprt")
 class GatingSettings(_Settings):
     """How the server tests new networks (the server reads this part; clients ignore it).
 
-    A share of tasks are rating games (``rating_game_prob``). A candidate plays the accepted network
+    A share of tasks are rating games (``rating_game_prob``), each task of at most
+    ``rating_task_games`` games, so that a match is spread over many clients. A candidate plays the accepted network
     until its rule settles: ``fixed`` is KataGo's gatekeeper (at least ``fixed_wins`` wins of
     ``fixed_games``), ``sprt`` a sequential probability ratio test as Leela Zero's (H0: ``sprt_elo0``,
     H1: ``sprt_elo1``, error rates ``sprt_alpha`` and ``sprt_beta``, at most ``sprt_max_games``).
@@ -430,6 +431,7 @@ class GatingSettings(_Settings):
     network found worse than its predecessor with ``rollback_confidence`` is rolled back."""
 
     rating_game_prob: float = 0.1
+    rating_task_games: int = 16  # the most games of one rating task, whatever a client asks for
     rule: str = "fixed"
     fixed_games: int = 200
     fixed_wins: int = 100
@@ -443,6 +445,7 @@ class GatingSettings(_Settings):
 
     def validate(self, path: str = "") -> None:
         _prob(_p(path, "rating_game_prob"), self.rating_game_prob)
+        _in_range(_p(path, "rating_task_games"), self.rating_task_games, 1, 100_000)
         _need(self.rule in GATING_RULES, _p(path, "rule"),
               f"must be one of {', '.join(GATING_RULES)}, got {self.rule!r}")
         _in_range(_p(path, "fixed_games"), self.fixed_games, 1, 100_000)

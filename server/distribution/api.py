@@ -30,9 +30,9 @@ from server.runs.models import BUILD_PATTERN, current_state
 
 class TaskRequest(serializers.Serializer):
     client_version = serializers.CharField(max_length=16)
-    client_build = serializers.RegexField(f"^{BUILD_PATTERN}$", required=False, default="", allow_blank=True,
+    client_build = serializers.RegexField(rf"^{BUILD_PATTERN}\Z", required=False, default="", allow_blank=True,
                                           help_text="the hash of the client's search and data code (16 hex digits)")
-    client_instance_id = serializers.RegexField(f"^{INSTANCE_ID_PATTERN}$",
+    client_instance_id = serializers.RegexField(rf"^{INSTANCE_ID_PATTERN}\Z",
                                                 help_text="a stable id of the client installation")
     kinds = serializers.ListField(child=serializers.ChoiceField(choices=TASK_KINDS), min_length=1,
                                   default=list(TASK_KINDS), help_text="the kinds of task the client takes")
@@ -52,8 +52,9 @@ class TaskRequest(serializers.Serializer):
         return value
 
 
-_INSTANCE_ID = re.compile(f"^{INSTANCE_ID_PATTERN}$")
-_BUILD = re.compile(f"^{BUILD_PATTERN}$")
+# \Z, not $: $ also matches before a final line break, which would let one into the ledger.
+_INSTANCE_ID = re.compile(rf"^{INSTANCE_ID_PATTERN}\Z")
+_BUILD = re.compile(rf"^{BUILD_PATTERN}\Z")
 _FIELDS = frozenset(("client_version", "client_build", "client_instance_id", "kinds", "games"))
 
 
@@ -153,6 +154,9 @@ class TaskView(APIView):
                       client_instance_id=v["client_instance_id"], created_at=now,
                       expires_at=now + timedelta(seconds=settings.SENTE_TASK_SECONDS))
         if pair is not None:
+            # A match is spread over many clients (KataGo's rating tasks are a few games each): one
+            # client's fault or speed then weighs little in a gating decision.
+            common["games"] = min(v["games"], version.settings.gating.rating_task_games)
             task = Task.objects.issue(kind=Task.Kind.RATING, network_a=pair[0], network_b=pair[1], **common)
         else:
             network = state.network

@@ -1,12 +1,6 @@
-"""``POST /api/v1/games/training/`` and ``POST /api/v1/games/rating/``: game uploads (multipart).
-
-A game comes from the client its task was given to: when the task's run no longer takes that
-client's version or build (a maintainer changed the versions or builds the run takes), the game is
-refused with 426 as a task request of that client would be."""
+"""``POST /api/v1/games/training/`` and ``POST /api/v1/games/rating/``: game uploads (multipart)."""
 
 from __future__ import annotations
-
-import uuid
 
 from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers, status
@@ -16,10 +10,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from server.api.errors import ApiError
-from server.distribution.models import Task
 from server.games.ingest import Upload, take_rating_game, take_training_game
 from server.games.models import RatingGame, TrainingGame, UploadRefusal
-from server.runs.models import Run, current_state
 
 
 def _file(request, name: str) -> bytes | None:
@@ -45,34 +37,12 @@ def _take(take, kind: str, request):
     """The game and whether it is new; a refusal is recorded (apart from the failed upload's
     transaction) before its error goes back to the client."""
     try:
-        _check_client(request)
         return take(request.user, _upload(request))
     except ApiError as e:
         UploadRefusal.objects.create(kind=kind, user=request.user if request.user.is_authenticated else None,
                                      code=_storable(str(e.error_code), 32), field=_storable(e.field or "", 32),
                                      message=_storable(e.message, 300))
         raise
-
-
-def _check_client(request) -> None:
-    """Refuse (426) a game whose task's client the task's run no longer takes. A task that is not
-    there, or not the user's, is left to the ingestion's checks, which say what is wrong with it."""
-    try:
-        task_id = uuid.UUID(str(request.data.get("task")))
-    except ValueError:
-        return
-    row = Task.objects.filter(pk=task_id, user=request.user).values_list("client_version", "client_build",
-                                                                         "run_id").first()
-    if row is None:
-        return
-    version, build, run_id = row
-    state = current_state()
-    run = state.run if state is not None and state.run.pk == run_id else Run.objects.filter(pk=run_id).first()
-    refusal = run.client_refusal(version, build) if run is not None else None
-    if refusal is not None:
-        raise ApiError(f"this game's task was given to a client the run no longer takes: {refusal}",
-                       code="upgrade_required", field="task", status_code=status.HTTP_426_UPGRADE_REQUIRED,
-                       extra=run.clients_taken())
 
 
 def training_game_body(game: TrainingGame) -> dict:

@@ -6,7 +6,8 @@ The checks, in order (each failure is an :class:`~server.api.errors.ApiError` na
 1. the request: fields present, file sizes within the limits, metadata JSON of the right shape;
 2. the game id: the user's own retry gets the stored game back (idempotent); another user's id is a
    conflict;
-3. the task: exists, belongs to the user, is of this kind, not expired beyond its grace, not full;
+3. the task: exists, belongs to the user, is of this kind, was given to a client version and build
+   its run still takes, not expired beyond its grace, not full;
 4. the metadata against the task: the networks and the settings version;
 5. the training rows (self-play): unpacked size, the ``common.data`` validator, the row count and
    the board size against the metadata;
@@ -94,8 +95,8 @@ def _task(upload: Upload, user, kind: str) -> Task:
         task_id = uuid.UUID(str(upload.task))
     except ValueError:
         raise invalid("task", f"{upload.task!r} is not a task id") from None
-    related = ("settings_version", "network") if kind == Task.Kind.SELFPLAY else (
-        "settings_version", "network_a", "network_b")
+    related = ("run", "settings_version", "network") if kind == Task.Kind.SELFPLAY else (
+        "run", "settings_version", "network_a", "network_b")
     try:
         task = Task.objects.select_related(*related).get(pk=task_id)
     except Task.DoesNotExist:
@@ -104,6 +105,12 @@ def _task(upload: Upload, user, kind: str) -> Task:
         raise invalid("task", f"task {task_id} was given to another user", "not_your_task")
     if task.kind != kind:
         raise invalid("task", f"task {task_id} is a {task.kind} task, not a {kind} task", "wrong_kind")
+    # A game comes from the client its task was given to: one the run no longer takes (a maintainer
+    # changed its versions or builds) is refused as that client's task request would be.
+    refusal = task.run.client_refusal(task.client_version, task.client_build)
+    if refusal is not None:
+        raise ApiError(f"this game's task was given to a client the run no longer takes: {refusal}",
+                       code="upgrade_required", field="task", status_code=426, extra=task.run.clients_taken())
     if timezone.now() > task.accepts_until():
         raise invalid("task", f"task {task_id} expired at {task.expires_at:%Y-%m-%d %H:%M} UTC and its games are no "
                               "longer taken", "expired")

@@ -244,6 +244,12 @@ def test_malformed_client_version(run, alice, version):
     assert _error(response)["field"] == "client_version"
 
 
+def test_an_instance_id_with_a_final_line_break_is_kept_without_it(run, alice):
+    response = _request(alice[1], client_instance_id="machine-1\n")
+    assert response.status_code == 201
+    assert Task.objects.get(pk=response.json()["id"]).client_instance_id == "machine-1"
+
+
 @pytest.mark.parametrize("instance", ["", "has space", "x" * 65, "slash/id"])
 def test_malformed_instance_id(run, alice, instance):
     """A bad client instance id gets 400 naming client_instance_id."""
@@ -332,6 +338,8 @@ def test_rating_task_with_an_uploaded_network(run, alice, trainer):
     assert row.kind == "rating"
     assert row.network is None
     assert {row.network_a.name, row.network_b.name} == names
+    big = new_task(alice[1], kinds=("rating",), games=256)  # a match is spread over many clients
+    assert big["games"] == helpers.SETTINGS.gating.rating_task_games == 16
 
 
 def test_rating_games_go_to_the_candidate_under_gating_first(run, alice):
