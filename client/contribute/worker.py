@@ -9,6 +9,12 @@ The worker takes its work from a :class:`TaskQueue` and plays it in two lanes at
 * rating: the rating tasks, each played as a match between its two networks with the run's match
   settings.
 
+The games in play of both lanes together are at most the worker's ``parallel``: while rating games
+play, a self-play game that ends is not replaced until they end. A gating decision holds up the
+whole run (every volunteer plays the old network until it is made), and its games would otherwise
+compete with a full set of self-play games for the device (with the random network's self-play,
+which needs no forward pass, a rating game took tens of times longer than alone).
+
 Every finished game is put in the outbox at once (the supervisor delivers it). The worker reports
 its state to the supervisor every second, and a :class:`Fatal` problem (a refused token, a client
 the run does not take, a network file that stays wrong) as its last message. At its end it tells the
@@ -128,6 +134,7 @@ class Worker:
         self.sessions: list[_Session] = []
         self.finished_before = {"games": 0, "moves": 0, "evals": 0, "offered": 0}
         self.rating_playing = 0
+        self.selfplay_playing = 0  # self-play games handed to the sessions and not finished
         self.rating_finished = 0
         self.rating_moves = 0
         self.rows = 0
@@ -203,6 +210,11 @@ class Worker:
             if task is None:
                 continue
             self._play_rating(task)
+
+    def room_for_selfplay(self) -> bool:
+        """May a self-play game start: are fewer than ``parallel`` games of both lanes in play?"""
+        with self._lock:
+            return self.selfplay_playing + self.rating_playing < self.spec.parallel
 
     # --- networks ---------------------------------------------------------------------------------
     def evaluator(self, ref: NetworkRef, path: Path | None):
@@ -361,6 +373,8 @@ class _Session:
             if control.done():
                 self.draining.set()
                 return None
+            if not worker.room_for_selfplay():
+                return LATER
             got = worker.queue.take_game(self.key)
             if got is True:
                 return LATER
@@ -368,6 +382,8 @@ class _Session:
                 self.draining.set()
                 return None
             task, number = got
+            with worker._lock:
+                worker.selfplay_playing += 1
             seed = int(worker.rng.integers(1 << 62))
             return GameOrder(f"{uuid.UUID(task.id).hex}-{number:03d}", np.random.default_rng(seed), task)
 
@@ -375,6 +391,8 @@ class _Session:
             from client.contribute.metadata import training_metadata
 
             task = order.tag
+            with worker._lock:
+                worker.selfplay_playing -= 1
             made = _rows(game, order)
             if made is None:  # no full search was recorded: nothing to train on, nothing to send
                 log.info("game %s has no training rows; it is not uploaded", order.game_id)

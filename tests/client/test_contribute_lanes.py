@@ -1,0 +1,25 @@
+"""The worker's two lanes share its ``parallel``: while rating games play, no self-play game starts
+beyond what is left of it."""
+
+from __future__ import annotations
+
+import multiprocessing
+import queue
+
+from client.contribute.worker import Control, Worker, WorkerSpec
+
+
+def test_rating_games_in_play_leave_self_play_only_the_rest_of_parallel(tmp_path):
+    spec = WorkerSpec(index=0, device="cpu", server="http://127.0.0.1:9", token="t", instance_id="i", parallel=4,
+                      data_dir=str(tmp_path))
+    worker = Worker(spec, Control(multiprocessing.get_context("spawn")), queue.Queue())
+    assert worker.room_for_selfplay()
+    worker.selfplay_playing = 3
+    assert worker.room_for_selfplay()
+    worker.rating_playing = 1  # a rating task begins: the self-play game that ends next is not replaced
+    assert not worker.room_for_selfplay()
+    worker.selfplay_playing = 0
+    worker.rating_playing = 4
+    assert not worker.room_for_selfplay()
+    worker.rating_playing = 3  # its last games: self-play fills what they leave
+    assert worker.room_for_selfplay()
