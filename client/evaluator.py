@@ -7,8 +7,9 @@ post-processed as KataGo does (common.nn.interpret). Results come from the side 
 white's point of view. An LRU cache keyed by a hash of everything the inputs depend on skips
 repeated positions.
 
-On CUDA the forward pass runs under fp16 (or bf16) autocast when a start-up check on fixed
-positions shows the reduced precision agrees with fp32 (as KataGo's client checks its fp16 path);
+On CUDA the forward pass runs under fp16 (or bf16) autocast when a start-up check on the canary
+positions (common.nn.canary) shows the reduced precision agrees with fp32 within KataGo's
+tolerance for it (as KataGo's client checks its fp16 path);
 otherwise it runs in fp32. On the CPU it runs in fp32 unless a reduced precision is asked for (it
 is then checked the same way).
 """
@@ -27,8 +28,8 @@ import numpy as np
 import torch
 
 from common.go.game import Game
-from common.go.geometry import BLACK, PASS, WHITE
-from common.go.rules import Rules
+from common.go.geometry import BLACK, WHITE
+from common.nn import canary
 from common.nn.device import resolve_device
 from common.nn.features import (
     NN_AREA,
@@ -41,13 +42,12 @@ from common.nn.features import (
 )
 from common.nn.interpret import interpret, no_result_possible
 from common.nn.model import Model
-from common.nn.outputs import ModelOutput
+from common.nn.outputs import ModelOutput, pad_to_grid
 
 log = logging.getLogger(__name__)
 
-# Agreement required of reduced precision against fp32 on the check positions.
-PRECISION_POLICY_TOLERANCE = 0.02
-PRECISION_VALUE_TOLERANCE = 0.02
+# Agreement required of reduced precision against fp32 on the canary positions.
+PRECISION_TOLERANCE = canary.REDUCED_TOLERANCE
 COMPILED_SHAPES = 64
 
 
@@ -203,7 +203,7 @@ class Evaluator:
         h = max(g.x_size if s & 4 else g.y_size for g, s in zip(games, syms))
         x = torch.from_numpy(spatial).view(n, NUM_SPATIAL, NN_LEN, NN_LEN)[:, :, :h, :w]
         out = self._forward(x, torch.from_numpy(glob))
-        out = _pad_to_grid(out, h, w)
+        out = pad_to_grid(out, h, w)
         legal_t = torch.from_numpy(legal) > 0
         white = [p == WHITE for p in plas]
         nr = [no_result_possible(g.rules.ko, g.rules.scoring) for g in games]
@@ -279,53 +279,21 @@ class Evaluator:
 
     # --- precision check -------------------------------------------------------------------------
     def _choose_precision(self, precision: str) -> None:
+        """Use the first candidate precision whose outputs on the canary positions agree with fp32's
+        on this device within KataGo's reduced-precision tolerance (common.nn.canary)."""
         candidates = {"fp16": [torch.float16], "bf16": [torch.bfloat16]}.get(
             precision, [torch.float16, torch.bfloat16])
-        games = _check_positions()
-        n = len(games)
-        spatial, glob, legal = self.spatial[:n], self.glob[:n], self.legal[:n]
-        self.encoder.encode(games, spatial, glob, legal)
-        x = torch.from_numpy(spatial).view(n, NUM_SPATIAL, NN_LEN, NN_LEN)
-        g = torch.from_numpy(glob)
-        legal_t = torch.from_numpy(legal) > 0
-        ref = interpret(self._forward(x, g, None), legal_t, False)
-        for dtype in candidates:
-            try:
-                got = interpret(self._forward(x, g, dtype), legal_t, False)
-            except RuntimeError as e:  # a device without that type
-                log.info("%s autocast unavailable: %s", dtype, e)
-                continue
-            dp = float((got.policy_full - ref.policy_full).abs().max())
-            dv = float((got.win - ref.win).abs().max())
-            if dp <= PRECISION_POLICY_TOLERANCE and dv <= PRECISION_VALUE_TOLERANCE:
-                self.autocast_dtype = dtype
-                log.info("using %s autocast (policy error %.4f, value error %.4f)", dtype, dp, dv)
-                return
-            log.warning("%s differs from fp32 (policy %.4f, value %.4f): using fp32", dtype, dp, dv)
-
-
-def _pad_to_grid(out: ModelOutput, h: int, w: int) -> ModelOutput:
-    """Outputs of an h x w crop laid out on the 19x19 grid again."""
-    if h == NN_LEN and w == NN_LEN:
-        return out
-    n, p, _ = out.policy.shape
-    board = out.policy[:, :, : h * w].reshape(n, p, h, w)
-    grid = torch.zeros((n, p, NN_LEN, NN_LEN), dtype=out.policy.dtype, device=out.policy.device)
-    grid[:, :, :h, :w] = board
-    policy = torch.cat([grid.reshape(n, p, NN_AREA), out.policy[:, :, h * w :]], dim=2)
-    own = torch.zeros((n, NN_LEN, NN_LEN), dtype=out.ownership.dtype, device=out.ownership.device)
-    own[:, :h, :w] = out.ownership
-    return ModelOutput(policy, out.value, out.misc, own, out.score_belief, out.score_belief_gamma)
-
-
-def _check_positions() -> list[Game]:
-    """A few fixed positions of several sizes for the precision check."""
-    games = []
-    for size, moves in ((19, 40), (13, 25), (9, 15)):
-        game = Game(size, rules=Rules())
-        rng = random.Random(size)
-        for _ in range(moves):
-            legal = game.legal_moves()
-            game.play(rng.choice(legal) if legal else PASS)
-        games.append(game)
-    return games
+        with self._lock:
+            ref = canary.evaluate(self.model, self.device, None)
+            for dtype in candidates:
+                try:
+                    got = canary.evaluate(self.model, self.device, dtype)
+                except RuntimeError as e:  # a device without that type
+                    log.info("%s autocast unavailable: %s", dtype, e)
+                    continue
+                result = canary.compare(ref, got, PRECISION_TOLERANCE)
+                if result.passed:
+                    self.autocast_dtype = dtype
+                    log.info("using %s autocast (against fp32 on the canary: %s)", dtype, result.summary())
+                    return
+                log.warning("%s differs from fp32 on %s (%s): using fp32", dtype, self.device, result.describe())

@@ -17,7 +17,8 @@ next start). ``pause`` and ``resume`` on stdin, or SIGUSR1 and SIGUSR2, hold and
 Exit status: 0 when it ended as asked; 1 on an unexpected failure; 2 for bad settings; 3 when the
 server refuses the login or the token; 4 when the server's run does not take this client's version or
 build; 5 when the server cannot be reached at start; 6 when a network file stays wrong after repeated
-downloads.
+downloads; 7 when a device fails the canary check (it does not compute what the network computes:
+see :mod:`client.contribute.canary`; the games it played since its last passing check are not sent).
 """
 
 from __future__ import annotations
@@ -46,14 +47,15 @@ from client.contribute.outbox import DEFAULT_BACKOFF_CAP, FATAL, Outbox, describ
 from client.contribute.retry import patiently
 from client.contribute.server import AuthError, ServerClient, ServerError
 from client.contribute.status import Status
-from client.contribute.tasks import AUTH, NETWORK, PROTOCOL, UPGRADE
+from client.contribute.tasks import AUTH, CANARY, NETWORK, PROTOCOL, UPGRADE
 from client.contribute.worker import Control, WorkerSpec, worker_main
 from common.protocol import CLIENT_VERSION, parse_version
 
 log = logging.getLogger("client.contribute")
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_AUTH, EXIT_UPGRADE, EXIT_UNREACHABLE, EXIT_NETWORK = range(7)
-EXIT_OF_KIND = {AUTH: EXIT_AUTH, UPGRADE: EXIT_UPGRADE, PROTOCOL: EXIT_UPGRADE, NETWORK: EXIT_NETWORK}
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_AUTH, EXIT_UPGRADE, EXIT_UNREACHABLE, EXIT_NETWORK, EXIT_CANARY = range(8)
+EXIT_OF_KIND = {AUTH: EXIT_AUTH, UPGRADE: EXIT_UPGRADE, PROTOCOL: EXIT_UPGRADE, NETWORK: EXIT_NETWORK,
+                CANARY: EXIT_CANARY}
 DEFAULT_PARALLEL_GPU = 64
 DEFAULT_PARALLEL_CPU = 16
 RESTARTS_ALLOWED = 3  # crashed-worker restarts within RESTART_WINDOW before the client gives up
@@ -473,6 +475,9 @@ class _Contributor:
         print(f"played {t['selfplay_games']:.0f} self-play games ({t['rows']:.0f} training rows) and "
               f"{t['rating_games']:.0f} rating games; uploads: {c.delivered} sent, {c.rejected} rejected, "
               f"{c.pending} waiting in {outbox.pending_dir} for the next start; log: {self.log_path}", flush=True)
+        held = outbox.count_held()
+        if held:
+            print(f"{held} games wait in {outbox.held_dir} for a canary check at the next start", flush=True)
         if self.fatal is not None:
             raise Stop(*self.fatal)
         return EXIT_OK

@@ -17,6 +17,11 @@ as fatal: the client stops and says why, and the game goes out once that is fixe
 game an earlier build played is that game's own: see :meth:`ServerClient.upload`.)
 
 Entries go out oldest first; on start the pending ones from earlier runs are simply there.
+
+A worker puts its games in ``held/`` instead, marked with its device and the networks that played
+them, and moves them to ``pending/`` only once a canary check of each of those networks on that
+device passed after the game ended (:mod:`client.contribute.canary`); when a check fails they go to
+``unchecked/`` with the reason beside them, and are never sent.
 """
 
 from __future__ import annotations
@@ -85,6 +90,8 @@ class Entry:
     metadata: str  # the metadata JSON as uploaded
     created: float
     build: str = ""  # the client build that played it ("" in entries older than builds)
+    device: str = ""  # the device that played it (held entries)
+    networks: tuple[str, ...] = ()  # the networks that played it (held entries; the random one aside)
     attempts: int = 0
     due: float = 0.0
     last_error: str = ""
@@ -122,8 +129,10 @@ class Outbox:
         self.directory = Path(directory)
         self.pending_dir = self.directory / "pending"
         self.rejected_dir = self.directory / "rejected"
+        self.held_dir = self.directory / "held"
+        self.unchecked_dir = self.directory / "unchecked"
         self.tmp_dir = self.directory / "tmp"
-        for d in (self.pending_dir, self.rejected_dir, self.tmp_dir):
+        for d in (self.pending_dir, self.rejected_dir, self.held_dir, self.unchecked_dir, self.tmp_dir):
             d.mkdir(parents=True, exist_ok=True)
         if deliver:
             for leftover in self.tmp_dir.iterdir():  # entries a crash left half written (or half removed)
@@ -140,9 +149,10 @@ class Outbox:
 
     # --- putting games in -------------------------------------------------------------------------
     def put(self, kind: str, task: str, metadata: dict, sgf: bytes, npz: bytes | None = None,
-            build: str = "") -> Entry:
+            build: str = "", held_for: tuple[str, tuple[str, ...]] | None = None) -> Entry:
         """Spool a finished game (atomically) played by the client build `build`; it is delivered by
-        :meth:`deliver_due`."""
+        :meth:`deliver_due`. ``held_for=(device, networks)``: put it in ``held/`` until
+        :meth:`release` (see the module docstring)."""
         if kind not in KINDS:
             raise ValueError(f"game kind {kind!r}: expected one of {', '.join(KINDS)}")
         game_id = str(metadata.get("game_id", ""))
@@ -154,14 +164,19 @@ class Outbox:
         if npz is not None:
             atomic_write(folder / "game.npz", npz)
         text = json.dumps(metadata, sort_keys=True)
+        device, networks = held_for if held_for is not None else ("", ())
         atomic_write(folder / "entry.json", json.dumps({"kind": kind, "task": str(task), "metadata": text,
                                                         "game_id": game_id, "created": created,
-                                                        "build": build}).encode())
-        path = self.pending_dir / name
+                                                        "build": build, "device": device,
+                                                        "networks": list(networks)}).encode())
+        target = self.held_dir if held_for is not None else self.pending_dir
+        path = target / name
         os.replace(folder, path)
-        fsync_dir(self.pending_dir)
+        fsync_dir(target)
         entry = Entry(path=path, kind=kind, task=str(task), game_id=game_id, metadata=text, created=created,
-                      build=build)
+                      build=build, device=device, networks=tuple(networks))
+        if held_for is not None:
+            return entry
         with self._lock:
             self._entries[name] = entry
             self.counts.pending = len(self._entries)
@@ -172,7 +187,8 @@ class Outbox:
             info = json.loads((path / "entry.json").read_text())
             return Entry(path=path, kind=info["kind"], task=info["task"], game_id=info.get("game_id", ""),
                          metadata=info["metadata"], created=float(info.get("created", 0.0)),
-                         build=str(info.get("build", "")))
+                         build=str(info.get("build", "")), device=str(info.get("device", "")),
+                         networks=tuple(str(n) for n in info.get("networks", [])))
         except (OSError, ValueError, KeyError, TypeError) as e:
             if not path.exists():  # delivered and removed meanwhile
                 return None
@@ -198,6 +214,45 @@ class Outbox:
         with self._lock:
             self.counts.pending = len(self._entries)
         return added
+
+    # --- held games ------------------------------------------------------------------------------
+    def held(self, device: str) -> list[Entry]:
+        """The games of ``device`` waiting for a canary check, oldest first."""
+        found = []
+        for path in sorted(self.held_dir.iterdir()):
+            entry = self._load(path)
+            if entry is not None and entry.device == device:
+                found.append(entry)
+        return found
+
+    def count_held(self) -> int:
+        return sum(1 for _ in self.held_dir.iterdir())
+
+    def release(self, entries: list[Entry]) -> int:
+        """Move held games to ``pending/`` (for the sender); returns how many."""
+        moved = 0
+        for entry in entries:
+            try:
+                os.replace(entry.path, self.pending_dir / entry.path.name)
+            except FileNotFoundError:
+                continue
+            moved += 1
+        if moved:
+            fsync_dir(self.pending_dir)
+        return moved
+
+    def set_aside(self, entries: list[Entry], reason: str) -> int:
+        """Move held games to ``unchecked/`` with the reason beside them: they are never sent."""
+        moved = 0
+        for entry in entries:
+            target = self.unchecked_dir / entry.path.name
+            try:
+                os.replace(entry.path, target)
+            except FileNotFoundError:
+                continue
+            atomic_write(target / "reason.txt", (reason + "\n").encode())
+            moved += 1
+        return moved
 
     # --- delivering -------------------------------------------------------------------------------
     def pending(self) -> list[Entry]:

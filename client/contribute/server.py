@@ -10,6 +10,7 @@ caller decides to wait and try again. Requests name the client's version and bui
 
 from __future__ import annotations
 
+import hashlib
 import json
 import platform
 from dataclasses import dataclass
@@ -142,6 +143,21 @@ class ServerClient:
                         "url": network.get("file_url"), "sha256": network.get("sha256") or None,
                         "bytes": network.get("size_bytes") or 0}
         return None
+
+    def network_canary(self, name: str) -> bytes | None:
+        """The network's reference outputs on the canary positions as the server computed them (npz
+        bytes, checked against the sha256 it gave), or None while it has none or has them only for
+        another canary than this client's."""
+        from common.nn import canary
+
+        info = self._check(self.session.get(self.url(f"networks/{name}/"), headers=self._headers(),
+                                            timeout=self.timeout)).json().get("canary")
+        if not info or info.get("fingerprint") != canary.fingerprint():
+            return None
+        r = self._check(self.session.get(info["url"], headers=self._headers(), timeout=self.timeout))
+        if hashlib.sha256(r.content).hexdigest() != info.get("sha256"):
+            raise ValueError(f"the canary reference of network {name} arrived damaged (its sha256 differs)")
+        return r.content
 
     def upload(self, entry: Entry) -> Outcome:
         """Send one outbox entry; the server's answer as an Outcome (connection errors raise). A 426

@@ -50,14 +50,14 @@ NO_WORK_SECONDS = 30.0  # the pause when the server has nothing to hand out
 MAX_RATING_BACKLOG = 2  # rating tasks waiting to be played before only self-play is asked for
 
 # The kinds of trouble a worker reports before it stops; the command's exit status follows them.
-AUTH, UPGRADE, NETWORK, PROTOCOL = "auth", "upgrade", "network", "protocol"
+AUTH, UPGRADE, NETWORK, PROTOCOL, CANARY = "auth", "upgrade", "network", "protocol", "canary"
 # The queue's kinds of request; when the server asks to wait for one, the others go on.
 TASK, LOOK, RELEASE = "task request", "look at the run", "giving up games"
 
 
 class Fatal(Exception):
-    """What the worker cannot wait out: ``kind`` (AUTH, UPGRADE, NETWORK, PROTOCOL) and a message
-    in plain words."""
+    """What the worker cannot wait out: ``kind`` (AUTH, UPGRADE, NETWORK, PROTOCOL, CANARY) and a
+    message in plain words."""
 
     def __init__(self, kind: str, message: str) -> None:
         super().__init__(message)

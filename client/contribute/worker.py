@@ -15,7 +15,9 @@ whole run (every volunteer plays the old network until it is made), and its game
 compete with a full set of self-play games for the device (with the random network's self-play,
 which needs no forward pass, a rating game took tens of times longer than alone).
 
-Every finished game is put in the outbox at once (the supervisor delivers it). The worker reports
+Every finished game is put in the outbox at once, held there until a canary check of its networks
+on this device passed after it ended (:mod:`client.contribute.canary`: each network is checked as
+it is loaded, before its first game, and again while games are held); the supervisor delivers it. The worker reports
 its state to the supervisor every second, and a :class:`Fatal` problem (a refused token, a client
 the run does not take, a network file that stays wrong) as its last message. At its end it tells the
 server of the games of its tasks it will not deliver (see :meth:`TaskQueue.release_unplayed`).
@@ -33,6 +35,7 @@ import logging.handlers
 import os
 import signal
 import threading
+import time
 import traceback
 import uuid
 from collections import OrderedDict
@@ -42,11 +45,12 @@ from pathlib import Path
 import numpy as np
 
 from client.build import BUILD
+from client.contribute.canary import CanaryGuard
 from client.contribute.netcache import NetworkCache, NetworkRef
 from client.contribute.outbox import Outbox
 from client.contribute.server import ServerClient
 from client.contribute.sizing import Sizing
-from client.contribute.tasks import PROTOCOL, Fatal, Task, TaskQueue
+from client.contribute.tasks import CANARY, PROTOCOL, Fatal, Task, TaskQueue
 
 log = logging.getLogger(__name__)
 
@@ -127,6 +131,8 @@ class Worker:
         self.cache = NetworkCache(spec.networks_dir, session=server.session)
         self.outbox = Outbox(spec.outbox_dir, deliver=False)  # the supervisor delivers
         self.queue = TaskQueue(server, self.cache, Sizing(spec.parallel), retry_start=spec.retry_start)
+        self.canary = CanaryGuard(spec.device, server.network_canary)
+        self._paths: dict[str, Path] = {}  # the loaded networks' files
         self.rng = np.random.default_rng(spec.seed)
         self._evaluators: OrderedDict[str, object] = OrderedDict()
         self._evaluators_lock = threading.Lock()
@@ -149,7 +155,12 @@ class Worker:
         # The imports' long-lived objects need no more garbage collection passes (each pass would
         # walk them all again); what the sessions make later stays collectable.
         gc.freeze()
+        self._check_leftovers()
         self.queue.start()
+        canary_done = threading.Event()
+        checks = threading.Thread(target=self._guard, args=(lambda: self._canary_loop(canary_done),),
+                                  name="canary", daemon=True)
+        checks.start()
         rating = threading.Thread(target=self._guard, args=(self._rating_lane,), name="rating-lane", daemon=True)
         rating.start()
         status_done = threading.Event()
@@ -163,6 +174,10 @@ class Worker:
             for s in list(self.sessions):
                 s.thread.join()
             self.queue.release_unplayed()  # the server's ledger owes no game this worker will not send
+            canary_done.set()
+            checks.join()
+            if not self.errors and self.queue.fatal is None:
+                self._guard(self._check_and_release)  # the last games go out with the others
             status_done.set()
             status.join()
             self._send_status()  # the last word on the numbers
@@ -172,13 +187,58 @@ class Worker:
             raise self.queue.fatal
 
     def _guard(self, lane) -> None:
-        """Run a lane; its error stops the worker (and is raised by run)."""
+        """Run a lane; its error stops the worker (and is raised by run). A failed canary check sets
+        the games held for a check aside."""
         try:
             lane()
         except BaseException as e:
+            if isinstance(e, Fatal) and e.kind == CANARY:
+                put_aside = self.outbox.set_aside(self.outbox.held(self.spec.device), e.message)
+                log.error("%s (%d games set aside)", e.message, put_aside)
             self.errors.append(e)
             self.abort.set()
             self.queue.close()
+
+    # --- canary checks ----------------------------------------------------------------------------
+    def _canary_loop(self, done: threading.Event) -> None:
+        """Check the loaded networks again while games wait for it, then let those games go."""
+        while not done.wait(min(1.0, self.canary.interval())):
+            if self.abort.is_set():
+                return
+            if time.monotonic() - self.canary.last_check < self.canary.interval():
+                continue
+            if not self.outbox.held(self.spec.device):
+                continue
+            self._check_and_release()
+
+    def _check_and_release(self) -> None:
+        started = time.monotonic()
+        with self._evaluators_lock:
+            loaded = [(name, ev) for name, ev in self._evaluators.items() if name in self._paths]
+        for name, evaluator in loaded:
+            self.canary.check(name, evaluator, self._paths[name])
+        self.canary.last_check = time.monotonic()
+        self.canary.last_seconds = self.canary.last_check - started
+        ready = [e for e in self.outbox.held(self.spec.device)
+                 if self.canary.vouched(e.device, e.networks, e.created)]
+        if ready:
+            log.info("%d games passed the canary check; they go out", self.outbox.release(ready))
+
+    def _check_leftovers(self) -> None:
+        """Games an earlier run of this device left held (it was killed): their networks are checked
+        now, from the cache, and the games let go; those whose network is gone are set aside."""
+        held = self.outbox.held(self.spec.device)
+        names = sorted({n for e in held for n in e.networks})
+        for name in names:
+            path = self.cache.path_of(name)
+            if not path.exists():
+                gone = [e for e in held if name in e.networks]
+                self.outbox.set_aside(gone, f"network {name} is no longer in the cache, so these games of it "
+                                            "cannot be checked")
+                continue
+            self.evaluator(NetworkRef(name, None, None, 0), path)
+        if names:
+            self._check_and_release()
 
     def _selfplay_lane(self) -> None:
         """Start a session for each new network or settings version, overlapping the last one's end."""
@@ -239,9 +299,12 @@ class Worker:
                 except (OSError, KataGoModelError, ModelFileError, ValueError) as e:
                     raise Fatal(PROTOCOL, f"network {ref.name} cannot be loaded by this client ({e}); a newer "
                                           "client probably can: please upgrade") from None
+                self.canary.check(ref.name, evaluator, path)  # before its first game
+                self._paths[ref.name] = path
             self._evaluators[ref.name] = evaluator
             while len(self._evaluators) > EVALUATORS_KEPT:
-                self._evaluators.popitem(last=False)
+                gone, _ = self._evaluators.popitem(last=False)
+                self._paths.pop(gone, None)
             return evaluator
 
     # --- rating games -----------------------------------------------------------------------------
@@ -250,6 +313,7 @@ class Worker:
 
         evaluators = [self.evaluator(ref, path) for ref, path in zip(task.networks, task.files, strict=True)]
         names = (task.networks[0].name, task.networks[1].name)
+        checked = tuple(ref.name for ref in task.networks if not ref.is_random)
         prefix = uuid.UUID(task.id).hex
 
         def on_game(game_name: str, sgf: bytes) -> None:
@@ -257,7 +321,8 @@ class Worker:
 
             game_id = f"{prefix}-r{game_name.rsplit('-', 1)[1]}"
             meta = rating_metadata(sgf, game_id, task.settings_version)
-            self.outbox.put("rating", task.id, meta.to_dict(), sgf, build=BUILD)
+            self.outbox.put("rating", task.id, meta.to_dict(), sgf, build=BUILD,
+                            held_for=(self.spec.device, checked) if checked else None)
             self.queue.finished(task, True)
             with self._lock:
                 self.rating_finished += 1
@@ -401,7 +466,8 @@ class _Session:
             npz, rows = made
             sgf = game.sgf(network.name).encode()
             meta = training_metadata(sgf, npz, network.name, order.game_id, task.settings_version)
-            worker.outbox.put("training", task.id, meta.to_dict(), sgf, npz, build=BUILD)
+            worker.outbox.put("training", task.id, meta.to_dict(), sgf, npz, build=BUILD,
+                              held_for=None if network.is_random else (worker.spec.device, (network.name,)))
             worker.queue.finished(task, True)
             with worker._lock:
                 worker.rows += rows

@@ -30,3 +30,17 @@ class ModelOutput:
     score_belief: torch.Tensor  # [N, 842] log-probabilities of final score differences
     #                             -S+0.5 .. S-0.5 (S = 421), side to move
     score_belief_gamma: torch.Tensor  # [N, 1] the belief's scaling activation (for its penalty)
+
+
+def pad_to_grid(out: ModelOutput, h: int, w: int) -> ModelOutput:
+    """Outputs of an h x w crop laid out on the 19x19 grid again."""
+    if h == NN_LEN and w == NN_LEN:
+        return out
+    n, p, _ = out.policy.shape
+    board = out.policy[:, :, : h * w].reshape(n, p, h, w)
+    grid = torch.zeros((n, p, NN_LEN, NN_LEN), dtype=out.policy.dtype, device=out.policy.device)
+    grid[:, :, :h, :w] = board
+    policy = torch.cat([grid.reshape(n, p, NN_AREA), out.policy[:, :, h * w :]], dim=2)
+    own = torch.zeros((n, NN_LEN, NN_LEN), dtype=out.ownership.dtype, device=out.ownership.device)
+    own[:, :h, :w] = out.ownership
+    return ModelOutput(policy, out.value, out.misc, own, out.score_belief, out.score_belief_gamma)

@@ -16,7 +16,7 @@ from rest_framework.views import APIView
 from common.nn.header import ModelFileError, header_length, parse_header
 from server.api.errors import ApiError, invalid
 from server.downloads import stored_file_response
-from server.networks.models import Network
+from server.networks.models import Network, NetworkCanary
 from server.networks.serializers import NetworkDetailSerializer, NetworkSerializer, NetworkUploadSerializer
 from server.networks.store import store_network
 from server.runs.models import Run
@@ -142,3 +142,17 @@ class NetworkFile(APIView):
                            code="no_file", status_code=404)
         return stored_file_response(request, network.file.name, network.size_bytes, network.sha256,
                                     f"{network.name}.safetensors")
+
+
+class NetworkCanaryFile(APIView):
+    """The network's reference outputs on the canary positions (npz; see ``common.nn.canary``)."""
+
+    permission_classes = [permissions.AllowAny]
+
+    @extend_schema(responses={(200, "application/octet-stream"): bytes})
+    def get(self, request, name: str):
+        network = get_object_or_404(Network, name=name)
+        ref = NetworkCanary.objects.filter(network=network).first()
+        if ref is None:
+            raise ApiError(f"network {name!r} has no canary reference yet", code="no_canary", status_code=404)
+        return stored_file_response(request, ref.file.name, ref.size_bytes, ref.sha256, f"{network.name}-canary.npz")

@@ -59,3 +59,21 @@ class Network(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+class NetworkCanary(models.Model):
+    """A network's reference outputs on the canary positions (``common.nn.canary``), computed on the
+    server's CPU in fp32 in the background after the network was stored; clients hold their own
+    evaluation against them before they upload games of the network."""
+
+    network = models.OneToOneField(Network, on_delete=models.CASCADE, related_name="canary")
+    version = models.PositiveIntegerField(help_text="the canary's version")
+    fingerprint = models.CharField(max_length=64, help_text="sha256 of the canary positions and their inputs")
+    file = models.FileField(max_length=200, help_text="the outputs (npz)")
+    sha256 = models.CharField(max_length=64)
+    size_bytes = models.BigIntegerField()
+    seconds = models.FloatField(help_text="how long the evaluation took")
+    computed_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return f"canary of {self.network.name}"

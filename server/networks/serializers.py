@@ -5,7 +5,7 @@ from rest_framework import serializers
 from rest_framework.reverse import reverse
 
 from common.protocol import NETWORK_NAME_PATTERN
-from server.networks.models import Network
+from server.networks.models import Network, NetworkCanary
 
 
 class RatingSerializer(serializers.Serializer):
@@ -63,12 +63,32 @@ class NetworkSerializer(serializers.ModelSerializer):
         return GatingSerializer(gating).data if gating is not None else None
 
 
+class CanarySerializer(serializers.Serializer):
+    version = serializers.IntegerField()
+    fingerprint = serializers.CharField(help_text="sha256 of the canary positions and their inputs (common.nn.canary)")
+    url = serializers.SerializerMethodField(help_text="the reference outputs (npz)")
+    sha256 = serializers.CharField()
+    bytes = serializers.IntegerField(source="size_bytes")
+    computed_at = serializers.DateTimeField()
+
+    def get_url(self, ref) -> str:
+        return reverse("network-canary", args=[ref.network.name], request=self.context.get("request"))
+
+
 class NetworkDetailSerializer(NetworkSerializer):
     events = EventSerializer(many=True, read_only=True, help_text="gating verdicts, rollbacks, staff decisions")
+    canary = serializers.SerializerMethodField(
+        help_text="the network's fp32 CPU outputs on the canary positions, which clients check their own against "
+                  "(null until computed, and for the random network)")
 
     class Meta(NetworkSerializer.Meta):
-        fields = (*NetworkSerializer.Meta.fields, "events")
+        fields = (*NetworkSerializer.Meta.fields, "events", "canary")
         read_only_fields = fields
+
+    @extend_schema_field(CanarySerializer(allow_null=True))
+    def get_canary(self, network: Network) -> dict | None:
+        ref = NetworkCanary.objects.filter(network=network).first()
+        return CanarySerializer(ref, context=self.context).data if ref is not None else None
 
 
 def network_ref(network: Network, request) -> dict:

@@ -2,7 +2,8 @@
 
 The file is stored by its sha256 (``server.files``) inside the transaction that makes the row; if
 the transaction fails, the file this call wrote is removed again. Both the upload API and the
-trainer add networks through here.
+trainer add networks through here. Once the row is committed, the network's canary reference is
+queued for the background worker (``server.networks.canary``).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from django.db import transaction
 
 from common.nn.config import ModelConfig
 from server.files import StoredFiles
+from server.networks.canary import request_canary
 from server.networks.models import Network
 from server.runs.models import forget_state
 
@@ -30,6 +32,7 @@ def store_network(*, run, name: str, content: File, size: int, sha256: str, conf
                 train_step=train_step, rows_seen=rows_seen, uploaded_by=user, notes=notes)
             network.file.name = files.put("networks", content, ".safetensors", sha256=sha256)
             network.save(update_fields=["file"])
+            request_canary(network)
     except BaseException:
         files.discard(lambda stored: Network.objects.filter(file=stored).exists())
         raise

@@ -14,6 +14,7 @@ from client.gtp.players import PolicyPlayer, RandomPlayer
 from common.go.game import Game
 from common.go.geometry import BLACK, WHITE, loc_of, parse_color, parse_gtp_vertex
 from common.go.rules import Rules
+from common.nn import canary
 from common.nn.features import NN_AREA, Encoder, new_batch, symmetry_map
 from common.nn.model import Model, named_config
 from common.nn.modelfile import read_model_file
@@ -260,7 +261,8 @@ def test_reduced_precision_is_checked_against_fp32(monkeypatch):
     assert ev.autocast_dtype == torch.bfloat16  # a tiny net agrees with fp32 within tolerance
     a = ev.evaluate([Game(9)])[0]
     assert a.policy.sum() == pytest.approx(1.0, abs=1e-3)
-    monkeypatch.setattr(evaluator_module, "PRECISION_POLICY_TOLERANCE", 0.0)
+    zero = canary.Tolerance("exact", (0.0, 0.0), (0.0, 0.0), (0.0, 0.0), (0.0, 0.0))
+    monkeypatch.setattr(evaluator_module, "PRECISION_TOLERANCE", zero)
     strict = Evaluator(model, device="cpu", precision="bf16")
     assert strict.autocast_dtype is None  # disagreement: fp32
     assert Evaluator(model, device="cpu").autocast_dtype is None  # CPU default: fp32

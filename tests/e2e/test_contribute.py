@@ -1,7 +1,8 @@
 """``python -m client contribute`` as a volunteer runs it, against the real server under gunicorn on
 the test database: it logs in, plays self-play and rating games of a tiny network and uploads them;
 it waits out a stopped server and delivers everything once; a kill -9 loses no finished game; a
-damaged network file on the server is refused; a revoked token ends it with a plain message."""
+damaged network file on the server is refused, and so is a device that fails the canary check; a
+revoked token ends it with a plain message."""
 
 from __future__ import annotations
 
@@ -327,11 +328,13 @@ def test_the_task_throttle_is_waited_out_and_ctrl_c_twice_stops_at_once(server, 
     assert f"{kept} waiting in" in client.out.read_text(), client.output()
 
 
-def test_a_damaged_network_on_the_server_is_refused(server, volunteer, contributors, tmp_path):
+def test_a_damaged_network_and_a_failed_canary_check_are_refused(server, volunteer, contributors, tmp_path):
+    from server.games.models import RatingGame, TrainingGame
     from server.networks.models import Network
 
     _upload_network(server.url, tmp_path, NETWORK, helpers.RANDOM_NET)
     stored = server.data_dir / "files" / Network.objects.get(name=NETWORK).file.name
+    original = stored.read_bytes()
     data = bytearray(stored.read_bytes())
     data[len(data) // 2] ^= 0xFF
     stored.write_bytes(bytes(data))
@@ -341,6 +344,41 @@ def test_a_damaged_network_on_the_server_is_refused(server, volunteer, contribut
     err = client.err.read_text()
     assert NETWORK in err and "sha256" in err, client.output()
     assert not (client.data / "networks" / f"{NETWORK}.safetensors").exists()
+
+    # The file mended, the server's canary reference says other outputs than the client's device
+    # computes (as a broken GPU would): the client plays and uploads nothing, and ends with status 7.
+    stored.write_bytes(original)
+    _store_canary_of_other_weights(server, NETWORK, original)
+    again = Contributor(tmp_path / "alice")
+    contributors.append(again)
+    assert again.wait(180) == 7, again.output()
+    err = again.err.read_text()
+    assert f"network {NETWORK} on cpu in fp32 does not compute what it should" in err, again.output()
+    assert "differs by" in err and "the server's fp32 reference" in err, err
+    assert TrainingGame.objects.count() == RatingGame.objects.count() == again.pending() == 0
+
+
+def _store_canary_of_other_weights(server, name: str, data: bytes) -> None:
+    """Give the network a canary reference computed from its file (data) with some weights changed."""
+    from common.nn import canary
+    from common.nn.model import Model
+    from common.nn.modelfile import decode_model
+    from server.files import content_name, sha256_of
+    from server.networks.models import Network, NetworkCanary
+
+    mf = decode_model(data)
+    model = Model(mf.config, initialize=False)
+    model.load_state_dict(mf.state_dict)
+    model.conv_spatial.weight.data[:, 0] += 1.0
+    npz = canary.evaluate(model.eval()).to_npz()
+    sha256 = sha256_of(npz)
+    file_name = content_name("canaries", sha256, ".npz")
+    path = server.data_dir / "files" / file_name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(npz)
+    NetworkCanary.objects.create(network=Network.objects.get(name=name), version=canary.CANARY_VERSION,
+                                 fingerprint=canary.fingerprint(), file=file_name, sha256=sha256,
+                                 size_bytes=len(npz), seconds=0.0)
 
 
 def _each_worker_answers(server, url: str, headers: dict, mark: str) -> list:

@@ -1,0 +1,82 @@
+"""The networks' canary references: each network's fp32 CPU outputs on the canary positions
+(``common.nn.canary``), stored as an npz file and served with the network's details.
+
+A stored network queues :func:`request_canary` (the upload answers at once; the database worker
+computes it); ``manage.py canary`` computes what is missing or of an older canary for networks
+already there.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from django.core.files.storage import default_storage
+from django.db import transaction
+from django.utils import timezone
+
+from common.nn import canary
+from server.files import StoredFiles, sha256_of
+from server.networks.models import Network, NetworkCanary
+
+log = logging.getLogger(__name__)
+
+
+def is_current(network: Network) -> bool:
+    """Does the network have a reference of this server's canary?"""
+    ref = NetworkCanary.objects.filter(network=network).first()
+    return ref is not None and ref.fingerprint == canary.fingerprint()
+
+
+def compute_canary(network: Network) -> NetworkCanary:
+    """Evaluate the network on the canary positions (CPU, fp32) and store the outputs, replacing an
+    earlier reference. ValueError naming the network for the random network or an unreadable file."""
+    import torch
+
+    from common.nn.model import Model
+    from common.nn.modelfile import ModelFileError, decode_model
+
+    if network.is_random or not network.file:
+        raise ValueError(f"network {network.name} is the random network: it has no outputs to check")
+    with default_storage.open(network.file.name, "rb") as f:
+        data = f.read()
+    try:
+        mf = decode_model(data, network.file.name)
+    except ModelFileError as e:
+        raise ValueError(f"network {network.name}: {e}") from None
+    model = Model(mf.config, initialize=False)
+    model.load_state_dict(mf.state_dict, strict=True)
+    model.eval()
+    started = time.perf_counter()
+    with torch.inference_mode():
+        outputs = canary.evaluate(model, "cpu", None)
+    seconds = time.perf_counter() - started
+    npz = outputs.to_npz()
+    sha256 = sha256_of(npz)
+    files = StoredFiles()
+    try:
+        with transaction.atomic():
+            name = files.put("canaries", npz, ".npz", sha256=sha256)
+            ref, _ = NetworkCanary.objects.update_or_create(network=network, defaults=dict(
+                version=canary.CANARY_VERSION, fingerprint=outputs.fingerprint, file=name, sha256=sha256,
+                size_bytes=len(npz), seconds=seconds, computed_at=timezone.now()))
+    except BaseException:
+        files.discard(lambda stored: NetworkCanary.objects.filter(file=stored).exists())
+        raise
+    log.info("canary of network %s computed in %.2f s", network.name, seconds)
+    return ref
+
+
+def request_canary(network: Network) -> None:
+    """Queue the computation of the network's canary once the current transaction commits."""
+    if network.is_random:
+        return
+    from server.networks.tasks import compute_network_canary
+
+    def enqueue() -> None:
+        try:
+            compute_network_canary.enqueue(network.pk)
+        except Exception:  # `manage.py canary` computes what was not queued
+            log.exception("queueing the canary of network %s failed", network.name)
+
+    transaction.on_commit(enqueue)
