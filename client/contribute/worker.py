@@ -55,6 +55,7 @@ from client.contribute.tasks import CANARY, PROTOCOL, Fatal, Task, TaskQueue
 log = logging.getLogger(__name__)
 
 STATUS_SECONDS = 1.0
+SHARED_POLL_SECONDS = 0.05  # how often a waiting driver looks at the supervisor's stop
 EVALUATORS_KEPT = 4  # networks kept loaded: the self-play one, the next, and a rating pair
 
 
@@ -402,7 +403,16 @@ class _StopView:
         self.own.set()
 
     def wait(self, timeout: float | None = None) -> bool:
-        return self.shared.wait(timeout) or self.own.is_set()
+        """Wait on the worker's own event and look at the supervisor's in steps: a process killed
+        while it sleeps in a multiprocessing Event's wait leaves that Event's set() blocked for good
+        (it waits for the dead sleeper to wake), and the supervisor with it."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not self.is_set():
+            left = SHARED_POLL_SECONDS if deadline is None else min(SHARED_POLL_SECONDS, deadline - time.monotonic())
+            if left <= 0:
+                return False
+            self.own.wait(left)
+        return True
 
 
 class _Session:

@@ -23,3 +23,30 @@ def test_rating_games_in_play_leave_self_play_only_the_rest_of_parallel(tmp_path
     assert not worker.room_for_selfplay()
     worker.rating_playing = 3  # its last games: self-play fills what they leave
     assert worker.room_for_selfplay()
+
+
+def _wait_on_stop(stop) -> None:
+    import threading
+
+    from client.contribute.worker import _StopView
+
+    _StopView(stop, threading.Event()).wait(60)
+
+
+def test_a_worker_killed_while_it_waits_does_not_block_the_supervisors_stop():
+    import os
+    import signal
+    import threading
+    import time
+
+    context = multiprocessing.get_context("spawn")
+    control = Control(context)
+    process = context.Process(target=_wait_on_stop, args=(control.stopping,))
+    process.start()
+    time.sleep(3)  # well inside its wait
+    os.kill(process.pid, signal.SIGKILL)
+    process.join()
+    setter = threading.Thread(target=control.stopping.set, daemon=True)
+    setter.start()
+    setter.join(10)
+    assert not setter.is_alive(), "the stop's set() waits for a killed worker"
