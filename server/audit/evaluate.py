@@ -106,7 +106,10 @@ def evaluate_rows(model: Model, npz: bytes, indices: np.ndarray | None = None, n
     ValueError names the file when it cannot be read."""
     rows = decode_rows(npz, name)
     if indices is not None:
-        rows = rows.take(np.asarray(indices, dtype=np.int64))
+        indices = np.asarray(indices, dtype=np.int64)
+        if indices.size and (indices.min() < 0 or indices.max() >= len(rows)):
+            raise ValueError(f"training rows {name}: row {int(indices.max())} asked for, the file holds {len(rows)}")
+        rows = rows.take(indices)
     parts = []
     device = next(model.parameters()).device
     # Rows of one board side together, so each runs on its own board's crop.

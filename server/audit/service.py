@@ -46,7 +46,8 @@ THRESHOLDS: dict[str, Threshold] = {
     "raw_error": Threshold(+1, 0.25, 0.10, "recorded raw value against the network's"),
     "top_missed": Threshold(+1, 0.85, 0.25, "share of rows whose target misses the network's favourite move"),
     "top_agree": Threshold(-1, None, 0.10, "share of rows whose target's top move is the network's"),
-    "policy_gain": Threshold(-1, None, 0.75, "policy target's log-likelihood under the network over uniform"),
+    "policy_gain": Threshold(-1, -2.0, 0.75, "policy target's log-likelihood under the network over uniform"),
+    "value_error": Threshold(+1, None, 0.20, "search value against the network's value"),
 }
 RELATIVE_Z = 5.0  # robust z (deviation / (1.4826 MAD)) beyond which a contributor differs from the others
 MIN_POPULATION = 3  # contributors of one network needed for the relative test

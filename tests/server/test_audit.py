@@ -12,21 +12,25 @@ import pytest
 from tests.server import audit_data, helpers
 
 # Full searches of 32 visits on 7x7 (the shared test settings' 12 visits leave the search little
-# room to follow its network; docs/data-integrity.md has the figures for both).
-AUDIT_SELFPLAY = dataclasses.replace(helpers.SELFPLAY, visits=32, full_search_prob=1.0)
+# room to follow its network; docs/data-integrity.md has the figures for both); games of at most
+# 60 moves keep the other network's games (it rarely passes) short.
+AUDIT_SELFPLAY = dataclasses.replace(helpers.SELFPLAY, visits=32, full_search_prob=1.0, max_moves=60)
 NETWORK = "test-audit-a"
 
 
 @pytest.fixture(scope="module")
 def played(tmp_path_factory) -> dict:
     """Nine honest games of a sharp tiny network (three per contributor), the third contributor's
-    with shuffled policy targets, and the network file."""
+    with shuffled policy targets, three games of another network, and the network file."""
     out = Path(tmp_path_factory.mktemp("audit"))
     model = audit_data.sharp_network(1)
     games = audit_data.honest_games(model, NETWORK, out, 9, seed=11, settings=AUDIT_SELFPLAY)
     assert len(games) == 9
+    other = audit_data.honest_games(audit_data.sharp_network(2), NETWORK, out / "other", 3, seed=12,
+                                    settings=AUDIT_SELFPLAY)
     return {"file": audit_data.sharp_network_file(NETWORK, 1), "alice": games[0:3], "bob": games[3:6],
-            "carol": [audit_data.shuffled_targets(g, 5 + i) for i, g in enumerate(games[6:9])]}
+            "carol": [audit_data.shuffled_targets(g, 5 + i) for i, g in enumerate(games[6:9])],
+            "other": other}
 
 
 @pytest.fixture
@@ -105,6 +109,21 @@ def test_the_audit_flags_the_shuffled_contributor_and_quarantine_is_reversible(c
     assert _window_users(run) == {"alice", "bob", "carol"}
     q.refresh_from_db()
     assert q.lifted_by == boss and q.lifted_at is not None
+
+
+def test_the_audit_flags_rows_of_another_network(contributors, played):
+    from server.audit.models import AuditScore
+    from server.audit.service import audit_run
+    from server.games.models import TrainingGame
+
+    run, network, users = contributors
+    TrainingGame.objects.filter(user=users["carol"]).delete()
+    helpers.store_training_games(run, users["carol"], played["other"], network=network)
+    scores = {s.user.username: s for s in audit_run(run, seed=1)}
+    assert {u for u, s in scores.items() if s.verdict == AuditScore.Verdict.FLAGGED} == {"carol"}
+    flagged_on = {e["statistic"]: e for e in scores["carol"].evidence}
+    assert flagged_on["raw_error"]["kind"] == "absolute" and flagged_on["raw_error"]["value"] > 0.25
+    assert "top_missed" in flagged_on
 
 
 def test_the_admin_shows_the_evidence_and_quarantines_in_one_action(contributors, client):
