@@ -112,7 +112,7 @@ def _sample(games: list[TrainingGame], rows: int, rng: np.random.Generator) -> l
 def contributor_figures(model, user_id: int, run, network, since, options: dict,
                         rng: np.random.Generator) -> dict:
     """Evaluate a sample of the contributor's recent rows; the means, counts and worst rows."""
-    from server.audit.evaluate import ROW_STATISTICS, evaluate_rows
+    from server.audit.evaluate import ROW_STATISTICS, RowFigures, evaluate_rows
     from server.training.window import read_file
 
     recent = TrainingGame.objects.filter(run=run, network=network, user_id=user_id, created_at__gte=since,
@@ -133,8 +133,6 @@ def contributor_figures(model, user_id: int, run, network, since, options: dict,
             moves += game.moves
         except FileNotFoundError:
             pass
-    from server.audit.evaluate import RowFigures
-
     rows = RowFigures.concat(figures)
     stats = {s: _mean(getattr(rows, s)) for s in ROW_STATISTICS}
     counts = recent.aggregate(n=Count("id"), resigned=Count("id", filter=Q(resigned=True)))
@@ -192,9 +190,11 @@ def judge(figures: dict[int, dict], min_rows: int) -> dict[int, tuple[str, list[
                     continue
                 floor = effect * pop["median"] if name == "moves" else effect
                 for direction in (+1, -1):
-                    item = _relative(name, value, direction, floor, pop, f["all_games"])
+                    item = _relative(name, value, direction, floor, pop, f["rows"])
                     if item:
-                        evidence.append(dict(item, meaning=f"{name} of the contributor's games against the others'"))
+                        evidence.append(dict(item, games=f["all_games"],
+                                             meaning=f"{name} of the contributor's {f['all_games']} games against "
+                                                     "the others'"))
         out[user] = (AuditScore.Verdict.FLAGGED if evidence else AuditScore.Verdict.OK, evidence, population)
     return out
 
