@@ -121,6 +121,7 @@ INSTALLED_APPS = [
     "server.platform",
     "server.operations",
     "server.dashboard",
+    "server.audit",
 ]
 
 MIDDLEWARE = [
@@ -186,7 +187,7 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 MIGRATION_MODULES = {app: f"migrations.{app}" for app in ("accounts", "runs", "networks", "distribution", "games",
                                                           "ratings", "training", "dashboard",
-                                                          "operations")}
+                                                          "operations", "audit")}
 
 # --- files ---------------------------------------------------------------------------------------
 
@@ -261,6 +262,17 @@ TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend" if _tasks == "
                      else "django_tasks.backends.immediate.ImmediateBackend"}}
 # New rating games are gathered this long before the refit they queued runs.
 SENTE_REFIT_DELAY_SECONDS = float(env_str("SENTE_REFIT_DELAY_SECONDS", "10"))
+
+# The statistical audit of contributors (server.audit): rows sampled per contributor and network,
+# from their newest games of the last days; fewer rows than min_rows are not judged. After uploads
+# an audit of the run is queued at most once per interval.
+SENTE_AUDIT = {
+    "rows": env_int("SENTE_AUDIT_ROWS", 128),
+    "min_rows": env_int("SENTE_AUDIT_MIN_ROWS", 64),
+    "games": env_int("SENTE_AUDIT_GAMES", 32),
+    "days": env_int("SENTE_AUDIT_DAYS", 7),
+    "interval_seconds": env_int("SENTE_AUDIT_INTERVAL_SECONDS", 6 * 3600),
+}
 
 # --- metrics (GET /metrics, Prometheus) ------------------------------------------------------------
 SENTE_METRICS_SECONDS = float(env_str("SENTE_METRICS_SECONDS", "15"))  # how long a scrape's figures are reused

@@ -2,6 +2,7 @@ from django.contrib import admin
 from django.contrib.auth.admin import UserAdmin
 
 from server.accounts.models import ClientToken, User
+from server.audit.admin import lift_users, quarantine_users
 
 
 class ClientTokenInline(admin.TabularInline):
@@ -16,6 +17,7 @@ class ClientTokenInline(admin.TabularInline):
 class SenteUserAdmin(UserAdmin):
     inlines = [ClientTokenInline]
     list_display = ("username", "email", "is_staff", "is_active", "date_joined", "last_login")
+    actions = [quarantine_users, lift_users]
 
 
 @admin.register(ClientToken)

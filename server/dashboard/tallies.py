@@ -62,8 +62,11 @@ class Counts:
 
 
 def inactive_users() -> list[int]:
-    """The ids of deactivated accounts: their games count nowhere (one query)."""
-    return list(User.objects.filter(is_active=False).values_list("pk", flat=True))
+    """The ids of deactivated accounts and of accounts in quarantine (``server.audit``): their games
+    count nowhere (one query)."""
+    return list(User.objects.filter(Q(is_active=False) | Q(quarantines__lifted_at__isnull=True,
+                                                           quarantines__isnull=False))
+                .values_list("pk", flat=True).distinct())
 
 
 def counted(model, *args, inactive=(), **filters):

@@ -47,6 +47,7 @@ from common.go.sgf import GameRecord, SGFError, parse_collection, record_from_tr
 from common.protocol import MetadataError, RatingGameMetadata, TrainingGameMetadata, read_metadata
 from common.settings import MatchSettings, RulesChoice, SelfPlaySettings
 from server.api.errors import ApiError, invalid
+from server.audit.tasks import request_audit
 from server.distribution.models import Task
 from server.files import StoredFiles, content_name, sha256_of
 from server.games import drawn
@@ -372,7 +373,8 @@ def take_training_game(user, upload: Upload) -> tuple[TrainingGame, bool]:
     fields = dict(client_game_id=meta.game_id, network=task.network, board_x_size=rec.x_size,
                   board_y_size=rec.y_size, komi=rec.komi, rules=rules.to_dict(), handicap=rec.handicap,
                   result=meta.result, moves=len(rec.moves), rows=meta.rows, **_outcome(meta.result, game))
-    return _store(TrainingGame, task, user, fields, {"sgf": (upload.sgf, ".sgf"), "npz": (upload.npz, ".npz")})
+    return _store(TrainingGame, task, user, fields, {"sgf": (upload.sgf, ".sgf"), "npz": (upload.npz, ".npz")},
+                  after_insert=lambda game: request_audit(game.run))
 
 
 def take_rating_game(user, upload: Upload) -> tuple[RatingGame, bool]:

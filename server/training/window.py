@@ -1,12 +1,13 @@
 """Which rows a run trains on: the window of the paper's section 4.7, and the held-out rows.
 
 The rows a run counts are those of its self-play games that are not disabled and whose players'
-accounts are active. Rows of the random network count at most ``window_c`` (the paper's footnote 11:
-it keeps runs from depending on how long the random network played). One game in
-``holdout_one_in`` is held out: never trained on, its newest rows measure the networks. Which games
-are held out follows from their rows' content (the npz file's sha256), not from their ids: files
-are stored by their content, so the same rows uploaded under two game ids are one file, held out
-under both or under neither, and a window or the held-out rows hold each file once.
+accounts are active and not in quarantine (``server.audit``). Rows of the random network count at
+most ``window_c`` (the paper's footnote 11: it keeps runs from depending on how long the random
+network played). One game in ``holdout_one_in`` is held out: never trained on, its newest rows
+measure the networks. Which games are held out follows from their rows' content (the npz file's
+sha256), not from their ids: files are stored by their content, so the same rows uploaded under two
+game ids are one file, held out under both or under neither, and a window or the held-out rows hold
+each file once.
 """
 
 from __future__ import annotations
@@ -43,7 +44,9 @@ class Window:
 
 
 def counted_games(run) -> QuerySet:
-    return TrainingGame.objects.filter(run=run, disabled=False, user__is_active=True)
+    from server.audit.service import quarantined_users
+
+    return TrainingGame.objects.filter(~quarantined_users(), run=run, disabled=False, user__is_active=True)
 
 
 def total_rows(run, settings: TrainingSettings) -> int:

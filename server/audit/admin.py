@@ -1,0 +1,113 @@
+"""The audit in the maintainers' admin: flagged contributors with their evidence, and the
+quarantine (one action, on a flag or on an account) and its undo."""
+
+from __future__ import annotations
+
+from django.contrib import admin, messages
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import mark_safe
+
+from server.audit.models import AuditScore, Quarantine
+from server.audit.service import lift, quarantine
+
+
+def _reason(score: AuditScore) -> str:
+    found = "; ".join(f"{e['statistic']} {e['value']} beyond {e['threshold']} ({e['kind']}, {e['rows']} rows)"
+                      for e in score.evidence)
+    return f"audit of {score.created_at:%Y-%m-%d %H:%M} on network {score.network.name}: {found}"
+
+
+@admin.action(description="Quarantine the accounts of the selected scores (their games leave training)")
+def quarantine_flagged(modeladmin, request, queryset):
+    done = 0
+    for score in queryset.select_related("user", "network"):
+        quarantine(score.user, request.user, _reason(score) if score.evidence else "quarantined from the audit's list",
+                   score=score)
+        done += 1
+    modeladmin.message_user(request, f"{done} account(s) in quarantine: their games are out of the training window",
+                            messages.SUCCESS)
+
+
+@admin.action(description="Put the selected accounts in quarantine (their games leave training)")
+def quarantine_users(modeladmin, request, queryset):
+    for user in queryset:
+        quarantine(user, request.user, f"quarantined by {request.user.username} from the accounts list")
+    modeladmin.message_user(request, f"{queryset.count()} account(s) in quarantine", messages.SUCCESS)
+
+
+@admin.action(description="Lift the quarantine of the selected accounts (their games count again)")
+def lift_users(modeladmin, request, queryset):
+    lifted = sum(lift(user, request.user) for user in queryset)
+    modeladmin.message_user(request, f"{lifted} quarantine(s) lifted", messages.SUCCESS)
+
+
+@admin.register(AuditScore)
+class AuditScoreAdmin(admin.ModelAdmin):
+    list_display = ("user", "network", "verdict", "flagged_on", "rows", "games", "created_at", "in_quarantine")
+    list_filter = ("verdict", "run", "created_at")
+    search_fields = ("user__username", "network__name")
+    list_select_related = ("user", "network")
+    actions = [quarantine_flagged]
+    fields = ("user", "run", "network", "created_at", "verdict", "message", "games", "rows", "evidence_table",
+              "statistics_table", "examples_table", "in_quarantine")
+    readonly_fields = fields
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    @admin.display(description="flagged on")
+    def flagged_on(self, obj: AuditScore) -> str:
+        return ", ".join(e["statistic"] for e in obj.evidence)
+
+    @admin.display(description="in quarantine", boolean=True)
+    def in_quarantine(self, obj: AuditScore) -> bool:
+        return obj.user.quarantines.filter(lifted_at__isnull=True).exists()
+
+    @admin.display(description="evidence")
+    def evidence_table(self, obj: AuditScore) -> str:
+        if not obj.evidence:
+            return "nothing beyond a threshold"
+        head = mark_safe("<tr><th>statistic</th><th>value</th><th>threshold</th><th>kind</th><th>others' median"
+                         "</th><th>robust z</th><th>sample</th><th>meaning</th></tr>")
+        rows = format_html_join("", "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
+                                "<td>{} rows</td><td>{}</td></tr>",
+                                ((e["statistic"], e["value"], e["threshold"], e["kind"], e.get("median", ""),
+                                  e.get("z", ""), e["rows"], e.get("meaning", "")) for e in obj.evidence))
+        return format_html("<table>{}{}</table>", head, rows)
+
+    @admin.display(description="statistics (contributor / others' median)")
+    def statistics_table(self, obj: AuditScore) -> str:
+        return format_html("<table>{}</table>", format_html_join(
+            "", "<tr><td>{}</td><td>{}</td><td>{}</td></tr>",
+            ((k, v, obj.population.get(k, {}).get("median", "")) for k, v in obj.statistics.items())))
+
+    @admin.display(description="rows agreeing least with the network")
+    def examples_table(self, obj: AuditScore) -> str:
+        if not obj.examples:
+            return "none"
+        return format_html("<table><tr><th>game</th><th>row</th><th>policy gain</th><th>misses top move</th>"
+                           "<th>raw value error</th></tr>{}</table>", format_html_join(
+                               "", "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                               ((x["game"], x["row"], x["policy_gain"], x["top_missed"], x["raw_error"])
+                                for x in obj.examples)))
+
+
+@admin.register(Quarantine)
+class QuarantineAdmin(admin.ModelAdmin):
+    list_display = ("user", "created_at", "created_by", "lifted_at", "lifted_by", "reason")
+    list_filter = ("lifted_at",)
+    search_fields = ("user__username", "reason")
+    fields = ("user", "reason", "score", "created_at", "created_by", "lifted_at", "lifted_by")
+    readonly_fields = ("user", "score", "created_at", "created_by", "lifted_at", "lifted_by")
+    actions = ["lift_selected"]
+
+    def has_add_permission(self, request):
+        return False  # through the actions, which record who and why
+
+    @admin.action(description="Lift the selected quarantines (the games count again)")
+    def lift_selected(self, request, queryset):
+        lifted = sum(lift(q.user, request.user) for q in queryset.filter(lifted_at__isnull=True).select_related("user"))
+        self.message_user(request, f"{lifted} quarantine(s) lifted", messages.SUCCESS)
