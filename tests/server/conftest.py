@@ -25,8 +25,16 @@ def _fast_password_hashing(settings):
 
 
 @pytest.fixture(autouse=True)
-def _fresh_throttles():
-    cache.clear()  # throttle counters live in the cache
+def _fresh_throttles(monkeypatch):
+    """Throttle counters live in the cache, in fixed windows of the clock: each test starts with
+    none, and at a moment early in every window, so that its requests never straddle two windows."""
+    import types
+
+    from server.api import throttling
+
+    moment = 1_800_000_000 - 1_800_000_000 % 86_400 + 1.0  # one second into a day, an hour, a minute
+    monkeypatch.setattr(throttling, "time", types.SimpleNamespace(time=lambda: moment))
+    cache.clear()
     yield
     cache.clear()
 

@@ -38,6 +38,7 @@ ENDPOINTS = {
     "/api/v1/networks/": {"get", "post"},
     "/api/v1/networks/{name}/": {"get"},
     "/api/v1/networks/{name}/file": {"get"},
+    "/api/v1/networks/{name}/canary": {"get"},
     "/api/v1/tasks/": {"post", "patch"},
     "/api/v1/games/training/": {"post"},
     "/api/v1/games/rating/": {"post"},

@@ -397,6 +397,7 @@ def test_the_trainer_waits_for_a_database_that_went_away(run, tmp_path, caplog):
     from django.db import connection
 
     use_training(run)
+    connection.close()  # a connection of its own (an earlier test may have left Django's one unusable)
     connection.ensure_connection()
     connection.connection.close()  # as a restart of the database leaves it; Django does not know yet
     with caplog.at_level(logging.WARNING):
