@@ -256,6 +256,10 @@ class TaskQueue:
         """At the worker's end, after its games: tell the server of every game it will not get (each
         open task's games not put in the outbox). One try: when the server cannot take it, the tasks
         expire in their time. Returns the games given up."""
+        self.close()
+        if self._thread.ident is not None:
+            # A task request may be under way: its task is one of those to give up.
+            self._thread.join(timeout)
         with self._cond:
             for task in self._open.values():
                 task.promised = task.done
