@@ -1,3 +1,4 @@
+import contextlib
 import os
 import subprocess
 import sys
@@ -17,9 +18,9 @@ _warmup: list[subprocess.Popen] = []
 
 def pytest_sessionstart(session):
     """Compile the search's numba kernels in a second process while the first tests run: on a clean
-    checkout numba's cache is empty, compiling them takes minutes of one core, and the test run
-    (one process, often waiting for a server or a subprocess) leaves the other core free. With the
-    cache filled it takes seconds. SENTE_NO_WARMUP=1 turns it off."""
+    checkout numba's cache is empty, compiling them takes minutes of one core, and the first tests
+    (the server's, which need no kernels) leave the other core free. With the cache filled it takes
+    seconds. SENTE_NO_WARMUP=1 turns it off."""
     if os.environ.get("SENTE_NO_WARMUP") or hasattr(session.config, "workerinput"):
         return
     _warmup.append(subprocess.Popen([sys.executable, "-m", "tests.warmup"], cwd=ROOT, stdin=subprocess.DEVNULL,
@@ -31,6 +32,43 @@ def pytest_sessionfinish(session, exitstatus):
         if process.poll() is None:
             process.kill()
         process.wait()
+
+
+def wait_for_warmup() -> None:
+    """Let the compiling process finish before a test compiles the same kernels beside it (both would
+    then compile them, each at half speed); afterwards they load from the cache."""
+    for process in _warmup:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=900)
+
+
+def _needs_kernels(item: pytest.Item) -> bool:
+    return item.get_closest_marker("slow") is not None or "selfplay_games" in getattr(item, "fixturenames", ())
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config, items):
+    """Within each of pytest-django's groups (database tests, transactional ones, the rest; it orders
+    them so), the tests that run the search go last, so that the others run while the kernels
+    compile."""
+    from pytest_django.plugin import validate_django_db
+
+    def group(item: pytest.Item) -> int:  # as pytest-django orders
+        marker = item.get_closest_marker("django_db")
+        fixtures = getattr(item, "fixturenames", ())
+        transactional = bool(marker and any(validate_django_db(marker)[:2]))
+        transactional = transactional or "transactional_db" in fixtures or "live_server" in fixtures
+        if transactional:
+            return 1
+        return 0 if marker or "db" in fixtures else 2
+
+    items.sort(key=lambda item: (group(item), _needs_kernels(item)))
+
+
+@pytest.fixture(autouse=True)
+def _compiled_kernels(request):
+    if _needs_kernels(request.node):
+        wait_for_warmup()
 
 
 @pytest.fixture(scope="session")

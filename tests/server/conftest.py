@@ -77,6 +77,9 @@ def trainer(db):
 
 @pytest.fixture(scope="session")
 def selfplay_games(tmp_path_factory) -> list[helpers.PlayedGame]:
+    from tests.conftest import wait_for_warmup
+
+    wait_for_warmup()
     return helpers.selfplay_games(Path(tmp_path_factory.mktemp("selfplay")), helpers.RANDOM_NET)
 
 
