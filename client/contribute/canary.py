@@ -34,7 +34,7 @@ from common.nn import canary
 
 log = logging.getLogger(__name__)
 
-MIN_SECONDS = 10.0
+MIN_SECONDS = 2.0
 MAX_SECONDS = 3600.0
 SHARE = 0.01
 
@@ -112,9 +112,10 @@ class CanaryGuard:
                 tried = (f"in {precision_name(dtype)} and in fp32" if dtype is not None
                          else f"in {precision_name(dtype)}")
                 raise Fatal(CANARY, failure_message(name, self.device, tried, source, result))
+            first = name not in self.passed_at
             self.passed_at[name] = began
-            log.info("canary check of network %s on %s in %s passed (%s)", name, self.device,
-                     precision_name(evaluator.autocast_dtype), result.summary())
+            log.log(logging.INFO if first else logging.DEBUG, "canary check of network %s on %s in %s passed (%s)",
+                    name, self.device, precision_name(evaluator.autocast_dtype), result.summary())
             return result
 
     def _compare(self, evaluator, reference: canary.CanaryOutputs, dtype) -> canary.CanaryResult:

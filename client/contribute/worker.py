@@ -223,7 +223,7 @@ class Worker:
         ready = [e for e in self.outbox.held(self.spec.device)
                  if self.canary.vouched(e.device, e.networks, e.created)]
         if ready:
-            log.info("%d games passed the canary check; they go out", self.outbox.release(ready))
+            log.debug("%d games passed the canary check; they go out", self.outbox.release(ready))
 
     def _check_leftovers(self) -> None:
         """Games an earlier run of this device left held (it was killed): their networks are checked
