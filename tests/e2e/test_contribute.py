@@ -68,6 +68,10 @@ class Contributor:
         pending = self.data / "outbox" / "pending"
         return {p.name for p in pending.iterdir()} if pending.exists() else set()
 
+    def kept_names(self) -> set[str]:
+        """The finished games not delivered: pending, or held for the next canary check."""
+        return self.pending_names() | {p.name for p in (self.data / "outbox" / "held").glob("*")}
+
     def wait(self, timeout: float = 120.0) -> int:
         try:
             return self.process.wait(timeout=timeout)
@@ -254,25 +258,25 @@ def test_a_stopped_server_and_a_killed_client_lose_no_game(server, volunteer, co
     # The server goes away for a while: the client plays on, to the end of the outage (its worker
     # still busy searching in the last seconds), and keeps its games.
     server.stop()
-    start = client.pending()
+    start = len(client.kept_names())
     time.sleep(OUTAGE_SECONDS - 5)
     cpu = client.cpu_seconds()
     time.sleep(5)
     busy = client.cpu_seconds() - cpu
-    kept = client.pending_names()
+    kept = client.kept_names()
     assert busy > 0.5 and len(kept) > start, (busy, start, len(kept), client.output())
     log = client.data / "contribute.log"
     seen = len(log.read_text())
     server.start()
-    _until(lambda: not kept & client.pending_names(), 120, "the kept games delivered", client)
+    _until(lambda: not kept & client.kept_names(), 120, "the kept games delivered", client)
     # New tasks come again (the client asks after its pause, which grew while the server was away).
     _until(lambda: ": selfplay, " in log.read_text()[seen:], 120, "a new task", client)
 
     # Down again, and the client is killed with games finished but not delivered.
     server.stop()
-    _until(lambda: client.pending() >= 2, 120, "games kept while the server is down", client)
+    _until(lambda: len(client.kept_names()) >= 2, 120, "games kept while the server is down", client)
     client.kill()
-    kept = client.pending()
+    kept = len(client.kept_names())
     before = TrainingGame.objects.count() + RatingGame.objects.count()
     server.start()
     started = timezone.now()
@@ -281,7 +285,7 @@ def test_a_stopped_server_and_a_killed_client_lose_no_game(server, volunteer, co
     _until(lambda: TrainingGame.objects.count() + RatingGame.objects.count() >= before + kept, 120,
            "the killed client's games delivered", again)
     assert again.stop() == 0, again.output()
-    assert again.pending() == 0 and not list((again.data / "outbox" / "rejected").iterdir())
+    assert not again.kept_names() and not list((again.data / "outbox" / "rejected").iterdir())
     # Its tasks owe the server no game: those it did not play were given up as it stopped.
     assert [(t.games, t.games_received) for t in Task.objects.filter(created_at__gte=started)
             if t.games != t.games_received] == []
