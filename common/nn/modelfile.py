@@ -129,9 +129,15 @@ def read_model_file(path: str | Path) -> ModelFile:
     return decode_model(data, path)
 
 
+def model_of(mf: ModelFile, device: torch.device | str | None = None) -> Model:
+    """The network of a read network file, in eval mode on ``device`` (default: CUDA when available,
+    else CPU)."""
+    model = Model(mf.config, initialize=False)
+    model.load_state_dict(mf.state_dict, strict=True)
+    return model.to(resolve_device(device)).eval()
+
+
 def load_model(path: str | Path, device: torch.device | str | None = None) -> tuple[Model, ModelFile]:
     """The network in ``path`` in eval mode on ``device`` (default: CUDA when available, else CPU)."""
     mf = read_model_file(path)
-    model = Model(mf.config, initialize=False)
-    model.load_state_dict(mf.state_dict, strict=True)
-    return model.to(resolve_device(device)).eval(), mf
+    return model_of(mf, device), mf

@@ -71,8 +71,7 @@ def quarantined_users() -> Exists:
 
 def load_network(network):
     """The network's model on the CPU, in eval mode; AuditError says why it cannot be."""
-    from common.nn.model import Model
-    from common.nn.modelfile import decode_model
+    from common.nn.modelfile import decode_model, model_of
     from server.training.window import read_file
 
     if network.is_random or not network.file:
@@ -83,9 +82,7 @@ def load_network(network):
         raise AuditError(f"network {network.name}: its file {network.file.name} is missing from storage") from None
     except ValueError as e:
         raise AuditError(f"network {network.name}: its file cannot be read: {e}") from None
-    model = Model(mf.config, initialize=False)
-    model.load_state_dict(mf.state_dict, strict=True)
-    return model.eval()
+    return model_of(mf, "cpu")
 
 
 def _passes(sgf: bytes) -> int:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import logging
 import time
 
-from django.core.files.storage import default_storage
 from django.db import transaction
 from django.utils import timezone
 
@@ -33,20 +32,15 @@ def compute_canary(network: Network) -> NetworkCanary:
     earlier reference. ValueError naming the network for the random network or an unreadable file."""
     import torch
 
-    from common.nn.model import Model
-    from common.nn.modelfile import ModelFileError, decode_model
+    from common.nn.modelfile import ModelFileError, decode_model, model_of
+    from server.training.window import read_file
 
     if network.is_random or not network.file:
         raise ValueError(f"network {network.name} is the random network: it has no outputs to check")
-    with default_storage.open(network.file.name, "rb") as f:
-        data = f.read()
     try:
-        mf = decode_model(data, network.file.name)
+        model = model_of(decode_model(read_file(network.file.name), network.file.name), "cpu")
     except ModelFileError as e:
         raise ValueError(f"network {network.name}: {e}") from None
-    model = Model(mf.config, initialize=False)
-    model.load_state_dict(mf.state_dict, strict=True)
-    model.eval()
     started = time.perf_counter()
     with torch.inference_mode():
         outputs = canary.evaluate(model, "cpu", None)

@@ -57,7 +57,7 @@ from django.utils import timezone
 
 from common.data.loader import RowFile, ShuffledPass
 from common.nn.model import Model
-from common.nn.modelfile import decode_model, encode_model
+from common.nn.modelfile import decode_model, encode_model, model_of
 from common.nn.training import (
     NORM_BATCHES,
     Distributed,
@@ -521,10 +521,7 @@ class TrainingWorker:
     def _stored_model(self, network: Network) -> Model:
         """A stored network, on this trainer's device (read through the file storage, which may be
         object storage: ``common.nn.modelfile.load_model`` reads only paths)."""
-        mf = decode_model(read_file(network.file.name), network.file.name)
-        model = Model(mf.config, initialize=False)
-        model.load_state_dict(mf.state_dict, strict=True)
-        return model.to(self.device).eval()
+        return model_of(decode_model(read_file(network.file.name), network.file.name), self.device)
 
     def _register(self, row: TrainingLine, model, chunk: Chunk) -> Network:
         """The export as a candidate network of the run."""
