@@ -97,8 +97,9 @@ def gtp_engine(args):
             raise _UsageError("--player policy needs a network file, not --model random")
         player = PolicyPlayer(evaluator)
     elif player_kind == "search":
-        player = SearchPlayer(evaluator, args.visits or GTP_VISITS, seed=args.seed or 0,
-                              max_analysis_visits=args.max_analysis_visits)
+        player = SearchPlayer(
+            evaluator, args.visits or GTP_VISITS, seed=args.seed or 0, max_analysis_visits=args.max_analysis_visits
+        )
     else:
         player = RandomPlayer(args.seed)
     return GtpEngine(player, rules=rules, komi=komi, evaluator=evaluator if hasattr(evaluator, "evaluate") else None)
@@ -118,8 +119,14 @@ def _analysis(args) -> int:
 
     evaluator = _load_evaluator(args.model, args.device, args.seed)
     config = AnalysisConfig(max_visits=args.visits, report_as=PERSPECTIVES[args.report_as.lower()])
-    return run_analysis(evaluator, config, seed=args.seed or 0, max_visits=args.max_visits,
-                        quit_without_waiting=args.quit_without_waiting, model_name=Path(args.model).name)
+    return run_analysis(
+        evaluator,
+        config,
+        seed=args.seed or 0,
+        max_visits=args.max_visits,
+        quit_without_waiting=args.quit_without_waiting,
+        model_name=Path(args.model).name,
+    )
 
 
 def _katago(argv: list[str]) -> int:
@@ -139,8 +146,14 @@ def _katago(argv: list[str]) -> int:
         print(f"Sente {__version__}: KataGo's analysis engine protocol (katago analysis) on Sente's search")
         return 0
     evaluator = _load_evaluator(command.model, command.device, command.seed)
-    return run_analysis(evaluator, command.config, seed=command.seed, max_visits=command.max_visits,
-                        quit_without_waiting=command.quit_without_waiting, model_name=Path(command.model).name)
+    return run_analysis(
+        evaluator,
+        command.config,
+        seed=command.seed,
+        max_visits=command.max_visits,
+        quit_without_waiting=command.quit_without_waiting,
+        model_name=Path(command.model).name,
+    )
 
 
 def _selfplay(args) -> int:
@@ -157,9 +170,19 @@ def _selfplay(args) -> int:
         raise _UsageError(str(e)) from None
     evaluator = _load_evaluator(args.model, args.device, args.seed, compile=args.compile)
     name = "random" if args.model == "random" else Path(args.model).name
-    summary = run_selfplay(evaluator, settings, games=args.games, parallel=args.parallel, out_dir=args.out,
-                           seed=args.seed or 0, leaves_per_game=args.leaves, cache_entries=args.cache,
-                           player_name=f"sente:{name}", progress=not args.quiet, groups=args.groups)
+    summary = run_selfplay(
+        evaluator,
+        settings,
+        games=args.games,
+        parallel=args.parallel,
+        out_dir=args.out,
+        seed=args.seed or 0,
+        leaves_per_game=args.leaves,
+        cache_entries=args.cache,
+        player_name=f"sente:{name}",
+        progress=not args.quiet,
+        groups=args.groups,
+    )
     for line in summary.lines():
         print(line)
     return 0
@@ -181,8 +204,16 @@ def _match(args) -> int:
     names = tuple("random" if m == "random" else Path(m).name for m in (args.first, args.second))
     if names[0] == names[1]:
         names = (names[0] + " (1)", names[1] + " (2)")
-    summary = run_match(evaluators, names, settings, games=args.games, parallel=args.parallel, out_dir=args.out,
-                        seed=args.seed or 0, leaves_per_game=args.leaves)
+    summary = run_match(
+        evaluators,
+        names,
+        settings,
+        games=args.games,
+        parallel=args.parallel,
+        out_dir=args.out,
+        seed=args.seed or 0,
+        leaves_per_game=args.leaves,
+    )
     for line in summary.lines():
         print(line)
     return 0
@@ -242,61 +273,100 @@ def _add_device_option(parser: argparse.ArgumentParser) -> None:
 def _add_play_options(parser: argparse.ArgumentParser, files: str, parallel: int) -> None:
     """The options self-play and matches share."""
     parser.add_argument("--games", type=_positive, required=True, help="games to play")
-    parser.add_argument("--parallel", type=_positive, default=parallel,
-                        help=f"games played at once (default {parallel})")
+    parser.add_argument(
+        "--parallel", type=_positive, default=parallel, help=f"games played at once (default {parallel})"
+    )
     parser.add_argument("--out", required=True, help=f"directory for {files}")
     parser.add_argument("--seed", type=int, default=0, help="random seed (default 0): same seed, same games")
     _add_device_option(parser)
     parser.add_argument("--settings", help="JSON file of settings (default: the paper's)")
     parser.add_argument("--size", type=int, help="play only this board size")
     parser.add_argument("--leaves", type=_positive, default=1, help="leaves per game in each batch (default 1)")
-    parser.add_argument("--compile", action=argparse.BooleanOptionalAction, default=True,
-                        help="compile the network with torch.compile (default: on)")
+    parser.add_argument(
+        "--compile",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="compile the network with torch.compile (default: on)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
     from client.build import describe
 
     parser = argparse.ArgumentParser(prog="python -m client", description=__doc__)
-    parser.add_argument("--version", action="version", version=f"Sente client {describe()}",
-                        help="the client's version and build (the hash of its search and data code) and exit")
+    parser.add_argument(
+        "--version",
+        action="version",
+        version=f"Sente client {describe()}",
+        help="the client's version and build (the hash of its search and data code) and exit",
+    )
     sub = parser.add_subparsers(dest="command", required=True)
 
     gtp = sub.add_parser("gtp", help="speak GTP on stdin/stdout (for GUIs and referees)")
-    gtp.add_argument("--player", choices=["random", "policy", "search"], default=None,
-                     help="who chooses the moves: random, policy (the network's top move) or search (MCTS); "
-                          "default: search with a network file (--model) or --visits, else random")
+    gtp.add_argument(
+        "--player",
+        choices=["random", "policy", "search"],
+        default=None,
+        help="who chooses the moves: random, policy (the network's top move) or search (MCTS); "
+        "default: search with a network file (--model) or --visits, else random",
+    )
     gtp.add_argument("--model", help="network file: .safetensors, or a KataGo .bin.gz (random: no network)")
     gtp.add_argument("--visits", type=_positive, help=f"visits per move of the search (default {GTP_VISITS})")
-    gtp.add_argument("--max-analysis-visits", type=_positive, default=20000,
-                     help="visits at which kata-analyze stops (default 20000)")
-    gtp.add_argument("--compile", action="store_true",
-                     help="compile the network with torch.compile (faster moves, slower start)")
+    gtp.add_argument(
+        "--max-analysis-visits",
+        type=_positive,
+        default=20000,
+        help="visits at which kata-analyze stops (default 20000)",
+    )
+    gtp.add_argument(
+        "--compile", action="store_true", help="compile the network with torch.compile (faster moves, slower start)"
+    )
     _add_device_option(gtp)
     gtp.add_argument("--seed", type=int, default=None, help="random seed, for reproducible games")
-    gtp.add_argument("--rules", default="tromp-taylor",
-                     help="rules: a preset name, KataGo rules JSON or compact string (default: tromp-taylor)")
+    gtp.add_argument(
+        "--rules",
+        default="tromp-taylor",
+        help="rules: a preset name, KataGo rules JSON or compact string (default: tromp-taylor)",
+    )
     gtp.set_defaults(func=_gtp)
 
-    an = sub.add_parser("analysis", help="KataGo's JSON analysis engine protocol on stdin/stdout (for KaTrain "
-                                          "and other analysis tools)")
-    an.add_argument("--model", required=True,
-                    help="network file: .safetensors, or a KataGo .bin.gz (random: no network)")
-    an.add_argument("--visits", type=_positive, default=ANALYSIS_VISITS,
-                    help=f"visits per position when a query gives no maxVisits (default {ANALYSIS_VISITS})")
-    an.add_argument("--max-visits", type=_positive, default=20000,
-                    help="the most visits a query may ask for (default 20000)")
-    an.add_argument("--report-as", choices=["BLACK", "WHITE", "SIDETOMOVE"], default="SIDETOMOVE",
-                    type=str.upper, help="whose winrates, scores and ownership the answers give (KataGo's "
-                                         "reportAnalysisWinratesAs; default SIDETOMOVE, as KataGo's)")
+    an = sub.add_parser(
+        "analysis", help="KataGo's JSON analysis engine protocol on stdin/stdout (for KaTrain and other analysis tools)"
+    )
+    an.add_argument(
+        "--model", required=True, help="network file: .safetensors, or a KataGo .bin.gz (random: no network)"
+    )
+    an.add_argument(
+        "--visits",
+        type=_positive,
+        default=ANALYSIS_VISITS,
+        help=f"visits per position when a query gives no maxVisits (default {ANALYSIS_VISITS})",
+    )
+    an.add_argument(
+        "--max-visits", type=_positive, default=20000, help="the most visits a query may ask for (default 20000)"
+    )
+    an.add_argument(
+        "--report-as",
+        choices=["BLACK", "WHITE", "SIDETOMOVE"],
+        default="SIDETOMOVE",
+        type=str.upper,
+        help="whose winrates, scores and ownership the answers give (KataGo's "
+        "reportAnalysisWinratesAs; default SIDETOMOVE, as KataGo's)",
+    )
     _add_device_option(an)
     an.add_argument("--seed", type=int, default=None, help="random seed")
-    an.add_argument("--quit-without-waiting", action="store_true",
-                    help="when stdin ends, stop at once instead of finishing the queued queries")
+    an.add_argument(
+        "--quit-without-waiting",
+        action="store_true",
+        help="when stdin ends, stop at once instead of finishing the queued queries",
+    )
     an.set_defaults(func=_analysis)
 
-    kg = sub.add_parser("katago", help="KataGo's command line: katago analysis -model FILE -config FILE ... "
-                                       "(bin/sente-katago runs this; for KaTrain)")
+    kg = sub.add_parser(
+        "katago",
+        help="KataGo's command line: katago analysis -model FILE -config FILE ... "
+        "(bin/sente-katago runs this; for KaTrain)",
+    )
     kg.add_argument("katago_args", nargs=argparse.REMAINDER, help="KataGo's arguments, e.g. analysis -model FILE")
     kg.set_defaults(func=lambda args: _katago(args.katago_args))
 
@@ -305,9 +375,13 @@ def build_parser() -> argparse.ArgumentParser:
     _add_play_options(sp, "the games' .sgf and .npz files", parallel=64)
     sp.add_argument("--visits", type=_visits_pair, help="full and cheap search visits, N,n (default 600,100)")
     sp.add_argument("--cache", type=int, default=1 << 15, help="position cache entries (default 32768)")
-    sp.add_argument("--groups", type=_positive, default=None,
-                    help="groups of games, each driven by its own thread (default: 2 on a GPU or without a "
-                         "network, 1 with a network on the CPU)")
+    sp.add_argument(
+        "--groups",
+        type=_positive,
+        default=None,
+        help="groups of games, each driven by its own thread (default: 2 on a GPU or without a "
+        "network, 1 with a network on the CPU)",
+    )
     sp.add_argument("--quiet", action="store_true", help="no progress bar")
     sp.set_defaults(func=_selfplay)
 
@@ -318,8 +392,11 @@ def build_parser() -> argparse.ArgumentParser:
     mt.add_argument("--visits", type=_positive, help="visits per move (default 600)")
     mt.set_defaults(func=_match)
 
-    co = sub.add_parser("contribute", help="play the games a server's run asks for and upload them (the "
-                                           "volunteer's command; log in once with --server and --username)")
+    co = sub.add_parser(
+        "contribute",
+        help="play the games a server's run asks for and upload them (the "
+        "volunteer's command; log in once with --server and --username)",
+    )
     from client.contribute.app import add_arguments
 
     add_arguments(co)
@@ -340,10 +417,19 @@ def build_parser() -> argparse.ArgumentParser:
     two.add_argument("--komi", type=float, default=7.0, help="komi (default: 7)")
     two.add_argument("--rules", default="chinese", help="rules (default: chinese)")
     two.add_argument("--seed", type=int, default=1, help="seed of the default random engines")
-    two.add_argument("--games", type=_positive, default=1,
-                     help="games to play, colours alternating (default 1); the SGF collection goes to stdout")
-    two.add_argument("--openings", type=_non_negative, default=0, metavar="N",
-                     help="start each pair of games (colours swapped) from N random moves (default 0)")
+    two.add_argument(
+        "--games",
+        type=_positive,
+        default=1,
+        help="games to play, colours alternating (default 1); the SGF collection goes to stdout",
+    )
+    two.add_argument(
+        "--openings",
+        type=_non_negative,
+        default=0,
+        metavar="N",
+        help="start each pair of games (colours swapped) from N random moves (default 0)",
+    )
     two.add_argument("--summary", help="write the match's summary (wins per engine) to this JSON file")
     two.set_defaults(func=_twogtp)
     return parser

@@ -25,8 +25,16 @@ from common.protocol import CLIENT_VERSION
 
 ROOT = Path(__file__).resolve().parent.parent
 # Every module under these folders, and these single modules (paths from the project's root).
-SOURCES = ("client/search/", "client/selfplay/", "client/match/", "client/evaluator.py", "common/go/", "common/nn/",
-           "common/data/", "common/settings.py")
+SOURCES = (
+    "client/search/",
+    "client/selfplay/",
+    "client/match/",
+    "client/evaluator.py",
+    "common/go/",
+    "common/nn/",
+    "common/data/",
+    "common/settings.py",
+)
 # Within those folders: the trainer's own modules, which no client runs.
 LEFT_OUT = ("common/nn/loss.py", "common/nn/training.py", "common/data/loader.py")
 BUILD_DIGITS = 16

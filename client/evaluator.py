@@ -155,8 +155,14 @@ class Evaluator:
         with self._lock:
             return self._evaluate(games, symmetries, perspective, use_cache, players)
 
-    def _evaluate(self, games: Sequence[Game], symmetries: Sequence[int] | str | None, perspective: str,
-                  use_cache: bool, players: Sequence[int] | None) -> list[PositionEval]:
+    def _evaluate(
+        self,
+        games: Sequence[Game],
+        symmetries: Sequence[int] | str | None,
+        perspective: str,
+        use_cache: bool,
+        players: Sequence[int] | None,
+    ) -> list[PositionEval]:
         if symmetries is None:
             syms = [0] * len(games)
         elif symmetries == "random":
@@ -171,8 +177,9 @@ class Evaluator:
         results: list[PositionEval | None] = [None] * len(games)
         todo: list[tuple[int, int]] = []
         for i, (game, s) in enumerate(zip(games, syms)):
-            key = int(position_key(game.g, game.b, game.hist, game.moves, plas[i], s,
-                                   1 if perspective == "white" else 0))
+            key = int(
+                position_key(game.g, game.b, game.hist, game.moves, plas[i], s, 1 if perspective == "white" else 0)
+            )
             cached = self.cache.get(key) if use_cache else None
             if cached is not None:
                 self.cache.move_to_end(key)
@@ -183,8 +190,9 @@ class Evaluator:
         self.misses += len(todo)
         for start in range(0, len(todo), self.max_batch):
             chunk = todo[start : start + self.max_batch]
-            evals = self._evaluate_batch([games[i] for i, _ in chunk], [syms[i] for i, _ in chunk],
-                                         [plas[i] for i, _ in chunk], perspective)
+            evals = self._evaluate_batch(
+                [games[i] for i, _ in chunk], [syms[i] for i, _ in chunk], [plas[i] for i, _ in chunk], perspective
+            )
             for (i, key), ev in zip(chunk, evals):
                 results[i] = ev
                 if use_cache and self.cache_size > 0:
@@ -193,8 +201,9 @@ class Evaluator:
                         self.cache.popitem(last=False)
         return results  # type: ignore[return-value]
 
-    def _evaluate_batch(self, games: list[Game], syms: list[int], plas: list[int],
-                        perspective: str) -> list[PositionEval]:
+    def _evaluate_batch(
+        self, games: list[Game], syms: list[int], plas: list[int], perspective: str
+    ) -> list[PositionEval]:
         n = len(games)
         spatial, glob, legal = self.spatial[:n], self.glob[:n], self.legal[:n]
         self.encoder.encode(games, spatial, glob, legal, symmetries=syms, players=plas)
@@ -223,22 +232,25 @@ class Evaluator:
             if s:
                 pol = unapply_symmetry(pol, game.x_size, game.y_size, s)
                 own_i = unapply_symmetry(own_i, game.x_size, game.y_size, s)
-            results.append(PositionEval(
-                policy=pol,
-                win=float(win[i]),
-                loss=float(loss[i]),
-                no_result=float(nr_p[i]),
-                score_mean=float(mean[i]),
-                score_stdev=float(stdev[i]),
-                score_mean_sq=float(msq[i]),
-                lead=float(lead[i]),
-                ownership=own_i.reshape(NN_LEN, NN_LEN)[: game.y_size, : game.x_size].copy(),
-                perspective=perspective,
-            ))
+            results.append(
+                PositionEval(
+                    policy=pol,
+                    win=float(win[i]),
+                    loss=float(loss[i]),
+                    no_result=float(nr_p[i]),
+                    score_mean=float(mean[i]),
+                    score_stdev=float(stdev[i]),
+                    score_mean_sq=float(msq[i]),
+                    lead=float(lead[i]),
+                    ownership=own_i.reshape(NN_LEN, NN_LEN)[: game.y_size, : game.x_size].copy(),
+                    perspective=perspective,
+                )
+            )
         return results
 
-    def forward_raw(self, spatial: np.ndarray, glob: np.ndarray,
-                    width: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def forward_raw(
+        self, spatial: np.ndarray, glob: np.ndarray, width: int
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The network's raw outputs for encoded rows (the search's path): spatial [n, 22, W * W]
         (a W x W crop of the grid), glob [n, 19]. Returns float32 numpy arrays: the move policy
         logits [n, W * W + 1] (pass last), value logits [n, 3] and misc outputs [n, M].
@@ -274,15 +286,18 @@ class Evaluator:
 
     def _forward(self, spatial: torch.Tensor, glob: torch.Tensor, dtype: torch.dtype | None = None) -> ModelOutput:
         out = self._run(spatial, glob, dtype)
-        return ModelOutput(*(t.float() for t in (out.policy, out.value, out.misc, out.ownership,
-                                                 out.score_belief, out.score_belief_gamma)))
+        return ModelOutput(
+            *(
+                t.float()
+                for t in (out.policy, out.value, out.misc, out.ownership, out.score_belief, out.score_belief_gamma)
+            )
+        )
 
     # --- precision check -------------------------------------------------------------------------
     def _choose_precision(self, precision: str) -> None:
         """Use the first candidate precision whose outputs on the canary positions agree with fp32's
         on this device within KataGo's reduced-precision tolerance (common.nn.canary)."""
-        candidates = {"fp16": [torch.float16], "bf16": [torch.bfloat16]}.get(
-            precision, [torch.float16, torch.bfloat16])
+        candidates = {"fp16": [torch.float16], "bf16": [torch.bfloat16]}.get(precision, [torch.float16, torch.bfloat16])
         with self._lock:
             ref = canary.evaluate(self.model, self.device, None)
             for dtype in candidates:

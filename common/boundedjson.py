@@ -54,8 +54,7 @@ def _short(text: str, most: int = 24) -> str:
 
 def _int(text: str) -> int:
     if len(text) > 20:  # more digits than any 64-bit integer: refused without converting them
-        raise _Refused(f"the integer {_short(text)} ({len(text)} characters) is beyond the {INT_BITS}-bit range",
-                       text)
+        raise _Refused(f"the integer {_short(text)} ({len(text)} characters) is beyond the {INT_BITS}-bit range", text)
     value = int(text)
     if not -_INT_LIMIT <= value < _INT_LIMIT:
         raise _Refused(f"the integer {text} is beyond the {INT_BITS}-bit range", text)

@@ -17,8 +17,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 
-def atomic_write(path: str | os.PathLike[str], data: bytes | Callable[[BinaryIO], None],
-                 private: bool = False) -> Path:
+def atomic_write(path: str | os.PathLike[str], data: bytes | Callable[[BinaryIO], None], private: bool = False) -> Path:
     """Write bytes, or whatever ``data(file)`` writes, to path atomically; creates the directory.
     private: the file is readable by its owner only (0600), from its first byte on (secrets)."""
     target = Path(path)

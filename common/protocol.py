@@ -64,8 +64,11 @@ def read_metadata(cls: type, text: str | bytes):
 
 
 def _game_id(path: str, value: str) -> None:
-    _need(re.fullmatch(GAME_ID_PATTERN, value) is not None, path, f"{_show(value)} is not a game id (1 to 64 "
-          "letters, digits, '.', '_' or '-', starting with a letter or digit)")
+    _need(
+        re.fullmatch(GAME_ID_PATTERN, value) is not None,
+        path,
+        f"{_show(value)} is not a game id (1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit)",
+    )
 
 
 def _network(path: str, value: str) -> None:

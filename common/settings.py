@@ -57,8 +57,7 @@ def _show(value: Any) -> str:
     return _REPR.repr(value)
 
 
-def _in_range(path: str, value: float, lo: float | None = None, hi: float | None = None,
-              lo_open: bool = False) -> None:
+def _in_range(path: str, value: float, lo: float | None = None, hi: float | None = None, lo_open: bool = False) -> None:
     _need(_finite(value), path, f"must be a finite number, got {_show(value)}")
     if lo is not None:
         if lo_open:
@@ -89,8 +88,11 @@ def _convert(value: Any, hint: Any, path: str) -> Any:
         _need(isinstance(value, int) and not isinstance(value, bool), path, f"must be an integer, got {_show(value)}")
         return value
     if hint is float:
-        _need(isinstance(value, (int, float)) and not isinstance(value, bool), path,
-              f"must be a number, got {_show(value)}")
+        _need(
+            isinstance(value, (int, float)) and not isinstance(value, bool),
+            path,
+            f"must be a number, got {_show(value)}",
+        )
         _need(_finite(value), path, f"must be a finite number, got {_show(value)}")
         return float(value)
     if hint is str:
@@ -104,8 +106,7 @@ def _from_dict(cls: type, data: Any, path: str) -> Any:
     hints = get_type_hints(cls)
     names = {f.name for f in fields(cls)}
     for key in data:
-        _need(key in names, f"{path}.{key}" if path else key,
-              f"unknown key (known: {', '.join(sorted(names))})")
+        _need(key in names, f"{path}.{key}" if path else key, f"unknown key (known: {', '.join(sorted(names))})")
     for f in fields(cls):
         if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
             _need(f.name in data, f"{path}.{f.name}" if path else f.name, "is missing")
@@ -152,8 +153,11 @@ def _p(path: str, name: str) -> str:
 
 def _check_sizes(path: str, sizes: tuple[int, ...], weights: tuple[float, ...]) -> None:
     _need(len(sizes) > 0, _p(path, "board_sizes"), "must not be empty")
-    _need(len(sizes) == len(weights), _p(path, "board_size_weights"),
-          f"needs one weight per board size ({len(sizes)}), got {len(weights)}")
+    _need(
+        len(sizes) == len(weights),
+        _p(path, "board_size_weights"),
+        f"needs one weight per board size ({len(sizes)}), got {len(weights)}",
+    )
     for i, s in enumerate(sizes):
         _in_range(f"{_p(path, 'board_sizes')}[{i}]", s, 2, 19)
     for i, w in enumerate(weights):
@@ -202,14 +206,18 @@ class SearchSettings(_Settings):
         _in_range(_p(path, "root_fpu_reduction"), self.root_fpu_reduction, 0.0, 2.0)
         _prob(_p(path, "noise_weight"), self.noise_weight)
         _in_range(_p(path, "noise_total_concentration"), self.noise_total_concentration, 0.0, lo_open=True)
-        _in_range(_p(path, "root_policy_temperature_early"), self.root_policy_temperature_early, 0.0, 10.0,
-                  lo_open=True)
+        _in_range(
+            _p(path, "root_policy_temperature_early"), self.root_policy_temperature_early, 0.0, 10.0, lo_open=True
+        )
         _in_range(_p(path, "root_policy_temperature"), self.root_policy_temperature, 0.0, 10.0, lo_open=True)
         _in_range(_p(path, "forced_playout_coeff"), self.forced_playout_coeff, 0.0)
         _in_range(_p(path, "score_utility_factor"), self.score_utility_factor, 0.0, 10.0)
         _in_range(_p(path, "virtual_loss"), self.virtual_loss, 0.0, 10.0)
-        _need(self.symmetries in ("random", "none"), _p(path, "symmetries"),
-              f"must be 'random' or 'none', got {self.symmetries!r}")
+        _need(
+            self.symmetries in ("random", "none"),
+            _p(path, "symmetries"),
+            f"must be 'random' or 'none', got {self.symmetries!r}",
+        )
 
     def root_policy_temperature_at(self, turn: int, board_length: float) -> float:
         return decayed(self.root_policy_temperature_early, self.root_policy_temperature, turn, board_length)
@@ -222,8 +230,9 @@ class SearchSettings(_Settings):
 
 @functools.lru_cache(maxsize=64)
 def _cheap_search_settings(settings: SearchSettings) -> SearchSettings:
-    return dataclasses.replace(settings, root_noise=False, forced_playouts=False,
-                               root_fpu_reduction=settings.fpu_reduction)
+    return dataclasses.replace(
+        settings, root_noise=False, forced_playouts=False, root_fpu_reduction=settings.fpu_reduction
+    )
 
 
 # --- self-play games -------------------------------------------------------------------------------
@@ -239,8 +248,11 @@ class RulesChoice(_Settings):
     white_handicap_bonus: tuple[str, ...] = ("0",)
 
     def validate(self, path: str = "") -> None:
-        for name, values, allowed in (("ko", self.ko, KO_RULES), ("tax", self.tax, TAX_RULES),
-                                      ("white_handicap_bonus", self.white_handicap_bonus, HANDICAP_BONUS_RULES)):
+        for name, values, allowed in (
+            ("ko", self.ko, KO_RULES),
+            ("tax", self.tax, TAX_RULES),
+            ("white_handicap_bonus", self.white_handicap_bonus, HANDICAP_BONUS_RULES),
+        ):
             _need(len(values) > 0, _p(path, name), "must not be empty")
             for i, v in enumerate(values):
                 _need(v in allowed, f"{_p(path, name)}[{i}]", f"{v!r} is not one of {', '.join(allowed)}")
@@ -253,8 +265,14 @@ class RulesChoice(_Settings):
         def pick(values):
             return values[int(rng.integers(len(values)))]
 
-        return Rules(ko=pick(self.ko), scoring="AREA", tax=pick(self.tax), suicide=bool(pick(self.suicide)),
-                     has_button=bool(pick(self.button)), white_handicap_bonus=pick(self.white_handicap_bonus))
+        return Rules(
+            ko=pick(self.ko),
+            scoring="AREA",
+            tax=pick(self.tax),
+            suicide=bool(pick(self.suicide)),
+            has_button=bool(pick(self.button)),
+            white_handicap_bonus=pick(self.white_handicap_bonus),
+        )
 
 
 def _paper_size_weights() -> tuple[float, ...]:
@@ -301,8 +319,11 @@ class SelfPlaySettings(_Settings):
         self.rules.validate(_p(path, "rules"))
         _in_range(_p(path, "visits"), self.visits, 1, 1_000_000)
         _in_range(_p(path, "cheap_visits"), self.cheap_visits, 1, 1_000_000)
-        _need(self.cheap_visits <= self.visits, _p(path, "cheap_visits"),
-              f"must not exceed visits ({self.visits}), got {self.cheap_visits}")
+        _need(
+            self.cheap_visits <= self.visits,
+            _p(path, "cheap_visits"),
+            f"must not exceed visits ({self.visits}), got {self.cheap_visits}",
+        )
         _prob(_p(path, "full_search_prob"), self.full_search_prob)
         _check_sizes(path, self.board_sizes, self.board_size_weights)
         _in_range(_p(path, "komi_mean"), self.komi_mean, -150.0, 150.0)
@@ -371,8 +392,13 @@ class SelfPlaySettings(_Settings):
 def _match_search() -> SearchSettings:
     # Appendix D: no noise, no forced playouts, first-play urgency 0.2 at the root too; the raw
     # policy at the root (temperature 1), as KataGo's gatekeeper.
-    return SearchSettings(root_noise=False, forced_playouts=False, root_fpu_reduction=0.2,
-                          root_policy_temperature_early=1.0, root_policy_temperature=1.0)
+    return SearchSettings(
+        root_noise=False,
+        forced_playouts=False,
+        root_fpu_reduction=0.2,
+        root_policy_temperature_early=1.0,
+        root_policy_temperature=1.0,
+    )
 
 
 @dataclass(frozen=True)
@@ -446,14 +472,18 @@ class GatingSettings(_Settings):
     def validate(self, path: str = "") -> None:
         _prob(_p(path, "rating_game_prob"), self.rating_game_prob)
         _in_range(_p(path, "rating_task_games"), self.rating_task_games, 1, 100_000)
-        _need(self.rule in GATING_RULES, _p(path, "rule"),
-              f"must be one of {', '.join(GATING_RULES)}, got {self.rule!r}")
+        _need(
+            self.rule in GATING_RULES, _p(path, "rule"), f"must be one of {', '.join(GATING_RULES)}, got {self.rule!r}"
+        )
         _in_range(_p(path, "fixed_games"), self.fixed_games, 1, 100_000)
         _in_range(_p(path, "fixed_wins"), self.fixed_wins, 0, self.fixed_games)
         _in_range(_p(path, "sprt_elo0"), self.sprt_elo0, -1000.0, 1000.0)
         _in_range(_p(path, "sprt_elo1"), self.sprt_elo1, -1000.0, 1000.0)
-        _need(self.sprt_elo1 > self.sprt_elo0, _p(path, "sprt_elo1"),
-              f"must be greater than sprt_elo0 ({self.sprt_elo0}), got {self.sprt_elo1}")
+        _need(
+            self.sprt_elo1 > self.sprt_elo0,
+            _p(path, "sprt_elo1"),
+            f"must be greater than sprt_elo0 ({self.sprt_elo0}), got {self.sprt_elo1}",
+        )
         _in_range(_p(path, "sprt_alpha"), self.sprt_alpha, 0.0, 0.5, lo_open=True)
         _in_range(_p(path, "sprt_beta"), self.sprt_beta, 0.0, 0.5, lo_open=True)
         _in_range(_p(path, "sprt_max_games"), self.sprt_max_games, 1, 100_000)
@@ -508,13 +538,22 @@ class TrainingSettings(_Settings):
     def validate(self, path: str = "") -> None:
         for name in ("architecture", "next_architecture"):
             value = getattr(self, name)
-            _need(value in NAMED_SIZES or (name == "next_architecture" and value == ""), _p(path, name),
-                  f"must be one of {', '.join(NAMED_SIZES)}, got {_show(value)}")
-        _need(self.next_architecture != self.architecture, _p(path, "next_architecture"),
-              f"must differ from architecture ({self.architecture!r})")
+            _need(
+                value in NAMED_SIZES or (name == "next_architecture" and value == ""),
+                _p(path, name),
+                f"must be one of {', '.join(NAMED_SIZES)}, got {_show(value)}",
+            )
+        _need(
+            self.next_architecture != self.architecture,
+            _p(path, "next_architecture"),
+            f"must differ from architecture ({self.architecture!r})",
+        )
         _in_range(_p(path, "window_c"), self.window_c, 1, 10**12)
-        _need(self.window_c >= self.batch_size, _p(path, "window_c"),
-              f"must be at least batch_size ({self.batch_size}), got {self.window_c}")
+        _need(
+            self.window_c >= self.batch_size,
+            _p(path, "window_c"),
+            f"must be at least batch_size ({self.batch_size}), got {self.window_c}",
+        )
         _in_range(_p(path, "window_alpha"), self.window_alpha, 0.0, 1.0, lo_open=True)
         _in_range(_p(path, "window_beta"), self.window_beta, 0.0, 10.0, lo_open=True)
         _in_range(_p(path, "samples_per_row"), self.samples_per_row, 0.0, 1000.0, lo_open=True)
@@ -528,12 +567,18 @@ class TrainingSettings(_Settings):
         _in_range(_p(path, "grad_clip"), self.grad_clip, 0.0, lo_open=True)
         _in_range(_p(path, "snapshot_every"), self.snapshot_every, 1, 10**15)
         _in_range(_p(path, "export_every"), self.export_every, 1, 10**15)
-        _need(self.export_every >= self.snapshot_every, _p(path, "export_every"),
-              f"must be at least snapshot_every ({self.snapshot_every}), got {self.export_every}")
+        _need(
+            self.export_every >= self.snapshot_every,
+            _p(path, "export_every"),
+            f"must be at least snapshot_every ({self.snapshot_every}), got {self.export_every}",
+        )
         random_budget = self.samples_per_row * self.window_c
-        _need(self.export_every <= random_budget, _p(path, "export_every"),
-              f"must be at most samples_per_row x window_c ({random_budget:g}), got {self.export_every}: the "
-              "random network's rows count only up to window_c, so the first export would never come")
+        _need(
+            self.export_every <= random_budget,
+            _p(path, "export_every"),
+            f"must be at most samples_per_row x window_c ({random_budget:g}), got {self.export_every}: the "
+            "random network's rows count only up to window_c, so the first export would never come",
+        )
         _prob(_p(path, "ema_decay"), self.ema_decay)
         _need(self.ema_decay < 1.0, _p(path, "ema_decay"), f"must be less than 1, got {self.ema_decay}")
         _in_range(_p(path, "holdout_one_in"), self.holdout_one_in, 0, 10**6)

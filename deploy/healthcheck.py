@@ -30,8 +30,9 @@ def main() -> int:
         print(f"healthcheck: SENTE_BIND={bind}: only TCP addresses are checked", file=sys.stderr)
         return 1
     port = bind.rsplit(":", 1)[-1]
-    request = urllib.request.Request(f"http://127.0.0.1:{port}/healthz",
-                                     headers={"Host": host(), "X-Forwarded-Proto": "https"})
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{port}/healthz", headers={"Host": host(), "X-Forwarded-Proto": "https"}
+    )
     try:
         with urllib.request.urlopen(request, timeout=10) as response:
             print(response.read().decode(errors="replace"))

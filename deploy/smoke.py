@@ -51,8 +51,10 @@ class Smoke:
 
 def expect(response: requests.Response, status: int = 200) -> requests.Response:
     if response.status_code != status:
-        raise AssertionError(f"{response.request.method} {response.url} answered {response.status_code}, "
-                             f"not {status}: {response.text[:300]}")
+        raise AssertionError(
+            f"{response.request.method} {response.url} answered {response.status_code}, "
+            f"not {status}: {response.text[:300]}"
+        )
     return response
 
 
@@ -63,8 +65,9 @@ def download(smoke: Smoke, network: dict) -> str:
     size, sha256 = int(network.get("bytes") or 0), network.get("sha256")
     start = size // 2
     stop = min(size, start + 4096)
-    part = expect(smoke.session.get(network["url"], headers={"Range": f"bytes={start}-{stop - 1}"}, timeout=TIMEOUT),
-                  206)
+    part = expect(
+        smoke.session.get(network["url"], headers={"Range": f"bytes={start}-{stop - 1}"}, timeout=TIMEOUT), 206
+    )
     if part.headers.get("Content-Range") != f"bytes {start}-{stop - 1}/{size}":
         raise AssertionError(f"the range {start}-{stop - 1} came back as {part.headers.get('Content-Range')!r}")
     digest, length, window = hashlib.sha256(), 0, b""
@@ -72,12 +75,13 @@ def download(smoke: Smoke, network: dict) -> str:
         expect(whole)
         for chunk in whole.iter_content(1 << 20):
             if length < stop and length + len(chunk) > start:
-                window += chunk[max(0, start - length):stop - length]
+                window += chunk[max(0, start - length) : stop - length]
             digest.update(chunk)
             length += len(chunk)
     if length != size or digest.hexdigest() != sha256:
-        raise AssertionError(f"the file has {length} bytes and sha256 {digest.hexdigest()}, not the announced "
-                             f"{size} and {sha256}")
+        raise AssertionError(
+            f"the file has {length} bytes and sha256 {digest.hexdigest()}, not the announced {size} and {sha256}"
+        )
     if part.content != window:
         raise AssertionError(f"the bytes of the range {start}-{stop - 1} are not those of the file")
     return f"{network['name']}: {size:,} bytes with the announced sha256; bytes {start}-{stop - 1} alone (206) match"
@@ -87,16 +91,24 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("url", help="the server's address, e.g. https://go.example.org")
     parser.add_argument("--token", help="a client token for the task round trip")
-    parser.add_argument("--username", help="log in as this user for the task round trip (password on stdin); "
-                                           "this makes a client token named 'smoke test'")
-    parser.add_argument("--no-task", action="store_true",
-                        help="leave out the task round trip (it needs --token or --username)")
-    parser.add_argument("--metrics-token", default=os.environ.get("SENTE_METRICS_TOKEN"),
-                        help="the server's SENTE_METRICS_TOKEN, if it has one (default: that variable)")
+    parser.add_argument(
+        "--username",
+        help="log in as this user for the task round trip (password on stdin); "
+        "this makes a client token named 'smoke test'",
+    )
+    parser.add_argument(
+        "--no-task", action="store_true", help="leave out the task round trip (it needs --token or --username)"
+    )
+    parser.add_argument(
+        "--metrics-token",
+        default=os.environ.get("SENTE_METRICS_TOKEN"),
+        help="the server's SENTE_METRICS_TOKEN, if it has one (default: that variable)",
+    )
     args = parser.parse_args()
     if not (args.token or args.username or args.no_task):
-        parser.error("the task round trip needs a client token (--token) or an account (--username); "
-                     "--no-task leaves it out")
+        parser.error(
+            "the task round trip needs a client token (--token) or an account (--username); --no-task leaves it out"
+        )
     smoke = Smoke(args.url)
 
     def health():
@@ -141,11 +153,19 @@ def main() -> int:
 
     token = args.token
     if token is None and args.username:
+
         def login():
             password = sys.stdin.readline().rstrip("\n")
-            body = expect(smoke.session.post(smoke.url + "/api/v1/auth/token/", json={
-                "username": args.username, "password": password, "name": "smoke test"}, timeout=TIMEOUT), 201).json()
+            body = expect(
+                smoke.session.post(
+                    smoke.url + "/api/v1/auth/token/",
+                    json={"username": args.username, "password": password, "name": "smoke test"},
+                    timeout=TIMEOUT,
+                ),
+                201,
+            ).json()
             return body["token"]
+
         token = smoke.check("login", login)
     if token:
         headers = {"Authorization": f"Token {token}"}
@@ -155,24 +175,38 @@ def main() -> int:
             # The API cannot take a task back: this leaves one self-play task of one game, which
             # expires unplayed (no game, no upload, no refusal is recorded).
             before = expect(smoke.session.get(smoke.url + "/api/v1/me/", headers=headers, timeout=TIMEOUT)).json()
-            request = {"client_version": run.get("min_client_version") or CLIENT_VERSION,
-                       "client_instance_id": f"smoke-{uuid.uuid4().hex[:8]}", "kinds": ["selfplay"], "games": 1}
-            task.update(expect(smoke.session.post(smoke.url + "/api/v1/tasks/", json=request, headers=headers,
-                                                  timeout=TIMEOUT), 201).json())
+            request = {
+                "client_version": run.get("min_client_version") or CLIENT_VERSION,
+                "client_instance_id": f"smoke-{uuid.uuid4().hex[:8]}",
+                "kinds": ["selfplay"],
+                "games": 1,
+            }
+            task.update(
+                expect(
+                    smoke.session.post(smoke.url + "/api/v1/tasks/", json=request, headers=headers, timeout=TIMEOUT),
+                    201,
+                ).json()
+            )
             after = expect(smoke.session.get(smoke.url + "/api/v1/me/", headers=headers, timeout=TIMEOUT)).json()
             if after["tasks"] < before["tasks"] + 1:
-                raise AssertionError(f"the task was handed out but not recorded: {before['username']} has "
-                                     f"{after['tasks']} tasks, as before")
+                raise AssertionError(
+                    f"the task was handed out but not recorded: {before['username']} has "
+                    f"{after['tasks']} tasks, as before"
+                )
             network = (task.get("network") or {}).get("name")
             if run and (task["run"], network) != (run["run"], (run.get("network") or {}).get("name")):
-                raise AssertionError(f"the task is for run {task['run']} and network {network}, not the current "
-                                     f"run's {run['run']} and {(run.get('network') or {}).get('name')}")
+                raise AssertionError(
+                    f"the task is for run {task['run']} and network {network}, not the current "
+                    f"run's {run['run']} and {(run.get('network') or {}).get('name')}"
+                )
             expires = datetime.fromisoformat(task["expires_at"].replace("Z", "+00:00"))
             if expires <= datetime.now(UTC):
                 raise AssertionError(f"the task expired already ({task['expires_at']})")
-            return (f"task {task['id']} handed out and recorded ({before['username']}'s tasks: {before['tasks']} -> "
-                    f"{after['tasks']}), run {task['run']}, network {network}, expires {task['expires_at']}; "
-                    "it is left to expire unplayed (1 game)")
+            return (
+                f"task {task['id']} handed out and recorded ({before['username']}'s tasks: {before['tasks']} -> "
+                f"{after['tasks']}), run {task['run']}, network {network}, expires {task['expires_at']}; "
+                "it is left to expire unplayed (1 game)"
+            )
 
         smoke.check("task round trip", round_trip)
         network = task.get("network") or {}
@@ -181,8 +215,10 @@ def main() -> int:
         elif task:
             print(f"skip network download: {network.get('name')} has no file (the random network)")
         if args.username and not args.token:
-            print("note: the login made a client token named 'smoke test'; revoke it on the website "
-                  "(/accounts/tokens/), or pass --token next time")
+            print(
+                "note: the login made a client token named 'smoke test'; revoke it on the website "
+                "(/accounts/tokens/), or pass --token next time"
+            )
     else:
         print("skip task round trip (--no-task)")
     print("all checks passed" if not smoke.failures else f"{smoke.failures} check(s) failed")

@@ -25,8 +25,12 @@ _RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
 def stored_file_response(request, name: str, size: int, sha256: str, filename: str):
     """The stored file ``name`` (``size`` bytes) as a download called ``filename``."""
     etag = f'"{sha256}"'
-    headers = {"ETag": etag, "Accept-Ranges": "bytes", "Cache-Control": "public, max-age=31536000, immutable",
-               "Content-Disposition": f'attachment; filename="{filename}"'}
+    headers = {
+        "ETag": etag,
+        "Accept-Ranges": "bytes",
+        "Cache-Control": "public, max-age=31536000, immutable",
+        "Content-Disposition": f'attachment; filename="{filename}"',
+    }
     if _etag_matches(request.headers.get("If-None-Match", ""), etag):
         return _with_headers(HttpResponse(status=304), headers)
     try:
@@ -61,8 +65,9 @@ def stored_file_response(request, name: str, size: int, sha256: str, filename: s
         response["Content-Length"] = str(size)
         return _with_headers(response, headers)
     f.seek(start)
-    response = StreamingHttpResponse(_read_range(f, end - start + 1), status=206,
-                                     content_type="application/octet-stream")
+    response = StreamingHttpResponse(
+        _read_range(f, end - start + 1), status=206, content_type="application/octet-stream"
+    )
     response["Content-Range"] = f"bytes {start}-{end}/{size}"
     response["Content-Length"] = str(end - start + 1)
     return _with_headers(response, headers)

@@ -75,8 +75,10 @@ EXAMPLE_SECRET_KEY = "change-me-to-a-long-random-string"
 def _secret_key() -> str:
     key = env_str("SECRET_KEY")
     if key and PRODUCTION and key.strip() == EXAMPLE_SECRET_KEY:
-        raise ImproperlyConfigured(f"SECRET_KEY is still the example's {EXAMPLE_SECRET_KEY!r}: set a secret of your "
-                                   "own (python3 -c 'import secrets; print(secrets.token_urlsafe(50))')")
+        raise ImproperlyConfigured(
+            f"SECRET_KEY is still the example's {EXAMPLE_SECRET_KEY!r}: set a secret of your "
+            "own (python3 -c 'import secrets; print(secrets.token_urlsafe(50))')"
+        )
     if key:
         return key
     if PRODUCTION:
@@ -185,9 +187,21 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # A test database other processes (a test's gunicorn) can open too: a file, not memory.
     DATABASES["default"]["TEST"] = {"NAME": str(DATA_DIR / "test-sente.sqlite3")}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
-MIGRATION_MODULES = {app: f"migrations.{app}" for app in ("accounts", "runs", "networks", "distribution", "games",
-                                                          "ratings", "training", "dashboard",
-                                                          "operations", "audit")}
+MIGRATION_MODULES = {
+    app: f"migrations.{app}"
+    for app in (
+        "accounts",
+        "runs",
+        "networks",
+        "distribution",
+        "games",
+        "ratings",
+        "training",
+        "dashboard",
+        "operations",
+        "audit",
+    )
+}
 
 # --- files ---------------------------------------------------------------------------------------
 
@@ -215,10 +229,15 @@ def _storages() -> dict:
         try:
             import storages.backends.s3  # noqa: F401
         except ImportError:
-            raise ImproperlyConfigured(f"STORAGE_URL {url.geturl()!r} needs django-storages with boto3: "
-                                       "pip install 'django-storages[s3]'") from None
-        options = {"bucket_name": url.netloc, "location": url.path.strip("/"), "file_overwrite": False,
-                   "querystring_auth": True}
+            raise ImproperlyConfigured(
+                f"STORAGE_URL {url.geturl()!r} needs django-storages with boto3: pip install 'django-storages[s3]'"
+            ) from None
+        options = {
+            "bucket_name": url.netloc,
+            "location": url.path.strip("/"),
+            "file_overwrite": False,
+            "querystring_auth": True,
+        }
         for key, values in parse_qs(url.query).items():
             options[key] = _query_value(values[-1])
         default = {"BACKEND": "storages.backends.s3.S3Storage", "OPTIONS": options}
@@ -226,8 +245,11 @@ def _storages() -> dict:
         raise ImproperlyConfigured(f"STORAGE_URL {url.geturl()!r}: the scheme must be file:// or s3://")
     return {
         "default": default,
-        "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"
-                        if PRODUCTION else "django.contrib.staticfiles.storage.StaticFilesStorage"},
+        "staticfiles": {
+            "BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"
+            if PRODUCTION
+            else "django.contrib.staticfiles.storage.StaticFilesStorage"
+        },
     }
 
 
@@ -258,8 +280,13 @@ else:
 _tasks = env_str("SENTE_TASKS", "database")
 if _tasks not in ("database", "immediate"):
     raise ImproperlyConfigured(f"SENTE_TASKS {_tasks!r}: expected database or immediate")
-TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend" if _tasks == "database"
-                     else "django_tasks.backends.immediate.ImmediateBackend"}}
+TASKS = {
+    "default": {
+        "BACKEND": "django_tasks_db.DatabaseBackend"
+        if _tasks == "database"
+        else "django_tasks.backends.immediate.ImmediateBackend"
+    }
+}
 # New rating games are gathered this long before the refit they queued runs.
 SENTE_REFIT_DELAY_SECONDS = float(env_str("SENTE_REFIT_DELAY_SECONDS", "10"))
 
@@ -312,10 +339,15 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticatedOrReadOnly"],
-    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer",
-                                 "rest_framework.renderers.BrowsableAPIRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["server.api.parsers.JSONParser", "rest_framework.parsers.FormParser",
-                               "rest_framework.parsers.MultiPartParser"],
+    "DEFAULT_RENDERER_CLASSES": [
+        "rest_framework.renderers.JSONRenderer",
+        "rest_framework.renderers.BrowsableAPIRenderer",
+    ],
+    "DEFAULT_PARSER_CLASSES": [
+        "server.api.parsers.JSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
     "DEFAULT_THROTTLE_CLASSES": ["server.api.throttling.RateLimits"],
     "DEFAULT_THROTTLE_RATES": {
         # Every request: per signed-in user, and per client address (signed in or not).
@@ -338,8 +370,8 @@ REST_FRAMEWORK = {
 SPECTACULAR_SETTINGS = {
     "TITLE": "Sente API",
     "DESCRIPTION": "Self-play tasks, networks, games and accounts of a Sente server. Clients authenticate "
-                   "with `Authorization: Token <key>` (from `POST /api/v1/auth/token/`). Errors are JSON: "
-                   '`{"error": {"code": ..., "message": ..., "field": ...}}`.',
+    "with `Authorization: Token <key>` (from `POST /api/v1/auth/token/`). Errors are JSON: "
+    '`{"error": {"code": ..., "message": ..., "field": ...}}`.',
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
     # The docs page's scripts come from this server (drf-spectacular-sidecar), not from a CDN.

@@ -23,8 +23,15 @@ def pytest_sessionstart(session):
     seconds. SENTE_NO_WARMUP=1 turns it off."""
     if os.environ.get("SENTE_NO_WARMUP") or hasattr(session.config, "workerinput"):
         return
-    _warmup.append(subprocess.Popen([sys.executable, "-m", "tests.warmup"], cwd=ROOT, stdin=subprocess.DEVNULL,
-                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+    _warmup.append(
+        subprocess.Popen(
+            [sys.executable, "-m", "tests.warmup"],
+            cwd=ROOT,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+    )
 
 
 def pytest_sessionfinish(session, exitstatus):
@@ -94,8 +101,9 @@ def _postgres_url() -> str | None:
         with psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres", connect_timeout=3):
             return url
     except Exception as e:  # no server, no psycopg, refused: the tests say so and use SQLite
-        _DB_NOTE.append(f"PostgreSQL at 127.0.0.1:5432 is not reachable ({type(e).__name__}); "
-                        "server tests use SQLite instead")
+        _DB_NOTE.append(
+            f"PostgreSQL at 127.0.0.1:5432 is not reachable ({type(e).__name__}); server tests use SQLite instead"
+        )
         return None
 
 

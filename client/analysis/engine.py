@@ -54,14 +54,26 @@ class AnalysisEngine:
     search under way); :meth:`handle_line` and :meth:`process_pending` do the same step by step.
     """
 
-    def __init__(self, evaluator, config: AnalysisConfig | None = None, *, seed: int = 0,
-                 max_visits: int = DEFAULT_MAX_VISITS, out: TextIO | None = None, model_name: str = "") -> None:
+    def __init__(
+        self,
+        evaluator,
+        config: AnalysisConfig | None = None,
+        *,
+        seed: int = 0,
+        max_visits: int = DEFAULT_MAX_VISITS,
+        out: TextIO | None = None,
+        model_name: str = "",
+    ) -> None:
         self.config = config or AnalysisConfig()
         self.model_name = model_name
         self.max_visits = max(max_visits, 1)
-        self.player = SearchPlayer(evaluator, min(self.config.max_visits, self.max_visits),
-                                   settings=self.config.search_settings(), seed=seed,
-                                   max_analysis_visits=self.max_visits)
+        self.player = SearchPlayer(
+            evaluator,
+            min(self.config.max_visits, self.max_visits),
+            settings=self.config.search_settings(),
+            seed=seed,
+            max_analysis_visits=self.max_visits,
+        )
         self.evaluator = evaluator if hasattr(evaluator, "evaluate") else None  # ownership comes from it
         self.out = out if out is not None else sys.stdout
         self._out_lock = threading.Lock()
@@ -75,8 +87,7 @@ class AnalysisEngine:
     def run(self, stdin: TextIO = sys.stdin, quit_without_waiting: bool = False) -> int:
         """Answer the queries of stdin until it ends, then finish the queued ones (or, with
         quit_without_waiting, stop the search under way and drop the rest)."""
-        reader = threading.Thread(target=self._read, args=(stdin, quit_without_waiting), name="queries",
-                                  daemon=True)
+        reader = threading.Thread(target=self._read, args=(stdin, quit_without_waiting), name="queries", daemon=True)
         reader.start()
         try:
             while (item := self._next(block=True)) is not None:
@@ -157,8 +168,9 @@ class AnalysisEngine:
         try:
             query = boundedjson.loads(text)
         except boundedjson.JSONError as e:
-            self._emit({"error": f"could not parse the line as a JSON query ({e.msg} at character {e.pos + 1}): "
-                                 f"{text[:200]}"})
+            self._emit(
+                {"error": f"could not parse the line as a JSON query ({e.msg} at character {e.pos + 1}): {text[:200]}"}
+            )
             return
         if not isinstance(query, dict):
             self._emit({"error": f"a query must be a JSON object, not {type(query).__name__}: {text[:200]}"})
@@ -171,8 +183,9 @@ class AnalysisEngine:
             if "action" in query:
                 self._action(qid, query)
                 return
-            requests, warnings, priority = parse_query(qid, query, self.config, self.max_visits,
-                                                       self.player.search.history - 2)
+            requests, warnings, priority = parse_query(
+                qid, query, self.config, self.max_visits, self.player.search.history - 2
+            )
         except QueryError as e:
             self._emit({"id": qid, "field": e.field, "error": e.message})
             return
@@ -191,10 +204,21 @@ class AnalysisEngine:
             self._emit(dict(query, version=__version__, git_hash="<omitted>"))
         elif action == "query_models":
             model = getattr(self.evaluator, "model", None)
-            self._emit(dict(query, models=[{
-                "name": self.model_name, "internalName": self.model_name.split(".")[0],
-                "maxBatchSize": getattr(self.evaluator, "max_batch", 0), "usesHumanSLProfile": False,
-                "version": getattr(getattr(model, "config", None), "version", 0), "usingFP16": "false"}]))
+            self._emit(
+                dict(
+                    query,
+                    models=[
+                        {
+                            "name": self.model_name,
+                            "internalName": self.model_name.split(".")[0],
+                            "maxBatchSize": getattr(self.evaluator, "max_batch", 0),
+                            "usesHumanSLProfile": False,
+                            "version": getattr(getattr(model, "config", None), "version", 0),
+                            "usingFP16": "false",
+                        }
+                    ],
+                )
+            )
         elif action == "clear_cache":
             self._enqueue(math.inf, lambda: self._clear_cache(query))
         elif action in ("terminate", "terminate_all"):
@@ -212,8 +236,11 @@ class AnalysisEngine:
             self._terminate(lambda r: (target is None or r.id == target) and (turns is None or r.turn in turns))
             self._emit(query)
         else:
-            raise QueryError("action", f"unknown action {action!r}: expected query_version, query_models, "
-                                       "clear_cache, terminate or terminate_all")
+            raise QueryError(
+                "action",
+                f"unknown action {action!r}: expected query_version, query_models, "
+                "clear_cache, terminate or terminate_all",
+            )
 
     def _clear_cache(self, query: dict) -> None:
         self.player.clear_cache()
@@ -274,27 +301,55 @@ class AnalysisEngine:
 
         move_list = []
         for k, m in enumerate(infos):
-            info = {"move": m.vertex, "visits": m.visits, "edgeVisits": m.visits, "weight": float(m.visits),
-                    "winrate": _r(rate(m.winrate)), "scoreMean": _r(sign * m.lead), "scoreLead": _r(sign * m.lead),
-                    "scoreSelfplay": _r(sign * m.score), "scoreStdev": _r(m.score_stdev), "prior": _r(m.prior),
-                    "utility": _r(sign * m.utility), "lcb": _r(rate(m.lcb)), "utilityLcb": _r(sign * m.utility_lcb),
-                    "order": m.order, "pv": m.pv[:pv_len]}
+            info = {
+                "move": m.vertex,
+                "visits": m.visits,
+                "edgeVisits": m.visits,
+                "weight": float(m.visits),
+                "winrate": _r(rate(m.winrate)),
+                "scoreMean": _r(sign * m.lead),
+                "scoreLead": _r(sign * m.lead),
+                "scoreSelfplay": _r(sign * m.score),
+                "scoreStdev": _r(m.score_stdev),
+                "prior": _r(m.prior),
+                "utility": _r(sign * m.utility),
+                "lcb": _r(rate(m.lcb)),
+                "utilityLcb": _r(sign * m.utility_lcb),
+                "order": m.order,
+                "pv": m.pv[:pv_len],
+            }
             if own_after is not None:
                 info["ownership"] = _grid_list(own_after[k], view)
             move_list.append(info)
         side = sign * (1.0 if pla == WHITE else -1.0)  # the root's scores are white's; win/loss and utility pla's
         winrate, raw_winrate = rate(0.5 * (1 + result.root_winloss)), rate(0.5 * (1 + result.raw_winloss))
         utility = sign * result.root_utility
-        lead, score, raw_lead, raw_score = (side * v for v in (result.root_lead, result.root_score, result.raw_lead,
-                                                                result.raw_score))
+        lead, score, raw_lead, raw_score = (
+            side * v for v in (result.root_lead, result.root_score, result.raw_lead, result.raw_score)
+        )
         this_hash, sym_hash = position_hashes(game)
-        root = {"visits": result.root_visits, "winrate": _r(winrate), "scoreLead": _r(lead), "scoreSelfplay": _r(score),
-                "scoreStdev": _r(result.root_score_stdev), "utility": _r(utility), "rawWinrate": _r(raw_winrate),
-                "rawLead": _r(raw_lead), "rawScoreSelfplay": _r(raw_score),
-                "rawScoreSelfplayStdev": _r(result.raw_score_stdev), "currentPlayer": color_letter(pla),
-                "thisHash": this_hash, "symHash": sym_hash}
-        answer = {"id": req.id, "isDuringSearch": during, "turnNumber": req.turn, "moveInfos": move_list,
-                  "rootInfo": root}
+        root = {
+            "visits": result.root_visits,
+            "winrate": _r(winrate),
+            "scoreLead": _r(lead),
+            "scoreSelfplay": _r(score),
+            "scoreStdev": _r(result.root_score_stdev),
+            "utility": _r(utility),
+            "rawWinrate": _r(raw_winrate),
+            "rawLead": _r(raw_lead),
+            "rawScoreSelfplay": _r(raw_score),
+            "rawScoreSelfplayStdev": _r(result.raw_score_stdev),
+            "currentPlayer": color_letter(pla),
+            "thisHash": this_hash,
+            "symHash": sym_hash,
+        }
+        answer = {
+            "id": req.id,
+            "isDuringSearch": during,
+            "turnNumber": req.turn,
+            "moveInfos": move_list,
+            "rootInfo": root,
+        }
         if req.ownership:
             answer["ownership"] = _grid_list(self._white_ownership([game])[0], view)
         if req.policy:
@@ -339,9 +394,17 @@ class AnalysisEngine:
         winrate = white_wins if view == WHITE else 1 - white_wins
         lead = white_lead if view == WHITE else -white_lead
         this_hash, sym_hash = position_hashes(game)
-        root = {"visits": 0, "winrate": _r(winrate), "scoreLead": _r(lead), "scoreSelfplay": _r(lead),
-                "scoreStdev": 0.0, "utility": _r(2 * winrate - 1), "currentPlayer": color_letter(pla),
-                "thisHash": this_hash, "symHash": sym_hash}
+        root = {
+            "visits": 0,
+            "winrate": _r(winrate),
+            "scoreLead": _r(lead),
+            "scoreSelfplay": _r(lead),
+            "scoreStdev": 0.0,
+            "utility": _r(2 * winrate - 1),
+            "currentPlayer": color_letter(pla),
+            "thisHash": this_hash,
+            "symHash": sym_hash,
+        }
         answer = {"id": req.id, "isDuringSearch": False, "turnNumber": req.turn, "moveInfos": [], "rootInfo": root}
         if req.ownership:
             owners = game.ownership("katago")
@@ -383,11 +446,20 @@ def _r(x: float) -> float:
     return float(f"{x:.8g}") + 0.0 if math.isfinite(x) else 0.0
 
 
-def run_analysis(evaluator, config: AnalysisConfig | None = None, *, seed: int = 0,
-                 max_visits: int = DEFAULT_MAX_VISITS, quit_without_waiting: bool = False, model_name: str = "",
-                 stdin: TextIO | None = None, stdout: TextIO | None = None) -> int:
+def run_analysis(
+    evaluator,
+    config: AnalysisConfig | None = None,
+    *,
+    seed: int = 0,
+    max_visits: int = DEFAULT_MAX_VISITS,
+    quit_without_waiting: bool = False,
+    model_name: str = "",
+    stdin: TextIO | None = None,
+    stdout: TextIO | None = None,
+) -> int:
     """Serve the protocol on stdin/stdout until stdin ends (the command line's entry point)."""
-    engine = AnalysisEngine(evaluator, config, seed=seed, max_visits=max_visits, out=stdout or sys.stdout,
-                            model_name=model_name)
+    engine = AnalysisEngine(
+        evaluator, config, seed=seed, max_visits=max_visits, out=stdout or sys.stdout, model_name=model_name
+    )
     print("Started, ready to begin handling requests", file=sys.stderr, flush=True)
     return engine.run(stdin or sys.stdin, quit_without_waiting)

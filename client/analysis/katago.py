@@ -19,8 +19,17 @@ from client.analysis.query import AnalysisConfig
 
 MODES = ("analysis", "version")
 # Flags that take a value; the others (-quit-without-waiting) are switches.
-VALUE_FLAGS = {"model", "config", "analysis-threads", "override-config", "human-model", "device", "seed",
-               "max-visits", "log-file"}
+VALUE_FLAGS = {
+    "model",
+    "config",
+    "analysis-threads",
+    "override-config",
+    "human-model",
+    "device",
+    "seed",
+    "max-visits",
+    "log-file",
+}
 SWITCHES = {"quit-without-waiting"}
 
 
@@ -74,14 +83,18 @@ def parse_overrides(text: str) -> dict[str, str]:
 def parse_katago_command(argv: list[str]) -> KataGoCommand:
     """KataGo's ``MODE -flag value ...`` command line as an analysis engine command."""
     if not argv or argv[0].lstrip("-") in ("h", "help"):
-        raise KataGoCommandError("usage: sente-katago analysis -model FILE [-config FILE.cfg] "
-                                 "[-override-config key=value,...] [-analysis-threads N] [-quit-without-waiting] "
-                                 "| sente-katago version")
+        raise KataGoCommandError(
+            "usage: sente-katago analysis -model FILE [-config FILE.cfg] "
+            "[-override-config key=value,...] [-analysis-threads N] [-quit-without-waiting] "
+            "| sente-katago version"
+        )
     mode = argv[0]
     if mode not in MODES:
-        raise KataGoCommandError(f"KataGo's {mode!r} command is not supported by this engine: it speaks KataGo's "
-                                 "analysis protocol only (sente-katago analysis -model FILE -config FILE); for GTP "
-                                 "run python -m client gtp")
+        raise KataGoCommandError(
+            f"KataGo's {mode!r} command is not supported by this engine: it speaks KataGo's "
+            "analysis protocol only (sente-katago analysis -model FILE -config FILE); for GTP "
+            "run python -m client gtp"
+        )
     command = KataGoCommand(mode)
     values: dict[str, list[str]] = {}
     ignored = []

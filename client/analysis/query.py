@@ -73,8 +73,11 @@ class AnalysisConfig:
     def search_settings(self) -> SearchSettings:
         settings = gtp_search_settings()
         if self.root_policy_temperature is not None:
-            settings = dataclasses.replace(settings, root_policy_temperature=self.root_policy_temperature,
-                                           root_policy_temperature_early=self.root_policy_temperature)
+            settings = dataclasses.replace(
+                settings,
+                root_policy_temperature=self.root_policy_temperature,
+                root_policy_temperature_early=self.root_policy_temperature,
+            )
         if self.root_fpu_reduction is not None:
             settings = dataclasses.replace(settings, root_fpu_reduction=self.root_fpu_reduction)
         return settings
@@ -115,8 +118,9 @@ class TurnRequest:
     terminated: bool = False
 
 
-def parse_query(qid: str, q: dict, config: AnalysisConfig, max_visits: int,
-                history: int) -> tuple[list[TurnRequest], list[tuple[str, str]], list[float]]:
+def parse_query(
+    qid: str, q: dict, config: AnalysisConfig, max_visits: int, history: int
+) -> tuple[list[TurnRequest], list[tuple[str, str]], list[float]]:
     """A query's requests (one per turn to analyze, in turn order), its warnings (field, message)
     and each request's priority. config: the engine's defaults; max_visits: the most one search
     may have; history: the most moves a game may have. QueryError names a bad field."""
@@ -163,40 +167,61 @@ def parse_query(qid: str, q: dict, config: AnalysisConfig, max_visits: int,
         except ValueError as e:
             raise QueryError("overrideSettings", f"could not set settings: {e}") from None
         if unused:
-            warnings.append(("overrideSettings", "settings this engine does not know or support, ignored: "
-                                                 + ",".join(unused)))
+            warnings.append(
+                ("overrideSettings", "settings this engine does not know or support, ignored: " + ",".join(unused))
+            )
     if "maxVisits" in q:
-        config = dataclasses.replace(config, max_visits=_get_int(q, "maxVisits", 1, 1 << 50,
-                                                                 "must be an integer from 1 to 2^50"))
+        config = dataclasses.replace(
+            config, max_visits=_get_int(q, "maxVisits", 1, 1 << 50, "must be an integer from 1 to 2^50")
+        )
     if "analysisPVLen" in q:
-        config = dataclasses.replace(config, pv_len=_get_int(q, "analysisPVLen", 1, 1000,
-                                                             "must be an integer from 1 to 1000"))
+        config = dataclasses.replace(
+            config, pv_len=_get_int(q, "analysisPVLen", 1, 1000, "must be an integer from 1 to 1000")
+        )
     if "rootFpuReductionMax" in q:
-        config = dataclasses.replace(config, root_fpu_reduction=_get_float(
-            q, "rootFpuReductionMax", 0.0, 2.0, "must be a number from 0.0 to 2.0"))
+        config = dataclasses.replace(
+            config,
+            root_fpu_reduction=_get_float(q, "rootFpuReductionMax", 0.0, 2.0, "must be a number from 0.0 to 2.0"),
+        )
     if "rootPolicyTemperature" in q:
-        config = dataclasses.replace(config, root_policy_temperature=_get_float(
-            q, "rootPolicyTemperature", 0.01, 100.0, "must be a number from 0.01 to 100.0"))
+        config = dataclasses.replace(
+            config,
+            root_policy_temperature=_get_float(
+                q, "rootPolicyTemperature", 0.01, 100.0, "must be a number from 0.01 to 100.0"
+            ),
+        )
     visits = config.max_visits
     if visits > max_visits:
-        warnings.append(("maxVisits", f"{visits} visits asked; this engine searches at most {max_visits} "
-                                      "(its --max-visits), so that many"))
+        warnings.append(
+            (
+                "maxVisits",
+                f"{visits} visits asked; this engine searches at most {max_visits} (its --max-visits), so that many",
+            )
+        )
         visits = max_visits
 
     flags = {}
-    for name in ("includeOwnership", "includeMovesOwnership", "includePolicy", "includePVVisits",
-                 "includeOwnershipStdev", "includeMovesOwnershipStdev"):
+    for name in (
+        "includeOwnership",
+        "includeMovesOwnership",
+        "includePolicy",
+        "includePVVisits",
+        "includeOwnershipStdev",
+        "includeMovesOwnershipStdev",
+    ):
         flags[name] = _get_bool(q, name) if name in q else False
     for name in ("includePVVisits", "includeOwnershipStdev", "includeMovesOwnershipStdev"):
         if flags[name]:
             warnings.append((name, "not supported by this engine; the field is left out of the answers"))
     report_every = first_report = None
     if "reportDuringSearchEvery" in q:
-        report_every = _get_float(q, "reportDuringSearchEvery", 0.001, 1e6,
-                                  "must be a number of seconds from 0.001 to 1000000")
+        report_every = _get_float(
+            q, "reportDuringSearchEvery", 0.001, 1e6, "must be a number of seconds from 0.001 to 1000000"
+        )
     if "firstReportDuringSearchAfter" in q:
-        first_report = _get_float(q, "firstReportDuringSearchAfter", 0.001, 1e6,
-                                  "must be a number of seconds from 0.001 to 1000000")
+        first_report = _get_float(
+            q, "firstReportDuringSearchAfter", 0.001, 1e6, "must be a number of seconds from 0.001 to 1000000"
+        )
     if "priority" in q:
         p = _get_int(q, "priority", -(2**62), 2**62, "must be an integer from -2^62 to 2^62")
         priority_of = {t: p for t in turns}
@@ -209,10 +234,20 @@ def parse_query(qid: str, q: dict, config: AnalysisConfig, max_visits: int,
     requests: list[TurnRequest] = []
     for t in range(len(moves) + 1):
         if t in wanted:
-            requests.append(TurnRequest(
-                id=qid, turn=t, game=game.copy(), visits=visits, config=config,
-                ownership=flags["includeOwnership"], moves_ownership=flags["includeMovesOwnership"],
-                policy=flags["includePolicy"], report_every=report_every, first_report=first_report))
+            requests.append(
+                TurnRequest(
+                    id=qid,
+                    turn=t,
+                    game=game.copy(),
+                    visits=visits,
+                    config=config,
+                    ownership=flags["includeOwnership"],
+                    moves_ownership=flags["includeMovesOwnership"],
+                    policy=flags["includePolicy"],
+                    report_every=report_every,
+                    first_report=first_report,
+                )
+            )
         if t == len(moves):
             break
         color, loc = moves[t]
@@ -220,23 +255,26 @@ def parse_query(qid: str, q: dict, config: AnalysisConfig, max_visits: int,
             game.play(loc, color)
         except IllegalMoveError as e:
             reason = str(e).split(": ", 1)[-1]
-            raise QueryError("moves", f"Illegal move {t}: {color_letter(color)} {game.vertex(loc)} ({reason})") \
-                from None
+            raise QueryError(
+                "moves", f"Illegal move {t}: {color_letter(color)} {game.vertex(loc)} ({reason})"
+            ) from None
     return requests, warnings, [float(priority_of[r.turn]) for r in requests]
 
 
 def _parse_rules(q: dict, warnings: list[tuple[str, str]]) -> tuple[Rules, float]:
     if "rules" not in q:
-        raise QueryError("rules", 'required: a rules name such as "chinese" or "tromp-taylor", or a JSON object '
-                                  "of KataGo rules")
+        raise QueryError(
+            "rules", 'required: a rules name such as "chinese" or "tromp-taylor", or a JSON object of KataGo rules'
+        )
     value = q["rules"]
     if isinstance(value, str):
         text = value
     elif isinstance(value, dict):
         text = json.dumps(value)
     else:
-        raise QueryError("rules", 'must be a rules name such as "chinese" or "tromp-taylor", or a JSON object '
-                                  "of KataGo rules")
+        raise QueryError(
+            "rules", 'must be a rules name such as "chinese" or "tromp-taylor", or a JSON object of KataGo rules'
+        )
     try:
         rules, komi = Rules.parse(text)
     except (RulesError, OverflowError) as e:  # OverflowError: check_komi on a komi such as 1e308
@@ -262,14 +300,26 @@ def _parse_rules(q: dict, warnings: list[tuple[str, str]]) -> tuple[Rules, float
     if playable.ko == "SPIGHT":
         playable = dataclasses.replace(playable, ko="SITUATIONAL")
     if playable != rules:
-        warnings.append(("rules", f"rules {rules.to_json()} are not supported by this engine yet "
-                                  f"({rules.unsupported_reason()}); analyzing under {playable.to_json()} instead, "
-                                  f"komi {komi:g} unchanged"))
+        warnings.append(
+            (
+                "rules",
+                f"rules {rules.to_json()} are not supported by this engine yet "
+                f"({rules.unsupported_reason()}); analyzing under {playable.to_json()} instead, "
+                f"komi {komi:g} unchanged",
+            )
+        )
     return playable, komi
 
 
-def _start_game(x_size: int, y_size: int, rules: Rules, komi: float, stones: list[tuple[int, int]],
-                moves: list[tuple[int, int]], initial: int | None) -> Game:
+def _start_game(
+    x_size: int,
+    y_size: int,
+    rules: Rules,
+    komi: float,
+    stones: list[tuple[int, int]],
+    moves: list[tuple[int, int]],
+    initial: int | None,
+) -> Game:
     game = Game(x_size, y_size, rules, komi)
     placed: dict[int, int] = {}
     for color, loc in stones:
@@ -351,8 +401,9 @@ def _get_moves(q: dict, name: str, x_size: int, y_size: int, allow_pass: bool) -
         try:
             loc = parse_location(item[1], x_size, y_size)
         except ValueError:
-            raise QueryError(name, f"entry {i}: could not parse board location {item[1]!r} on a "
-                                   f"{x_size}x{y_size} board") from None
+            raise QueryError(
+                name, f"entry {i}: could not parse board location {item[1]!r} on a {x_size}x{y_size} board"
+            ) from None
         if loc == PASS and not allow_pass:
             raise QueryError(name, f"entry {i}: a pass is not a stone")
         out.append((color, loc))

@@ -54,8 +54,13 @@ from common.protocol import CLIENT_VERSION, parse_version
 log = logging.getLogger("client.contribute")
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_AUTH, EXIT_UPGRADE, EXIT_UNREACHABLE, EXIT_NETWORK, EXIT_CANARY = range(8)
-EXIT_OF_KIND = {AUTH: EXIT_AUTH, UPGRADE: EXIT_UPGRADE, PROTOCOL: EXIT_UPGRADE, NETWORK: EXIT_NETWORK,
-                CANARY: EXIT_CANARY}
+EXIT_OF_KIND = {
+    AUTH: EXIT_AUTH,
+    UPGRADE: EXIT_UPGRADE,
+    PROTOCOL: EXIT_UPGRADE,
+    NETWORK: EXIT_NETWORK,
+    CANARY: EXIT_CANARY,
+}
 DEFAULT_PARALLEL_GPU = 64
 DEFAULT_PARALLEL_CPU = 16
 RESTARTS_ALLOWED = 3  # crashed-worker restarts within RESTART_WINDOW before the client gives up
@@ -78,17 +83,27 @@ class Stop(Exception):
 def add_arguments(parser) -> None:
     parser.add_argument("--server", help="the server's address, e.g. https://sente.example.org (kept)")
     parser.add_argument("--username", help="your account on the server: logs in and keeps a client token")
-    parser.add_argument("--password-stdin", action="store_true",
-                        help="read the password from the first line of stdin instead of asking")
+    parser.add_argument(
+        "--password-stdin", action="store_true", help="read the password from the first line of stdin instead of asking"
+    )
     parser.add_argument("--config", type=Path, help="settings file (default: ~/.config/sente/client.json)")
-    parser.add_argument("--device", help="cpu, cuda:0, or several such as cuda:0,cuda:1 (one worker each; "
-                                         "default: every GPU, else the CPU)")
-    parser.add_argument("--parallel", help=f"games at once per worker (default {DEFAULT_PARALLEL_GPU} on a GPU, "
-                                           f"{DEFAULT_PARALLEL_CPU} on the CPU)")
-    parser.add_argument("--data-dir", help="where the outbox, the networks and the log live "
-                                           "(default: ~/.local/share/sente)")
-    parser.add_argument("--retry-seconds", type=float, default=5.0,
-                        help="first pause before trying the server again; it doubles up to an hour (default 5)")
+    parser.add_argument(
+        "--device",
+        help="cpu, cuda:0, or several such as cuda:0,cuda:1 (one worker each; default: every GPU, else the CPU)",
+    )
+    parser.add_argument(
+        "--parallel",
+        help=f"games at once per worker (default {DEFAULT_PARALLEL_GPU} on a GPU, {DEFAULT_PARALLEL_CPU} on the CPU)",
+    )
+    parser.add_argument(
+        "--data-dir", help="where the outbox, the networks and the log live (default: ~/.local/share/sente)"
+    )
+    parser.add_argument(
+        "--retry-seconds",
+        type=float,
+        default=5.0,
+        help="first pause before trying the server again; it doubles up to an hour (default 5)",
+    )
 
 
 def run(args) -> int:
@@ -103,8 +118,13 @@ class _Contributor:
     def __init__(self, args) -> None:
         self.args = args
         self.config_path = args.config or client_config.default_config_path()
-        flags = {"server": args.server, "username": args.username, "device": args.device,
-                 "parallel": args.parallel, "data_dir": args.data_dir}
+        flags = {
+            "server": args.server,
+            "username": args.username,
+            "device": args.device,
+            "parallel": args.parallel,
+            "data_dir": args.data_dir,
+        }
         try:
             self.stored = client_config.read_file(self.config_path)
             self.config = client_config.load(self.config_path, flags=flags)
@@ -113,8 +133,10 @@ class _Contributor:
         if args.retry_seconds <= 0:
             raise Stop(EXIT_USAGE, f"--retry-seconds: {args.retry_seconds} must be positive")
         if not self.config.server:
-            raise Stop(EXIT_USAGE, "no server: give --server URL and --username NAME the first time "
-                                   "(both are kept for later starts)")
+            raise Stop(
+                EXIT_USAGE,
+                "no server: give --server URL and --username NAME the first time (both are kept for later starts)",
+            )
         self.data_dir = self.config.data_path()
         self.ctx = multiprocessing.get_context("spawn")
         self.control = Control(self.ctx)
@@ -177,8 +199,11 @@ class _Contributor:
 
     def _can_log_in(self) -> bool:
         """Can a refused kept token be replaced now: a user to log in as and a password to be had?"""
-        return (not self._token_from_env() and bool(self.config.username)
-                and (self.args.password_stdin or (sys.stdin is not None and sys.stdin.isatty())))
+        return (
+            not self._token_from_env()
+            and bool(self.config.username)
+            and (self.args.password_stdin or (sys.stdin is not None and sys.stdin.isatty()))
+        )
 
     def _login(self) -> None:
         cfg = self.config
@@ -187,35 +212,49 @@ class _Contributor:
         password = self._password(cfg.username, cfg.server)
         server = ServerClient(cfg.server, instance_id=cfg.instance_id or "sente-client")
         try:
-            login = patiently(lambda: server.login(cfg.username, password,
-                                                    f"client on {socket.gethostname()}"[:100]))
+            login = patiently(lambda: server.login(cfg.username, password, f"client on {socket.gethostname()}"[:100]))
         except AuthError as e:
-            raise Stop(EXIT_AUTH, f"the server at {cfg.server} did not accept user {cfg.username!r} with this "
-                                  f"password ({e.message})") from None
+            raise Stop(
+                EXIT_AUTH,
+                f"the server at {cfg.server} did not accept user {cfg.username!r} with this password ({e.message})",
+            ) from None
         except ServerError as e:
             raise Stop(EXIT_FAILED, f"logging in at {cfg.server} failed: {e}") from None
         except requests.RequestException as e:
-            raise Stop(EXIT_UNREACHABLE, f"cannot reach the server at {cfg.server} ({describe_error(e)}); check the "
-                                         "address and the network connection") from None
-        kept = replace(self.stored, server=cfg.server, username=login.username, token=login.token,
-                       instance_id=self.stored.instance_id)
+            raise Stop(
+                EXIT_UNREACHABLE,
+                f"cannot reach the server at {cfg.server} ({describe_error(e)}); check the "
+                "address and the network connection",
+            ) from None
+        kept = replace(
+            self.stored,
+            server=cfg.server,
+            username=login.username,
+            token=login.token,
+            instance_id=self.stored.instance_id,
+        )
         path = client_config.save(kept, self.config_path)
         self.stored = client_config.read_file(path)
         self.config = replace(cfg, username=login.username, token=login.token, instance_id=self.stored.instance_id)
-        print(f"logged in to {cfg.server} as {login.username}; the client token is kept in {path} "
-              "(the password is not)", flush=True)
+        print(
+            f"logged in to {cfg.server} as {login.username}; the client token is kept in {path} (the password is not)",
+            flush=True,
+        )
 
     def _login_again(self) -> str:
         """What to do about a refused token, as a command that does it."""
         if self._token_from_env():
-            return (f"The token comes from {client_config.ENV['token']}: make a new one on the server's token page, "
-                    "or unset the variable and log in with --username NAME")
+            return (
+                f"The token comes from {client_config.ENV['token']}: make a new one on the server's token page, "
+                "or unset the variable and log in with --username NAME"
+            )
         command = ["python", "-m", "client", "contribute"]
         if self.args.config:
             command += ["--config", str(self.args.config)]
         command += ["--username", self.config.username or "NAME"]
-        return (f"Log in again: {shlex.join(command)} (it asks for the password; add --password-stdin "
-                "to give it on stdin)")
+        return (
+            f"Log in again: {shlex.join(command)} (it asks for the password; add --password-stdin to give it on stdin)"
+        )
 
     def _password(self, username: str, server: str) -> str:
         if self.args.password_stdin:
@@ -225,8 +264,11 @@ class _Contributor:
                 raise Stop(EXIT_USAGE, "--password-stdin: stdin ended before a password line")
             return line.rstrip("\r\n")
         if not sys.stdin.isatty():
-            raise Stop(EXIT_USAGE, f"logging in as {username} needs the password: run the command in a terminal "
-                                   "once, or give it on stdin with --password-stdin")
+            raise Stop(
+                EXIT_USAGE,
+                f"logging in as {username} needs the password: run the command in a terminal "
+                "once, or give it on stdin with --password-stdin",
+            )
         return getpass.getpass(f"password for {username} at {server}: ")
 
     def _check_server(self) -> ServerClient:
@@ -243,21 +285,30 @@ class _Contributor:
             except AuthError as e:
                 if not self._can_log_in():
                     raise
-                print(f"the server at {cfg.server} refused the client token kept for {cfg.username} ({e.message}); "
-                      "logging in again", flush=True)
+                print(
+                    f"the server at {cfg.server} refused the client token kept for {cfg.username} ({e.message}); "
+                    "logging in again",
+                    flush=True,
+                )
                 self._login()
                 cfg = self.config
                 server = ServerClient(cfg.server, cfg.token, instance_id=cfg.instance_id)
                 me = patiently(server.me)
         except AuthError as e:
-            raise Stop(EXIT_AUTH, f"the server at {cfg.server} refused the client token kept for "
-                                  f"{cfg.username or 'this user'} ({e.message}); it may have been revoked. "
-                                  f"{self._login_again()}") from None
+            raise Stop(
+                EXIT_AUTH,
+                f"the server at {cfg.server} refused the client token kept for "
+                f"{cfg.username or 'this user'} ({e.message}); it may have been revoked. "
+                f"{self._login_again()}",
+            ) from None
         except ServerError as e:
             raise Stop(EXIT_FAILED, f"the server at {cfg.server} answered {e}") from None
         except requests.RequestException as e:
-            raise Stop(EXIT_UNREACHABLE, f"cannot reach the server at {cfg.server} ({describe_error(e)}); check the "
-                                         "address and the network connection, then start again") from None
+            raise Stop(
+                EXIT_UNREACHABLE,
+                f"cannot reach the server at {cfg.server} ({describe_error(e)}); check the "
+                "address and the network connection, then start again",
+            ) from None
         self.username = me.get("username", cfg.username or "?")
         try:
             current = patiently(server.current_run)
@@ -281,13 +332,15 @@ class _Contributor:
                 index = int(d.partition(":")[2] or 0) if d.startswith("cuda") else None
                 if index is not None and index >= count:
                     there = f"cuda:0 to cuda:{count - 1}" if count > 1 else "cuda:0" if count else "none"
-                    raise Stop(EXIT_USAGE, f"--device {self.config.device}: there is no {d} on this machine "
-                                           f"(GPUs: {there})")
+                    raise Stop(
+                        EXIT_USAGE, f"--device {self.config.device}: there is no {d} on this machine (GPUs: {there})"
+                    )
         else:
             devices = [f"cuda:{i}" for i in range(count)] or ["cpu"]
         if "cpu" in devices:
-            log.warning("playing on the CPU: it works, but a GPU plays tens of times more games; "
-                        "--device cuda:0 picks one")
+            log.warning(
+                "playing on the CPU: it works, but a GPU plays tens of times more games; --device cuda:0 picks one"
+            )
         return devices
 
     # --- running ----------------------------------------------------------------------------------
@@ -299,12 +352,22 @@ class _Contributor:
         self.status = Status(server=cfg.server, username=self.username)
         self.status.outbox = outbox.counts
         if outbox.counts.pending:
-            log.warning("%d finished games from an earlier run wait in the outbox; they go out first",
-                        outbox.counts.pending)
-        specs = [WorkerSpec(index=i, device=d, server=cfg.server, token=cfg.token, instance_id=cfg.instance_id,
-                            parallel=cfg.parallel or (DEFAULT_PARALLEL_CPU if d == "cpu" else DEFAULT_PARALLEL_GPU),
-                            data_dir=str(self.data_dir), retry_start=self.args.retry_seconds)
-                 for i, d in enumerate(devices)]
+            log.warning(
+                "%d finished games from an earlier run wait in the outbox; they go out first", outbox.counts.pending
+            )
+        specs = [
+            WorkerSpec(
+                index=i,
+                device=d,
+                server=cfg.server,
+                token=cfg.token,
+                instance_id=cfg.instance_id,
+                parallel=cfg.parallel or (DEFAULT_PARALLEL_CPU if d == "cpu" else DEFAULT_PARALLEL_GPU),
+                data_dir=str(self.data_dir),
+                retry_start=self.args.retry_seconds,
+            )
+            for i, d in enumerate(devices)
+        ]
         sender_done = threading.Event()
         sender = threading.Thread(target=self._send, args=(server, outbox, sender_done), name="sender", daemon=True)
         sender.start()  # the outbox left by earlier runs goes out first, while the workers start
@@ -336,21 +399,34 @@ class _Contributor:
                         now = time.monotonic()
                         restarts = [t for t in restarts if now - t < RESTART_WINDOW] + [now]
                         if len(restarts) > RESTARTS_ALLOWED:
-                            self._fail(EXIT_FAILED, f"worker {index} ({specs[index].device}) keeps failing "
-                                                    f"(exit code {process.exitcode}); see {self.log_path}")
+                            self._fail(
+                                EXIT_FAILED,
+                                f"worker {index} ({specs[index].device}) keeps failing "
+                                f"(exit code {process.exitcode}); see {self.log_path}",
+                            )
                             self.ended.add(index)
                             continue
-                        log.error("worker %d (%s) ended unexpectedly (exit code %s); starting it again", index,
-                                  specs[index].device, process.exitcode)
+                        log.error(
+                            "worker %d (%s) ended unexpectedly (exit code %s); starting it again",
+                            index,
+                            specs[index].device,
+                            process.exitcode,
+                        )
                         self.workers[index] = self._start(specs[index])
                     if self.control.stopping.is_set():
                         # Stopping means now: a worker stuck in a long step is not waited for long.
                         stop_deadline = stop_deadline or time.monotonic() + STOP_SECONDS
                         if time.monotonic() > stop_deadline:
                             break
-                    self.status.mode = ("stopping" if self.control.stopping.is_set() else "finishing"
-                                        if self.control.finishing.is_set() else "paused"
-                                        if self.control.paused.is_set() else "running")
+                    self.status.mode = (
+                        "stopping"
+                        if self.control.stopping.is_set()
+                        else "finishing"
+                        if self.control.finishing.is_set()
+                        else "paused"
+                        if self.control.paused.is_set()
+                        else "running"
+                    )
                     self.status.sample()
                     display.refresh()
                     if time.monotonic() - last_prune > PRUNE_SECONDS:
@@ -376,11 +452,13 @@ class _Contributor:
         return self._goodbye(outbox)
 
     def _start(self, spec: WorkerSpec):
-        process = self.ctx.Process(target=worker_main, args=(spec, self.control, self.messages, self.log_queue),
-                                   name=f"worker-{spec.index}")
+        process = self.ctx.Process(
+            target=worker_main, args=(spec, self.control, self.messages, self.log_queue), name=f"worker-{spec.index}"
+        )
         process.start()
-        log.info("worker %d started on %s (pid %d), %d games at once", spec.index, spec.device, process.pid,
-                 spec.parallel)
+        log.info(
+            "worker %d started on %s (pid %d), %d games at once", spec.index, spec.device, process.pid, spec.parallel
+        )
         return process
 
     def _handle_messages(self) -> None:
@@ -426,14 +504,19 @@ class _Contributor:
                 self._fail(_exit_of_refusal(outcome), f"uploading games stopped: {outcome.message}")
                 return
             if outcome is not None and outcome.retry_after is not None and not outcome.unreachable:
-                log.info("the server asks to wait %.0f s before the next upload (%s)", outcome.retry_after,
-                         outcome.message)
+                log.info(
+                    "the server asks to wait %.0f s before the next upload (%s)", outcome.retry_after, outcome.message
+                )
                 done.wait(outcome.retry_after)
                 continue
             if outcome is not None and outcome.unreachable:
                 if self.status.upload_reachable is not False:
-                    log.warning("the server cannot be reached to upload games (%s); they wait in the outbox "
-                                "(%d now) and go out when it is back", outcome.message, outbox.counts.pending)
+                    log.warning(
+                        "the server cannot be reached to upload games (%s); they wait in the outbox "
+                        "(%d now) and go out when it is back",
+                        outcome.message,
+                        outbox.counts.pending,
+                    )
                 self.status.upload_reachable = False
                 done.wait(pause)
                 pause = min(DEFAULT_BACKOFF_CAP, pause * 2)
@@ -457,8 +540,13 @@ class _Contributor:
             return self.control.stopping.is_set()
 
         outcome = outbox.deliver_due(server.upload, stop=interrupted)
-        while (outcome is not None and outcome.retry_after is not None and not outcome.unreachable
-               and outcome.retry_after <= FINAL_PATIENCE and not interrupted()):
+        while (
+            outcome is not None
+            and outcome.retry_after is not None
+            and not outcome.unreachable
+            and outcome.retry_after <= FINAL_PATIENCE
+            and not interrupted()
+        ):
             time.sleep(outcome.retry_after)  # the server asked for a short wait: the last games still go out
             outbox.refresh()
             for entry in outbox.pending():
@@ -472,9 +560,12 @@ class _Contributor:
         t = status.totals()
         outbox.refresh()  # what the workers put after the sender's last look
         c = outbox.counts
-        print(f"played {t['selfplay_games']:.0f} self-play games ({t['rows']:.0f} training rows) and "
-              f"{t['rating_games']:.0f} rating games; uploads: {c.delivered} sent, {c.rejected} rejected, "
-              f"{c.pending} waiting in {outbox.pending_dir} for the next start; log: {self.log_path}", flush=True)
+        print(
+            f"played {t['selfplay_games']:.0f} self-play games ({t['rows']:.0f} training rows) and "
+            f"{t['rating_games']:.0f} rating games; uploads: {c.delivered} sent, {c.rejected} rejected, "
+            f"{c.pending} waiting in {outbox.pending_dir} for the next start; log: {self.log_path}",
+            flush=True,
+        )
         held = outbox.count_held()
         if held:
             print(f"{held} games wait in {outbox.held_dir} for a canary check at the next start", flush=True)
@@ -488,8 +579,12 @@ class _Contributor:
         hang); the main loop acts on them within half a second."""
         if threading.current_thread() is not threading.main_thread():
             return
-        for sig, what in ((signal.SIGINT, "interrupt"), (signal.SIGTERM, "interrupt"), (signal.SIGUSR1, "pause"),
-                          (signal.SIGUSR2, "resume")):
+        for sig, what in (
+            (signal.SIGINT, "interrupt"),
+            (signal.SIGTERM, "interrupt"),
+            (signal.SIGUSR1, "pause"),
+            (signal.SIGUSR2, "resume"),
+        ):
             signal.signal(sig, lambda *_, what=what: self._signalled.append(what))
 
     def _apply_signals(self) -> None:
@@ -505,8 +600,10 @@ class _Contributor:
         if self._interrupts == 1:
             self.control.finishing.set()
             self.control.paused.clear()
-            log.warning("finishing the games in play, then sending them (press Ctrl-C again to stop at once; "
-                        "finished games are kept either way)")
+            log.warning(
+                "finishing the games in play, then sending them (press Ctrl-C again to stop at once; "
+                "finished games are kept either way)"
+            )
         else:
             self.control.stopping.set()
             log.warning("stopping now; the finished games stay in the outbox for the next start")
@@ -523,6 +620,7 @@ class _Contributor:
 
     def _commands(self) -> None:
         """pause / resume / stop typed on stdin (a line each)."""
+
         def read() -> None:
             for line in sys.stdin:
                 word = line.strip().lower()
@@ -546,14 +644,20 @@ def _not_taken(current: dict) -> str | None:
     builds = current.get("client_builds") or []
     mine = parse_version(CLIENT_VERSION)
     if least and mine < parse_version(least):
-        return (f"this client is version {CLIENT_VERSION}, and the server's run {run} needs {least} or newer: "
-                "please upgrade the client")
+        return (
+            f"this client is version {CLIENT_VERSION}, and the server's run {run} needs {least} or newer: "
+            "please upgrade the client"
+        )
     if most and mine > parse_version(most):
-        return (f"this client is version {CLIENT_VERSION}, newer than the server's run {run} takes (versions "
-                f"{least} to {most}): please install one of those")
+        return (
+            f"this client is version {CLIENT_VERSION}, newer than the server's run {run} takes (versions "
+            f"{least} to {most}): please install one of those"
+        )
     if builds and BUILD not in builds:
-        return (f"this client is version {CLIENT_VERSION}, build {BUILD}, which the server's run {run} does not take "
-                f"(builds {', '.join(builds)}): please upgrade the client to the release the project names")
+        return (
+            f"this client is version {CLIENT_VERSION}, build {BUILD}, which the server's run {run} does not take "
+            f"(builds {', '.join(builds)}): please upgrade the client to the release the project names"
+        )
     return None
 
 

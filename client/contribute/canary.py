@@ -67,13 +67,16 @@ class CanaryGuard:
         try:
             data = self.fetch(name)
         except Exception as e:  # the server cannot be reached, or sent something wrong: computed here
-            log.warning("the server's canary reference of network %s could not be had (%s); computing it on "
-                        "this CPU", name, e)
+            log.warning(
+                "the server's canary reference of network %s could not be had (%s); computing it on this CPU", name, e
+            )
         ref = None
         if data is not None:
             try:
-                ref = (canary.CanaryOutputs.from_npz(data, f"the server's canary reference of {name}"),
-                       "the server's fp32 reference")
+                ref = (
+                    canary.CanaryOutputs.from_npz(data, f"the server's canary reference of {name}"),
+                    "the server's fp32 reference",
+                )
             except ValueError as e:
                 log.warning("%s; computing it on this CPU", e)
         if ref is None:
@@ -100,22 +103,37 @@ class CanaryGuard:
                 dtype = evaluator.autocast_dtype
                 result = self._compare(evaluator, reference, dtype)
                 if not result.passed and dtype is not None:
-                    log.warning("network %s on %s in %s fails the canary check (%s); trying fp32", name,
-                                self.device, precision_name(dtype), result.describe())
+                    log.warning(
+                        "network %s on %s in %s fails the canary check (%s); trying fp32",
+                        name,
+                        self.device,
+                        precision_name(dtype),
+                        result.describe(),
+                    )
                     fp32 = self._compare(evaluator, reference, None)
                     if fp32.passed:
                         evaluator.autocast_dtype = None
-                        log.warning("network %s on %s plays in fp32 from now on: it passes the canary check "
-                                    "there", name, self.device)
+                        log.warning(
+                            "network %s on %s plays in fp32 from now on: it passes the canary check there",
+                            name,
+                            self.device,
+                        )
                         result = fp32
             if not result.passed:
-                tried = (f"in {precision_name(dtype)} and in fp32" if dtype is not None
-                         else f"in {precision_name(dtype)}")
+                tried = (
+                    f"in {precision_name(dtype)} and in fp32" if dtype is not None else f"in {precision_name(dtype)}"
+                )
                 raise Fatal(CANARY, failure_message(name, self.device, tried, source, result))
             first = name not in self.passed_at
             self.passed_at[name] = began
-            log.log(logging.INFO if first else logging.DEBUG, "canary check of network %s on %s in %s passed (%s)",
-                    name, self.device, precision_name(evaluator.autocast_dtype), result.summary())
+            log.log(
+                logging.INFO if first else logging.DEBUG,
+                "canary check of network %s on %s in %s passed (%s)",
+                name,
+                self.device,
+                precision_name(evaluator.autocast_dtype),
+                result.summary(),
+            )
             return result
 
     def _compare(self, evaluator, reference: canary.CanaryOutputs, dtype) -> canary.CanaryResult:
@@ -134,9 +152,14 @@ class CanaryGuard:
 def failure_message(name: str, device: str, tried: str, source: str, result: canary.CanaryResult) -> str:
     """What a volunteer reads when the check fails: which network, device and precision, what differed
     by how much, and what to do."""
-    advice = ("Update the GPU driver (and torch), check the GPU is not overheating or overclocked, or play on "
-              "another device: --device cpu is slower but sure" if device.startswith("cuda")
-              else "Reinstall the client's packages (torch in particular) or try another computer")
-    return (f"network {name} on {device} {tried} does not compute what it should: on the canary positions its "
-            f"{result.describe()}, against {source}. This device's games since its last passing check are not "
-            f"uploaded (they are kept in the outbox's unchecked folder). {advice}; then start the client again")
+    advice = (
+        "Update the GPU driver (and torch), check the GPU is not overheating or overclocked, or play on "
+        "another device: --device cpu is slower but sure"
+        if device.startswith("cuda")
+        else "Reinstall the client's packages (torch in particular) or try another computer"
+    )
+    return (
+        f"network {name} on {device} {tried} does not compute what it should: on the canary positions its "
+        f"{result.describe()}, against {source}. This device's games since its last passing check are not "
+        f"uploaded (they are kept in the outbox's unchecked folder). {advice}; then start the client again"
+    )

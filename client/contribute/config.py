@@ -22,8 +22,14 @@ from pathlib import Path
 
 from common.files import atomic_write
 
-ENV = {"server": "SENTE_SERVER", "username": "SENTE_USERNAME", "token": "SENTE_TOKEN", "device": "SENTE_DEVICE",
-       "parallel": "SENTE_PARALLEL", "data_dir": "SENTE_DATA_DIR"}
+ENV = {
+    "server": "SENTE_SERVER",
+    "username": "SENTE_USERNAME",
+    "token": "SENTE_TOKEN",
+    "device": "SENTE_DEVICE",
+    "parallel": "SENTE_PARALLEL",
+    "data_dir": "SENTE_DATA_DIR",
+}
 
 
 class ConfigError(ValueError):
@@ -82,8 +88,9 @@ def read_file(path: Path) -> ClientConfig:
     return ClientConfig().merged(data, f"{path}:")
 
 
-def load(path: Path | None = None, environ: Mapping[str, str] | None = None,
-         flags: Mapping[str, object] | None = None) -> ClientConfig:
+def load(
+    path: Path | None = None, environ: Mapping[str, str] | None = None, flags: Mapping[str, object] | None = None
+) -> ClientConfig:
     """The file's settings, then the environment's, then the flags'."""
     environ = os.environ if environ is None else environ
     config = read_file(path or default_config_path())
@@ -101,8 +108,9 @@ def save(config: ClientConfig, path: Path | None = None) -> Path:
     if config.instance_id is None:
         config = replace(config, instance_id=f"sente-{uuid.uuid4().hex[:16]}")
     data = {k: v for k, v in asdict(config).items() if v is not None}
-    return atomic_write(path or default_config_path(), (json.dumps(data, indent=2, sort_keys=True) + "\n").encode(),
-                        private=True)
+    return atomic_write(
+        path or default_config_path(), (json.dumps(data, indent=2, sort_keys=True) + "\n").encode(), private=True
+    )
 
 
 def _checked(key: str, value: object, where: str) -> object:

@@ -85,9 +85,14 @@ class NetworkRef:
 class NetworkCache:
     """Networks by name in one directory; see the module docstring."""
 
-    def __init__(self, directory: str | os.PathLike[str], session: requests.Session | None = None,
-                 attempts: int = DEFAULT_ATTEMPTS, keep_days: float = DEFAULT_KEEP_DAYS,
-                 timeout: float = 60.0) -> None:
+    def __init__(
+        self,
+        directory: str | os.PathLike[str],
+        session: requests.Session | None = None,
+        attempts: int = DEFAULT_ATTEMPTS,
+        keep_days: float = DEFAULT_KEEP_DAYS,
+        timeout: float = 60.0,
+    ) -> None:
         if attempts < 1:
             raise ValueError("attempts must be at least 1")
         self.directory = Path(directory)
@@ -142,8 +147,10 @@ class NetworkCache:
                 problems.append(problem)
                 log.warning("network %s: %s; the download is deleted", ref.name, problem)
                 self._partial(ref.name).unlink(missing_ok=True)
-            raise NetworkFileError(f"network {ref.name} from {ref.url}: refused after {self.attempts} downloads: "
-                                   + "; ".join(dict.fromkeys(problems)))
+            raise NetworkFileError(
+                f"network {ref.name} from {ref.url}: refused after {self.attempts} downloads: "
+                + "; ".join(dict.fromkeys(problems))
+            )
 
     def _matches(self, path: Path, ref: NetworkRef) -> bool:
         return path.stat().st_size == ref.size and _sha256(path) == ref.sha256
@@ -169,8 +176,9 @@ class NetworkCache:
                 if status >= 500:
                     response.raise_for_status()  # the server's trouble: the caller waits and asks again
                 if status not in (200, 206):
-                    raise NetworkFileError(f"network {ref.name} from {ref.url}: the server answered {status} "
-                                           f"{response.reason}")
+                    raise NetworkFileError(
+                        f"network {ref.name} from {ref.url}: the server answered {status} {response.reason}"
+                    )
                 resume = response.status_code == 206 and _range_start(response) == have
                 with open(partial, "ab" if resume else "wb") as f:
                     for chunk in response.iter_content(READ_CHUNK):

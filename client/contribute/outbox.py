@@ -119,9 +119,14 @@ class Outbox:
     """The spool directory of finished games; see the module docstring. Thread-safe: games are put
     by the players and delivered by one sender thread."""
 
-    def __init__(self, directory: str | os.PathLike[str], backoff_start: float = DEFAULT_BACKOFF_START,
-                 backoff_cap: float = DEFAULT_BACKOFF_CAP, rng: random.Random | None = None,
-                 deliver: bool = True) -> None:
+    def __init__(
+        self,
+        directory: str | os.PathLike[str],
+        backoff_start: float = DEFAULT_BACKOFF_START,
+        backoff_cap: float = DEFAULT_BACKOFF_CAP,
+        rng: random.Random | None = None,
+        deliver: bool = True,
+    ) -> None:
         """deliver=False: an outbox that only puts games (a worker's, beside the one sender): it
         neither loads nor tidies what is there."""
         if backoff_start <= 0 or backoff_cap < backoff_start:
@@ -148,8 +153,16 @@ class Outbox:
             self.refresh()
 
     # --- putting games in -------------------------------------------------------------------------
-    def put(self, kind: str, task: str, metadata: dict, sgf: bytes, npz: bytes | None = None,
-            build: str = "", held_for: tuple[str, tuple[str, ...]] | None = None) -> Entry:
+    def put(
+        self,
+        kind: str,
+        task: str,
+        metadata: dict,
+        sgf: bytes,
+        npz: bytes | None = None,
+        build: str = "",
+        held_for: tuple[str, tuple[str, ...]] | None = None,
+    ) -> Entry:
         """Spool a finished game (atomically) played by the client build `build`; it is delivered by
         :meth:`deliver_due`. ``held_for=(device, networks)``: put it in ``held/`` until
         :meth:`release` (see the module docstring)."""
@@ -165,16 +178,36 @@ class Outbox:
             atomic_write(folder / "game.npz", npz)
         text = json.dumps(metadata, sort_keys=True)
         device, networks = held_for if held_for is not None else ("", ())
-        atomic_write(folder / "entry.json", json.dumps({"kind": kind, "task": str(task), "metadata": text,
-                                                        "game_id": game_id, "created": created,
-                                                        "build": build, "device": device,
-                                                        "networks": list(networks)}).encode())
+        atomic_write(
+            folder / "entry.json",
+            json.dumps(
+                {
+                    "kind": kind,
+                    "task": str(task),
+                    "metadata": text,
+                    "game_id": game_id,
+                    "created": created,
+                    "build": build,
+                    "device": device,
+                    "networks": list(networks),
+                }
+            ).encode(),
+        )
         target = self.held_dir if held_for is not None else self.pending_dir
         path = target / name
         os.replace(folder, path)
         fsync_dir(target)
-        entry = Entry(path=path, kind=kind, task=str(task), game_id=game_id, metadata=text, created=created,
-                      build=build, device=device, networks=tuple(networks))
+        entry = Entry(
+            path=path,
+            kind=kind,
+            task=str(task),
+            game_id=game_id,
+            metadata=text,
+            created=created,
+            build=build,
+            device=device,
+            networks=tuple(networks),
+        )
         if held_for is not None:
             return entry
         with self._lock:
@@ -185,10 +218,17 @@ class Outbox:
     def _load(self, path: Path) -> Entry | None:
         try:
             info = json.loads((path / "entry.json").read_text())
-            return Entry(path=path, kind=info["kind"], task=info["task"], game_id=info.get("game_id", ""),
-                         metadata=info["metadata"], created=float(info.get("created", 0.0)),
-                         build=str(info.get("build", "")), device=str(info.get("device", "")),
-                         networks=tuple(str(n) for n in info.get("networks", [])))
+            return Entry(
+                path=path,
+                kind=info["kind"],
+                task=info["task"],
+                game_id=info.get("game_id", ""),
+                metadata=info["metadata"],
+                created=float(info.get("created", 0.0)),
+                build=str(info.get("build", "")),
+                device=str(info.get("device", "")),
+                networks=tuple(str(n) for n in info.get("networks", [])),
+            )
         except (OSError, ValueError, KeyError, TypeError) as e:
             if not path.exists():  # delivered and removed meanwhile
                 return None
@@ -259,8 +299,9 @@ class Outbox:
         with self._lock:
             return sorted(self._entries.values(), key=lambda e: e.path.name)
 
-    def deliver_due(self, send: Callable[[Entry], Outcome], now: float | None = None,
-                    stop: Callable[[], bool] | None = None) -> Outcome | None:
+    def deliver_due(
+        self, send: Callable[[Entry], Outcome], now: float | None = None, stop: Callable[[], bool] | None = None
+    ) -> Outcome | None:
         """Try every entry that is due, oldest first, with send(entry). Stops at the first FATAL
         outcome, the first time the server cannot be reached at all (send raised: the others wait
         for the next pass rather than each fail alike), or the first time it asks to be asked later
@@ -280,8 +321,9 @@ class Outbox:
                 self._remove(entry)
                 log.info("game %s delivered", entry.game_id)
             elif outcome.kind == REJECTED:
-                log.error("game %s refused by the server, moved to %s: %s", entry.game_id, self.rejected_dir,
-                          outcome.message)
+                log.error(
+                    "game %s refused by the server, moved to %s: %s", entry.game_id, self.rejected_dir, outcome.message
+                )
                 self._reject(entry, outcome.message)
             elif outcome.kind == RETRY:
                 self._postpone(entry, outcome, t)
@@ -304,8 +346,13 @@ class Outbox:
             entry.last_error = outcome.message
             self.counts.failed_attempts += 1
             self.counts.last_error = outcome.message
-        log.log(logging.INFO if outcome.unreachable else logging.WARNING, "game %s not delivered (%s); next try in "
-                "%.1f s", entry.game_id, outcome.message, delay)
+        log.log(
+            logging.INFO if outcome.unreachable else logging.WARNING,
+            "game %s not delivered (%s); next try in %.1f s",
+            entry.game_id,
+            outcome.message,
+            delay,
+        )
 
     def _remove(self, entry: Entry) -> None:
         # Out of pending/ in one rename, then deleted: a crash halfway leaves no half entry behind.
@@ -337,12 +384,17 @@ class Outbox:
 def describe_error(e: BaseException) -> str:
     """A connection problem (requests' exceptions and the like) in a few plain words."""
     text = str(e)
-    for needle, words in (("Connection refused", "connection refused"), ("timed out", "timed out"),
-                          ("Name or service not known", "unknown host name"),
-                          ("Temporary failure in name resolution", "host name lookup failed"),
-                          ("Connection reset", "connection reset"), ("Connection aborted", "connection dropped"),
-                          ("RemoteDisconnected", "connection dropped"), ("SSLError", "TLS error"),
-                          ("CERTIFICATE_VERIFY_FAILED", "the server's certificate is not trusted")):
+    for needle, words in (
+        ("Connection refused", "connection refused"),
+        ("timed out", "timed out"),
+        ("Name or service not known", "unknown host name"),
+        ("Temporary failure in name resolution", "host name lookup failed"),
+        ("Connection reset", "connection reset"),
+        ("Connection aborted", "connection dropped"),
+        ("RemoteDisconnected", "connection dropped"),
+        ("SSLError", "TLS error"),
+        ("CERTIFICATE_VERIFY_FAILED", "the server's certificate is not trusted"),
+    ):
         if needle in text or needle in type(e).__name__:
             return words
     return f"{type(e).__name__}: {text if len(text) < 160 else text[:157] + '...'}"

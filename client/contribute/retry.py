@@ -39,8 +39,9 @@ def retry_after_seconds(header: str | None, now: float | None = None) -> float |
     return max(0.0, when.timestamp() - (time.time() if now is None else now))
 
 
-def patiently(call: Callable[[], T], patience: float = PATIENCE_SECONDS,
-              sleep: Callable[[float], object] = time.sleep) -> T:
+def patiently(
+    call: Callable[[], T], patience: float = PATIENCE_SECONDS, sleep: Callable[[float], object] = time.sleep
+) -> T:
     """call(), and again after every wait the server asks for (an exception with a ``retry_after``
     that is not None), as long as the waits add up to at most `patience` seconds; then the last
     exception is raised."""

@@ -44,8 +44,9 @@ class ServerError(Exception):
             kind = AuthError
         elif response.status_code == 426:
             kind = UpgradeRequired
-        return kind(response.status_code, code, message, response.url,
-                    retry_after_seconds(response.headers.get("Retry-After")))
+        return kind(
+            response.status_code, code, message, response.url, retry_after_seconds(response.headers.get("Retry-After"))
+        )
 
 
 class AuthError(ServerError):
@@ -76,16 +77,23 @@ def error_message(response: requests.Response) -> tuple[str, str]:
 class ServerClient:
     """One server, one token (None until :meth:`login`)."""
 
-    def __init__(self, base_url: str, token: str | None = None, instance_id: str = "sente-client",
-                 session: requests.Session | None = None, timeout: float = 30.0) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        token: str | None = None,
+        instance_id: str = "sente-client",
+        session: requests.Session | None = None,
+        timeout: float = 30.0,
+    ) -> None:
         if not base_url.startswith(("http://", "https://")):
             raise ValueError(f"server {base_url!r}: expected an http:// or https:// address")
         self.base_url = base_url.rstrip("/")
         self.token = token
         self.instance_id = instance_id
         self.session = session or requests.Session()
-        self.session.headers["User-Agent"] = (f"sente-client/{CLIENT_VERSION} (build {BUILD}; "
-                                              f"Python {platform.python_version()})")
+        self.session.headers["User-Agent"] = (
+            f"sente-client/{CLIENT_VERSION} (build {BUILD}; Python {platform.python_version()})"
+        )
         self.timeout = timeout
 
     def url(self, path: str) -> str:
@@ -102,8 +110,13 @@ class ServerClient:
     # --- the calls --------------------------------------------------------------------------------
     def login(self, username: str, password: str, token_name: str) -> Login:
         """Exchange a username and password for a new client token (kept as self.token)."""
-        r = self._check(self.session.post(self.url("auth/token/"), timeout=self.timeout,
-                                          json={"username": username, "password": password, "name": token_name}))
+        r = self._check(
+            self.session.post(
+                self.url("auth/token/"),
+                timeout=self.timeout,
+                json={"username": username, "password": password, "name": token_name},
+            )
+        )
         body = r.json()
         self.token = body["token"]
         return Login(token=body["token"], username=body["username"], name=body["name"])
@@ -114,34 +127,53 @@ class ServerClient:
     def task(self, games: int = 1, kinds: tuple[str, ...] = TASK_KINDS) -> dict:
         """A new task for up to `games` games of the given kinds (the request names this client's
         version and build, which the run may not take: UpgradeRequired)."""
-        r = self.session.post(self.url("tasks/"), headers=self._headers(), timeout=self.timeout,
-                              json={"client_version": CLIENT_VERSION, "client_build": BUILD,
-                                    "client_instance_id": self.instance_id, "kinds": list(kinds), "games": games})
+        r = self.session.post(
+            self.url("tasks/"),
+            headers=self._headers(),
+            timeout=self.timeout,
+            json={
+                "client_version": CLIENT_VERSION,
+                "client_build": BUILD,
+                "client_instance_id": self.instance_id,
+                "kinds": list(kinds),
+                "games": games,
+            },
+        )
         return self._check(r).json()
 
     def release(self, games: dict[str, int]) -> dict:
         """Tell the server the games it will get of these tasks (task id -> games in all, fewer than
         the task's): the rest are given up. The server's answer: ``given_up``, ``tasks``, ``unknown``."""
-        r = self.session.patch(self.url("tasks/"), headers=self._headers(), timeout=self.timeout,
-                               json={"tasks": [{"id": task, "games": n} for task, n in games.items()]})
+        r = self.session.patch(
+            self.url("tasks/"),
+            headers=self._headers(),
+            timeout=self.timeout,
+            json={"tasks": [{"id": task, "games": n} for task, n in games.items()]},
+        )
         return self._check(r).json()
 
     def current_run(self) -> dict:
         """The run that hands out work: its name, status, the client versions and builds it takes,
         its settings version, its self-play network and the most games a task may have."""
-        return self._check(self.session.get(self.url("runs/current/"), headers=self._headers(),
-                                            timeout=self.timeout)).json()
+        return self._check(
+            self.session.get(self.url("runs/current/"), headers=self._headers(), timeout=self.timeout)
+        ).json()
 
     def newest_network(self, run: str) -> dict | None:
         """The run's newest network that may still be played (a candidate, one playing its gating
         games, or an accepted one), as a task names a network; None if there is none."""
-        r = self._check(self.session.get(self.url("networks/"), headers=self._headers(), timeout=self.timeout,
-                                         params={"run": run}))
+        r = self._check(
+            self.session.get(self.url("networks/"), headers=self._headers(), timeout=self.timeout, params={"run": run})
+        )
         for network in r.json().get("results", []):
             if network.get("state") in ("candidate", "rating", "accepted"):
-                return {"name": network["name"], "is_random": network.get("is_random", False),
-                        "url": network.get("file_url"), "sha256": network.get("sha256") or None,
-                        "bytes": network.get("size_bytes") or 0}
+                return {
+                    "name": network["name"],
+                    "is_random": network.get("is_random", False),
+                    "url": network.get("file_url"),
+                    "sha256": network.get("sha256") or None,
+                    "bytes": network.get("size_bytes") or 0,
+                }
         return None
 
     def network_canary(self, name: str) -> bytes | None:
@@ -150,8 +182,11 @@ class ServerClient:
         another canary than this client's."""
         from common.nn import canary
 
-        info = self._check(self.session.get(self.url(f"networks/{name}/"), headers=self._headers(),
-                                            timeout=self.timeout)).json().get("canary")
+        info = (
+            self._check(self.session.get(self.url(f"networks/{name}/"), headers=self._headers(), timeout=self.timeout))
+            .json()
+            .get("canary")
+        )
         if not info or info.get("fingerprint") != canary.fingerprint():
             return None
         r = self._check(self.session.get(info["url"], headers=self._headers(), timeout=self.timeout))
@@ -170,8 +205,13 @@ class ServerClient:
                 files["npz"] = ("game.npz", npz.read_bytes(), "application/octet-stream")
         except OSError as e:  # the disk's trouble, not the server's: the entry is kept aside
             return Outcome(REJECTED, f"the outbox entry cannot be read: {e}")
-        r = self.session.post(self.url(f"games/{entry.kind}/"), headers=self._headers(), timeout=self.timeout,
-                              data={"task": entry.task, "metadata": entry.metadata}, files=files)
+        r = self.session.post(
+            self.url(f"games/{entry.kind}/"),
+            headers=self._headers(),
+            timeout=self.timeout,
+            data={"task": entry.task, "metadata": entry.metadata},
+            files=files,
+        )
         if r.status_code < 400:
             return outcome_of_status(r.status_code, json.dumps(r.json()) if r.content else "")
         _, message = error_message(r)

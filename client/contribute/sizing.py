@@ -43,8 +43,9 @@ class GameRate:
     out, while that is more recent); no rate before `min_games` games have finished or
     ``RATE_MIN_SPAN`` seconds have passed."""
 
-    def __init__(self, window: float = RATE_WINDOW, min_games: int = 1,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, window: float = RATE_WINDOW, min_games: int = 1, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.window = window
         self.min_games = min_games
         self.clock = clock

@@ -70,10 +70,12 @@ class Status:
         t = self.totals()
         moves, evals, fill = self.rates()
         o = self.outbox
-        return (f"{self.mode}: network {self.networks()}; games playing {t['playing']:.0f}, finished "
-                f"{t['selfplay_games']:.0f} self-play + {t['rating_games']:.0f} rating; {moves:.1f} moves/s, "
-                f"{evals:.0f} evals/s, batch fill {100 * fill:.0f}%; uploads: {o.delivered} sent, {o.pending} "
-                f"pending, {o.rejected} rejected, {o.failed_attempts} failed tries; server {self.server_text()}")
+        return (
+            f"{self.mode}: network {self.networks()}; games playing {t['playing']:.0f}, finished "
+            f"{t['selfplay_games']:.0f} self-play + {t['rating_games']:.0f} rating; {moves:.1f} moves/s, "
+            f"{evals:.0f} evals/s, batch fill {100 * fill:.0f}%; uploads: {o.delivered} sent, {o.pending} "
+            f"pending, {o.rejected} rejected, {o.failed_attempts} failed tries; server {self.server_text()}"
+        )
 
     def panel(self):
         """A rich renderable."""
@@ -86,16 +88,26 @@ class Status:
         table = Table.grid(padding=(0, 2))
         table.add_column(style="bold")
         table.add_column()
-        table.add_row("server", f"{self.server} as {self.username}: "
-                                + ("[green]" if self.reachable else "[red]" if self.reachable is False else "")
-                                + self.server_text() + ("[/]" if self.reachable is not None else ""))
+        table.add_row(
+            "server",
+            f"{self.server} as {self.username}: "
+            + ("[green]" if self.reachable else "[red]" if self.reachable is False else "")
+            + self.server_text()
+            + ("[/]" if self.reachable is not None else ""),
+        )
         table.add_row("network", self.networks())
-        table.add_row("games", f"{t['playing']:.0f} playing; finished {t['selfplay_games']:.0f} self-play "
-                               f"({t['rows']:.0f} training rows), {t['rating_games']:.0f} rating")
+        table.add_row(
+            "games",
+            f"{t['playing']:.0f} playing; finished {t['selfplay_games']:.0f} self-play "
+            f"({t['rows']:.0f} training rows), {t['rating_games']:.0f} rating",
+        )
         table.add_row("speed", f"{moves:.1f} moves/s, {evals:.0f} evaluations/s, batch fill {100 * fill:.0f}%")
-        table.add_row("uploads", f"{o.delivered} sent, {o.pending} pending, {o.rejected} rejected, "
-                                 f"{o.failed_attempts} failed tries"
-                                 + (f" (last: {o.last_error[:80]})" if o.last_error and o.pending else ""))
+        table.add_row(
+            "uploads",
+            f"{o.delivered} sent, {o.pending} pending, {o.rejected} rejected, "
+            f"{o.failed_attempts} failed tries"
+            + (f" (last: {o.last_error[:80]})" if o.last_error and o.pending else ""),
+        )
         for index in sorted(self.workers):
             w = self.workers[index]
             table.add_row(f"worker {index}", f"{w.get('device')}: {w.get('state')}{in_hand(w)}")

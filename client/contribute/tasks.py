@@ -106,8 +106,11 @@ class Task:
             except ValueError:
                 raise ValueError(f"id {body.get('id')!r} is not a task id") from None
             refs = [body.get("network")] if kind == "selfplay" else body.get("networks")
-            if not isinstance(refs, list) or len(refs) != (1 if kind == "selfplay" else 2) or not all(
-                    isinstance(r, dict) for r in refs):
+            if (
+                not isinstance(refs, list)
+                or len(refs) != (1 if kind == "selfplay" else 2)
+                or not all(isinstance(r, dict) for r in refs)
+            ):
                 raise ValueError(f"a {kind} task needs " + ("a network" if kind == "selfplay" else "two networks"))
             games = body.get("games")
             if type(games) is not int or games < 1:
@@ -119,10 +122,20 @@ class Task:
             networks = [NetworkRef.from_task(r) for r in refs]
             lifetime = _lifetime(body.get("created_at"), body.get("expires_at"))
         except (SettingsError, ValueError) as e:
-            raise Fatal(PROTOCOL, f"the server's task cannot be read by this client ({e}); a newer client "
-                                  "probably can: please upgrade") from None
-        return cls(id=task_id, kind=kind, settings=settings, settings_version=version, networks=networks,
-                   files=[None] * len(networks), games=games, lifetime=lifetime)
+            raise Fatal(
+                PROTOCOL,
+                f"the server's task cannot be read by this client ({e}); a newer client probably can: please upgrade",
+            ) from None
+        return cls(
+            id=task_id,
+            kind=kind,
+            settings=settings,
+            settings_version=version,
+            networks=networks,
+            files=[None] * len(networks),
+            games=games,
+            lifetime=lifetime,
+        )
 
 
 def _lifetime(created: object, expires: object) -> float | None:
@@ -142,10 +155,18 @@ def _lifetime(created: object, expires: object) -> float | None:
 class TaskQueue:
     """See the module docstring. ``sizing``: how many games to keep in hand and to ask for."""
 
-    def __init__(self, server: ServerClient, cache: NetworkCache, sizing: Sizing, retry_start: float = 5.0,
-                 retry_cap: float = 300.0, look_seconds: float = LOOK_SECONDS,
-                 prefetch_seconds: float = PREFETCH_SECONDS, run_name: str | None = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        server: ServerClient,
+        cache: NetworkCache,
+        sizing: Sizing,
+        retry_start: float = 5.0,
+        retry_cap: float = 300.0,
+        look_seconds: float = LOOK_SECONDS,
+        prefetch_seconds: float = PREFETCH_SECONDS,
+        run_name: str | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.server = server
         self.cache = cache
         self.sizing = sizing
@@ -268,11 +289,17 @@ class TaskQueue:
             self._selfplay.clear()
             self._rating.clear()
         try:
-            return self._send_releases(ServerClient(self.server.base_url, self.server.token,
-                                                    instance_id=self.server.instance_id, timeout=timeout))
+            return self._send_releases(
+                ServerClient(
+                    self.server.base_url, self.server.token, instance_id=self.server.instance_id, timeout=timeout
+                )
+            )
         except (ServerError, requests.RequestException) as e:
-            log.info("the server could not be told of the games this worker will not play (%s); their tasks "
-                     "expire in their time", e)
+            log.info(
+                "the server could not be told of the games this worker will not play (%s); their tasks "
+                "expire in their time",
+                e,
+            )
             return 0
 
     # --- the bookkeeping (under the lock) ---------------------------------------------------------
@@ -344,8 +371,12 @@ class TaskQueue:
                 level = logging.WARNING if self.reachable is not False else logging.INFO
                 self.reachable = False
                 self.state = f"server unreachable ({describe_error(e)})"
-                log.log(level, "the server cannot be reached (%s); trying again in %.1f s, and the games in hand "
-                        "go on", describe_error(e), delay)
+                log.log(
+                    level,
+                    "the server cannot be reached (%s); trying again in %.1f s, and the games in hand go on",
+                    describe_error(e),
+                    delay,
+                )
                 self._stop.wait(delay)
                 delay = min(self.retry_cap, delay * 2)
 
@@ -442,8 +473,14 @@ class TaskQueue:
             task = Task.parse(body)
             self.run_name = str(body.get("run") or self.run_name or "") or None
             self._lifetime = task.lifetime
-            log.info("task %s: %s, %d games, network %s, settings version %d", task.id, task.kind, task.games,
-                     " vs ".join(n.name for n in task.networks), task.settings_version)
+            log.info(
+                "task %s: %s, %d games, network %s, settings version %d",
+                task.id,
+                task.kind,
+                task.games,
+                " vs ".join(n.name for n in task.networks),
+                task.settings_version,
+            )
             with self._cond:
                 self._open[task.id] = task
             if task.kind == "selfplay" and self._key is not None and task.key != self._key:
@@ -464,8 +501,11 @@ class TaskQueue:
             try:
                 task.files[i] = self.cache.get(ref)
             except NetworkFileError as e:
-                raise Fatal(NETWORK, f"{e}. The server's copy seems damaged; the client stops rather than "
-                                     "play with a network it cannot check") from None
+                raise Fatal(
+                    NETWORK,
+                    f"{e}. The server's copy seems damaged; the client stops rather than "
+                    "play with a network it cannot check",
+                ) from None
 
     def _prefetch(self) -> None:
         """Download the run's newest network (the next self-play network, or a candidate about to play

@@ -159,8 +159,9 @@ class Worker:
         self._check_leftovers()
         self.queue.start()
         canary_done = threading.Event()
-        checks = threading.Thread(target=self._guard, args=(lambda: self._canary_loop(canary_done),),
-                                  name="canary", daemon=True)
+        checks = threading.Thread(
+            target=self._guard, args=(lambda: self._canary_loop(canary_done),), name="canary", daemon=True
+        )
         checks.start()
         rating = threading.Thread(target=self._guard, args=(self._rating_lane,), name="rating-lane", daemon=True)
         rating.start()
@@ -220,8 +221,7 @@ class Worker:
             self.canary.check(name, evaluator, self._paths[name])
         self.canary.last_check = time.monotonic()
         self.canary.last_seconds = self.canary.last_check - started
-        ready = [e for e in self.outbox.held(self.spec.device)
-                 if self.canary.vouched(e.device, e.networks, e.created)]
+        ready = [e for e in self.outbox.held(self.spec.device) if self.canary.vouched(e.device, e.networks, e.created)]
         if ready:
             log.debug("%d games passed the canary check; they go out", self.outbox.release(ready))
 
@@ -234,8 +234,9 @@ class Worker:
             path = self.cache.path_of(name)
             if not path.exists():
                 gone = [e for e in held if name in e.networks]
-                self.outbox.set_aside(gone, f"network {name} is no longer in the cache, so these games of it "
-                                            "cannot be checked")
+                self.outbox.set_aside(
+                    gone, f"network {name} is no longer in the cache, so these games of it cannot be checked"
+                )
                 continue
             self.evaluator(NetworkRef(name, None, None, 0), path)
         if names:
@@ -295,11 +296,15 @@ class Worker:
 
                 log.info("loading network %s on %s", ref.name, self.spec.device)
                 try:
-                    evaluator = Evaluator.from_file(path, device=self.spec.device,
-                                                    compile=self.spec.device.startswith("cuda"))
+                    evaluator = Evaluator.from_file(
+                        path, device=self.spec.device, compile=self.spec.device.startswith("cuda")
+                    )
                 except (OSError, KataGoModelError, ModelFileError, ValueError) as e:
-                    raise Fatal(PROTOCOL, f"network {ref.name} cannot be loaded by this client ({e}); a newer "
-                                          "client probably can: please upgrade") from None
+                    raise Fatal(
+                        PROTOCOL,
+                        f"network {ref.name} cannot be loaded by this client ({e}); a newer "
+                        "client probably can: please upgrade",
+                    ) from None
                 self.canary.check(ref.name, evaluator, path)  # before its first game
                 self._paths[ref.name] = path
             self._evaluators[ref.name] = evaluator
@@ -322,8 +327,14 @@ class Worker:
 
             game_id = f"{prefix}-r{game_name.rsplit('-', 1)[1]}"
             meta = rating_metadata(sgf, game_id, task.settings_version)
-            self.outbox.put("rating", task.id, meta.to_dict(), sgf, build=BUILD,
-                            held_for=(self.spec.device, checked) if checked else None)
+            self.outbox.put(
+                "rating",
+                task.id,
+                meta.to_dict(),
+                sgf,
+                build=BUILD,
+                held_for=(self.spec.device, checked) if checked else None,
+            )
             self.queue.finished(task, True)
             with self._lock:
                 self.rating_finished += 1
@@ -336,10 +347,20 @@ class Worker:
         with self._lock:
             self.rating_playing = parallel
         log.info("rating task %s: %d games, %s vs %s", task.id, task.games, *names)
-        run_match(evaluators, names, task.settings.rating, games=task.games, parallel=parallel, out_dir=None,
-                  seed=int(self.rng.integers(1 << 31)), name=f"rating-{prefix}", on_game=on_game,
-                  stop=_StopView(self.control.stopping, self.abort), more=lambda: not self.control.done(),
-                  paused=self.control.paused.is_set)
+        run_match(
+            evaluators,
+            names,
+            task.settings.rating,
+            games=task.games,
+            parallel=parallel,
+            out_dir=None,
+            seed=int(self.rng.integers(1 << 31)),
+            name=f"rating-{prefix}",
+            on_game=on_game,
+            stop=_StopView(self.control.stopping, self.abort),
+            more=lambda: not self.control.done(),
+            paused=self.control.paused.is_set,
+        )
         with self._lock:
             self.rating_playing = 0
 
@@ -373,12 +394,28 @@ class Worker:
             state = "playing"
         else:
             state = self.queue.state
-        self.messages.put(("status", self.spec.index, None, {
-            "device": self.spec.device, "state": state, "network": network, "playing": playing + rating[0],
-            "selfplay_games": totals["games"], "rating_games": rating[1], "rows": rows,
-            "moves": totals["moves"] + rating[2], "evals": totals["evals"], "offered": totals["offered"],
-            "reachable": self.queue.reachable, "in_hand": self.queue.in_hand(),
-            "in_hand_seconds": self.queue.reserve_seconds()}))
+        self.messages.put(
+            (
+                "status",
+                self.spec.index,
+                None,
+                {
+                    "device": self.spec.device,
+                    "state": state,
+                    "network": network,
+                    "playing": playing + rating[0],
+                    "selfplay_games": totals["games"],
+                    "rating_games": rating[1],
+                    "rows": rows,
+                    "moves": totals["moves"] + rating[2],
+                    "evals": totals["evals"],
+                    "offered": totals["offered"],
+                    "reachable": self.queue.reachable,
+                    "in_hand": self.queue.in_hand(),
+                    "in_hand_seconds": self.queue.reserve_seconds(),
+                },
+            )
+        )
 
     def session_ended(self, session: _Session) -> None:
         live = session.driver.live() if session.driver is not None else {}
@@ -424,8 +461,9 @@ class _Session:
         self.key = task.key
         self.draining = threading.Event()
         self.driver = None
-        self.thread = threading.Thread(target=worker._guard, args=(self._run,), name=f"selfplay-{task.key[0]}",
-                                       daemon=True)
+        self.thread = threading.Thread(
+            target=worker._guard, args=(self._run,), name=f"selfplay-{task.key[0]}", daemon=True
+        )
 
     def _run(self) -> None:
         from client.selfplay.run import LATER, GameOrder, SelfPlayDriver
@@ -436,8 +474,9 @@ class _Session:
         network = self.task.networks[0]
         try:
             evaluator = worker.evaluator(network, self.task.files[0])
-            self.driver = SelfPlayDriver(evaluator, settings, worker.spec.parallel,
-                                         seed=int(worker.rng.integers(1 << 31)))
+            self.driver = SelfPlayDriver(
+                evaluator, settings, worker.spec.parallel, seed=int(worker.rng.integers(1 << 31))
+            )
         except BaseException:
             self.draining.set()
             worker.session_ended(self)
@@ -476,16 +515,24 @@ class _Session:
             npz, rows = made
             sgf = game.sgf(network.name).encode()
             meta = training_metadata(sgf, npz, network.name, order.game_id, task.settings_version)
-            worker.outbox.put("training", task.id, meta.to_dict(), sgf, npz, build=BUILD,
-                              held_for=None if network.is_random else (worker.spec.device, (network.name,)))
+            worker.outbox.put(
+                "training",
+                task.id,
+                meta.to_dict(),
+                sgf,
+                npz,
+                build=BUILD,
+                held_for=None if network.is_random else (worker.spec.device, (network.name,)),
+            )
             worker.queue.finished(task, True)
             with worker._lock:
                 worker.rows += rows
             return rows
 
         try:
-            self.driver.run(next_game, finished, stop=_StopView(control.stopping, worker.abort),
-                            paused=control.paused.is_set)
+            self.driver.run(
+                next_game, finished, stop=_StopView(control.stopping, worker.abort), paused=control.paused.is_set
+            )
         finally:
             self.draining.set()
             worker.session_ended(self)

@@ -48,8 +48,9 @@ class _Streamed(Exception):
 
 
 class GtpEngine:
-    def __init__(self, player: Player, name: str = "Sente", rules: Rules | None = None,
-                 komi: float | None = None, evaluator=None) -> None:
+    def __init__(
+        self, player: Player, name: str = "Sente", rules: Rules | None = None, komi: float | None = None, evaluator=None
+    ) -> None:
         self.player = player
         self.evaluator = evaluator  # a client.evaluator.Evaluator, for kata-raw-nn
         self.name = name
@@ -363,8 +364,11 @@ class GtpEngine:
         rules = record.rules
         if rules is None or rules.unsupported_reason():
             if record.rules_text:
-                log.warning("loadsgf: the game's rules %r are not playable here; keeping %s",
-                            record.rules_text, self.rules.name())
+                log.warning(
+                    "loadsgf: the game's rules %r are not playable here; keeping %s",
+                    record.rules_text,
+                    self.rules.name(),
+                )
             rules = self.rules
         try:
             game = record.to_game(rules=rules, upto=upto)
@@ -440,18 +444,25 @@ class GtpEngine:
         blocks = []
         for s, ev in zip(symmetries, evals):
             lines = [f"symmetry {s}"]
-            lines += [f"whiteWin {ev.win:.6f}", f"whiteLoss {ev.loss:.6f}", f"noResult {ev.no_result:.6f}",
-                      f"whiteLead {ev.lead:.3f}", f"whiteScoreSelfplay {ev.score_mean:.3f}",
-                      f"whiteScoreSelfplaySq {ev.score_mean_sq:.3f}", "varTimeLeft -1.000",
-                      "shorttermWinlossError -1.000", "shorttermScoreError -1.000", "policy"]
+            lines += [
+                f"whiteWin {ev.win:.6f}",
+                f"whiteLoss {ev.loss:.6f}",
+                f"noResult {ev.no_result:.6f}",
+                f"whiteLead {ev.lead:.3f}",
+                f"whiteScoreSelfplay {ev.score_mean:.3f}",
+                f"whiteScoreSelfplaySq {ev.score_mean_sq:.3f}",
+                "varTimeLeft -1.000",
+                "shorttermWinlossError -1.000",
+                "shorttermScoreError -1.000",
+                "policy",
+            ]
             board = ev.policy_board(self.x_size, self.y_size)
             legal = np.zeros(board.shape, dtype=bool)
             for loc in game.legal_moves():
                 x, y = xy_of(loc)
                 legal[y, x] = True
             for y in range(self.y_size):
-                lines.append("".join(f"{board[y, x]:8.6f} " if legal[y, x] else "    NAN "
-                                     for x in range(self.x_size)))
+                lines.append("".join(f"{board[y, x]:8.6f} " if legal[y, x] else "    NAN " for x in range(self.x_size)))
             lines.append(f"policyPass {ev.policy_pass:8.6f} ")
             lines.append("whiteOwnership")
             for y in range(self.y_size):
@@ -460,9 +471,20 @@ class GtpEngine:
         return "\n".join(blocks).rstrip()
 
     # --- analysis (KataGo's kata-analyze and kata-genmove_analyze) --------------------------------
-    _IGNORED_ANALYSIS_KEYS = frozenset({"minmoves", "ownershipStdev", "pvVisits", "pvEdgeVisits",
-                                        "movesOwnership", "movesOwnershipStdev", "rootInfo", "includePolicy",
-                                        "avoid", "allow"})
+    _IGNORED_ANALYSIS_KEYS = frozenset(
+        {
+            "minmoves",
+            "ownershipStdev",
+            "pvVisits",
+            "pvEdgeVisits",
+            "movesOwnership",
+            "movesOwnershipStdev",
+            "rootInfo",
+            "includePolicy",
+            "avoid",
+            "allow",
+        }
+    )
 
     def _analysis_args(self, args: list[str]) -> tuple[int, float, int, bool]:
         """[color] [interval] then key value pairs: interval (centiseconds), maxmoves, ownership."""
@@ -580,6 +602,5 @@ class GtpEngine:
                 line += "     " + side[y]
             lines.append(line)
         lines.append(f"   {cols}")
-        lines.append(f"{color_name(game.to_move).capitalize()} to move; rules {self.rules.name()}, "
-                     f"komi {game.komi:g}")
+        lines.append(f"{color_name(game.to_move).capitalize()} to move; rules {self.rules.name()}, komi {game.komi:g}")
         return "\n".join(lines)

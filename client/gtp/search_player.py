@@ -30,13 +30,25 @@ GTP_LEAVES = 8
 def gtp_search_settings() -> SearchSettings:
     """Playing strength: no noise, no forced playouts, the tree's first-play urgency at the root
     and the raw policy at the root (temperature 1)."""
-    return SearchSettings(root_noise=False, forced_playouts=False, root_fpu_reduction=0.2,
-                          root_policy_temperature_early=1.0, root_policy_temperature=1.0)
+    return SearchSettings(
+        root_noise=False,
+        forced_playouts=False,
+        root_fpu_reduction=0.2,
+        root_policy_temperature_early=1.0,
+        root_policy_temperature=1.0,
+    )
 
 
 class SearchPlayer:
-    def __init__(self, evaluator, visits: int, settings: SearchSettings | None = None,
-                 leaves_per_batch: int = GTP_LEAVES, seed: int = 0, max_analysis_visits: int = 20000) -> None:
+    def __init__(
+        self,
+        evaluator,
+        visits: int,
+        settings: SearchSettings | None = None,
+        leaves_per_batch: int = GTP_LEAVES,
+        seed: int = 0,
+        max_analysis_visits: int = 20000,
+    ) -> None:
         if visits < 1:
             raise ValueError(f"visits {visits}: must be at least 1")
         self.visits = visits
@@ -51,8 +63,15 @@ class SearchPlayer:
     def _sync(self, game: Game) -> bool:
         """Bring the tree to game's position if it continues the last searched one; else reset it.
         Returns whether a tree was kept."""
-        key = (game.x_size, game.y_size, game.rules, game.komi, tuple(game.setup_black),
-               tuple(game.setup_white), game.start_to_move)
+        key = (
+            game.x_size,
+            game.y_size,
+            game.rules,
+            game.komi,
+            tuple(game.setup_black),
+            tuple(game.setup_white),
+            game.start_to_move,
+        )
         kept = self.search.follow(0, game, self._moves if key == self._key else None)
         self._key = key
         self._moves = game.move_list
@@ -72,8 +91,14 @@ class SearchPlayer:
         position.play(PASS, 3 - color)
         return position
 
-    def run_search(self, game: Game, visits: int, report: Callable[[SearchResult], None] | None = None,
-                   interval: float = 0.0, stop: threading.Event | None = None) -> SearchResult:
+    def run_search(
+        self,
+        game: Game,
+        visits: int,
+        report: Callable[[SearchResult], None] | None = None,
+        interval: float = 0.0,
+        stop: threading.Event | None = None,
+    ) -> SearchResult:
         """Search game's position to `visits` root visits (kept tree included), calling report with
         the current result every `interval` seconds, until done or until stop is set."""
         reuse = self._sync(game)
@@ -144,17 +169,33 @@ def move_infos(result: SearchResult, game: Game, pv: Callable[[int], list[int]],
         move = int(result.moves[k])
         winrate = 0.5 * (1.0 + result.winloss[k])
         utility = float(result.utility[k])
-        infos.append(MoveInfo(
-            loc=move, vertex=game.vertex(move), visits=int(result.visits[k]), utility=utility,
-            winrate=winrate, score=side * result.score[k],
-            score_stdev=math.sqrt(max(0.0, result.score_sq[k] - result.score[k] ** 2)),
-            lead=side * result.lead[k], prior=float(result.raw_priors[k]), lcb=winrate, utility_lcb=utility,
-            order=rank, pv=[game.vertex(m) for m in pv(move)]))
+        infos.append(
+            MoveInfo(
+                loc=move,
+                vertex=game.vertex(move),
+                visits=int(result.visits[k]),
+                utility=utility,
+                winrate=winrate,
+                score=side * result.score[k],
+                score_stdev=math.sqrt(max(0.0, result.score_sq[k] - result.score[k] ** 2)),
+                lead=side * result.lead[k],
+                prior=float(result.raw_priors[k]),
+                lcb=winrate,
+                utility_lcb=utility,
+                order=rank,
+                pv=[game.vertex(m) for m in pv(move)],
+            )
+        )
     return infos
 
 
-def analysis_line(result: SearchResult, game: Game, pv: Callable[[int], list[int]], max_moves: int = 0,
-                  ownership: np.ndarray | None = None) -> str:
+def analysis_line(
+    result: SearchResult,
+    game: Game,
+    pv: Callable[[int], list[int]],
+    max_moves: int = 0,
+    ownership: np.ndarray | None = None,
+) -> str:
     """KataGo's ``info move ...`` line for a search result (from the side to move). As in KataGo,
     ``scoreMean`` is the lead (the name kept for older tools) and ``scoreSelfplay`` the score mean."""
     parts = []
@@ -164,7 +205,8 @@ def analysis_line(result: SearchResult, game: Game, pv: Callable[[int], list[int
             f"utility {_num(m.utility)} winrate {_num(m.winrate)} scoreMean {_num(m.lead)} "
             f"scoreStdev {_num(m.score_stdev)} scoreLead {_num(m.lead)} scoreSelfplay {_num(m.score)} "
             f"prior {_num(m.prior)} lcb {_num(m.lcb)} utilityLcb {_num(m.utility_lcb)} "
-            f"weight {_num(float(m.visits))} order {m.order} pv {' '.join(m.pv)}")
+            f"weight {_num(float(m.visits))} order {m.order} pv {' '.join(m.pv)}"
+        )
     text = " ".join(parts)
     if ownership is not None:
         text += " ownership " + " ".join(_num(float(v)) for v in np.asarray(ownership).ravel())

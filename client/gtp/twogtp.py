@@ -42,9 +42,7 @@ class GtpProcess:
         self.argv = shlex.split(command) if isinstance(command, str) else list(command)
         self.name = name or self.argv[0]
         try:
-            self.proc = subprocess.Popen(
-                self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1
-            )
+            self.proc = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
         except OSError as e:
             raise GtpProcessError(f"cannot start engine {self.argv!r}: {e.strerror}") from None
 
@@ -120,9 +118,15 @@ def random_opening(size: tuple[int, int], rules: Rules, komi: float, moves: int,
     return opening
 
 
-def play_match(black: GtpProcess, white: GtpProcess, size: tuple[int, int] = (9, 9),
-               rules: Rules | None = None, komi: float = 7.0, max_moves: int | None = None,
-               opening: list[int] = ()) -> MatchResult:
+def play_match(
+    black: GtpProcess,
+    white: GtpProcess,
+    size: tuple[int, int] = (9, 9),
+    rules: Rules | None = None,
+    komi: float = 7.0,
+    max_moves: int | None = None,
+    opening: list[int] = (),
+) -> MatchResult:
     """Play one game between two engines, from the ``opening`` moves (played for both sides)."""
     rules = rules or Rules()
     x_size, y_size = size
@@ -205,14 +209,29 @@ def main(args) -> int:
                 winner = (0 if k % 2 == 0 else 1) if result.winner == BLACK else (1 if k % 2 == 0 else 0)
                 wins[winner] += 1
                 wins_as_black[winner] += result.winner == BLACK
-            print(f"game {k + 1}: {black.name} (black) - {white.name} (white): {match.record.result} after "
-                  f"{match.game.num_moves} moves ({match.reason})", file=sys.stderr)
+            print(
+                f"game {k + 1}: {black.name} (black) - {white.name} (white): {match.record.result} after "
+                f"{match.game.num_moves} moves ({match.reason})",
+                file=sys.stderr,
+            )
     if args.games > 1:
-        print(f"{names[0]} {wins[0]}, {names[1]} {wins[1]}, drawn {draws}, no result {no_result} "
-              f"of {args.games} games", file=sys.stderr)
+        print(
+            f"{names[0]} {wins[0]}, {names[1]} {wins[1]}, drawn {draws}, no result {no_result} of {args.games} games",
+            file=sys.stderr,
+        )
     if args.summary:
-        summary = {"games": args.games, "engines": names, "wins": wins, "wins_as_black": wins_as_black,
-                   "draws": draws, "no_result": no_result, "size": list(args.size), "komi": args.komi,
-                   "rules": args.rules, "openings": args.openings, "distinct_games": len(seen)}
+        summary = {
+            "games": args.games,
+            "engines": names,
+            "wins": wins,
+            "wins_as_black": wins_as_black,
+            "draws": draws,
+            "no_result": no_result,
+            "size": list(args.size),
+            "komi": args.komi,
+            "rules": args.rules,
+            "openings": args.openings,
+            "distinct_games": len(seen),
+        }
         atomic_write(Path(args.summary), json.dumps(summary, indent=1).encode())
     return 0

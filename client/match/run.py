@@ -61,7 +61,8 @@ class MatchSummary:
         a, b = self.names
         elo, half = self.elo()
         return [
-            f"{a} vs {b}: {self.wins[0]}-{self.wins[1]}" + (f" ({self.draws} drawn or void)" if self.draws else "")
+            f"{a} vs {b}: {self.wins[0]}-{self.wins[1]}"
+            + (f" ({self.draws} drawn or void)" if self.draws else "")
             + f" in {self.games} games, score {100 * self.score:.1f}%",
             f"Elo difference {elo:+.0f} +- {half:.0f} (95%)",
             f"as black: {a} won {self.wins_as_black[0]}, {b} won {self.wins_as_black[1]}; "
@@ -70,9 +71,19 @@ class MatchSummary:
 
     def to_dict(self) -> dict:
         elo, half = self.elo()
-        return {"names": list(self.names), "games": self.games, "wins": self.wins, "wins_as_black": self.wins_as_black,
-                "draws_or_void": self.draws, "resignations": self.resignations, "score": self.score,
-                "elo": elo, "elo_95": half, "moves": self.moves, "seconds": self.seconds}
+        return {
+            "names": list(self.names),
+            "games": self.games,
+            "wins": self.wins,
+            "wins_as_black": self.wins_as_black,
+            "draws_or_void": self.draws,
+            "resignations": self.resignations,
+            "score": self.score,
+            "elo": elo,
+            "elo_95": half,
+            "moves": self.moves,
+            "seconds": self.seconds,
+        }
 
 
 @dataclass
@@ -89,9 +100,21 @@ class _MatchGame:
         return self.black if self.game.to_move == BLACK else 1 - self.black
 
 
-def run_match(evaluators, names: tuple[str, str], settings: MatchSettings, games: int, parallel: int,
-              out_dir: str | Path | None, seed: int = 0, leaves_per_game: int = 1, name: str | None = None,
-              on_game=None, stop: threading.Event | None = None, more=None, paused=None) -> MatchSummary:
+def run_match(
+    evaluators,
+    names: tuple[str, str],
+    settings: MatchSettings,
+    games: int,
+    parallel: int,
+    out_dir: str | Path | None,
+    seed: int = 0,
+    leaves_per_game: int = 1,
+    name: str | None = None,
+    on_game=None,
+    stop: threading.Event | None = None,
+    more=None,
+    paused=None,
+) -> MatchSummary:
     """Play `games` games, `parallel` at a time. Game k is named ``<name>-<k>`` (name: ``match-<seed>``);
     each finished game's SGF goes to out_dir (when given) as ``<game name>.sgf``, with the summary as
     ``<name>-summary.json``, and to ``on_game(game_name, sgf_bytes)``. A set `stop` ends the match at
@@ -105,8 +128,10 @@ def run_match(evaluators, names: tuple[str, str], settings: MatchSettings, games
     name = name or f"match-{seed}"
     stop = stop or threading.Event()
     parallel = min(parallel, games)
-    engines = [BatchedSearch(ev, parallel, settings.visits, leaves_per_game, seed=seed + k,
-                             history=settings.max_moves + 8) for k, ev in enumerate(evaluators)]
+    engines = [
+        BatchedSearch(ev, parallel, settings.visits, leaves_per_game, seed=seed + k, history=settings.max_moves + 8)
+        for k, ev in enumerate(evaluators)
+    ]
     summary = MatchSummary(names=names)
     slots: list[_MatchGame | None] = [None] * parallel
     started = 0
@@ -150,7 +175,7 @@ def run_match(evaluators, names: tuple[str, str], settings: MatchSettings, games
         game.play(move)
         if not game.is_over and settings.end_when_all_pass_alive:
             game.end_if_all_pass_alive()
-        last = m.black_winrates[-settings.resign_consecutive_turns:]
+        last = m.black_winrates[-settings.resign_consecutive_turns :]
         if not game.is_over and len(last) == settings.resign_consecutive_turns:
             if max(last) < settings.resign_threshold:
                 m.resigned = BLACK

@@ -297,8 +297,24 @@ def _select_game(t, r, w, b, spatial, cache, i, leaves, width, use_cache, random
         symmetry_index(x_size, y_size, sym, width, index)
         lad1 = _ancestor_ladder(t, r, i, path, plen, 1)
         lad2 = _ancestor_ladder(t, r, i, path, plen, 2)
-        fill_row_at(wg, wb, hist, moves, table, pla, draw_equiv, 0.0, lad1, lad2, index, spatial[slot],
-                    b.glob[slot], b.legal[slot], t.ladder[i, leaf], game_scratch(w, lane))
+        fill_row_at(
+            wg,
+            wb,
+            hist,
+            moves,
+            table,
+            pla,
+            draw_equiv,
+            0.0,
+            lad1,
+            lad2,
+            index,
+            spatial[slot],
+            b.glob[slot],
+            b.legal[slot],
+            t.ladder[i, leaf],
+            game_scratch(w, lane),
+        )
         gs.table_restore(root_g, hist, table, wg[gs.G_NMOVES], wg[gs.G_HSTART])
         b.keys[slot] = key
         for d in range(plen):
@@ -338,8 +354,9 @@ def select_pass(st, spatial, leaves, width, use_cache, random_sym):
     """The selection half of a step in one thread, on the arrays of st (:class:`StepState`): select
     and encode every searching game's leaves. Returns (leaves to evaluate, searching games)."""
     t, r, w, b, cache = st.t, st.r, st.w, st.b, st.cache
-    select_leaves(t, r, w, b, spatial, cache, leaves, width, use_cache, random_sym, np.int64(0), t.gi.shape[0],
-                  np.int64(0))
+    select_leaves(
+        t, r, w, b, spatial, cache, leaves, width, use_cache, random_sym, np.int64(0), t.gi.shape[0], np.int64(0)
+    )
     return _number_rows(t, b, leaves)
 
 
@@ -352,8 +369,9 @@ def select_pass_ranges(st, spatial, leaves, width, use_cache, random_sym, bounds
 @njit(cache=True, nogil=True, parallel=True)
 def _select_ranges(t, r, w, b, spatial, cache, leaves, width, use_cache, random_sym, bounds):
     for k in prange(bounds.shape[0] - 1):
-        select_leaves(t, r, w, b, spatial, cache, leaves, width, use_cache, random_sym, bounds[k], bounds[k + 1],
-                      np.int64(k))
+        select_leaves(
+            t, r, w, b, spatial, cache, leaves, width, use_cache, random_sym, bounds[k], bounds[k + 1], np.int64(k)
+        )
     return _number_rows(t, b, leaves)
 
 
@@ -410,8 +428,15 @@ def _store_share(t, r, w, b, cache, leaves, share, shares):
             key = b.keys[slot]
             if cache_slot(cache, stored_key(key)) % shares == share:
                 leaf = w.path[i, j, w.path_len[i, j] - 1]
-                cache_put(cache, key, b.probs[slot], b.values[slot], t.ladder[i, leaf], r.boards[i, M_XSIZE],
-                          r.boards[i, M_YSIZE])
+                cache_put(
+                    cache,
+                    key,
+                    b.probs[slot],
+                    b.values[slot],
+                    t.ladder[i, leaf],
+                    r.boards[i, M_XSIZE],
+                    r.boards[i, M_YSIZE],
+                )
 
 
 @njit(cache=True, nogil=True)

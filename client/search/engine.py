@@ -68,8 +68,11 @@ class NullEvaluator:
         out = self._outputs.get(key)
         if out is None:
             n = spatial.shape[0]
-            out = (np.zeros((n, width * width + 1), np.float32), np.zeros((n, 3), np.float32),
-                   np.zeros((n, 4), np.float32))
+            out = (
+                np.zeros((n, width * width + 1), np.float32),
+                np.zeros((n, 3), np.float32),
+                np.zeros((n, 4), np.float32),
+            )
             # The same zeros for every call of this shape; writable as a network's outputs are, so that
             # the search's kernels compile for the types they will meet with a network.
             self._outputs[key] = out
@@ -178,8 +181,9 @@ class BatchedSearch:
         self.depth = min(nodes + 1, 1024)
         self.history = history
         self.roots = new_roots(games, history + self.depth + 2, gs.new_table(history + self.depth + 2).shape[0])
-        threads = max(1, min(threads if threads is not None else (os.cpu_count() or 1), games,
-                             numba.config.NUMBA_NUM_THREADS))
+        threads = max(
+            1, min(threads if threads is not None else (os.cpu_count() or 1), games, numba.config.NUMBA_NUM_THREADS)
+        )
         if threads > 1:  # (this starts numba's threads, and takes numba.set_num_threads into account)
             threads = max(1, min(threads, numba.get_num_threads()))
         self.threads = threads
@@ -266,7 +270,7 @@ class BatchedSearch:
         moves = game.move_list
         kept = previous is not None and moves[: len(previous)] == previous
         if kept:
-            for _, loc in moves[len(previous):]:
+            for _, loc in moves[len(previous) :]:
                 kept = self.advance(i, loc, keep=True) and kept
         if not kept:
             self.reset(i, game.to_move)
@@ -283,8 +287,17 @@ class BatchedSearch:
         return owner is not None and owner[0]() is game and owner[1] == game.num_moves
 
     # --- searching -------------------------------------------------------------------------------
-    def start(self, i: int, game: Game, visits: int, settings: SearchSettings, *, full: bool = True,
-              reuse: bool = False, draw_equivalent_wins: float = 0.5) -> None:
+    def start(
+        self,
+        i: int,
+        game: Game,
+        visits: int,
+        settings: SearchSettings,
+        *,
+        full: bool = True,
+        reuse: bool = False,
+        draw_equivalent_wins: float = 0.5,
+    ) -> None:
         """Start searching game i's position (game) until its root has `visits` visits.
 
         full: noise and forced playouts as the settings say (a full search); otherwise neither, and
@@ -300,8 +313,12 @@ class BatchedSearch:
         t = self.trees
         if not full:
             settings = settings.for_cheap_search()
-        if (not reuse or t.state[i, 0] != tr.EXPANDED or t.pla[i, 0] != game.to_move
-                or not self._tree_continues(i, game)):
+        if (
+            not reuse
+            or t.state[i, 0] != tr.EXPANDED
+            or t.pla[i, 0] != game.to_move
+            or not self._tree_continues(i, game)
+        ):
             tr.reset_tree(t, i, game.to_move)
         self._tree_owner[i] = (weakref.ref(game), game.num_moves)
         t.gi[i, tr.GI_READY] = 0
@@ -336,8 +353,7 @@ class BatchedSearch:
     def _check_done(self, i: int) -> None:
         t = self.trees
         gi = t.gi[i]
-        if gi[tr.GI_ACTIVE] and t.n_inflight[i, 0] == 0 and (
-                t.n_visits[i, 0] >= gi[tr.GI_TARGET] or gi[tr.GI_FULL]):
+        if gi[tr.GI_ACTIVE] and t.n_inflight[i, 0] == 0 and (t.n_visits[i, 0] >= gi[tr.GI_TARGET] or gi[tr.GI_FULL]):
             gi[tr.GI_ACTIVE] = 0
 
     def stop(self, i: int) -> None:
@@ -381,9 +397,14 @@ class BatchedSearch:
                 x = np.take(spatial, order, axis=0, out=rows)
                 g = np.take(b.glob, order, axis=0, out=self._gathered_glob[:n])
             policy, value, misc = self.evaluator.forward_raw(x, g, width)
-            args = (self.state, np.ascontiguousarray(policy, dtype=np.float32),
-                    np.ascontiguousarray(value, dtype=np.float32), np.ascontiguousarray(misc, dtype=np.float32),
-                    self.leaves, self.use_cache)
+            args = (
+                self.state,
+                np.ascontiguousarray(policy, dtype=np.float32),
+                np.ascontiguousarray(value, dtype=np.float32),
+                np.ascontiguousarray(misc, dtype=np.float32),
+                self.leaves,
+                self.use_cache,
+            )
             if self.threads == 1:
                 done, added = apply_pass(*args)
             else:
@@ -455,9 +476,24 @@ class BatchedSearch:
         glob = np.zeros(NUM_GLOBAL, np.float32)
         state = r.states[i]
         draw_equiv = 0.5 * (float(self.trees.gf[i, tr.GF_DRAW_WL]) + 1.0)
-        fill_row_at(state, r.boards[i], r.hists[i], r.moves[i], r.tables[i], int(state[gs.G_TO_MOVE]), draw_equiv,
-                    0.0, r.prev_ladder[i, 0], r.prev_ladder[i, 1], self._identity, spatial, glob, self._legal,
-                    self._lad_now, self.scratch)
+        fill_row_at(
+            state,
+            r.boards[i],
+            r.hists[i],
+            r.moves[i],
+            r.tables[i],
+            int(state[gs.G_TO_MOVE]),
+            draw_equiv,
+            0.0,
+            r.prev_ladder[i, 0],
+            r.prev_ladder[i, 1],
+            self._identity,
+            spatial,
+            glob,
+            self._legal,
+            self._lad_now,
+            self.scratch,
+        )
         return spatial, glob
 
     def principal_variation(self, i: int, move: int | None = None, length: int = 30) -> list[int]:
@@ -482,4 +518,3 @@ class BatchedSearch:
     @property
     def average_batch_fill(self) -> float:
         return self.batch_rows / self.slots_offered if self.slots_offered else 0.0
-

@@ -433,8 +433,15 @@ def prepare_root(t, i):
         probs[k] = t.e_prior[i, start + k]
     apply_temperature(probs, n, t.gf[i, GF_ROOT_TEMPERATURE])
     if t.gi[i, GI_NOISE] != 0 and n > 0:
-        add_noise(probs, n, t.gf[i, GF_NOISE_WEIGHT], t.gf[i, GF_NOISE_TOTAL], t.gf[i, GF_NOISE_SHAPED] != 0.0,
-                  t.rng[i], t.scratch[i, 1])
+        add_noise(
+            probs,
+            n,
+            t.gf[i, GF_NOISE_WEIGHT],
+            t.gf[i, GF_NOISE_TOTAL],
+            t.gf[i, GF_NOISE_SHAPED] != 0.0,
+            t.rng[i],
+            t.scratch[i, 1],
+        )
     for k in range(n):
         t.root_prior[i, k] = probs[k]
     t.gi[i, GI_READY] = 1
@@ -521,8 +528,7 @@ def _compact(t, i, new_root):
 
 
 @njit(cache=True, _nrt=False)
-def root_children(t, i, out_move, out_visits, out_prior, out_raw_prior, out_util, out_wl, out_score, out_lead,
-                  out_sq):
+def root_children(t, i, out_move, out_visits, out_prior, out_raw_prior, out_util, out_wl, out_score, out_lead, out_sq):
     """The root's edges (root priors, and the raw network priors); children's statistics are
     averages from the root player's point of view (score and lead stay white's). Returns the count."""
     start = t.edge_start[i, 0]

@@ -59,8 +59,6 @@ def _build_table() -> np.ndarray:
     return (2.0 / math.pi) * table
 
 
-
-
 @njit(cache=True)
 def expected_score_value(table, mean, sd, center, board_length):
     """E[(2/pi) atan((x - center) / board_length)] for x ~ N(mean, sd^2), in (-1, 1); table is
@@ -87,5 +85,4 @@ def expected_score_value(table, mean, sd, center, board_length):
     a = fm - i
     c = fs - j
     t = table
-    return ((1.0 - a) * ((1.0 - c) * t[i, j] + c * t[i, j + 1])
-            + a * ((1.0 - c) * t[i + 1, j] + c * t[i + 1, j + 1]))
+    return (1.0 - a) * ((1.0 - c) * t[i, j] + c * t[i, j + 1]) + a * ((1.0 - c) * t[i + 1, j] + c * t[i + 1, j + 1])

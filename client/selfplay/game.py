@@ -100,8 +100,13 @@ class SelfPlayGame:
             full = bool(self.rng.random() < s.full_search_prob)
             visits = s.visits if full else s.cheap_visits
             if full and s.reduce_visits:
-                proportion, _ = soft_resignation_weight(self.white_winloss, 1.0, s.reduce_visits_threshold,
-                                                        s.reduce_visits_lookback, s.reduced_visits_weight)
+                proportion, _ = soft_resignation_weight(
+                    self.white_winloss,
+                    1.0,
+                    s.reduce_visits_threshold,
+                    s.reduce_visits_lookback,
+                    s.reduced_visits_weight,
+                )
                 if proportion > 0:
                     visits = max(1, round(visits + proportion * (min(s.reduced_visits_min, visits) - visits)))
             self.pending_full = full
@@ -156,8 +161,11 @@ class SelfPlayGame:
         game = self.game
         pla = game.to_move
         if full:
-            visits = pruned_visits(result, s.search.cpuct, s.search.forced_playout_coeff) \
-                if s.search.forced_playouts else result.visits.astype(np.float64)
+            visits = (
+                pruned_visits(result, s.search.cpuct, s.search.forced_playout_coeff)
+                if s.search.forced_playouts
+                else result.visits.astype(np.float64)
+            )
             self.full_searches += 1
         else:
             visits = result.visits.astype(np.float64)
@@ -207,8 +215,12 @@ class SelfPlayGame:
             weight = 1.0
             if self.settings.reduce_visits:
                 proportion, weight = soft_resignation_weight(
-                    self.white_winloss, 1.0, self.settings.reduce_visits_threshold,
-                    self.settings.reduce_visits_lookback, self.settings.reduced_visits_weight)
+                    self.white_winloss,
+                    1.0,
+                    self.settings.reduce_visits_threshold,
+                    self.settings.reduce_visits_lookback,
+                    self.settings.reduced_visits_weight,
+                )
                 reduced = proportion > 0
         wl = result.root_winloss
         raw_wl = result.raw_winloss
@@ -219,25 +231,33 @@ class SelfPlayGame:
         q[0, pos[seen]] = result.winloss[seen]
         q[1, pos[seen]] = side * result.score[seen]
         q[2, pos[seen]] = result.visits[seen]
-        self.turns.append(TurnRecord(
-            spatial=spatial.astype(np.uint8),
-            global_inputs=glob.copy(),
-            player=game.to_move,
-            move=int(move_positions(np.array([move]))[0]),
-            policy_target=target,
-            search=SearchValues(win=0.5 * (1.0 + wl), loss=0.5 * (1.0 - wl), no_result=0.0,
-                                score=side * result.root_score, lead=side * result.root_lead),
-            raw=NetValues(win=0.5 * (1.0 + raw_wl), loss=0.5 * (1.0 - raw_wl), no_result=0.0,
-                          score=side * result.raw_score),
-            policy_surprise=surprise,
-            policy_entropy=prior_entropy,
-            search_entropy=search_entropy,
-            raw_policy_entropy=raw_entropy,
-            weight=weight,
-            reduced=reduced,
-            visits=result.root_visits,
-            q_targets=q if full else None,
-        ))
+        self.turns.append(
+            TurnRecord(
+                spatial=spatial.astype(np.uint8),
+                global_inputs=glob.copy(),
+                player=game.to_move,
+                move=int(move_positions(np.array([move]))[0]),
+                policy_target=target,
+                search=SearchValues(
+                    win=0.5 * (1.0 + wl),
+                    loss=0.5 * (1.0 - wl),
+                    no_result=0.0,
+                    score=side * result.root_score,
+                    lead=side * result.root_lead,
+                ),
+                raw=NetValues(
+                    win=0.5 * (1.0 + raw_wl), loss=0.5 * (1.0 - raw_wl), no_result=0.0, score=side * result.raw_score
+                ),
+                policy_surprise=surprise,
+                policy_entropy=prior_entropy,
+                search_entropy=search_entropy,
+                raw_policy_entropy=raw_entropy,
+                weight=weight,
+                reduced=reduced,
+                visits=result.root_visits,
+                q_targets=q if full else None,
+            )
+        )
 
     # --- the record ------------------------------------------------------------------------------
     def training_record(self) -> GameRecord:
@@ -278,4 +298,3 @@ class SelfPlayGame:
             if note is not None:
                 node.comment = note.text()
         return record.to_sgf()
-

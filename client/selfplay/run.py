@@ -97,8 +97,16 @@ class SelfPlayDriver:
     (results, moves, records, files), the others' numba passes, which release the GIL, go on.
     """
 
-    def __init__(self, evaluator, settings: SelfPlaySettings, parallel: int, seed: int = 0,
-                 leaves_per_game: int = 1, cache_entries: int = 1 << 15, groups: int | None = None) -> None:
+    def __init__(
+        self,
+        evaluator,
+        settings: SelfPlaySettings,
+        parallel: int,
+        seed: int = 0,
+        leaves_per_game: int = 1,
+        cache_entries: int = 1 << 15,
+        groups: int | None = None,
+    ) -> None:
         if parallel < 1:
             raise ValueError("parallel must be at least 1")
         groups = min(parallel, groups if groups is not None else default_groups(evaluator))
@@ -109,12 +117,20 @@ class SelfPlayDriver:
         self._lock = threading.Lock()
         threads = _pass_threads(groups)
         self.groups = [
-            _Group(k, settings,
-                   BatchedSearch(evaluator, parallel * (k + 1) // groups - parallel * k // groups,
-                                 max(settings.visits, settings.cheap_visits), leaves_per_game,
-                                 cache_entries=-(-cache_entries // groups),
-                                 seed=seed * groups + k if groups > 1 else seed,
-                                 history=settings.max_moves + 8, threads=threads))
+            _Group(
+                k,
+                settings,
+                BatchedSearch(
+                    evaluator,
+                    parallel * (k + 1) // groups - parallel * k // groups,
+                    max(settings.visits, settings.cheap_visits),
+                    leaves_per_game,
+                    cache_entries=-(-cache_entries // groups),
+                    seed=seed * groups + k if groups > 1 else seed,
+                    history=settings.max_moves + 8,
+                    threads=threads,
+                ),
+            )
             for k in range(groups)
         ]
 
@@ -123,13 +139,23 @@ class SelfPlayDriver:
         batch fill."""
         with self._lock:
             finished, moves = self.summary.games, self.summary.moves
-        return {"games": finished, "playing": sum(g.playing() for g in self.groups),
-                "moves": moves + sum(g.moves_in_play() for g in self.groups),
-                "evals": sum(g.engine.batch_rows for g in self.groups),
-                "offered": sum(g.engine.slots_offered for g in self.groups)}
+        return {
+            "games": finished,
+            "playing": sum(g.playing() for g in self.groups),
+            "moves": moves + sum(g.moves_in_play() for g in self.groups),
+            "evals": sum(g.engine.batch_rows for g in self.groups),
+            "offered": sum(g.engine.slots_offered for g in self.groups),
+        }
 
-    def run(self, next_game, finished, stop: threading.Event | None = None, paused=None,
-            time_limit: float | None = None, on_tick=None) -> SelfPlaySummary:
+    def run(
+        self,
+        next_game,
+        finished,
+        stop: threading.Event | None = None,
+        paused=None,
+        time_limit: float | None = None,
+        on_tick=None,
+    ) -> SelfPlaySummary:
         """Play until the feed runs dry (every slot empty), `stop` is set, or `time_limit` seconds
         passed; games unfinished then are dropped. While ``paused()`` is true no step is taken.
         ``on_tick()`` is called after each step of any group (from its thread)."""
@@ -179,8 +205,9 @@ class SelfPlayDriver:
             _short_switch_interval(True)
         try:
             for g in self.groups[1:]:
-                helpers.append(threading.Thread(target=helper, args=(g,), name=f"selfplay-group-{g.index}",
-                                                daemon=True))
+                helpers.append(
+                    threading.Thread(target=helper, args=(g,), name=f"selfplay-group-{g.index}", daemon=True)
+                )
                 helpers[-1].start()
             drive(self.groups[0])
             for h in helpers:
@@ -233,8 +260,15 @@ def run_selfplay(
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     parallel = min(parallel, games)
-    driver = SelfPlayDriver(evaluator, settings, parallel, seed=seed, leaves_per_game=leaves_per_game,
-                            cache_entries=cache_entries, groups=groups)
+    driver = SelfPlayDriver(
+        evaluator,
+        settings,
+        parallel,
+        seed=seed,
+        leaves_per_game=leaves_per_game,
+        cache_entries=cache_entries,
+        groups=groups,
+    )
     count = len(driver.groups)
     numbers = [iter(range(k, games, count)) for k in range(count)]
     files: list[Path] = []
@@ -268,8 +302,10 @@ def run_selfplay(
             last_update = now
             live = driver.live()
             elapsed = now - start
-            bar.set_postfix_str(f"{live['moves'] / elapsed:.1f} moves/s, {live['evals'] / elapsed:.0f} evals/s, "
-                                f"fill {100 * driver.fill():.0f}%")
+            bar.set_postfix_str(
+                f"{live['moves'] / elapsed:.1f} moves/s, {live['evals'] / elapsed:.0f} evals/s, "
+                f"fill {100 * driver.fill():.0f}%"
+            )
 
     start = time.perf_counter()
     try:
@@ -353,8 +389,7 @@ class _Group:
                 self.waiting.discard(i)  # the feed is done with this slot
             return None
         self.waiting.discard(i)
-        game = SelfPlayGame(order.game_id, self.settings, draw_start(self.settings, order.rng), order.rng,
-                            self.encoder)
+        game = SelfPlayGame(order.game_id, self.settings, draw_start(self.settings, order.rng), order.rng, self.encoder)
         return game, order
 
     def begin(self, next_game, finish) -> None:
@@ -377,8 +412,15 @@ class _Group:
                 self.finish(game, entry[1])
                 self.slots[i] = self.new_game(i)
                 continue
-            engine.start(i, request.game, request.visits, self.settings.search, full=request.full,
-                         reuse=request.reuse, draw_equivalent_wins=self.settings.draw_equivalent_wins)
+            engine.start(
+                i,
+                request.game,
+                request.visits,
+                self.settings.search,
+                full=request.full,
+                reuse=request.reuse,
+                draw_equivalent_wins=self.settings.draw_equivalent_wins,
+            )
             if engine.is_searching(i):
                 return
             _take_result(engine, i, game)  # a cheap search whose reused tree was big enough already

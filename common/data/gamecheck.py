@@ -117,8 +117,16 @@ class RowsAgainstGame:
     are compared with them all at once at the end.
     """
 
-    def __init__(self, rows: RowArrays, x_size: int, y_size: int, moves: list[tuple[int, int]], game_id: str,
-                 handicap: int, draw_equivalent_wins: float) -> None:
+    def __init__(
+        self,
+        rows: RowArrays,
+        x_size: int,
+        y_size: int,
+        moves: list[tuple[int, int]],
+        game_id: str,
+        handicap: int,
+        draw_equivalent_wins: float,
+    ) -> None:
         self.rows = rows
         self.x_size, self.y_size = x_size, y_size
         self.moves = moves
@@ -162,16 +170,20 @@ class RowsAgainstGame:
             raise RowMismatch(f"row {r}: turn {turn[r]:g} is not a move of this game (it has {n_moves} moves)")
         r = _first(turn[1:] < turn[:-1])
         if r is not None:
-            raise RowMismatch(f"row {r + 1}: turn {turn[r + 1]:g} comes after turn {turn[r]:g}; rows are in the "
-                              "order of the game")
+            raise RowMismatch(
+                f"row {r + 1}: turn {turn[r + 1]:g} comes after turn {turn[r]:g}; rows are in the order of the game"
+            )
         first = gt[:, GT_FIRST_TRAINING_TURN]
         if np.any(first != first[0]) or first[0] != math.floor(first[0]) or first[0] > turn[0]:
-            raise RowMismatch(f"the rows' first recorded turn ({first[0]:g}) differs between rows or comes after "
-                              f"their first turn ({turn[0]:g})")
+            raise RowMismatch(
+                f"the rows' first recorded turn ({first[0]:g}) differs between rows or comes after "
+                f"their first turn ({turn[0]:g})"
+            )
         starts = np.flatnonzero(np.r_[True, turn[1:] != turn[:-1]])
         ends = np.r_[starts[1:], self.n_rows]
-        return [TurnRows(int(turn[a]), int(a), int(b - a), int(gt[a, GT_UNREDUCED_VISITS]))
-                for a, b in zip(starts, ends)]
+        return [
+            TurnRows(int(turn[a]), int(a), int(b - a), int(gt[a, GT_UNREDUCED_VISITS])) for a, b in zip(starts, ends)
+        ]
 
     @property
     def first_recorded_turn(self) -> int | None:
@@ -182,13 +194,14 @@ class RowsAgainstGame:
     def visit(self, game: Game, played: int) -> None:
         """The game before move ``played`` (after the last move: ``played`` is the number of moves)."""
         if played in self._future:
-            self._boards[played] = game.b[COLOR:COLOR + ARR].copy()
+            self._boards[played] = game.b[COLOR : COLOR + ARR].copy()
         d = self._index.get(played)
         if d is None:
             return
         if self.moves[played][0] != game.to_move and self._problem is None:
-            self._problem = RowMismatch(f"{self._where(self.turns[d].first_row)}: the record's move there is "
-                                        "played out of turn")
+            self._problem = RowMismatch(
+                f"{self._where(self.turns[d].first_row)}: the record's move there is played out of turn"
+            )
         self._encoder.encode([game], self._spatial_buf, self._glob_buf, draw_equiv_white=self.draw_equivalent_wins)
         self._packed[d] = np.packbits(self._spatial_buf[0].astype(np.uint8), axis=1, bitorder="big")  # 0/1 planes
         self._glob[d] = self._glob_buf[0]
@@ -204,8 +217,9 @@ class RowsAgainstGame:
         if not self.turns:
             return
         if not self._seen.all():
-            raise RowMismatch(f"rows of turn {self.turns[int(np.argmin(self._seen))].turn} were not reached by the "
-                              "replay")
+            raise RowMismatch(
+                f"rows of turn {self.turns[int(np.argmin(self._seen))].turn} were not reached by the replay"
+            )
         counts = np.array([t.count for t in self.turns])
         of_row = np.repeat(np.arange(len(self.turns)), counts)  # row -> its turn's index
         self._check_positions(of_row)
@@ -223,14 +237,20 @@ class RowsAgainstGame:
         differ = packed != self._packed[of_row]
 
         def planes(r: int) -> str:
-            return (f"its input planes {np.flatnonzero(differ[r].any(axis=1)).tolist()} differ from the game's "
-                    "position at that turn")
+            return (
+                f"its input planes {np.flatnonzero(differ[r].any(axis=1)).tolist()} differ from the game's "
+                "position at that turn"
+            )
 
         self._fail(differ.any(axis=(1, 2)), planes)
         glob = np.asarray(rows["globalInputNC"], np.float32)
         differ = glob != self._glob[of_row]
-        self._fail(differ.any(axis=1), lambda r: f"its global inputs {np.flatnonzero(differ[r]).tolist()} differ "
-                                                 "from the game's position at that turn")
+        self._fail(
+            differ.any(axis=1),
+            lambda r: (
+                f"its global inputs {np.flatnonzero(differ[r]).tolist()} differ from the game's position at that turn"
+            ),
+        )
 
     def _move_pos(self, turn: int) -> int:
         loc = self.moves[turn][1]
@@ -251,25 +271,33 @@ class RowsAgainstGame:
         turns = np.array([t.turn for t in self.turns])
         scaled = policies.max(axis=2) >= POLICY_TARGET_MAX  # [R, 2]
         played = np.array([self._move_pos(t) for t in turns])
-        self._fail((policies[rows, 0, played[of_row]] <= 0) & ~scaled[:, 0],
-                   "its policy target has nothing on the move played there")
-        self._fail(np.any(policies[:, 0] != policies[firsts[of_row], 0], axis=1),
-                   "its policy target differs from another row of the same turn")
+        self._fail(
+            (policies[rows, 0, played[of_row]] <= 0) & ~scaled[:, 0],
+            "its policy target has nothing on the move played there",
+        )
+        self._fail(
+            np.any(policies[:, 0] != policies[firsts[of_row], 0], axis=1),
+            "its policy target differs from another row of the same turn",
+        )
         expected = policies[firsts, 1].copy()  # the own first row's: where the next turn has no rows
         for d, t in enumerate(turns):
             if t == n_moves - 1:
                 expected[d] = 1
             elif t + 1 in self._index:
                 expected[d] = policies[self.turns[self._index[t + 1]].first_row, 0]
-        self._fail(np.any(policies[:, 1] != expected[of_row], axis=1),
-                   "its next-move policy target is not the next turn's")
+        self._fail(
+            np.any(policies[:, 1] != expected[of_row], axis=1), "its next-move policy target is not the next turn's"
+        )
         following = np.array([self._move_pos(t + 1) if t + 1 < n_moves else -1 for t in turns])
         has_next = following[of_row] >= 0
-        self._fail(has_next & (policies[rows, 1, np.maximum(following[of_row], 0)] <= 0) & ~scaled[:, 1],
-                   "its next-move policy target has nothing on the next move played")
+        self._fail(
+            has_next & (policies[rows, 1, np.maximum(following[of_row], 0)] <= 0) & ~scaled[:, 1],
+            "its next-move policy target has nothing on the next move played",
+        )
 
-    def _check_outcome(self, of_row: np.ndarray, game: Game, result: str, komi: float, rules: Rules,
-                       move_limit_reached: bool) -> None:
+    def _check_outcome(
+        self, of_row: np.ndarray, game: Game, result: str, komi: float, rules: Rules, move_limit_reached: bool
+    ) -> None:
         if result == "Void":
             outcome, ownership = RowsResult.without_result(), None
         else:
@@ -278,15 +306,24 @@ class RowsAgainstGame:
             outcome = RowsResult.from_score(game.result.score)
             own = game.ownership("scoring")
             ownership = (own == WHITE).astype(np.int8) - (own == BLACK).astype(np.int8)
-        values = RowsGame(self.x_size, self.y_size, komi, rules, outcome, [], None,
-                          draw_equivalent_wins_for_white=self.draw_equivalent_wins).white_value_targets()[0]
+        values = RowsGame(
+            self.x_size,
+            self.y_size,
+            komi,
+            rules,
+            outcome,
+            [],
+            None,
+            draw_equivalent_wins_for_white=self.draw_equivalent_wins,
+        ).white_value_targets()[0]
         # What the end gives each side to move (index 0: black, 1: white); each turn takes its side's.
         y, x = self.y_size, self.x_size
         sides = (BLACK, WHITE)
         scores = [-float(values[3]), float(values[3])]
         capped = np.clip(scores, -SCORE_TARGET_CAP, SCORE_TARGET_CAP)
-        by_side_final = np.float32([[values[1], values[0], values[2], capped[0]],
-                                    [values[0], values[1], values[2], capped[1]]])
+        by_side_final = np.float32(
+            [[values[1], values[0], values[2], capped[0]], [values[0], values[1], values[2], capped[1]]]
+        )
         by_side_score = np.zeros(2, np.float32)
         by_side_distr = np.stack([dummy_score_distribution()] * 2)
         by_side_own = np.zeros((2, DATA_LEN, DATA_LEN), np.int8)
@@ -310,21 +347,32 @@ class RowsAgainstGame:
         next_weight = np.ones(n)
         next_weight[[d for d, t in enumerate(self.turns) if t.turn == n_moves - 1]] = 0.0
         gt = self.gt
-        given = gt[:, GT_WIN:GT_SCORE + 1].astype(np.float32)
+        given = gt[:, GT_WIN : GT_SCORE + 1].astype(np.float32)
+
         def final_values(r: int) -> str:
             side = "white" if self._player[of_row[r]] == WHITE else "black"
-            return (f"its final value targets {given[r].tolist()} contradict the game's end ({result}: "
-                    f"{final[of_row[r]].tolist()} for {side})")
+            return (
+                f"its final value targets {given[r].tolist()} contradict the game's end ({result}: "
+                f"{final[of_row[r]].tolist()} for {side})"
+            )
 
         self._fail(np.any(given != final[of_row], axis=1), final_values)
-        self._fail(gt[:, GT_FINAL_SCORE].astype(np.float32) != final_score[of_row],
-                   lambda r: f"its final score {gt[r, GT_FINAL_SCORE]:g} is not the game's "
-                             f"{float(final_score[of_row[r]]):g}")
+        self._fail(
+            gt[:, GT_FINAL_SCORE].astype(np.float32) != final_score[of_row],
+            lambda r: f"its final score {gt[r, GT_FINAL_SCORE]:g} is not the game's {float(final_score[of_row[r]]):g}",
+        )
         constants = {
-            GT_ROW_WEIGHT: 1.0, GT_POLICY_WEIGHT: 1.0, GT_FUTURE_BOARD_WEIGHT: 1.0, GT_SCORING_WEIGHT: 0.0,
-            GT_AREA_SCORING: 1.0 if rules.scoring == "AREA" else 0.0, GT_EARLIER_NET: 0.0, GT_NETS_BEHIND: 0.0,
-            GT_HIT_TURN_LIMIT: 1.0 if move_limit_reached else 0.0, GT_GAME_FINISHED: 0.0 if move_limit_reached else 1.0,
-            GT_EXTRA_BLACK: float(self.extra_black), GT_INITIAL_TURN: 0.0,
+            GT_ROW_WEIGHT: 1.0,
+            GT_POLICY_WEIGHT: 1.0,
+            GT_FUTURE_BOARD_WEIGHT: 1.0,
+            GT_SCORING_WEIGHT: 0.0,
+            GT_AREA_SCORING: 1.0 if rules.scoring == "AREA" else 0.0,
+            GT_EARLIER_NET: 0.0,
+            GT_NETS_BEHIND: 0.0,
+            GT_HIT_TURN_LIMIT: 1.0 if move_limit_reached else 0.0,
+            GT_GAME_FINISHED: 0.0 if move_limit_reached else 1.0,
+            GT_EXTRA_BLACK: float(self.extra_black),
+            GT_INITIAL_TURN: 0.0,
             GT_GAME_MODE: float(GAME_MODE_HANDICAP if self.extra_black else GAME_MODE_NORMAL),
             GT_OWNERSHIP_WEIGHT: 0.0 if ownership is None else 1.0,
         }
@@ -337,21 +385,34 @@ class RowsAgainstGame:
             return f"globalTargetsNC channel {c} is {gt[r, c]:g}, the game gives {constants[c]:g}"
 
         self._fail(differ.any(axis=1), channel)
-        self._fail(gt[:, GT_NEXT_POLICY_WEIGHT] != next_weight[of_row],
-                   lambda r: f"its next-move policy weight is {gt[r, GT_NEXT_POLICY_WEIGHT]:g}, expected "
-                             f"{next_weight[of_row[r]]:g}")
+        self._fail(
+            gt[:, GT_NEXT_POLICY_WEIGHT] != next_weight[of_row],
+            lambda r: (
+                f"its next-move policy weight is {gt[r, GT_NEXT_POLICY_WEIGHT]:g}, expected {next_weight[of_row[r]]:g}"
+            ),
+        )
         chunks = np.asarray(game_hash_chunks(game_id_hash(self.game_id)), np.float64)
-        self._fail(np.any(gt[:, GT_GAME_HASH] != chunks, axis=1),
-                   f"its game hash is not the hash of game id {self.game_id!r}")
+        self._fail(
+            np.any(gt[:, GT_GAME_HASH] != chunks, axis=1), f"its game hash is not the hash of game id {self.game_id!r}"
+        )
         self_komi = np.asarray(self.rows["globalInputNC"], np.float32)[:, 5] * np.float32(20.0)
         self._fail(gt[:, GT_SELF_KOMI].astype(np.float32) != self_komi, "its self komi is not its input's")
-        self._fail(np.any(np.asarray(self.rows["scoreDistrN"]) != distr[of_row], axis=1),
-                   "its final score distribution contradicts the game's score")
+        self._fail(
+            np.any(np.asarray(self.rows["scoreDistrN"]) != distr[of_row], axis=1),
+            "its final score distribution contradicts the game's score",
+        )
         differ = np.asarray(self.rows["valueTargetsNCHW"]) != planes[of_row]  # [R, 5, 19, 19]
-        names = {VT_OWNERSHIP: "final ownership", VT_SEKI: "seki", VT_FUTURE_8: "board 8 moves on",
-                 VT_FUTURE_32: "board 32 moves on", VT_SCORING: "scoring"}
-        self._fail(differ.any(axis=(1, 2, 3)),
-                   lambda r: f"its {names[int(np.argmax(differ[r].any(axis=(1, 2))))]} target contradicts the game")
+        names = {
+            VT_OWNERSHIP: "final ownership",
+            VT_SEKI: "seki",
+            VT_FUTURE_8: "board 8 moves on",
+            VT_FUTURE_32: "board 32 moves on",
+            VT_SCORING: "scoring",
+        }
+        self._fail(
+            differ.any(axis=(1, 2, 3)),
+            lambda r: f"its {names[int(np.argmax(differ[r].any(axis=(1, 2))))]} target contradicts the game",
+        )
 
     # --- the count --------------------------------------------------------------------------------
     def check_count(self, full_weight: float, full_turns: int) -> None:
@@ -361,5 +422,7 @@ class RowsAgainstGame:
         deviations (plus one) with odds of about 1e-9."""
         bound = full_weight + ROW_COUNT_SIGMAS * math.sqrt(full_turns) / 2.0 + 1.0
         if self.n_rows > bound:
-            raise RowMismatch(f"it holds {self.n_rows} rows, more than the {full_turns} full searches of the game "
-                              f"can give (their weight is {full_weight:g}; at most {math.floor(bound)} rows)")
+            raise RowMismatch(
+                f"it holds {self.n_rows} rows, more than the {full_turns} full searches of the game "
+                f"can give (their weight is {full_weight:g}; at most {math.floor(bound)} rows)"
+            )

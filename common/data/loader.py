@@ -47,8 +47,14 @@ from common.data.schema import (
 log = logging.getLogger(__name__)
 
 NUM_SYMMETRIES = 8
-_NPZ_ARRAYS = ("binaryInputNCHWPacked", "globalInputNC", "policyTargetsNCMove", "globalTargetsNC", "scoreDistrN",
-               "valueTargetsNCHW")
+_NPZ_ARRAYS = (
+    "binaryInputNCHWPacked",
+    "globalInputNC",
+    "policyTargetsNCMove",
+    "globalTargetsNC",
+    "scoreDistrN",
+    "valueTargetsNCHW",
+)
 
 
 @dataclass(frozen=True)
@@ -80,8 +86,12 @@ class Batch:
 
     def rows(self) -> dict[str, np.ndarray]:
         """The targets under KataGo's array names (``common.nn.loss.targets_from_rows`` reads them)."""
-        return {"policyTargetsNCMove": self.policy, "globalTargetsNC": self.global_targets,
-                "scoreDistrN": self.score_distribution, "valueTargetsNCHW": self.ownership[:, None]}
+        return {
+            "policyTargetsNCMove": self.policy,
+            "globalTargetsNC": self.global_targets,
+            "scoreDistrN": self.score_distribution,
+            "valueTargetsNCHW": self.ownership[:, None],
+        }
 
 
 @dataclass
@@ -123,8 +133,12 @@ def decode_rows(data: bytes, name: str = "<bytes>") -> _Rows:
     if missing:
         raise ValueError(f"training rows {name}: lacks array(s) {', '.join(missing)}")
     n = arrays["globalTargetsNC"].shape[0]
-    shapes = {"binaryInputNCHWPacked": (n, NUM_SPATIAL_INPUTS, PACKED_LEN), "globalInputNC": (n, NUM_GLOBAL_INPUTS),
-              "policyTargetsNCMove": (n, 2, POLICY_LEN), "scoreDistrN": (n, SCORE_DISTR_LEN)}
+    shapes = {
+        "binaryInputNCHWPacked": (n, NUM_SPATIAL_INPUTS, PACKED_LEN),
+        "globalInputNC": (n, NUM_GLOBAL_INPUTS),
+        "policyTargetsNCMove": (n, 2, POLICY_LEN),
+        "scoreDistrN": (n, SCORE_DISTR_LEN),
+    }
     for a, shape in shapes.items():
         if arrays[a].shape != shape:
             raise ValueError(f"training rows {name}: {a} has shape {arrays[a].shape}, expected {shape}")
@@ -137,12 +151,15 @@ def decode_rows(data: bytes, name: str = "<bytes>") -> _Rows:
     if value.ndim != 4 or value.shape[0] != n or value.shape[2:] != (DATA_LEN, DATA_LEN):
         raise ValueError(f"training rows {name}: valueTargetsNCHW has shape {value.shape}")
     packed = arrays["binaryInputNCHWPacked"]
-    return _Rows(packed=packed, global_inputs=arrays["globalInputNC"].astype(np.float32, copy=False),
-                 policy=arrays["policyTargetsNCMove"].astype(np.int16, copy=False),
-                 global_targets=targets.astype(np.float32, copy=False),
-                 score_distribution=arrays["scoreDistrN"].astype(np.int8, copy=False),
-                 ownership=np.ascontiguousarray(value[:, VT_OWNERSHIP]).astype(np.int8, copy=False),
-                 sides=_board_sides(packed, name))
+    return _Rows(
+        packed=packed,
+        global_inputs=arrays["globalInputNC"].astype(np.float32, copy=False),
+        policy=arrays["policyTargetsNCMove"].astype(np.int16, copy=False),
+        global_targets=targets.astype(np.float32, copy=False),
+        score_distribution=arrays["scoreDistrN"].astype(np.int8, copy=False),
+        ownership=np.ascontiguousarray(value[:, VT_OWNERSHIP]).astype(np.int8, copy=False),
+        sides=_board_sides(packed, name),
+    )
 
 
 def _board_sides(packed: np.ndarray, name: str) -> np.ndarray:
@@ -187,9 +204,14 @@ def make_batch(rows: _Rows, rng: np.random.Generator | None) -> Batch:
                 policy_board[chosen] = _turn(policy_board[chosen], s)
                 ownership[chosen] = _turn(ownership[chosen], s)
     policy = np.concatenate((policy_board.reshape(n, 2, side * side), rows.policy[:, :, DATA_AREA:]), axis=2)
-    return Batch(spatial=planes.astype(np.float32), global_inputs=rows.global_inputs, policy=policy,
-                 global_targets=rows.global_targets, score_distribution=rows.score_distribution,
-                 ownership=np.ascontiguousarray(ownership))
+    return Batch(
+        spatial=planes.astype(np.float32),
+        global_inputs=rows.global_inputs,
+        policy=policy,
+        global_targets=rows.global_targets,
+        score_distribution=rows.score_distribution,
+        ownership=np.ascontiguousarray(ownership),
+    )
 
 
 class ShuffledPass:
@@ -202,9 +224,18 @@ class ShuffledPass:
     batches are made ahead. ``drop_last`` leaves out the last, smaller batch.
     """
 
-    def __init__(self, files: Sequence[RowFile], open_file: Callable[[str], bytes], batch_size: int, seed: int,
-                 block_rows: int = 100_000, symmetries: bool = True, drop_last: bool = False,
-                 transform: Callable[[Batch], object] | None = None, prefetch: int = 4) -> None:
+    def __init__(
+        self,
+        files: Sequence[RowFile],
+        open_file: Callable[[str], bytes],
+        batch_size: int,
+        seed: int,
+        block_rows: int = 100_000,
+        symmetries: bool = True,
+        drop_last: bool = False,
+        transform: Callable[[Batch], object] | None = None,
+        prefetch: int = 4,
+    ) -> None:
         if batch_size < 1:
             raise ValueError(f"batch_size must be positive, got {batch_size}")
         if block_rows < 1:
@@ -318,7 +349,7 @@ class ShuffledPass:
             skip = 0
             pos = 0
             while pos < len(order):
-                take = order[pos:pos + size - held]
+                take = order[pos : pos + size - held]
                 pos += len(take)
                 pending.append(rows.take(take))
                 held += len(take)

@@ -706,8 +706,9 @@ def save_rows(rows: Mapping[str, np.ndarray], path: str | os.PathLike[str]) -> P
     return atomic_write(Path(path), rows_npz(rows))
 
 
-def game_rows_npz(game: GameRecord, rng: np.random.Generator | int | None = None,
-                  **options: float) -> tuple[bytes, int] | None:
+def game_rows_npz(
+    game: GameRecord, rng: np.random.Generator | int | None = None, **options: float
+) -> tuple[bytes, int] | None:
     """One game's rows as npz bytes, with their number; None when the game yielded no rows (KataGo
     skips such games). ``options`` go to :func:`game_to_rows`."""
     rows = game_to_rows(game, rng=rng, **options)

@@ -46,9 +46,13 @@ class StartNote:
         return self.opening_moves + 1
 
     def to_dict(self) -> dict[str, Any]:
-        return {"komi_drawn": self.komi_drawn, "extra_black": self.extra_black,
-                "komi_compensated": self.komi_compensated, "opening_moves": self.opening_moves,
-                "first_recorded_move": self.first_recorded_move}
+        return {
+            "komi_drawn": self.komi_drawn,
+            "extra_black": self.extra_black,
+            "komi_compensated": self.komi_compensated,
+            "opening_moves": self.opening_moves,
+            "first_recorded_move": self.first_recorded_move,
+        }
 
 
 @dataclass(frozen=True)
@@ -58,8 +62,10 @@ class RootInfo:
     move_limit_reached: bool
 
     def to_comment(self) -> str:
-        return json.dumps({"settings": self.settings, "start": self.start.to_dict(),
-                           "move_limit_reached": self.move_limit_reached}, sort_keys=True)
+        return json.dumps(
+            {"settings": self.settings, "start": self.start.to_dict(), "move_limit_reached": self.move_limit_reached},
+            sort_keys=True,
+        )
 
 
 def _need(ok: bool, problem: str) -> None:
@@ -81,8 +87,10 @@ def read_root_comment(text: str | None) -> RootInfo:
     except ValueError as e:
         raise SelfPlayRecordError(f"the root comment is not JSON: {e}") from None
     _need(isinstance(data, dict), f"must be a JSON object, not {type(data).__name__}")
-    _need(set(data) == set(ROOT_KEYS), f"must have exactly the keys {', '.join(ROOT_KEYS)}, "
-                                       f"has {', '.join(sorted(map(str, data)))}")
+    _need(
+        set(data) == set(ROOT_KEYS),
+        f"must have exactly the keys {', '.join(ROOT_KEYS)}, has {', '.join(sorted(map(str, data)))}",
+    )
     _need(isinstance(data["settings"], dict), "settings must be an object")
     _need(type(data["move_limit_reached"]) is bool, "move_limit_reached must be true or false")
     start = data["start"]
@@ -93,11 +101,12 @@ def read_root_comment(text: str | None) -> RootInfo:
     _need(type(komi) in (int, float) and math.isfinite(komi), f"start.komi_drawn {komi!r} is not a number")
     _need(type(start["komi_compensated"]) is bool, "start.komi_compensated must be true or false")
     opening = _whole(start["opening_moves"], "opening_moves")
-    game_start = StartNote(float(komi), _whole(start["extra_black"], "extra_black"), start["komi_compensated"],
-                           opening)
-    _need(start["first_recorded_move"] == game_start.first_recorded_move,
-          f"start.first_recorded_move {start['first_recorded_move']!r} is not opening_moves + 1 "
-          f"({game_start.first_recorded_move})")
+    game_start = StartNote(float(komi), _whole(start["extra_black"], "extra_black"), start["komi_compensated"], opening)
+    _need(
+        start["first_recorded_move"] == game_start.first_recorded_move,
+        f"start.first_recorded_move {start['first_recorded_move']!r} is not opening_moves + 1 "
+        f"({game_start.first_recorded_move})",
+    )
     return RootInfo(data["settings"], game_start, data["move_limit_reached"])
 
 
@@ -112,8 +121,10 @@ class SearchNote:
     score: float
 
     def text(self) -> str:
-        return (f"{'full' if self.full else 'cheap'} {self.visits} visits, winrate {self.winrate:.3f}, "
-                f"white score {self.score:+.1f}")
+        return (
+            f"{'full' if self.full else 'cheap'} {self.visits} visits, winrate {self.winrate:.3f}, "
+            f"white score {self.score:+.1f}"
+        )
 
 
 _NOTE = re.compile(r"(full|cheap) (\d{1,9}) visits, winrate (\d\.\d{3}), white score ([+-]\d{1,4}\.\d)")
@@ -126,6 +137,7 @@ def read_search_note(text: str | None) -> SearchNote | None:
         return None
     m = _NOTE.fullmatch(text)
     if m is None:
-        raise SelfPlayRecordError(f"move comment {text[:80]!r} is not a search note ('full N visits, winrate "
-                                  "W, white score S')")
+        raise SelfPlayRecordError(
+            f"move comment {text[:80]!r} is not a search note ('full N visits, winrate W, white score S')"
+        )
     return SearchNote(m.group(1) == "full", int(m.group(2)), float(m.group(3)), float(m.group(4)))

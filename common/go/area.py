@@ -107,8 +107,12 @@ def _new_mark(ws):
 @njit(cache=True, inline="always", _nrt=False)
 def _flags(non_pass_alive_stones, safe_big, unsafe_big, multi_stone_suicide_legal):
     """The options as F_* flags, a run-time int64 whatever the arguments."""
-    return (np.int64(non_pass_alive_stones) * F_STONES | np.int64(safe_big) * F_SAFE_BIG
-            | np.int64(unsafe_big) * F_UNSAFE_BIG | np.int64(multi_stone_suicide_legal) * F_SUICIDE)
+    return (
+        np.int64(non_pass_alive_stones) * F_STONES
+        | np.int64(safe_big) * F_SAFE_BIG
+        | np.int64(unsafe_big) * F_UNSAFE_BIG
+        | np.int64(multi_stone_suicide_legal) * F_SUICIDE
+    )
 
 
 @njit(cache=True, inline="always", _nrt=False)
@@ -142,8 +146,12 @@ def _region_step(ws, lab, n, tag, qt):
 @njit(cache=True, inline="always", _nrt=False)
 def _pla_edges(ws, lab, p):
     """Number of pla stones next to p."""
-    return (np.int64(ws[_u(lab + p - STRIDE)] == L_PLA) + np.int64(ws[_u(lab + p - 1)] == L_PLA)
-            + np.int64(ws[_u(lab + p + 1)] == L_PLA) + np.int64(ws[_u(lab + p + STRIDE)] == L_PLA))
+    return (
+        np.int64(ws[_u(lab + p - STRIDE)] == L_PLA)
+        + np.int64(ws[_u(lab + p - 1)] == L_PLA)
+        + np.int64(ws[_u(lab + p + 1)] == L_PLA)
+        + np.int64(ws[_u(lab + p + STRIDE)] == L_PLA)
+    )
 
 
 @njit(cache=True, inline="always", _nrt=False)
@@ -416,8 +424,7 @@ def area_ws(b, non_pass_alive_stones, safe_big, unsafe_big, multi_stone_suicide_
 @njit(cache=True)
 def area(b, non_pass_alive_stones, safe_big, unsafe_big, multi_stone_suicide_legal, result):
     """Owner of every location (EMPTY where nobody); see the module doc."""
-    area_ws(b, non_pass_alive_stones, safe_big, unsafe_big, multi_stone_suicide_legal, result,
-            new_area_workspace())
+    area_ws(b, non_pass_alive_stones, safe_big, unsafe_big, multi_stone_suicide_legal, result, new_area_workspace())
 
 
 @njit(cache=True, inline="always", _nrt=False)
@@ -564,8 +571,7 @@ def _independent_life(b, keep_stones, flags, result, ws):
 @njit(cache=True, _nrt=False)
 def independent_life_area_ws(b, keep_stones, multi_stone_suicide_legal, result, ws):
     """independent_life_area with a workspace from new_area_workspace (allocates nothing)."""
-    return _independent_life(b, np.int64(keep_stones), _flags(True, True, True, multi_stone_suicide_legal),
-                             result, ws)
+    return _independent_life(b, np.int64(keep_stones), _flags(True, True, True, multi_stone_suicide_legal), result, ws)
 
 
 @njit(cache=True)

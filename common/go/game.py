@@ -113,8 +113,7 @@ class Game:
         self._start(BLACK)
 
     @classmethod
-    def from_diagram(cls, diagram: str, rules: Rules | None = None, komi: float = 7.5,
-                     to_move: int = BLACK) -> Game:
+    def from_diagram(cls, diagram: str, rules: Rules | None = None, komi: float = 7.5, to_move: int = BLACK) -> Game:
         """A game starting from a text diagram: one row per line, top row first; X or B black,
         O or W white, '.' or '+' empty; spaces are ignored."""
         rows = [line.replace(" ", "") for line in diagram.strip().splitlines()]
@@ -129,8 +128,7 @@ class Game:
                 elif ch in "OoWw":
                     white.append(loc_of(x, y))
                 elif ch not in ".+":
-                    raise ValueError(f"diagram character {ch!r} at row {y + 1}, column {x + 1} "
-                                     "is not X, O or .")
+                    raise ValueError(f"diagram character {ch!r} at row {y + 1}, column {x + 1} is not X, O or .")
         game.setup(black, white, to_move=to_move)
         return game
 
@@ -504,8 +502,11 @@ class Game:
         independent = np.empty(ARR, dtype=np.int8)
         area_kernels.independent_life_area(self.b, False, self._rules.suicide, independent)
         dead = set(self.dead_stones())
-        return [loc for loc in self.locs()
-                if self.color_at(loc) in (BLACK, WHITE) and loc not in dead and independent[loc] == EMPTY]
+        return [
+            loc
+            for loc in self.locs()
+            if self.color_at(loc) in (BLACK, WHITE) and loc not in dead and independent[loc] == EMPTY
+        ]
 
     def is_all_pass_alive(self) -> bool:
         return bool(area_kernels.all_pass_alive(self.b, self._rules.suicide))

@@ -75,6 +75,7 @@ G_RECENT = 20  # recent turns that count as the network's move history (KataGo's
 G_MIN_EMPTY = 21  # fewest empty points of a position in the ko history (hist[G_HSTART..])
 G_LEN = 24
 
+
 def new_table(cap: int) -> np.ndarray:
     """An empty multiset for a history of up to cap turns (load factor at most one half)."""
     size = 64

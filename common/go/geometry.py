@@ -51,9 +51,7 @@ def opponent(color: int) -> int:
 def check_size(x_size: int, y_size: int) -> None:
     for name, value in (("width", x_size), ("height", y_size)):
         if not MIN_SIZE <= value <= MAX_SIZE:
-            raise ValueError(
-                f"board {name} {value} is outside the supported range {MIN_SIZE}..{MAX_SIZE}"
-            )
+            raise ValueError(f"board {name} {value} is outside the supported range {MIN_SIZE}..{MAX_SIZE}")
 
 
 def on_board(x: int, y: int, x_size: int, y_size: int) -> bool:

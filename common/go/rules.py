@@ -185,12 +185,12 @@ def _preset(komi: float, **kw) -> tuple[Rules, float]:
 
 
 _TERRITORY = dict(ko="SIMPLE", scoring="TERRITORY", tax="SEKI", suicide=False)
-_CHINESE = dict(ko="SIMPLE", scoring="AREA", tax="NONE", suicide=False, white_handicap_bonus="N",
-                friendly_pass_ok=True)
+_CHINESE = dict(ko="SIMPLE", scoring="AREA", tax="NONE", suicide=False, white_handicap_bonus="N", friendly_pass_ok=True)
 _CHINESE_OGS = dict(_CHINESE, ko="POSITIONAL")
 _STONE = dict(ko="SIMPLE", scoring="AREA", tax="ALL", suicide=False, friendly_pass_ok=True)
-_AGA = dict(ko="SITUATIONAL", scoring="AREA", tax="NONE", suicide=False, white_handicap_bonus="N-1",
-            friendly_pass_ok=True)
+_AGA = dict(
+    ko="SITUATIONAL", scoring="AREA", tax="NONE", suicide=False, white_handicap_bonus="N-1", friendly_pass_ok=True
+)
 _NZ = dict(ko="SITUATIONAL", scoring="AREA", tax="NONE", suicide=True, friendly_pass_ok=True)
 _TT = dict(ko="POSITIONAL", scoring="AREA", tax="NONE", suicide=True)
 _GOE = dict(_TT, friendly_pass_ok=True)
@@ -285,8 +285,16 @@ _COMPACT = [
     ("whb", ("0", "N-1", "N")),
     ("fpok", ("1", "0")),
 ]
-_COMPACT_ATTR = {"ko": "ko", "scoring": "scoring", "score": "scoring", "tax": "tax", "sui": "suicide",
-                 "button": "has_button", "whb": "white_handicap_bonus", "fpok": "friendly_pass_ok"}
+_COMPACT_ATTR = {
+    "ko": "ko",
+    "scoring": "scoring",
+    "score": "scoring",
+    "tax": "tax",
+    "sui": "suicide",
+    "button": "has_button",
+    "whb": "white_handicap_bonus",
+    "fpok": "friendly_pass_ok",
+}
 
 
 def _parse_compact(s: str) -> tuple[Rules, float | None]:
@@ -300,7 +308,7 @@ def _parse_compact(s: str) -> tuple[Rules, float | None]:
         for prefix, values in _COMPACT:
             if not rest.startswith(prefix):
                 continue
-            rest = rest[len(prefix):].strip()
+            rest = rest[len(prefix) :].strip()
             if values is None:
                 m = re.match(r"[-+0-9.eE]+", rest)
                 if not m:
@@ -309,12 +317,12 @@ def _parse_compact(s: str) -> tuple[Rules, float | None]:
                     komi = check_komi(float(m.group(0)), "rules komi")
                 except ValueError as e:
                     raise RulesError(f"unknown rules {s!r}: {e}") from None
-                rest = rest[m.end():]
+                rest = rest[m.end() :]
             else:
                 value = next((v for v in values if rest.startswith(v)), None)
                 if value is None:
                     raise RulesError(f"unknown rules {s!r}: bad value after {prefix!r}")
-                rest = rest[len(value):]
+                rest = rest[len(value) :]
                 attr = _COMPACT_ATTR[prefix]
                 if attr in ("suicide", "has_button", "friendly_pass_ok"):
                     fields[attr] = value == "1"

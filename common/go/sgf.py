@@ -163,7 +163,7 @@ class _Parser:
                 return SGFNode(props, line=line, column=col)
             ident_pos = self.pos
             self.pos = _LETTERS.match(self.text, self.pos).end()
-            raw = self.text[ident_pos:self.pos]
+            raw = self.text[ident_pos : self.pos]
             # FF[3] allowed lower-case letters inside identifiers (AddBlack = AB).
             ident = "".join(ch for ch in raw if ch.isupper())
             if not ident:
@@ -182,7 +182,7 @@ class _Parser:
         # The common case: no escapes before the closing bracket.
         close = self.text.find("]", self.pos)
         if close >= 0 and self.text.find("\\", self.pos, close) < 0:
-            value = self.text[self.pos:close]
+            value = self.text[self.pos : close]
             self.pos = close + 1
             return value
         out = []
@@ -291,8 +291,13 @@ class GameRecord:
         s = self.setup
         return WHITE if (self.handicap >= 2 and s.black and not s.white) else BLACK
 
-    def to_game(self, rules: Rules | None = None, komi: float | None = None, upto: int | None = None,
-                visit: Callable[[Game, int], None] | None = None) -> Game:
+    def to_game(
+        self,
+        rules: Rules | None = None,
+        komi: float | None = None,
+        upto: int | None = None,
+        visit: Callable[[Game, int], None] | None = None,
+    ) -> Game:
         """Replay the main line; upto limits it to the first `upto` moves. ``visit(game, played)``, when
         given, sees the game before each move (``played`` moves made so far) and at the end."""
         rules = rules or self.rules or Rules()
@@ -302,8 +307,7 @@ class GameRecord:
         played = 0
         for i, node in enumerate(self.nodes):
             if node.setup:
-                to_move = node.to_move if node.to_move is not None else (
-                    self.first_to_move() if i == 0 else None)
+                to_move = node.to_move if node.to_move is not None else (self.first_to_move() if i == 0 else None)
                 game.setup(node.setup.black, node.setup.white, node.setup.empty, to_move=to_move)
             elif i == 0:
                 game.set_to_move(self.first_to_move())
@@ -335,8 +339,13 @@ class GameRecord:
             root.append(("RU", [self.rules_text]))
         if self.handicap:
             root.append(("HA", [str(self.handicap)]))
-        for key, value in (("PB", self.black_player), ("PW", self.white_player), ("DT", self.date),
-                           ("GN", self.game_name), ("RE", self.result)):
+        for key, value in (
+            ("PB", self.black_player),
+            ("PW", self.white_player),
+            ("DT", self.date),
+            ("GN", self.game_name),
+            ("RE", self.result),
+        ):
             if value:
                 root.append((key, [value]))
         parts = ["(;" + _props(root + _node_props(self.nodes[0]))]
@@ -350,8 +359,15 @@ class GameRecord:
         root = Node()
         if game.setup_black or game.setup_white:
             root.setup = Setup(list(game.setup_black), list(game.setup_white))
-        rec = cls(x_size=game.x_size, y_size=game.y_size, komi=game.komi, rules=game.rules,
-                  handicap=game.handicap, nodes=[root], **meta)
+        rec = cls(
+            x_size=game.x_size,
+            y_size=game.y_size,
+            komi=game.komi,
+            rules=game.rules,
+            handicap=game.handicap,
+            nodes=[root],
+            **meta,
+        )
         if game.start_to_move != rec.first_to_move():
             root.to_move = game.start_to_move
         for color, loc in game.move_list:

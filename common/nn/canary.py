@@ -73,8 +73,15 @@ class CanaryPosition:
         return game
 
     def to_dict(self) -> dict:
-        return {"name": self.name, "x_size": self.x_size, "y_size": self.y_size, "rules": self.rules,
-                "komi": self.komi, "moves": self.moves, "handicap": self.handicap}
+        return {
+            "name": self.name,
+            "x_size": self.x_size,
+            "y_size": self.y_size,
+            "rules": self.rules,
+            "komi": self.komi,
+            "moves": self.moves,
+            "handicap": self.handicap,
+        }
 
 
 _OPENING_19 = "pd dp pp dd fq qf nc jd cf ch qn nq cn"
@@ -89,26 +96,63 @@ POSITIONS: tuple[CanaryPosition, ...] = (
     CanaryPosition("19-ko", 19, 19, "aga", 7.5, _KO.format(elsewhere="pp")),
     CanaryPosition("19-handicap-4", 19, 19, "aga", 0.5, "qn nq pj", handicap=4),
     CanaryPosition("19-after-pass", 19, 19, "bga", 6.5, "pd dp pp pass"),
-    CanaryPosition("19-scattered", 19, 19, "tromp-taylor", 7.5,
-                   "ld hp nb sg ed kn gm sm sr ik pf lc mn oa rk cm dr ba mm lh kg rq sc cj ra ma qa rs qp fa "
-                   "el ig km bb op og en ro nq dh"),
-    CanaryPosition("13-scattered", 13, 13, "new-zealand", 7.0,
-                   "bb lb jb eh hd eg df gm ge im ja bm fd dj gi mk bi kl jj al lf ka ha di hk ch ki lj fm ld"),
-    CanaryPosition("13-stone-scoring", 13, 13, "stone-scoring", 7.0,
-                   "ie jl kk hc fh dm hj lm ll db im da jj ff hl le ae ak il am ck fi cd bf"),
+    CanaryPosition(
+        "19-scattered",
+        19,
+        19,
+        "tromp-taylor",
+        7.5,
+        "ld hp nb sg ed kn gm sm sr ik pf lc mn oa rk cm dr ba mm lh kg rq sc cj ra ma qa rs qp fa "
+        "el ig km bb op og en ro nq dh",
+    ),
+    CanaryPosition(
+        "13-scattered",
+        13,
+        13,
+        "new-zealand",
+        7.0,
+        "bb lb jb eh hd eg df gm ge im ja bm fd dj gi mk bi kl jj al lf ka ha di hk ch ki lj fm ld",
+    ),
+    CanaryPosition(
+        "13-stone-scoring",
+        13,
+        13,
+        "stone-scoring",
+        7.0,
+        "ie jl kk hc fh dm hj lm ll db im da jj ff hl le ae ak il am ck fi cd bf",
+    ),
     CanaryPosition("9-empty", 9, 9, "chinese", 7.0),
-    CanaryPosition("9-scattered", 9, 9, "tromp-taylor", 7.0,
-                   "dd de eb if ch cc cb ia ca fg ii ie ab id hi dg af bd fh ha fc bc ba di gg ci ic fi cd ec"),
-    CanaryPosition("9-suicide-rules", 9, 9, "new-zealand", 7.0,
-                   "hi fd bf gh da ig gd ha ec hb ag hh be dg gb de ba id hd fc fb gi di eh ae eb"),
+    CanaryPosition(
+        "9-scattered",
+        9,
+        9,
+        "tromp-taylor",
+        7.0,
+        "dd de eb if ch cc cb ia ca fg ii ie ab id hi dg af bd fh ha fc bc ba di gg ci ic fi cd ec",
+    ),
+    CanaryPosition(
+        "9-suicide-rules",
+        9,
+        9,
+        "new-zealand",
+        7.0,
+        "hi fd bf gh da ig gd ha ec hb ag hh be dg gb de ba id hd fc fb gi di eh ae eb",
+    ),
     CanaryPosition("9-ko", 9, 9, "chinese", 7.0, _KO.format(elsewhere="ee")),
     CanaryPosition("9-button", 9, 9, "aga-button", 7.0, "ee cc gg"),
     CanaryPosition("7-empty", 7, 7, "tromp-taylor", 9.0),
-    CanaryPosition("7-scattered", 7, 7, "tromp-taylor", 9.0,
-                   "gc cb gd cg da fa ef bb be eg ea gf ec ca eb df cf db bc ga de ed"),
+    CanaryPosition(
+        "7-scattered", 7, 7, "tromp-taylor", 9.0, "gc cb gd cg da fa ef bb be eg ea gf ec ca eb df cf db bc ga de ed"
+    ),
     CanaryPosition("7-capture", 7, 7, "chinese-ogs", 9.0, "dd aa ba cc ab"),
-    CanaryPosition("13x9-scattered", 13, 9, "tromp-taylor", 7.0,
-                   "he bg id ic eb lb mi bh aa jd gf bf jg la kd eg ch bi ga hi fe ac gi ff"),
+    CanaryPosition(
+        "13x9-scattered",
+        13,
+        9,
+        "tromp-taylor",
+        7.0,
+        "he bg id ic eb lb mi bh aa jd gf bf jg la kd eg ch bi ga hi fe ac gi ff",
+    ),
 )
 
 
@@ -132,8 +176,13 @@ def _encode(game_list: list[Game]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 def fingerprint() -> str:
     """sha256 (hex) of the version, the positions and their encoded inputs."""
     digest = hashlib.sha256()
-    digest.update(json.dumps({"version": CANARY_VERSION, "positions": [p.to_dict() for p in positions()]},
-                             sort_keys=True, separators=(",", ":")).encode())
+    digest.update(
+        json.dumps(
+            {"version": CANARY_VERSION, "positions": [p.to_dict() for p in positions()]},
+            sort_keys=True,
+            separators=(",", ":"),
+        ).encode()
+    )
     for array in _encode(games()):
         digest.update(np.ascontiguousarray(array, dtype="<f4").tobytes())
     return digest.hexdigest()
@@ -158,8 +207,12 @@ class CanaryOutputs:
 
     def to_npz(self) -> bytes:
         out = io.BytesIO()
-        np.savez_compressed(out, version=np.array(CANARY_VERSION), fingerprint=np.array(self.fingerprint),
-                            **{k: getattr(self, k) for k in self.ARRAYS})
+        np.savez_compressed(
+            out,
+            version=np.array(CANARY_VERSION),
+            fingerprint=np.array(self.fingerprint),
+            **{k: getattr(self, k) for k in self.ARRAYS},
+        )
         return out.getvalue()
 
     @classmethod
@@ -174,15 +227,27 @@ class CanaryOutputs:
             raise ValueError(f"{source}: not canary outputs ({type(e).__name__}: {e})") from None
         n = len(positions())
         if version != CANARY_VERSION or fp != fingerprint():
-            raise ValueError(f"{source}: outputs of canary version {version} (fingerprint {fp[:12]}), not of this "
-                             f"client's version {CANARY_VERSION} (fingerprint {fingerprint()[:12]})")
-        shapes = {"policy": (n, POLICY_LEN), "value": (n, 3), "lead": (n,), "score_mean": (n,),
-                  "ownership": (n, NN_AREA)}
+            raise ValueError(
+                f"{source}: outputs of canary version {version} (fingerprint {fp[:12]}), not of this "
+                f"client's version {CANARY_VERSION} (fingerprint {fingerprint()[:12]})"
+            )
+        shapes = {
+            "policy": (n, POLICY_LEN),
+            "value": (n, 3),
+            "lead": (n,),
+            "score_mean": (n,),
+            "ownership": (n, NN_AREA),
+        }
         for k, shape in shapes.items():
             if arrays[k].shape != shape:
                 raise ValueError(f"{source}: {k} has shape {list(arrays[k].shape)}, expected {list(shape)}")
-        return cls(fingerprint=fp, **{k: arrays[k].astype(np.float64 if k in ("value", "lead", "score_mean")
-                                                           else np.float32) for k in cls.ARRAYS})
+        return cls(
+            fingerprint=fp,
+            **{
+                k: arrays[k].astype(np.float64 if k in ("value", "lead", "score_mean") else np.float32)
+                for k in cls.ARRAYS
+            },
+        )
 
 
 def evaluate(model: Model, device: torch.device | str = "cpu", dtype: torch.dtype | None = None) -> CanaryOutputs:
@@ -210,20 +275,29 @@ def evaluate(model: Model, device: torch.device | str = "cpu", dtype: torch.dtyp
                     raw = model(x, g, with_score_belief=False)
             else:
                 raw = model(x, g, with_score_belief=False)
-            raw = ModelOutput(*(t.float() for t in (raw.policy, raw.value, raw.misc, raw.ownership,
-                                                     raw.score_belief, raw.score_belief_gamma)))
+            raw = ModelOutput(
+                *(
+                    t.float()
+                    for t in (raw.policy, raw.value, raw.misc, raw.ownership, raw.score_belief, raw.score_belief_gamma)
+                )
+            )
             out = pad_to_grid(raw, h, w)
-            ev = interpret(out, torch.from_numpy(legal[rows]).to(device) > 0, False,
-                           [no_result_possible(game_list[i].rules.ko, game_list[i].rules.scoring) for i in rows],
-                           model_version=model.config.version)
+            ev = interpret(
+                out,
+                torch.from_numpy(legal[rows]).to(device) > 0,
+                False,
+                [no_result_possible(game_list[i].rules.ko, game_list[i].rules.scoring) for i in rows],
+                model_version=model.config.version,
+            )
         policy[rows] = ev.policy_full.float().cpu().numpy()
         value[rows] = torch.stack([ev.win, ev.loss, ev.no_result], 1).cpu().numpy()
         lead[rows] = ev.lead.cpu().numpy()
         score_mean[rows] = ev.score_mean.cpu().numpy()
         own = ev.ownership.float().cpu().numpy().reshape(len(rows), NN_AREA)
         ownership[rows] = own
-    return CanaryOutputs(policy=policy, value=value, lead=lead, score_mean=score_mean, ownership=ownership,
-                         fingerprint=fingerprint())
+    return CanaryOutputs(
+        policy=policy, value=value, lead=lead, score_mean=score_mean, ownership=ownership, fingerprint=fingerprint()
+    )
 
 
 # --- comparing ---------------------------------------------------------------------------------------
@@ -247,8 +321,13 @@ FP32_TOLERANCE = Tolerance("fp32", (0.0045, 0.0135), (0.225, 0.9), (0.0045, 0.01
 REDUCED_TOLERANCE = Tolerance("reduced precision", (0.015, 0.045), (0.75, 3.0), (0.015, 0.045), (0.002, 0.004))
 
 MEASURES = ("winrate", "score", "top_policy", "policy_kl", "ownership")
-_WORDS = {"winrate": "winrate", "score": "score (lead)", "top_policy": "top policy move",
-          "policy_kl": "policy KL divergence", "ownership": "ownership"}
+_WORDS = {
+    "winrate": "winrate",
+    "score": "score (lead)",
+    "top_policy": "top policy move",
+    "policy_kl": "policy KL divergence",
+    "ownership": "ownership",
+}
 
 
 @dataclass
@@ -297,12 +376,15 @@ def errors_per_position(reference: CanaryOutputs, got: CanaryOutputs) -> dict[st
     with np.errstate(divide="ignore", invalid="ignore"):
         terms = np.where(p > 1e-30, p * (np.log(np.where(p > 1e-30, p, 1.0)) - np.log(q)), 0.0)
     policy_kl = terms.sum(axis=1)
-    on_board = np.array([[1.0 if (i % NN_LEN) < pos.x_size and (i // NN_LEN) < pos.y_size else 0.0
-                          for i in range(NN_AREA)] for pos in positions()])
+    on_board = np.array(
+        [
+            [1.0 if (i % NN_LEN) < pos.x_size and (i // NN_LEN) < pos.y_size else 0.0 for i in range(NN_AREA)]
+            for pos in positions()
+        ]
+    )
     own = 0.5 * np.abs(reference.ownership.astype(np.float64) - got.ownership) * on_board
     ownership = own.sum(axis=1) / on_board.sum(axis=1)
-    out = {"winrate": winrate, "score": score, "top_policy": top_policy, "policy_kl": policy_kl,
-           "ownership": ownership}
+    out = {"winrate": winrate, "score": score, "top_policy": top_policy, "policy_kl": policy_kl, "ownership": ownership}
     return {k: np.where(np.isfinite(v), v, np.inf) for k, v in out.items()}
 
 
@@ -322,11 +404,15 @@ def compare(reference: CanaryOutputs, got: CanaryOutputs, tolerance: Tolerance =
         errors[measure] = (p99, top, names[worst])
         bound99, bound_max = getattr(tolerance, measure)
         if not top <= bound_max:
-            failures.append(f"{_WORDS[measure]} differs by up to {_fmt(measure, top)} (at position {names[worst]}; "
-                            f"{tolerance.name} allows {_fmt(measure, bound_max)})")
+            failures.append(
+                f"{_WORDS[measure]} differs by up to {_fmt(measure, top)} (at position {names[worst]}; "
+                f"{tolerance.name} allows {_fmt(measure, bound_max)})"
+            )
         elif not p99 <= bound99:
-            failures.append(f"{_WORDS[measure]} differs by {_fmt(measure, p99)} at the 99th percentile of the "
-                            f"positions ({tolerance.name} allows {_fmt(measure, bound99)})")
+            failures.append(
+                f"{_WORDS[measure]} differs by {_fmt(measure, p99)} at the 99th percentile of the "
+                f"positions ({tolerance.name} allows {_fmt(measure, bound99)})"
+            )
     return CanaryResult(tolerance, errors, failures)
 
 

@@ -156,13 +156,34 @@ class EncodeScratch(NamedTuple):
 
 
 def new_scratch() -> EncodeScratch:
-    return EncodeScratch(new_buf(), np.zeros(4, np.int64), new_area_workspace(), np.zeros(ARR, np.int8),
-                         np.zeros((18, NN_AREA), np.float32))
+    return EncodeScratch(
+        new_buf(),
+        np.zeros(4, np.int64),
+        new_area_workspace(),
+        np.zeros(ARR, np.int8),
+        np.zeros((18, NN_AREA), np.float32),
+    )
 
 
 @njit(cache=True, _nrt=False)
-def fill_row_at(g, b, hist, moves, table, pla, draw_equiv_white, pda, lad_prev1, lad_prev2, index, spatial, glob,
-                legal, lad_now, scratch):
+def fill_row_at(
+    g,
+    b,
+    hist,
+    moves,
+    table,
+    pla,
+    draw_equiv_white,
+    pda,
+    lad_prev1,
+    lad_prev2,
+    index,
+    spatial,
+    glob,
+    legal,
+    lad_now,
+    scratch,
+):
     """Write the inputs of one position into spatial[22, P] and glob[19] (both zeroed here), board
     position p = y * 19 + x going to index[p] of each plane (a crop of the grid, a symmetry).
 
@@ -347,8 +368,17 @@ def position_key(g, b, hist, moves, pla, symmetry, extra):
     h = _mix(h, get_hash(b))
     h = _mix(h, pla)
     h = _mix(h, b[M_KO])
-    for k in (gs.G_KO_RULE, gs.G_SUICIDE, gs.G_TAX, gs.G_KOMI2, gs.G_WBONUS2, gs.G_HANDICAP, gs.G_WHB,
-              gs.G_BUTTON, gs.G_OVER):
+    for k in (
+        gs.G_KO_RULE,
+        gs.G_SUICIDE,
+        gs.G_TAX,
+        gs.G_KOMI2,
+        gs.G_WBONUS2,
+        gs.G_HANDICAP,
+        gs.G_WHB,
+        gs.G_BUTTON,
+        gs.G_OVER,
+    ):
         h = _mix(h, g[k])
     h = _mix(h, 1 if pass_would_end_game(g, hist, moves, pla) else 0)
     n = g[gs.G_NMOVES]
@@ -396,9 +426,24 @@ class Encoder:
             ladder_plane(prev2, self.lad[1], self.scratch)
             s = 0 if symmetries is None else symmetries[i]
             symmetry_index(game.x_size, game.y_size, s, NN_LEN, self.index)
-            fill_row_at(game.g, game.b, game.hist, game.moves, game.table, pla, draw_equiv_white, pda,
-                        self.lad[0], self.lad[1], self.index, spatial[i], glob[i], self.legal, self.lad[2],
-                        self.scratch)
+            fill_row_at(
+                game.g,
+                game.b,
+                game.hist,
+                game.moves,
+                game.table,
+                pla,
+                draw_equiv_white,
+                pda,
+                self.lad[0],
+                self.lad[1],
+                self.index,
+                spatial[i],
+                glob[i],
+                self.legal,
+                self.lad[2],
+                self.scratch,
+            )
             if legal is not None:
                 _scatter_legal(self.legal, self.index, game.x_size, game.y_size, legal[i])
 

@@ -78,10 +78,16 @@ def parse_header(header_json: bytes, size: int, path: str | Path = "<bytes>") ->
         count = 1
         for d in shape:
             count *= d
-        if dtype not in DTYPE_BYTES or min(shape, default=0) < 0 or not 0 <= start <= stop \
-                or stop - start != count * DTYPE_BYTES[dtype]:
-            raise ModelFileError(f"network file {path}: tensor {key!r} has an inconsistent entry "
-                                 f"(dtype {dtype}, shape {list(shape)}, bytes {start}..{stop})")
+        if (
+            dtype not in DTYPE_BYTES
+            or min(shape, default=0) < 0
+            or not 0 <= start <= stop
+            or stop - start != count * DTYPE_BYTES[dtype]
+        ):
+            raise ModelFileError(
+                f"network file {path}: tensor {key!r} has an inconsistent entry "
+                f"(dtype {dtype}, shape {list(shape)}, bytes {start}..{stop})"
+            )
         tensors[key] = TensorInfo(dtype, shape, start, stop)
         covered += stop - start
         end = max(end, stop)

@@ -593,9 +593,15 @@ def _enter(b, loc, defender, start, buf):
     n = 2
     l0 = _immediate_libs(b, m0)
     l1 = _immediate_libs(b, m1)
-    if (l0 == 0 and l1 == 0 and _would_be_ko_capture(b, m0, opp) and _would_be_ko_capture(b, m1, opp)
-            and _at_most_two_libs_after_play(b, m0, pla) and _at_most_two_libs_after_play(b, m1, pla)
-            and not _has_liberty_gaining_captures(b, loc)):
+    if (
+        l0 == 0
+        and l1 == 0
+        and _would_be_ko_capture(b, m0, opp)
+        and _would_be_ko_capture(b, m1, opp)
+        and _at_most_two_libs_after_play(b, m0, pla)
+        and _at_most_two_libs_after_play(b, m1, pla)
+        and not _has_liberty_gaining_captures(b, loc)
+    ):
         return WIN, n  # double-ko death
     if not _adjacent(m0, m1):
         if l0 >= 3 and l1 >= 3:

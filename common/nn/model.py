@@ -289,7 +289,11 @@ class ValueHead(nn.Module):
         self.score_belief = ScoreBeliefHead(cfg)
 
     def forward(
-        self, x: torch.Tensor, mask: torch.Tensor, mask_sum: torch.Tensor, global_inputs: torch.Tensor,
+        self,
+        x: torch.Tensor,
+        mask: torch.Tensor,
+        mask_sum: torch.Tensor,
+        global_inputs: torch.Tensor,
         with_score_belief: bool = True,
     ) -> tuple[torch.Tensor, ...]:
         v1 = self.norm_v1(self.conv_v1(x), mask, mask_sum)
@@ -345,7 +349,8 @@ class Model(nn.Module):
         x = self.norm_trunk(x, mask, mask_sum)
         policy = self.policy_head(x, mask, mask_sum)
         value, misc, ownership, score_belief, gamma = self.value_head(
-            x, mask, mask_sum, global_inputs, with_score_belief)
+            x, mask, mask_sum, global_inputs, with_score_belief
+        )
         return ModelOutput(
             policy=policy,
             value=value,

@@ -27,6 +27,7 @@ from common.nn.model import Model, ModelConfig
 
 logger = logging.getLogger(__name__)
 
+
 @dataclass
 class ModelFile:
     """The contents of a network file."""

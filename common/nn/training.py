@@ -66,9 +66,11 @@ class TrainBatch:
         if self.spatial.device == device:
             return self
         non_blocking = device.type == "cuda"
-        return TrainBatch(self.spatial.to(device, non_blocking=non_blocking),
-                          self.global_inputs.to(device, non_blocking=non_blocking),
-                          self.targets.to(device, non_blocking=non_blocking))
+        return TrainBatch(
+            self.spatial.to(device, non_blocking=non_blocking),
+            self.global_inputs.to(device, non_blocking=non_blocking),
+            self.targets.to(device, non_blocking=non_blocking),
+        )
 
 
 def to_tensors(batch: Batch, pin: bool = False) -> TrainBatch:
@@ -201,9 +203,16 @@ def first_nonfinite(tensors: dict[str, torch.Tensor] | None) -> str | None:
 class Trainer:
     """Trains one network of ``architecture`` (a named size) with ``settings``; see the module docstring."""
 
-    def __init__(self, architecture: str, settings: TrainingSettings, device: torch.device | str | None = None,
-                 distributed: Distributed | None = None, seed: int = 0, config: ModelConfig | None = None,
-                 weights: LossWeights | None = None) -> None:
+    def __init__(
+        self,
+        architecture: str,
+        settings: TrainingSettings,
+        device: torch.device | str | None = None,
+        distributed: Distributed | None = None,
+        seed: int = 0,
+        config: ModelConfig | None = None,
+        weights: LossWeights | None = None,
+    ) -> None:
         self.architecture = architecture
         self.settings = settings
         self.distributed = distributed or Distributed()
@@ -216,8 +225,12 @@ class Trainer:
         if self.distributed.world > 1:
             ids = [self.device.index] if self.device.type == "cuda" else None
             self.module = nn.parallel.DistributedDataParallel(self.model, device_ids=ids)
-        self.optimizer = torch.optim.SGD(self.model.parameters(), lr=settings.learning_rate,
-                                         momentum=settings.momentum, weight_decay=2.0 * settings.l2)
+        self.optimizer = torch.optim.SGD(
+            self.model.parameters(),
+            lr=settings.learning_rate,
+            momentum=settings.momentum,
+            weight_decay=2.0 * settings.l2,
+        )
         self.samples = 0  # training samples seen, over every process
         self.steps = 0
         self.skipped_steps = 0  # steps left out for a non-finite gradient
@@ -281,13 +294,20 @@ class Trainer:
                 buffer.copy_(kept)
         self.skipped_steps += 1
         self.nonfinite_in_a_row += 1
-        log.warning("%s: step left out at %d samples: the gradient norm is %s (%d such steps in a row, %d in all)",
-                    self.architecture, self.samples, grad_norm, self.nonfinite_in_a_row, self.skipped_steps)
+        log.warning(
+            "%s: step left out at %d samples: the gradient norm is %s (%d such steps in a row, %d in all)",
+            self.architecture,
+            self.samples,
+            grad_norm,
+            self.nonfinite_in_a_row,
+            self.skipped_steps,
+        )
         if self.nonfinite_in_a_row >= MAX_NONFINITE_STEPS:
             raise FloatingPointError(
                 f"{self.architecture}: the gradient norm was not finite in {self.nonfinite_in_a_row} steps in a row "
                 f"at {self.samples} samples; the weights are those before them. Look for rows with extreme values "
-                "in the window, or lower the learning rate")
+                "in the window, or lower the learning rate"
+            )
         return {"grad_norm": grad_norm, "learning_rate": per_sample, "skipped": 1.0}
 
     def snapshot(self) -> None:
@@ -322,18 +342,29 @@ class Trainer:
         recompute_norm_statistics(model, norm_batches, self.device)
         bad = first_nonfinite(model.state_dict())
         if bad is not None:
-            raise FloatingPointError(f"{self.architecture}: the export at {self.samples} samples is not finite "
-                                     f"(tensor {bad}); it is not exported")
+            raise FloatingPointError(
+                f"{self.architecture}: the export at {self.samples} samples is not finite "
+                f"(tensor {bad}); it is not exported"
+            )
         return model.eval()
 
     # --- checkpoints -----------------------------------------------------------------------------------------
     def state(self) -> dict:
         return {
-            "format": CHECKPOINT_FORMAT, "version": CHECKPOINT_VERSION, "architecture": self.architecture,
-            "config": self.config.to_dict(), "model": self.model.state_dict(),
-            "optimizer": self.optimizer.state_dict(), "average": self.average, "samples": self.samples,
-            "steps": self.steps, "snapshots": self.snapshots, "next_snapshot": self.next_snapshot,
-            "next_export": self.next_export, "skipped_steps": self.skipped_steps, "torch_rng": torch.get_rng_state(),
+            "format": CHECKPOINT_FORMAT,
+            "version": CHECKPOINT_VERSION,
+            "architecture": self.architecture,
+            "config": self.config.to_dict(),
+            "model": self.model.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "average": self.average,
+            "samples": self.samples,
+            "steps": self.steps,
+            "snapshots": self.snapshots,
+            "next_snapshot": self.next_snapshot,
+            "next_export": self.next_export,
+            "skipped_steps": self.skipped_steps,
+            "torch_rng": torch.get_rng_state(),
         }
 
     def save_checkpoint(self, path: str | os.PathLike, extra: dict | None = None) -> None:
@@ -342,8 +373,10 @@ class Trainer:
             return
         bad = first_nonfinite(self.model.state_dict()) or first_nonfinite(self.average)
         if bad is not None:
-            raise FloatingPointError(f"{self.architecture}: the weights at {self.samples} samples are not finite "
-                                     f"(tensor {bad}); the checkpoint {path} is left as it was")
+            raise FloatingPointError(
+                f"{self.architecture}: the weights at {self.samples} samples are not finite "
+                f"(tensor {bad}); the checkpoint {path} is left as it was"
+            )
         state = self.state()
         state["extra"] = extra or {}
         atomic_write(path, lambda f: torch.save(state, f))
@@ -356,8 +389,10 @@ class Trainer:
         if state is None:
             state = read_checkpoint(path, self.device)
         if state["config"] != self.config.to_dict():
-            raise CheckpointError(f"checkpoint {path}: its network is {state['architecture']} with another "
-                                  f"configuration than this trainer's {self.architecture}")
+            raise CheckpointError(
+                f"checkpoint {path}: its network is {state['architecture']} with another "
+                f"configuration than this trainer's {self.architecture}"
+            )
         self.model.load_state_dict(state["model"])
         self.optimizer.load_state_dict(state["optimizer"])  # moves its state to the weights' device
         average = state["average"]
@@ -388,13 +423,16 @@ def read_checkpoint(path: str | os.PathLike, device: torch.device | str = "cpu")
         raise
     except Exception as e:
         message = str(e).splitlines()[0] if str(e) else ""
-        raise CheckpointError(f"checkpoint {path}: cannot be read ({type(e).__name__}: {message[:200]}); "
-                              "move it away to start from the line's last export") from None
+        raise CheckpointError(
+            f"checkpoint {path}: cannot be read ({type(e).__name__}: {message[:200]}); "
+            "move it away to start from the line's last export"
+        ) from None
     if not isinstance(state, dict) or state.get("format") != CHECKPOINT_FORMAT:
         raise CheckpointError(f"checkpoint {path}: not a {CHECKPOINT_FORMAT} file")
     if state.get("version") != CHECKPOINT_VERSION:
-        raise CheckpointError(f"checkpoint {path}: version {state.get('version')}, this trainer reads "
-                              f"{CHECKPOINT_VERSION}")
+        raise CheckpointError(
+            f"checkpoint {path}: version {state.get('version')}, this trainer reads {CHECKPOINT_VERSION}"
+        )
     return state
 
 
@@ -424,8 +462,9 @@ def recompute_norm_statistics(model: Model, batches: Iterable[TrainBatch], devic
 
 
 @torch.no_grad()
-def evaluate(model: Model, batches: Iterable[TrainBatch], device: torch.device,
-             weights: LossWeights | None = None) -> dict[str, float]:
+def evaluate(
+    model: Model, batches: Iterable[TrainBatch], device: torch.device, weights: LossWeights | None = None
+) -> dict[str, float]:
     """The loss terms of ``model`` (eval mode) averaged over every row of ``batches``, with ``rows``."""
     model.eval()
     sums: dict[str, float] = {}

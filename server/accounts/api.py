@@ -18,8 +18,9 @@ from server.api.throttling import password_check_wait
 class TokenRequest(serializers.Serializer):
     username = serializers.CharField(max_length=150)
     password = serializers.CharField(max_length=4096, trim_whitespace=False)
-    name = serializers.CharField(max_length=100, required=False, default="client",
-                                 help_text="what the token is for (the machine's name, say)")
+    name = serializers.CharField(
+        max_length=100, required=False, default="client", help_text="what the token is for (the machine's name, say)"
+    )
 
 
 class TokenResponse(serializers.Serializer):
@@ -44,13 +45,14 @@ class TokenView(APIView):
         wait = password_check_wait(request, data.validated_data["username"], address=False)
         if wait is not None:
             raise exceptions.Throttled(wait)
-        user = authenticate(request, username=data.validated_data["username"],
-                            password=data.validated_data["password"])
+        user = authenticate(request, username=data.validated_data["username"], password=data.validated_data["password"])
         if user is None:
             raise ApiError("wrong username or password", code="bad_credentials", status_code=401)
         token, key = ClientToken.issue(user, data.validated_data["name"])
-        return Response({"token": key, "name": token.name, "username": user.username,
-                         "created_at": token.created_at}, status=status.HTTP_201_CREATED)
+        return Response(
+            {"token": key, "name": token.name, "username": user.username, "created_at": token.created_at},
+            status=status.HTTP_201_CREATED,
+        )
 
 
 class MeView(APIView):
@@ -58,26 +60,40 @@ class MeView(APIView):
 
     permission_classes = [IsAuthenticated]
 
-    @extend_schema(responses={200: inline_serializer("Me", {
-        "username": serializers.CharField(), "training_games": serializers.IntegerField(),
-        "rating_games": serializers.IntegerField(), "training_rows": serializers.IntegerField(),
-        "tasks": serializers.IntegerField(), "last_game_at": serializers.DateTimeField(allow_null=True),
-        "is_trainer": serializers.BooleanField()})})
+    @extend_schema(
+        responses={
+            200: inline_serializer(
+                "Me",
+                {
+                    "username": serializers.CharField(),
+                    "training_games": serializers.IntegerField(),
+                    "rating_games": serializers.IntegerField(),
+                    "training_rows": serializers.IntegerField(),
+                    "tasks": serializers.IntegerField(),
+                    "last_game_at": serializers.DateTimeField(allow_null=True),
+                    "is_trainer": serializers.BooleanField(),
+                },
+            )
+        }
+    )
     def get(self, request):
         from server.distribution.models import Task
         from server.games.models import RatingGame, TrainingGame
 
         user = request.user
-        training = TrainingGame.objects.filter(user=user).aggregate(n=Count("id"), rows=Sum("rows"),
-                                                                    last=Max("created_at"))
+        training = TrainingGame.objects.filter(user=user).aggregate(
+            n=Count("id"), rows=Sum("rows"), last=Max("created_at")
+        )
         rating = RatingGame.objects.filter(user=user).aggregate(n=Count("id"), last=Max("created_at"))
         lasts = [t for t in (training["last"], rating["last"]) if t is not None]
-        return Response({
-            "username": user.username,
-            "training_games": training["n"],
-            "rating_games": rating["n"],
-            "training_rows": training["rows"] or 0,
-            "tasks": Task.objects.filter(user=user).count(),
-            "last_game_at": max(lasts) if lasts else None,
-            "is_trainer": user.has_perm("networks.upload_network"),
-        })
+        return Response(
+            {
+                "username": user.username,
+                "training_games": training["n"],
+                "rating_games": rating["n"],
+                "training_rows": training["rows"] or 0,
+                "tasks": Task.objects.filter(user=user).count(),
+                "last_game_at": max(lasts) if lasts else None,
+                "is_trainer": user.has_perm("networks.upload_network"),
+            }
+        )

@@ -27,8 +27,10 @@ _TOKEN_FIELDS = {"id", "user_id", "last_used_at", "revoked_at"}  # what authenti
 @functools.cache
 def _fields() -> tuple[list, list]:
     """The token's fields read and the user's, each in its model's order (as from_db takes them)."""
-    return ([f for f in ClientToken._meta.concrete_fields if f.attname in _TOKEN_FIELDS],
-            list(User._meta.concrete_fields))
+    return (
+        [f for f in ClientToken._meta.concrete_fields if f.attname in _TOKEN_FIELDS],
+        list(User._meta.concrete_fields),
+    )
 
 
 @functools.cache
@@ -49,10 +51,12 @@ def _lookup_sql() -> str:
     quote = connection.ops.quote_name
     token_fields, user_fields = _fields()
     columns = [f"t.{quote(f.column)}" for f in token_fields] + [f"u.{quote(f.column)}" for f in user_fields]
-    return (f"SELECT {', '.join(columns)} FROM {quote(ClientToken._meta.db_table)} t "
-            f"JOIN {quote(User._meta.db_table)} u ON u.{quote(User._meta.pk.column)} = t."
-            f"{quote(ClientToken._meta.get_field('user').column)} "
-            f"WHERE t.{quote(ClientToken._meta.get_field('key_hash').column)} = %s")
+    return (
+        f"SELECT {', '.join(columns)} FROM {quote(ClientToken._meta.db_table)} t "
+        f"JOIN {quote(User._meta.db_table)} u ON u.{quote(User._meta.pk.column)} = t."
+        f"{quote(ClientToken._meta.get_field('user').column)} "
+        f"WHERE t.{quote(ClientToken._meta.get_field('key_hash').column)} = %s"
+    )
 
 
 def _lookup(key_hash: str) -> ClientToken | None:
@@ -91,7 +95,8 @@ class ClientTokenAuthentication(authentication.BaseAuthentication):
         if token is None or not token.active:
             raise exceptions.AuthenticationFailed(
                 "unknown or revoked token: get a new one with your username and password "
-                "(POST /api/v1/auth/token/) or on the website's token page")
+                "(POST /api/v1/auth/token/) or on the website's token page"
+            )
         if not token.user.is_active:
             raise exceptions.AuthenticationFailed("this account is disabled")
         now = timezone.now()

@@ -19,8 +19,12 @@ class SignUpForm(UserCreationForm):
 
 
 class TokenForm(forms.Form):
-    name = forms.CharField(max_length=100, label="Name", help_text="what the token is for, e.g. the machine's name",
-                           widget=forms.TextInput(attrs={"placeholder": "e.g. gpu-box"}))
+    name = forms.CharField(
+        max_length=100,
+        label="Name",
+        help_text="what the token is for, e.g. the machine's name",
+        widget=forms.TextInput(attrs={"placeholder": "e.g. gpu-box"}),
+    )
 
     def clean_name(self):
         name = self.cleaned_data["name"].strip()

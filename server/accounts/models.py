@@ -52,8 +52,9 @@ class ClientToken(models.Model):
     def issue(cls, user: User, name: str) -> tuple[ClientToken, str]:
         """A new token for user; returns it and its key (the only time the key is known)."""
         key = TOKEN_PREFIX + secrets.token_urlsafe(30)
-        token = cls.objects.create(user=user, name=name[:100] or "client", key_prefix=key[: len(TOKEN_PREFIX) + 6],
-                                   key_hash=hash_token(key))
+        token = cls.objects.create(
+            user=user, name=name[:100] or "client", key_prefix=key[: len(TOKEN_PREFIX) + 6], key_hash=hash_token(key)
+        )
         return token, key
 
     def revoke(self) -> None:

@@ -8,5 +8,9 @@ class ClientTokenScheme(OpenApiAuthenticationExtension):
     name = "clientToken"
 
     def get_security_definition(self, auto_schema):
-        return {"type": "apiKey", "in": "header", "name": "Authorization",
-                "description": "`Token <key>`, the key from `POST /api/v1/auth/token/`"}
+        return {
+            "type": "apiKey",
+            "in": "header",
+            "name": "Authorization",
+            "description": "`Token <key>`, the key from `POST /api/v1/auth/token/`",
+        }

@@ -51,8 +51,12 @@ def checks_password(username_of: Callable[[HttpRequest], str | None]):
 
 def _too_many_attempts(request: HttpRequest, wait: float) -> HttpResponse:
     seconds = max(1, math.ceil(wait))
-    response = render(request, "registration/throttled.html", {
-        "seconds": seconds, "at": timezone.now() + timedelta(seconds=seconds)}, status=429)
+    response = render(
+        request,
+        "registration/throttled.html",
+        {"seconds": seconds, "at": timezone.now() + timedelta(seconds=seconds)},
+        status=429,
+    )
     response["Retry-After"] = str(seconds)
     return response
 
@@ -97,11 +101,21 @@ def tokens(request: HttpRequest) -> HttpResponse:
         token, key = ClientToken.issue(request.user, form.cleaned_data["name"])
         new = {"id": token.pk, "name": token.name, "key": key}
         form = TokenForm()  # an empty form for the next token
-    page, paginator = paginate(request, ClientToken.objects.filter(user=request.user).order_by("-created_at", "-id"),
-                               per_page=TOKENS_PER_PAGE)
-    return render(request, "accounts/tokens.html", {
-        "form": form, "tokens": page.object_list, "page": page, "paginator": paginator, "new": new,
-        "server_url": request.build_absolute_uri("/")})
+    page, paginator = paginate(
+        request, ClientToken.objects.filter(user=request.user).order_by("-created_at", "-id"), per_page=TOKENS_PER_PAGE
+    )
+    return render(
+        request,
+        "accounts/tokens.html",
+        {
+            "form": form,
+            "tokens": page.object_list,
+            "page": page,
+            "paginator": paginator,
+            "new": new,
+            "server_url": request.build_absolute_uri("/"),
+        },
+    )
 
 
 @never_cache
@@ -113,6 +127,7 @@ def revoke_token(request: HttpRequest, pk: int) -> HttpResponse:
     token = get_object_or_404(ClientToken, pk=pk, user=request.user)
     if token.active:
         token.revoke()
-        messages.success(request, f"Token “{token.name}” ({token.key_prefix}…) is revoked: clients using it are "
-                                  "refused from now on.")
+        messages.success(
+            request, f"Token “{token.name}” ({token.key_prefix}…) is revoked: clients using it are refused from now on."
+        )
     return redirect("tokens")

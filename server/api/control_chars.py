@@ -56,8 +56,9 @@ class ControlCharacterMiddleware:
         if problem is not None:
             field, message = problem
             if request.path.startswith("/api/"):
-                return HttpResponse(json.dumps(error_body("invalid", message, field)), status=400,
-                                    content_type="application/json")
+                return HttpResponse(
+                    json.dumps(error_body("invalid", message, field)), status=400, content_type="application/json"
+                )
             return render(request, "400.html", {"message": message}, status=400)
         cookies = request.COOKIES
         for name in [n for n, value in cookies.items() if _CONTROL.search(n) or _CONTROL.search(value)]:

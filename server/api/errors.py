@@ -24,8 +24,14 @@ class ApiError(exceptions.APIException):
 
     status_code = status.HTTP_400_BAD_REQUEST
 
-    def __init__(self, message: str, code: str = "invalid", field: str | None = None,
-                 status_code: int | None = None, extra: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        code: str = "invalid",
+        field: str | None = None,
+        status_code: int | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> None:
         super().__init__(detail=message, code=code)
         self.message = message
         self.error_code = code
@@ -71,8 +77,12 @@ def exception_handler(exc: Exception, context: dict) -> Response | None:
     elif isinstance(exc, DjangoPermissionDenied):
         exc = exceptions.PermissionDenied(str(exc) or None)
     elif isinstance(exc, RequestDataTooBig):  # Django's limit on a body read whole (JSON, forms)
-        exc = ApiError(f"the request body is larger than the {settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes this "
-                       "server reads", code="too_large", field="body", status_code=413)
+        exc = ApiError(
+            f"the request body is larger than the {settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes this server reads",
+            code="too_large",
+            field="body",
+            status_code=413,
+        )
     elif isinstance(exc, (TooManyFieldsSent, TooManyFilesSent)):
         exc = ApiError(f"the request body has too many fields or files: {exc}", field="body")
     response = drf_exception_handler(exc, context)
@@ -88,8 +98,9 @@ def exception_handler(exc: Exception, context: dict) -> Response | None:
         extra = {}
         if len(leaves) > 1:
             extra["fields"] = [{"field": f, "message": m} for f, m, _ in leaves]
-        response.data = error_body("invalid" if code in ("invalid", "required", "null", "blank") else code, text,
-                                   field, **extra)
+        response.data = error_body(
+            "invalid" if code in ("invalid", "required", "null", "blank") else code, text, field, **extra
+        )
         return response
     if isinstance(exc, exceptions.ParseError):  # a body no parser could read (bad multipart, charset)
         response.data = error_body("parse_error", str(exc.detail), "body")
@@ -107,5 +118,7 @@ def exception_handler(exc: Exception, context: dict) -> Response | None:
 
 def not_found(request, path: str = "") -> JsonResponse:
     """Any other URL under the API: a JSON 404 like every API error."""
-    return JsonResponse(error_body("not_found", f"there is no API endpoint {request.path}; the API is described at "
-                                                "/api/v1/docs/"), status=404)
+    return JsonResponse(
+        error_body("not_found", f"there is no API endpoint {request.path}; the API is described at /api/v1/docs/"),
+        status=404,
+    )

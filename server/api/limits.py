@@ -21,18 +21,25 @@ class RequestSizeLimitMiddleware:
 
     def __call__(self, request):
         length = request.META.get("CONTENT_LENGTH")
-        if not length and request.path.startswith("/api/") and "chunked" in request.META.get(
-                "HTTP_TRANSFER_ENCODING", "").lower():
-            return _refuse("a body without Content-Length (chunked) is not taken: send its length", 411,
-                              "length_required")
+        if (
+            not length
+            and request.path.startswith("/api/")
+            and "chunked" in request.META.get("HTTP_TRANSFER_ENCODING", "").lower()
+        ):
+            return _refuse(
+                "a body without Content-Length (chunked) is not taken: send its length", 411, "length_required"
+            )
         if length:
             try:
                 size = int(length)
             except ValueError:
                 return _refuse("the Content-Length header is not a number", 400, "invalid")
             limits = settings.SENTE_LIMITS
-            limit = limits["network_bytes"] + 1024 * 1024 if request.path == NETWORK_UPLOAD_PATH \
+            limit = (
+                limits["network_bytes"] + 1024 * 1024
+                if request.path == NETWORK_UPLOAD_PATH
                 else limits["request_bytes"]
+            )
             if size > limit:
                 return _refuse(f"the request body has {size} bytes, more than the {limit} this server takes")
         return self.get_response(request)

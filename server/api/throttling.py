@@ -68,8 +68,9 @@ def count(limits: list[tuple[str, int, int]]) -> float | None:
     keys = [(f"{key}:{int(now // seconds)}", most, seconds) for key, most, seconds in limits]
     script = _redis_script()
     if script is not None:
-        counts = script(keys=[cache.make_and_validate_key(key) for key, _, _ in keys],
-                        args=[seconds + 1 for _, _, seconds in keys])
+        counts = script(
+            keys=[cache.make_and_validate_key(key) for key, _, _ in keys], args=[seconds + 1 for _, _, seconds in keys]
+        )
     else:
         counts = []
         for key, _, seconds in keys:

@@ -12,8 +12,9 @@ from server.audit.service import lift, quarantine
 
 
 def _reason(score: AuditScore) -> str:
-    found = "; ".join(f"{e['statistic']} {e['value']} beyond {e['threshold']} ({e['kind']}, {e['rows']} rows)"
-                      for e in score.evidence)
+    found = "; ".join(
+        f"{e['statistic']} {e['value']} beyond {e['threshold']} ({e['kind']}, {e['rows']} rows)" for e in score.evidence
+    )
     return f"audit of {score.created_at:%Y-%m-%d %H:%M} on network {score.network.name}: {found}"
 
 
@@ -21,11 +22,16 @@ def _reason(score: AuditScore) -> str:
 def quarantine_flagged(modeladmin, request, queryset):
     done = 0
     for score in queryset.select_related("user", "network"):
-        quarantine(score.user, request.user, _reason(score) if score.evidence else "quarantined from the audit's list",
-                   score=score)
+        quarantine(
+            score.user,
+            request.user,
+            _reason(score) if score.evidence else "quarantined from the audit's list",
+            score=score,
+        )
         done += 1
-    modeladmin.message_user(request, f"{done} account(s) in quarantine: their games are out of the training window",
-                            messages.SUCCESS)
+    modeladmin.message_user(
+        request, f"{done} account(s) in quarantine: their games are out of the training window", messages.SUCCESS
+    )
 
 
 @admin.action(description="Put the selected accounts in quarantine (their games leave training)")
@@ -48,8 +54,20 @@ class AuditScoreAdmin(admin.ModelAdmin):
     search_fields = ("user__username", "network__name")
     list_select_related = ("user", "network")
     actions = [quarantine_flagged]
-    fields = ("user", "run", "network", "created_at", "verdict", "message", "games", "rows", "evidence_table",
-              "statistics_table", "examples_table", "in_quarantine")
+    fields = (
+        "user",
+        "run",
+        "network",
+        "created_at",
+        "verdict",
+        "message",
+        "games",
+        "rows",
+        "evidence_table",
+        "statistics_table",
+        "examples_table",
+        "in_quarantine",
+    )
     readonly_fields = fields
 
     def has_add_permission(self, request):
@@ -70,29 +88,53 @@ class AuditScoreAdmin(admin.ModelAdmin):
     def evidence_table(self, obj: AuditScore) -> str:
         if not obj.evidence:
             return "nothing beyond a threshold"
-        head = mark_safe("<tr><th>statistic</th><th>value</th><th>threshold</th><th>kind</th><th>others' median"
-                         "</th><th>robust z</th><th>sample</th><th>meaning</th></tr>")
-        rows = format_html_join("", "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
-                                "<td>{} rows</td><td>{}</td></tr>",
-                                ((e["statistic"], e["value"], e["threshold"], e["kind"], e.get("median", ""),
-                                  e.get("z", ""), e["rows"], e.get("meaning", "")) for e in obj.evidence))
+        head = mark_safe(
+            "<tr><th>statistic</th><th>value</th><th>threshold</th><th>kind</th><th>others' median"
+            "</th><th>robust z</th><th>sample</th><th>meaning</th></tr>"
+        )
+        rows = format_html_join(
+            "",
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{} rows</td><td>{}</td></tr>",
+            (
+                (
+                    e["statistic"],
+                    e["value"],
+                    e["threshold"],
+                    e["kind"],
+                    e.get("median", ""),
+                    e.get("z", ""),
+                    e["rows"],
+                    e.get("meaning", ""),
+                )
+                for e in obj.evidence
+            ),
+        )
         return format_html("<table>{}{}</table>", head, rows)
 
     @admin.display(description="statistics (contributor / others' median)")
     def statistics_table(self, obj: AuditScore) -> str:
-        return format_html("<table>{}</table>", format_html_join(
-            "", "<tr><td>{}</td><td>{}</td><td>{}</td></tr>",
-            ((k, v, obj.population.get(k, {}).get("median", "")) for k, v in obj.statistics.items())))
+        return format_html(
+            "<table>{}</table>",
+            format_html_join(
+                "",
+                "<tr><td>{}</td><td>{}</td><td>{}</td></tr>",
+                ((k, v, obj.population.get(k, {}).get("median", "")) for k, v in obj.statistics.items()),
+            ),
+        )
 
     @admin.display(description="rows agreeing least with the network")
     def examples_table(self, obj: AuditScore) -> str:
         if not obj.examples:
             return "none"
-        return format_html("<table><tr><th>game</th><th>row</th><th>policy gain</th><th>misses top move</th>"
-                           "<th>raw value error</th></tr>{}</table>", format_html_join(
-                               "", "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-                               ((x["game"], x["row"], x["policy_gain"], x["top_missed"], x["raw_error"])
-                                for x in obj.examples)))
+        return format_html(
+            "<table><tr><th>game</th><th>row</th><th>policy gain</th><th>misses top move</th>"
+            "<th>raw value error</th></tr>{}</table>",
+            format_html_join(
+                "",
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                ((x["game"], x["row"], x["policy_gain"], x["top_missed"], x["raw_error"]) for x in obj.examples),
+            ),
+        )
 
 
 @admin.register(Quarantine)

@@ -84,8 +84,9 @@ def _unturn(x: torch.Tensor, s: int) -> torch.Tensor:
 
 
 @torch.inference_mode()
-def network_average(model: Model, spatial: torch.Tensor, glob: torch.Tensor,
-                    legal: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def network_average(
+    model: Model, spatial: torch.Tensor, glob: torch.Tensor, legal: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
     """The network's move probabilities [n, side*side + 1] (over ``legal``, pass last) and win minus
     loss [n], each averaged over the 8 symmetries. ``spatial`` [n, 22, side, side]."""
     n, _, side, _ = spatial.shape
@@ -94,7 +95,7 @@ def network_average(model: Model, spatial: torch.Tensor, glob: torch.Tensor,
     logits = out.policy[:, 0, :].float()
     board = logits[:, : side * side].reshape(NUM_SYMMETRIES, n, side, side)
     board = torch.stack([_unturn(board[s], s) for s in range(NUM_SYMMETRIES)]).reshape(NUM_SYMMETRIES, n, -1)
-    logits = torch.cat([board, logits[:, side * side:].reshape(NUM_SYMMETRIES, n, 1)], dim=2)
+    logits = torch.cat([board, logits[:, side * side :].reshape(NUM_SYMMETRIES, n, 1)], dim=2)
     logits = logits.masked_fill(~legal.unsqueeze(0), float("-inf"))
     policy = torch.softmax(logits, dim=2).mean(dim=0)
     value = torch.softmax(out.value.float(), dim=1).reshape(NUM_SYMMETRIES, n, 3)
@@ -145,6 +146,11 @@ def _figures(model: Model, batch, device: torch.device) -> RowFigures:
     top_missed = np.where(weighted, (target[np.arange(n), net_top] <= 0).astype(np.float64), nan)
     gt = batch.global_targets.astype(np.float64)
     search_value = gt[:, GT_MCTS_VALUE] - gt[:, GT_MCTS_VALUE + 1]
-    return RowFigures(kl=kl, policy_gain=np.where(weighted, gain, nan), top_agree=top_agree, top_missed=top_missed,
-                      value_error=np.abs(search_value - value),
-                      raw_error=np.abs(gt[:, GT_RAW_WIN_LOSS] - value))
+    return RowFigures(
+        kl=kl,
+        policy_gain=np.where(weighted, gain, nan),
+        top_agree=top_agree,
+        top_missed=top_missed,
+        value_error=np.abs(search_value - value),
+        raw_error=np.abs(gt[:, GT_RAW_WIN_LOSS] - value),
+    )

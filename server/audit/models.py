@@ -25,15 +25,18 @@ class AuditScore(models.Model):
     statistics = models.JSONField(default=dict, help_text="the contributor's figures (means over the sample)")
     population = models.JSONField(default=dict, help_text="median, MAD and size of the contributors compared")
     verdict = models.CharField(max_length=16, choices=Verdict.choices)
-    evidence = models.JSONField(default=list, blank=True,
-                                help_text="each statistic beyond its threshold: value, threshold, kind, sample")
+    evidence = models.JSONField(
+        default=list, blank=True, help_text="each statistic beyond its threshold: value, threshold, kind, sample"
+    )
     examples = models.JSONField(default=list, blank=True, help_text="the sampled rows that agree least")
     message = models.CharField(max_length=300, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]
-        indexes = [models.Index(fields=["verdict", "created_at"], name="audit_verdict_created"),
-                   models.Index(fields=["user", "created_at"], name="audit_user_created")]
+        indexes = [
+            models.Index(fields=["verdict", "created_at"], name="audit_verdict_created"),
+            models.Index(fields=["user", "created_at"], name="audit_user_created"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.user} on {self.network}: {self.verdict}"
@@ -45,19 +48,30 @@ class Quarantine(models.Model):
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="quarantines")
     reason = models.TextField()
-    score = models.ForeignKey(AuditScore, null=True, blank=True, on_delete=models.SET_NULL, related_name="quarantines",
-                              help_text="the flag it was decided on, if any")
+    score = models.ForeignKey(
+        AuditScore,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="quarantines",
+        help_text="the flag it was decided on, if any",
+    )
     created_at = models.DateTimeField(default=timezone.now)
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
-                                   related_name="+")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     lifted_at = models.DateTimeField(null=True, blank=True)
-    lifted_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
-                                  related_name="+")
+    lifted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
 
     class Meta:
         ordering = ["-created_at", "-id"]
-        constraints = [models.UniqueConstraint(fields=["user"], condition=models.Q(lifted_at__isnull=True),
-                                               name="one_quarantine_in_force")]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["user"], condition=models.Q(lifted_at__isnull=True), name="one_quarantine_in_force"
+            )
+        ]
 
     def __str__(self) -> str:
         return f"{self.user} quarantined {self.created_at:%Y-%m-%d}" + (" (lifted)" if self.lifted_at else "")

@@ -106,14 +106,14 @@ def _sample(games: list[TrainingGame], rows: int, rng: np.random.Generator) -> l
     return picked
 
 
-def contributor_figures(model, user_id: int, run, network, since, options: dict,
-                        rng: np.random.Generator) -> dict:
+def contributor_figures(model, user_id: int, run, network, since, options: dict, rng: np.random.Generator) -> dict:
     """Evaluate a sample of the contributor's recent rows; the means, counts and worst rows."""
     from server.audit.evaluate import ROW_STATISTICS, RowFigures, evaluate_rows
     from server.training.window import read_file
 
-    recent = TrainingGame.objects.filter(run=run, network=network, user_id=user_id, created_at__gte=since,
-                                         disabled=False)
+    recent = TrainingGame.objects.filter(
+        run=run, network=network, user_id=user_id, created_at__gte=since, disabled=False
+    )
     games = list(recent.order_by("-created_at", "-id")[: options["games"]])
     figures, where = [], []
     passes = moves = 0
@@ -138,8 +138,16 @@ def contributor_figures(model, user_id: int, run, network, since, options: dict,
     stats["resign_rate"] = counts["resigned"] / counts["n"] if counts["n"] else None
     stats["pass_rate"] = passes / moves if moves else None
     order = np.argsort(np.nan_to_num(rows.policy_gain, nan=np.inf))[:EXAMPLES] if len(rows) else []
-    examples = [{"game": where[i][0], "row": where[i][1], "policy_gain": _round(rows.policy_gain[i]),
-                 "top_missed": _round(rows.top_missed[i]), "raw_error": _round(rows.raw_error[i])} for i in order]
+    examples = [
+        {
+            "game": where[i][0],
+            "row": where[i][1],
+            "policy_gain": _round(rows.policy_gain[i]),
+            "top_missed": _round(rows.top_missed[i]),
+            "raw_error": _round(rows.raw_error[i]),
+        }
+        for i in order
+    ]
     return {"stats": stats, "rows": len(rows), "games": len(games), "all_games": counts["n"], "examples": examples}
 
 
@@ -157,12 +165,19 @@ def judge(figures: dict[int, dict], min_rows: int) -> dict[int, tuple[str, list[
     judged = {u: f for u, f in figures.items() if f["rows"] >= min_rows}
     population: dict[str, dict] = {}
     for name in [*THRESHOLDS, *GAME_STATISTICS]:
-        values = [f["stats"][name] for f in judged.values() if f["stats"].get(name) is not None
-                  and (name in THRESHOLDS or f["all_games"] >= MIN_GAMES_FOR_GAME_STATISTICS)]
+        values = [
+            f["stats"][name]
+            for f in judged.values()
+            if f["stats"].get(name) is not None
+            and (name in THRESHOLDS or f["all_games"] >= MIN_GAMES_FOR_GAME_STATISTICS)
+        ]
         if values:
             median = float(np.median(values))
-            population[name] = {"median": median, "mad": float(np.median(np.abs(np.array(values) - median))),
-                                "n": len(values)}
+            population[name] = {
+                "median": median,
+                "mad": float(np.median(np.abs(np.array(values) - median))),
+                "n": len(values),
+            }
     out = {}
     for user, f in figures.items():
         if f["rows"] < min_rows:
@@ -174,8 +189,16 @@ def judge(figures: dict[int, dict], min_rows: int) -> dict[int, tuple[str, list[
             if value is None:
                 continue
             if t.absolute is not None and (value - t.absolute) * t.direction > 0:
-                evidence.append({"statistic": name, "meaning": t.label, "value": _round(value),
-                                 "threshold": t.absolute, "kind": "absolute", "rows": f["rows"]})
+                evidence.append(
+                    {
+                        "statistic": name,
+                        "meaning": t.label,
+                        "value": _round(value),
+                        "threshold": t.absolute,
+                        "kind": "absolute",
+                        "rows": f["rows"],
+                    }
+                )
                 continue
             item = _relative(name, value, t.direction, t.min_effect, population.get(name), f["rows"])
             if item:
@@ -189,9 +212,13 @@ def judge(figures: dict[int, dict], min_rows: int) -> dict[int, tuple[str, list[
                 for direction in (+1, -1):
                     item = _relative(name, value, direction, floor, pop, f["rows"])
                     if item:
-                        evidence.append(dict(item, games=f["all_games"],
-                                             meaning=f"{name} of the contributor's {f['all_games']} games against "
-                                                     "the others'"))
+                        evidence.append(
+                            dict(
+                                item,
+                                games=f["all_games"],
+                                meaning=f"{name} of the contributor's {f['all_games']} games against the others'",
+                            )
+                        )
         out[user] = (AuditScore.Verdict.FLAGGED if evidence else AuditScore.Verdict.OK, evidence, population)
     return out
 
@@ -204,9 +231,17 @@ def _relative(name: str, value: float, direction: int, min_effect: float, pop: d
     if (value - limit) * direction <= 0:
         return None
     z = (value - pop["median"]) / scale if scale > 0 else None
-    return {"statistic": name, "value": _round(value), "threshold": _round(limit), "kind": "relative",
-            "median": _round(pop["median"]), "mad": _round(pop["mad"]), "z": _round(z), "contributors": pop["n"],
-            "rows": sample}
+    return {
+        "statistic": name,
+        "value": _round(value),
+        "threshold": _round(limit),
+        "kind": "relative",
+        "median": _round(pop["median"]),
+        "mad": _round(pop["mad"]),
+        "z": _round(z),
+        "contributors": pop["n"],
+        "rows": sample,
+    }
 
 
 def audit_run(run, now=None, seed: int | None = None) -> list[AuditScore]:
@@ -215,8 +250,12 @@ def audit_run(run, now=None, seed: int | None = None) -> list[AuditScore]:
     now = now or timezone.now()
     since = now - timedelta(days=options["days"])
     rng = np.random.default_rng(seed)
-    recent = (TrainingGame.objects.filter(run=run, created_at__gte=since, disabled=False, network__is_random=False)
-              .values_list("network_id", "user_id").distinct().order_by("network_id", "user_id"))
+    recent = (
+        TrainingGame.objects.filter(run=run, created_at__gte=since, disabled=False, network__is_random=False)
+        .values_list("network_id", "user_id")
+        .distinct()
+        .order_by("network_id", "user_id")
+    )
     by_network: dict[int, list[int]] = {}
     for network_id, user_id in recent:
         by_network.setdefault(network_id, []).append(user_id)
@@ -229,9 +268,17 @@ def audit_run(run, now=None, seed: int | None = None) -> list[AuditScore]:
             model = load_network(network)
         except AuditError as e:
             log.error("audit of run %s: %s", run.name, e)
-            scores.extend(AuditScore.objects.create(user_id=u, run=run, network=network, created_at=now,
-                                                    verdict=AuditScore.Verdict.ERROR, message=str(e)[:300])
-                          for u in users)
+            scores.extend(
+                AuditScore.objects.create(
+                    user_id=u,
+                    run=run,
+                    network=network,
+                    created_at=now,
+                    verdict=AuditScore.Verdict.ERROR,
+                    message=str(e)[:300],
+                )
+                for u in users
+            )
             continue
         figures = {u: contributor_figures(model, u, run, network, since, options, rng) for u in users}
         verdicts = judge(figures, options["min_rows"])
@@ -239,16 +286,32 @@ def audit_run(run, now=None, seed: int | None = None) -> list[AuditScore]:
             for u in users:
                 verdict, evidence, population = verdicts[u]
                 f = figures[u]
-                scores.append(AuditScore.objects.create(
-                    user_id=u, run=run, network=network, created_at=now, games=f["games"], rows=f["rows"],
-                    statistics={k: _round(v) for k, v in f["stats"].items()}, population=population,
-                    verdict=verdict, evidence=evidence, examples=f["examples"],
-                    message="" if verdict != AuditScore.Verdict.TOO_FEW else
-                    f"{f['rows']} rows sampled; {options['min_rows']} are needed to judge"))
+                scores.append(
+                    AuditScore.objects.create(
+                        user_id=u,
+                        run=run,
+                        network=network,
+                        created_at=now,
+                        games=f["games"],
+                        rows=f["rows"],
+                        statistics={k: _round(v) for k, v in f["stats"].items()},
+                        population=population,
+                        verdict=verdict,
+                        evidence=evidence,
+                        examples=f["examples"],
+                        message=""
+                        if verdict != AuditScore.Verdict.TOO_FEW
+                        else f"{f['rows']} rows sampled; {options['min_rows']} are needed to judge",
+                    )
+                )
         flagged = [s for s in scores if s.network_id == network.pk and s.verdict == AuditScore.Verdict.FLAGGED]
         for s in flagged:
-            log.warning("audit: %s flagged on network %s: %s", s.user, network.name,
-                        ", ".join(e["statistic"] for e in s.evidence))
+            log.warning(
+                "audit: %s flagged on network %s: %s",
+                s.user,
+                network.name,
+                ", ".join(e["statistic"] for e in s.evidence),
+            )
     return scores
 
 
@@ -269,8 +332,9 @@ def quarantine(user, by, reason: str, score: AuditScore | None = None) -> Quaran
 def lift(user, by) -> bool:
     """End the account's quarantine (its games count again); False if it had none in force."""
     with transaction.atomic():
-        done = Quarantine.objects.filter(user=user, lifted_at__isnull=True).update(lifted_at=timezone.now(),
-                                                                                 lifted_by=by)
+        done = Quarantine.objects.filter(user=user, lifted_at__isnull=True).update(
+            lifted_at=timezone.now(), lifted_by=by
+        )
         if done:
             _recount(user)
     if done:

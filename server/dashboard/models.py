@@ -52,13 +52,15 @@ class ContributionTotal(models.Model):
 
 class RunTally(models.Model):
     run = models.OneToOneField("runs.Run", primary_key=True, on_delete=models.CASCADE, related_name="+")
-    days_through = models.DateField(null=True, blank=True,
-                                    help_text="days before this one are in ContributionDay (null: none yet)")
+    days_through = models.DateField(
+        null=True, blank=True, help_text="days before this one are in ContributionDay (null: none yet)"
+    )
     training_games = models.BigIntegerField(default=0, help_text="self-play games of the counted days")
     rows = models.BigIntegerField(default=0, help_text="training rows of the counted days")
     rating_games = models.BigIntegerField(default=0, help_text="rating games of the counted days")
-    window_users = models.JSONField(default=dict, blank=True,
-                                    help_text="rows of each contributor (by user id) in the training window")
+    window_users = models.JSONField(
+        default=dict, blank=True, help_text="rows of each contributor (by user id) in the training window"
+    )
     window_rows = models.BigIntegerField(default=0)
     window_games = models.PositiveIntegerField(default=0)
     window_total_rows = models.BigIntegerField(default=0, help_text="rows the run counted when the window was made")

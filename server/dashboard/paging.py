@@ -62,16 +62,19 @@ def page_number(request: HttpRequest) -> int:
     return number
 
 
-def paginate(request: HttpRequest, items, per_page: int = PER_PAGE,
-             cap: int = LIST_CAP) -> tuple[Page, CappedPaginator]:
+def paginate(
+    request: HttpRequest, items, per_page: int = PER_PAGE, cap: int = LIST_CAP
+) -> tuple[Page, CappedPaginator]:
     """The requested page (``?page=N``) of items; 404 naming the problem for a page past the last,
     BadParameter for what is not a page number."""
     paginator = CappedPaginator(items, per_page, cap)
     number = page_number(request)
     if number > paginator.num_pages:
         if paginator.capped:
-            raise Http404(f"page {number} is past the newest {paginator.cap:,} listed here (page "
-                          f"{paginator.num_pages} is the last); narrow the list to see older ones")
+            raise Http404(
+                f"page {number} is past the newest {paginator.cap:,} listed here (page "
+                f"{paginator.num_pages} is the last); narrow the list to see older ones"
+            )
         raise Http404(f"page {number} is past the last page ({paginator.num_pages})")
     return paginator.page(number), paginator
 

@@ -32,8 +32,13 @@ class Replay:
 
     def data(self) -> dict:
         """What the page's board script reads."""
-        return {"x": self.x_size, "y": self.y_size, "positions": self.positions, "moves": self.moves,
-                "captures": self.captures}
+        return {
+            "x": self.x_size,
+            "y": self.y_size,
+            "positions": self.positions,
+            "moves": self.moves,
+            "captures": self.captures,
+        }
 
     def json(self) -> str:
         return json.dumps(self.data(), separators=(",", ":"))
@@ -55,8 +60,9 @@ def replay_sgf(data: bytes, rules: Rules | None = None, komi: float | None = Non
     except SGFError as e:
         raise ReplayError(str(e)) from None
     try:
-        game = record.to_game(rules=record.rules or rules, komi=record.komi if record.komi is not None else komi,
-                              upto=0)
+        game = record.to_game(
+            rules=record.rules or rules, komi=record.komi if record.komi is not None else komi, upto=0
+        )
     except (ValueError, RulesError) as e:
         raise ReplayError(f"the start of the game: {e}") from None
     positions = [_position(game)]

@@ -39,6 +39,10 @@ def recount_when_active_changes(sender, instance, created, update_fields=None, *
                 log.exception("queueing a recount of run %s failed", run_id)
 
     if runs:
-        log.info("account %s turned %s: its runs %s are counted again", instance.username,
-                 "on" if instance.is_active else "off", runs)
+        log.info(
+            "account %s turned %s: its runs %s are counted again",
+            instance.username,
+            "on" if instance.is_active else "off",
+            runs,
+        )
         transaction.on_commit(enqueue)

@@ -64,9 +64,11 @@ class Counts:
 def inactive_users() -> list[int]:
     """The ids of deactivated accounts and of accounts in quarantine (``server.audit``): their games
     count nowhere (one query)."""
-    return list(User.objects.filter(Q(is_active=False) | Q(quarantines__lifted_at__isnull=True,
-                                                           quarantines__isnull=False))
-                .values_list("pk", flat=True).distinct())
+    return list(
+        User.objects.filter(Q(is_active=False) | Q(quarantines__lifted_at__isnull=True, quarantines__isnull=False))
+        .values_list("pk", flat=True)
+        .distinct()
+    )
 
 
 def counted(model, *args, inactive=(), **filters):
@@ -110,47 +112,88 @@ def count_days(run, state: RunTally, end: date) -> int:
     per_day: dict[tuple[int, date], Counts] = {}
     day = TruncDate("created_at", tzinfo=UTC)
     # every contributor's (the deactivated are left out when read), each network's without them
-    training = (counted(TrainingGame, span, run=run).annotate(day=day)
-                .values_list("user_id", "day").annotate(n=Count("*"), rows=Sum("rows")).order_by())
+    training = (
+        counted(TrainingGame, span, run=run)
+        .annotate(day=day)
+        .values_list("user_id", "day")
+        .annotate(n=Count("*"), rows=Sum("rows"))
+        .order_by()
+    )
     for user_id, d, n, rows in training:
         per_day.setdefault((user_id, d), Counts()).add(Counts(training_games=n, rows=rows or 0))
-    per_network = dict(counted(TrainingGame, span, run=run, inactive=inactive_users()).values_list("network_id")
-                       .annotate(n=Count("*")).order_by())
-    rating = (counted(RatingGame, span, run=run).annotate(day=day)
-              .values_list("user_id", "day").annotate(n=Count("*")).order_by())
+    per_network = dict(
+        counted(TrainingGame, span, run=run, inactive=inactive_users())
+        .values_list("network_id")
+        .annotate(n=Count("*"))
+        .order_by()
+    )
+    rating = (
+        counted(RatingGame, span, run=run)
+        .annotate(day=day)
+        .values_list("user_id", "day")
+        .annotate(n=Count("*"))
+        .order_by()
+    )
     for user_id, d, n in rating:
         per_day.setdefault((user_id, d), Counts()).add(Counts(rating_games=n))
     ContributionDay.objects.bulk_create(
-        [ContributionDay(run=run, user_id=user_id, day=d, training_games=c.training_games, rows=c.rows,
-                         rating_games=c.rating_games) for (user_id, d), c in per_day.items()], batch_size=5000)
+        [
+            ContributionDay(
+                run=run,
+                user_id=user_id,
+                day=d,
+                training_games=c.training_games,
+                rows=c.rows,
+                rating_games=c.rating_games,
+            )
+            for (user_id, d), c in per_day.items()
+        ],
+        batch_size=5000,
+    )
     per_user: dict[int, Counts] = {}
     for (user_id, _), c in per_day.items():
         per_user.setdefault(user_id, Counts()).add(c)
     users = list(per_user)
     for k in range(0, len(users), 5000):
-        for total in ContributionTotal.objects.filter(run=run, user_id__in=users[k:k + 5000]):
+        for total in ContributionTotal.objects.filter(run=run, user_id__in=users[k : k + 5000]):
             per_user[total.user_id].add(Counts(total.training_games, total.rows, total.rating_games))
     # The new sums replace the old (the run's tally is locked: nobody else counts meanwhile).
     ContributionTotal.objects.bulk_create(
-        [ContributionTotal(run=run, user_id=user_id, training_games=c.training_games, rows=c.rows,
-                           rating_games=c.rating_games) for user_id, c in per_user.items()],
-        update_conflicts=True, unique_fields=["run", "user"], update_fields=["training_games", "rows", "rating_games"],
-        batch_size=5000)
+        [
+            ContributionTotal(
+                run=run, user_id=user_id, training_games=c.training_games, rows=c.rows, rating_games=c.rating_games
+            )
+            for user_id, c in per_user.items()
+        ],
+        update_conflicts=True,
+        unique_fields=["run", "user"],
+        update_fields=["training_games", "rows", "rating_games"],
+        batch_size=5000,
+    )
     networks = list(per_network)
     for k in range(0, len(networks), 5000):
-        for total in NetworkTotal.objects.filter(network_id__in=networks[k:k + 5000]):
+        for total in NetworkTotal.objects.filter(network_id__in=networks[k : k + 5000]):
             per_network[total.network_id] += total.training_games
     NetworkTotal.objects.bulk_create(
         [NetworkTotal(network_id=network_id, run=run, training_games=n) for network_id, n in per_network.items()],
-        update_conflicts=True, unique_fields=["network"], update_fields=["training_games"], batch_size=5000)
+        update_conflicts=True,
+        unique_fields=["network"],
+        update_fields=["training_games"],
+        batch_size=5000,
+    )
     for c in per_day.values():
         state.training_games += c.training_games
         state.rows += c.rows
         state.rating_games += c.rating_games
     state.days_through = end
     state.save(update_fields=["days_through", "training_games", "rows", "rating_games"])
-    log.info("run %s: counted the contributions of %s to %s (%d contributor-days)", run.name, start or "the start",
-             end, len(per_day))
+    log.info(
+        "run %s: counted the contributions of %s to %s (%d contributor-days)",
+        run.name,
+        start or "the start",
+        end,
+        len(per_day),
+    )
     return len(per_day)
 
 
@@ -189,8 +232,9 @@ def _spans(state: RunTally, since: datetime | None) -> tuple[Q | None, list[Q]]:
     return days, live
 
 
-def per_user(run, since: datetime | None = None, user=None, state: RunTally | None = None,
-             inactive=None) -> dict[int, Counts]:
+def per_user(
+    run, since: datetime | None = None, user=None, state: RunTally | None = None, inactive=None
+) -> dict[int, Counts]:
     """Each active contributor's counts (user id to Counts) since ``since`` (None: all time); only
     ``user``'s when given. ``inactive``: the deactivated accounts' ids (looked up when None). Six
     queries at most."""
@@ -202,20 +246,28 @@ def per_user(run, since: datetime | None = None, user=None, state: RunTally | No
     out: dict[int, Counts] = {}
     if days is not None:
         if since is None:  # every counted day: the contributors' totals
-            sums = (ContributionTotal.objects.filter(run=run, **mine)
-                    .values_list("user_id", "training_games", "rows", "rating_games"))
+            sums = ContributionTotal.objects.filter(run=run, **mine).values_list(
+                "user_id", "training_games", "rows", "rating_games"
+            )
         else:
-            sums = (ContributionDay.objects.filter(days, run=run, **mine).values_list("user_id")
-                    .annotate(t=Sum("training_games"), r=Sum("rows"), g=Sum("rating_games")).order_by())
+            sums = (
+                ContributionDay.objects.filter(days, run=run, **mine)
+                .values_list("user_id")
+                .annotate(t=Sum("training_games"), r=Sum("rows"), g=Sum("rating_games"))
+                .order_by()
+            )
         for user_id, t, r, g in sums:
             out.setdefault(user_id, Counts()).add(Counts(t or 0, r or 0, g or 0))
     for span in live:
-        training = (counted(TrainingGame, span, run=run, **mine).values_list("user_id")
-                    .annotate(n=Count("*"), r=Sum("rows")).order_by())
+        training = (
+            counted(TrainingGame, span, run=run, **mine)
+            .values_list("user_id")
+            .annotate(n=Count("*"), r=Sum("rows"))
+            .order_by()
+        )
         for user_id, n, r in training:
             out.setdefault(user_id, Counts()).add(Counts(training_games=n, rows=r or 0))
-        rating = (counted(RatingGame, span, run=run, **mine).values_list("user_id")
-                  .annotate(n=Count("*")).order_by())
+        rating = counted(RatingGame, span, run=run, **mine).values_list("user_id").annotate(n=Count("*")).order_by()
         for user_id, n in rating:
             out.setdefault(user_id, Counts()).add(Counts(rating_games=n))
     for user_id in inactive:
@@ -236,11 +288,15 @@ def totals(run, since: datetime | None = None, state: RunTally | None = None, in
             out.add(Counts(state.training_games, state.rows, state.rating_games))
             if inactive:
                 s = ContributionTotal.objects.filter(run=run, user_id__in=list(inactive)).aggregate(
-                    t=Sum("training_games"), r=Sum("rows"), g=Sum("rating_games"))
+                    t=Sum("training_games"), r=Sum("rows"), g=Sum("rating_games")
+                )
                 out.add(Counts(-(s["t"] or 0), -(s["r"] or 0), -(s["g"] or 0)))
         else:
-            s = (ContributionDay.objects.filter(days, run=run).exclude(user_id__in=list(inactive))
-                 .aggregate(t=Sum("training_games"), r=Sum("rows"), g=Sum("rating_games")))
+            s = (
+                ContributionDay.objects.filter(days, run=run)
+                .exclude(user_id__in=list(inactive))
+                .aggregate(t=Sum("training_games"), r=Sum("rows"), g=Sum("rating_games"))
+            )
             out.add(Counts(s["t"] or 0, s["r"] or 0, s["g"] or 0))
     for span in live:
         s = counted(TrainingGame, span, run=run, inactive=inactive).aggregate(n=Count("*"), r=Sum("rows"))
@@ -261,8 +317,9 @@ def network_games(run, networks: list[int], state: RunTally | None = None, inact
         return out
     live = counted(TrainingGame, network_id__in=networks, inactive=inactive)
     if state.days_through is not None:
-        for network_id, n in NetworkTotal.objects.filter(network_id__in=networks).values_list("network_id",
-                                                                                             "training_games"):
+        for network_id, n in NetworkTotal.objects.filter(network_id__in=networks).values_list(
+            "network_id", "training_games"
+        ):
             out[network_id] += n
         live = live.filter(created_at__gte=midnight(state.days_through))
     for network_id, n in live.values_list("network_id").annotate(n=Count("*")).order_by():
@@ -307,11 +364,21 @@ def count_window(run) -> RunTally:
             shares[mine[taken[f.name]]] += f.rows
             taken[f.name] += 1
     RunTally.objects.filter(run=run).update(
-        window_users={str(k): v for k, v in shares.items()}, window_rows=window.rows, window_games=len(window.files),
-        window_total_rows=window.total_rows, window_at=timezone.now(), window_queued_at=None)
+        window_users={str(k): v for k, v in shares.items()},
+        window_rows=window.rows,
+        window_games=len(window.files),
+        window_total_rows=window.total_rows,
+        window_at=timezone.now(),
+        window_queued_at=None,
+    )
     state.refresh_from_db()
-    log.info("run %s: training window counted: %d games, %d rows, %d contributors", run.name, len(window.files),
-             window.rows, len(shares))
+    log.info(
+        "run %s: training window counted: %d games, %d rows, %d contributors",
+        run.name,
+        len(window.files),
+        window.rows,
+        len(shares),
+    )
     return state
 
 
@@ -324,9 +391,11 @@ def ask_for_window(run, state: RunTally) -> bool:
         return False
     if state.window_queued_at is not None and state.window_queued_at >= fresh:
         return False  # asked for already
-    claimed = (RunTally.objects.filter(run=run)
-               .filter(Q(window_queued_at__isnull=True) | Q(window_queued_at__lt=fresh))
-               .update(window_queued_at=now))
+    claimed = (
+        RunTally.objects.filter(run=run)
+        .filter(Q(window_queued_at__isnull=True) | Q(window_queued_at__lt=fresh))
+        .update(window_queued_at=now)
+    )
     if not claimed:
         return False
     from server.dashboard.tasks import count_training_window

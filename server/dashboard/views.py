@@ -69,14 +69,22 @@ class GameKind:
 
     def listed(self, items):
         """The games as the lists show them, newest first (one query, whatever the page holds)."""
-        return (items.select_related("user", *self.networks).only(*GAME_LIST_FIELDS, *self.list_fields)
-                .order_by("-created_at", "-id"))
+        return (
+            items.select_related("user", *self.networks)
+            .only(*GAME_LIST_FIELDS, *self.list_fields)
+            .order_by("-created_at", "-id")
+        )
 
 
 KINDS = {  # by the name the addresses and the templates use
     "training": GameKind(TrainingGame, "game", ("network",), ("rows", "network__name"), "game-sgf"),
-    "rating": GameKind(RatingGame, "rating game", ("black_network", "white_network"),
-                       ("winner", "black_network__name", "white_network__name"), "rating-game-sgf"),
+    "rating": GameKind(
+        RatingGame,
+        "rating game",
+        ("black_network", "white_network"),
+        ("winner", "black_network__name", "white_network__name"),
+        "rating-game-sgf",
+    ),
 }
 
 
@@ -136,9 +144,15 @@ def live_numbers(run: Run) -> dict:
         "network": network.name if network else None,
         "network_elo": rating.elo if rating else None,
         "network_elo_se": rating.elo_se if rating else None,
-        "games_hour": hour.training_games, "rows_hour": hour.rows, "rating_games_hour": hour.rating_games,
-        "games_day": day.training_games, "rows_day": day.rows, "rating_games_day": day.rating_games,
-        "games_total": total.training_games, "rows_total": total.rows, "rating_games_total": total.rating_games,
+        "games_hour": hour.training_games,
+        "rows_hour": hour.rows,
+        "rating_games_hour": hour.rating_games,
+        "games_day": day.training_games,
+        "rows_day": day.rows,
+        "rating_games_day": day.rating_games,
+        "games_total": total.training_games,
+        "rows_total": total.rows,
+        "rating_games_total": total.rating_games,
         "contributors_day": len(day_users),
     }
     cache.set(key, numbers, LIVE_SECONDS)
@@ -157,11 +171,15 @@ def home(request: HttpRequest) -> HttpResponse:
         lines = list(TrainingLine.objects.filter(run=run).select_related("last_export").order_by("created_at", "id"))
         for line in lines:
             line.loss_items = sorted((k, v) for k, v in (line.losses or {}).items() if isinstance(v, (int, float)))
-        context.update({
-            "numbers": numbers, "network": network, "lines": lines,
-            "newest": Network.objects.filter(run=run).select_related("rating").order_by("-created_at", "-id")[:5],
-            "fit": RatingFit.objects.filter(run=run).first(),
-        })
+        context.update(
+            {
+                "numbers": numbers,
+                "network": network,
+                "lines": lines,
+                "newest": Network.objects.filter(run=run).select_related("rating").order_by("-created_at", "-id")[:5],
+                "fit": RatingFit.objects.filter(run=run).first(),
+            }
+        )
     return render(request, "home.html", context)
 
 
@@ -183,14 +201,20 @@ def networks(request: HttpRequest) -> HttpResponse:
     show = choice(request, "show", tuple(NETWORK_FILTERS), "all")
     page = paginator = None
     if run is not None:
-        items = (Network.objects.filter(NETWORK_FILTERS[show], run=run).select_related("parent", "rating", "gating")
-                 .order_by("-created_at", "-id"))
+        items = (
+            Network.objects.filter(NETWORK_FILTERS[show], run=run)
+            .select_related("parent", "rating", "gating")
+            .order_by("-created_at", "-id")
+        )
         page, paginator = paginate(request, items)
         games = tallies.network_games(run, [n.pk for n in page.object_list])
         for n in page.object_list:
             n.selfplay_games = games[n.pk]
-    return render(request, "dashboard/networks.html", {"run": run, "show": show, "filters": list(NETWORK_FILTERS),
-                                                        "page": page, "paginator": paginator})
+    return render(
+        request,
+        "dashboard/networks.html",
+        {"run": run, "show": show, "filters": list(NETWORK_FILTERS), "page": page, "paginator": paginator},
+    )
 
 
 def _ancestors(network: Network) -> list[Network]:
@@ -198,10 +222,12 @@ def _ancestors(network: Network) -> list[Network]:
     if network.parent_id is None:
         return []
     table = connection.ops.quote_name(Network._meta.db_table)
-    sql = (f"WITH RECURSIVE chain(id, parent_id, depth) AS ("
-           f"SELECT id, parent_id, 1 FROM {table} WHERE id = %s "
-           f"UNION ALL SELECT n.id, n.parent_id, c.depth + 1 FROM {table} n JOIN chain c ON n.id = c.parent_id "
-           f"WHERE c.depth < %s) SELECT id, depth FROM chain")
+    sql = (
+        f"WITH RECURSIVE chain(id, parent_id, depth) AS ("
+        f"SELECT id, parent_id, 1 FROM {table} WHERE id = %s "
+        f"UNION ALL SELECT n.id, n.parent_id, c.depth + 1 FROM {table} n JOIN chain c ON n.id = c.parent_id "
+        f"WHERE c.depth < %s) SELECT id, depth FROM chain"
+    )
     with connection.cursor() as cursor:
         cursor.execute(sql, [network.parent_id, LINEAGE_DEPTH])
         depths = dict(cursor.fetchall())
@@ -226,19 +252,32 @@ def network_detail(request: HttpRequest, name: str) -> HttpResponse:
     if gating is not None:
         played = gating.wins + gating.draws + gating.losses
         score = (gating.wins + 0.5 * gating.draws) / played if played else None
-    return render(request, "dashboard/network.html", {
-        "network": network, "rating": getattr(network, "rating", None), "gating": gating, "score": score,
-        "ancestors": ancestors, "more_ancestors": len(ancestors) == LINEAGE_DEPTH and ancestors[-1].parent_id,
-        "children": children, "games": games, "rating_games": rating_games, "selfplay_games": selfplay_games,
-        "events": events})
+    return render(
+        request,
+        "dashboard/network.html",
+        {
+            "network": network,
+            "rating": getattr(network, "rating", None),
+            "gating": gating,
+            "score": score,
+            "ancestors": ancestors,
+            "more_ancestors": len(ancestors) == LINEAGE_DEPTH and ancestors[-1].parent_id,
+            "children": children,
+            "games": games,
+            "rating_games": rating_games,
+            "selfplay_games": selfplay_games,
+            "events": events,
+        },
+    )
 
 
 # --- the Elo chart ---------------------------------------------------------------------------------
 @require_GET
 def elo(request: HttpRequest) -> HttpResponse:
     run = _run(request)
-    return render(request, "dashboard/elo.html", {"run": run, "fit": RatingFit.objects.filter(run=run).first()
-                                                  if run else None})
+    return render(
+        request, "dashboard/elo.html", {"run": run, "fit": RatingFit.objects.filter(run=run).first() if run else None}
+    )
 
 
 @require_GET
@@ -248,16 +287,38 @@ def elo_data(request: HttpRequest) -> JsonResponse:
     run = _run(request)
     if run is None:
         return JsonResponse({"run": None, "networks": {}})
-    rows = (Network.objects.filter(run=run).order_by("created_at", "id")
-            .values_list("name", "rating__elo", "rating__elo_se", "rating__games", "rows_seen", "created_at",
-                         "state", "released", "parent__name", "size_name"))
-    columns: dict[str, list] = {k: [] for k in ("name", "elo", "se", "games", "rows", "time", "state", "released",
-                                                "parent", "size")}
+    rows = (
+        Network.objects.filter(run=run)
+        .order_by("created_at", "id")
+        .values_list(
+            "name",
+            "rating__elo",
+            "rating__elo_se",
+            "rating__games",
+            "rows_seen",
+            "created_at",
+            "state",
+            "released",
+            "parent__name",
+            "size_name",
+        )
+    )
+    columns: dict[str, list] = {
+        k: [] for k in ("name", "elo", "se", "games", "rows", "time", "state", "released", "parent", "size")
+    }
     for name, elo_, se, games, rows_seen, created, state, released, parent, size in rows:
-        for key, value in (("name", name), ("elo", None if elo_ is None else round(elo_, 1)),
-                           ("se", None if se is None else round(se, 1)), ("games", games or 0),
-                           ("rows", rows_seen), ("time", int(created.timestamp())), ("state", state),
-                           ("released", released), ("parent", parent), ("size", size)):
+        for key, value in (
+            ("name", name),
+            ("elo", None if elo_ is None else round(elo_, 1)),
+            ("se", None if se is None else round(se, 1)),
+            ("games", games or 0),
+            ("rows", rows_seen),
+            ("time", int(created.timestamp())),
+            ("state", state),
+            ("released", released),
+            ("parent", parent),
+            ("size", size),
+        ):
             columns[key].append(value)
     return JsonResponse({"run": run.name, "networks": columns})
 
@@ -299,8 +360,11 @@ def games(request: HttpRequest, kind: str) -> HttpResponse:
         if user is not None:
             items = items.filter(user=user)
         page, paginator = paginate(request, of.listed(items))
-    return render(request, "dashboard/games.html", {"run": run, "network": network, "who": user, "page": page,
-                                                     "paginator": paginator, "kind": kind})
+    return render(
+        request,
+        "dashboard/games.html",
+        {"run": run, "network": network, "who": user, "page": page, "paginator": paginator, "kind": kind},
+    )
 
 
 def _replay(game) -> tuple[dict | None, str | None, object, float]:
@@ -325,12 +389,23 @@ def _replay(game) -> tuple[dict | None, str | None, object, float]:
 @require_GET
 def game_detail(request: HttpRequest, pk: int, kind: str) -> HttpResponse:
     of = KINDS[kind]
-    game = get_object_or_404(of.model.objects.select_related(*of.networks, "user", "settings_version", "run"),
-                             pk=_id(pk, of.what))
+    game = get_object_or_404(
+        of.model.objects.select_related(*of.networks, "user", "settings_version", "run"), pk=_id(pk, of.what)
+    )
     board, problem, rules, komi = _replay(game)
-    return render(request, "dashboard/game.html", {
-        "game": game, "kind": kind, "board": board, "problem": problem, "rules": rules, "komi": komi,
-        "sgf_url": reverse(of.sgf, args=[game.pk])})
+    return render(
+        request,
+        "dashboard/game.html",
+        {
+            "game": game,
+            "kind": kind,
+            "board": board,
+            "problem": problem,
+            "rules": rules,
+            "komi": komi,
+            "sgf_url": reverse(of.sgf, args=[game.pk]),
+        },
+    )
 
 
 @require_GET
@@ -361,12 +436,17 @@ def contributors(request: HttpRequest) -> HttpResponse:
         page, paginator = paginate(request, ranked)
         names = User.objects.in_bulk([uid for uid, _ in page.object_list])
         window = state.window_users or {}
-        page.object_list = [{"rank": page.start_index() + i, "user": names[uid], "counts": c,
-                             "window_rows": window.get(str(uid), 0)}
-                            for i, (uid, c) in enumerate(page.object_list) if uid in names]
+        page.object_list = [
+            {"rank": page.start_index() + i, "user": names[uid], "counts": c, "window_rows": window.get(str(uid), 0)}
+            for i, (uid, c) in enumerate(page.object_list)
+            if uid in names
+        ]
         tallies.ask_for_window(run, state)
-    return render(request, "dashboard/contributors.html", {"run": run, "period": period, "periods": list(PERIODS),
-                                                            "page": page, "paginator": paginator, "state": state})
+    return render(
+        request,
+        "dashboard/contributors.html",
+        {"run": run, "period": period, "periods": list(PERIODS), "page": page, "paginator": paginator, "state": state},
+    )
 
 
 @require_GET
@@ -381,13 +461,24 @@ def contributor(request: HttpRequest, username: str) -> HttpResponse:
         now = timezone.now()
         state = tallies.tally_state(run)
         empty = tallies.Counts()
-        periods = {period: tallies.per_user(run, now - span if span else None, user=who, state=state, inactive=())
-                   .get(who.pk, empty) for period, span in PERIODS.items()}  # who is active
+        periods = {
+            period: tallies.per_user(run, now - span if span else None, user=who, state=state, inactive=()).get(
+                who.pk, empty
+            )
+            for period, span in PERIODS.items()
+        }  # who is active
         items = KINDS["training"].listed(TrainingGame.objects.filter(run=run, user=who))
         page, paginator = paginate(request, items, per_page=25)
         tallies.ask_for_window(run, state)
-        context.update({"periods": periods, "page": page, "paginator": paginator, "state": state,
-                        "window_rows": (state.window_users or {}).get(str(who.pk), 0)})
+        context.update(
+            {
+                "periods": periods,
+                "page": page,
+                "paginator": paginator,
+                "state": state,
+                "window_rows": (state.window_users or {}).get(str(who.pk), 0),
+            }
+        )
     return render(request, "dashboard/contributor.html", context)
 
 
@@ -411,5 +502,8 @@ def data(request: HttpRequest) -> HttpResponse:
 
 @require_GET
 def getting_started(request: HttpRequest) -> HttpResponse:
-    return render(request, "dashboard/start.html", {"server_url": request.build_absolute_uri("/"),
-                                                     "source_url": settings.SENTE_SOURCE_URL})
+    return render(
+        request,
+        "dashboard/start.html",
+        {"server_url": request.build_absolute_uri("/"), "source_url": settings.SENTE_SOURCE_URL},
+    )

@@ -30,12 +30,22 @@ from server.runs.models import BUILD_PATTERN, current_state
 
 class TaskRequest(serializers.Serializer):
     client_version = serializers.CharField(max_length=16)
-    client_build = serializers.RegexField(rf"^{BUILD_PATTERN}\Z", required=False, default="", allow_blank=True,
-                                          help_text="the hash of the client's search and data code (16 hex digits)")
-    client_instance_id = serializers.RegexField(rf"^{INSTANCE_ID_PATTERN}\Z",
-                                                help_text="a stable id of the client installation")
-    kinds = serializers.ListField(child=serializers.ChoiceField(choices=TASK_KINDS), min_length=1,
-                                  default=list(TASK_KINDS), help_text="the kinds of task the client takes")
+    client_build = serializers.RegexField(
+        rf"^{BUILD_PATTERN}\Z",
+        required=False,
+        default="",
+        allow_blank=True,
+        help_text="the hash of the client's search and data code (16 hex digits)",
+    )
+    client_instance_id = serializers.RegexField(
+        rf"^{INSTANCE_ID_PATTERN}\Z", help_text="a stable id of the client installation"
+    )
+    kinds = serializers.ListField(
+        child=serializers.ChoiceField(choices=TASK_KINDS),
+        min_length=1,
+        default=list(TASK_KINDS),
+        help_text="the kinds of task the client takes",
+    )
     games = serializers.IntegerField(min_value=1, default=1, help_text="how many games the client wants to play")
 
     def validate_client_version(self, value):
@@ -67,18 +77,31 @@ def plain_request(data) -> dict | None:
         return None
     version, instance = data.get("client_version"), data.get("client_instance_id")
     kinds, games, build = data.get("kinds", list(TASK_KINDS)), data.get("games", 1), data.get("client_build", "")
-    if (type(version) is not str or len(version) > 16 or type(instance) is not str
-            or not _INSTANCE_ID.match(instance) or type(build) is not str or (build and not _BUILD.match(build))
-            or type(kinds) is not list or not kinds
-            or any(k not in TASK_KINDS for k in kinds) or type(games) is not int
-            or not 1 <= games <= settings.SENTE_LIMITS["games_per_task"]):
+    if (
+        type(version) is not str
+        or len(version) > 16
+        or type(instance) is not str
+        or not _INSTANCE_ID.match(instance)
+        or type(build) is not str
+        or (build and not _BUILD.match(build))
+        or type(kinds) is not list
+        or not kinds
+        or any(k not in TASK_KINDS for k in kinds)
+        or type(games) is not int
+        or not 1 <= games <= settings.SENTE_LIMITS["games_per_task"]
+    ):
         return None
     try:
         parse_version(version)
     except ValueError:
         return None
-    return {"client_version": version, "client_build": build, "client_instance_id": instance, "kinds": kinds,
-            "games": games}
+    return {
+        "client_version": version,
+        "client_build": build,
+        "client_instance_id": instance,
+        "kinds": kinds,
+        "games": games,
+    }
 
 
 def task_body(task: Task, request) -> dict:
@@ -91,8 +114,9 @@ def task_body(task: Task, request) -> dict:
         "games": task.games,
         "created_at": task.created_at,
         "expires_at": task.expires_at,
-        "upload_url": reverse("game-training-upload" if task.kind == Task.Kind.SELFPLAY else "game-rating-upload",
-                              request=request),
+        "upload_url": reverse(
+            "game-training-upload" if task.kind == Task.Kind.SELFPLAY else "game-rating-upload", request=request
+        ),
     }
     if task.kind == Task.Kind.SELFPLAY:
         body["network"] = network_ref(task.network, request)
@@ -119,12 +143,26 @@ class TaskView(APIView):
         ever lightens the server's books."""
         return "tasks" if self.request.method == "POST" else None
 
-    @extend_schema(request=TaskRequest, responses={201: inline_serializer("Task", {
-        "id": serializers.UUIDField(), "kind": serializers.ChoiceField(TASK_KINDS), "run": serializers.CharField(),
-        "network": serializers.DictField(required=False), "networks": serializers.ListField(required=False),
-        "settings": serializers.DictField(), "settings_version": serializers.IntegerField(),
-        "games": serializers.IntegerField(), "expires_at": serializers.DateTimeField(),
-        "upload_url": serializers.URLField()})})
+    @extend_schema(
+        request=TaskRequest,
+        responses={
+            201: inline_serializer(
+                "Task",
+                {
+                    "id": serializers.UUIDField(),
+                    "kind": serializers.ChoiceField(TASK_KINDS),
+                    "run": serializers.CharField(),
+                    "network": serializers.DictField(required=False),
+                    "networks": serializers.ListField(required=False),
+                    "settings": serializers.DictField(),
+                    "settings_version": serializers.IntegerField(),
+                    "games": serializers.IntegerField(),
+                    "expires_at": serializers.DateTimeField(),
+                    "upload_url": serializers.URLField(),
+                },
+            )
+        },
+    )
     def post(self, request):
         v = plain_request(request.data)
         if v is None:
@@ -137,22 +175,37 @@ class TaskView(APIView):
         run = state.run
         refusal = run.client_refusal(v["client_version"], v["client_build"])
         if refusal is not None:
-            raise ApiError(refusal, code="upgrade_required", status_code=status.HTTP_426_UPGRADE_REQUIRED,
-                           extra=run.clients_taken())
+            raise ApiError(
+                refusal,
+                code="upgrade_required",
+                status_code=status.HTTP_426_UPGRADE_REQUIRED,
+                extra=run.clients_taken(),
+            )
         kinds = set(v["kinds"])
         version = state.settings_version
         pair = None
-        if Task.Kind.RATING in kinds and (Task.Kind.SELFPLAY not in kinds
-                                          or random.random() < version.settings.gating.rating_game_prob):
+        if Task.Kind.RATING in kinds and (
+            Task.Kind.SELFPLAY not in kinds or random.random() < version.settings.gating.rating_game_prob
+        ):
             pair = choose_pair(run)
         if pair is None and Task.Kind.SELFPLAY not in kinds:
-            raise ApiError("no rating games are to be played now; ask again later or take self-play tasks",
-                           code="no_work", status_code=503)
+            raise ApiError(
+                "no rating games are to be played now; ask again later or take self-play tasks",
+                code="no_work",
+                status_code=503,
+            )
         now = timezone.now()
-        common = dict(run=run, user=request.user, settings_version=version, games=v["games"],
-                      client_version=v["client_version"], client_build=v["client_build"],
-                      client_instance_id=v["client_instance_id"], created_at=now,
-                      expires_at=now + timedelta(seconds=settings.SENTE_TASK_SECONDS))
+        common = dict(
+            run=run,
+            user=request.user,
+            settings_version=version,
+            games=v["games"],
+            client_version=v["client_version"],
+            client_build=v["client_build"],
+            client_instance_id=v["client_instance_id"],
+            created_at=now,
+            expires_at=now + timedelta(seconds=settings.SENTE_TASK_SECONDS),
+        )
         if pair is not None:
             # A match is spread over many clients (KataGo's rating tasks are a few games each): one
             # client's fault or speed then weighs little in a gating decision.
@@ -161,15 +214,29 @@ class TaskView(APIView):
         else:
             network = state.network
             if network is None:
-                raise ApiError(f"run {run.name} has no network to play yet; try again later", code="no_network",
-                               status_code=503)
+                raise ApiError(
+                    f"run {run.name} has no network to play yet; try again later", code="no_network", status_code=503
+                )
             task = Task.objects.issue(kind=Task.Kind.SELFPLAY, network=network, **common)
         return Response(task_body(task, request), status=status.HTTP_201_CREATED)
 
-    @extend_schema(request=ReleaseRequest, responses={200: inline_serializer("Released", {
-        "given_up": serializers.IntegerField(help_text="the games the ledger no longer waits for"),
-        "tasks": serializers.ListField(child=serializers.DictField(), help_text="id, games, games_received"),
-        "unknown": serializers.ListField(child=serializers.UUIDField(), help_text="ids that are none of yours")})})
+    @extend_schema(
+        request=ReleaseRequest,
+        responses={
+            200: inline_serializer(
+                "Released",
+                {
+                    "given_up": serializers.IntegerField(help_text="the games the ledger no longer waits for"),
+                    "tasks": serializers.ListField(
+                        child=serializers.DictField(), help_text="id, games, games_received"
+                    ),
+                    "unknown": serializers.ListField(
+                        child=serializers.UUIDField(), help_text="ids that are none of yours"
+                    ),
+                },
+            )
+        },
+    )
     def patch(self, request):
         """Give up games of your tasks: each task's ``games`` becomes the games you will deliver in
         all (never fewer than it has received, never more than it had)."""
@@ -181,8 +248,12 @@ class TaskView(APIView):
         given_up = 0
         answer = []
         with transaction.atomic():
-            for task in (Task.objects.select_for_update().filter(user=request.user, pk__in=list(wanted))
-                         .order_by("pk").only("id", "games", "games_received")):
+            for task in (
+                Task.objects.select_for_update()
+                .filter(user=request.user, pk__in=list(wanted))
+                .order_by("pk")
+                .only("id", "games", "games_received")
+            ):
                 games = max(wanted[task.pk], task.games_received)
                 if games < task.games:
                     Task.objects.filter(pk=task.pk).update(games=Greatest(F("games_received"), games))
@@ -190,5 +261,6 @@ class TaskView(APIView):
                     task.games = games
                 answer.append({"id": str(task.pk), "games": task.games, "games_received": task.games_received})
         found = {item["id"] for item in answer}
-        return Response({"given_up": given_up, "tasks": answer,
-                         "unknown": [str(t) for t in wanted if str(t) not in found]})
+        return Response(
+            {"given_up": given_up, "tasks": answer, "unknown": [str(t) for t in wanted if str(t) not in found]}
+        )

@@ -41,18 +41,37 @@ class Task(models.Model):
     kind = models.CharField(max_length=16, choices=Kind.choices)
     run = models.ForeignKey("runs.Run", on_delete=models.PROTECT, related_name="tasks")
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="tasks")
-    network = models.ForeignKey("networks.Network", null=True, blank=True, on_delete=models.PROTECT,
-                                related_name="selfplay_tasks", help_text="self-play: the network to play")
-    network_a = models.ForeignKey("networks.Network", null=True, blank=True, on_delete=models.PROTECT,
-                                  related_name="rating_tasks_a", help_text="rating: one side")
-    network_b = models.ForeignKey("networks.Network", null=True, blank=True, on_delete=models.PROTECT,
-                                  related_name="rating_tasks_b", help_text="rating: the other side")
+    network = models.ForeignKey(
+        "networks.Network",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="selfplay_tasks",
+        help_text="self-play: the network to play",
+    )
+    network_a = models.ForeignKey(
+        "networks.Network",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="rating_tasks_a",
+        help_text="rating: one side",
+    )
+    network_b = models.ForeignKey(
+        "networks.Network",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="rating_tasks_b",
+        help_text="rating: the other side",
+    )
     settings_version = models.ForeignKey("runs.RunSettingsVersion", on_delete=models.PROTECT, related_name="tasks")
     games = models.PositiveIntegerField()
     games_received = models.PositiveIntegerField(default=0)
     client_version = models.CharField(max_length=16)
-    client_build = models.CharField(max_length=16, blank=True, default="",
-                                    help_text="the hash of the client's search and data code (client.build)")
+    client_build = models.CharField(
+        max_length=16, blank=True, default="", help_text="the hash of the client's search and data code (client.build)"
+    )
     client_instance_id = models.CharField(max_length=64)
     created_at = models.DateTimeField(default=timezone.now)
     expires_at = models.DateTimeField()
@@ -61,10 +80,15 @@ class Task(models.Model):
 
     class Meta:
         ordering = ["-created_at"]
-        indexes = [models.Index(fields=["user", "created_at"], name="task_user_created"),
-                   models.Index(fields=["run", "created_at"], name="task_run_created")]
-        constraints = [models.CheckConstraint(condition=models.Q(games_received__lte=models.F("games")),
-                                              name="task_games_received_within_games")]
+        indexes = [
+            models.Index(fields=["user", "created_at"], name="task_user_created"),
+            models.Index(fields=["run", "created_at"], name="task_run_created"),
+        ]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(games_received__lte=models.F("games")), name="task_games_received_within_games"
+            )
+        ]
 
     def __str__(self) -> str:
         return f"{self.kind} task {self.id} for {self.user}"

@@ -26,14 +26,34 @@ class GameAdmin(admin.ModelAdmin):
 
 @admin.register(TrainingGame)
 class TrainingGameAdmin(GameAdmin):
-    list_display = ("client_game_id", "run", "network", "user", "board_x_size", "result", "moves", "rows",
-                    "created_at", "disabled")
+    list_display = (
+        "client_game_id",
+        "run",
+        "network",
+        "user",
+        "board_x_size",
+        "result",
+        "moves",
+        "rows",
+        "created_at",
+        "disabled",
+    )
 
 
 @admin.register(RatingGame)
 class RatingGameAdmin(GameAdmin):
-    list_display = ("client_game_id", "run", "black_network", "white_network", "user", "board_x_size", "result",
-                    "moves", "created_at", "disabled")
+    list_display = (
+        "client_game_id",
+        "run",
+        "black_network",
+        "white_network",
+        "user",
+        "board_x_size",
+        "result",
+        "moves",
+        "created_at",
+        "disabled",
+    )
 
 
 @admin.register(UploadRefusal)

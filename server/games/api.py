@@ -23,8 +23,9 @@ def _upload(request) -> Upload:
     metadata = request.data.get("metadata")
     if metadata is None and "metadata" in request.FILES:
         metadata = request.FILES["metadata"].read().decode("utf-8", errors="replace")
-    return Upload(task=request.data.get("task"), metadata=metadata, sgf=_file(request, "sgf"),
-                  npz=_file(request, "npz"))
+    return Upload(
+        task=request.data.get("task"), metadata=metadata, sgf=_file(request, "sgf"), npz=_file(request, "npz")
+    )
 
 
 def _storable(text: str, most: int) -> str:
@@ -39,22 +40,42 @@ def _take(take, kind: str, request):
     try:
         return take(request.user, _upload(request))
     except ApiError as e:
-        UploadRefusal.objects.create(kind=kind, user=request.user if request.user.is_authenticated else None,
-                                     code=_storable(str(e.error_code), 32), field=_storable(e.field or "", 32),
-                                     message=_storable(e.message, 300))
+        UploadRefusal.objects.create(
+            kind=kind,
+            user=request.user if request.user.is_authenticated else None,
+            code=_storable(str(e.error_code), 32),
+            field=_storable(e.field or "", 32),
+            message=_storable(e.message, 300),
+        )
         raise
 
 
 def training_game_body(game: TrainingGame) -> dict:
-    return {"id": game.pk, "kind": "training", "game_id": game.client_game_id, "task": str(game.task_id),
-            "network": game.network.name, "rows": game.rows, "result": game.result, "moves": game.moves,
-            "created_at": game.created_at}
+    return {
+        "id": game.pk,
+        "kind": "training",
+        "game_id": game.client_game_id,
+        "task": str(game.task_id),
+        "network": game.network.name,
+        "rows": game.rows,
+        "result": game.result,
+        "moves": game.moves,
+        "created_at": game.created_at,
+    }
 
 
 def rating_game_body(game: RatingGame) -> dict:
-    return {"id": game.pk, "kind": "rating", "game_id": game.client_game_id, "task": str(game.task_id),
-            "black_network": game.black_network.name, "white_network": game.white_network.name,
-            "result": game.result, "moves": game.moves, "created_at": game.created_at}
+    return {
+        "id": game.pk,
+        "kind": "rating",
+        "game_id": game.client_game_id,
+        "task": str(game.task_id),
+        "black_network": game.black_network.name,
+        "white_network": game.white_network.name,
+        "result": game.result,
+        "moves": game.moves,
+        "created_at": game.created_at,
+    }
 
 
 UPLOAD_FIELDS = {
@@ -72,8 +93,14 @@ class TrainingGameUpload(APIView):
     parser_classes = [MultiPartParser]
     throttle_scope = "uploads"
 
-    @extend_schema(request={"multipart/form-data": inline_serializer("TrainingGameUpload", {
-        **UPLOAD_FIELDS, "npz": serializers.FileField()})}, responses={201: dict, 200: dict})
+    @extend_schema(
+        request={
+            "multipart/form-data": inline_serializer(
+                "TrainingGameUpload", {**UPLOAD_FIELDS, "npz": serializers.FileField()}
+            )
+        },
+        responses={201: dict, 200: dict},
+    )
     def post(self, request):
         game, created = _take(take_training_game, "training", request)
         return Response(training_game_body(game), status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
@@ -86,8 +113,10 @@ class RatingGameUpload(APIView):
     parser_classes = [MultiPartParser]
     throttle_scope = "uploads"
 
-    @extend_schema(request={"multipart/form-data": inline_serializer("RatingGameUpload", UPLOAD_FIELDS)},
-                   responses={201: dict, 200: dict})
+    @extend_schema(
+        request={"multipart/form-data": inline_serializer("RatingGameUpload", UPLOAD_FIELDS)},
+        responses={201: dict, 200: dict},
+    )
     def post(self, request):
         game, created = _take(take_rating_game, "rating", request)
         return Response(rating_game_body(game), status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)

@@ -44,8 +44,9 @@ def _notes(rec: GameRecord) -> list[SearchNote | None]:
     notes = []
     for i, node in enumerate(rec.nodes):
         if i and node.setup:
-            raise invalid("sgf", f"node {i} places stones during the game; self-play places them only at the "
-                                 "start", "bad_record")
+            raise invalid(
+                "sgf", f"node {i} places stones during the game; self-play places them only at the start", "bad_record"
+            )
         if node.move is not None:
             notes.append(read_search_note(node.comment))
     return notes
@@ -62,8 +63,7 @@ def selfplay_draws(rec: GameRecord) -> SelfPlayDraws:
 def _played_with(settings: dict, expected: dict, what: str) -> None:
     if settings != expected:
         differ = sorted(k for k in set(settings) | set(expected) if settings.get(k) != expected.get(k))
-        raise _refuse(f"was played with other {what} settings than the task's (they differ in "
-                      f"{', '.join(differ)})")
+        raise _refuse(f"was played with other {what} settings than the task's (they differ in {', '.join(differ)})")
 
 
 def _binomial_odds(k: int, n: int, p: float) -> float:
@@ -90,22 +90,30 @@ def check_selfplay(draws: SelfPlayDraws, rec: GameRecord, settings: SelfPlaySett
     _played_with(info.settings, settings.to_dict(), "self-play")
     size = rec.x_size
     if size not in settings.sizes_in_play():
-        raise _refuse(f"a {size}x{size} board is not drawn by the task's settings (sizes "
-                      f"{list(settings.sizes_in_play())})")
+        raise _refuse(
+            f"a {size}x{size} board is not drawn by the task's settings (sizes {list(settings.sizes_in_play())})"
+        )
     expected_handicap = start.extra_black + 1 if start.extra_black else 0
     if rec.handicap != expected_handicap:
-        raise _refuse(f"handicap {rec.handicap} disagrees with the {start.extra_black} extra black moves its start "
-                      "records")
+        raise _refuse(
+            f"handicap {rec.handicap} disagrees with the {start.extra_black} extra black moves its start records"
+        )
     if start.extra_black and (settings.handicap_prob <= 0 or start.extra_black > settings.max_handicap(size)):
-        raise _refuse(f"a handicap of {rec.handicap} stones on {size}x{size} is not drawn by the task's settings "
-                      f"(probability {settings.handicap_prob:g}, at most {settings.max_handicap(size) + 1} stones)")
+        raise _refuse(
+            f"a handicap of {rec.handicap} stones on {size}x{size} is not drawn by the task's settings "
+            f"(probability {settings.handicap_prob:g}, at most {settings.max_handicap(size) + 1} stones)"
+        )
     low, high = settings.komi_bounds()
     if not low <= start.komi_drawn <= high:
-        raise _refuse(f"komi {start.komi_drawn:g} was not drawn by the task's settings (they draw from {low:g} to "
-                      f"{high:g})")
+        raise _refuse(
+            f"komi {start.komi_drawn:g} was not drawn by the task's settings (they draw from {low:g} to {high:g})"
+        )
     if start.komi_compensated:
-        if not (start.extra_black and settings.handicap_compensate_komi_prob > 0
-                and settings.handicap_compensation_rounds > 0):
+        if not (
+            start.extra_black
+            and settings.handicap_compensate_komi_prob > 0
+            and settings.handicap_compensation_rounds > 0
+        ):
             raise _refuse("its komi was compensated, which the task's settings do only for handicap games")
     elif rec.komi != start.komi_drawn:
         raise _refuse(f"komi {rec.komi:g} is not the {start.komi_drawn:g} it drew (and it was not compensated)")
@@ -113,8 +121,10 @@ def check_selfplay(draws: SelfPlayDraws, rec: GameRecord, settings: SelfPlaySett
     if moves > settings.max_moves:
         raise _refuse(f"it has {moves} moves, more than the task's move limit of {settings.max_moves}")
     if info.move_limit_reached != (result == "Void"):
-        raise _refuse(f"it says the move limit was {'' if info.move_limit_reached else 'not '}reached, but its result "
-                      f"is {result!r}")
+        raise _refuse(
+            f"it says the move limit was {'' if info.move_limit_reached else 'not '}reached, but its result "
+            f"is {result!r}"
+        )
     _check_searches(draws, settings)
 
 
@@ -125,24 +135,35 @@ def _check_searches(draws: SelfPlayDraws, settings: SelfPlaySettings) -> None:
         raise _refuse(f"its start records {opening} opening moves, but it has {len(notes)} moves")
     for turn, note in enumerate(notes):
         if (note is None) != (turn < opening):
-            raise _refuse(f"move {turn + 1} " + ("has no search note, though it comes after the opening" if note is None
-                                                 else "has a search note, though it is a move of the opening"))
+            raise _refuse(
+                f"move {turn + 1} "
+                + (
+                    "has no search note, though it comes after the opening"
+                    if note is None
+                    else "has a search note, though it is a move of the opening"
+                )
+            )
     low, high = settings.full_search_visits()
     full = 0
     for turn, note in enumerate(notes[opening:], start=opening):
         if note.full:
             full += 1
             if not low <= note.visits <= high:
-                raise _refuse(f"move {turn + 1}: a full search of {note.visits} visits; the task's settings search "
-                              f"{low}" + (f" to {high}" if high != low else "") + " visits")
+                raise _refuse(
+                    f"move {turn + 1}: a full search of {note.visits} visits; the task's settings search "
+                    f"{low}" + (f" to {high}" if high != low else "") + " visits"
+                )
         elif note.visits > max(settings.visits, settings.cheap_visits):
-            raise _refuse(f"move {turn + 1}: a cheap search of {note.visits} visits, more than the task's settings "
-                          "allow")
+            raise _refuse(
+                f"move {turn + 1}: a cheap search of {note.visits} visits, more than the task's settings allow"
+            )
     searched = len(notes) - opening
     odds = _binomial_odds(full, searched, settings.full_search_prob)
     if odds < FULL_SEARCH_ODDS:
-        raise _refuse(f"{full} of its {searched} searches were full; the task's settings make a search full with "
-                      f"probability {settings.full_search_prob:g} (odds below {odds:.1e})")
+        raise _refuse(
+            f"{full} of its {searched} searches were full; the task's settings make a search full with "
+            f"probability {settings.full_search_prob:g} (odds below {odds:.1e})"
+        )
 
 
 def full_weight(draws: SelfPlayDraws, settings: SelfPlaySettings) -> float:
@@ -158,9 +179,12 @@ def check_rating(rec: GameRecord, settings: MatchSettings) -> None:
     except ValueError as e:
         raise invalid("sgf", f"the root comment is not JSON: {e}", "bad_record") from None
     if not isinstance(data, dict) or set(data) != {"settings"} or not isinstance(data["settings"], dict):
-        raise invalid("sgf", "the root comment must be a JSON object holding the match settings it was played with",
-                      "bad_record")
+        raise invalid(
+            "sgf", "the root comment must be a JSON object holding the match settings it was played with", "bad_record"
+        )
     _played_with(data["settings"], settings.to_dict(), "match")
     if rec.x_size not in settings.sizes_in_play():
-        raise _refuse(f"a {rec.x_size}x{rec.x_size} board is not drawn by the task's settings (sizes "
-                      f"{list(settings.sizes_in_play())})")
+        raise _refuse(
+            f"a {rec.x_size}x{rec.x_size} board is not drawn by the task's settings (sizes "
+            f"{list(settings.sizes_in_play())})"
+        )

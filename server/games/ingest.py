@@ -96,8 +96,11 @@ def _task(upload: Upload, user, kind: str) -> Task:
         task_id = uuid.UUID(str(upload.task))
     except ValueError:
         raise invalid("task", f"{upload.task!r} is not a task id") from None
-    related = ("run", "settings_version", "network") if kind == Task.Kind.SELFPLAY else (
-        "run", "settings_version", "network_a", "network_b")
+    related = (
+        ("run", "settings_version", "network")
+        if kind == Task.Kind.SELFPLAY
+        else ("run", "settings_version", "network_a", "network_b")
+    )
     try:
         task = Task.objects.select_related(*related).get(pk=task_id)
     except Task.DoesNotExist:
@@ -110,11 +113,19 @@ def _task(upload: Upload, user, kind: str) -> Task:
     # changed its versions or builds) is refused as that client's task request would be.
     refusal = task.run.client_refusal(task.client_version, task.client_build)
     if refusal is not None:
-        raise ApiError(f"this game's task was given to a client the run no longer takes: {refusal}",
-                       code="upgrade_required", field="task", status_code=426, extra=task.run.clients_taken())
+        raise ApiError(
+            f"this game's task was given to a client the run no longer takes: {refusal}",
+            code="upgrade_required",
+            field="task",
+            status_code=426,
+            extra=task.run.clients_taken(),
+        )
     if timezone.now() > task.accepts_until():
-        raise invalid("task", f"task {task_id} expired at {task.expires_at:%Y-%m-%d %H:%M} UTC and its games are no "
-                              "longer taken", "expired")
+        raise invalid(
+            "task",
+            f"task {task_id} expired at {task.expires_at:%Y-%m-%d %H:%M} UTC and its games are no longer taken",
+            "expired",
+        )
     if task.games_received >= task.games:
         raise invalid("task", f"task {task_id} has all its {task.games} games already", "task_complete")
     return task
@@ -122,8 +133,11 @@ def _task(upload: Upload, user, kind: str) -> Task:
 
 def _check_settings_version(meta, task: Task) -> None:
     if meta.settings_version != task.settings_version.version:
-        raise invalid("metadata.settings_version", f"is {meta.settings_version}, but the task's settings are "
-                                                   f"version {task.settings_version.version}", "mismatch")
+        raise invalid(
+            "metadata.settings_version",
+            f"is {meta.settings_version}, but the task's settings are version {task.settings_version.version}",
+            "mismatch",
+        )
 
 
 # --- the SGF -------------------------------------------------------------------------------------
@@ -138,10 +152,13 @@ def _record(sgf: bytes) -> GameRecord:
 
 
 def _rules_allowed(rules: Rules, choice: RulesChoice) -> str | None:
-    for name, value, allowed in (("ko", rules.ko, choice.ko), ("tax", rules.tax, choice.tax),
-                                 ("suicide", rules.suicide, choice.suicide),
-                                 ("button", rules.has_button, choice.button),
-                                 ("white_handicap_bonus", rules.white_handicap_bonus, choice.white_handicap_bonus)):
+    for name, value, allowed in (
+        ("ko", rules.ko, choice.ko),
+        ("tax", rules.tax, choice.tax),
+        ("suicide", rules.suicide, choice.suicide),
+        ("button", rules.has_button, choice.button),
+        ("white_handicap_bonus", rules.white_handicap_bonus, choice.white_handicap_bonus),
+    ):
         if value not in allowed:
             return f"{name} {value!r} is not among the task's {list(allowed)}"
     if rules.scoring != "AREA":
@@ -151,11 +168,15 @@ def _rules_allowed(rules: Rules, choice: RulesChoice) -> str | None:
 
 def _check_record(rec: GameRecord, meta, sizes: tuple[int, ...], rules_choice: RulesChoice) -> Rules:
     if (rec.x_size, rec.y_size) != (meta.board_x_size, meta.board_y_size):
-        raise invalid("sgf", f"the board is {rec.x_size}x{rec.y_size}, the metadata says "
-                             f"{meta.board_x_size}x{meta.board_y_size}", "mismatch")
+        raise invalid(
+            "sgf",
+            f"the board is {rec.x_size}x{rec.y_size}, the metadata says {meta.board_x_size}x{meta.board_y_size}",
+            "mismatch",
+        )
     if rec.x_size != rec.y_size or rec.x_size not in sizes:
-        raise invalid("sgf", f"a {rec.x_size}x{rec.y_size} board is not among the task's sizes {list(sizes)}",
-                      "not_in_settings")
+        raise invalid(
+            "sgf", f"a {rec.x_size}x{rec.y_size} board is not among the task's sizes {list(sizes)}", "not_in_settings"
+        )
     if rec.komi is None or rec.komi != meta.komi:
         raise invalid("sgf", f"komi {rec.komi} differs from the metadata's {meta.komi}", "mismatch")
     if rec.rules is None:
@@ -165,8 +186,9 @@ def _check_record(rec: GameRecord, meta, sizes: tuple[int, ...], rules_choice: R
     except RulesError as e:
         raise invalid("metadata.rules", str(e)) from None
     if rec.rules != declared:
-        raise invalid("sgf", f"rules {rec.rules.to_compact()} differ from the metadata's {declared.to_compact()}",
-                      "mismatch")
+        raise invalid(
+            "sgf", f"rules {rec.rules.to_compact()} differ from the metadata's {declared.to_compact()}", "mismatch"
+        )
     problem = _rules_allowed(rec.rules, rules_choice)
     if problem:
         raise invalid("sgf", f"rules: {problem}", "not_in_settings")
@@ -193,24 +215,37 @@ def _check_result(game: Game, declared: str, pass_alive_end: bool, max_moves: in
     if game.is_over:
         actual = game.result.sgf()
         if declared != actual:
-            raise invalid("sgf", f"the game ended ({game.result.reason}) with {actual} by the area count, but "
-                                 f"declares {declared}", "wrong_result")
+            raise invalid(
+                "sgf",
+                f"the game ended ({game.result.reason}) with {actual} by the area count, but declares {declared}",
+                "wrong_result",
+            )
         return
     if declared == "Void":
         if game.num_moves < max_moves:
-            raise invalid("sgf", f"declares no result (Void) after {game.num_moves} moves, before the move limit "
-                                 f"of {max_moves}", "wrong_result")
+            raise invalid(
+                "sgf",
+                f"declares no result (Void) after {game.num_moves} moves, before the move limit of {max_moves}",
+                "wrong_result",
+            )
         return
     if resign_allowed and declared in ("B+R", "W+R"):
         return
-    raise invalid("sgf", f"declares {declared!r} but the game did not end (no two passes, not every point "
-                         "pass-alive)", "wrong_result")
+    raise invalid(
+        "sgf",
+        f"declares {declared!r} but the game did not end (no two passes, not every point pass-alive)",
+        "wrong_result",
+    )
 
 
 def _players(rec: GameRecord, black: str, white: str) -> None:
     if rec.black_player != black or rec.white_player != white:
-        raise invalid("sgf", f"players are {rec.black_player!r} (black) and {rec.white_player!r} (white), expected "
-                             f"{black!r} and {white!r}", "mismatch")
+        raise invalid(
+            "sgf",
+            f"players are {rec.black_player!r} (black) and {rec.white_player!r} (white), expected "
+            f"{black!r} and {white!r}",
+            "mismatch",
+        )
 
 
 def _outcome(result: str, game: Game) -> dict:
@@ -246,18 +281,23 @@ def _rows(npz: bytes, meta: TrainingGameMetadata) -> dict:
     if n:
         on_board = int(unpack_spatial(arrays["binaryInputNCHWPacked"][0])[0].sum())
         if on_board != meta.board_x_size * meta.board_y_size:
-            raise invalid("npz", f"its rows are of a board of {on_board} points, not "
-                                 f"{meta.board_x_size}x{meta.board_y_size}", "mismatch")
+            raise invalid(
+                "npz",
+                f"its rows are of a board of {on_board} points, not {meta.board_x_size}x{meta.board_y_size}",
+                "mismatch",
+            )
     return arrays
 
 
-def check_selfplay_game(rec: GameRecord, rules: Rules, rows: dict, game_id: str, result: str,
-                        settings: SelfPlaySettings) -> Game:
+def check_selfplay_game(
+    rec: GameRecord, rules: Rules, rows: dict, game_id: str, result: str, settings: SelfPlaySettings
+) -> Game:
     """A self-play game's own checks, once its record and rows were read: the replay with its rows
     held against it, the declared result, the draws against the settings. Returns the replayed game."""
     draws = drawn.selfplay_draws(rec)
-    check = RowsAgainstGame(rows, rec.x_size, rec.y_size, rec.moves, game_id, rec.handicap,
-                            settings.draw_equivalent_wins)
+    check = RowsAgainstGame(
+        rows, rec.x_size, rec.y_size, rec.moves, game_id, rec.handicap, settings.draw_equivalent_wins
+    )
     game = _replay(rec, check.visit)
     _check_result(game, result, settings.end_when_all_pass_alive, settings.max_moves, resign_allowed=False)
     drawn.check_selfplay(draws, rec, settings, result)
@@ -275,15 +315,19 @@ def _rows_of_searches(check: RowsAgainstGame, draws: drawn.SelfPlayDraws, settin
     full = draws.full_turns()
     first = check.first_recorded_turn
     if first is not None and first != draws.info.start.opening_moves:
-        raise RowMismatch(f"their first recorded turn is {first}, but the game's opening had "
-                          f"{draws.info.start.opening_moves} moves")
+        raise RowMismatch(
+            f"their first recorded turn is {first}, but the game's opening had {draws.info.start.opening_moves} moves"
+        )
     for turn in check.turns:
         if turn.turn not in full:
-            raise RowMismatch(f"row {turn.first_row} is of turn {turn.turn}, which was not a full search (the "
-                              "record's note for that move)")
+            raise RowMismatch(
+                f"row {turn.first_row} is of turn {turn.turn}, which was not a full search (the "
+                "record's note for that move)"
+            )
         if turn.visits != full[turn.turn]:
-            raise RowMismatch(f"row {turn.first_row} says its search had {turn.visits} visits; the record says "
-                              f"{full[turn.turn]}")
+            raise RowMismatch(
+                f"row {turn.first_row} says its search had {turn.visits} visits; the record says {full[turn.turn]}"
+            )
     check.check_count(drawn.full_weight(draws, settings), len(full))
 
 
@@ -294,18 +338,26 @@ def _existing(model: type[GameRow], game_id: str, user):
     except model.DoesNotExist:
         return None
     if game.user_id != user.pk:
-        raise ApiError(f"game id {game_id!r} was used by another contributor; make a new one", code="game_id_taken",
-                       field="metadata.game_id", status_code=409)
+        raise ApiError(
+            f"game id {game_id!r} was used by another contributor; make a new one",
+            code="game_id_taken",
+            field="metadata.game_id",
+            status_code=409,
+        )
     return game
 
 
 def _referenced(name: str) -> bool:
-    return (TrainingGame.objects.filter(sgf=name).exists() or TrainingGame.objects.filter(npz=name).exists()
-            or RatingGame.objects.filter(sgf=name).exists())
+    return (
+        TrainingGame.objects.filter(sgf=name).exists()
+        or TrainingGame.objects.filter(npz=name).exists()
+        or RatingGame.objects.filter(sgf=name).exists()
+    )
 
 
-def _store(model: type[GameRow], task: Task, user, fields: dict, files: dict[str, tuple[bytes, str]],
-           after_insert=None):
+def _store(
+    model: type[GameRow], task: Task, user, fields: dict, files: dict[str, tuple[bytes, str]], after_insert=None
+):
     """Insert the row, write its files (named by their content), count it on its task (and pass it to
     after_insert, in the same transaction), commit; or leave nothing."""
     stored = StoredFiles()
@@ -324,7 +376,8 @@ def _store(model: type[GameRow], task: Task, user, fields: dict, files: dict[str
                 if saved != expected and not stored.storage.exists(expected):
                     raise RuntimeError(f"storage kept the {name} file under another name than {expected}")
             counted = Task.objects.filter(pk=task.pk, games_received__lt=F("games")).update(
-                games_received=F("games_received") + 1)
+                games_received=F("games_received") + 1
+            )
             if not counted:
                 raise invalid("task", f"task {task.pk} has all its {task.games} games already", "task_complete")
             if after_insert is not None:
@@ -359,8 +412,9 @@ def take_training_game(user, upload: Upload) -> tuple[TrainingGame, bool]:
     if existing is not None:
         return existing, False
     if meta.network != task.network.name:
-        raise invalid("metadata.network", f"is {meta.network!r}, but the task's network is {task.network.name!r}",
-                      "mismatch")
+        raise invalid(
+            "metadata.network", f"is {meta.network!r}, but the task's network is {task.network.name!r}", "mismatch"
+        )
     _check_settings_version(meta, task)
     selfplay: SelfPlaySettings = task.settings_version.settings.selfplay
     arrays = _rows(upload.npz, meta)
@@ -370,11 +424,27 @@ def take_training_game(user, upload: Upload) -> tuple[TrainingGame, bool]:
         raise invalid("sgf", f"handicap {rec.handicap} differs from the metadata's {meta.handicap}", "mismatch")
     _players(rec, task.network.name, task.network.name)
     game = check_selfplay_game(rec, rules, arrays, meta.game_id, meta.result, selfplay)
-    fields = dict(client_game_id=meta.game_id, network=task.network, board_x_size=rec.x_size,
-                  board_y_size=rec.y_size, komi=rec.komi, rules=rules.to_dict(), handicap=rec.handicap,
-                  result=meta.result, moves=len(rec.moves), rows=meta.rows, **_outcome(meta.result, game))
-    return _store(TrainingGame, task, user, fields, {"sgf": (upload.sgf, ".sgf"), "npz": (upload.npz, ".npz")},
-                  after_insert=lambda game: request_audit(game.run))
+    fields = dict(
+        client_game_id=meta.game_id,
+        network=task.network,
+        board_x_size=rec.x_size,
+        board_y_size=rec.y_size,
+        komi=rec.komi,
+        rules=rules.to_dict(),
+        handicap=rec.handicap,
+        result=meta.result,
+        moves=len(rec.moves),
+        rows=meta.rows,
+        **_outcome(meta.result, game),
+    )
+    return _store(
+        TrainingGame,
+        task,
+        user,
+        fields,
+        {"sgf": (upload.sgf, ".sgf"), "npz": (upload.npz, ".npz")},
+        after_insert=lambda game: request_audit(game.run),
+    )
 
 
 def take_rating_game(user, upload: Upload) -> tuple[RatingGame, bool]:
@@ -384,9 +454,13 @@ def take_rating_game(user, upload: Upload) -> tuple[RatingGame, bool]:
         return existing, False
     names = {task.network_a.name, task.network_b.name}
     if meta.black_network == meta.white_network or {meta.black_network, meta.white_network} != names:
-        raise invalid("metadata.black_network", f"the game is {meta.black_network!r} (black) against "
-                                                f"{meta.white_network!r} (white); the task's networks are "
-                                                f"{sorted(names)}", "mismatch")
+        raise invalid(
+            "metadata.black_network",
+            f"the game is {meta.black_network!r} (black) against "
+            f"{meta.white_network!r} (white); the task's networks are "
+            f"{sorted(names)}",
+            "mismatch",
+        )
     _check_settings_version(meta, task)
     rating: MatchSettings = task.settings_version.settings.rating
     rec = _record(upload.sgf)
@@ -400,12 +474,20 @@ def take_rating_game(user, upload: Upload) -> tuple[RatingGame, bool]:
     game = _replay(rec)
     _check_result(game, meta.result, rating.end_when_all_pass_alive, rating.max_moves, resign_allowed=True)
     by_name = {task.network_a.name: task.network_a, task.network_b.name: task.network_b}
-    fields = dict(client_game_id=meta.game_id, black_network=by_name[meta.black_network],
-                  white_network=by_name[meta.white_network], board_x_size=rec.x_size, board_y_size=rec.y_size,
-                  komi=rec.komi, rules=rules.to_dict(), handicap=0, result=meta.result, moves=len(rec.moves),
-                  **_outcome(meta.result, game))
+    fields = dict(
+        client_game_id=meta.game_id,
+        black_network=by_name[meta.black_network],
+        white_network=by_name[meta.white_network],
+        board_x_size=rec.x_size,
+        board_y_size=rec.y_size,
+        komi=rec.komi,
+        rules=rules.to_dict(),
+        handicap=0,
+        result=meta.result,
+        moves=len(rec.moves),
+        **_outcome(meta.result, game),
+    )
     return _store(RatingGame, task, user, fields, {"sgf": (upload.sgf, ".sgf")}, after_insert=rating_game_stored)
-
 
 
 def warm_up() -> None:

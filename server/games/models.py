@@ -20,8 +20,7 @@ class Game(models.Model):
     task = models.ForeignKey("distribution.Task", on_delete=models.PROTECT, related_name="%(class)ss")
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="%(class)ss")
     run = models.ForeignKey("runs.Run", on_delete=models.PROTECT, related_name="%(class)ss")
-    settings_version = models.ForeignKey("runs.RunSettingsVersion", on_delete=models.PROTECT,
-                                         related_name="%(class)ss")
+    settings_version = models.ForeignKey("runs.RunSettingsVersion", on_delete=models.PROTECT, related_name="%(class)ss")
     board_x_size = models.PositiveSmallIntegerField()
     board_y_size = models.PositiveSmallIntegerField()
     komi = models.FloatField()
@@ -52,9 +51,11 @@ class TrainingGame(Game):
 
     class Meta:
         ordering = ["-created_at", "-id"]
-        indexes = [models.Index(fields=["network", "created_at"], name="tgame_network_created"),
-                   models.Index(fields=["user", "created_at"], name="tgame_user_created"),
-                   models.Index(fields=["run", "created_at"], name="tgame_run_created")]
+        indexes = [
+            models.Index(fields=["network", "created_at"], name="tgame_network_created"),
+            models.Index(fields=["user", "created_at"], name="tgame_user_created"),
+            models.Index(fields=["run", "created_at"], name="tgame_run_created"),
+        ]
 
 
 class RatingGame(Game):
@@ -63,9 +64,11 @@ class RatingGame(Game):
 
     class Meta:
         ordering = ["-created_at", "-id"]
-        indexes = [models.Index(fields=["black_network", "white_network"], name="rgame_pair"),
-                   models.Index(fields=["user", "created_at"], name="rgame_user_created"),
-                   models.Index(fields=["run", "created_at"], name="rgame_run_created")]
+        indexes = [
+            models.Index(fields=["black_network", "white_network"], name="rgame_pair"),
+            models.Index(fields=["user", "created_at"], name="rgame_user_created"),
+            models.Index(fields=["run", "created_at"], name="rgame_run_created"),
+        ]
 
 
 class UploadRefusal(models.Model):
@@ -73,8 +76,9 @@ class UploadRefusal(models.Model):
     maintainers see what goes wrong and the metrics can count it."""
 
     kind = models.CharField(max_length=16, help_text="training or rating")
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
-                             related_name="upload_refusals")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="upload_refusals"
+    )
     code = models.CharField(max_length=32)
     field = models.CharField(max_length=32, blank=True)
     message = models.CharField(max_length=300)

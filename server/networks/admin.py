@@ -7,8 +7,9 @@ from server.ratings.promotion import staff_decision
 
 
 class NoteActionForm(ActionForm):
-    note = forms.CharField(required=False, max_length=2000, label="Note (why)",
-                           widget=forms.TextInput(attrs={"size": 60}))
+    note = forms.CharField(
+        required=False, max_length=2000, label="Note (why)", widget=forms.TextInput(attrs={"size": 60})
+    )
 
 
 def _decision(action: str, description: str):
@@ -29,9 +30,22 @@ class NetworkAdmin(admin.ModelAdmin):
     list_filter = ("run", "state", "released", "is_random")
     search_fields = ("name", "sha256")
     # State and release change through the actions (each recorded with its note), not by editing.
-    readonly_fields = ("sha256", "size_bytes", "architecture", "file", "created_at", "uploaded_by", "is_random",
-                       "state", "released")
+    readonly_fields = (
+        "sha256",
+        "size_bytes",
+        "architecture",
+        "file",
+        "created_at",
+        "uploaded_by",
+        "is_random",
+        "state",
+        "released",
+    )
     raw_id_fields = ("parent",)
     action_form = NoteActionForm
-    actions = [_decision("accept", "accept"), _decision("reject", "reject"), _decision("release", "release"),
-               _decision("retire", "retire")]
+    actions = [
+        _decision("accept", "accept"),
+        _decision("reject", "reject"),
+        _decision("release", "release"),
+        _decision("retire", "retire"),
+    ]

@@ -59,8 +59,9 @@ class NetworkList(generics.ListCreateAPIView):
             qs = qs.filter(released=False)
         return qs
 
-    @extend_schema(parameters=[OpenApiParameter("run", str), OpenApiParameter("state", str),
-                               OpenApiParameter("released", bool)])
+    @extend_schema(
+        parameters=[OpenApiParameter("run", str), OpenApiParameter("state", str), OpenApiParameter("released", bool)]
+    )
     def get(self, request, *args, **kwargs):
         return super().get(request, *args, **kwargs)
 
@@ -80,8 +81,9 @@ class NetworkList(generics.ListCreateAPIView):
             if parent.run_id != run.pk:
                 raise invalid("parent", f"network {parent.name!r} belongs to run {parent.run.name!r}, not {run.name!r}")
         if Network.objects.filter(name=v["name"]).exists():
-            raise ApiError(f"a network named {v['name']!r} exists already", code="exists", field="name",
-                           status_code=409)
+            raise ApiError(
+                f"a network named {v['name']!r} exists already", code="exists", field="name", status_code=409
+            )
         upload = v["file"]
         limit = settings.SENTE_LIMITS["network_bytes"]
         if upload.size > limit:
@@ -102,19 +104,37 @@ class NetworkList(generics.ListCreateAPIView):
             digest.update(chunk)
         sha256 = digest.hexdigest()
         if v.get("sha256") and v["sha256"] != sha256:
-            raise invalid("sha256", f"the file's sha256 is {sha256}, not the declared {v['sha256']}: "
-                                    "the upload was damaged; send it again", "sha256_mismatch")
+            raise invalid(
+                "sha256",
+                f"the file's sha256 is {sha256}, not the declared {v['sha256']}: the upload was damaged; send it again",
+                "sha256_mismatch",
+            )
         twin = Network.objects.filter(sha256=sha256).first()
         if twin is not None:
-            raise ApiError(f"network {twin.name!r} has this very file already", code="duplicate_file", field="file",
-                           status_code=409)
+            raise ApiError(
+                f"network {twin.name!r} has this very file already",
+                code="duplicate_file",
+                field="file",
+                status_code=409,
+            )
         try:
-            network = store_network(run=run, name=v["name"], content=upload, size=upload.size, sha256=sha256,
-                                    config=header.config, parent=parent, train_step=v["train_step"],
-                                    rows_seen=v["rows_seen"], user=request.user, notes=v.get("notes", ""))
+            network = store_network(
+                run=run,
+                name=v["name"],
+                content=upload,
+                size=upload.size,
+                sha256=sha256,
+                config=header.config,
+                parent=parent,
+                train_step=v["train_step"],
+                rows_seen=v["rows_seen"],
+                user=request.user,
+                notes=v.get("notes", ""),
+            )
         except IntegrityError:  # the same name, uploaded meanwhile
-            raise ApiError(f"a network named {v['name']!r} exists already", code="exists", field="name",
-                           status_code=409) from None
+            raise ApiError(
+                f"a network named {v['name']!r} exists already", code="exists", field="name", status_code=409
+            ) from None
         body = NetworkSerializer(network, context={"request": request}).data
         return Response(body, status=status.HTTP_201_CREATED)
 
@@ -138,10 +158,14 @@ class NetworkFile(APIView):
     def get(self, request, name: str):
         network = get_object_or_404(Network, name=name)
         if network.is_random or not network.file:
-            raise ApiError(f"network {name!r} has no file: it is the random network (a uniform policy)",
-                           code="no_file", status_code=404)
-        return stored_file_response(request, network.file.name, network.size_bytes, network.sha256,
-                                    f"{network.name}.safetensors")
+            raise ApiError(
+                f"network {name!r} has no file: it is the random network (a uniform policy)",
+                code="no_file",
+                status_code=404,
+            )
+        return stored_file_response(
+            request, network.file.name, network.size_bytes, network.sha256, f"{network.name}.safetensors"
+        )
 
 
 class NetworkCanaryFile(APIView):

@@ -51,9 +51,18 @@ def compute_canary(network: Network) -> NetworkCanary:
     try:
         with transaction.atomic():
             name = files.put("canaries", npz, ".npz", sha256=sha256)
-            ref, _ = NetworkCanary.objects.update_or_create(network=network, defaults=dict(
-                version=canary.CANARY_VERSION, fingerprint=outputs.fingerprint, file=name, sha256=sha256,
-                size_bytes=len(npz), seconds=seconds, computed_at=timezone.now()))
+            ref, _ = NetworkCanary.objects.update_or_create(
+                network=network,
+                defaults=dict(
+                    version=canary.CANARY_VERSION,
+                    fingerprint=outputs.fingerprint,
+                    file=name,
+                    sha256=sha256,
+                    size_bytes=len(npz),
+                    seconds=seconds,
+                    computed_at=timezone.now(),
+                ),
+            )
     except BaseException:
         files.discard(lambda stored: NetworkCanary.objects.filter(file=stored).exists())
         raise

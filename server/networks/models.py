@@ -17,8 +17,13 @@ from common.protocol import NETWORK_NAME_PATTERN
 
 class NetworkQuerySet(models.QuerySet):
     def create_random(self, run) -> Network:
-        return self.create(name=f"{run.name}-random", run=run, is_random=True, state=Network.State.ACCEPTED,
-                           notes="a uniform policy and an even value: the run's starting point")
+        return self.create(
+            name=f"{run.name}-random",
+            run=run,
+            is_random=True,
+            state=Network.State.ACCEPTED,
+            notes="a uniform policy and an even value: the run's starting point",
+        )
 
     def public(self) -> NetworkQuerySet:
         return self.select_related("run", "parent", "rating", "gating__opponent")
@@ -32,8 +37,15 @@ class Network(models.Model):
         REJECTED = "rejected", "rejected"
         RETIRED = "retired", "retired"
 
-    name = models.CharField(max_length=64, unique=True, validators=[RegexValidator(
-        f"^{NETWORK_NAME_PATTERN}$", "1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit")])
+    name = models.CharField(
+        max_length=64,
+        unique=True,
+        validators=[
+            RegexValidator(
+                f"^{NETWORK_NAME_PATTERN}$", "1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit"
+            )
+        ],
+    )
     run = models.ForeignKey("runs.Run", on_delete=models.PROTECT, related_name="networks")
     parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.PROTECT, related_name="children")
     is_random = models.BooleanField(default=False)

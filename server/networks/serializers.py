@@ -42,9 +42,25 @@ class NetworkSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Network
-        fields = ("name", "run", "parent", "is_random", "size_name", "architecture", "size_bytes", "sha256",
-                  "train_step", "rows_seen", "state", "released", "created_at", "file_url", "notes", "rating",
-                  "gating")
+        fields = (
+            "name",
+            "run",
+            "parent",
+            "is_random",
+            "size_name",
+            "architecture",
+            "size_bytes",
+            "sha256",
+            "train_step",
+            "rows_seen",
+            "state",
+            "released",
+            "created_at",
+            "file_url",
+            "notes",
+            "rating",
+            "gating",
+        )
         read_only_fields = fields
 
     def get_file_url(self, network: Network) -> str | None:
@@ -79,7 +95,8 @@ class NetworkDetailSerializer(NetworkSerializer):
     events = EventSerializer(many=True, read_only=True, help_text="gating verdicts, rollbacks, staff decisions")
     canary = serializers.SerializerMethodField(
         help_text="the network's fp32 CPU outputs on the canary positions, which clients check their own against "
-                  "(null until computed, and for the random network)")
+        "(null until computed, and for the random network)"
+    )
 
     class Meta(NetworkSerializer.Meta):
         fields = (*NetworkSerializer.Meta.fields, "events", "canary")
@@ -96,8 +113,9 @@ def network_ref(network: Network, request) -> dict:
     return {
         "name": network.name,
         "is_random": network.is_random,
-        "url": None if network.is_random or not network.file else reverse("network-file", args=[network.name],
-                                                                           request=request),
+        "url": None
+        if network.is_random or not network.file
+        else reverse("network-file", args=[network.name], request=request),
         "sha256": network.sha256 or None,
         "bytes": network.size_bytes,
     }
@@ -109,7 +127,8 @@ class NetworkUploadSerializer(serializers.Serializer):
     parent = serializers.CharField(max_length=64, required=False, allow_blank=True)
     train_step = serializers.IntegerField(min_value=0, default=0)
     rows_seen = serializers.IntegerField(min_value=0, default=0)
-    sha256 = serializers.RegexField(r"^[0-9a-f]{64}$", required=False,
-                                    help_text="the file's sha256 as the uploader computed it; checked")
+    sha256 = serializers.RegexField(
+        r"^[0-9a-f]{64}$", required=False, help_text="the file's sha256 as the uploader computed it; checked"
+    )
     notes = serializers.CharField(required=False, allow_blank=True, max_length=10_000, default="")
     file = serializers.FileField(help_text="the network file (.safetensors)")

@@ -18,8 +18,20 @@ from server.networks.models import Network
 from server.runs.models import forget_state
 
 
-def store_network(*, run, name: str, content: File, size: int, sha256: str, config: ModelConfig, parent=None,
-                  train_step: int = 0, rows_seen: int = 0, user=None, notes: str = "") -> Network:
+def store_network(
+    *,
+    run,
+    name: str,
+    content: File,
+    size: int,
+    sha256: str,
+    config: ModelConfig,
+    parent=None,
+    train_step: int = 0,
+    rows_seen: int = 0,
+    user=None,
+    notes: str = "",
+) -> Network:
     """A candidate network of ``run`` from a checked network file (``content``, ``size`` bytes,
     ``sha256``, its ``config``). Raises IntegrityError when the name is taken meanwhile."""
     files = StoredFiles()
@@ -27,9 +39,18 @@ def store_network(*, run, name: str, content: File, size: int, sha256: str, conf
         with transaction.atomic():
             content.seek(0)
             network = Network.objects.create(
-                name=name, run=run, parent=parent, architecture=config.to_dict(),
-                size_name=f"b{config.num_blocks}c{config.trunk_channels}", size_bytes=size, sha256=sha256,
-                train_step=train_step, rows_seen=rows_seen, uploaded_by=user, notes=notes)
+                name=name,
+                run=run,
+                parent=parent,
+                architecture=config.to_dict(),
+                size_name=f"b{config.num_blocks}c{config.trunk_channels}",
+                size_bytes=size,
+                sha256=sha256,
+                train_step=train_step,
+                rows_seen=rows_seen,
+                uploaded_by=user,
+                notes=notes,
+            )
             network.file.name = files.put("networks", content, ".safetensors", sha256=sha256)
             network.save(update_fields=["file"])
             request_canary(network)

@@ -38,8 +38,9 @@ def day_bounds(day: date) -> tuple[datetime, datetime]:
 
 def _games(model, run, day: date):
     start, end = day_bounds(day)
-    return (model.objects.filter(run=run, disabled=False, created_at__gte=start, created_at__lt=end)
-            .order_by("created_at", "id"))
+    return model.objects.filter(run=run, disabled=False, created_at__gte=start, created_at__lt=end).order_by(
+        "created_at", "id"
+    )
 
 
 def _write_sgf(out, run, day: date) -> int:
@@ -56,8 +57,9 @@ def _write_sgf(out, run, day: date) -> int:
 def _write_npz(out, run, day: date) -> int:
     count = 0
     with tarfile.open(fileobj=out, mode="w") as archive:
-        for game_id, name, stamp in _games(TrainingGame, run, day).values_list(
-                "client_game_id", "npz", "created_at").iterator():
+        for game_id, name, stamp in (
+            _games(TrainingGame, run, day).values_list("client_game_id", "npz", "created_at").iterator()
+        ):
             with default_storage.open(name, "rb") as f:
                 data = f.read()
             info = tarfile.TarInfo(f"{game_id}.npz")
@@ -89,8 +91,9 @@ def export_day(run, day: date, kind: str, force: bool = False) -> DataExport | N
         out.seek(0)
         export = DataExport(run=run, day=day, kind=kind, size_bytes=size, sha256=digest.hexdigest(), games=games)
         stem, suffix = export.filename.rsplit(".", 1)
-        stored = default_storage.save(f"exports/{run.name}/{stem}.{export.sha256[:16]}.{suffix}",
-                                      File(out, name=export.filename))
+        stored = default_storage.save(
+            f"exports/{run.name}/{stem}.{export.sha256[:16]}.{suffix}", File(out, name=export.filename)
+        )
     old_name = None
     try:
         with transaction.atomic():

@@ -51,31 +51,45 @@ def _families() -> list:
     now = timezone.now()
     runs = dict(Run.objects.values_list("pk", "name"))
     tasks = GaugeMetricFamily("sente_tasks_last_hour", "Tasks handed out in the last hour", labels=["run", "kind"])
-    training = GaugeMetricFamily("sente_training_games", "Self-play games stored, as the website counts them",
-                                 labels=["run"])
+    training = GaugeMetricFamily(
+        "sente_training_games", "Self-play games stored, as the website counts them", labels=["run"]
+    )
     rows = GaugeMetricFamily("sente_training_rows", "Training rows of those games", labels=["run"])
-    rating = GaugeMetricFamily("sente_rating_games", "Rating games stored, as the website counts them",
-                               labels=["run"])
-    uploads = GaugeMetricFamily("sente_uploads_last_hour", "Games uploaded and stored in the last hour",
-                                labels=["run", "kind"])
-    open_tasks = GaugeMetricFamily("sente_open_tasks", "Tasks not expired with games still to come",
-                                   labels=["run", "kind"])
-    open_games = GaugeMetricFamily("sente_open_task_games", "Games the open tasks still have to bring",
-                                   labels=["run", "kind"])
+    rating = GaugeMetricFamily("sente_rating_games", "Rating games stored, as the website counts them", labels=["run"])
+    uploads = GaugeMetricFamily(
+        "sente_uploads_last_hour", "Games uploaded and stored in the last hour", labels=["run", "kind"]
+    )
+    open_tasks = GaugeMetricFamily(
+        "sente_open_tasks", "Tasks not expired with games still to come", labels=["run", "kind"]
+    )
+    open_games = GaugeMetricFamily(
+        "sente_open_task_games", "Games the open tasks still have to bring", labels=["run", "kind"]
+    )
     lifetime = timedelta(seconds=settings.SENTE_TASK_SECONDS)
     for run in Run.objects.all():
         per_kind = dict.fromkeys(Task.Kind.values, 0)
-        per_kind.update(Task.objects.filter(run=run, created_at__gte=now - RECENT).values_list("kind")
-                        .annotate(n=Count("*")).order_by())
+        per_kind.update(
+            Task.objects.filter(run=run, created_at__gte=now - RECENT)
+            .values_list("kind")
+            .annotate(n=Count("*"))
+            .order_by()
+        )
         for kind, n in per_kind.items():
             tasks.add_metric([run.name, kind], n)
         for kind, model in (("training", TrainingGame), ("rating", RatingGame)):
             uploads.add_metric([run.name, kind], model.objects.filter(run=run, created_at__gte=now - RECENT).count())
         still_open = dict.fromkeys(Task.Kind.values, (0, 0))
-        still_open.update((kind, (n, games or 0)) for kind, n, games in (
-            Task.objects.filter(run=run, created_at__gte=now - lifetime, expires_at__gt=now,
-                                games_received__lt=F("games"))
-            .values_list("kind").annotate(n=Count("*"), games=Sum(F("games") - F("games_received"))).order_by()))
+        still_open.update(
+            (kind, (n, games or 0))
+            for kind, n, games in (
+                Task.objects.filter(
+                    run=run, created_at__gte=now - lifetime, expires_at__gt=now, games_received__lt=F("games")
+                )
+                .values_list("kind")
+                .annotate(n=Count("*"), games=Sum(F("games") - F("games_received")))
+                .order_by()
+            )
+        )
         for kind, (n, games) in still_open.items():
             open_tasks.add_metric([run.name, kind], n)
             open_games.add_metric([run.name, kind], games)
@@ -83,10 +97,15 @@ def _families() -> list:
         training.add_metric([run.name], counts.training_games)
         rows.add_metric([run.name], counts.rows)
         rating.add_metric([run.name], counts.rating_games)
-    refused = GaugeMetricFamily("sente_upload_refusals_last_hour", "Uploads refused after reading, in the last hour",
-                                labels=["kind", "code"])
-    for kind, code, n in (UploadRefusal.objects.filter(created_at__gte=now - RECENT).values_list("kind", "code")
-                          .annotate(n=Count("*")).order_by()):
+    refused = GaugeMetricFamily(
+        "sente_upload_refusals_last_hour", "Uploads refused after reading, in the last hour", labels=["kind", "code"]
+    )
+    for kind, code, n in (
+        UploadRefusal.objects.filter(created_at__gte=now - RECENT)
+        .values_list("kind", "code")
+        .annotate(n=Count("*"))
+        .order_by()
+    ):
         refused.add_metric([kind, code], n)
     networks = GaugeMetricFamily("sente_networks", "Networks by state", labels=["run", "state"])
     for run, state, n in Network.objects.values_list("run", "state").annotate(n=Count("id")).order_by():
@@ -95,14 +114,20 @@ def _families() -> list:
     for status, n in DBTaskResult.objects.values_list("status").annotate(n=Count("id")).order_by():
         queue.add_metric([status], n)
     # A line's samples go back when it restarts from an earlier checkpoint: a gauge, not a counter.
-    samples = GaugeMetricFamily("sente_trainer_samples", "Training samples a line has trained",
-                                labels=["run", "architecture", "role"])
-    status = GaugeMetricFamily("sente_trainer_status", "1 for a line's current status",
-                               labels=["run", "architecture", "status"])
-    loss = GaugeMetricFamily("sente_trainer_loss", "A line's last logged training loss per head",
-                             labels=["run", "architecture", "head"])
-    age = GaugeMetricFamily("sente_trainer_report_age_seconds", "Seconds since a line's trainer last reported",
-                            labels=["run", "architecture"])
+    samples = GaugeMetricFamily(
+        "sente_trainer_samples", "Training samples a line has trained", labels=["run", "architecture", "role"]
+    )
+    status = GaugeMetricFamily(
+        "sente_trainer_status", "1 for a line's current status", labels=["run", "architecture", "status"]
+    )
+    loss = GaugeMetricFamily(
+        "sente_trainer_loss", "A line's last logged training loss per head", labels=["run", "architecture", "head"]
+    )
+    age = GaugeMetricFamily(
+        "sente_trainer_report_age_seconds",
+        "Seconds since a line's trainer last reported",
+        labels=["run", "architecture"],
+    )
     for line in TrainingLine.objects.all():
         labels = [runs.get(line.run_id, "?"), line.architecture]
         samples.add_metric([*labels, line.role], line.samples)
@@ -112,8 +137,22 @@ def _families() -> list:
             if isinstance(value, (int, float)):
                 loss.add_metric([*labels, head], float(value))
         age.add_metric(labels, (now - line.updated_at).total_seconds())
-    return [tasks, uploads, open_tasks, open_games, training, rows, rating, refused, networks, queue, samples,
-            status, loss, age]
+    return [
+        tasks,
+        uploads,
+        open_tasks,
+        open_games,
+        training,
+        rows,
+        rating,
+        refused,
+        networks,
+        queue,
+        samples,
+        status,
+        loss,
+        age,
+    ]
 
 
 class _Collector:
@@ -139,8 +178,9 @@ def metrics(request):
     if token:
         given = request.headers.get("Authorization", "").removeprefix("Bearer ").strip()
         if not hmac.compare_digest(given.encode(), token.encode()):
-            response = HttpResponse("metrics need the scrape token (Authorization: Bearer ...)\n", status=401,
-                                    content_type="text/plain")
+            response = HttpResponse(
+                "metrics need the scrape token (Authorization: Bearer ...)\n", status=401, content_type="text/plain"
+            )
             response["WWW-Authenticate"] = "Bearer"
             return response
     return HttpResponse(render(), content_type=CONTENT_TYPE_LATEST)

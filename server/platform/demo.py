@@ -28,14 +28,30 @@ FAIR_KOMI = {5: 24.0, 6: 4.0, 7: 9.0, 8: 10.0, 9: 7.0}
 
 def demo_settings(board: int = 7, architecture: str = "tiny") -> RunSettings:
     komi = FAIR_KOMI.get(board, 7.0)
-    selfplay = SelfPlaySettings(board_sizes=(board,), board_size_weights=(1.0,), visits=48, cheap_visits=12,
-                                komi_mean=komi, max_moves=3 * board * board)
-    rating = MatchSettings(board_sizes=(board,), board_size_weights=(1.0,), visits=48, komi=komi,
-                           max_moves=3 * board * board)
+    selfplay = SelfPlaySettings(
+        board_sizes=(board,),
+        board_size_weights=(1.0,),
+        visits=48,
+        cheap_visits=12,
+        komi_mean=komi,
+        max_moves=3 * board * board,
+    )
+    rating = MatchSettings(
+        board_sizes=(board,), board_size_weights=(1.0,), visits=48, komi=komi, max_moves=3 * board * board
+    )
     gating = GatingSettings(rating_game_prob=0.25, rule="fixed", fixed_games=20, fixed_wins=10)
-    training = TrainingSettings(architecture=architecture, window_c=5000, samples_per_row=4.0, batch_size=128,
-                                learning_rate=3e-4, lr_decay=1e-6, snapshot_every=5000, export_every=20_000,
-                                validation_rows=2000, shuffle_rows=20_000)
+    training = TrainingSettings(
+        architecture=architecture,
+        window_c=5000,
+        samples_per_row=4.0,
+        batch_size=128,
+        learning_rate=3e-4,
+        lr_decay=1e-6,
+        snapshot_every=5000,
+        export_every=20_000,
+        validation_rows=2000,
+        shuffle_rows=20_000,
+    )
     return RunSettings(selfplay=selfplay, rating=rating, gating=gating, training=training)
 
 
@@ -73,8 +89,9 @@ def ensure_demo(path: Path, board: int = 7, architecture: str = "tiny", document
         if run is None:
             settings = RunSettings.from_dict(document) if document is not None else demo_settings(board, architecture)
             size, net = settings.selfplay.board_sizes[0], settings.training.architecture
-            run = create_run(DEMO_RUN, settings.to_dict(),
-                             description=f"the one-machine demo: {size}x{size}, the {net} network")
+            run = create_run(
+                DEMO_RUN, settings.to_dict(), description=f"the one-machine demo: {size}x{size}, the {net} network"
+            )
         owner = User.objects.filter(username=OWNER).first()
         if owner is None:
             credentials.owner_password = secrets.token_urlsafe(12)
@@ -84,8 +101,12 @@ def ensure_demo(path: Path, board: int = 7, architecture: str = "tiny", document
         volunteer = User.objects.filter(username=VOLUNTEER).first()
         if volunteer is None:
             volunteer = User.objects.create_user(VOLUNTEER, "", secrets.token_urlsafe(24))
-        if not (credentials.volunteer_token and ClientToken.objects.filter(
-                user=volunteer, key_hash=hash_token(credentials.volunteer_token), revoked_at=None).exists()):
+        if not (
+            credentials.volunteer_token
+            and ClientToken.objects.filter(
+                user=volunteer, key_hash=hash_token(credentials.volunteer_token), revoked_at=None
+            ).exists()
+        ):
             _, credentials.volunteer_token = ClientToken.issue(volunteer, "the platform's own client")
         credentials.save(path)
     return run, credentials

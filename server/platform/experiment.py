@@ -67,14 +67,19 @@ class Report:
         return d
 
     def markdown(self) -> str:
-        lines = [f"# Learning experiment: run {self.run}", "",
-                 f"{self.board}x{self.board}, the {self.architecture} network, {self.minutes:.0f} minutes on "
-                 f"{self.machine}, from the random network.", "",
-                 f"- self-play: {self.selfplay_games:,} games, {self.rows:,} training rows",
-                 f"- rating games: {self.rating_games:,}; candidates exported: {self.candidates}, accepted: "
-                 f"{len(self.generations) - 1}", "",
-                 "| generation | accepted after (min) | training samples | rows seen | Elo | ± (95%) | rating games |",
-                 "|---|---|---|---|---|---|---|"]
+        lines = [
+            f"# Learning experiment: run {self.run}",
+            "",
+            f"{self.board}x{self.board}, the {self.architecture} network, {self.minutes:.0f} minutes on "
+            f"{self.machine}, from the random network.",
+            "",
+            f"- self-play: {self.selfplay_games:,} games, {self.rows:,} training rows",
+            f"- rating games: {self.rating_games:,}; candidates exported: {self.candidates}, accepted: "
+            f"{len(self.generations) - 1}",
+            "",
+            "| generation | accepted after (min) | training samples | rows seen | Elo | ± (95%) | rating games |",
+            "|---|---|---|---|---|---|---|",
+        ]
         for g in self.generations:
             elo = f"{g.elo:+.0f}" if g.elo is not None else "-"
             se = f"{1.96 * g.elo_se:.0f}" if g.elo_se else "-"  # the random network is the fixed 0
@@ -82,25 +87,44 @@ class Report:
             lines.append(f"| {g.name} | {when} | {g.train_step:,} | {g.rows_seen:,} | {elo} | {se} | {g.games} |")
         up, steps = self.rises()
         lines += ["", f"Each generation rated above the one before it: {up} of {steps}.", ""]
-        for title, match in (("the random network", self.versus_random),
-                             ("the uniform random player", self.versus_uniform), ("GNU Go", self.versus_gnugo)):
+        for title, match in (
+            ("the random network", self.versus_random),
+            ("the uniform random player", self.versus_uniform),
+            ("GNU Go", self.versus_gnugo),
+        ):
             if match is None:
                 continue
             if match.get("skipped"):
                 lines.append(f"- against {title}: not played ({match['skipped']})")
                 continue
             lost = match["games"] - match["wins"] - match["draws"]
-            lines.append(f"- {match['network']} against {match['opponent']}: won {match['wins']} of "
-                         f"{match['games']} ({match['win_rate']:.0%}; as black {match['wins_as_black']}, as white "
-                         f"{match['wins_as_white']}), lost {lost}, {match['draws']} drawn or without result; "
-                         f"{match['visits']} visits per move"
-                         + (f"; each pair of games from its own {match['openings']} random opening moves "
-                            f"({match['distinct_games']} distinct games)" if match.get("openings") else ""))
+            lines.append(
+                f"- {match['network']} against {match['opponent']}: won {match['wins']} of "
+                f"{match['games']} ({match['win_rate']:.0%}; as black {match['wins_as_black']}, as white "
+                f"{match['wins_as_white']}), lost {lost}, {match['draws']} drawn or without result; "
+                f"{match['visits']} visits per move"
+                + (
+                    f"; each pair of games from its own {match['openings']} random opening moves "
+                    f"({match['distinct_games']} distinct games)"
+                    if match.get("openings")
+                    else ""
+                )
+            )
         return "\n".join(lines) + "\n"
 
 
-def measure(run, out: Path, minutes: float, machine: str, random_games: int = 100, uniform_games: int = 20,
-            gnugo_games: int = 20, gnugo_level: int = 1, visits: int | None = None, progress=print) -> Report:
+def measure(
+    run,
+    out: Path,
+    minutes: float,
+    machine: str,
+    random_games: int = 100,
+    uniform_games: int = 20,
+    gnugo_games: int = 20,
+    gnugo_level: int = 1,
+    visits: int | None = None,
+    progress=print,
+) -> Report:
     """The report on ``run`` after the platform ran ``minutes``: its ratings refitted, its generations,
     and the newest one's matches (game records and engine output in ``out/matches.log``)."""
     from django.db.models import Sum
@@ -113,10 +137,18 @@ def measure(run, out: Path, minutes: float, machine: str, random_games: int = 10
     progress("rating the generations")
     refit(run)
     games = TrainingGame.objects.filter(run=run)
-    report = Report(run=run.name, board=board, architecture=settings.training.architecture, minutes=minutes,
-                    machine=machine, selfplay_games=games.count(), rows=games.aggregate(rows=Sum("rows"))["rows"] or 0,
-                    rating_games=RatingGame.objects.filter(run=run).count(),
-                    candidates=run.networks.filter(is_random=False).count(), generations=generations(run))
+    report = Report(
+        run=run.name,
+        board=board,
+        architecture=settings.training.architecture,
+        minutes=minutes,
+        machine=machine,
+        selfplay_games=games.count(),
+        rows=games.aggregate(rows=Sum("rows"))["rows"] or 0,
+        rating_games=RatingGame.objects.filter(run=run).count(),
+        candidates=run.networks.filter(is_random=False).count(),
+        generations=generations(run),
+    )
     newest = run.networks.filter(name=report.generations[-1].name, is_random=False).first()
     match = settings.rating
     visits = visits or match.visits
@@ -142,19 +174,27 @@ def generations(run) -> list[Generation]:
     from server.ratings.models import NetworkEvent
 
     start = run.created_at
-    accepted = {e.network_id: e.created_at for e in NetworkEvent.objects.filter(
-        network__run=run, kind=NetworkEvent.Kind.ACCEPTED)}
+    accepted = {
+        e.network_id: e.created_at
+        for e in NetworkEvent.objects.filter(network__run=run, kind=NetworkEvent.Kind.ACCEPTED)
+    }
     result = []
     for network in run.networks.select_related("rating").order_by("created_at", "id"):
         if not (network.is_random or network.pk in accepted):
             continue
         rating = getattr(network, "rating", None)
         when = accepted.get(network.pk)
-        result.append(Generation(
-            name=network.name, elo=rating.elo if rating else (0.0 if network.is_random else None),
-            elo_se=rating.elo_se if rating else None, games=rating.games if rating else 0,
-            train_step=network.train_step, rows_seen=network.rows_seen,
-            minutes=(when - start).total_seconds() / 60 if when else None))
+        result.append(
+            Generation(
+                name=network.name,
+                elo=rating.elo if rating else (0.0 if network.is_random else None),
+                elo_se=rating.elo_se if rating else None,
+                games=rating.games if rating else 0,
+                train_step=network.train_step,
+                rows_seen=network.rows_seen,
+                minutes=(when - start).total_seconds() / 60 if when else None,
+            )
+        )
     return result
 
 
@@ -174,15 +214,37 @@ def play_random(network, settings, games: int, visits: int, log_path: Path) -> d
         settings_file = folder / "match.json"
         settings_file.write_text(json.dumps(settings.replace(visits=visits).to_dict()))
         out = folder / "games"
-        command = [sys.executable, "-m", "client", "match", str(model), "random", "--games", str(games),
-                   "--settings", str(settings_file), "--out", str(out), "--no-compile", "--device", "cpu"]
+        command = [
+            sys.executable,
+            "-m",
+            "client",
+            "match",
+            str(model),
+            "random",
+            "--games",
+            str(games),
+            "--settings",
+            str(settings_file),
+            "--out",
+            str(out),
+            "--no-compile",
+            "--device",
+            "cpu",
+        ]
         _run(command, log_path)
         summary = json.loads(next(out.glob("*-summary.json")).read_text())
     wins = summary["wins"][0]
-    return {"network": network.name, "opponent": "the random network", "games": summary["games"], "wins": wins,
-            "win_rate": wins / max(1, summary["games"]), "wins_as_black": summary["wins_as_black"][0],
-            "wins_as_white": wins - summary["wins_as_black"][0], "visits": visits,
-            "draws": summary["draws_or_void"]}
+    return {
+        "network": network.name,
+        "opponent": "the random network",
+        "games": summary["games"],
+        "wins": wins,
+        "win_rate": wins / max(1, summary["games"]),
+        "wins_as_black": summary["wins_as_black"][0],
+        "wins_as_white": wins - summary["wins_as_black"][0],
+        "visits": visits,
+        "draws": summary["draws_or_void"],
+    }
 
 
 def gnugo_path() -> str | None:
@@ -195,37 +257,85 @@ def play_uniform(network, board: int, komi: float, games: int, visits: int, log_
     return _play_gtp(network, board, komi, games, visits, None, "the uniform random player", log_path, openings=0)
 
 
-def play_gnugo(network, board: int, komi: float, games: int, visits: int, level: int, log_path: Path,
-               openings: int = 2) -> dict:
+def play_gnugo(
+    network, board: int, komi: float, games: int, visits: int, level: int, log_path: Path, openings: int = 2
+) -> dict:
     """The network against GNU Go. Both play the same move in the same position every time, so each
     pair of games (colours swapped) starts from its own ``openings`` random moves."""
     gnugo = gnugo_path()
     if gnugo is None:
         return {"skipped": "GNU Go is not installed (Debian package gnugo)"}
-    return _play_gtp(network, board, komi, games, visits, f"{gnugo} --mode gtp --level {level} --chinese-rules",
-                     f"GNU Go level {level}", log_path, openings=openings)
+    return _play_gtp(
+        network,
+        board,
+        komi,
+        games,
+        visits,
+        f"{gnugo} --mode gtp --level {level} --chinese-rules",
+        f"GNU Go level {level}",
+        log_path,
+        openings=openings,
+    )
 
 
-def _play_gtp(network, board: int, komi: float, games: int, visits: int, opponent: str | None, opponent_name: str,
-              log_path: Path, openings: int) -> dict:
+def _play_gtp(
+    network,
+    board: int,
+    komi: float,
+    games: int,
+    visits: int,
+    opponent: str | None,
+    opponent_name: str,
+    log_path: Path,
+    openings: int,
+) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         model = _network_file(network, folder)
         ours = f"{sys.executable} -m client gtp --model {model} --visits {visits} --device cpu --seed 1"
         summary_file = folder / "summary.json"
-        command = [sys.executable, "-m", "client", "twogtp", "--size", str(board), "--komi", f"{komi:g}",
-                   "--rules", "chinese", "--black", ours, "--black-name", network.name, "--white-name", opponent_name,
-                   "--games", str(games), "--openings", str(openings), "--summary", str(summary_file)]
+        command = [
+            sys.executable,
+            "-m",
+            "client",
+            "twogtp",
+            "--size",
+            str(board),
+            "--komi",
+            f"{komi:g}",
+            "--rules",
+            "chinese",
+            "--black",
+            ours,
+            "--black-name",
+            network.name,
+            "--white-name",
+            opponent_name,
+            "--games",
+            str(games),
+            "--openings",
+            str(openings),
+            "--summary",
+            str(summary_file),
+        ]
         if opponent is not None:
             command += ["--white", opponent]
         _run(command, log_path)
         summary = json.loads(summary_file.read_text())
     wins = summary["wins"][0]
-    return {"network": network.name, "opponent": opponent_name, "games": games, "wins": wins,
-            "win_rate": wins / games, "wins_as_black": summary["wins_as_black"][0],
-            "wins_as_white": wins - summary["wins_as_black"][0], "visits": visits,
-            "draws": summary["draws"] + summary["no_result"], "openings": openings,
-            "distinct_games": summary.get("distinct_games", games)}
+    return {
+        "network": network.name,
+        "opponent": opponent_name,
+        "games": games,
+        "wins": wins,
+        "win_rate": wins / games,
+        "wins_as_black": summary["wins_as_black"][0],
+        "wins_as_white": wins - summary["wins_as_black"][0],
+        "visits": visits,
+        "draws": summary["draws"] + summary["no_result"],
+        "openings": openings,
+        "distinct_games": summary.get("distinct_games", games),
+    }
 
 
 def _run(command: list[str], log_path: Path) -> None:

@@ -71,15 +71,23 @@ class Supervisor:
         self.children: list[Child] = []
         logs.mkdir(parents=True, exist_ok=True)
 
-    def start(self, name: str, argv: list[str], stop_signal: int = signal.SIGTERM,
-              env: dict[str, str] | None = None) -> Child:
+    def start(
+        self, name: str, argv: list[str], stop_signal: int = signal.SIGTERM, env: dict[str, str] | None = None
+    ) -> Child:
         child = Child(name, argv, self.logs / f"{name}.log", stop_signal)
         with open(child.log_path, "ab") as out:
             out.write(f"\n--- {time.strftime('%Y-%m-%d %H:%M:%S')} starting: {' '.join(argv)}\n".encode())
             out.flush()
-            child.process = subprocess.Popen(argv, cwd=ROOT, env={**self.env, **(env or {})}, stdin=subprocess.DEVNULL,
-                                             stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
-                                             preexec_fn=_terminate_with_parent if sys.platform == "linux" else None)
+            child.process = subprocess.Popen(
+                argv,
+                cwd=ROOT,
+                env={**self.env, **(env or {})},
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                preexec_fn=_terminate_with_parent if sys.platform == "linux" else None,
+            )
         self.children.append(child)
         return child
 

@@ -21,11 +21,17 @@ def run_status(run) -> str:
     accepted = Network.objects.filter(run=run, state=Network.State.ACCEPTED, is_random=False).count()
     waiting = Network.objects.filter(run=run, state=Network.State.CANDIDATE).count()
     parts.append(f"{accepted} accepted, {waiting} waiting")
-    gating = (Gating.objects.filter(candidate__run=run, decision="continue").select_related("candidate")
-              .order_by("started_at").first())
+    gating = (
+        Gating.objects.filter(candidate__run=run, decision="continue")
+        .select_related("candidate")
+        .order_by("started_at")
+        .first()
+    )
     if gating is not None:
-        parts.append(f"gating {gating.candidate.name}: {gating.wins}-{gating.losses}"
-                     + (f" ({gating.draws} drawn)" if gating.draws else ""))
+        parts.append(
+            f"gating {gating.candidate.name}: {gating.wins}-{gating.losses}"
+            + (f" ({gating.draws} drawn)" if gating.draws else "")
+        )
     for line in TrainingLine.objects.filter(run=run).exclude(role=TrainingLine.Role.RETIRED):
         parts.append(f"trainer {line.architecture}: {line.status}, {line.samples:,} samples")
     return " · ".join(parts)

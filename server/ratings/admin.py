@@ -21,8 +21,18 @@ class GatingAdmin(admin.ModelAdmin):
     list_display = ("candidate", "opponent", "rule", "wins", "draws", "losses", "decision", "started_at", "decided_at")
     list_filter = ("decision", "rule")
     search_fields = ("candidate__name", "opponent__name")
-    readonly_fields = ("candidate", "opponent", "rule", "wins", "draws", "losses", "decision", "verdict", "started_at",
-                       "decided_at")
+    readonly_fields = (
+        "candidate",
+        "opponent",
+        "rule",
+        "wins",
+        "draws",
+        "losses",
+        "decision",
+        "verdict",
+        "started_at",
+        "decided_at",
+    )
 
 
 @admin.register(NetworkEvent)

@@ -48,9 +48,18 @@ class Ratings:
         return float(self.elo[i] - self.elo[j]), math.sqrt(max(var, 0.0))
 
 
-def fit_ratings(count: int, first: np.ndarray, second: np.ndarray, first_score: np.ndarray,
-                parents: np.ndarray | None = None, virtual_draws: float = 0.0, anchor: int = 0,
-                tolerance: float = 1e-10, max_iterations: int = 200, counts: np.ndarray | None = None) -> Ratings:
+def fit_ratings(
+    count: int,
+    first: np.ndarray,
+    second: np.ndarray,
+    first_score: np.ndarray,
+    parents: np.ndarray | None = None,
+    virtual_draws: float = 0.0,
+    anchor: int = 0,
+    tolerance: float = 1e-10,
+    max_iterations: int = 200,
+    counts: np.ndarray | None = None,
+) -> Ratings:
     """Ratings of `count` networks from games between first[k] and second[k] (indices), where
     first_score[k] is 1 (first won), 0 (second won) or 0.5 (draw or no result); with `counts`, row k
     stands for counts[k] games whose mean score for first is first_score[k] (games already summed).
@@ -72,8 +81,9 @@ def fit_ratings(count: int, first: np.ndarray, second: np.ndarray, first_score: 
     if np.any((score < 0.0) | (score > 1.0)) or not np.all(np.isfinite(score)):
         raise FitError("scores must be between 0 and 1")
 
-    games = np.rint(np.bincount(first, weights=weight, minlength=count)
-                    + np.bincount(second, weights=weight, minlength=count)).astype(np.int64)
+    games = np.rint(
+        np.bincount(first, weights=weight, minlength=count) + np.bincount(second, weights=weight, minlength=count)
+    ).astype(np.int64)
     # Per pair (lower index i, higher j): games played and points of i.
     low = np.minimum(first, second)
     high = np.maximum(first, second)
@@ -88,8 +98,12 @@ def fit_ratings(count: int, first: np.ndarray, second: np.ndarray, first_score: 
         lo, hi = np.minimum(child, parent), np.maximum(child, parent)
         prior = np.full(child.size, float(virtual_draws))
         pair_i, pair_j, pair_games, pair_points = _sum_pairs(
-            count, np.concatenate([pair_i, lo]), np.concatenate([pair_j, hi]),
-            np.concatenate([pair_games, prior]), np.concatenate([pair_points, prior / 2.0]))
+            count,
+            np.concatenate([pair_i, lo]),
+            np.concatenate([pair_j, hi]),
+            np.concatenate([pair_games, prior]),
+            np.concatenate([pair_points, prior / 2.0]),
+        )
 
     rated = _connected_to(anchor, count, pair_i, pair_j)
     free = np.flatnonzero(rated & (np.arange(count) != anchor))
@@ -101,8 +115,10 @@ def fit_ratings(count: int, first: np.ndarray, second: np.ndarray, first_score: 
     r = np.zeros(count)
     iterations = 0
     value = _log_likelihood(r, pair_i, pair_j, pair_games, pair_points)
-    diverged = FitError(f"the fit did not converge in {max_iterations} steps (a network that won or lost every "
-                        "game, with no prior to hold it?)")
+    diverged = FitError(
+        f"the fit did not converge in {max_iterations} steps (a network that won or lost every "
+        "game, with no prior to hold it?)"
+    )
     for iterations in range(1, max_iterations + 1):  # noqa: B007 (the count is reported)
         gradient, laplacian = _derivatives(r, count, pair_i, pair_j, pair_games, pair_points, position, free.size)
         if free.size == 0:
@@ -139,8 +155,12 @@ def fit_ratings(count: int, first: np.ndarray, second: np.ndarray, first_score: 
 def _sum_pairs(count: int, low: np.ndarray, high: np.ndarray, games: np.ndarray, points: np.ndarray):
     key = low * count + high
     unique, inverse = np.unique(key, return_inverse=True)
-    return (unique // count, unique % count, np.bincount(inverse, weights=games, minlength=unique.size),
-            np.bincount(inverse, weights=points, minlength=unique.size))
+    return (
+        unique // count,
+        unique % count,
+        np.bincount(inverse, weights=games, minlength=unique.size),
+        np.bincount(inverse, weights=points, minlength=unique.size),
+    )
 
 
 def _log_likelihood(r, i, j, games, points) -> float:

@@ -53,8 +53,16 @@ def decide(settings: GatingSettings, wins: int, draws: int, losses: int) -> Verd
         raise ValueError(f"wins, draws and losses must not be negative, got {wins}, {draws}, {losses}")
     if settings.rule == "fixed":
         return fixed_rule(wins, draws, losses, settings.fixed_games, settings.fixed_wins)
-    return sprt(wins, draws, losses, settings.sprt_elo0, settings.sprt_elo1, settings.sprt_alpha,
-                settings.sprt_beta, settings.sprt_max_games)
+    return sprt(
+        wins,
+        draws,
+        losses,
+        settings.sprt_elo0,
+        settings.sprt_elo1,
+        settings.sprt_alpha,
+        settings.sprt_beta,
+        settings.sprt_max_games,
+    )
 
 
 def fixed_rule(wins: int, draws: int, losses: int, games_needed: int, wins_needed: int) -> Verdict:
@@ -63,17 +71,26 @@ def fixed_rule(wins: int, draws: int, losses: int, games_needed: int, wins_neede
     remaining = max(0, games_needed - games)
     common = dict(rule="fixed", games=games, wins=wins, draws=draws, losses=losses)
     if points >= wins_needed:
-        return Verdict(ACCEPT, reason=f"{points:g} points of {games} games reach the {wins_needed} needed "
-                                      f"of {games_needed}", **common)
+        return Verdict(
+            ACCEPT,
+            reason=f"{points:g} points of {games} games reach the {wins_needed} needed of {games_needed}",
+            **common,
+        )
     if points + remaining < wins_needed:
-        return Verdict(REJECT, reason=f"{points:g} points of {games} games: the {remaining} left cannot reach the "
-                                      f"{wins_needed} needed of {games_needed}", **common)
-    return Verdict(CONTINUE, reason=f"{points:g} points of {games} games; {wins_needed} needed of {games_needed}",
-                   **common)
+        return Verdict(
+            REJECT,
+            reason=f"{points:g} points of {games} games: the {remaining} left cannot reach the "
+            f"{wins_needed} needed of {games_needed}",
+            **common,
+        )
+    return Verdict(
+        CONTINUE, reason=f"{points:g} points of {games} games; {wins_needed} needed of {games_needed}", **common
+    )
 
 
-def sprt(wins: int, draws: int, losses: int, elo0: float, elo1: float, alpha: float, beta: float,
-         max_games: int) -> Verdict:
+def sprt(
+    wins: int, draws: int, losses: int, elo0: float, elo1: float, alpha: float, beta: float, max_games: int
+) -> Verdict:
     games = wins + draws + losses
     p0, p1 = elo_to_score(elo0), elo_to_score(elo1)
     won = wins + 0.5 * draws
@@ -84,16 +101,17 @@ def sprt(wins: int, draws: int, losses: int, elo0: float, elo1: float, alpha: fl
     common = dict(rule="sprt", games=games, wins=wins, draws=draws, losses=losses, llr=llr, lower=lower, upper=upper)
     hypotheses = f"H0 {elo0:+g} Elo, H1 {elo1:+g} Elo"
     if llr >= upper:
-        return Verdict(ACCEPT, reason=f"LLR {llr:.2f} reached {upper:.2f} after {games} games ({hypotheses})",
-                       **common)
+        return Verdict(ACCEPT, reason=f"LLR {llr:.2f} reached {upper:.2f} after {games} games ({hypotheses})", **common)
     if llr <= lower:
-        return Verdict(REJECT, reason=f"LLR {llr:.2f} fell to {lower:.2f} after {games} games ({hypotheses})",
-                       **common)
+        return Verdict(REJECT, reason=f"LLR {llr:.2f} fell to {lower:.2f} after {games} games ({hypotheses})", **common)
     if games >= max_games:
-        return Verdict(REJECT, reason=f"undecided after the cap of {max_games} games (LLR {llr:.2f} between "
-                                      f"{lower:.2f} and {upper:.2f}): not shown to be better", **common)
-    return Verdict(CONTINUE, reason=f"LLR {llr:.2f} between {lower:.2f} and {upper:.2f} after {games} games",
-                   **common)
+        return Verdict(
+            REJECT,
+            reason=f"undecided after the cap of {max_games} games (LLR {llr:.2f} between "
+            f"{lower:.2f} and {upper:.2f}): not shown to be better",
+            **common,
+        )
+    return Verdict(CONTINUE, reason=f"LLR {llr:.2f} between {lower:.2f} and {upper:.2f} after {games} games", **common)
 
 
 def expected_sprt_games(true_elo: float, elo0: float, elo1: float, alpha: float, beta: float) -> float:
@@ -113,6 +131,7 @@ def expected_sprt_games(true_elo: float, elo0: float, elo1: float, alpha: float,
 
 def _wald_h(p: float, win: float, loss: float) -> float:
     """The nonzero h with p * exp(h * win) + (1 - p) * exp(h * loss) = 1 (bisection)."""
+
     def f(h: float) -> float:
         return p * math.exp(h * win) + (1.0 - p) * math.exp(h * loss) - 1.0
 

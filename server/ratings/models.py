@@ -11,8 +11,9 @@ from django.utils import timezone
 class Rating(models.Model):
     """A network's Elo (its run's first network at 0), the standard error, and its rating games."""
 
-    network = models.OneToOneField("networks.Network", primary_key=True, on_delete=models.CASCADE,
-                                   related_name="rating")
+    network = models.OneToOneField(
+        "networks.Network", primary_key=True, on_delete=models.CASCADE, related_name="rating"
+    )
     elo = models.FloatField(null=True, blank=True, help_text="null: not connected to the run's first network")
     elo_se = models.FloatField(null=True, blank=True, help_text="standard error of elo")
     games = models.PositiveIntegerField(default=0, help_text="rating games played")
@@ -41,10 +42,15 @@ class Gating(models.Model):
     """A candidate's gating: its games against the accepted network it must beat, and the verdict of
     the run's rule (``server.ratings.gating``) once it settled."""
 
-    candidate = models.OneToOneField("networks.Network", primary_key=True, on_delete=models.CASCADE,
-                                     related_name="gating")
-    opponent = models.ForeignKey("networks.Network", on_delete=models.PROTECT, related_name="gatings_faced",
-                                 help_text="the accepted network when the gating began")
+    candidate = models.OneToOneField(
+        "networks.Network", primary_key=True, on_delete=models.CASCADE, related_name="gating"
+    )
+    opponent = models.ForeignKey(
+        "networks.Network",
+        on_delete=models.PROTECT,
+        related_name="gatings_faced",
+        help_text="the accepted network when the gating began",
+    )
     rule = models.CharField(max_length=8, help_text="fixed or sprt")
     wins = models.PositiveIntegerField(default=0)
     draws = models.PositiveIntegerField(default=0, help_text="draws and games without result")

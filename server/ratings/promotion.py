@@ -53,13 +53,21 @@ def next_gating(run) -> Gating | None:
             if gating.opponent.state == Network.State.ACCEPTED or opponent is None:
                 return gating
             old = gating.opponent.name
-            Gating.objects.filter(pk=gating.pk).update(opponent=opponent, wins=0, draws=0, losses=0, verdict=None,
-                                                       started_at=timezone.now())
-            NetworkEvent.objects.create(network_id=gating.pk, kind=NetworkEvent.Kind.GATING_STARTED,
-                                        note=f"started again: {old} is no longer accepted",
-                                        data={"opponent": opponent.name, "rule": gating.rule})
-            log.info("gating of %s starts again against %s (%s is no longer accepted)", gating.candidate.name,
-                     opponent.name, old)
+            Gating.objects.filter(pk=gating.pk).update(
+                opponent=opponent, wins=0, draws=0, losses=0, verdict=None, started_at=timezone.now()
+            )
+            NetworkEvent.objects.create(
+                network_id=gating.pk,
+                kind=NetworkEvent.Kind.GATING_STARTED,
+                note=f"started again: {old} is no longer accepted",
+                data={"opponent": opponent.name, "rule": gating.rule},
+            )
+            log.info(
+                "gating of %s starts again against %s (%s is no longer accepted)",
+                gating.candidate.name,
+                opponent.name,
+                old,
+            )
             return _open_gating(run)
         candidate = run.networks.filter(state=Network.State.CANDIDATE).order_by("created_at", "id").first()
         if candidate is None or opponent is None:
@@ -69,15 +77,20 @@ def next_gating(run) -> Gating | None:
             Gating.objects.filter(candidate=candidate).delete()
         Gating.objects.create(candidate=candidate, opponent=opponent, rule=rule)
         Network.objects.filter(pk=candidate.pk).update(state=Network.State.RATING)
-        NetworkEvent.objects.create(network=candidate, kind=NetworkEvent.Kind.GATING_STARTED,
-                                    data={"opponent": opponent.name, "rule": rule})
+        NetworkEvent.objects.create(
+            network=candidate, kind=NetworkEvent.Kind.GATING_STARTED, data={"opponent": opponent.name, "rule": rule}
+        )
     log.info("gating of %s against %s begins (%s rule)", candidate.name, opponent.name, rule)
     return _open_gating(run)
 
 
 def _open_gating(run) -> Gating | None:
-    return (Gating.objects.filter(candidate__run=run, decision=CONTINUE).select_related("candidate", "opponent")
-            .order_by("started_at", "candidate_id").first())
+    return (
+        Gating.objects.filter(candidate__run=run, decision=CONTINUE)
+        .select_related("candidate", "opponent")
+        .order_by("started_at", "candidate_id")
+        .first()
+    )
 
 
 def rating_game_stored(game: RatingGame) -> None:
@@ -93,8 +106,11 @@ def record_game(game: RatingGame) -> None:
     """Count a newly stored rating game into the gating it belongs to, if any, and settle the gating
     when the rule decides. Runs inside the upload's transaction."""
     pair = (game.black_network_id, game.white_network_id)
-    gating = (Gating.objects.select_for_update().filter(decision=CONTINUE, candidate_id__in=pair, opponent_id__in=pair)
-              .first())
+    gating = (
+        Gating.objects.select_for_update()
+        .filter(decision=CONTINUE, candidate_id__in=pair, opponent_id__in=pair)
+        .first()
+    )
     if gating is None:
         return
     candidate_black = game.black_network_id == gating.candidate_id
@@ -114,9 +130,14 @@ def record_game(game: RatingGame) -> None:
         gating.decided_at = timezone.now()
         accepted = verdict.decision == ACCEPT
         Network.objects.filter(pk=gating.candidate_id).update(
-            state=Network.State.ACCEPTED if accepted else Network.State.REJECTED)
-        NetworkEvent.objects.create(network_id=gating.candidate_id, data=gating.verdict, note=verdict.reason,
-                                    kind=NetworkEvent.Kind.ACCEPTED if accepted else NetworkEvent.Kind.REJECTED)
+            state=Network.State.ACCEPTED if accepted else Network.State.REJECTED
+        )
+        NetworkEvent.objects.create(
+            network_id=gating.candidate_id,
+            data=gating.verdict,
+            note=verdict.reason,
+            kind=NetworkEvent.Kind.ACCEPTED if accepted else NetworkEvent.Kind.REJECTED,
+        )
         transaction.on_commit(forget_state)
         log.info("gating of %s: %s (%s)", gating.candidate.name, verdict.decision, verdict.reason)
     gating.save()
@@ -139,8 +160,9 @@ def check_rollback(run, networks: list[Network], fit: Ratings) -> Network | None
     if gating is None or gating.opponent_id not in index:
         return None
     predecessor = gating.opponent
-    games = RatingGame.objects.filter(disabled=False, black_network__in=(newest, predecessor),
-                                      white_network__in=(newest, predecessor)).count()
+    games = RatingGame.objects.filter(
+        disabled=False, black_network__in=(newest, predecessor), white_network__in=(newest, predecessor)
+    ).count()
     decided = max(1, gating.wins + gating.draws + gating.losses)
     look = gating.rollback_looks + 1
     if games < decided * 2**look:
@@ -151,15 +173,26 @@ def check_rollback(run, networks: list[Network], fit: Ratings) -> Network | None
     Gating.objects.filter(pk=gating.pk).update(rollback_looks=look)
     if not (np.isfinite(diff) and np.isfinite(se) and se > 0) or diff / se >= NormalDist().inv_cdf(alpha):
         return None
-    data = {"predecessor": predecessor.name, "elo_difference": diff, "standard_error": se, "z": diff / se,
-            "confidence": confidence, "look": look, "alpha": alpha, "games": games}
+    data = {
+        "predecessor": predecessor.name,
+        "elo_difference": diff,
+        "standard_error": se,
+        "z": diff / se,
+        "confidence": confidence,
+        "look": look,
+        "alpha": alpha,
+        "games": games,
+    }
     with transaction.atomic():
-        if not Network.objects.filter(pk=newest.pk, state=Network.State.ACCEPTED).update(
-                state=Network.State.REJECTED):
+        if not Network.objects.filter(pk=newest.pk, state=Network.State.ACCEPTED).update(state=Network.State.REJECTED):
             return None  # decided otherwise meanwhile
-        NetworkEvent.objects.create(network=newest, kind=NetworkEvent.Kind.ROLLED_BACK, data=data,
-                                    note=f"{diff:+.0f} +- {se:.0f} Elo against {predecessor.name} after {games} "
-                                         f"games: worse at the {100 * (1 - alpha):.2f}% level (look {look})")
+        NetworkEvent.objects.create(
+            network=newest,
+            kind=NetworkEvent.Kind.ROLLED_BACK,
+            data=data,
+            note=f"{diff:+.0f} +- {se:.0f} Elo against {predecessor.name} after {games} "
+            f"games: worse at the {100 * (1 - alpha):.2f}% level (look {look})",
+        )
     forget_state()
     log.warning("network %s rolled back: %+.0f +- %.0f Elo against %s", newest.name, diff, se, predecessor.name)
     return newest
@@ -169,17 +202,25 @@ def staff_decision(network: Network, action: str, user=None, note: str = "") -> 
     """accept, reject, release or retire a network by hand (a gating under way is closed)."""
     if action not in STAFF_ACTIONS:
         raise ValueError(f"action {action!r}: expected one of {', '.join(STAFF_ACTIONS)}")
-    kind = {"accept": NetworkEvent.Kind.FORCED_ACCEPT, "reject": NetworkEvent.Kind.FORCED_REJECT,
-            "release": NetworkEvent.Kind.RELEASED, "retire": NetworkEvent.Kind.RETIRED}[action]
+    kind = {
+        "accept": NetworkEvent.Kind.FORCED_ACCEPT,
+        "reject": NetworkEvent.Kind.FORCED_REJECT,
+        "release": NetworkEvent.Kind.RELEASED,
+        "retire": NetworkEvent.Kind.RETIRED,
+    }[action]
     with transaction.atomic():
         if action == "release":
             Network.objects.filter(pk=network.pk).update(released=True)
         else:
-            state = {"accept": Network.State.ACCEPTED, "reject": Network.State.REJECTED,
-                     "retire": Network.State.RETIRED}[action]
+            state = {
+                "accept": Network.State.ACCEPTED,
+                "reject": Network.State.REJECTED,
+                "retire": Network.State.RETIRED,
+            }[action]
             Network.objects.filter(pk=network.pk).update(state=state)
             Gating.objects.filter(candidate=network, decision=CONTINUE).update(
-                decision=action if action in ("accept", "reject") else "reject", decided_at=timezone.now())
+                decision=action if action in ("accept", "reject") else "reject", decided_at=timezone.now()
+            )
         NetworkEvent.objects.create(network=network, kind=kind, user=user, note=note)
     forget_state()
 

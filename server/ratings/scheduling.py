@@ -30,8 +30,11 @@ def choose_pair(run, rng: random.Random | None = None) -> tuple[Network, Network
     gating = next_gating(run)
     if gating is not None:
         return balanced(gating.candidate, gating.opponent)
-    networks = list(run.networks.filter(state=Network.State.ACCEPTED).select_related("rating")
-                    .order_by("-created_at", "-id")[:RECENT_NETWORKS])
+    networks = list(
+        run.networks.filter(state=Network.State.ACCEPTED)
+        .select_related("rating")
+        .order_by("-created_at", "-id")[:RECENT_NETWORKS]
+    )
     if len(networks) < 2:
         return None
     ratings = [getattr(n, "rating", None) for n in networks]

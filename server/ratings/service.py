@@ -35,8 +35,12 @@ def refit(run) -> tuple[list[Network], Ratings]:
     # that a network that won or lost all its games still has a finite rating.
     parents = np.array([index.get(n.parent_id, anchor) for n in networks], dtype=np.int64)
     parents[anchor] = -1
-    rows = (RatingGame.objects.filter(run=run, disabled=False)
-            .values_list("black_network_id", "white_network_id", "winner").annotate(n=Count("id")).order_by())
+    rows = (
+        RatingGame.objects.filter(run=run, disabled=False)
+        .values_list("black_network_id", "white_network_id", "winner")
+        .annotate(n=Count("id"))
+        .order_by()
+    )
     black, white, score, counts = [], [], [], []
     for b, w, winner, n in rows:
         if b in index and w in index and b != w:
@@ -45,20 +49,45 @@ def refit(run) -> tuple[list[Network], Ratings]:
             score.append(BLACK_SCORE.get(winner, 0.5))
             counts.append(n)
     prior = gating_settings(run).virtual_draws
-    fit = fit_ratings(len(networks), np.array(black, dtype=np.int64), np.array(white, dtype=np.int64),
-                      np.array(score), parents=parents, virtual_draws=prior, anchor=anchor,
-                      counts=np.array(counts, dtype=np.float64))
+    fit = fit_ratings(
+        len(networks),
+        np.array(black, dtype=np.int64),
+        np.array(white, dtype=np.int64),
+        np.array(score),
+        parents=parents,
+        virtual_draws=prior,
+        anchor=anchor,
+        counts=np.array(counts, dtype=np.float64),
+    )
     now = timezone.now()
-    ratings = [Rating(network=n, elo=_finite(fit.elo[k]), elo_se=_finite(fit.se[k]), games=int(fit.games[k]),
-                      updated_at=now) for k, n in enumerate(networks)]
+    ratings = [
+        Rating(network=n, elo=_finite(fit.elo[k]), elo_se=_finite(fit.se[k]), games=int(fit.games[k]), updated_at=now)
+        for k, n in enumerate(networks)
+    ]
     with transaction.atomic():
-        Rating.objects.bulk_create(ratings, update_conflicts=True, unique_fields=["network"],
-                                   update_fields=["elo", "elo_se", "games", "updated_at"])
-        RatingFit.objects.update_or_create(run=run, defaults={
-            "fitted_at": now, "games": int(sum(counts)), "networks": len(networks), "iterations": fit.iterations,
-            "seconds": time.perf_counter() - t0})
-    log.info("run %s: ratings of %d networks refitted from %d games in %.2f s", run.name, len(networks),
-             int(sum(counts)), time.perf_counter() - t0)
+        Rating.objects.bulk_create(
+            ratings,
+            update_conflicts=True,
+            unique_fields=["network"],
+            update_fields=["elo", "elo_se", "games", "updated_at"],
+        )
+        RatingFit.objects.update_or_create(
+            run=run,
+            defaults={
+                "fitted_at": now,
+                "games": int(sum(counts)),
+                "networks": len(networks),
+                "iterations": fit.iterations,
+                "seconds": time.perf_counter() - t0,
+            },
+        )
+    log.info(
+        "run %s: ratings of %d networks refitted from %d games in %.2f s",
+        run.name,
+        len(networks),
+        int(sum(counts)),
+        time.perf_counter() - t0,
+    )
     check_rollback(run, networks, fit)
     return networks, fit
 

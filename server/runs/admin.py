@@ -16,9 +16,11 @@ class RunForm(forms.ModelForm):
     )
     settings_note = forms.CharField(required=False, max_length=200, help_text="why the settings changed")
     client_builds = forms.CharField(
-        required=False, widget=forms.Textarea(attrs={"rows": 3, "cols": 40, "style": "font-family: monospace"}),
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 3, "cols": 40, "style": "font-family: monospace"}),
         help_text="the client builds the run takes, one per line (16 hex digits each, as `python -m client "
-                  "--version` shows); empty: any build. Tasks and games of other builds are refused (HTTP 426)")
+        "--version` shows); empty: any build. Tasks and games of other builds are refused (HTTP 426)",
+    )
 
     class Meta:
         model = Run
@@ -73,8 +75,15 @@ class RunAdmin(admin.ModelAdmin):
         document = form.cleaned_data["settings_document"]
         note = form.cleaned_data.get("settings_note", "")
         if not change:
-            run = create_run(obj.name, document, obj.description, request.user, obj.min_client_version,
-                             obj.max_client_version, obj.client_builds)
+            run = create_run(
+                obj.name,
+                document,
+                obj.description,
+                request.user,
+                obj.min_client_version,
+                obj.max_client_version,
+                obj.client_builds,
+            )
             obj.pk = run.pk
             obj.status = run.status
             if form.cleaned_data["status"] != run.status:

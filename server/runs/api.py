@@ -17,13 +17,27 @@ from server.training.serializers import TrainingLineSerializer
 class RunSerializer(serializers.ModelSerializer):
     settings_version = serializers.SerializerMethodField()
     settings = serializers.SerializerMethodField()
-    training = TrainingLineSerializer(source="training_lines", many=True, read_only=True,
-                                      help_text="the trainer's state, one entry per architecture it trains")
+    training = TrainingLineSerializer(
+        source="training_lines",
+        many=True,
+        read_only=True,
+        help_text="the trainer's state, one entry per architecture it trains",
+    )
 
     class Meta:
         model = Run
-        fields = ("name", "description", "status", "min_client_version", "max_client_version", "client_builds",
-                  "created_at", "settings_version", "settings", "training")
+        fields = (
+            "name",
+            "description",
+            "status",
+            "min_client_version",
+            "max_client_version",
+            "client_builds",
+            "created_at",
+            "settings_version",
+            "settings",
+            "training",
+        )
 
     def _current(self, run: Run):
         cache = self.context.setdefault("current_settings", {})
@@ -59,23 +73,36 @@ class CurrentRun(APIView):
 
     permission_classes = [permissions.AllowAny]
 
-    @extend_schema(responses={200: inline_serializer("CurrentRun", {
-        "run": serializers.CharField(), "status": serializers.CharField(),
-        "min_client_version": serializers.CharField(), "max_client_version": serializers.CharField(allow_null=True),
-        "client_builds": serializers.ListField(child=serializers.CharField(), help_text="empty: any build"),
-        "settings_version": serializers.IntegerField(), "network": serializers.DictField(allow_null=True),
-        "games_per_task": serializers.IntegerField()})})
+    @extend_schema(
+        responses={
+            200: inline_serializer(
+                "CurrentRun",
+                {
+                    "run": serializers.CharField(),
+                    "status": serializers.CharField(),
+                    "min_client_version": serializers.CharField(),
+                    "max_client_version": serializers.CharField(allow_null=True),
+                    "client_builds": serializers.ListField(child=serializers.CharField(), help_text="empty: any build"),
+                    "settings_version": serializers.IntegerField(),
+                    "network": serializers.DictField(allow_null=True),
+                    "games_per_task": serializers.IntegerField(),
+                },
+            )
+        }
+    )
     def get(self, request):
         run = Run.objects.current()
         if run is None:
             raise ApiError("no run is active on this server", code="no_run", status_code=404)
         network = run.selfplay_network()
         current = run.current_settings()
-        return Response({
-            "run": run.name,
-            "status": run.status,
-            **run.clients_taken(),
-            "settings_version": current.version if current else None,
-            "network": network_ref(network, request) if network else None,
-            "games_per_task": settings.SENTE_LIMITS["games_per_task"],
-        })
+        return Response(
+            {
+                "run": run.name,
+                "status": run.status,
+                **run.clients_taken(),
+                "settings_version": current.version if current else None,
+                "network": network_ref(network, request) if network else None,
+                "games_per_task": settings.SENTE_LIMITS["games_per_task"],
+            }
+        )

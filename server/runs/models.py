@@ -35,8 +35,10 @@ def validate_version(value: str) -> None:
 
 def validate_builds(value: object) -> None:
     if not isinstance(value, list) or not all(isinstance(b, str) and re.fullmatch(BUILD_PATTERN, b) for b in value):
-        raise ValidationError(f"{value!r}: expected a list of client builds, each 16 hex digits "
-                              "(python -m client --version shows a client's)")
+        raise ValidationError(
+            f"{value!r}: expected a list of client builds, each 16 hex digits "
+            "(python -m client --version shows a client's)"
+        )
 
 
 class RunQuerySet(models.QuerySet):
@@ -53,18 +55,36 @@ class Run(models.Model):
         PAUSED = "paused", "paused: no new work"
         FINISHED = "finished", "finished"
 
-    name = models.CharField(max_length=32, unique=True, validators=[RegexValidator(
-        r"^[a-z0-9][a-z0-9-]*$", "lower-case letters, digits and '-', starting with a letter or digit")])
+    name = models.CharField(
+        max_length=32,
+        unique=True,
+        validators=[
+            RegexValidator(
+                r"^[a-z0-9][a-z0-9-]*$", "lower-case letters, digits and '-', starting with a letter or digit"
+            )
+        ],
+    )
     description = models.TextField(blank=True)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.ACTIVE)
-    min_client_version = models.CharField(max_length=16, default=__version__, validators=[validate_version],
-                                          help_text="clients older than this are asked to upgrade (HTTP 426)")
-    max_client_version = models.CharField(max_length=16, blank=True, validators=[validate_version],
-                                          help_text="clients newer than this are refused (HTTP 426); empty: no "
-                                                    "newest version")
-    client_builds = models.JSONField(default=list, blank=True, validators=[validate_builds],
-                                     help_text="the client builds the run takes (each 16 hex digits, as `python "
-                                               "-m client --version` shows); empty: any build")
+    min_client_version = models.CharField(
+        max_length=16,
+        default=__version__,
+        validators=[validate_version],
+        help_text="clients older than this are asked to upgrade (HTTP 426)",
+    )
+    max_client_version = models.CharField(
+        max_length=16,
+        blank=True,
+        validators=[validate_version],
+        help_text="clients newer than this are refused (HTTP 426); empty: no newest version",
+    )
+    client_builds = models.JSONField(
+        default=list,
+        blank=True,
+        validators=[validate_builds],
+        help_text="the client builds the run takes (each 16 hex digits, as `python "
+        "-m client --version` shows); empty: any build",
+    )
     created_at = models.DateTimeField(default=timezone.now)
 
     objects = RunQuerySet.as_manager()
@@ -78,26 +98,36 @@ class Run(models.Model):
     def clean(self) -> None:
         super().clean()
         try:
-            too_new = bool(self.max_client_version) and (parse_version(self.max_client_version)
-                                                         < parse_version(self.min_client_version))
+            too_new = bool(self.max_client_version) and (
+                parse_version(self.max_client_version) < parse_version(self.min_client_version)
+            )
         except ValueError:
             return  # the fields' own validators say what is wrong
         if too_new:
-            raise ValidationError({"max_client_version": f"{self.max_client_version} is older than the minimum "
-                                                         f"version {self.min_client_version}"})
+            raise ValidationError(
+                {
+                    "max_client_version": f"{self.max_client_version} is older than the minimum "
+                    f"version {self.min_client_version}"
+                }
+            )
         if isinstance(self.client_builds, list):
             self.client_builds = sorted(set(self.client_builds))
 
     @cached_property
     def _clients(self) -> tuple[tuple[int, int, int], tuple[int, int, int] | None, frozenset[str]]:
-        return (parse_version(self.min_client_version),
-                parse_version(self.max_client_version) if self.max_client_version else None,
-                frozenset(self.client_builds or ()))
+        return (
+            parse_version(self.min_client_version),
+            parse_version(self.max_client_version) if self.max_client_version else None,
+            frozenset(self.client_builds or ()),
+        )
 
     def clients_taken(self) -> dict:
         """The client versions and builds the run takes, as the API says them."""
-        return {"min_client_version": self.min_client_version, "max_client_version": self.max_client_version or None,
-                "client_builds": list(self.client_builds or [])}
+        return {
+            "min_client_version": self.min_client_version,
+            "max_client_version": self.max_client_version or None,
+            "client_builds": list(self.client_builds or []),
+        }
 
     def client_refusal(self, version: str, build: str) -> str | None:
         """Why the run does not take a client of this version and build (None: it does), in words
@@ -105,15 +135,21 @@ class Run(models.Model):
         least, most, builds = self._clients
         parsed = parse_version(version)
         if parsed < least:
-            return (f"client version {version} is too old for run {self.name}, which needs {self.min_client_version} "
-                    "or newer: please upgrade the client")
+            return (
+                f"client version {version} is too old for run {self.name}, which needs {self.min_client_version} "
+                "or newer: please upgrade the client"
+            )
         if most is not None and parsed > most:
-            return (f"client version {version} is newer than run {self.name} takes (versions "
-                    f"{self.min_client_version} to {self.max_client_version}): please install one of those")
+            return (
+                f"client version {version} is newer than run {self.name} takes (versions "
+                f"{self.min_client_version} to {self.max_client_version}): please install one of those"
+            )
         if builds and build not in builds:
             what = f"build {build}" if build else "a client that names no build"
-            return (f"client {version}, {what}, is not one run {self.name} takes (builds "
-                    f"{', '.join(sorted(builds))}): please upgrade the client to the release the project names")
+            return (
+                f"client {version}, {what}, is not one run {self.name} takes (builds "
+                f"{', '.join(sorted(builds))}): please upgrade the client to the release the project names"
+            )
         return None
 
     def current_settings(self) -> RunSettingsVersion:
@@ -125,11 +161,12 @@ class Run(models.Model):
         the current one (then the current version is returned). SettingsError names a bad key."""
         settings = RunSettings.from_dict(document)
         canonical = settings.to_dict()
-        current = (RunSettingsVersion.objects.select_for_update().filter(run=self).order_by("-version").first())
+        current = RunSettingsVersion.objects.select_for_update().filter(run=self).order_by("-version").first()
         if current is not None and current.document == canonical:
             return current
-        version = RunSettingsVersion.objects.create(run=self, version=(current.version + 1) if current else 1,
-                                                    document=canonical, created_by=user, note=note)
+        version = RunSettingsVersion.objects.create(
+            run=self, version=(current.version + 1) if current else 1, document=canonical, created_by=user, note=note
+        )
         transaction.on_commit(forget_state)
         return version
 
@@ -171,14 +208,24 @@ _PARSED: dict[int, RunSettings] = {}
 
 
 @transaction.atomic
-def create_run(name: str, document: dict | None = None, description: str = "", user=None,
-               min_client_version: str | None = None, max_client_version: str = "",
-               client_builds: list[str] | None = None) -> Run:
+def create_run(
+    name: str,
+    document: dict | None = None,
+    description: str = "",
+    user=None,
+    min_client_version: str | None = None,
+    max_client_version: str = "",
+    client_builds: list[str] | None = None,
+) -> Run:
     """A new active run with its first settings version and its random network."""
     from server.networks.models import Network
 
-    run = Run(name=name, description=description, max_client_version=max_client_version,
-              client_builds=list(client_builds or []))
+    run = Run(
+        name=name,
+        description=description,
+        max_client_version=max_client_version,
+        client_builds=list(client_builds or []),
+    )
     if min_client_version:
         run.min_client_version = min_client_version
     run.full_clean()

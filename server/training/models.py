@@ -36,13 +36,15 @@ class TrainingLine(models.Model):
     status_note = models.CharField(max_length=200, blank=True, help_text="why it is idle, or what it does")
     samples = models.BigIntegerField(default=0, help_text="training samples the network has seen")
     rows_total = models.BigIntegerField(default=0, help_text="rows of the run counted at the last look")
-    rows_at_start = models.BigIntegerField(default=0, help_text="rows of the run counted when the line began; "
-                                                                "its sample budget counts the rows since")
+    rows_at_start = models.BigIntegerField(
+        default=0, help_text="rows of the run counted when the line began; its sample budget counts the rows since"
+    )
     window_rows = models.BigIntegerField(default=0, help_text="rows of the training window in use")
     losses = models.JSONField(default=dict, blank=True, help_text="the last logged training losses, per head")
     validation = models.JSONField(default=dict, blank=True, help_text="losses on held-out rows at the last export")
-    last_export = models.ForeignKey("networks.Network", null=True, blank=True, on_delete=models.SET_NULL,
-                                    related_name="+")
+    last_export = models.ForeignKey(
+        "networks.Network", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     exports = models.PositiveIntegerField(default=0)
     host = models.CharField(max_length=100, blank=True, help_text="the machine training it")
     started_at = models.DateTimeField(null=True, blank=True)

@@ -10,6 +10,20 @@ class TrainingLineSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = TrainingLine
-        fields = ("architecture", "role", "status", "status_note", "samples", "rows_total", "window_rows", "losses",
-                  "validation", "last_export", "exports", "host", "started_at", "updated_at")
+        fields = (
+            "architecture",
+            "role",
+            "status",
+            "status_note",
+            "samples",
+            "rows_total",
+            "window_rows",
+            "losses",
+            "validation",
+            "last_export",
+            "exports",
+            "host",
+            "started_at",
+            "updated_at",
+        )
         read_only_fields = fields

@@ -51,8 +51,9 @@ def counted_games(run) -> QuerySet:
 
 def total_rows(run, settings: TrainingSettings) -> int:
     """The rows the run counts: every counted row, those of the random network up to ``window_c``."""
-    sums = counted_games(run).aggregate(random=Sum("rows", filter=Q(network__is_random=True)),
-                                        other=Sum("rows", filter=Q(network__is_random=False)))
+    sums = counted_games(run).aggregate(
+        random=Sum("rows", filter=Q(network__is_random=True)), other=Sum("rows", filter=Q(network__is_random=False))
+    )
     return min(sums["random"] or 0, settings.window_c) + (sums["other"] or 0)
 
 
@@ -108,8 +109,7 @@ def read_file(name: str) -> bytes:
         except FileNotFoundError:
             raise
         except Exception as e:
-            log.warning("reading stored file %s failed (%s: %s); trying again in %g s", name, type(e).__name__, e,
-                        wait)
+            log.warning("reading stored file %s failed (%s: %s); trying again in %g s", name, type(e).__name__, e, wait)
             time.sleep(wait)
             wait *= 2
     return _read(name)

@@ -173,8 +173,9 @@ def _seed(*parts) -> int:
 class TrainingWorker:
     """See the module docstring; ``stop`` ends it after the step at hand."""
 
-    def __init__(self, options: TrainerOptions, stop: threading.Event | None = None,
-                 distributed: Distributed | None = None) -> None:
+    def __init__(
+        self, options: TrainerOptions, stop: threading.Event | None = None, distributed: Distributed | None = None
+    ) -> None:
         self.options = options
         self.stop = stop or threading.Event()
         self.dist = distributed or Distributed()
@@ -232,8 +233,9 @@ class TrainingWorker:
                 reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
                 if self.options.once and failures >= PLAN_ATTEMPTS:
                     raise TrainerError(f"the database cannot be reached ({reason}); {failures} attempts") from None
-                log.warning("the database cannot be reached (%s); trying again in %g s", reason,
-                            self.options.poll_seconds)
+                log.warning(
+                    "the database cannot be reached (%s); trying again in %g s", reason, self.options.poll_seconds
+                )
                 if self.stop.wait(self.options.poll_seconds):
                     return None
 
@@ -270,18 +272,25 @@ class TrainingWorker:
                     note = f"waiting for data: {total:,} of the {settings.window_c:,} rows training starts with"
                 elif not now:
                     since = f" since the line began at {row.rows_at_start:,}" if row.rows_at_start else ""
-                    note = (f"waiting for data: {samples:,} samples trained, {allowed:,} allowed by "
-                            f"{total - row.rows_at_start:,} rows{since} at {settings.samples_per_row:g} per row")
+                    note = (
+                        f"waiting for data: {samples:,} samples trained, {allowed:,} allowed by "
+                        f"{total - row.rows_at_start:,} rows{since} at {settings.samples_per_row:g} per row"
+                    )
                 elif window.rows < step:
                     note = f"waiting for data: the window holds {window.rows:,} rows, less than a step's {step:,}"
                 else:
-                    chunk = Chunk(seed=_seed(run.name, row.architecture, samples), files=window.files,
-                                  end_samples=samples + min(now, window.rows), total_rows=total,
-                                  window_rows=window.rows, batch_size=settings.batch_size,
-                                  shuffle_rows=settings.shuffle_rows, symmetries=settings.symmetries)
+                    chunk = Chunk(
+                        seed=_seed(run.name, row.architecture, samples),
+                        files=window.files,
+                        end_samples=samples + min(now, window.rows),
+                        total_rows=total,
+                        window_rows=window.rows,
+                        batch_size=settings.batch_size,
+                        shuffle_rows=settings.shuffle_rows,
+                        symmetries=settings.symmetries,
+                    )
             if chunk is None:
-                self._update(row, status=TrainingLine.Status.IDLE, status_note=note, rows_total=total,
-                             samples=samples)
+                self._update(row, status=TrainingLine.Status.IDLE, status_note=note, rows_total=total, samples=samples)
                 continue
             plan["lines"].append({"architecture": row.architecture, "init": init, "chunk": chunk.to_dict()})
         return plan
@@ -293,8 +302,9 @@ class TrainingWorker:
         wanted = [settings.architecture] + ([settings.next_architecture] if settings.next_architecture else [])
         if self.options.architecture:
             if self.options.architecture not in wanted:
-                raise TrainerError(f"run {run.name}'s settings train {' and '.join(wanted)}, "
-                                   f"not {self.options.architecture}")
+                raise TrainerError(
+                    f"run {run.name}'s settings train {' and '.join(wanted)}, not {self.options.architecture}"
+                )
             wanted = [self.options.architecture]
         rows = {row.architecture: row for row in TrainingLine.objects.filter(run=run)}
         for arch in wanted:
@@ -303,10 +313,12 @@ class TrainingWorker:
                 role = TrainingLine.Role.NEXT if has_current else TrainingLine.Role.CURRENT
                 start = total if has_current else 0
                 rows[arch], created = TrainingLine.objects.get_or_create(
-                    run=run, architecture=arch, defaults={"role": role, "rows_at_start": start})
+                    run=run, architecture=arch, defaults={"role": role, "rows_at_start": start}
+                )
                 if created and start:
-                    log.info("%s: a new line alongside; its budget counts the rows from the %d the run has now",
-                             arch, start)
+                    log.info(
+                        "%s: a new line alongside; its budget counts the rows from the %d the run has now", arch, start
+                    )
         return [rows[a] for a in wanted if rows[a].role != TrainingLine.Role.RETIRED]
 
     def _checkpoint_path(self, architecture: str) -> Path:
@@ -319,17 +331,30 @@ class TrainingWorker:
         if path.exists():
             state = read_checkpoint(path)
             self.states[row.architecture] = state  # the line's trainer starts from it, without reading it again
-            log.info("%s: found its checkpoint at %d samples (%s); training goes on from it", row.architecture,
-                     state["samples"], path)
+            log.info(
+                "%s: found its checkpoint at %d samples (%s); training goes on from it",
+                row.architecture,
+                state["samples"],
+                path,
+            )
             return {"from": "checkpoint", "samples": state["samples"], "chunk": state.get("extra", {}).get("chunk")}
         export = row.last_export
         if export is not None and export.file:
-            log.warning("%s: no checkpoint at %s; continuing from the last export %s (%d samples) with a "
-                        "fresh optimiser", row.architecture, path, export.name, export.train_step)
+            log.warning(
+                "%s: no checkpoint at %s; continuing from the last export %s (%d samples) with a fresh optimiser",
+                row.architecture,
+                path,
+                export.name,
+                export.train_step,
+            )
             return {"from": "export", "file": export.file.name, "samples": export.train_step}
         if row.samples:
-            log.warning("%s: no checkpoint at %s and no export: the %d samples trained are lost; starting "
-                        "afresh", row.architecture, path, row.samples)
+            log.warning(
+                "%s: no checkpoint at %s and no export: the %d samples trained are lost; starting afresh",
+                row.architecture,
+                path,
+                row.samples,
+            )
         else:
             log.info("%s: a new line; it starts training once the run has the rows it needs", row.architecture)
         return {"from": "fresh", "samples": 0}
@@ -338,8 +363,9 @@ class TrainingWorker:
         arch = item["architecture"]
         line = self.lines.get(arch)
         if line is None:
-            trainer = Trainer(arch, self.settings, device=self.device, distributed=self.dist,
-                              seed=_seed(self.options.run, arch))
+            trainer = Trainer(
+                arch, self.settings, device=self.device, distributed=self.dist, seed=_seed(self.options.run, arch)
+            )
             line = Line(arch, trainer, self._checkpoint_path(arch))
             init = item["init"]
             if init["from"] == "checkpoint":
@@ -347,10 +373,17 @@ class TrainingWorker:
                 line.chunk = Chunk.from_dict(extra.get("chunk"))
             elif init["from"] == "export":
                 trainer.start_from(decode_model(read_file(init["file"]), init["file"]).state_dict, init["samples"])
-            log.info("%s: %s at %d samples on %s", arch, {"checkpoint": "resumed from its checkpoint",
-                                                          "export": "continued from its last export",
-                                                          "fresh": "started afresh"}[init["from"]],
-                     trainer.samples, self.device)
+            log.info(
+                "%s: %s at %d samples on %s",
+                arch,
+                {
+                    "checkpoint": "resumed from its checkpoint",
+                    "export": "continued from its last export",
+                    "fresh": "started afresh",
+                }[init["from"]],
+                trainer.samples,
+                self.device,
+            )
             self.lines[arch] = line
         line.trainer.use_settings(self.settings)
         return line
@@ -362,20 +395,35 @@ class TrainingWorker:
     def _train_chunk(self, line: Line, chunk: Chunk) -> None:
         trainer, world = line.trainer, self.dist.world
         line.chunk = chunk = chunk.with_layout(self.settings)
-        passes = ShuffledPass(chunk.files, read_file, chunk.batch_size, chunk.seed, block_rows=chunk.shuffle_rows,
-                              symmetries=chunk.symmetries, drop_last=True, transform=self._transform())
+        passes = ShuffledPass(
+            chunk.files,
+            read_file,
+            chunk.batch_size,
+            chunk.seed,
+            block_rows=chunk.shuffle_rows,
+            symmetries=chunk.symmetries,
+            drop_last=True,
+            transform=self._transform(),
+        )
         usable = passes.num_batches - passes.num_batches % world
         row = self._row(line) if self.dist.main else None
         if row is not None:
-            self._update(row, status=TrainingLine.Status.TRAINING, rows_total=chunk.total_rows,
-                         window_rows=chunk.window_rows, host=self.host, started_at=row.started_at or timezone.now(),
-                         status_note=f"training to {chunk.end_samples:,} samples on {chunk.window_rows:,} rows")
+            self._update(
+                row,
+                status=TrainingLine.Status.TRAINING,
+                rows_total=chunk.total_rows,
+                window_rows=chunk.window_rows,
+                host=self.host,
+                started_at=row.started_at or timezone.now(),
+                status_note=f"training to {chunk.end_samples:,} samples on {chunk.window_rows:,} rows",
+            )
         last_report = last_checkpoint = time.monotonic()
         report_samples = trainer.samples
         due = chunk.next_batch < usable and trainer.samples < chunk.end_samples
         taken = 0
-        steps = Lockstep(self.dist, passes.batches(chunk.next_batch + self.dist.rank, stride=world) if due else (),
-                         self.stop.is_set)
+        steps = Lockstep(
+            self.dist, passes.batches(chunk.next_batch + self.dist.rank, stride=world) if due else (), self.stop.is_set
+        )
         batches = iter(steps)
         try:
             for batch in batches:
@@ -401,8 +449,13 @@ class TrainingWorker:
             batches.close()  # ends the reader thread: the counts of files read are final
         skipped = passes.skipped_files
         if skipped:
-            log.error("%s: %d of the %d file(s) of the window read could not be read: %s", line.architecture,
-                      len(skipped), passes.read_files, ", ".join(skipped[:5]))
+            log.error(
+                "%s: %d of the %d file(s) of the window read could not be read: %s",
+                line.architecture,
+                len(skipped),
+                passes.read_files,
+                ", ".join(skipped[:5]),
+            )
         mostly_unreadable = 2 * len(skipped) > passes.read_files
         starved = due and taken == 0 and not steps.stopped
         if due:  # every process trained (or not) in the same loop: they all ask
@@ -422,13 +475,17 @@ class TrainingWorker:
         skipped = passes.skipped_files
         trained = f"the chunk trained {taken} batches" if taken else "the chunk trained nothing"
         if not skipped:
-            return (f"{line.architecture}: {trained}: another process could not read most of the window's files, "
-                    "or they hold fewer rows than the database records; its log names them")
+            return (
+                f"{line.architecture}: {trained}: another process could not read most of the window's files, "
+                "or they hold fewer rows than the database records; its log names them"
+            )
         shown = ", ".join(skipped[:5]) + (f" and {len(skipped) - 5} more" if len(skipped) > 5 else "")
-        return (f"{line.architecture}: {len(skipped)} of the {passes.read_files} training-row files read for this "
-                f"chunk could not be read ({shown}), so {trained} (the log says why each failed). Make the file "
-                "storage reachable (STORAGE_URL, or SENTE_DATA_DIR on this machine) or, for files that are lost, "
-                "disable their games; then start the trainer again")
+        return (
+            f"{line.architecture}: {len(skipped)} of the {passes.read_files} training-row files read for this "
+            f"chunk could not be read ({shown}), so {trained} (the log says why each failed). Make the file "
+            "storage reachable (STORAGE_URL, or SENTE_DATA_DIR on this machine) or, for files that are lost, "
+            "disable their games; then start the trainer again"
+        )
 
     def _save(self, line: Line) -> None:
         extra = {"chunk": line.chunk.to_dict() if line.chunk is not None else None}
@@ -445,8 +502,15 @@ class TrainingWorker:
         line.losses, line.loss_steps = {}, 0
         self._update(row, samples=trainer.samples, losses={k: round(v, 6) for k, v in losses.items()})
         main = ", ".join(f"{k} {losses[k]:.4g}" for k in ("policy", "value", "ownership", "score_pdf") if k in losses)
-        log.info("%s: %d samples, %.0f samples/s, learning rate %.3g per sample: loss %.4g (%s)",
-                 line.architecture, trainer.samples, samples_per_s, losses["learning_rate"], losses["loss"], main)
+        log.info(
+            "%s: %d samples, %.0f samples/s, learning rate %.3g per sample: loss %.4g (%s)",
+            line.architecture,
+            trainer.samples,
+            samples_per_s,
+            losses["learning_rate"],
+            losses["loss"],
+            main,
+        )
         if self.writer is not None:
             for name, value in losses.items():
                 self.writer.add_scalar(f"{line.architecture}/{name}", value, trainer.samples)
@@ -454,19 +518,27 @@ class TrainingWorker:
     # --- exports ---------------------------------------------------------------------------------------------
     def _batches(self, files: list[RowFile], seed: int, symmetries: bool):
         settings = self.settings
-        return ShuffledPass(files, read_file, min(settings.batch_size, VALIDATION_BATCH), seed,
-                            block_rows=settings.shuffle_rows, symmetries=symmetries,
-                            transform=self._transform()).batches()
+        return ShuffledPass(
+            files,
+            read_file,
+            min(settings.batch_size, VALIDATION_BATCH),
+            seed,
+            block_rows=settings.shuffle_rows,
+            symmetries=symmetries,
+            transform=self._transform(),
+        ).batches()
 
     def _export(self, line: Line, chunk: Chunk) -> None:
         """Export the line's weight average (process 0; the others wait)."""
         trainer = line.trainer
         if self.dist.main:
             row = self._row(line)
-            self._update(row, status=TrainingLine.Status.EXPORTING,
-                         status_note=f"exporting at {trainer.samples:,} samples")
-            norm = itertools.islice(self._batches(chunk.files, chunk.seed ^ 0x5EED, bool(chunk.symmetries)),
-                                    NORM_BATCHES)
+            self._update(
+                row, status=TrainingLine.Status.EXPORTING, status_note=f"exporting at {trainer.samples:,} samples"
+            )
+            norm = itertools.islice(
+                self._batches(chunk.files, chunk.seed ^ 0x5EED, bool(chunk.symmetries)), NORM_BATCHES
+            )
             model = trainer.export_model(norm)
             held_out = validation_files(self.run_row, self.settings)
             validation = evaluate(model, self._batches(held_out, 0, False), self.device) if held_out else {}
@@ -474,8 +546,11 @@ class TrainingWorker:
             candidate = row.role == TrainingLine.Role.CURRENT
             if row.role == TrainingLine.Role.NEXT:
                 candidate = self._overtakes(row, validation, held_out)
-            fields = {"validation": {k: round(v, 6) for k, v in validation.items()},
-                      "status": TrainingLine.Status.TRAINING, "status_note": ""}
+            fields = {
+                "validation": {k: round(v, 6) for k, v in validation.items()},
+                "status": TrainingLine.Status.TRAINING,
+                "status_note": "",
+            }
             if candidate:
                 network = self._register(row, model, chunk)
                 fields["last_export"] = network
@@ -489,14 +564,16 @@ class TrainingWorker:
     def _overtakes(self, row: TrainingLine, validation: dict, held_out: list[RowFile]) -> bool:
         """Whether the next line's export predicts the held-out rows better than the current line's
         last export; if so, the lines change roles."""
-        current = TrainingLine.objects.filter(run=row.run, role=TrainingLine.Role.CURRENT).select_related(
-            "last_export").first()
+        current = (
+            TrainingLine.objects.filter(run=row.run, role=TrainingLine.Role.CURRENT)
+            .select_related("last_export")
+            .first()
+        )
         if current is None:
             takes_over = True
             reason = "the run has no current line"
         elif current.last_export is None or not current.last_export.file:
-            log.info("%s: not compared yet: the current line %s has no export", row.architecture,
-                     current.architecture)
+            log.info("%s: not compared yet: the current line %s has no export", row.architecture, current.architecture)
             return False
         elif not validation.get("rows"):
             log.info("%s: not compared: the run has no held-out rows yet", row.architecture)
@@ -506,14 +583,18 @@ class TrainingWorker:
             ours_loss = sum(validation[k] for k in PREDICTIVE_TERMS)
             theirs_loss = sum(theirs[k] for k in PREDICTIVE_TERMS)
             takes_over = ours_loss < theirs_loss
-            reason = (f"held-out policy + value loss {ours_loss:.4f} against {theirs_loss:.4f} of "
-                      f"{current.last_export.name}")
+            reason = (
+                f"held-out policy + value loss {ours_loss:.4f} against {theirs_loss:.4f} of {current.last_export.name}"
+            )
         log.info("%s %s: %s", row.architecture, "takes over" if takes_over else "does not take over yet", reason)
         if takes_over:
             with transaction.atomic():
                 TrainingLine.objects.filter(run=row.run, role=TrainingLine.Role.CURRENT).update(
-                    role=TrainingLine.Role.RETIRED, status=TrainingLine.Status.IDLE,
-                    status_note=f"overtaken by {row.architecture}: {reason}", updated_at=timezone.now())
+                    role=TrainingLine.Role.RETIRED,
+                    status=TrainingLine.Status.IDLE,
+                    status_note=f"overtaken by {row.architecture}: {reason}",
+                    updated_at=timezone.now(),
+                )
                 TrainingLine.objects.filter(pk=row.pk).update(role=TrainingLine.Role.CURRENT)
             row.role = TrainingLine.Role.CURRENT
         return takes_over
@@ -536,16 +617,31 @@ class TrainingWorker:
             return existing
         data = encode_model(model.config, model.state_dict(), name)
         parent = row.last_export or run.selfplay_network()
-        notes = (f"exported by the trainer on {self.host} after {trainer.samples:,} training samples; "
-                 f"weights averaged over {trainer.snapshots} snapshots")
+        notes = (
+            f"exported by the trainer on {self.host} after {trainer.samples:,} training samples; "
+            f"weights averaged over {trainer.snapshots} snapshots"
+        )
         try:
-            network = store_network(run=run, name=name, content=ContentFile(data), size=len(data),
-                                    sha256=hashlib.sha256(data).hexdigest(), config=model.config, parent=parent,
-                                    train_step=trainer.samples, rows_seen=chunk.total_rows, notes=notes)
+            network = store_network(
+                run=run,
+                name=name,
+                content=ContentFile(data),
+                size=len(data),
+                sha256=hashlib.sha256(data).hexdigest(),
+                config=model.config,
+                parent=parent,
+                train_step=trainer.samples,
+                rows_seen=chunk.total_rows,
+                notes=notes,
+            )
         except IntegrityError:
             network = Network.objects.get(name=name)
-        log.info("%s: exported %s (parent %s) as a candidate", row.architecture, network.name,
-                 parent.name if parent else "none")
+        log.info(
+            "%s: exported %s (parent %s) as a candidate",
+            row.architecture,
+            network.name,
+            parent.name if parent else "none",
+        )
         return network
 
     # --- the line's row ----------------------------------------------------------------------------------------
@@ -566,11 +662,12 @@ class TrainingWorker:
 
     def _mark_stopped(self) -> None:
         for row in TrainingLine.objects.filter(run__name=self.options.run, architecture__in=self.seen):
-            fields = {"status": TrainingLine.Status.STOPPED,
-                      "status_note": "the trainer stopped; it continues from its checkpoint when started again"}
+            fields = {
+                "status": TrainingLine.Status.STOPPED,
+                "status_note": "the trainer stopped; it continues from its checkpoint when started again",
+            }
             if row.status == TrainingLine.Status.IDLE and row.status_note:
                 fields["status_note"] = f"the trainer stopped, {row.status_note}"[:200]
             if row.architecture in self.lines:
                 fields["samples"] = self.lines[row.architecture].trainer.samples
             self._update(row, **fields)
-

@@ -53,10 +53,12 @@ def summary(rows: RowFigures, sample: int, draws: int, rng: np.random.Generator)
 
 
 def variants(model, honest, other) -> dict:
-    return {"honest": pooled(model, honest),
-            "shuffled": pooled(model, [audit_data.shuffled_targets(g, 100 + i) for i, g in enumerate(honest)]),
-            "random": pooled(model, [audit_data.random_targets(g, 200 + i) for i, g in enumerate(honest)]),
-            "other_network": pooled(model, other)}
+    return {
+        "honest": pooled(model, honest),
+        "shuffled": pooled(model, [audit_data.shuffled_targets(g, 100 + i) for i, g in enumerate(honest)]),
+        "random": pooled(model, [audit_data.random_targets(g, 200 + i) for i, g in enumerate(honest)]),
+        "other_network": pooled(model, other),
+    }
 
 
 def main() -> None:
@@ -83,8 +85,9 @@ def main() -> None:
         from client.evaluator import load_network
 
         katago = load_network(B6C96, "cpu")
-        settings = SelfPlaySettings(board_sizes=(9,), board_size_weights=(1.0,), visits=48, cheap_visits=8,
-                                    full_search_prob=1.0, max_moves=120)
+        settings = SelfPlaySettings(
+            board_sizes=(9,), board_size_weights=(1.0,), visits=48, cheap_visits=8, full_search_prob=1.0, max_moves=120
+        )
         games = max(4, args.games // 3)
         start = time.perf_counter()
         honest = audit_data.honest_games(katago, "b6c96", tmp / "k", games, 3, settings)
@@ -99,8 +102,15 @@ def main() -> None:
         start = time.perf_counter()
         evaluate_rows(katago, npz, idx)
         figures["b6c96_9x9_ms_per_contributor"] = round((time.perf_counter() - start) * 1000, 1)
-        big = dataclasses.replace(helpers.SELFPLAY, board_sizes=(19,), board_size_weights=(1.0,), visits=4,
-                                  cheap_visits=2, full_search_prob=1.0, max_moves=40)
+        big = dataclasses.replace(
+            helpers.SELFPLAY,
+            board_sizes=(19,),
+            board_size_weights=(1.0,),
+            visits=4,
+            cheap_visits=2,
+            full_search_prob=1.0,
+            max_moves=40,
+        )
         from client.search.engine import NullEvaluator
         from client.selfplay.run import run_selfplay
 

@@ -56,10 +56,15 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         tiny = Path(tmp) / "tiny.safetensors"
         save_model(Model(named_config("tiny")), tiny, "bench-tiny")
-        figures = {"check_ms_tiny": check_ms(tiny), "check_ms_b6c96": check_ms(MODEL),
-                   "reference_ms_b6c96": median_ms(lambda: canary.evaluate(load_network(MODEL, "cpu").eval()).to_npz(),
-                                                   runs=3),
-                   "positions": len(canary.positions()), "torch_threads": torch.get_num_threads()}
+        figures = {
+            "check_ms_tiny": check_ms(tiny),
+            "check_ms_b6c96": check_ms(MODEL),
+            "reference_ms_b6c96": median_ms(
+                lambda: canary.evaluate(load_network(MODEL, "cpu").eval()).to_npz(), runs=3
+            ),
+            "positions": len(canary.positions()),
+            "torch_threads": torch.get_num_threads(),
+        }
     for k, v in figures.items():
         print(f"{k}: {v:.1f}" if isinstance(v, float) else f"{k}: {v}")
     print(json.dumps({k: round(v, 1) if isinstance(v, float) else v for k, v in figures.items()}))

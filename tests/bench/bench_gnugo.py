@@ -41,8 +41,21 @@ def main() -> int:
         print("GNU Go is not installed (apt-get install gnugo)", file=sys.stderr)
         return 1
     rules = Rules.from_text("chinese")
-    sente_cmd = [sys.executable, "-m", "client", "gtp", "--model", str(MODEL), "--visits", str(args.visits),
-                 "--device", "cpu", "--seed", "1", "--compile"]
+    sente_cmd = [
+        sys.executable,
+        "-m",
+        "client",
+        "gtp",
+        "--model",
+        str(MODEL),
+        "--visits",
+        str(args.visits),
+        "--device",
+        "cpu",
+        "--seed",
+        "1",
+        "--compile",
+    ]
     gnugo_cmd = [GNUGO, "--mode", "gtp", "--level", str(args.level), "--chinese-rules"]
     out = Path(args.out) if args.out else None
     if out:
@@ -64,15 +77,31 @@ def main() -> int:
             margins.append(sign * result.score if result and not result.resignation else None)
             if out:
                 (out / f"game-{k:02d}.sgf").write_text(match.record.to_sgf())
-            print(f"game {k + 1}: sente {'black' if our_color == BLACK else 'white'}, {match.record.result} "
-                  f"after {match.game.num_moves} moves ({match.reason}); sente {wins}/{k + 1}", flush=True)
+            print(
+                f"game {k + 1}: sente {'black' if our_color == BLACK else 'white'}, {match.record.result} "
+                f"after {match.game.num_moves} moves ({match.reason}); sente {wins}/{k + 1}",
+                flush=True,
+            )
     seconds = time.perf_counter() - start
     rate = wins / args.games
-    print(f"sente (g170, {args.visits} visits) vs GNU Go level {args.level}: {wins}/{args.games} = {100 * rate:.0f}% "
-          f"(as black {wins_as[BLACK]}, as white {wins_as[WHITE]}) in {seconds / 60:.1f} min")
-    print(json.dumps({"games": args.games, "wins": wins, "win_rate": rate, "wins_as_black": wins_as[BLACK],
-                      "wins_as_white": wins_as[WHITE], "visits": args.visits, "gnugo_level": args.level,
-                      "minutes": round(seconds / 60, 1)}))
+    print(
+        f"sente (g170, {args.visits} visits) vs GNU Go level {args.level}: {wins}/{args.games} = {100 * rate:.0f}% "
+        f"(as black {wins_as[BLACK]}, as white {wins_as[WHITE]}) in {seconds / 60:.1f} min"
+    )
+    print(
+        json.dumps(
+            {
+                "games": args.games,
+                "wins": wins,
+                "win_rate": rate,
+                "wins_as_black": wins_as[BLACK],
+                "wins_as_white": wins_as[WHITE],
+                "visits": args.visits,
+                "gnugo_level": args.level,
+                "minutes": round(seconds / 60, 1),
+            }
+        )
+    )
     return 0
 
 

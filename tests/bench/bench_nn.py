@@ -67,8 +67,7 @@ def timed(fn, min_seconds: float = MIN_SECONDS) -> float:
 
 
 def main() -> None:
-    figures: dict = {"encode_us_per_position": {},
-                     "katago_cpu_reference": {str(k): v for k, v in KATAGO_CPU.items()}}
+    figures: dict = {"encode_us_per_position": {}, "katago_cpu_reference": {str(k): v for k, v in KATAGO_CPU.items()}}
     games_by_size = {size: positions(size, max(BATCHES), seed=size) for size in (9, 19)}
     inputs = {}
     for size, games in games_by_size.items():
@@ -77,8 +76,10 @@ def main() -> None:
         t_encode = timed(lambda e=encoder, g=games, s=spatial, gl=glob, lg=legal: e.encode(g, s, gl, lg), 1.0)
         figures["encode_us_per_position"][str(size)] = round(t_encode / len(games) * 1e6, 1)
         print(f"{size}x{size}: encoding {figures['encode_us_per_position'][str(size)]:.1f} us per position")
-        inputs[size] = (torch.from_numpy(spatial).view(len(games), 22, 19, 19)[:, :, :size, :size],
-                        torch.from_numpy(glob))
+        inputs[size] = (
+            torch.from_numpy(spatial).view(len(games), 22, 19, 19)[:, :, :size, :size],
+            torch.from_numpy(glob),
+        )
     for mode in ("compiled", "eager"):
         evaluator = Evaluator.from_file(MODEL, cache_size=0, compile=mode == "compiled")
         figures["device"] = str(evaluator.device)

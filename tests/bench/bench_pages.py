@@ -66,8 +66,14 @@ def drop_database(url: str) -> None:
 
 
 def setup_django(database: str, data_dir: Path) -> None:
-    os.environ.update({"DJANGO_SETTINGS_MODULE": "server.settings", "DATABASE_URL": database,
-                       "SENTE_DATA_DIR": str(data_dir), "STORAGE_URL": (data_dir / "files").as_uri()})
+    os.environ.update(
+        {
+            "DJANGO_SETTINGS_MODULE": "server.settings",
+            "DATABASE_URL": database,
+            "SENTE_DATA_DIR": str(data_dir),
+            "STORAGE_URL": (data_dir / "files").as_uri(),
+        }
+    )
     os.environ.pop("CACHE_URL", None)
     import django
 
@@ -97,8 +103,10 @@ def records() -> tuple[str, str]:
     from server.files import StoredFiles
 
     files = StoredFiles(default_storage)
-    return (files.put("games", random_game_sgf(19, 220, 1), ".sgf"),
-            files.put("games", random_game_sgf(9, 70, 2), ".sgf"))
+    return (
+        files.put("games", random_game_sgf(19, 220, 1), ".sgf"),
+        files.put("games", random_game_sgf(9, 70, 2), ".sgf"),
+    )
 
 
 def load(games: int, rating_games: int, networks: int, users: int) -> dict:
@@ -112,11 +120,30 @@ def load(games: int, rating_games: int, networks: int, users: int) -> dict:
     version = run.current_settings()
     random_net = run.networks.get(is_random=True)
     sgf19, sgf9 = records()
-    rules = json.dumps({"ko": "POSITIONAL", "scoring": "AREA", "tax": "NONE", "suicide": True,
-                        "hasButton": False, "whiteHandicapBonus": "0"})
-    params = {"run": run.pk, "version": version.pk, "random": random_net.pk, "networks": networks, "users": users,
-              "games": games, "rating_games": rating_games, "days": DAYS, "sgf19": sgf19, "sgf9": sgf9,
-              "rules": rules, "earlier": max(1, round(games * (1 - CURRENT_SHARE)))}
+    rules = json.dumps(
+        {
+            "ko": "POSITIONAL",
+            "scoring": "AREA",
+            "tax": "NONE",
+            "suicide": True,
+            "hasButton": False,
+            "whiteHandicapBonus": "0",
+        }
+    )
+    params = {
+        "run": run.pk,
+        "version": version.pk,
+        "random": random_net.pk,
+        "networks": networks,
+        "users": users,
+        "games": games,
+        "rating_games": rating_games,
+        "days": DAYS,
+        "sgf19": sgf19,
+        "sgf9": sgf9,
+        "rules": rules,
+        "earlier": max(1, round(games * (1 - CURRENT_SHARE))),
+    }
     statements = [
         # contributors (unusable passwords: nobody logs in as them)
         """INSERT INTO accounts_user (password, is_superuser, username, first_name, last_name, email, is_staff,
@@ -228,16 +255,36 @@ def training_lines(run) -> None:
 
     now = timezone.now()
     TrainingLine.objects.create(
-        run=run, architecture="b6c96", role="current", status="training", status_note="training on the newest window",
-        samples=999_000_000, rows_total=100_000_000, window_rows=9_000_000, exports=999, host="gpu-1",
+        run=run,
+        architecture="b6c96",
+        role="current",
+        status="training",
+        status_note="training on the newest window",
+        samples=999_000_000,
+        rows_total=100_000_000,
+        window_rows=9_000_000,
+        exports=999,
+        host="gpu-1",
         losses={"policy": 2.1, "value": 0.62, "score": 0.31, "ownership": 0.44, "total": 3.5},
-        started_at=now - timedelta(days=30), created_at=now - timedelta(days=30),
-        last_export=Network.objects.filter(name=f"{RUN}-net-0998").first())
+        started_at=now - timedelta(days=30),
+        created_at=now - timedelta(days=30),
+        last_export=Network.objects.filter(name=f"{RUN}-net-0998").first(),
+    )
     TrainingLine.objects.create(
-        run=run, architecture="b10c128", role="next", status="training", status_note="catching up",
-        samples=400_000_000, rows_total=100_000_000, window_rows=9_000_000, exports=12, host="gpu-2",
-        losses={"policy": 2.3, "value": 0.66, "total": 3.9}, started_at=now - timedelta(days=10),
-        created_at=now - timedelta(days=10))
+        run=run,
+        architecture="b10c128",
+        role="next",
+        status="training",
+        status_note="catching up",
+        samples=400_000_000,
+        rows_total=100_000_000,
+        window_rows=9_000_000,
+        exports=12,
+        host="gpu-2",
+        losses={"policy": 2.3, "value": 0.66, "total": 3.9},
+        started_at=now - timedelta(days=10),
+        created_at=now - timedelta(days=10),
+    )
 
 
 def names(users: int) -> dict:
@@ -249,8 +296,13 @@ def names(users: int) -> dict:
     current = Run.objects.get(name=RUN).selfplay_network()
     games = TrainingGame.objects.filter(network=current).count()
     print(f"the current network {current.name} played {games:,} self-play games", flush=True)
-    return {"run": RUN, "network": f"{RUN}-net-0500", "current": current.name, "user": "user0001",
-            "user_small": f"user{users:04d}"}
+    return {
+        "run": RUN,
+        "network": f"{RUN}-net-0500",
+        "current": current.name,
+        "user": "user0001",
+        "user_small": f"user{users:04d}",
+    }
 
 
 def vacuum() -> None:
@@ -305,9 +357,12 @@ def count() -> dict[str, float]:
     t0 = time.perf_counter()
     state = tallies.count_window(run)
     window = time.perf_counter() - t0
-    print(f"counted the finished days: the whole history in {history:.2f} s (once), one more day in "
-          f"{one_day * 1000:.0f} ms (the first page after midnight); the training window ({state.window_games} "
-          f"games, {state.window_rows} rows) in {window:.2f} s (in the background)", flush=True)
+    print(
+        f"counted the finished days: the whole history in {history:.2f} s (once), one more day in "
+        f"{one_day * 1000:.0f} ms (the first page after midnight); the training window ({state.window_games} "
+        f"games, {state.window_rows} rows) in {window:.2f} s (in the background)",
+        flush=True,
+    )
     return {"history_s": round(history, 2), "one_day_ms": round(one_day * 1000), "window_s": round(window, 2)}
 
 
@@ -322,10 +377,21 @@ def exports(days: int = 365) -> None:
     if DataExport.objects.filter(run=run).exists():
         return
     today = date.today()
-    DataExport.objects.bulk_create([
-        DataExport(run=run, day=today - timedelta(days=k), kind=kind, file=f"exports/{RUN}/{k}.{kind}",
-                   size_bytes=1_000_000 * k + 1, sha256=f"{k:060x}{kind:>4}"[:64], games=30_000)
-        for k in range(1, days + 1) for kind in ("sgf", "npz")])
+    DataExport.objects.bulk_create(
+        [
+            DataExport(
+                run=run,
+                day=today - timedelta(days=k),
+                kind=kind,
+                file=f"exports/{RUN}/{k}.{kind}",
+                size_bytes=1_000_000 * k + 1,
+                sha256=f"{k:060x}{kind:>4}"[:64],
+                games=30_000,
+            )
+            for k in range(1, days + 1)
+            for kind in ("sgf", "npz")
+        ]
+    )
 
 
 def pages(names: dict) -> dict[str, tuple[str, str]]:
@@ -399,8 +465,11 @@ def measure(paths: dict[str, tuple[str, str]], requests: int) -> dict[str, dict]
             times.append((time.perf_counter() - t0) * 1000)
             assert response.status_code == 200, (path, response.status_code)
         figures[name] = {"median_ms": round(statistics.median(times), 1), "worst_ms": round(max(times), 1)}
-        print(f"{name:22s} {path:42s} median {figures[name]['median_ms']:7.1f} ms, "
-              f"worst {figures[name]['worst_ms']:7.1f} ms", flush=True)
+        print(
+            f"{name:22s} {path:42s} median {figures[name]['median_ms']:7.1f} ms, "
+            f"worst {figures[name]['worst_ms']:7.1f} ms",
+            flush=True,
+        )
     return figures
 
 
@@ -431,8 +500,11 @@ def main() -> None:
             records()
         else:
             t0 = time.perf_counter()
-            print(f"loading {args.networks} networks, {args.games} self-play games, {args.rating_games} rating "
-                  f"games, {args.users} contributors ...", flush=True)
+            print(
+                f"loading {args.networks} networks, {args.games} self-play games, {args.rating_games} rating "
+                f"games, {args.users} contributors ...",
+                flush=True,
+            )
             shown = load(args.games, args.rating_games, args.networks, args.users)
             print(f"loaded in {time.perf_counter() - t0:.0f} s", flush=True)
         background = count()
@@ -445,10 +517,20 @@ def main() -> None:
         if not args.keep:
             drop_database(database)
     worst = max(f["worst_ms"] for f in figures.values())
-    print(f"slowest page: {max(figures, key=lambda k: figures[k]['worst_ms'])} at {worst} ms "
-          f"(target: under 200 ms)")
-    print(json.dumps({"games": args.games, "rating_games": args.rating_games, "networks": args.networks,
-                      "users": args.users, "counting": background, "pages": figures, "max_ms": worst}))
+    print(f"slowest page: {max(figures, key=lambda k: figures[k]['worst_ms'])} at {worst} ms (target: under 200 ms)")
+    print(
+        json.dumps(
+            {
+                "games": args.games,
+                "rating_games": args.rating_games,
+                "networks": args.networks,
+                "users": args.users,
+                "counting": background,
+                "pages": figures,
+                "max_ms": worst,
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -63,16 +63,28 @@ def main() -> None:
         times.append(time.perf_counter() - t0)
     inside = float(np.mean(np.abs(fit.elo - (true - true[0])) <= 1.96 * np.maximum(fit.se, 1e-9)))
     refit = min(times)
-    print(f"{args.networks} networks, {args.games} games: full refit in {refit:.2f} s "
-          f"(rounds {', '.join(f'{t:.2f}' for t in times)}), {fit.iterations} Newton steps; "
-          f"{100 * inside:.0f}% of networks within 1.96 standard errors of their true rating; "
-          f"last network {fit.elo[-1]:.0f} +- {fit.se[-1]:.0f} Elo (true {true[-1] - true[0]:.0f})")
-    print(json.dumps({"networks": args.networks, "games": args.games, "refit_s": round(refit, 3),
-                      "refit_s_rounds": [round(t, 3) for t in times], "newton_steps": fit.iterations,
-                      "within_1_96_se": round(inside, 3),
-                      "last_elo": round(float(fit.elo[-1]), 1), "last_se": round(float(fit.se[-1]), 1),
-                      "last_true_elo": round(float(true[-1] - true[0]), 1),
-                      "anchor_is_zero": bool(math.isclose(fit.elo[0], 0.0))}))
+    print(
+        f"{args.networks} networks, {args.games} games: full refit in {refit:.2f} s "
+        f"(rounds {', '.join(f'{t:.2f}' for t in times)}), {fit.iterations} Newton steps; "
+        f"{100 * inside:.0f}% of networks within 1.96 standard errors of their true rating; "
+        f"last network {fit.elo[-1]:.0f} +- {fit.se[-1]:.0f} Elo (true {true[-1] - true[0]:.0f})"
+    )
+    print(
+        json.dumps(
+            {
+                "networks": args.networks,
+                "games": args.games,
+                "refit_s": round(refit, 3),
+                "refit_s_rounds": [round(t, 3) for t in times],
+                "newton_steps": fit.iterations,
+                "within_1_96_se": round(inside, 3),
+                "last_elo": round(float(fit.elo[-1]), 1),
+                "last_se": round(float(fit.se[-1]), 1),
+                "last_true_elo": round(float(true[-1] - true[0]), 1),
+                "anchor_is_zero": bool(math.isclose(fit.elo[0], 0.0)),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -52,10 +52,17 @@ ROUNDS = 3
 def selfplay(evaluator, size: int, seconds: float, seed: int) -> dict:
     settings = SelfPlaySettings(board_sizes=(size,), board_size_weights=(1.0,))
     with tempfile.TemporaryDirectory() as out:
-        s = run_selfplay(evaluator, settings, games=10**6, parallel=GAMES, out_dir=out, seed=seed, progress=False,
-                         time_limit=seconds)
-    return {"seconds": s.seconds, "visits": s.search_visits, "nn_evals": s.nn_evals, "steps": s.steps,
-            "games_finished": s.games, "moves": s.moves}
+        s = run_selfplay(
+            evaluator, settings, games=10**6, parallel=GAMES, out_dir=out, seed=seed, progress=False, time_limit=seconds
+        )
+    return {
+        "seconds": s.seconds,
+        "visits": s.search_visits,
+        "nn_evals": s.nn_evals,
+        "steps": s.steps,
+        "games_finished": s.games,
+        "moves": s.moves,
+    }
 
 
 def encoded_batch(size: int, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -86,8 +93,12 @@ def raw_evals_per_s(evaluator: Evaluator, spatial: np.ndarray, glob: np.ndarray,
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seconds", type=float, default=40.0,
-                        help="seconds of each self-play measurement ((a): the three rounds together)")
+    parser.add_argument(
+        "--seconds",
+        type=float,
+        default=40.0,
+        help="seconds of each self-play measurement ((a): the three rounds together)",
+    )
     args = parser.parse_args()
     figures: dict = {"games_in_parallel": GAMES, "torch_threads": torch.get_num_threads()}
 
@@ -104,9 +115,11 @@ def main() -> None:
         figures[f"null_us_per_visit_{size}_rounds"] = [round(x, 2) for x in per_visit]
         figures[f"null_visits_per_s_{size}"] = round(r["visits"] / r["seconds"])
         figures[f"null_cache_or_terminal_share_{size}"] = round(1 - r["nn_evals"] / r["visits"], 3)
-        print(f"(a) null evaluator, {size}x{size}: {us:.2f} us per visit ({r['visits'] / r['seconds']:.0f} visits/s, "
-              f"{r['nn_evals']} encoded leaves of {r['visits']} visits, {r['games_finished']} games finished); "
-              f"rounds: {', '.join(f'{x:.2f}' for x in per_visit)}")
+        print(
+            f"(a) null evaluator, {size}x{size}: {us:.2f} us per visit ({r['visits'] / r['seconds']:.0f} visits/s, "
+            f"{r['nn_evals']} encoded leaves of {r['visits']} visits, {r['games_finished']} games finished); "
+            f"rounds: {', '.join(f'{x:.2f}' for x in per_visit)}"
+        )
 
     # (b) and (c): the network.
     evaluator = Evaluator.from_file(MODEL, device="cpu", compile=True, cache_size=0)
@@ -128,11 +141,15 @@ def main() -> None:
     figures["nn_efficiency_9"] = round(nn_per_s / raw, 3)
     figures["katago_cpu_visits_per_s_9"] = KATAGO_CPU_VISITS_PER_S_9
     figures["vs_katago_9"] = round(visits_per_s / KATAGO_CPU_VISITS_PER_S_9, 2)
-    print(f"(b) g170, 9x9, {GAMES} games: {visits_per_s:.0f} visits/s ({nn_per_s:.0f} network evaluations/s) "
-          f"against {raw:.0f} raw evaluations/s at batch {batch} (before {before:.0f}, after {after:.0f}): "
-          f"efficiency {visits_per_s / raw:.1%} (network evaluations alone {nn_per_s / raw:.1%})")
-    print(f"(c) {visits_per_s:.0f} visits/s against KataGo's {KATAGO_CPU_VISITS_PER_S_9} on this kind of machine: "
-          f"{visits_per_s / KATAGO_CPU_VISITS_PER_S_9:.2f}x")
+    print(
+        f"(b) g170, 9x9, {GAMES} games: {visits_per_s:.0f} visits/s ({nn_per_s:.0f} network evaluations/s) "
+        f"against {raw:.0f} raw evaluations/s at batch {batch} (before {before:.0f}, after {after:.0f}): "
+        f"efficiency {visits_per_s / raw:.1%} (network evaluations alone {nn_per_s / raw:.1%})"
+    )
+    print(
+        f"(c) {visits_per_s:.0f} visits/s against KataGo's {KATAGO_CPU_VISITS_PER_S_9} on this kind of machine: "
+        f"{visits_per_s / KATAGO_CPU_VISITS_PER_S_9:.2f}x"
+    )
     print(json.dumps(figures))
 
 

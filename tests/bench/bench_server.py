@@ -81,8 +81,14 @@ def redis_url() -> str | None:
 
 def setup_django(database: str, data_dir: Path, clients: int) -> list[str]:
     """Migrate, create the run and one account per client; returns their client tokens."""
-    os.environ.update({"DJANGO_SETTINGS_MODULE": "server.settings", "DATABASE_URL": database,
-                       "SENTE_DATA_DIR": str(data_dir), "STORAGE_URL": (data_dir / "files").as_uri()})
+    os.environ.update(
+        {
+            "DJANGO_SETTINGS_MODULE": "server.settings",
+            "DATABASE_URL": database,
+            "SENTE_DATA_DIR": str(data_dir),
+            "STORAGE_URL": (data_dir / "files").as_uri(),
+        }
+    )
     import django
 
     django.setup()
@@ -153,7 +159,7 @@ class RowsTemplate:
         central = struct.unpack_from("<I", data, data.rindex(b"PK\x05\x06") + 16)[0]
         while True:
             name_len, extra_len, comment_len = struct.unpack_from("<HHH", data, central + 28)
-            if data[central + 46:central + 46 + name_len] == b"globalTargetsNC.npy":
+            if data[central + 46 : central + 46 + name_len] == b"globalTargetsNC.npy":
                 break
             central += 46 + name_len + extra_len + comment_len
         self.central_crc = central + 16
@@ -162,12 +168,13 @@ class RowsTemplate:
         name_len, extra_len = struct.unpack_from("<HH", data, local + 26)
         self.start = local + 30 + name_len + extra_len
         self.end = self.start + struct.unpack_from("<I", data, central + 20)[0]
-        header = io.BytesIO(self.data[self.start:self.end])
+        header = io.BytesIO(self.data[self.start : self.end])
         np.lib.format.read_magic(header)
         np.lib.format.read_array_header_1_0(header)
         rows = arrays["globalTargetsNC"].shape[0]
-        self.offsets = [self.start + header.tell() + 4 * (r * NUM_GLOBAL_TARGETS + GT_GAME_HASH_FIRST)
-                        for r in range(rows)]
+        self.offsets = [
+            self.start + header.tell() + 4 * (r * NUM_GLOBAL_TARGETS + GT_GAME_HASH_FIRST) for r in range(rows)
+        ]
 
     def for_game(self, game_id: str) -> bytes:
         from common.data.rows import game_hash_chunks, game_id_hash
@@ -175,10 +182,10 @@ class RowsTemplate:
         chunks = struct.pack("<6f", *game_hash_chunks(game_id_hash(game_id)))
         data = bytearray(self.data)
         for offset in self.offsets:
-            data[offset:offset + 24] = chunks
-        crc = struct.pack("<I", zlib.crc32(data[self.start:self.end]))
-        data[self.local_crc:self.local_crc + 4] = crc
-        data[self.central_crc:self.central_crc + 4] = crc
+            data[offset : offset + 24] = chunks
+        crc = struct.pack("<I", zlib.crc32(data[self.start : self.end]))
+        data[self.local_crc : self.local_crc + 4] = crc
+        data[self.central_crc : self.central_crc + 4] = crc
         return bytes(data)
 
 
@@ -221,22 +228,35 @@ def multipart(fields: dict[str, str], files: dict[str, bytes]) -> tuple[bytes, s
     for name, value in fields.items():
         parts.append(f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"\r\n\r\n{value}\r\n'.encode())
     for name, data in files.items():
-        parts.append(f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"; filename="{name}"\r\n'
-                     f"Content-Type: application/octet-stream\r\n\r\n".encode() + data + b"\r\n")
+        parts.append(
+            f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"; filename="{name}"\r\n'
+            f"Content-Type: application/octet-stream\r\n\r\n".encode()
+            + data
+            + b"\r\n"
+        )
     parts.append(f"--{boundary}--\r\n".encode())
     return b"".join(parts), f"multipart/form-data; boundary={boundary}"
 
 
-def client_loop(phase: str, url: str, key: str, games: list[helpers.PlayedGame], templates: list[RowsTemplate],
-                stop: float, rec: Recorder, index: int) -> None:
+def client_loop(
+    phase: str,
+    url: str,
+    key: str,
+    games: list[helpers.PlayedGame],
+    templates: list[RowsTemplate],
+    stop: float,
+    rec: Recorder,
+    index: int,
+) -> None:
     client = Client(url, key)
     n = 0
     task = None
     left = 0
 
     def get_task(count: int) -> dict | None:
-        body = json.dumps({"client_version": "0.1.0", "client_instance_id": f"bench-{index}",
-                           "kinds": ["selfplay"], "games": count}).encode()
+        body = json.dumps(
+            {"client_version": "0.1.0", "client_instance_id": f"bench-{index}", "kinds": ["selfplay"], "games": count}
+        ).encode()
         t0 = time.perf_counter()
         status, data = client.post("/api/v1/tasks/", body, "application/json")
         rec.add("task", time.perf_counter() - t0, status)
@@ -269,8 +289,9 @@ def process_clients(phase: str, url: str, keys: list[tuple[int, str]], games, te
     process alone would be held up by its own lock)."""
     rec = Recorder()
     stop = time.perf_counter() + stop_in
-    threads = [threading.Thread(target=client_loop, args=(phase, url, key, games, templates, stop, rec, i))
-               for i, key in keys]
+    threads = [
+        threading.Thread(target=client_loop, args=(phase, url, key, games, templates, stop, rec, i)) for i, key in keys
+    ]
     for t in threads:
         t.start()
     for t in threads:
@@ -278,14 +299,22 @@ def process_clients(phase: str, url: str, keys: list[tuple[int, str]], games, te
     return rec
 
 
-def run_phase(phase: str, url: str, keys: list[str], games, templates, seconds: float,
-              processes: int) -> tuple[dict, Recorder]:
+def run_phase(
+    phase: str, url: str, keys: list[str], games, templates, seconds: float, processes: int
+) -> tuple[dict, Recorder]:
     rec = Recorder()
     shares = [[(i, k) for i, k in enumerate(keys) if i % processes == p] for p in range(processes)]
     t0 = time.perf_counter()
     with concurrent.futures.ProcessPoolExecutor(processes, mp_context=multiprocessing.get_context("fork")) as pool:
-        for part in pool.map(process_clients, [phase] * processes, [url] * processes, shares,
-                             [games] * processes, [templates] * processes, [seconds] * processes):
+        for part in pool.map(
+            process_clients,
+            [phase] * processes,
+            [url] * processes,
+            shares,
+            [games] * processes,
+            [templates] * processes,
+            [seconds] * processes,
+        ):
             rec.merge(part)
     elapsed = time.perf_counter() - t0
     figures = {}
@@ -294,10 +323,14 @@ def run_phase(phase: str, url: str, keys: list[str], games, templates, seconds: 
         if not lat:
             continue
         ok = sum(c for s, c in rec.statuses[kind].items() if 200 <= s < 300)
-        figures[kind] = {"per_s": round(ok / elapsed, 1), "requests": len(lat), "ok": ok,
-                         "failed": dict((str(s), c) for s, c in rec.statuses[kind].items() if not 200 <= s < 300),
-                         "p50_ms": round(1000 * statistics.median(lat), 1),
-                         "p99_ms": round(1000 * lat[min(len(lat) - 1, int(0.99 * len(lat)))], 1)}
+        figures[kind] = {
+            "per_s": round(ok / elapsed, 1),
+            "requests": len(lat),
+            "ok": ok,
+            "failed": dict((str(s), c) for s, c in rec.statuses[kind].items() if not 200 <= s < 300),
+            "p50_ms": round(1000 * statistics.median(lat), 1),
+            "p99_ms": round(1000 * lat[min(len(lat) - 1, int(0.99 * len(lat)))], 1),
+        }
     return figures, rec
 
 
@@ -339,10 +372,13 @@ def check_costs(games: list[helpers.PlayedGame], settings, rounds: int = 3) -> d
             t2 = time.perf_counter()
             replay[i] = min(replay[i], t1 - t0)
             check[i] = min(check[i], t2 - t1)
-    return {"games": len(records), "moves": round(statistics.mean(len(r[0].moves) for r in records), 1),
-            "rows": round(statistics.mean(r[2]["rows"] for r in records), 1),
-            "replay_ms": round(1000 * statistics.median(replay), 2),
-            "check_ms": round(1000 * statistics.median(check), 2)}
+    return {
+        "games": len(records),
+        "moves": round(statistics.mean(len(r[0].moves) for r in records), 1),
+        "rows": round(statistics.mean(r[2]["rows"] for r in records), 1),
+        "replay_ms": round(1000 * statistics.median(replay), 2),
+        "check_ms": round(1000 * statistics.median(check), 2),
+    }
 
 
 def main() -> None:
@@ -363,27 +399,40 @@ def main() -> None:
     games = helpers.selfplay_games(data_dir / "games", helpers.RANDOM_NET, count=args.games, seed=7)
     sgf_bytes = sum(len(g.sgf) for g in games) // len(games)
     npz_bytes = sum(len(g.npz) for g in games) // len(games)
-    print(f"{len(games)} self-play games played for the uploads in {time.perf_counter() - t0:.0f} s "
-          f"(SGF {sgf_bytes} bytes, npz {npz_bytes} bytes on average)")
+    print(
+        f"{len(games)} self-play games played for the uploads in {time.perf_counter() - t0:.0f} s "
+        f"(SGF {sgf_bytes} bytes, npz {npz_bytes} bytes on average)"
+    )
     templates = [RowsTemplate(g.npz) for g in games]
     check_costs(games[:4], helpers.SELFPLAY, rounds=1)  # compiled kernels loaded
     checks = {"7x7": check_costs(games, helpers.SELFPLAY)}
-    big = dataclasses.replace(helpers.SELFPLAY, board_sizes=(19,), visits=8, cheap_visits=2, full_search_prob=0.25,
-                              max_moves=250)
-    checks["19x19"] = check_costs(helpers.selfplay_games(data_dir / "games19", helpers.RANDOM_NET, count=8, seed=7,
-                                                         settings=big), big)
+    big = dataclasses.replace(
+        helpers.SELFPLAY, board_sizes=(19,), visits=8, cheap_visits=2, full_search_prob=0.25, max_moves=250
+    )
+    checks["19x19"] = check_costs(
+        helpers.selfplay_games(data_dir / "games19", helpers.RANDOM_NET, count=8, seed=7, settings=big), big
+    )
     for size, c in checks.items():
-        print(f"checks of a {size} game ({c['moves']} moves, {c['rows']} rows on average, {c['games']} games): "
-              f"{c['check_ms']} ms with the rows held against the game and the draws against the settings; the "
-              f"replay and result alone {c['replay_ms']} ms (medians)")
+        print(
+            f"checks of a {size} game ({c['moves']} moves, {c['rows']} rows on average, {c['games']} games): "
+            f"{c['check_ms']} ms with the rows held against the game and the draws against the settings; the "
+            f"replay and result alone {c['replay_ms']} ms (medians)"
+        )
     cache = redis_url()
-    env = {"SENTE_THROTTLE_USER": "1000000/min", "SENTE_THROTTLE_IP": "1000000/min",
-           "SENTE_THROTTLE_TASKS": "1000000/min", "SENTE_THROTTLE_UPLOADS": "1000000/min",
-           "SENTE_RUN_STATE_SECONDS": "2"}
+    env = {
+        "SENTE_THROTTLE_USER": "1000000/min",
+        "SENTE_THROTTLE_IP": "1000000/min",
+        "SENTE_THROTTLE_TASKS": "1000000/min",
+        "SENTE_THROTTLE_UPLOADS": "1000000/min",
+        "SENTE_RUN_STATE_SECONDS": "2",
+    }
     if cache:
         env["CACHE_URL"] = cache
-    figures: dict = {"clients": args.clients, "gunicorn_workers": args.workers,
-                     "throttle_cache": cache or "local memory"}
+    figures: dict = {
+        "clients": args.clients,
+        "gunicorn_workers": args.workers,
+        "throttle_cache": cache or "local memory",
+    }
     recorders = []
     rounds: dict[str, list[dict]] = {}
     with LiveServer(database, data_dir, workers=args.workers, env=env) as server:
@@ -394,8 +443,10 @@ def main() -> None:
                 rounds.setdefault(phase, []).append(result)
                 for kind, f in result.items():
                     failed = f", failed {f['failed']}" if f["failed"] else ""
-                    print(f"round {round_} {phase:8s} {kind:6s}: {f['per_s']:7.1f}/s, p50 {f['p50_ms']:6.1f} ms, "
-                          f"p99 {f['p99_ms']:7.1f} ms, {f['ok']} ok of {f['requests']}{failed}")
+                    print(
+                        f"round {round_} {phase:8s} {kind:6s}: {f['per_s']:7.1f}/s, p50 {f['p50_ms']:6.1f} ms, "
+                        f"p99 {f['p99_ms']:7.1f} ms, {f['ok']} ok of {f['requests']}{failed}"
+                    )
     # The machine's speed drifts between rounds: each phase's figures are its best round's.
     main_kind = {"tasks": "task", "uploads": "upload", "mixed": "upload"}
     for phase, results in rounds.items():
@@ -403,20 +454,28 @@ def main() -> None:
         figures[phase]["rounds_per_s"] = [r[main_kind[phase]]["per_s"] for r in results]
     missing, stored_refused = count_lost(recorders, data_dir / "files")
     lost = missing + stored_refused
-    print(f"lost: {missing} accepted games missing or incomplete, {stored_refused} refused games stored "
-          f"(of {sum(len(r.accepted) + len(r.refused) for r in recorders)} uploads)")
+    print(
+        f"lost: {missing} accepted games missing or incomplete, {stored_refused} refused games stored "
+        f"(of {sum(len(r.accepted) + len(r.refused) for r in recorders)} uploads)"
+    )
     all_latencies = sorted(x for r in recorders for kind in ("task", "upload") for x in r.latencies[kind])
-    figures.update({
-        "tasks_per_s": figures["tasks"]["task"]["per_s"],
-        "uploads_per_s": figures["uploads"]["upload"]["per_s"],
-        "p50_ms": round(1000 * statistics.median(all_latencies), 1),
-        "p99_ms": round(1000 * all_latencies[int(0.99 * (len(all_latencies) - 1))], 1),
-        "lost": lost,
-        "check_ms_7x7": checks["7x7"]["check_ms"], "replay_ms_7x7": checks["7x7"]["replay_ms"],
-        "check_ms_19x19": checks["19x19"]["check_ms"], "replay_ms_19x19": checks["19x19"]["replay_ms"],
-    })
-    print(f"best rounds: {figures['tasks_per_s']} task requests/s, {figures['uploads_per_s']} uploads/s; "
-          f"all requests p50 {figures['p50_ms']} ms, p99 {figures['p99_ms']} ms; lost {lost}")
+    figures.update(
+        {
+            "tasks_per_s": figures["tasks"]["task"]["per_s"],
+            "uploads_per_s": figures["uploads"]["upload"]["per_s"],
+            "p50_ms": round(1000 * statistics.median(all_latencies), 1),
+            "p99_ms": round(1000 * all_latencies[int(0.99 * (len(all_latencies) - 1))], 1),
+            "lost": lost,
+            "check_ms_7x7": checks["7x7"]["check_ms"],
+            "replay_ms_7x7": checks["7x7"]["replay_ms"],
+            "check_ms_19x19": checks["19x19"]["check_ms"],
+            "replay_ms_19x19": checks["19x19"]["replay_ms"],
+        }
+    )
+    print(
+        f"best rounds: {figures['tasks_per_s']} task requests/s, {figures['uploads_per_s']} uploads/s; "
+        f"all requests p50 {figures['p50_ms']} ms, p99 {figures['p99_ms']} ms; lost {lost}"
+    )
     print(json.dumps(figures))
 
 

@@ -41,8 +41,14 @@ BATCH = 256  # the paper's batch
 
 
 def make_games(out: Path, games: int, size: int = 9) -> list[RowFile]:
-    settings = SelfPlaySettings(board_sizes=(size,), board_size_weights=(1.0,), visits=32, cheap_visits=8,
-                                full_search_prob=0.5, max_moves=2 * size * size)
+    settings = SelfPlaySettings(
+        board_sizes=(size,),
+        board_size_weights=(1.0,),
+        visits=32,
+        cheap_visits=8,
+        full_search_prob=0.5,
+        max_moves=2 * size * size,
+    )
     run_selfplay(NullEvaluator(), settings, games=games, parallel=64, out_dir=out, seed=1, progress=False)
     return [RowFile(str(p), len(decode_rows(p.read_bytes(), p.name))) for p in sorted(out.glob("*.npz"))]
 
@@ -54,8 +60,9 @@ def read(name: str) -> bytes:
 def loader_batches(files: list[RowFile], seed: int):
     """Endless batches from the real loader (a new shuffled pass each time one ends)."""
     for k in itertools.count():
-        yield from ShuffledPass(files, read, BATCH, seed=seed + k, block_rows=20_000, drop_last=True,
-                                transform=to_tensors).batches()
+        yield from ShuffledPass(
+            files, read, BATCH, seed=seed + k, block_rows=20_000, drop_last=True, transform=to_tensors
+        ).batches()
 
 
 def train_for(trainer: Trainer, batches, seconds: float) -> float:
@@ -107,17 +114,23 @@ def main() -> None:
     with_loader, in_memory = max(loader_rounds), max(memory_rounds)
     overhead = 1.0 - with_loader / in_memory
     figures = {
-        "architecture": "b6c96", "board": 9, "batch": BATCH, "torch_threads": torch.get_num_threads(),
-        "samples_per_s": round(with_loader, 2), "in_memory_samples_per_s": round(in_memory, 2),
+        "architecture": "b6c96",
+        "board": 9,
+        "batch": BATCH,
+        "torch_threads": torch.get_num_threads(),
+        "samples_per_s": round(with_loader, 2),
+        "in_memory_samples_per_s": round(in_memory, 2),
         "loader_overhead": round(overhead, 4),
         "samples_per_s_rounds": [round(x, 2) for x in loader_rounds],
         "in_memory_samples_per_s_rounds": [round(x, 2) for x in memory_rounds],
         "loader_alone_rows_per_s": round(alone, 1),
         "loader_alone_rows_per_s_19": round(alone_19, 1),
     }
-    print(f"b6c96 on 9x9, batch {BATCH}, CPU: {with_loader:.1f} samples/s with the loader, {in_memory:.1f} on "
-          f"batches in memory: the loader costs {overhead:.1%}; the loader alone makes {alone:.0f} rows/s of "
-          f"9x9 and {alone_19:.0f} of 19x19")
+    print(
+        f"b6c96 on 9x9, batch {BATCH}, CPU: {with_loader:.1f} samples/s with the loader, {in_memory:.1f} on "
+        f"batches in memory: the loader costs {overhead:.1%}; the loader alone makes {alone:.0f} rows/s of "
+        f"9x9 and {alone_19:.0f} of 19x19"
+    )
     print(json.dumps(figures))
 
 

@@ -27,14 +27,35 @@ from common.go.geometry import BLACK, WHITE, parse_gtp_vertex
 
 ROOT = Path(__file__).resolve().parents[2]
 VERTEX = re.compile(r"^(pass|[A-HJ-T](1[0-9]|[1-9]))$")
-MOVE_KEYS = {"move", "visits", "winrate", "scoreMean", "scoreStdev", "scoreLead", "scoreSelfplay", "prior",
-             "utility", "lcb", "utilityLcb", "order", "pv", "edgeVisits"}
+MOVE_KEYS = {
+    "move",
+    "visits",
+    "winrate",
+    "scoreMean",
+    "scoreStdev",
+    "scoreLead",
+    "scoreSelfplay",
+    "prior",
+    "utility",
+    "lcb",
+    "utilityLcb",
+    "order",
+    "pv",
+    "edgeVisits",
+}
 ROOT_KEYS = {"winrate", "scoreLead", "scoreSelfplay", "utility", "visits", "currentPlayer", "thisHash", "symHash"}
 
 
 def query(qid: str = "q", moves=(), size=(9, 9), **fields) -> dict:
-    return {"id": qid, "moves": [list(m) for m in moves], "rules": "chinese", "komi": 7.5,
-            "boardXSize": size[0], "boardYSize": size[1], **fields}
+    return {
+        "id": qid,
+        "moves": [list(m) for m in moves],
+        "rules": "chinese",
+        "komi": 7.5,
+        "boardXSize": size[0],
+        "boardYSize": size[1],
+        **fields,
+    }
 
 
 def ask(engine: AnalysisEngine, *lines) -> list[dict]:
@@ -51,8 +72,9 @@ def ask(engine: AnalysisEngine, *lines) -> list[dict]:
 
 def make_engine(evaluator=None, **config) -> AnalysisEngine:
     max_visits = config.pop("cap", 2000)
-    return AnalysisEngine(evaluator or NullEvaluator(), AnalysisConfig(**config), seed=1, max_visits=max_visits,
-                          out=io.StringIO())
+    return AnalysisEngine(
+        evaluator or NullEvaluator(), AnalysisConfig(**config), seed=1, max_visits=max_visits, out=io.StringIO()
+    )
 
 
 def test_a_query_is_answered_with_katago_fields():
@@ -79,8 +101,9 @@ def test_a_query_is_answered_with_katago_fields():
 
 
 def test_analyze_turns_gives_one_answer_per_turn():
-    answers = ask(make_engine(), query("g", [("B", "E5"), ("W", "C3"), ("B", "G7")], analyzeTurns=[3, 0, 1],
-                                       maxVisits=10))
+    answers = ask(
+        make_engine(), query("g", [("B", "E5"), ("W", "C3"), ("B", "G7")], analyzeTurns=[3, 0, 1], maxVisits=10)
+    )
     assert [a["turnNumber"] for a in answers] == [0, 1, 3]
     assert [a["rootInfo"]["currentPlayer"] for a in answers] == ["B", "W", "W"]
     assert len({a["rootInfo"]["thisHash"] for a in answers}) == 3
@@ -93,8 +116,15 @@ def test_analyze_turns_gives_one_answer_per_turn():
 def test_ownership_and_policy_have_a_value_per_point_row_by_row_from_the_top_left():
     # 9 columns, 7 rows: A7 is the top-left point (index 0), B7 its right neighbour (1), A6 the point
     # below it (9).
-    q = query("own", [("B", "B7"), ("W", "A6")], size=(9, 7), maxVisits=30, includeOwnership=True,
-              includePolicy=True, includeMovesOwnership=True)
+    q = query(
+        "own",
+        [("B", "B7"), ("W", "A6")],
+        size=(9, 7),
+        maxVisits=30,
+        includeOwnership=True,
+        includePolicy=True,
+        includeMovesOwnership=True,
+    )
     (answer,) = ask(make_engine(), q)
     assert len(answer["ownership"]) == 63
     policy = answer["policy"]
@@ -148,27 +178,30 @@ def test_values_and_ownership_from_the_side_to_move_unless_reported_for_a_colour
     assert winning(white["b"], True) and winning(white["w"], True)
 
 
-@pytest.mark.parametrize("bad, field", [
-    (query(rules="no-such-rules"), "rules"),
-    (query(rules=["chinese"]), "rules"),
-    (query(moves=[["B", "E5"], ["W", "E5"]]), "moves"),  # occupied
-    (query(moves=[["B", "Z9"]]), "moves"),
-    (query(moves=[["X", "E5"]]), "moves"),
-    (dict(query(), moves="E5"), "moves"),
-    ({k: v for k, v in query().items() if k != "moves"}, "moves"),
-    ({k: v for k, v in query().items() if k != "boardXSize"}, "boardXSize"),
-    (query(size=(9, 25)), "boardYSize"),
-    (query(analyzeTurns=[1]), "analyzeTurns"),
-    (query(komi=7.3), "komi"),
-    (query(komi=1e308), "komi"),
-    (query(rules={"ko": "SIMPLE", "komi": 1e308}), "rules"),
-    (query(maxVisits=0), "maxVisits"),
-    (query(includeOwnership="yes"), "includeOwnership"),
-    (query(initialPlayer="X"), "initialPlayer"),
-    (query(initialStones=[["B", "pass"]]), "initialStones"),
-    (query(overrideSettings={"maxVisits": "many"}), "overrideSettings"),
-    (query(reportDuringSearchEvery=-1), "reportDuringSearchEvery"),
-])
+@pytest.mark.parametrize(
+    "bad, field",
+    [
+        (query(rules="no-such-rules"), "rules"),
+        (query(rules=["chinese"]), "rules"),
+        (query(moves=[["B", "E5"], ["W", "E5"]]), "moves"),  # occupied
+        (query(moves=[["B", "Z9"]]), "moves"),
+        (query(moves=[["X", "E5"]]), "moves"),
+        (dict(query(), moves="E5"), "moves"),
+        ({k: v for k, v in query().items() if k != "moves"}, "moves"),
+        ({k: v for k, v in query().items() if k != "boardXSize"}, "boardXSize"),
+        (query(size=(9, 25)), "boardYSize"),
+        (query(analyzeTurns=[1]), "analyzeTurns"),
+        (query(komi=7.3), "komi"),
+        (query(komi=1e308), "komi"),
+        (query(rules={"ko": "SIMPLE", "komi": 1e308}), "rules"),
+        (query(maxVisits=0), "maxVisits"),
+        (query(includeOwnership="yes"), "includeOwnership"),
+        (query(initialPlayer="X"), "initialPlayer"),
+        (query(initialStones=[["B", "pass"]]), "initialStones"),
+        (query(overrideSettings={"maxVisits": "many"}), "overrideSettings"),
+        (query(reportDuringSearchEvery=-1), "reportDuringSearchEvery"),
+    ],
+)
 def test_a_bad_query_is_an_error_naming_its_field_and_the_next_query_is_answered(bad, field):
     engine = make_engine()
     first, second = ask(engine, bad, query("next", maxVisits=5))
@@ -191,9 +224,17 @@ def test_lines_that_are_no_query():
 
 def test_warnings_name_the_field_and_the_query_is_still_answered():
     engine = make_engine(cap=30)
-    answers = ask(engine, query("jp", rules="japanese", komi=6.5, maxVisits=100,
-                                overrideSettings={"maxTime": 8, "wideRootNoise": 0.02},
-                                avoidMoves=[{"player": "B", "moves": ["A1"], "untilDepth": 1}]))
+    answers = ask(
+        engine,
+        query(
+            "jp",
+            rules="japanese",
+            komi=6.5,
+            maxVisits=100,
+            overrideSettings={"maxTime": 8, "wideRootNoise": 0.02},
+            avoidMoves=[{"player": "B", "moves": ["A1"], "untilDepth": 1}],
+        ),
+    )
     warnings = {a["field"]: a["warning"] for a in answers if "warning" in a}
     assert set(warnings) == {"rules", "overrideSettings", "maxVisits", "avoidMoves"}
     assert "TERRITORY" in warnings["rules"] and '"scoring":"AREA"' in warnings["rules"]
@@ -221,27 +262,41 @@ def test_actions():
     (cleared,) = ask(engine, {"id": "c", "action": "clear_cache"})
     assert cleared == {"id": "c", "action": "clear_cache"}
     # A terminated query that waits is answered noResults at once; the others are analyzed.
-    answers = ask(engine, query("one", maxVisits=5), query("two", maxVisits=5), query("three", maxVisits=5),
-                  {"id": "t", "action": "terminate", "terminateId": "one"},
-                  {"id": "t2", "action": "terminate_all", "turnNumbers": [3]})
+    answers = ask(
+        engine,
+        query("one", maxVisits=5),
+        query("two", maxVisits=5),
+        query("three", maxVisits=5),
+        {"id": "t", "action": "terminate", "terminateId": "one"},
+        {"id": "t2", "action": "terminate_all", "turnNumbers": [3]},
+    )
     assert answers[0] == {"id": "one", "isDuringSearch": False, "noResults": True, "turnNumber": 0}
     assert answers[1] == {"id": "t", "action": "terminate", "terminateId": "one"}
     assert answers[2]["id"] == "t2"
     assert [a["id"] for a in answers[3:]] == ["two", "three"]
-    errors = ask(engine, {"id": "x", "action": "terminate"}, {"id": "y", "action": "frobnicate"},
-                 {"id": "z", "action": "terminate_all", "turnNumbers": "all"})
+    errors = ask(
+        engine,
+        {"id": "x", "action": "terminate"},
+        {"id": "y", "action": "frobnicate"},
+        {"id": "z", "action": "terminate_all", "turnNumbers": "all"},
+    )
     assert [(e["id"], e["field"]) for e in errors] == [("x", "terminateId"), ("y", "action"), ("z", "turnNumbers")]
 
 
 def test_priority_orders_the_queue():
-    answers = ask(make_engine(), query("low", maxVisits=3), query("high", maxVisits=3, priority=5),
-                  query("many", [("B", "E5")], analyzeTurns=[0, 1], priorities=[1, 9], maxVisits=3))
+    answers = ask(
+        make_engine(),
+        query("low", maxVisits=3),
+        query("high", maxVisits=3, priority=5),
+        query("many", [("B", "E5")], analyzeTurns=[0, 1], priorities=[1, 9], maxVisits=3),
+    )
     assert [(a["id"], a["turnNumber"]) for a in answers] == [("many", 1), ("high", 0), ("many", 0), ("low", 0)]
 
 
 def test_a_finished_game_is_answered_with_its_result():
-    (answer,) = ask(make_engine(), query("end", [("B", "pass"), ("W", "pass")], komi=7, includeOwnership=True,
-                                         includePolicy=True))
+    (answer,) = ask(
+        make_engine(), query("end", [("B", "pass"), ("W", "pass")], komi=7, includeOwnership=True, includePolicy=True)
+    )
     assert answer["moveInfos"] == [] and answer["rootInfo"]["currentPlayer"] == "B"
     assert answer["rootInfo"]["winrate"] == 0.0 and answer["rootInfo"]["scoreLead"] == -7.0  # white by komi
     assert len(answer["ownership"]) == 81 and len(answer["policy"]) == 82
@@ -326,19 +381,22 @@ def test_max_time_ends_a_search():
 
 # --- the command line ------------------------------------------------------------------------------
 def run_engine(cmd: list[str], lines: list[str], timeout: float = 120) -> tuple[list[dict], str]:
-    proc = subprocess.run(cmd, input="".join(line + "\n" for line in lines), capture_output=True, text=True,
-                          timeout=timeout, cwd=ROOT)
+    proc = subprocess.run(
+        cmd, input="".join(line + "\n" for line in lines), capture_output=True, text=True, timeout=timeout, cwd=ROOT
+    )
     assert proc.returncode == 0, proc.stderr
     return [json.loads(line) for line in proc.stdout.splitlines()], proc.stderr
 
 
 def test_the_analysis_command(network):
     cmd = [sys.executable, "-m", "client", "analysis", "--model", str(network), "--device", "cpu", "--visits", "16"]
-    lines = [json.dumps(query("a", [("B", "E5")], includeOwnership=True, includePolicy=True)),
-             json.dumps(query("bad", rules="no-such-rules")),
-             json.dumps({"id": "v", "action": "query_version"}),
-             json.dumps({"id": "m", "action": "query_models"}),
-             json.dumps(query("b", [("B", "E5"), ("W", "D4")], analyzeTurns=[1, 2], maxVisits=8))]
+    lines = [
+        json.dumps(query("a", [("B", "E5")], includeOwnership=True, includePolicy=True)),
+        json.dumps(query("bad", rules="no-such-rules")),
+        json.dumps({"id": "v", "action": "query_version"}),
+        json.dumps({"id": "m", "action": "query_models"}),
+        json.dumps(query("b", [("B", "E5"), ("W", "D4")], analyzeTurns=[1, 2], maxVisits=8)),
+    ]
     answers, stderr = run_engine(cmd, lines)
     assert "ready to begin handling requests" in stderr
     by_id: dict[str, list[dict]] = {}
@@ -357,22 +415,47 @@ def test_the_analysis_command(network):
 
 def test_katrain_starts_bin_sente_katago_as_it_starts_katago(network, tmp_path):
     config = tmp_path / "analysis_config.cfg"
-    config.write_text("# KaTrain's analysis config, in part\nlogFile = \"~/.katrain/katago_log.txt\"\n"
-                      "reportAnalysisWinratesAs = BLACK\nmaxVisits = 7  # per query unless it says\n"
-                      "numSearchThreads = 6\nnnCacheSizePowerOfTwo = 19\n")
+    config.write_text(
+        '# KaTrain\'s analysis config, in part\nlogFile = "~/.katrain/katago_log.txt"\n'
+        "reportAnalysisWinratesAs = BLACK\nmaxVisits = 7  # per query unless it says\n"
+        "numSearchThreads = 6\nnnCacheSizePowerOfTwo = 19\n"
+    )
     # katrain/core/engine.py: f'"{exe}" analysis -model "{model}" -config "{cfg}" -analysis-threads {threads}'
-    cmd = [str(ROOT / "bin" / "sente-katago"), "analysis", "-model", str(network), "-config", str(config),
-           "-analysis-threads", "12"]
+    cmd = [
+        str(ROOT / "bin" / "sente-katago"),
+        "analysis",
+        "-model",
+        str(network),
+        "-config",
+        str(config),
+        "-analysis-threads",
+        "12",
+    ]
     # A query as KaTrain's request_analysis writes it, and its terminate action (which KaTrain sends
     # without an id of its own, then gives one).
-    katrain = {"id": "QUERY:1", "rules": "japanese", "priority": 1, "analyzeTurns": [2], "maxVisits": 9,
-               "komi": 6.5, "boardXSize": 9, "boardYSize": 9, "includeOwnership": True,
-               "includeMovesOwnership": True, "includePolicy": True,
-               "initialStones": [], "initialPlayer": "B", "moves": [["B", "E5"], ["W", "C3"]],
-               "overrideSettings": {"reportAnalysisWinratesAs": "BLACK", "maxTime": 8.0}}
+    katrain = {
+        "id": "QUERY:1",
+        "rules": "japanese",
+        "priority": 1,
+        "analyzeTurns": [2],
+        "maxVisits": 9,
+        "komi": 6.5,
+        "boardXSize": 9,
+        "boardYSize": 9,
+        "includeOwnership": True,
+        "includeMovesOwnership": True,
+        "includePolicy": True,
+        "initialStones": [],
+        "initialPlayer": "B",
+        "moves": [["B", "E5"], ["W", "C3"]],
+        "overrideSettings": {"reportAnalysisWinratesAs": "BLACK", "maxTime": 8.0},
+    }
     plain = query("QUERY:2", [("B", "E5")])
-    lines = [json.dumps(katrain), json.dumps(plain),
-             json.dumps({"action": "terminate", "terminateId": "QUERY:9", "id": "QUERY:3"})]
+    lines = [
+        json.dumps(katrain),
+        json.dumps(plain),
+        json.dumps({"action": "terminate", "terminateId": "QUERY:9", "id": "QUERY:3"}),
+    ]
     answers, stderr = run_engine(cmd, lines)
     assert "numSearchThreads" in stderr and "nnCacheSizePowerOfTwo" in stderr  # ignored, said so
     results = {a["id"]: a for a in answers if "moveInfos" in a}
@@ -383,21 +466,35 @@ def test_katrain_starts_bin_sente_katago_as_it_starts_katago(network, tmp_path):
     assert {"id": "QUERY:1", "field": "rules"}.items() <= next(a for a in answers if "warning" in a).items()
     assert {"action": "terminate", "terminateId": "QUERY:9", "id": "QUERY:3"} in answers
 
-    version = subprocess.run([str(ROOT / "bin" / "sente-katago"), "version"], capture_output=True, text=True,
-                             timeout=120)
+    version = subprocess.run(
+        [str(ROOT / "bin" / "sente-katago"), "version"], capture_output=True, text=True, timeout=120
+    )
     assert version.returncode == 0 and "Sente" in version.stdout
 
 
 def test_katago_command_lines():
-    c = parse_katago_command(["analysis", "-model", "net.bin.gz", "--override-config",
-                              "maxVisits=33,reportAnalysisWinratesAs=WHITE,foo=1", "-quit-without-waiting",
-                              "-analysis-threads=4", "-frobnicate", "x"])
+    c = parse_katago_command(
+        [
+            "analysis",
+            "-model",
+            "net.bin.gz",
+            "--override-config",
+            "maxVisits=33,reportAnalysisWinratesAs=WHITE,foo=1",
+            "-quit-without-waiting",
+            "-analysis-threads=4",
+            "-frobnicate",
+            "x",
+        ]
+    )
     assert c.model == "net.bin.gz" and c.config.max_visits == 33 and c.config.report_as == WHITE
     assert c.quit_without_waiting
     assert any("foo" in w for w in c.warnings) and any("-frobnicate x" in w for w in c.warnings)
-    for argv, words in ((["gtp", "-model", "m"], "not supported"), (["analysis"], "-model"),
-                        (["analysis", "-model"], "needs a value"),
-                        (["analysis", "-model", "m", "-override-config", "maxVisits=lots"], "maxVisits"),
-                        (["analysis", "-model", "m", "-config", "/no/such.cfg"], "/no/such.cfg")):
+    for argv, words in (
+        (["gtp", "-model", "m"], "not supported"),
+        (["analysis"], "-model"),
+        (["analysis", "-model"], "needs a value"),
+        (["analysis", "-model", "m", "-override-config", "maxVisits=lots"], "maxVisits"),
+        (["analysis", "-model", "m", "-config", "/no/such.cfg"], "/no/such.cfg"),
+    ):
         with pytest.raises(KataGoCommandError, match=words):
             parse_katago_command(argv)

@@ -20,9 +20,19 @@ def _copy(tmp_path):
 
 def test_the_build_covers_the_code_that_makes_the_data(tmp_path):
     names = {p.relative_to(ROOT).as_posix() for p in source_files()}
-    for needed in ("client/search/tree.py", "client/selfplay/run.py", "client/match/run.py", "client/evaluator.py",
-                   "common/go/rules.py", "common/go/sgf.py", "common/nn/features.py", "common/nn/model.py",
-                   "common/data/rows.py", "common/data/weights.py", "common/settings.py"):
+    for needed in (
+        "client/search/tree.py",
+        "client/selfplay/run.py",
+        "client/match/run.py",
+        "client/evaluator.py",
+        "common/go/rules.py",
+        "common/go/sgf.py",
+        "common/nn/features.py",
+        "common/nn/model.py",
+        "common/data/rows.py",
+        "common/data/weights.py",
+        "common/settings.py",
+    ):
         assert needed in names
     assert not any(n.startswith(("client/contribute/", "client/gtp/", "server/")) for n in names)
     assert not {"common/nn/training.py", "common/data/loader.py"} & names
@@ -41,6 +51,7 @@ def test_the_build_covers_the_code_that_makes_the_data(tmp_path):
 
 
 def test_another_process_computes_the_same_build():
-    out = subprocess.run([sys.executable, "-m", "client", "--version"], cwd=ROOT, capture_output=True, text=True,
-                         check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-m", "client", "--version"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout
     assert out.strip().endswith(f"(build {BUILD})")

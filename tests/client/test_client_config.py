@@ -15,7 +15,11 @@ def test_the_file_then_the_environment_then_the_flags(tmp_path):
     save(ClientConfig(server="https://sente.example.org", username="alice", token="t-file", parallel=8), path)
     config = load(path, environ={"SENTE_TOKEN": "t-env", "SENTE_PARALLEL": "16"}, flags={"parallel": 4, "device": None})
     assert (config.server, config.username, config.token, config.parallel) == (
-        "https://sente.example.org", "alice", "t-env", 4)
+        "https://sente.example.org",
+        "alice",
+        "t-env",
+        4,
+    )
     assert config.device is None and config.instance_id.startswith("sente-")
     assert load(tmp_path / "none.json", environ={}).server is None  # no file yet: nothing set
 
@@ -31,16 +35,24 @@ def test_the_file_keeps_the_token_for_its_owner_only(tmp_path):
     assert json.loads(path.read_text())["instance_id"] == first_id
 
 
-@pytest.mark.parametrize("content, environ, flags, message", [
-    ('{"parallel": "many"}', {}, {}, r"client.json: parallel: 'many' is not a whole number"),
-    ('{"parallel": true}', {}, {}, r"client.json: parallel: True is not a whole number"),
-    ('{"colour": "blue"}', {}, {}, "unknown setting 'colour'"),
-    ("[1, 2]", {}, {}, "expected a JSON object"),
-    ("{oops", {}, {}, "is not JSON"),
-    ("{}", {"SENTE_SERVER": "sente.example.org"}, {}, "environment variable SENTE_SERVER: 'sente.example.org' is not"),
-    ("{}", {}, {"device": "gpu0"}, "--device: 'gpu0' is not a device"),
-    ("{}", {}, {"parallel": 0}, "--parallel: 0 must be a whole number of games, at least 1"),
-])
+@pytest.mark.parametrize(
+    "content, environ, flags, message",
+    [
+        ('{"parallel": "many"}', {}, {}, r"client.json: parallel: 'many' is not a whole number"),
+        ('{"parallel": true}', {}, {}, r"client.json: parallel: True is not a whole number"),
+        ('{"colour": "blue"}', {}, {}, "unknown setting 'colour'"),
+        ("[1, 2]", {}, {}, "expected a JSON object"),
+        ("{oops", {}, {}, "is not JSON"),
+        (
+            "{}",
+            {"SENTE_SERVER": "sente.example.org"},
+            {},
+            "environment variable SENTE_SERVER: 'sente.example.org' is not",
+        ),
+        ("{}", {}, {"device": "gpu0"}, "--device: 'gpu0' is not a device"),
+        ("{}", {}, {"parallel": 0}, "--parallel: 0 must be a whole number of games, at least 1"),
+    ],
+)
 def test_bad_settings_name_their_source(tmp_path, content, environ, flags, message):
     path = tmp_path / "client.json"
     path.write_text(content)
@@ -49,6 +61,7 @@ def test_bad_settings_name_their_source(tmp_path, content, environ, flags, messa
 
 
 def test_devices_and_data_directory(tmp_path):
-    config = load(tmp_path / "none.json", environ={"SENTE_DATA_DIR": str(tmp_path / "data")},
-                  flags={"device": "cuda:0,cuda:1"})
+    config = load(
+        tmp_path / "none.json", environ={"SENTE_DATA_DIR": str(tmp_path / "data")}, flags={"device": "cuda:0,cuda:1"}
+    )
     assert config.device == "cuda:0,cuda:1" and config.data_path() == tmp_path / "data"

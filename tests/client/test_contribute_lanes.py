@@ -10,8 +10,15 @@ from client.contribute.worker import Control, Worker, WorkerSpec
 
 
 def test_rating_games_in_play_leave_self_play_only_the_rest_of_parallel(tmp_path):
-    spec = WorkerSpec(index=0, device="cpu", server="http://127.0.0.1:9", token="t", instance_id="i", parallel=4,
-                      data_dir=str(tmp_path))
+    spec = WorkerSpec(
+        index=0,
+        device="cpu",
+        server="http://127.0.0.1:9",
+        token="t",
+        instance_id="i",
+        parallel=4,
+        data_dir=str(tmp_path),
+    )
     worker = Worker(spec, Control(multiprocessing.get_context("spawn")), queue.Queue())
     assert worker.room_for_selfplay()
     worker.selfplay_playing = 3

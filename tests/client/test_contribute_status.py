@@ -12,9 +12,20 @@ from tests.server import helpers
 
 
 def _report(moves: int, evals: int, offered: int, **extra) -> dict:
-    return {"device": "cpu", "state": "playing", "network": "net-1", "playing": 4, "selfplay_games": moves // 50,
-            "rating_games": 1, "rows": 10 * moves, "moves": moves, "evals": evals, "offered": offered,
-            "reachable": True, **extra}
+    return {
+        "device": "cpu",
+        "state": "playing",
+        "network": "net-1",
+        "playing": 4,
+        "selfplay_games": moves // 50,
+        "rating_games": 1,
+        "rows": 10 * moves,
+        "moves": moves,
+        "evals": evals,
+        "offered": offered,
+        "reachable": True,
+        **extra,
+    }
 
 
 def test_rates_come_from_the_last_minute_of_every_worker():
@@ -48,8 +59,7 @@ def test_the_panel_renders():
     from rich.console import Console
 
     status = Status(server="http://s", username="alice")
-    status.update(0, _report(50, 100, 100, state="downloading network net-1", in_hand=2304,
-                             in_hand_seconds=4320.0))
+    status.update(0, _report(50, 100, 100, state="downloading network net-1", in_hand=2304, in_hand_seconds=4320.0))
     console = Console(width=100, record=True, file=open("/dev/null", "w"))  # noqa: SIM115
     console.print(status.panel())
     text = console.export_text()
@@ -62,10 +72,21 @@ def test_durations_read_naturally():
 
 
 def _task(**changes) -> dict:
-    body = {"id": "0b7e5a56-2f8a-4d1e-9a47-0f4c8c9e1a11", "kind": "selfplay", "run": "test",
-            "settings": helpers.SETTINGS.to_dict(), "settings_version": 3, "games": 8,
-            "network": {"name": "net-1", "is_random": False, "url": "http://s/api/v1/networks/net-1/file",
-                        "sha256": "ab" * 32, "bytes": 1234}}
+    body = {
+        "id": "0b7e5a56-2f8a-4d1e-9a47-0f4c8c9e1a11",
+        "kind": "selfplay",
+        "run": "test",
+        "settings": helpers.SETTINGS.to_dict(),
+        "settings_version": 3,
+        "games": 8,
+        "network": {
+            "name": "net-1",
+            "is_random": False,
+            "url": "http://s/api/v1/networks/net-1/file",
+            "sha256": "ab" * 32,
+            "bytes": 1234,
+        },
+    }
     body.update(changes)
     return body
 
@@ -73,8 +94,13 @@ def _task(**changes) -> dict:
 def test_tasks_are_read_with_their_settings_and_networks():
     task = Task.parse(_task())
     assert task.key == ("net-1", 3) and task.games == 8 and task.settings.selfplay.visits == 12
-    rating = Task.parse(_task(kind="rating", network=None, networks=[
-        {"name": "net-1", "is_random": True}, {"name": "net-0", "is_random": True}]))
+    rating = Task.parse(
+        _task(
+            kind="rating",
+            network=None,
+            networks=[{"name": "net-1", "is_random": True}, {"name": "net-0", "is_random": True}],
+        )
+    )
     assert [n.name for n in rating.networks] == ["net-1", "net-0"]
     # Its lifetime is the server's expiry less its issue: this machine's clock does not matter.
     dated = Task.parse(_task(created_at="2030-01-01T00:00:00Z", expires_at="2030-01-01T06:00:00.5Z"))
@@ -82,15 +108,18 @@ def test_tasks_are_read_with_their_settings_and_networks():
     assert not dated.expired(dated.received_at + 6 * 3600) and dated.expired(dated.received_at + 6 * 3600 + 1)
 
 
-@pytest.mark.parametrize("changes, words", [
-    ({"settings": {"selfplay": {"visits": "many"}}}, "selfplay.visits"),
-    ({"kind": "training"}, "'training'"),
-    ({"id": "not-a-uuid"}, "not-a-uuid"),
-    ({"network": {"name": "bad name!"}}, "not a network name"),
-    ({"kind": "rating"}, "networks"),
-    ({"created_at": "2030-01-01T06:00:00Z", "expires_at": "2030-01-01T00:00:00Z"}, "not after"),
-    ({"created_at": "2030-01-01T00:00:00Z", "expires_at": "soon"}, "'soon'"),
-])
+@pytest.mark.parametrize(
+    "changes, words",
+    [
+        ({"settings": {"selfplay": {"visits": "many"}}}, "selfplay.visits"),
+        ({"kind": "training"}, "'training'"),
+        ({"id": "not-a-uuid"}, "not-a-uuid"),
+        ({"network": {"name": "bad name!"}}, "not a network name"),
+        ({"kind": "rating"}, "networks"),
+        ({"created_at": "2030-01-01T06:00:00Z", "expires_at": "2030-01-01T00:00:00Z"}, "not after"),
+        ({"created_at": "2030-01-01T00:00:00Z", "expires_at": "soon"}, "'soon'"),
+    ],
+)
 def test_a_task_this_client_cannot_read_is_a_plain_error(changes, words):
     with pytest.raises(Fatal) as e:
         Task.parse(_task(**changes))

@@ -80,7 +80,8 @@ def test_kata_raw_nn_prints_katagos_format(shared, g170):
                     assert abs(float(x) - float(y)) <= 0.002, (a, b)
             # Same column layout: each value ends at the same character.
             assert [i for i, ch in enumerate(a) if ch == " "] == [i for i, ch in enumerate(b) if ch == " "] or (
-                "-" in a or "-" in b)
+                "-" in a or "-" in b
+            )
     engine = GtpEngine(RandomPlayer(1))
     assert engine.handle("kata-raw-nn 0").startswith("? no network loaded")
 
@@ -224,8 +225,12 @@ def test_mixed_sizes_in_one_batch_equal_each_alone():
 
 def test_convert_katago_then_load_gives_identical_outputs(shared, g170, tmp_path):
     out = tmp_path / "g170.safetensors"
-    proc = subprocess.run([sys.executable, "-m", "client", "convert-katago", str(shared / G170), str(out)],
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "client", "convert-katago", str(shared / G170), str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     mf = read_model_file(out)
     assert mf.name == "g170-b6c96-s175395328-d26788732" and mf.sha256 in proc.stdout
@@ -237,8 +242,12 @@ def test_convert_katago_then_load_gives_identical_outputs(shared, g170, tmp_path
     assert np.array_equal(a.policy, b.policy) and a.win == b.win and np.array_equal(a.ownership, b.ownership)
     bad = tmp_path / "bad.bin.gz"
     bad.write_bytes(b"\x1f\x8b not really gzip")
-    proc = subprocess.run([sys.executable, "-m", "client", "convert-katago", str(bad), str(tmp_path / "x")],
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "client", "convert-katago", str(bad), str(tmp_path / "x")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 1 and "bad.bin.gz" in proc.stderr
 
 

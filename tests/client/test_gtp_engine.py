@@ -41,11 +41,36 @@ def test_protocol_basics():
     assert ok(e, "known_command kata-set-rules") == "true"
     assert ok(e, "known_command frobnicate") == "false"
     commands = ok(e, "list_commands").splitlines()
-    for name in ("protocol_version", "name", "version", "known_command", "list_commands", "quit", "boardsize",
-                 "rectangular_boardsize", "clear_board", "komi", "play", "genmove", "undo", "showboard",
-                 "final_score", "final_status_list", "set_free_handicap", "place_free_handicap",
-                 "fixed_handicap", "loadsgf", "printsgf", "is_legal", "all_legal", "list_stones", "captures",
-                 "kata-get-rules", "kata-set-rules", "kata-set-rule"):
+    for name in (
+        "protocol_version",
+        "name",
+        "version",
+        "known_command",
+        "list_commands",
+        "quit",
+        "boardsize",
+        "rectangular_boardsize",
+        "clear_board",
+        "komi",
+        "play",
+        "genmove",
+        "undo",
+        "showboard",
+        "final_score",
+        "final_status_list",
+        "set_free_handicap",
+        "place_free_handicap",
+        "fixed_handicap",
+        "loadsgf",
+        "printsgf",
+        "is_legal",
+        "all_legal",
+        "list_stones",
+        "captures",
+        "kata-get-rules",
+        "kata-set-rules",
+        "kata-set-rule",
+    ):
         assert name in commands
     assert e.handle("play\tb\td4 # tabs and a comment") == "=\n\n"
     assert e.handle("3 quit") == "=3\n\n" and e.quit
@@ -102,7 +127,8 @@ def test_scoring_and_status():
     assert "D5" not in ok(e, "final_status_list alive").split()
     assert ok(e, "final_status_list seki") == ""
     assert set(ok(e, "final_status_list black_territory").split()) == {"A5", "C5", "D5", "E5"} | {
-        f"{c}{r}" for c in "ABCDE" for r in (1, 2, 3)}
+        f"{c}{r}" for c in "ABCDE" for r in (1, 2, 3)
+    }
     assert ok(e, "final_status_list white_territory") == ""
     assert ok(e, "final_status_list dame") == ""
     assert err(e, "final_status_list sideways").startswith("invalid status")
@@ -136,8 +162,15 @@ def test_handicap_commands():
 def test_rules_commands_in_katago_format():
     e = new_engine()
     rules = json.loads(ok(e, "kata-get-rules"))
-    assert rules == {"friendlyPassOk": False, "hasButton": False, "ko": "POSITIONAL", "scoring": "AREA",
-                     "suicide": True, "tax": "NONE", "whiteHandicapBonus": "0"}
+    assert rules == {
+        "friendlyPassOk": False,
+        "hasButton": False,
+        "ko": "POSITIONAL",
+        "scoring": "AREA",
+        "suicide": True,
+        "tax": "NONE",
+        "whiteHandicapBonus": "0",
+    }
     ok(e, "kata-set-rules chinese")
     assert json.loads(ok(e, "kata-get-rules"))["ko"] == "SIMPLE"
     ok(e, 'kata-set-rules {"ko":"SITUATIONAL","scoring":"AREA","suicide":false}')
@@ -202,17 +235,71 @@ def test_printsgf_and_loadsgf(tmp_path):
     assert ok(e2, "list_stones white") == "C7"
 
 
-@given(st.lists(st.tuples(
-    st.sampled_from(["play", "genmove", "undo", "boardsize", "komi", "is_legal", "all_legal", "fixed_handicap",
-                     "place_free_handicap", "set_free_handicap", "final_score", "final_status_list",
-                     "kata-set-rule", "kata-set-rules", "captures", "showboard", "clear_board",
-                     "rectangular_boardsize", "list_stones", "printsgf", "known_command"]),
-    st.lists(st.one_of(
-        st.sampled_from(["b", "w", "black", "pass", "A1", "C3", "T19", "J9", "I5", "3", "9", "-1", "0", "1e9",
-                         "dead", "ko", "SIMPLE", "suicide", "true", "{", "chinese", "7.5", "D4"]),
-        st.text(max_size=6),
-    ), max_size=3),
-), max_size=40))
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(
+                [
+                    "play",
+                    "genmove",
+                    "undo",
+                    "boardsize",
+                    "komi",
+                    "is_legal",
+                    "all_legal",
+                    "fixed_handicap",
+                    "place_free_handicap",
+                    "set_free_handicap",
+                    "final_score",
+                    "final_status_list",
+                    "kata-set-rule",
+                    "kata-set-rules",
+                    "captures",
+                    "showboard",
+                    "clear_board",
+                    "rectangular_boardsize",
+                    "list_stones",
+                    "printsgf",
+                    "known_command",
+                ]
+            ),
+            st.lists(
+                st.one_of(
+                    st.sampled_from(
+                        [
+                            "b",
+                            "w",
+                            "black",
+                            "pass",
+                            "A1",
+                            "C3",
+                            "T19",
+                            "J9",
+                            "I5",
+                            "3",
+                            "9",
+                            "-1",
+                            "0",
+                            "1e9",
+                            "dead",
+                            "ko",
+                            "SIMPLE",
+                            "suicide",
+                            "true",
+                            "{",
+                            "chinese",
+                            "7.5",
+                            "D4",
+                        ]
+                    ),
+                    st.text(max_size=6),
+                ),
+                max_size=3,
+            ),
+        ),
+        max_size=40,
+    )
+)
 def test_no_input_crashes_the_engine(commands):
     e = new_engine()
     ok(e, "boardsize 5")

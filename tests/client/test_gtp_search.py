@@ -18,8 +18,23 @@ from common.go.geometry import parse_gtp_vertex
 from common.go.sgf import read_sgf
 from common.settings import MatchSettings
 
-KEYS = ["move", "visits", "edgeVisits", "utility", "winrate", "scoreMean", "scoreStdev", "scoreLead",
-        "scoreSelfplay", "prior", "lcb", "utilityLcb", "weight", "order", "pv"]
+KEYS = [
+    "move",
+    "visits",
+    "edgeVisits",
+    "utility",
+    "winrate",
+    "scoreMean",
+    "scoreStdev",
+    "scoreLead",
+    "scoreSelfplay",
+    "prior",
+    "lcb",
+    "utilityLcb",
+    "weight",
+    "order",
+    "pv",
+]
 
 
 def parse_info(line: str) -> list[dict]:
@@ -27,7 +42,7 @@ def parse_info(line: str) -> list[dict]:
     line = line.split(" ownership ")[0]
     assert line.startswith("info ")
     entries = []
-    for chunk in line[len("info "):].split(" info "):
+    for chunk in line[len("info ") :].split(" info "):
         tokens = chunk.split()
         entry: dict = {}
         k = 0
@@ -36,7 +51,7 @@ def parse_info(line: str) -> list[dict]:
             entry[key] = tokens[k + 1] if key == "move" else float(tokens[k + 1])
             k += 2
         assert tokens[k] == "pv"
-        entry["pv"] = tokens[k + 1:]
+        entry["pv"] = tokens[k + 1 :]
         assert entry["scoreMean"] == entry["scoreLead"]  # KataGo's: the lead, under its older name
         entries.append(entry)
     return entries
@@ -154,8 +169,15 @@ class SideValueEvaluator:
 
 def test_match_alternates_colours_writes_games_and_resigns(tmp_path):
     settings = MatchSettings(visits=16, board_sizes=(7,), board_size_weights=(1.0,), max_moves=60)
-    summary = run_match([SideValueEvaluator(), SideValueEvaluator()], ("a", "b"), settings, games=4,
-                        parallel=2, out_dir=tmp_path, seed=2)
+    summary = run_match(
+        [SideValueEvaluator(), SideValueEvaluator()],
+        ("a", "b"),
+        settings,
+        games=4,
+        parallel=2,
+        out_dir=tmp_path,
+        seed=2,
+    )
     assert summary.games == 4
     sgfs = sorted(tmp_path.glob("*.sgf"))
     assert len(sgfs) == 4
@@ -176,8 +198,15 @@ def test_match_alternates_colours_writes_games_and_resigns(tmp_path):
 
 def test_match_resigns_only_when_both_sides_agree(tmp_path):
     settings = MatchSettings(visits=16, board_sizes=(7,), board_size_weights=(1.0,), max_moves=40)
-    summary = run_match([NullEvaluator(), SideValueEvaluator()], ("null", "white-wins"), settings, games=2,
-                        parallel=2, out_dir=tmp_path, seed=3)
+    summary = run_match(
+        [NullEvaluator(), SideValueEvaluator()],
+        ("null", "white-wins"),
+        settings,
+        games=2,
+        parallel=2,
+        out_dir=tmp_path,
+        seed=3,
+    )
     assert summary.resignations == 0
 
 
@@ -191,9 +220,6 @@ def test_match_summary_elo():
     assert any("15-5" in line for line in s.lines())
 
 
-
-
-
 def test_a_match_ends_once_every_point_is_pass_alive(tmp_path):
     """With end_when_all_pass_alive (the default) a game whose result can no longer change ends there,
     with the area count's result; without it, such games go on to two passes or the move limit."""
@@ -201,8 +227,9 @@ def test_a_match_ends_once_every_point_is_pass_alive(tmp_path):
 
     def games(end: bool) -> list:
         out = tmp_path / str(end)
-        settings = MatchSettings(visits=8, board_sizes=(5,), board_size_weights=(1.0,), max_moves=120, komi=0.5,
-                                 end_when_all_pass_alive=end)
+        settings = MatchSettings(
+            visits=8, board_sizes=(5,), board_size_weights=(1.0,), max_moves=120, komi=0.5, end_when_all_pass_alive=end
+        )
         run_match([NullEvaluator(), NullEvaluator()], ("a", "b"), settings, games=6, parallel=6, out_dir=out, seed=4)
         return [read_sgf(p.read_text()) for p in sorted(out.glob("*.sgf"))]
 

@@ -89,9 +89,15 @@ class FileServer:
 
     def ref(self, name: str, data: bytes | None = None) -> NetworkRef:
         data = self.files[name] if data is None else data
-        return NetworkRef.from_task({"name": name, "is_random": False,
-                                     "url": f"http://127.0.0.1:{self.httpd.server_port}/n/{name}",
-                                     "sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)})
+        return NetworkRef.from_task(
+            {
+                "name": name,
+                "is_random": False,
+                "url": f"http://127.0.0.1:{self.httpd.server_port}/n/{name}",
+                "sha256": hashlib.sha256(data).hexdigest(),
+                "bytes": len(data),
+            }
+        )
 
     def close(self) -> None:
         self.httpd.shutdown()
@@ -247,8 +253,13 @@ def test_networks_unused_for_the_keep_time_are_pruned(server, tmp_path):
 
 def test_bad_references_are_refused_with_what_is_wrong():
     good = {"name": "net-a", "is_random": False, "url": "http://x/n/net-a", "sha256": "0" * 64, "bytes": 10}
-    for change, message in (({"name": "../etc"}, "not a network name"), ({"url": "file:///etc/passwd"}, "url"),
-                            ({"sha256": "abc"}, "sha256"), ({"bytes": 0}, "size 0"), ({"bytes": "many"}, "bytes")):
+    for change, message in (
+        ({"name": "../etc"}, "not a network name"),
+        ({"url": "file:///etc/passwd"}, "url"),
+        ({"sha256": "abc"}, "sha256"),
+        ({"bytes": 0}, "size 0"),
+        ({"bytes": "many"}, "bytes"),
+    ):
         with pytest.raises(ValueError, match=message):
             NetworkRef.from_task({**good, **change})
     random = NetworkRef.from_task({"name": "run-random", "is_random": True, "url": None, "sha256": None, "bytes": 0})

@@ -25,8 +25,13 @@ META = {"game_id": "g-1", "kind": "training"}
 
 
 def put(outbox: Outbox, game_id: str, npz: bool = True):
-    return outbox.put("training", "2b0f1c9e-0000-4000-8000-000000000000", dict(META, game_id=game_id),
-                      f"(;GM[1]GN[{game_id}])".encode(), b"rows" if npz else None)
+    return outbox.put(
+        "training",
+        "2b0f1c9e-0000-4000-8000-000000000000",
+        dict(META, game_id=game_id),
+        f"(;GM[1]GN[{game_id}])".encode(),
+        b"rows" if npz else None,
+    )
 
 
 def test_games_wait_on_disk_until_the_server_confirms_them(tmp_path):
@@ -65,8 +70,9 @@ def test_failures_back_off_with_jitter_up_to_the_cap_and_honour_retry_after(tmp_
     assert tried == []
     # The server's Retry-After wins when it asks for longer.
     other = put(outbox, "g-b")
-    outbox.deliver_due(lambda e: Outcome(RETRY, "429", retry_after=7200.0) if e is other else Outcome(RETRY, "x"),
-                       now=now)
+    outbox.deliver_due(
+        lambda e: Outcome(RETRY, "429", retry_after=7200.0) if e is other else Outcome(RETRY, "x"), now=now
+    )
     assert other.due - now == pytest.approx(7200.0)
     # ... and the pass ends there: no other game goes out before the wait is over.
     third = put(outbox, "g-c")
@@ -87,8 +93,11 @@ def test_a_refused_game_is_kept_aside_with_the_servers_message(tmp_path):
     outbox = Outbox(tmp_path)
     put(outbox, "g-bad")
     put(outbox, "g-good")
-    outbox.deliver_due(lambda e: Outcome(REJECTED, "400: the rows do not match the SGF")
-                       if e.game_id == "g-bad" else Outcome(DELIVERED))
+    outbox.deliver_due(
+        lambda e: (
+            Outcome(REJECTED, "400: the rows do not match the SGF") if e.game_id == "g-bad" else Outcome(DELIVERED)
+        )
+    )
     assert outbox.pending() == [] and outbox.counts.rejected == 1 and outbox.counts.delivered == 1
     (rejected,) = list((tmp_path / "rejected").iterdir())
     assert (rejected / "reason.txt").read_text() == "400: the rows do not match the SGF\n"

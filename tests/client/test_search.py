@@ -180,12 +180,32 @@ def test_pruning_keeps_children_puct_would_have_chosen():
     def result(visits, priors, utility):
         n = len(visits)
         z = np.zeros(n)
-        return SearchResult(pla=1, moves=np.arange(1, n + 1), visits=np.array(visits), priors=np.array(priors),
-                            raw_priors=np.array(priors), utility=np.array(utility), winloss=z, score=z, lead=z,
-                            score_sq=z, root_visits=sum(visits) + 1, root_utility=0.0, root_winloss=0.0,
-                            root_score=0.0, root_score_sq=0.0, root_lead=0.0, raw_winloss=0.0, raw_score=0.0,
-                            raw_score_stdev=0.0, raw_lead=0.0, nn_evals=0, cache_hits=0, terminal_visits=0,
-                            collisions=0)
+        return SearchResult(
+            pla=1,
+            moves=np.arange(1, n + 1),
+            visits=np.array(visits),
+            priors=np.array(priors),
+            raw_priors=np.array(priors),
+            utility=np.array(utility),
+            winloss=z,
+            score=z,
+            lead=z,
+            score_sq=z,
+            root_visits=sum(visits) + 1,
+            root_utility=0.0,
+            root_winloss=0.0,
+            root_score=0.0,
+            root_score_sq=0.0,
+            root_lead=0.0,
+            raw_winloss=0.0,
+            raw_score=0.0,
+            raw_score_stdev=0.0,
+            raw_lead=0.0,
+            nn_evals=0,
+            cache_hits=0,
+            terminal_visits=0,
+            collisions=0,
+        )
 
     # A child as good as the best keeps everything; a bad one with only forced playouts is pruned away.
     r = result([300, 100, 3], [0.5, 0.2, 0.02], [0.1, 0.1, -0.6])
@@ -221,13 +241,21 @@ def test_score_utility_table_matches_the_integral():
     table = score_table()
     rng = np.random.default_rng(1)
     z = rng.standard_normal(400_000)
-    for mean, sd, centre, length in ((3, 5, 0, 9), (-10, 2, 1, 19), (50, 30, 0, 9), (5, 100, 0, 9), (0, 0, 0, 9),
-                                     (400, 3, 0, 9), (2, 19, -1, 13)):
+    for mean, sd, centre, length in (
+        (3, 5, 0, 9),
+        (-10, 2, 1, 19),
+        (50, 30, 0, 9),
+        (5, 100, 0, 9),
+        (0, 0, 0, 9),
+        (400, 3, 0, 9),
+        (2, 19, -1, 13),
+    ):
         expected = np.mean(2 / math.pi * np.arctan((mean + sd * z - centre) / length))
         assert expected_score_value(table, mean, sd, centre, length) == pytest.approx(expected, abs=2e-3)
     # Symmetric and monotone in the mean.
-    assert expected_score_value(table, 3.0, 4.0, 0.0, 9.0) == pytest.approx(-expected_score_value(table, -3.0, 4.0, 0.0,
-                                                                                                   9.0))
+    assert expected_score_value(table, 3.0, 4.0, 0.0, 9.0) == pytest.approx(
+        -expected_score_value(table, -3.0, 4.0, 0.0, 9.0)
+    )
     values = [expected_score_value(table, m, 6.0, 0.0, 9.0) for m in np.linspace(-30, 30, 61)]
     assert np.all(np.diff(values) > 0)
 

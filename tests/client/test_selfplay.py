@@ -17,13 +17,15 @@ from common.go.geometry import BLACK
 from common.go.sgf import read_sgf
 from common.settings import RulesChoice, SelfPlaySettings
 
-FAST = SelfPlaySettings(board_sizes=(7,), board_size_weights=(1.0,), visits=24, cheap_visits=6,
-                        full_search_prob=0.5, max_moves=200)
+FAST = SelfPlaySettings(
+    board_sizes=(7,), board_size_weights=(1.0,), visits=24, cheap_visits=6, full_search_prob=0.5, max_moves=200
+)
 
 
 def play(tmp: Path, settings: SelfPlaySettings = FAST, games: int = 4, parallel: int = 2, seed: int = 5):
-    summary = run_selfplay(NullEvaluator(), settings, games=games, parallel=parallel, out_dir=tmp, seed=seed,
-                           progress=False)
+    summary = run_selfplay(
+        NullEvaluator(), settings, games=games, parallel=parallel, out_dir=tmp, seed=seed, progress=False
+    )
     return summary, sorted(tmp.glob("*.sgf")), sorted(tmp.glob("*.npz"))
 
 
@@ -89,8 +91,14 @@ def test_move_limit_ends_games_without_result(tmp_path):
 
 
 def test_handicap_games_place_extra_black_stones_and_compensate(tmp_path):
-    settings = FAST.replace(board_sizes=(13,), board_size_weights=(1.0,), handicap_prob=1.0,
-                            handicap_compensate_komi_prob=1.0, max_moves=6, end_when_all_pass_alive=False)
+    settings = FAST.replace(
+        board_sizes=(13,),
+        board_size_weights=(1.0,),
+        handicap_prob=1.0,
+        handicap_compensate_komi_prob=1.0,
+        max_moves=6,
+        end_when_all_pass_alive=False,
+    )
     _, sgfs, _ = play(tmp_path, settings, games=2, parallel=2)
     for p in sgfs:
         record = read_sgf(p.read_text())
@@ -125,9 +133,16 @@ def test_game_starts_follow_the_settings():
     assert komi.max() <= 7.0 + 30.0 and komi.min() >= 7.0 - 30.0
 
 
-@pytest.mark.parametrize("changes", [{}, {"komi_big_stdev_prob": 0.0},
-                                     {"komi_big_stdev_prob": 1.0, "komi_big_stdev": 0.5},
-                                     {"komi_stdev": 0.0, "komi_big_stdev_prob": 0.0}, {"komi_mean": 149.0}])
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {},
+        {"komi_big_stdev_prob": 0.0},
+        {"komi_big_stdev_prob": 1.0, "komi_big_stdev": 0.5},
+        {"komi_stdev": 0.0, "komi_big_stdev_prob": 0.0},
+        {"komi_mean": 149.0},
+    ],
+)
 def test_every_drawn_komi_lies_within_the_bounds_the_server_checks(changes):
     settings = SelfPlaySettings(**changes)
     low, high = settings.komi_bounds()
@@ -142,10 +157,17 @@ def test_a_reduced_search_never_weighs_more_than_the_server_allows_for_its_visit
 
     settings = SelfPlaySettings(visits=600, reduced_visits_min=100)
     for x in np.linspace(-1.0, 1.0, 401):
-        proportion, weight = soft_resignation_weight([x] * 3, 1.0, settings.reduce_visits_threshold,
-                                                     settings.reduce_visits_lookback, settings.reduced_visits_weight)
-        visits = max(1, round(settings.visits + proportion * (min(settings.reduced_visits_min, settings.visits)
-                                                              - settings.visits)))
+        proportion, weight = soft_resignation_weight(
+            [x] * 3,
+            1.0,
+            settings.reduce_visits_threshold,
+            settings.reduce_visits_lookback,
+            settings.reduced_visits_weight,
+        )
+        visits = max(
+            1,
+            round(settings.visits + proportion * (min(settings.reduced_visits_min, settings.visits) - settings.visits)),
+        )
         low, high = settings.full_search_visits()
         assert low <= visits <= high
         assert weight <= settings.full_search_weight(visits) + 1e-12
@@ -155,8 +177,9 @@ def test_a_reduced_search_never_weighs_more_than_the_server_allows_for_its_visit
 def test_groups_split_the_games_and_an_error_in_any_group_stops_the_run(tmp_path):
     summary, sgfs, _ = play(tmp_path / "two", games=6, parallel=4)
     assert summary.games == 6 and len(sgfs) == 6
-    one = run_selfplay(NullEvaluator(), FAST, games=6, parallel=4, out_dir=tmp_path / "one", seed=5, progress=False,
-                       groups=1)
+    one = run_selfplay(
+        NullEvaluator(), FAST, games=6, parallel=4, out_dir=tmp_path / "one", seed=5, progress=False, groups=1
+    )
     assert one.games == 6
     # The same games (their numbers and starts), whichever group played them.
     assert sorted(p.name for p in (tmp_path / "one").glob("*.sgf")) == [p.name for p in sgfs]

@@ -29,8 +29,11 @@ from common.protocol import MetadataError, RatingGameMetadata, TrainingGameMetad
 FIXTURES = Path(__file__).parent / "go" / "fixtures"
 SGFS = [p.read_text() for p in sorted(FIXTURES.glob("*.sgf"))]
 # SENTE_FUZZ_EXAMPLES=5000 (say) fuzzes longer than the test run's few seconds.
-FUZZ = settings(max_examples=int(os.environ.get("SENTE_FUZZ_EXAMPLES", "150")), deadline=None,
-                suppress_health_check=[HealthCheck.too_slow])
+FUZZ = settings(
+    max_examples=int(os.environ.get("SENTE_FUZZ_EXAMPLES", "150")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 
 
 @st.composite
@@ -60,39 +63,82 @@ def _read_sgf_text(data: str | bytes) -> None:
 
 
 @FUZZ
-@given(st.one_of(mutated(SGFS, SGF_CHARS), st.text(SGF_CHARS, max_size=300), st.binary(max_size=300),
-                 mutated([s.encode() for s in SGFS], SGF_CHARS)))
+@given(
+    st.one_of(
+        mutated(SGFS, SGF_CHARS),
+        st.text(SGF_CHARS, max_size=300),
+        st.binary(max_size=300),
+        mutated([s.encode() for s in SGFS], SGF_CHARS),
+    )
+)
 def test_sgf_fuzz_raises_only_sgferror(data):
     _read_sgf_text(data)
 
 
 # --- metadata ------------------------------------------------------------------------------------
-TRAINING = {"game_id": "g-1", "network": "net-1", "board_x_size": 9, "board_y_size": 9, "komi": 7.5,
-            "rules": "tromp-taylor", "result": "B+3.5", "moves": 100, "rows": 90, "settings_version": 1,
-            "handicap": 0}
-RATING = {"game_id": "g-2", "black_network": "a", "white_network": "b", "board_x_size": 9, "board_y_size": 9,
-          "komi": 7.5, "rules": '{"ko": "SIMPLE", "komi": 7.5}', "result": "W+R", "moves": 60, "settings_version": 1}
+TRAINING = {
+    "game_id": "g-1",
+    "network": "net-1",
+    "board_x_size": 9,
+    "board_y_size": 9,
+    "komi": 7.5,
+    "rules": "tromp-taylor",
+    "result": "B+3.5",
+    "moves": 100,
+    "rows": 90,
+    "settings_version": 1,
+    "handicap": 0,
+}
+RATING = {
+    "game_id": "g-2",
+    "black_network": "a",
+    "white_network": "b",
+    "board_x_size": 9,
+    "board_y_size": 9,
+    "komi": 7.5,
+    "rules": '{"ko": "SIMPLE", "komi": 7.5}',
+    "result": "W+R",
+    "moves": 60,
+    "settings_version": 1,
+}
 KEYS = [*sorted(set(TRAINING) | set(RATING)), "extra"]
-JSON_SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-(2**70), 2**70),
-                         st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=20),
-                         st.sampled_from(["chinese", "japanese", "{", '{"ko": 1}', '{"komi": 1e999}', "[" * 50]))
-JSON_VALUES = st.recursive(JSON_SCALARS, lambda inner: st.one_of(
-    st.lists(inner, max_size=4), st.dictionaries(st.sampled_from(KEYS) | st.text(max_size=5), inner, max_size=5)),
-    max_leaves=20)
+JSON_SCALARS = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**70), 2**70),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=20),
+    st.sampled_from(["chinese", "japanese", "{", '{"ko": 1}', '{"komi": 1e999}', "[" * 50]),
+)
+JSON_VALUES = st.recursive(
+    JSON_SCALARS,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4), st.dictionaries(st.sampled_from(KEYS) | st.text(max_size=5), inner, max_size=5)
+    ),
+    max_leaves=20,
+)
 
 
 def _documents(base: dict) -> st.SearchStrategy:
     """The valid document with some values replaced, removed or added."""
-    return st.builds(lambda changes, removed: {**{k: v for k, v in base.items() if k not in removed}, **changes},
-                     st.dictionaries(st.sampled_from(KEYS), JSON_VALUES, max_size=3),
-                     st.sets(st.sampled_from(sorted(base)), max_size=2))
+    return st.builds(
+        lambda changes, removed: {**{k: v for k, v in base.items() if k not in removed}, **changes},
+        st.dictionaries(st.sampled_from(KEYS), JSON_VALUES, max_size=3),
+        st.sets(st.sampled_from(sorted(base)), max_size=2),
+    )
 
 
 @FUZZ
-@given(st.sampled_from([TrainingGameMetadata, RatingGameMetadata]),
-       st.one_of(_documents(TRAINING).map(json.dumps), _documents(RATING).map(json.dumps),
-                 JSON_VALUES.map(json.dumps), st.text(max_size=200),
-                 mutated([json.dumps(TRAINING), json.dumps(RATING)], '{}[]":,0123456789.eE-+ntfaNI\\u')))
+@given(
+    st.sampled_from([TrainingGameMetadata, RatingGameMetadata]),
+    st.one_of(
+        _documents(TRAINING).map(json.dumps),
+        _documents(RATING).map(json.dumps),
+        JSON_VALUES.map(json.dumps),
+        st.text(max_size=200),
+        mutated([json.dumps(TRAINING), json.dumps(RATING)], '{}[]":,0123456789.eE-+ntfaNI\\u'),
+    ),
+)
 def test_metadata_fuzz_raises_only_metadataerror(cls, text):
     with contextlib.suppress(MetadataError):
         read_metadata(cls, text)
@@ -102,8 +148,10 @@ HUGE = st.sampled_from([10**400, -(2**1100), 10**5000, 2**1023, [[[[[[[[[[[[1]]]
 
 
 @FUZZ
-@given(st.sampled_from([TrainingGameMetadata, RatingGameMetadata]),
-       st.dictionaries(st.sampled_from(KEYS), st.one_of(JSON_VALUES, HUGE), max_size=12))
+@given(
+    st.sampled_from([TrainingGameMetadata, RatingGameMetadata]),
+    st.dictionaries(st.sampled_from(KEYS), st.one_of(JSON_VALUES, HUGE), max_size=12),
+)
 def test_decoded_metadata_fuzz_raises_only_metadataerror(cls, document):
     """parse_metadata on values no JSON text gives (the client passes its own): integers beyond any
     float, values nested deep."""
@@ -140,8 +188,21 @@ def _zip(members: dict[str, bytes]) -> bytes:
 
 
 DTYPES = ["<f4", ">f4", "<f8", "<i2", "<i8", "|u1", "|b1", "<c8", "<U4", "|V8", "|O", "<M8[s]"]
-SHAPES = ["()", "(3,)", "(0, 80)", "(-1, 80)", "(3, 80, 1)", "(10**12, 80)", "(2**63, 2**63)", "(3, 'x')",
-          "((3,),)", "(1e3, 80)", "[3, 80]", "(3, 361)", "(4294967296, 22, 46)"]
+SHAPES = [
+    "()",
+    "(3,)",
+    "(0, 80)",
+    "(-1, 80)",
+    "(3, 80, 1)",
+    "(10**12, 80)",
+    "(2**63, 2**63)",
+    "(3, 'x')",
+    "((3,),)",
+    "(1e3, 80)",
+    "[3, 80]",
+    "(3, 361)",
+    "(4294967296, 22, 46)",
+]
 _MUTATIONS = ("astype", "reshape", "swap", "drop", "extra", "rows", "values", "fortran", "object")
 
 
@@ -180,8 +241,9 @@ def _mutate(draw, arrays: dict[str, np.ndarray]) -> None:
     elif kind == "values":
         flat = arr.astype(np.float64).ravel().copy()
         if flat.size:
-            flat[draw(st.integers(0, flat.size - 1))] = draw(st.sampled_from([np.nan, np.inf, -1e30, 1e30, -1, 255,
-                                                                              0.5]))
+            flat[draw(st.integers(0, flat.size - 1))] = draw(
+                st.sampled_from([np.nan, np.inf, -1e30, 1e30, -1, 255, 0.5])
+            )
         arrays[name] = flat.astype(arr.dtype).reshape(arr.shape)
     elif kind == "fortran":
         arrays[name] = np.asfortranarray(arr.T).T if arr.ndim > 1 else arr
@@ -242,9 +304,16 @@ def test_the_rows_to_mutate_are_valid(rows):
 @given(data=st.data())
 def test_rows_fuzz_raises_only_rowvalidationerror(rows, data):
     good = _npz(rows)
-    strategy = st.one_of(mutated_rows(rows), forged_rows(rows), mutated([good], ""), st.binary(max_size=400),
-                         st.builds(lambda flips: bytes(b ^ 0xFF if i in flips else b for i, b in enumerate(good)),
-                                   st.sets(st.integers(0, len(good) - 1), max_size=8)))
+    strategy = st.one_of(
+        mutated_rows(rows),
+        forged_rows(rows),
+        mutated([good], ""),
+        st.binary(max_size=400),
+        st.builds(
+            lambda flips: bytes(b ^ 0xFF if i in flips else b for i, b in enumerate(good)),
+            st.sets(st.integers(0, len(good) - 1), max_size=8),
+        ),
+    )
     _check_rows_data(data.draw(strategy))
 
 
@@ -254,8 +323,11 @@ def test_a_tiny_archive_declaring_huge_arrays_allocates_next_to_nothing(rows):
     members = {}
     for name, arr in rows.items():
         shape = arr.shape[1:]
-        members[f"{name}.npy"] = _npy(f"{{'descr': '{arr.dtype.str}', 'fortran_order': False, "
-                                      f"'shape': ({10**12}, {', '.join(map(str, shape))}), }}", b"\0" * 64)
+        members[f"{name}.npy"] = _npy(
+            f"{{'descr': '{arr.dtype.str}', 'fortran_order': False, "
+            f"'shape': ({10**12}, {', '.join(map(str, shape))}), }}",
+            b"\0" * 64,
+        )
     members["globalInputNC.npy"] = _npy("{'descr': '<f4', 'fortran_order': False, 'shape': (3, 2**40), }")
     data = _zip(members)
     assert len(data) < 10_000

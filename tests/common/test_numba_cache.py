@@ -50,7 +50,7 @@ def test_the_save_is_the_locked_one():
     assert IndexDataCacheFile.save is _locked_save
 
 
-PARALLEL_MODULE = '''
+PARALLEL_MODULE = """
 import numpy as np
 from numba import njit, prange
 
@@ -74,7 +74,7 @@ if __name__ == "__main__":
 
     a = np.zeros(64)
     print(inner(a) if sys.argv[1] == "inner" else outer(a))
-'''
+"""
 
 
 def test_a_cached_caller_of_a_parallel_kernel_starts_the_threads_it_needs(tmp_path):
@@ -86,8 +86,14 @@ def test_a_cached_caller_of_a_parallel_kernel_starts_the_threads_it_needs(tmp_pa
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(tmp_path)])}
 
     def run(what: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, str(tmp_path / "parallel_module.py"), what], env=env, cwd=tmp_path,
-                              capture_output=True, text=True, timeout=300)
+        return subprocess.run(
+            [sys.executable, str(tmp_path / "parallel_module.py"), what],
+            env=env,
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
 
     assert run("inner").returncode == 0  # caches inner
     assert run("outer").returncode == 0  # inner from the cache, outer compiled and cached
@@ -95,4 +101,6 @@ def test_a_cached_caller_of_a_parallel_kernel_starts_the_threads_it_needs(tmp_pa
     assert third.returncode == 0, f"exit {third.returncode}: {third.stderr[-2000:]}"
     assert float(third.stdout.split()[-1]) == 64.0
     assert sorted(p.name.split("-")[0] for p in (tmp_path / "__pycache__").glob("*.nbi")) == [
-        "parallel_module.inner", "parallel_module.outer"]
+        "parallel_module.inner",
+        "parallel_module.outer",
+    ]

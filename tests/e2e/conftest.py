@@ -19,7 +19,8 @@ def server(request, tmp_path):
     from server.runs.models import create_run
 
     create_run(helpers.RUN, helpers.SETTINGS.to_dict())
-    live = LiveServer(database_url(connection.settings_dict), tmp_path, env=getattr(request, "param", None),
-                      access_log=True)
+    live = LiveServer(
+        database_url(connection.settings_dict), tmp_path, env=getattr(request, "param", None), access_log=True
+    )
     yield live
     live.stop()

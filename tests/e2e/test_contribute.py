@@ -44,16 +44,31 @@ class Contributor:
         self.data = home / "data"
         self.out = home / "stdout.txt"
         self.err = home / "stderr.txt"
-        args = [sys.executable, "-m", "client", "contribute", "--config", str(self.config), "--data-dir",
-                str(self.data), "--device", "cpu", "--parallel", "4", "--retry-seconds", "0.5", *extra]
+        args = [
+            sys.executable,
+            "-m",
+            "client",
+            "contribute",
+            "--config",
+            str(self.config),
+            "--data-dir",
+            str(self.data),
+            "--device",
+            "cpu",
+            "--parallel",
+            "4",
+            "--retry-seconds",
+            "0.5",
+            *extra,
+        ]
         if server_url:
             args += ["--server", server_url]
         if login:
             args += ["--username", "alice", "--password-stdin"]
         env = {k: v for k, v in os.environ.items() if not k.startswith("SENTE_")}
         env["PYTHONPATH"] = str(ROOT)
-        self.process = subprocess.Popen(args, cwd=ROOT, env=env, stdin=subprocess.PIPE,
-                                        stdout=open(self.out, "ab"), stderr=open(self.err, "ab"))  # noqa: SIM115
+        out, err = open(self.out, "ab"), open(self.err, "ab")  # noqa: SIM115 (the child keeps them)
+        self.process = subprocess.Popen(args, cwd=ROOT, env=env, stdin=subprocess.PIPE, stdout=out, stderr=err)
         if login:
             self.say(PASSWORD)
 
@@ -87,15 +102,21 @@ class Contributor:
 
     def output(self) -> str:
         log = self.data / "contribute.log"
-        return (f"--- stdout\n{self.out.read_text()[-3000:]}\n--- stderr\n{self.err.read_text()[-3000:]}\n"
-                f"--- log\n{log.read_text()[-6000:] if log.exists() else ''}")
+        return (
+            f"--- stdout\n{self.out.read_text()[-3000:]}\n--- stderr\n{self.err.read_text()[-3000:]}\n"
+            f"--- log\n{log.read_text()[-6000:] if log.exists() else ''}"
+        )
 
     def workers(self) -> list[int]:
         """The worker processes' pids (multiprocessing's own helper process aside)."""
-        found = subprocess.run(["pgrep", "-P", str(self.process.pid), "-f", "multiprocessing.spawn"],
-                               capture_output=True, text=True).stdout.split()
-        return [int(pid) for pid in found
-                if "resource_tracker" not in Path(f"/proc/{pid}/cmdline").read_text(errors="replace")]
+        found = subprocess.run(
+            ["pgrep", "-P", str(self.process.pid), "-f", "multiprocessing.spawn"], capture_output=True, text=True
+        ).stdout.split()
+        return [
+            int(pid)
+            for pid in found
+            if "resource_tracker" not in Path(f"/proc/{pid}/cmdline").read_text(errors="replace")
+        ]
 
     def cpu_seconds(self) -> float:
         """The processor time the workers have used so far."""
@@ -140,8 +161,9 @@ def _until(condition, timeout: float, what: str, client: Contributor | None = No
         if value:
             return value
         if client is not None and client.process.poll() is not None:
-            raise AssertionError(f"the client ended ({client.process.returncode}) while waiting for {what}:\n"
-                                 f"{client.output()}")
+            raise AssertionError(
+                f"the client ended ({client.process.returncode}) while waiting for {what}:\n{client.output()}"
+            )
         time.sleep(step)
     raise AssertionError(f"timed out waiting for {what}" + (f":\n{client.output()}" if client else ""))
 
@@ -154,13 +176,19 @@ def _upload_network(server_url: str, tmp_path: Path, name: str, parent: str, acc
     if not User.objects.filter(username="gpu-box").exists():
         trainer = User.objects.create_user("gpu-box", "trainer@example.org", "another long password")
         trainer.groups.add(Group.objects.get(name="trainers"))
-    token = requests.post(f"{server_url}/api/v1/auth/token/", timeout=30,
-                          json={"username": "gpu-box", "password": "another long password"}).json()["token"]
+    token = requests.post(
+        f"{server_url}/api/v1/auth/token/",
+        timeout=30,
+        json={"username": "gpu-box", "password": "another long password"},
+    ).json()["token"]
     data = helpers.network_file(name)
-    r = requests.post(f"{server_url}/api/v1/networks/", headers={"Authorization": f"Token {token}"}, timeout=60,
-                      data={"name": name, "run": helpers.RUN, "parent": parent,
-                            "sha256": hashlib.sha256(data).hexdigest()},
-                      files={"file": (f"{name}.safetensors", data)})
+    r = requests.post(
+        f"{server_url}/api/v1/networks/",
+        headers={"Authorization": f"Token {token}"},
+        timeout=60,
+        data={"name": name, "run": helpers.RUN, "parent": parent, "sha256": hashlib.sha256(data).hexdigest()},
+        files={"file": (f"{name}.safetensors", data)},
+    )
     assert r.status_code == 201, r.text
     if accept:  # as if it had passed its gating: the self-play network of new tasks
         from server.networks.models import Network
@@ -208,15 +236,23 @@ def test_a_volunteer_logs_in_plays_and_uploads(server, volunteer, contributors, 
     # Two workers (as with two GPUs), sharing the outbox and the network cache.
     client = Contributor(tmp_path / "alice", server.url, True, "--device", "cpu,cpu", "--parallel", "2")
     contributors.append(client)
-    _until(lambda: TrainingGame.objects.count() >= 3 and RatingGame.objects.count() >= 1, 240,
-           "self-play and rating games on the server", client)
+    _until(
+        lambda: TrainingGame.objects.count() >= 3 and RatingGame.objects.count() >= 1,
+        240,
+        "self-play and rating games on the server",
+        client,
+    )
     # A worker that dies is started again; the games go on.
     workers = client.workers()
     assert len(workers) == 2
     os.kill(workers[0], signal.SIGKILL)
     count = TrainingGame.objects.count()
-    _until(lambda: TrainingGame.objects.count() >= count + 2 and len(client.workers()) == 2, 120,
-           "games after a worker was restarted", client)
+    _until(
+        lambda: TrainingGame.objects.count() >= count + 2 and len(client.workers()) == 2,
+        120,
+        "games after a worker was restarted",
+        client,
+    )
     assert "ended unexpectedly" in (client.data / "contribute.log").read_text()
     client.say("pause")
     _until(lambda: "paused" in (client.data / "contribute.log").read_text(), 30, "the pause", client)
@@ -252,8 +288,12 @@ def test_a_stopped_server_and_a_killed_client_lose_no_game(server, volunteer, co
     client = Contributor(tmp_path / "alice", server.url, True)
     contributors.append(client)
     _until(lambda: TrainingGame.objects.count() >= 2, 240, "the first games on the server", client)
-    _until(lambda: Task.objects.filter(kind="selfplay", games__gt=4 * 4).exists(), 120,
-           "a reserve sized by the game rate", client)
+    _until(
+        lambda: Task.objects.filter(kind="selfplay", games__gt=4 * 4).exists(),
+        120,
+        "a reserve sized by the game rate",
+        client,
+    )
 
     # The server goes away for a while: the client plays on, to the end of the outage (its worker
     # still busy searching in the last seconds), and keeps its games.
@@ -282,19 +322,29 @@ def test_a_stopped_server_and_a_killed_client_lose_no_game(server, volunteer, co
     started = timezone.now()
     again = Contributor(tmp_path / "alice")  # the kept settings: no options needed
     contributors.append(again)
-    _until(lambda: TrainingGame.objects.count() + RatingGame.objects.count() >= before + kept, 120,
-           "the killed client's games delivered", again)
+    _until(
+        lambda: TrainingGame.objects.count() + RatingGame.objects.count() >= before + kept,
+        120,
+        "the killed client's games delivered",
+        again,
+    )
     assert again.stop() == 0, again.output()
     assert not again.kept_names() and not list((again.data / "outbox" / "rejected").iterdir())
     # Its tasks owe the server no game: those it did not play were given up as it stopped.
-    assert [(t.games, t.games_received) for t in Task.objects.filter(created_at__gte=started)
-            if t.games != t.games_received] == []
+    assert [
+        (t.games, t.games_received) for t in Task.objects.filter(created_at__gte=started) if t.games != t.games_received
+    ] == []
     _stored_games_are_valid(server.data_dir)
     # Each game the clients finished is on the server once: none lost, none twice.
-    delivered = {line.split()[-2] for line in (again.data / "contribute.log").read_text().splitlines()
-                 if line.endswith(" delivered")}
-    stored = [*TrainingGame.objects.values_list("client_game_id", flat=True),
-              *RatingGame.objects.values_list("client_game_id", flat=True)]
+    delivered = {
+        line.split()[-2]
+        for line in (again.data / "contribute.log").read_text().splitlines()
+        if line.endswith(" delivered")
+    }
+    stored = [
+        *TrainingGame.objects.values_list("client_game_id", flat=True),
+        *RatingGame.objects.values_list("client_game_id", flat=True),
+    ]
     assert delivered <= set(stored) and len(stored) == len(set(stored))
 
 
@@ -380,9 +430,15 @@ def _store_canary_of_other_weights(server, name: str, data: bytes) -> None:
     path = server.data_dir / "files" / file_name
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(npz)
-    NetworkCanary.objects.create(network=Network.objects.get(name=name), version=canary.CANARY_VERSION,
-                                 fingerprint=canary.fingerprint(), file=file_name, sha256=sha256,
-                                 size_bytes=len(npz), seconds=0.0)
+    NetworkCanary.objects.create(
+        network=Network.objects.get(name=name),
+        version=canary.CANARY_VERSION,
+        fingerprint=canary.fingerprint(),
+        file=file_name,
+        sha256=sha256,
+        size_bytes=len(npz),
+        seconds=0.0,
+    )
 
 
 def _each_worker_answers(server, url: str, headers: dict, mark: str) -> list:
@@ -394,16 +450,21 @@ def _each_worker_answers(server, url: str, headers: dict, mark: str) -> list:
     assert len(workers) >= 2, server.log()
     with ThreadPoolExecutor(4) as pool:
         for attempt in range(50):
-            list(pool.map(lambda k: requests.get(f"{url}?probe={mark}-{k}", headers=headers, timeout=30),
-                          range(8 * attempt, 8 * attempt + 8)))
+            list(
+                pool.map(
+                    lambda k: requests.get(f"{url}?probe={mark}-{k}", headers=headers, timeout=30),
+                    range(8 * attempt, 8 * attempt + 8),
+                )
+            )
             seen = [r for r in server.requests() if f"probe={mark}-" in r.path]
             if {r.pid for r in seen} >= workers:
                 return seen
     raise AssertionError(f"not every worker answered: {workers}, {seen}")
 
 
-def test_a_revoked_token_is_refused_at_once_and_the_advice_to_log_in_again_works(server, volunteer, contributors,
-                                                                                  tmp_path):
+def test_a_revoked_token_is_refused_at_once_and_the_advice_to_log_in_again_works(
+    server, volunteer, contributors, tmp_path
+):
     """A token revoked is refused by the next request on every gunicorn worker, and the client ends
     saying how to log in again; doing just that works (so does a start with the password on stdin).
     A run that stops taking this client's build ends it with the upgrade message (exit 4), and a run
@@ -441,8 +502,9 @@ def test_a_revoked_token_is_refused_at_once_and_the_advice_to_log_in_again_works
     # Its token revoked too, a start with the password on stdin logs in again by itself; the run's
     # versions (now up to 0.0.9) do not include this client's, which is refused at start.
     ClientToken.objects.filter(user__username="alice").update(revoked_at=timezone.now())
-    Run.objects.filter(name=helpers.RUN).update(client_builds=[], min_client_version="0.0.1",
-                                                max_client_version="0.0.9")
+    Run.objects.filter(name=helpers.RUN).update(
+        client_builds=[], min_client_version="0.0.1", max_client_version="0.0.9"
+    )
     late = Contributor(tmp_path / "alice", None, False, "--password-stdin")
     contributors.append(late)
     late.say(PASSWORD)
@@ -463,8 +525,16 @@ def test_an_unreachable_server_at_start_is_reported(tmp_path, contributors):
 
     config = tmp_path / "home" / "client.json"
     config.parent.mkdir()
-    config.write_text(json.dumps({"server": f"http://127.0.0.1:{free_port()}", "username": "alice",
-                                  "token": "0" * 40, "instance_id": "sente-test"}))
+    config.write_text(
+        json.dumps(
+            {
+                "server": f"http://127.0.0.1:{free_port()}",
+                "username": "alice",
+                "token": "0" * 40,
+                "instance_id": "sente-test",
+            }
+        )
+    )
     client = Contributor(tmp_path / "home")
     contributors.append(client)
     assert client.wait(60) == 5

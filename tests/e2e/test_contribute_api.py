@@ -70,8 +70,13 @@ def test_the_client_side_of_the_api_against_gunicorn(server, tmp_path):
 
     # A worker's task supply: a task of the random network in hand, one of its games played.
     ahead = NetworkCache(tmp_path / "ahead")
-    supply = TaskQueue(ServerClient(server.url, client.token, instance_id="e2e-supply"), ahead,
-                       Sizing(parallel=2, fill_seconds=3600), look_seconds=0.3, prefetch_seconds=0)
+    supply = TaskQueue(
+        ServerClient(server.url, client.token, instance_id="e2e-supply"),
+        ahead,
+        Sizing(parallel=2, fill_seconds=3600),
+        look_seconds=0.3,
+        prefetch_seconds=0,
+    )
     supply.start()
     _until(lambda: supply.in_hand() >= 2, "a task in hand")
     played, _ = supply.take_game(None)
@@ -81,10 +86,18 @@ def test_the_client_side_of_the_api_against_gunicorn(server, tmp_path):
     data = helpers.network_file("test-net1")
     trainer_client = ServerClient(server.url)
     trainer_client.login("gpu-box", "another long password", "trainer")
-    r = requests.post(trainer_client.url("networks/"), headers={"Authorization": f"Token {trainer_client.token}"},
-                      data={"name": "test-net1", "run": helpers.RUN, "parent": helpers.RANDOM_NET,
-                            "sha256": hashlib.sha256(data).hexdigest()},
-                      files={"file": ("test-net1.safetensors", data)}, timeout=60)
+    r = requests.post(
+        trainer_client.url("networks/"),
+        headers={"Authorization": f"Token {trainer_client.token}"},
+        data={
+            "name": "test-net1",
+            "run": helpers.RUN,
+            "parent": helpers.RANDOM_NET,
+            "sha256": hashlib.sha256(data).hexdigest(),
+        },
+        files={"file": ("test-net1.safetensors", data)},
+        timeout=60,
+    )
     assert r.status_code == 201, r.text
     from server.networks.models import Network
     from server.ratings.promotion import staff_decision
@@ -99,8 +112,10 @@ def test_the_client_side_of_the_api_against_gunicorn(server, tmp_path):
     _until(lambda: (task := supply.next_selfplay(0.1)) and task.key == ("test-net1", 1), "a task of the new network")
     assert ahead.path_of("test-net1").read_bytes() == data
     mine = Task.objects.filter(client_instance_id="e2e-supply")
-    _until(lambda: sum(mine.filter(network__is_random=True).values_list("games", flat=True)) == 1,
-           "the server told of the games given up")
+    _until(
+        lambda: sum(mine.filter(network__is_random=True).values_list("games", flat=True)) == 1,
+        "the server told of the games given up",
+    )
     # At the worker's end the server hears of every game it will not get.
     supply.close()
     assert supply.release_unplayed() >= 2

@@ -25,12 +25,25 @@ from tests.server import helpers
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or (
-    "/usr/bin/chromium" if os.path.exists("/usr/bin/chromium") else None)
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-CAPTURE_SGF = (b"(;FF[4]GM[1]SZ[7]KM[6.5]RU[koSIMPLEscoreAREAtaxNONEsui0]PB[net]PW[net]RE[B+R]"
-               b";B[ab];W[bb];B[ba];W[dd];B[cb];W[ee];B[bc])")  # black captures the white stone at bb (B6)
+CHROMIUM = (
+    shutil.which("chromium")
+    or shutil.which("chromium-browser")
+    or ("/usr/bin/chromium" if os.path.exists("/usr/bin/chromium") else None)
+)
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+CAPTURE_SGF = (
+    b"(;FF[4]GM[1]SZ[7]KM[6.5]RU[koSIMPLEscoreAREAtaxNONEsui0]PB[net]PW[net]RE[B+R]"
+    b";B[ab];W[bb];B[ba];W[dd];B[cb];W[ee];B[bc])"
+)  # black captures the white stone at bb (B6)
 NINE_SGF = b"(;FF[4]GM[1]SZ[9]KM[7]RU[Chinese]PB[net]PW[net]RE[W+R];B[ee];W[cc])"
 
 
@@ -97,20 +110,45 @@ def _data(run_name: str, selfplay: list[helpers.PlayedGame]) -> dict:
     networks = []
     for k in range(1, 9):
         state = "rejected" if k == 5 else "rating" if k == 8 else "accepted"
-        n = Network.objects.create(name=f"{run.name}-n{k}", run=run, parent=parent, state=state, size_name="b6c96",
-                                   released=k in (3, 6), file=f"networks/{k:064x}.safetensors",
-                                   size_bytes=3_900_000 + k, sha256=f"{k:064x}", train_step=k * 2_000_000,
-                                   rows_seen=k * 120_000, created_at=now - timedelta(days=9 - k))
+        n = Network.objects.create(
+            name=f"{run.name}-n{k}",
+            run=run,
+            parent=parent,
+            state=state,
+            size_name="b6c96",
+            released=k in (3, 6),
+            file=f"networks/{k:064x}.safetensors",
+            size_bytes=3_900_000 + k,
+            sha256=f"{k:064x}",
+            train_step=k * 2_000_000,
+            rows_seen=k * 120_000,
+            created_at=now - timedelta(days=9 - k),
+        )
         Rating.objects.create(network=n, elo=90.0 * k - (150 if k == 5 else 0), elo_se=12.0 + 2 * k, games=40 * k)
-        Gating.objects.create(candidate=n, opponent=parent, rule="fixed", wins=13, draws=0, losses=7,
-                              decision={"rejected": "reject", "rating": "continue"}.get(state, "accept"))
+        Gating.objects.create(
+            candidate=n,
+            opponent=parent,
+            rule="fixed",
+            wins=13,
+            draws=0,
+            losses=7,
+            decision={"rejected": "reject", "rating": "continue"}.get(state, "accept"),
+        )
         networks.append(n)
         if state == "accepted":
             parent = n
-    TrainingLine.objects.create(run=run, architecture="b6c96", role="current", status="training",
-                                status_note="training on the newest window", samples=16_000_000, rows_total=960_000,
-                                window_rows=400_000, losses={"policy": 2.31, "value": 0.64, "score": 0.4},
-                                last_export=networks[-1])
+    TrainingLine.objects.create(
+        run=run,
+        architecture="b6c96",
+        role="current",
+        status="training",
+        status_note="training on the newest window",
+        samples=16_000_000,
+        rows_total=960_000,
+        window_rows=400_000,
+        losses={"policy": 2.31, "value": 0.64, "score": 0.4},
+        last_export=networks[-1],
+    )
     alice = User.objects.create_user("alice", "alice@example.org", "a long enough password")
     bob = User.objects.create_user("bob", "bob@example.org", "a long enough password")
     games = helpers.store_training_games(run, alice, selfplay[:4], network=networks[6])
@@ -131,8 +169,13 @@ def _data(run_name: str, selfplay: list[helpers.PlayedGame]) -> dict:
 def test_the_website_in_a_browser(server, chromium, tmp_path, settings):
     from server.accounts.models import ClientToken
 
-    settings.STORAGES = {**settings.STORAGES, "default": {"BACKEND": "server.files.AtomicFileSystemStorage",
-                                                          "OPTIONS": {"location": str(server.data_dir / "files")}}}
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "default": {
+            "BACKEND": "server.files.AtomicFileSystemStorage",
+            "OPTIONS": {"location": str(server.data_dir / "files")},
+        },
+    }
     played = helpers.selfplay_games(tmp_path / "selfplay", helpers.RANDOM_NET, count=6)
     data = _data(helpers.RUN, played)
     data["moves"] = played[1].metadata["moves"]
@@ -216,20 +259,23 @@ def _browse(browser, url: str, data: dict, screens: Screens) -> tuple[list[str],
         page.wait_for_function("document.getElementById('elo-hover').textContent.includes('test-n')")
         assert "Elo" in page.inner_text("#elo-hover") and "data rows" in page.inner_text("#elo-hover")
         assert "rows" in page.inner_text("#elo-chart .u-legend")
-        full = float(page.get_attribute("#elo-chart", "data-x-max")) - float(page.get_attribute("#elo-chart",
-                                                                                                  "data-x-min"))
+        full = float(page.get_attribute("#elo-chart", "data-x-max")) - float(
+            page.get_attribute("#elo-chart", "data-x-min")
+        )
         screens.take(page, "elo")
         page.mouse.move(box["x"] + box["width"] * 0.2, box["y"] + box["height"] / 2)
         page.mouse.down()
         page.mouse.move(box["x"] + box["width"] * 0.5, box["y"] + box["height"] / 2, steps=8)
         page.mouse.up()
-        zoomed = float(page.get_attribute("#elo-chart", "data-x-max")) - float(page.get_attribute("#elo-chart",
-                                                                                                    "data-x-min"))
+        zoomed = float(page.get_attribute("#elo-chart", "data-x-max")) - float(
+            page.get_attribute("#elo-chart", "data-x-min")
+        )
         assert 0 < zoomed < full * 0.5, (zoomed, full)
         screens.take(page, "elo-zoomed")
         page.click('button[data-action="reset"]')
-        reset = float(page.get_attribute("#elo-chart", "data-x-max")) - float(page.get_attribute("#elo-chart",
-                                                                                                   "data-x-min"))
+        reset = float(page.get_attribute("#elo-chart", "data-x-max")) - float(
+            page.get_attribute("#elo-chart", "data-x-min")
+        )
         assert abs(reset - full) <= full * 1e-6, (reset, full)  # the whole range again
         page.click('button[data-axis="time"]')
         page.wait_for_selector('#elo-chart[data-axis="time"]')
@@ -348,12 +394,18 @@ def _browse(browser, url: str, data: dict, screens: Screens) -> tuple[list[str],
         assert f"--server {url}/ --username carol" in page.inner_text("#contribute-command")
 
         # a phone: the page fits the screen, wide tables scroll inside their frame
-        phone = browser.new_context(viewport={"width": 390, "height": 844}, device_scale_factor=2, is_mobile=True,
-                                    has_touch=True)
+        phone = browser.new_context(
+            viewport={"width": 390, "height": 844}, device_scale_factor=2, is_mobile=True, has_touch=True
+        )
         small = phone.new_page()
         watch(small)
-        for path, name in (("/networks/", "phone-networks"), (f"/games/{data['capture_game']}/", "phone-game"),
-                           ("/", "phone-home"), ("/elo/", "phone-elo"), ("/contributors/", "phone-contributors")):
+        for path, name in (
+            ("/networks/", "phone-networks"),
+            (f"/games/{data['capture_game']}/", "phone-game"),
+            ("/", "phone-home"),
+            ("/elo/", "phone-elo"),
+            ("/contributors/", "phone-contributors"),
+        ):
             small.goto(url + path)
             if path in ("/", "/elo/"):
                 small.wait_for_selector('#elo-chart[data-ready="1"]')

@@ -42,9 +42,28 @@ def _certificate(folder: Path) -> tuple[Path, Path]:
     _need("openssl", "openssl")
     folder.mkdir(parents=True, exist_ok=True)
     cert, key = folder / "fullchain.pem", folder / "privkey.pem"
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=localhost",
-                    "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost", "-keyout", str(key), "-out", str(cert)],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=localhost",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1,DNS:localhost",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+        ],
+        check=True,
+        capture_output=True,
+    )
     return cert, key
 
 
@@ -54,8 +73,17 @@ class Nginx:
     ``upstream``: the site's files are copied with the deployment's paths (certificates, storage and
     static folders, snippets, logs) replaced by the test's, and every listen moved to 127.0.0.1."""
 
-    def __init__(self, site: str, folder: Path, upstream: str, files: Path, static: Path, cert: Path, key: Path,
-                 start: bool = True) -> None:
+    def __init__(
+        self,
+        site: str,
+        folder: Path,
+        upstream: str,
+        files: Path,
+        static: Path,
+        cert: Path,
+        key: Path,
+        start: bool = True,
+    ) -> None:
         self.nginx = _need("nginx", "nginx")
         self.folder = folder
         self.http, self.https = free_port(), free_port()
@@ -65,12 +93,18 @@ class Nginx:
         paths = {
             "/etc/letsencrypt/live/go.example.org/fullchain.pem": str(cert),
             "/etc/letsencrypt/live/go.example.org/privkey.pem": str(key),
-            "/etc/nginx/tls/fullchain.pem": str(cert), "/etc/nginx/tls/privkey.pem": str(key),
-            "/etc/nginx/snippets/": f"{conf}/", "/etc/nginx/sente/": f"{conf}/",
-            "/var/log/nginx/": f"{folder}/logs/", "/var/www/letsencrypt": f"{folder}/acme",
-            "/srv/sente/data/files/": f"{files}/", "/data/files/": f"{files}/",
-            "/srv/sente/data/static/": f"{static}/", "/srv/static/": f"{static}/",
-            "server 127.0.0.1:8000": f"server {upstream}", "server web:8000": f"server {upstream}",
+            "/etc/nginx/tls/fullchain.pem": str(cert),
+            "/etc/nginx/tls/privkey.pem": str(key),
+            "/etc/nginx/snippets/": f"{conf}/",
+            "/etc/nginx/sente/": f"{conf}/",
+            "/var/log/nginx/": f"{folder}/logs/",
+            "/var/www/letsencrypt": f"{folder}/acme",
+            "/srv/sente/data/files/": f"{files}/",
+            "/data/files/": f"{files}/",
+            "/srv/sente/data/static/": f"{static}/",
+            "/srv/static/": f"{static}/",
+            "server 127.0.0.1:8000": f"server {upstream}",
+            "server web:8000": f"server {upstream}",
         }
         pattern = re.compile("|".join(re.escape(k) for k in sorted(paths, key=len, reverse=True)))
         for source in (DEPLOY / "nginx").glob("*.conf"):
@@ -89,11 +123,14 @@ class Nginx:
             f"pid {folder}/nginx.pid;\nerror_log {folder}/logs/error.log;\ndaemon off;\n{user}worker_processes 1;\n"
             f"events {{ worker_connections 64; }}\n"
             f"http {{\n  {mime}default_type application/octet-stream;\n  access_log {folder}/logs/access.log;\n"
-            + "".join(f"  {kind}_temp_path {temp}/{kind};\n" for kind in ("client_body", "proxy", "fastcgi", "uwsgi",
-                                                                           "scgi"))
-            + f"  include {conf}/{site};\n}}\n")
-        self.url = f"https://127.0.0.1:{self.https}" if "ssl" in (conf / site).read_text() else \
-            f"http://127.0.0.1:{self.http}"
+            + "".join(
+                f"  {kind}_temp_path {temp}/{kind};\n" for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")
+            )
+            + f"  include {conf}/{site};\n}}\n"
+        )
+        self.url = (
+            f"https://127.0.0.1:{self.https}" if "ssl" in (conf / site).read_text() else f"http://127.0.0.1:{self.http}"
+        )
         self.process = None
         if start:
             self.start()
@@ -107,8 +144,10 @@ class Nginx:
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                raise RuntimeError(f"nginx exited with {self.process.returncode}: {self.process.stderr.read()!r}\n"
-                                   + (self.folder / "logs" / "error.log").read_text(errors="replace")[-3000:])
+                raise RuntimeError(
+                    f"nginx exited with {self.process.returncode}: {self.process.stderr.read()!r}\n"
+                    + (self.folder / "logs" / "error.log").read_text(errors="replace")[-3000:]
+                )
             with socket.socket() as s:
                 if s.connect_ex(("127.0.0.1", port)) == 0:
                     return
@@ -124,8 +163,9 @@ class Nginx:
 def test_nginx_accepts_the_site(tmp_path):
     cert, key = _certificate(tmp_path / "tls")
     for site in ("sente.conf", "compose.conf", "compose-http.conf"):
-        front = Nginx(site, tmp_path / site, "127.0.0.1:8000", tmp_path / "files", tmp_path / "static", cert, key,
-                      start=False)
+        front = Nginx(
+            site, tmp_path / site, "127.0.0.1:8000", tmp_path / "files", tmp_path / "static", cert, key, start=False
+        )
         done = subprocess.run(front.command("-t", "-q"), capture_output=True, text=True)
         assert done.returncode == 0, done.stderr
 
@@ -150,17 +190,24 @@ def test_nginx_sends_network_files_with_ranges_to_resuming_clients(tmp_path):
     create_run(helpers.RUN, helpers.SETTINGS.to_dict())
     data = tmp_path / "data"
     data.mkdir()
-    live = LiveServer(database_url(connection.settings_dict), data,
-                      env={"SENTE_NETWORK_FILE_ACCEL_PREFIX": "/_network_files"})
+    live = LiveServer(
+        database_url(connection.settings_dict), data, env={"SENTE_NETWORK_FILE_ACCEL_PREFIX": "/_network_files"}
+    )
     fronts: list[Nginx] = []
     try:
         env = {**{k: v for k, v in os.environ.items() if not k.startswith("SENTE_")}, "SENTE_DATA_DIR": str(data)}
-        subprocess.run([sys.executable, "manage.py", "collectstatic", "--no-input", "--verbosity", "0"], cwd=ROOT,
-                       env=env, check=True, capture_output=True)
+        subprocess.run(
+            [sys.executable, "manage.py", "collectstatic", "--no-input", "--verbosity", "0"],
+            cwd=ROOT,
+            env=env,
+            check=True,
+            capture_output=True,
+        )
         cert, key = _certificate(tmp_path / "tls")
         for site in ("sente.conf", "compose.conf", "compose-http.conf"):
-            fronts.append(Nginx(site, tmp_path / site, f"127.0.0.1:{live.port}", data / "files", data / "static",
-                                cert, key))
+            fronts.append(
+                Nginx(site, tmp_path / site, f"127.0.0.1:{live.port}", data / "files", data / "static", cert, key)
+            )
         trainer = User.objects.create_user("gpu-box", "trainer@example.org", "another long password")
         trainer.groups.add(Group.objects.get(name="trainers"))
         _, trainer_token = ClientToken.issue(trainer, "gpu")
@@ -168,10 +215,14 @@ def test_nginx_sends_network_files_with_ranges_to_resuming_clients(tmp_path):
         _, token = ClientToken.issue(user, "smoke")
         network = helpers.network_file("test-net1")
         sha256 = hashlib.sha256(network).hexdigest()
-        upload = requests.post(fronts[0].url + "/api/v1/networks/", headers={"Authorization": f"Token {trainer_token}"},
-                               data={"name": "test-net1", "run": helpers.RUN, "parent": helpers.RANDOM_NET,
-                                     "sha256": sha256}, files={"file": ("test-net1.safetensors", network)},
-                               verify=cert, timeout=60)
+        upload = requests.post(
+            fronts[0].url + "/api/v1/networks/",
+            headers={"Authorization": f"Token {trainer_token}"},
+            data={"name": "test-net1", "run": helpers.RUN, "parent": helpers.RANDOM_NET, "sha256": sha256},
+            files={"file": ("test-net1.safetensors", network)},
+            verify=cert,
+            timeout=60,
+        )
         assert upload.status_code == 201, upload.text
         staff_decision(Network.objects.get(name="test-net1"), "accept", note="for the test")
 
@@ -179,10 +230,17 @@ def test_nginx_sends_network_files_with_ranges_to_resuming_clients(tmp_path):
             session = requests.Session()
             session.trust_env = False  # (REQUESTS_CA_BUNDLE in the environment would win over verify)
             session.verify = str(cert)
-            task = session.post(front.url + "/api/v1/tasks/", headers={"Authorization": f"Token {token}"},
-                                json={"client_version": "0.1.0", "client_instance_id": "nginx-test", "games": 1,
-                                          "kinds": ["selfplay"]},  # (else a rating game may come)
-                                timeout=30)
+            task = session.post(
+                front.url + "/api/v1/tasks/",
+                headers={"Authorization": f"Token {token}"},
+                json={
+                    "client_version": "0.1.0",
+                    "client_instance_id": "nginx-test",
+                    "games": 1,
+                    "kinds": ["selfplay"],
+                },  # (else a rating game may come)
+                timeout=30,
+            )
             assert task.status_code == 201, task.text
             ref = task.json()["network"]
             assert ref["url"] == f"{front.url}/api/v1/networks/test-net1/file", front.url  # back through nginx
@@ -191,9 +249,12 @@ def test_nginx_sends_network_files_with_ranges_to_resuming_clients(tmp_path):
             assert whole.status_code == 200 and whole.content == network
             headers = whole.raw.headers  # as sent, a repeated header not yet joined
             assert "X-Accel-Redirect" not in headers
-            for name, value in (("ETag", f'"{sha256}"'), ("Accept-Ranges", "bytes"),
-                                ("Cache-Control", "public, max-age=31536000, immutable"),
-                                ("Content-Disposition", 'attachment; filename="test-net1.safetensors"')):
+            for name, value in (
+                ("ETag", f'"{sha256}"'),
+                ("Accept-Ranges", "bytes"),
+                ("Cache-Control", "public, max-age=31536000, immutable"),
+                ("Content-Disposition", 'attachment; filename="test-net1.safetensors"'),
+            ):
                 assert headers.getlist(name) == [value], (front.url, name, headers.getlist(name))
             part = session.get(ref["url"], headers={"Range": "bytes=100-299"}, timeout=30)
             assert part.status_code == 206 and part.content == network[100:300]
@@ -208,9 +269,13 @@ def test_nginx_sends_network_files_with_ranges_to_resuming_clients(tmp_path):
             assert path.read_bytes() == network
             assert cache.downloaded_bytes == len(network) - kept  # only the rest came
 
-        smoke = subprocess.run([sys.executable, str(DEPLOY / "smoke.py"), fronts[0].url, "--token", token],
-                               capture_output=True, text=True, timeout=120,
-                               env={**os.environ, "REQUESTS_CA_BUNDLE": str(cert)})
+        smoke = subprocess.run(
+            [sys.executable, str(DEPLOY / "smoke.py"), fronts[0].url, "--token", token],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={**os.environ, "REQUESTS_CA_BUNDLE": str(cert)},
+        )
         assert smoke.returncode == 0, smoke.stdout + smoke.stderr
         assert "ok   network download: test-net1" in smoke.stdout
     finally:
@@ -224,14 +289,18 @@ def test_systemd_accepts_the_units(tmp_path):
     units = tmp_path / "units"
     units.mkdir()
     for unit in (DEPLOY / "systemd").iterdir():
-        text = unit.read_text().replace("/srv/sente/app", str(ROOT)).replace("/etc/sente/sente.env",
-                                                                            str(tmp_path / "sente.env"))
+        text = (
+            unit.read_text()
+            .replace("/srv/sente/app", str(ROOT))
+            .replace("/etc/sente/sente.env", str(tmp_path / "sente.env"))
+        )
         (units / unit.name).write_text(text)
     (units / "sente-trainer@main.service").symlink_to(units / "sente-trainer@.service")
     (tmp_path / "sente.env").write_text((DEPLOY / "sente.env.example").read_text())
     names = sorted(str(p) for p in units.iterdir() if p.name != "sente-trainer@.service")
-    done = subprocess.run([analyze, "verify", *names], capture_output=True, text=True,
-                          env={**os.environ, "SYSTEMD_LOG_LEVEL": "warning"})
+    done = subprocess.run(
+        [analyze, "verify", *names], capture_output=True, text=True, env={**os.environ, "SYSTEMD_LOG_LEVEL": "warning"}
+    )
     problems = [line for line in done.stderr.splitlines() if str(units) in line or "sente" in line]
     assert done.returncode == 0 and not problems, done.stderr
 
@@ -256,7 +325,7 @@ def _dockerfile_collectstatic() -> tuple[dict[str, str], list[str]]:
     line = next(line for line in text.splitlines() if line.startswith("RUN ") and "collectstatic" in line)
     words = shlex.split(line.removeprefix("RUN ").split("&&")[0])
     env = dict(w.split("=", 1) for w in itertools.takewhile(lambda w: re.fullmatch(r"[A-Z_]+=.*", w), words))
-    return env, words[len(env):]
+    return env, words[len(env) :]
 
 
 def test_docker_compose_makes_a_working_site(tmp_path):
@@ -335,8 +404,13 @@ class HealthcheckedServer(LiveServer):
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise RuntimeError(f"gunicorn exited with {self.process.returncode}:\n{self.log()}")
-            done = subprocess.run([sys.executable, str(DEPLOY / "healthcheck.py")], env=self._environment,
-                                  capture_output=True, text=True, timeout=30)
+            done = subprocess.run(
+                [sys.executable, str(DEPLOY / "healthcheck.py")],
+                env=self._environment,
+                capture_output=True,
+                text=True,
+                timeout=30,
+            )
             if done.returncode == 0:
                 return
             time.sleep(0.3)
@@ -360,9 +434,13 @@ def test_the_images_production_settings_serve_pages(tmp_path):
     assert build_command[:3] == ["python", "manage.py", "collectstatic"]
     static = tmp_path / "static"
     base = {k: v for k, v in os.environ.items() if not k.startswith(("SENTE_", "DJANGO_"))}
-    done = subprocess.run([sys.executable, *build_command[1:]], cwd=ROOT, capture_output=True, text=True,
-                          env={**base, **build_env, "SENTE_DATA_DIR": str(tmp_path / "build"),
-                               "SENTE_STATIC_ROOT": str(static)})
+    done = subprocess.run(
+        [sys.executable, *build_command[1:]],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**base, **build_env, "SENTE_DATA_DIR": str(tmp_path / "build"), "SENTE_STATIC_ROOT": str(static)},
+    )
     assert done.returncode == 0, done.stderr
     assert (static / "staticfiles.json").exists()
 
@@ -372,8 +450,14 @@ def test_the_images_production_settings_serve_pages(tmp_path):
     example = _env_file(DEPLOY / "sente.env.example")
     env = {**example, **{k: str(v) for k, v in compose["services"]["web"]["environment"].items()}}
     host = example["ALLOWED_HOSTS"].split(",")[0]
-    env.update({"SECRET_KEY": "a-secret-of-the-test-" + "x" * 40, "SENTE_STATIC_ROOT": str(static),
-                "SENTE_WORKERS": "1", "SENTE_FORWARDED_ALLOW_IPS": "127.0.0.1"})
+    env.update(
+        {
+            "SECRET_KEY": "a-secret-of-the-test-" + "x" * 40,
+            "SENTE_STATIC_ROOT": str(static),
+            "SENTE_WORKERS": "1",
+            "SENTE_FORWARDED_ALLOW_IPS": "127.0.0.1",
+        }
+    )
     for key in ("DATABASE_URL", "CACHE_URL", "SENTE_DATA_DIR", "STORAGE_URL", "SENTE_BIND", "SENTE_ACCESS_LOG"):
         env.pop(key)  # the test's database and folders, no Redis, a free port (LiveServer's)
     create_run(helpers.RUN, helpers.SETTINGS.to_dict())
@@ -391,16 +475,24 @@ def test_the_images_production_settings_serve_pages(tmp_path):
         # What the health check must not do: ask over plain http (redirected) or for another host.
         plain = requests.get(server.url + "/healthz", headers={"Host": host}, allow_redirects=False, timeout=30)
         assert plain.status_code == 301 and plain.headers["Location"].startswith("https://")
-        assert requests.get(server.url + "/healthz", headers={"X-Forwarded-Proto": "https"},
-                            timeout=30).status_code == 400
+        assert (
+            requests.get(server.url + "/healthz", headers={"X-Forwarded-Proto": "https"}, timeout=30).status_code == 400
+        )
 
 
 def _settings_of(env: dict[str, str], *names: str) -> subprocess.CompletedProcess:
-    code = ("import django; from django.conf import settings; django.setup(); "
-            f"print(*(getattr(settings, n) for n in {names!r}))")
+    code = (
+        "import django; from django.conf import settings; django.setup(); "
+        f"print(*(getattr(settings, n) for n in {names!r}))"
+    )
     base = {k: v for k, v in os.environ.items() if not k.startswith(("SENTE_", "DJANGO_", "SECRET_KEY"))}
-    return subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
-                          env={**base, "DJANGO_SETTINGS_MODULE": "server.settings", **env})
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**base, "DJANGO_SETTINGS_MODULE": "server.settings", **env},
+    )
 
 
 def test_production_refuses_the_example_secret_key_and_plain_http_turns_https_off(tmp_path):
@@ -417,18 +509,28 @@ def test_production_refuses_the_example_secret_key_and_plain_http_turns_https_of
 
 def test_object_storage_is_installed(tmp_path):
     """STORAGE_URL=s3://... works with what requirements.txt installs (django-storages and boto3)."""
-    code = ("import django; django.setup(); from django.core.files.storage import storages; "
-            "s = storages['default']; print(type(s).__name__, s.bucket_name, s.location, s.endpoint_url, "
-            "repr(s.querystring_auth), repr(s.querystring_expire))")
+    code = (
+        "import django; django.setup(); from django.core.files.storage import storages; "
+        "s = storages['default']; print(type(s).__name__, s.bucket_name, s.location, s.endpoint_url, "
+        "repr(s.querystring_auth), repr(s.querystring_expire))"
+    )
     base = {k: v for k, v in os.environ.items() if not k.startswith(("SENTE_", "DJANGO_", "AWS_"))}
-    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
-                          env={**base, "DJANGO_SETTINGS_MODULE": "server.settings", "SENTE_DATA_DIR": str(tmp_path),
-                               "STORAGE_URL": "s3://sente-files/production?endpoint_url=https://s3.example.org"
-                                              "&querystring_auth=false&querystring_expire=600"})
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={
+            **base,
+            "DJANGO_SETTINGS_MODULE": "server.settings",
+            "SENTE_DATA_DIR": str(tmp_path),
+            "STORAGE_URL": "s3://sente-files/production?endpoint_url=https://s3.example.org"
+            "&querystring_auth=false&querystring_expire=600",
+        },
+    )
     assert done.returncode == 0, done.stderr
     # the query's options typed as the storage wants them: a "false" left a string would be true
-    assert done.stdout.split() == ["S3Storage", "sente-files", "production", "https://s3.example.org", "False",
-                                   "600"]
+    assert done.stdout.split() == ["S3Storage", "sente-files", "production", "https://s3.example.org", "False", "600"]
 
 
 def test_the_build_context_leaves_out_secrets_and_data(tmp_path):
@@ -436,37 +538,75 @@ def test_the_build_context_leaves_out_secrets_and_data(tmp_path):
     virtualenv, Git, the data folders (secret key, the platform's admin password, the database), the
     compose env file and certificates stay out; what the Dockerfile needs goes in."""
     context = tmp_path / "context"
-    secret = [".venv/bin/python", ".git/config", "sente-data/secret_key", "sente-data/platform.json",
-              "sente-data/sente.sqlite3", "sente-data/files/networks/ab/cd/x.safetensors",
-              "sente-experiment/platform.json",
-              "deploy/sente.env", "deploy/tls/privkey.pem", "deploy/backups/latest/database.pgdump",
-              "server/__pycache__/settings.cpython-311.pyc", "elsewhere/sente.sqlite3", "elsewhere/secret_key"]
-    needed = ["requirements.txt", "manage.py", "server/settings.py", "server/static/sente/site.css",
-              "common/protocol.py", "client/__main__.py", "migrations/runs/0001_initial.py", "deploy/Dockerfile",
-              "deploy/gunicorn.conf.py", "deploy/healthcheck.py", "deploy/backup.sh", "deploy/nginx/compose.conf"]
+    secret = [
+        ".venv/bin/python",
+        ".git/config",
+        "sente-data/secret_key",
+        "sente-data/platform.json",
+        "sente-data/sente.sqlite3",
+        "sente-data/files/networks/ab/cd/x.safetensors",
+        "sente-experiment/platform.json",
+        "deploy/sente.env",
+        "deploy/tls/privkey.pem",
+        "deploy/backups/latest/database.pgdump",
+        "server/__pycache__/settings.cpython-311.pyc",
+        "elsewhere/sente.sqlite3",
+        "elsewhere/secret_key",
+    ]
+    needed = [
+        "requirements.txt",
+        "manage.py",
+        "server/settings.py",
+        "server/static/sente/site.css",
+        "common/protocol.py",
+        "client/__main__.py",
+        "migrations/runs/0001_initial.py",
+        "deploy/Dockerfile",
+        "deploy/gunicorn.conf.py",
+        "deploy/healthcheck.py",
+        "deploy/backup.sh",
+        "deploy/nginx/compose.conf",
+    ]
     for name in secret + needed:
         (context / name).parent.mkdir(parents=True, exist_ok=True)
         (context / name).write_text("x")
     shutil.copy(ROOT / ".dockerignore", context / ".dockerignore")
-    patterns = [line.strip() for line in (ROOT / ".dockerignore").read_text().splitlines()
-                if line.strip() and not line.startswith("#")]
+    patterns = [
+        line.strip()
+        for line in (ROOT / ".dockerignore").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
     sent = None
     for python in dict.fromkeys([sys.executable, shutil.which("python3"), "/usr/bin/python3"]):
         if python is None:
             continue
-        done = subprocess.run([python, "-c", "import json, sys; from docker.utils.build import exclude_paths; "
-                               "print(json.dumps(sorted(exclude_paths(sys.argv[1], json.loads(sys.argv[2])))))",
-                               str(context), json.dumps(patterns)], capture_output=True, text=True)
+        done = subprocess.run(
+            [
+                python,
+                "-c",
+                "import json, sys; from docker.utils.build import exclude_paths; "
+                "print(json.dumps(sorted(exclude_paths(sys.argv[1], json.loads(sys.argv[2])))))",
+                str(context),
+                json.dumps(patterns),
+            ],
+            capture_output=True,
+            text=True,
+        )
         if done.returncode == 0:
             sent = set(json.loads(done.stdout))
             break
     if sent is None:  # Docker's rules for these patterns: * within a name, **/ any folders, a folder's whole tree
+
         def rule(pattern: str) -> re.Pattern:
             body = re.escape(pattern).replace(r"\*\*/", "(.*/)?").replace(r"\*", "[^/]*").replace(r"\?", "[^/]")
             return re.compile(body + "(/.*)?")
+
         rules = [rule(p) for p in patterns]
-        sent = {str(p.relative_to(context)) for p in context.rglob("*") if p.is_file()
-                and not any(r.fullmatch(str(p.relative_to(context))) for r in rules)}
+        sent = {
+            str(p.relative_to(context))
+            for p in context.rglob("*")
+            if p.is_file() and not any(r.fullmatch(str(p.relative_to(context))) for r in rules)
+        }
     assert not sent & set(secret), sorted(sent & set(secret))
     assert set(needed) <= sent, sorted(set(needed) - sent)
 
@@ -479,8 +619,10 @@ def test_backups_hold_the_database_the_files_and_the_checkpoints(tmp_path):
 
     rsync = _need("rsync", "rsync")
     if connection.vendor != "postgresql":
-        missing("the PostgreSQL the tests use (the backup runs pg_dump on it)",
-                "start it on 127.0.0.1:5432 or set DATABASE_URL")
+        missing(
+            "the PostgreSQL the tests use (the backup runs pg_dump on it)",
+            "start it on 127.0.0.1:5432 or set DATABASE_URL",
+        )
     _need("pg_dump", "postgresql-client")
     from server.runs.models import create_run
 
@@ -500,11 +642,18 @@ def test_backups_hold_the_database_the_files_and_the_checkpoints(tmp_path):
     fake.mkdir()
     (fake / "rsync").write_text(f'#!/bin/sh\n{rsync} "$@" || exit $?\nexit "${{RSYNC_STATUS:-0}}"\n')
     (fake / "rsync").chmod(0o755)
-    env = {**os.environ, "DATABASE_URL": database_url(connection.settings_dict), "STORAGE_URL": files.as_uri(),
-           "SENTE_DATA_DIR": str(data), "SENTE_BACKUP_DIR": str(backups), "PATH": f"{fake}:{os.environ['PATH']}"}
+    env = {
+        **os.environ,
+        "DATABASE_URL": database_url(connection.settings_dict),
+        "STORAGE_URL": files.as_uri(),
+        "SENTE_DATA_DIR": str(data),
+        "SENTE_BACKUP_DIR": str(backups),
+        "PATH": f"{fake}:{os.environ['PATH']}",
+    }
     for status in ("0", "24"):
-        done = subprocess.run(["bash", str(DEPLOY / "backup.sh")], capture_output=True, text=True,
-                              env={**env, "RSYNC_STATUS": status})
+        done = subprocess.run(
+            ["bash", str(DEPLOY / "backup.sh")], capture_output=True, text=True, env={**env, "RSYNC_STATUS": status}
+        )
         assert done.returncode == 0, done.stderr
         time.sleep(1.1)  # a new second, a new folder
     made = sorted(p for p in backups.iterdir() if p.name.startswith("20"))
@@ -514,8 +663,9 @@ def test_backups_hold_the_database_the_files_and_the_checkpoints(tmp_path):
     assert (latest / "files" / "games" / "ab" / "game.sgf").read_bytes() == b"(;FF[4])"
     assert not (latest / "files" / "games" / "ab" / ".other.sgf.k2j4x9.tmp").exists()
     assert (latest / "training" / "test" / "b6c96.ckpt").read_bytes() == b"checkpoint"
-    listing = subprocess.run(["pg_restore", "--list", str(latest / "database.pgdump")], capture_output=True,
-                             text=True, check=True).stdout
+    listing = subprocess.run(
+        ["pg_restore", "--list", str(latest / "database.pgdump")], capture_output=True, text=True, check=True
+    ).stdout
     assert "TABLE DATA public runs_run" in listing
     for path in (made[-1], latest / "database.pgdump"):  # the dump holds password hashes and tokens
         assert path.stat().st_mode & 0o077 == 0, oct(path.stat().st_mode)
@@ -523,11 +673,11 @@ def test_backups_hold_the_database_the_files_and_the_checkpoints(tmp_path):
     assert first.stat().st_ino == last.stat().st_ino  # unchanged files are shared
 
     time.sleep(1.1)
-    done = subprocess.run(["bash", str(DEPLOY / "backup.sh")], capture_output=True, text=True,
-                          env={**env, "RSYNC_STATUS": "23"})
+    done = subprocess.run(
+        ["bash", str(DEPLOY / "backup.sh")], capture_output=True, text=True, env={**env, "RSYNC_STATUS": "23"}
+    )
     assert done.returncode == 23 and "rsync of" in done.stderr
-    assert sorted(p for p in backups.iterdir() if p.name.startswith(("20", "."))) == sorted(
-        [*made, backups / ".lock"])
+    assert sorted(p for p in backups.iterdir() if p.name.startswith(("20", "."))) == sorted([*made, backups / ".lock"])
 
 
 @pytest.mark.django_db(transaction=True, serialized_rollback=True)
@@ -538,8 +688,12 @@ def test_the_smoke_script_passes_against_the_server(server, tmp_path):
 
     user = User.objects.create_user("smoke", "smoke@example.org", "a long enough password")
     _, token = ClientToken.issue(user, "smoke")
-    done = subprocess.run([sys.executable, str(DEPLOY / "smoke.py"), server.url, "--token", token],
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, str(DEPLOY / "smoke.py"), server.url, "--token", token],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     for check in ("health", "API schema", "current run", "front page", "metrics", "task round trip"):
         assert f"ok   {check}" in done.stdout
@@ -547,18 +701,30 @@ def test_the_smoke_script_passes_against_the_server(server, tmp_path):
     task = Task.objects.get()  # what the round trip leaves: one task of one game, and nothing else
     assert (task.user, task.games, task.games_received) == (user, 1, 0)
     assert not TrainingGame.objects.exists() and not UploadRefusal.objects.exists()
-    done = subprocess.run([sys.executable, str(DEPLOY / "smoke.py"), server.url, "--username", "smoke"],
-                          input="wrong password\n", capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, str(DEPLOY / "smoke.py"), server.url, "--username", "smoke"],
+        input="wrong password\n",
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 1 and "FAIL login" in done.stdout
-    done = subprocess.run([sys.executable, str(DEPLOY / "smoke.py"), server.url, "--username", "smoke"],
-                          input="a long enough password\n", capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, str(DEPLOY / "smoke.py"), server.url, "--username", "smoke"],
+        input="a long enough password\n",
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "smoke's tasks: 1 -> 2" in done.stdout and "client token named 'smoke test'" in done.stdout
-    done = subprocess.run([sys.executable, str(DEPLOY / "smoke.py"), server.url], capture_output=True, text=True,
-                          timeout=120)
+    done = subprocess.run(
+        [sys.executable, str(DEPLOY / "smoke.py"), server.url], capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 2 and "--no-task leaves it out" in done.stderr  # no round trip, no pass
-    done = subprocess.run([sys.executable, str(DEPLOY / "smoke.py"), server.url, "--no-task"], capture_output=True,
-                          text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, str(DEPLOY / "smoke.py"), server.url, "--no-task"], capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0 and "skip task round trip (--no-task)" in done.stdout, done.stdout + done.stderr
 
 
@@ -577,8 +743,9 @@ def test_a_backup_of_the_embedded_default_copies_the_sqlite_database_while_it_is
     database.commit()
     database.execute("INSERT INTO runs_run VALUES ('not committed')")  # a write in progress
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "STORAGE_URL", "SENTE_BACKUP_DIR")}
-    done = subprocess.run(["bash", str(DEPLOY / "backup.sh")], capture_output=True, text=True,
-                          env={**env, "SENTE_DATA_DIR": str(data)})
+    done = subprocess.run(
+        ["bash", str(DEPLOY / "backup.sh")], capture_output=True, text=True, env={**env, "SENTE_DATA_DIR": str(data)}
+    )
     database.close()
     assert done.returncode == 0, done.stderr
     latest = data / "backups" / "latest"

@@ -27,9 +27,17 @@ def generation(db):
 
     run = create_run(helpers.RUN, helpers.SETTINGS.replace(training=TrainingSettings(architecture="tiny")).to_dict())
     data = helpers.network_file("test-gen1")
-    network = store_network(run=run, name="test-gen1", content=ContentFile(data), size=len(data),
-                            sha256=hashlib.sha256(data).hexdigest(), config=named_config("tiny"),
-                            parent=run.selfplay_network(), train_step=2048, rows_seen=900)
+    network = store_network(
+        run=run,
+        name="test-gen1",
+        content=ContentFile(data),
+        size=len(data),
+        sha256=hashlib.sha256(data).hexdigest(),
+        config=named_config("tiny"),
+        parent=run.selfplay_network(),
+        train_step=2048,
+        rows_seen=900,
+    )
     Network.objects.filter(pk=network.pk).update(state=Network.State.ACCEPTED)
     NetworkEvent.objects.create(network=network, kind=NetworkEvent.Kind.ACCEPTED)
     return run
@@ -37,8 +45,17 @@ def generation(db):
 
 def test_the_newest_generation_plays_its_three_opponents_and_is_reported(generation, tmp_path):
     said = []
-    report = measure(generation, tmp_path, minutes=12.3, machine="a test machine", random_games=2, uniform_games=2,
-                     gnugo_games=2, visits=4, progress=said.append)
+    report = measure(
+        generation,
+        tmp_path,
+        minutes=12.3,
+        machine="a test machine",
+        random_games=2,
+        uniform_games=2,
+        gnugo_games=2,
+        visits=4,
+        progress=said.append,
+    )
     assert [g.name for g in report.generations] == [helpers.RANDOM_NET, "test-gen1"]
     assert report.generations[1].train_step == 2048 and report.generations[1].rows_seen == 900
     # No rating games: the prior ties the generation to its parent (the random network's 0 Elo).
@@ -69,8 +86,12 @@ def test_without_an_accepted_generation_nothing_is_played(db, tmp_path):
     run = create_run(helpers.RUN, helpers.SETTINGS.to_dict())
     report = measure(run, tmp_path, minutes=1, machine="m", progress=lambda _: None)
     assert [g.name for g in report.generations] == [helpers.RANDOM_NET]
-    assert report.versus_random == report.versus_uniform == report.versus_gnugo == {
-        "skipped": "no generation was accepted"}
+    assert (
+        report.versus_random
+        == report.versus_uniform
+        == report.versus_gnugo
+        == {"skipped": "no generation was accepted"}
+    )
     assert "against the random network: not played (no generation was accepted)" in report.markdown()
 
 
@@ -83,20 +104,28 @@ def test_the_command_starts_only_on_a_fresh_data_folder(tmp_path):
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[2]
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("SENTE_", "DJANGO_")) and k not in ("DATABASE_URL", "STORAGE_URL", "CACHE_URL")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("SENTE_", "DJANGO_")) and k not in ("DATABASE_URL", "STORAGE_URL", "CACHE_URL")
+    }
     env["SENTE_DATA_DIR"] = str(tmp_path / "data")
 
     def manage(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "manage.py", *args], cwd=root, env=env, capture_output=True, text=True,
-                              timeout=120)
+        return subprocess.run(
+            [sys.executable, "manage.py", *args], cwd=root, env=env, capture_output=True, text=True, timeout=120
+        )
 
     done = manage("experiment", "--minutes", "0", "--out", str(tmp_path / "report"))
     assert done.returncode != 0 and "--minutes 0.0: must be positive" in done.stderr
     made = manage("migrate", "--no-input")
     assert made.returncode == 0, made.stderr
-    made = manage("shell", "-c", "from pathlib import Path; from server.platform.demo import ensure_demo; "
-                                 f"ensure_demo(Path({str(tmp_path / 'data' / 'platform.json')!r}))")
+    made = manage(
+        "shell",
+        "-c",
+        "from pathlib import Path; from server.platform.demo import ensure_demo; "
+        f"ensure_demo(Path({str(tmp_path / 'data' / 'platform.json')!r}))",
+    )
     assert made.returncode == 0, made.stderr
     done = manage("experiment", "--minutes", "1", "--out", str(tmp_path / "report"))
     assert done.returncode != 0 and "holds a demo run already" in done.stderr and "SENTE_DATA_DIR" in done.stderr

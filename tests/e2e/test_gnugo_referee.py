@@ -25,8 +25,18 @@ def gnugo():
 
 @pytest.fixture(scope="module")
 def sente():
-    cmd = [sys.executable, "-m", "client", "gtp", "--player", "random", "--seed", "2024",
-           "--rules", '{"ko":"SIMPLE","scoring":"AREA","suicide":false}']
+    cmd = [
+        sys.executable,
+        "-m",
+        "client",
+        "gtp",
+        "--player",
+        "random",
+        "--seed",
+        "2024",
+        "--rules",
+        '{"ko":"SIMPLE","scoring":"AREA","suicide":false}',
+    ]
     with GtpProcess(cmd, "sente") as proc:
         yield proc
 

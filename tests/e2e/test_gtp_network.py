@@ -36,11 +36,21 @@ def test_policy_player_and_raw_outputs_over_gtp(shared):
 def test_policy_player_needs_a_network():
     import subprocess
 
-    proc = subprocess.run([sys.executable, "-m", "client", "gtp", "--player", "policy"],
-                          input="quit\n", capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "client", "gtp", "--player", "policy"],
+        input="quit\n",
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 2 and "needs a network" in proc.stderr
-    proc = subprocess.run([sys.executable, "-m", "client", "gtp", "--model", "/nonexistent.safetensors"],
-                          input="quit\n", capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "client", "gtp", "--model", "/nonexistent.safetensors"],
+        input="quit\n",
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 2 and "nonexistent.safetensors" in proc.stderr
 
 
@@ -92,8 +102,12 @@ def test_the_releases_page_command_plays_with_the_network(shared, tmp_path):
     assert "FILE.safetensors" in argv
     net = tmp_path / "net.safetensors"
     model = shared / "models" / "g170-b6c96-s175395328-d26788732.bin.gz"
-    subprocess.run([sys.executable, "-m", "client", "convert-katago", str(model), str(net)], check=True,
-                   capture_output=True, timeout=300)
+    subprocess.run(
+        [sys.executable, "-m", "client", "convert-katago", str(model), str(net)],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     cmd = [sys.executable if a == ".venv/bin/python" else str(net) if a == "FILE.safetensors" else a for a in argv]
     with GtpProcess(cmd, "sente") as engine:
         assert engine.send("name") == "Sente"

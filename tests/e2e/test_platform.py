@@ -25,22 +25,52 @@ pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
 
 SETTINGS = RunSettings(
-    selfplay=SelfPlaySettings(board_sizes=(5,), board_size_weights=(1.0,), visits=16, cheap_visits=4, komi_mean=24.0,
-                              max_moves=60),
+    selfplay=SelfPlaySettings(
+        board_sizes=(5,), board_size_weights=(1.0,), visits=16, cheap_visits=4, komi_mean=24.0, max_moves=60
+    ),
     rating=MatchSettings(board_sizes=(5,), board_size_weights=(1.0,), visits=16, komi=24.0, max_moves=60),
     gating=GatingSettings(rating_game_prob=0.5, fixed_games=4, fixed_wins=2),
-    training=TrainingSettings(architecture="tiny", window_c=600, samples_per_row=4.0, batch_size=64,
-                              learning_rate=3e-4, snapshot_every=600, export_every=2400, validation_rows=200,
-                              shuffle_rows=2000))
+    training=TrainingSettings(
+        architecture="tiny",
+        window_c=600,
+        samples_per_row=4.0,
+        batch_size=64,
+        learning_rate=3e-4,
+        snapshot_every=600,
+        export_every=2400,
+        validation_rows=200,
+        shuffle_rows=2000,
+    ),
+)
 
 
 def _start(data: Path, port: int, settings_file: Path) -> tuple[subprocess.Popen, list[str]]:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("SENTE_", "DJANGO_")) and k not in ("DATABASE_URL", "STORAGE_URL", "CACHE_URL")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("SENTE_", "DJANGO_")) and k not in ("DATABASE_URL", "STORAGE_URL", "CACHE_URL")
+    }
     env.update(SENTE_DATA_DIR=str(data), PYTHONUNBUFFERED="1")
-    process = subprocess.Popen([sys.executable, "manage.py", "platform", "--port", str(port), "--parallel", "8",
-                                "--status-seconds", "5", "--settings-file", str(settings_file)], cwd=ROOT, env=env,
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "manage.py",
+            "platform",
+            "--port",
+            str(port),
+            "--parallel",
+            "8",
+            "--status-seconds",
+            "5",
+            "--settings-file",
+            str(settings_file),
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     lines: list[str] = []
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline:
@@ -100,15 +130,19 @@ def test_the_platform_learns_gates_stops_and_continues(tmp_path):
             time.sleep(3)
             decided = _query(db, "SELECT candidate_id, decision FROM ratings_gating WHERE decision != 'continue'")
         assert decided, "no candidate was gated in time:\n" + "\n".join(
-            str(r) for r in _query(db, "SELECT name, state FROM networks_network"))
+            str(r) for r in _query(db, "SELECT name, state FROM networks_network")
+        )
         page = requests.get(f"http://127.0.0.1:{port}/", timeout=30)
         assert page.status_code == 200
         login = requests.Session()
         form = login.get(f"http://127.0.0.1:{port}/accounts/login/", timeout=30)
         token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', form.text).group(1)
-        signed_in = login.post(f"http://127.0.0.1:{port}/accounts/login/", timeout=30, data={
-            "username": "admin", "password": password, "csrfmiddlewaretoken": token},
-            headers={"Referer": f"http://127.0.0.1:{port}/accounts/login/"})
+        signed_in = login.post(
+            f"http://127.0.0.1:{port}/accounts/login/",
+            timeout=30,
+            data={"username": "admin", "password": password, "csrfmiddlewaretoken": token},
+            headers={"Referer": f"http://127.0.0.1:{port}/accounts/login/"},
+        )
         assert signed_in.status_code == 200 and "log out" in signed_in.text
     finally:
         alive = process.poll() is None
@@ -117,8 +151,11 @@ def test_the_platform_learns_gates_stops_and_continues(tmp_path):
     assert "the client finishes its games" in output
 
     candidate, decision = decided[0]
-    network = _query(db, f"SELECT n.name, p.name, n.train_step, n.rows_seen, n.file, n.state FROM networks_network n "
-                         f"JOIN networks_network p ON n.parent_id = p.id WHERE n.id = {candidate}")[0]
+    network = _query(
+        db,
+        f"SELECT n.name, p.name, n.train_step, n.rows_seen, n.file, n.state FROM networks_network n "
+        f"JOIN networks_network p ON n.parent_id = p.id WHERE n.id = {candidate}",
+    )[0]
     name, parent, train_step, rows_seen, file, state = network
     assert name.startswith("demo-tiny-s") and parent == "demo-random"
     assert train_step >= 2400 and rows_seen >= 600

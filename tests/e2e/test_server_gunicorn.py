@@ -18,16 +18,22 @@ pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True, serializ
 
 
 def _token(server: LiveServer, username: str, password: str) -> dict:
-    r = requests.post(server.url + "/api/v1/auth/token/", json={"username": username, "password": password,
-                                                                "name": "test machine"}, timeout=30)
+    r = requests.post(
+        server.url + "/api/v1/auth/token/",
+        json={"username": username, "password": password, "name": "test machine"},
+        timeout=30,
+    )
     assert r.status_code == 201, r.text
     return {"Authorization": f"Token {r.json()['token']}"}
 
 
 def _task(server: LiveServer, headers: dict, kinds=("selfplay",)) -> dict:
-    r = requests.post(server.url + "/api/v1/tasks/", json={"client_version": "0.1.0", "client_instance_id": "e2e",
-                                                           "kinds": list(kinds), "games": 2},
-                      headers=headers, timeout=30)
+    r = requests.post(
+        server.url + "/api/v1/tasks/",
+        json={"client_version": "0.1.0", "client_instance_id": "e2e", "kinds": list(kinds), "games": 2},
+        headers=headers,
+        timeout=30,
+    )
     assert r.status_code == 201, r.text
     return r.json()
 
@@ -36,8 +42,9 @@ def _upload(url: str, headers: dict, task: dict, game: helpers.PlayedGame) -> re
     files = {"sgf": ("game.sgf", game.sgf)}
     if game.npz is not None:
         files["npz"] = ("game.npz", game.npz)
-    return requests.post(url, data={"task": task["id"], "metadata": json.dumps(game.metadata)}, files=files,
-                         headers=headers, timeout=60)
+    return requests.post(
+        url, data={"task": task["id"], "metadata": json.dumps(game.metadata)}, files=files, headers=headers, timeout=60
+    )
 
 
 def test_clients_and_a_trainer_talk_to_gunicorn(server, tmp_path):
@@ -54,8 +61,7 @@ def test_clients_and_a_trainer_talk_to_gunicorn(server, tmp_path):
     headers = _token(server, "alice", "correct horse battery")
 
     assert requests.get(server.url + "/api/v1/tasks/", headers=headers, timeout=30).status_code == 405
-    bad = requests.post(server.url + "/api/v1/auth/token/", json={"username": "alice", "password": "wrong"},
-                        timeout=30)
+    bad = requests.post(server.url + "/api/v1/auth/token/", json={"username": "alice", "password": "wrong"}, timeout=30)
     assert bad.status_code == 401 and bad.json()["error"]["code"] == "bad_credentials"
 
     task = _task(server, headers)
@@ -73,14 +79,29 @@ def test_clients_and_a_trainer_talk_to_gunicorn(server, tmp_path):
     # A trainer's network is a candidate: it plays its gating games against the accepted network;
     # once accepted it becomes the self-play network, and downloads in two pieces.
     data = helpers.network_file("test-net1")
-    r = requests.post(server.url + "/api/v1/networks/", headers=_token(server, "gpu-box", "another long password"),
-                      data={"name": "test-net1", "run": helpers.RUN, "parent": helpers.RANDOM_NET,
-                            "train_step": 1000, "rows_seen": 500, "sha256": hashlib.sha256(data).hexdigest()},
-                      files={"file": ("test-net1.safetensors", data)}, timeout=60)
+    r = requests.post(
+        server.url + "/api/v1/networks/",
+        headers=_token(server, "gpu-box", "another long password"),
+        data={
+            "name": "test-net1",
+            "run": helpers.RUN,
+            "parent": helpers.RANDOM_NET,
+            "train_step": 1000,
+            "rows_seen": 500,
+            "sha256": hashlib.sha256(data).hexdigest(),
+        },
+        files={"file": ("test-net1.safetensors", data)},
+        timeout=60,
+    )
     assert r.status_code == 201, r.text
     assert r.json()["sha256"] == hashlib.sha256(data).hexdigest()
-    refused = requests.post(server.url + "/api/v1/networks/", headers=headers,
-                            data={"name": "mine", "run": helpers.RUN}, files={"file": ("x", data)}, timeout=60)
+    refused = requests.post(
+        server.url + "/api/v1/networks/",
+        headers=headers,
+        data={"name": "mine", "run": helpers.RUN},
+        files={"file": ("x", data)},
+        timeout=60,
+    )
     assert refused.status_code == 403
     assert _task(server, headers)["network"]["name"] == helpers.RANDOM_NET
     rating = _task(server, headers, kinds=("rating",))
@@ -101,7 +122,6 @@ def test_clients_and_a_trainer_talk_to_gunicorn(server, tmp_path):
     tail = requests.get(net["url"], headers={"Range": f"bytes={half}-", "If-Range": head.headers["ETag"]}, timeout=30)
     assert tail.status_code == 206 and head.content + tail.content == data
     assert hashlib.sha256(head.content + tail.content).hexdigest() == net["sha256"]
-
 
     me = requests.get(server.url + "/api/v1/me/", headers=headers, timeout=30).json()
     assert (me["training_games"], me["rating_games"], me["training_rows"]) == (1, 1, row.rows)

@@ -27,11 +27,32 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def _trainer(checkpoints: Path, *extra: str) -> subprocess.Popen:
     env = {k: v for k, v in os.environ.items() if not k.startswith("SENTE_")}
-    env.update(DATABASE_URL=database_url(connection.settings_dict), SENTE_DATA_DIR=str(django_settings.DATA_DIR),
-               DJANGO_SETTINGS_MODULE="server.settings", OMP_NUM_THREADS="1", PYTHONPATH=str(ROOT))
+    env.update(
+        DATABASE_URL=database_url(connection.settings_dict),
+        SENTE_DATA_DIR=str(django_settings.DATA_DIR),
+        DJANGO_SETTINGS_MODULE="server.settings",
+        OMP_NUM_THREADS="1",
+        PYTHONPATH=str(ROOT),
+    )
     torchrun = Path(sys.executable).parent / "torchrun"
-    command = [str(torchrun), "--standalone", "--nproc_per_node", "2", "--", "manage.py", "train", "--run", helpers.RUN,
-               "--device", "cpu", "--checkpoints", str(checkpoints), "--poll-seconds", "1", *extra]
+    command = [
+        str(torchrun),
+        "--standalone",
+        "--nproc_per_node",
+        "2",
+        "--",
+        "manage.py",
+        "train",
+        "--run",
+        helpers.RUN,
+        "--device",
+        "cpu",
+        "--checkpoints",
+        str(checkpoints),
+        "--poll-seconds",
+        "1",
+        *extra,
+    ]
     return subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
@@ -42,9 +63,17 @@ def test_two_processes_train_export_stop_and_resume(tmp_path):
 
     run = create_run(helpers.RUN, helpers.SETTINGS.to_dict())
     document = helpers.SETTINGS.to_dict()
-    document["training"] = TrainingSettings(architecture="tiny", window_c=300, samples_per_row=3.0, batch_size=16,
-                                            learning_rate=1e-3, snapshot_every=64, export_every=256,
-                                            holdout_one_in=5, shuffle_rows=400).to_dict()
+    document["training"] = TrainingSettings(
+        architecture="tiny",
+        window_c=300,
+        samples_per_row=3.0,
+        batch_size=16,
+        learning_rate=1e-3,
+        snapshot_every=64,
+        export_every=256,
+        holdout_one_in=5,
+        shuffle_rows=400,
+    ).to_dict()
     run.set_settings(document)
     gen1 = Network.objects.create(name="test-gen1", run=run, state=Network.State.ACCEPTED)
     from server.accounts.models import User

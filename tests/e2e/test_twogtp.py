@@ -16,8 +16,12 @@ pytestmark = pytest.mark.slow
 
 
 def test_twogtp_plays_a_whole_9x9_game_and_prints_sgf():
-    proc = subprocess.run([sys.executable, "-m", "client", "twogtp", "--size", "9", "--seed", "5"],
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "client", "twogtp", "--size", "9", "--seed", "5"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     rec = read_sgf(proc.stdout)
     assert rec.x_size == 9 and rec.rules == Rules.from_text("chinese") and rec.komi == 7
@@ -27,15 +31,19 @@ def test_twogtp_plays_a_whole_9x9_game_and_prints_sgf():
 
 
 def test_an_engine_that_breaks_the_rules_loses():
-    cheat = [sys.executable, "-c", (
-        "import sys\n"
-        "for line in sys.stdin:\n"
-        "    cmd = line.split()\n"
-        "    if not cmd: continue\n"
-        "    out = 'A1' if cmd[0] == 'genmove' else ('false' if cmd[0] == 'known_command' else '')\n"
-        "    sys.stdout.write('= ' + out + '\\n\\n'); sys.stdout.flush()\n"
-        "    if cmd[0] == 'quit': break\n"
-    )]
+    cheat = [
+        sys.executable,
+        "-c",
+        (
+            "import sys\n"
+            "for line in sys.stdin:\n"
+            "    cmd = line.split()\n"
+            "    if not cmd: continue\n"
+            "    out = 'A1' if cmd[0] == 'genmove' else ('false' if cmd[0] == 'known_command' else '')\n"
+            "    sys.stdout.write('= ' + out + '\\n\\n'); sys.stdout.flush()\n"
+            "    if cmd[0] == 'quit': break\n"
+        ),
+    ]
     honest = [sys.executable, "-m", "client", "gtp", "--seed", "1"]
     with GtpProcess(honest, "honest") as black, GtpProcess(cheat, "cheat") as white:
         match = play_match(black, white, (5, 5), Rules(), 0.5)
@@ -51,9 +59,29 @@ def test_a_missing_engine_is_reported():
 
 def test_several_games_alternate_colours_and_are_summed_up(tmp_path):
     summary = tmp_path / "summary.json"
-    proc = subprocess.run([sys.executable, "-m", "client", "twogtp", "--size", "5", "--komi", "0.5", "--games", "3",
-                           "--black-name", "one", "--white-name", "two", "--summary", str(summary)],
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "client",
+            "twogtp",
+            "--size",
+            "5",
+            "--komi",
+            "0.5",
+            "--games",
+            "3",
+            "--black-name",
+            "one",
+            "--white-name",
+            "two",
+            "--summary",
+            str(summary),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     records = [record_from_tree(tree) for tree in parse_collection(proc.stdout)]
     assert [(r.black_player, r.white_player) for r in records] == [("one", "two"), ("two", "one"), ("one", "two")]
@@ -69,8 +97,27 @@ def test_several_games_alternate_colours_and_are_summed_up(tmp_path):
 
 def test_pairs_of_games_start_from_their_own_random_opening(tmp_path):
     summary = tmp_path / "summary.json"
-    proc = subprocess.run([sys.executable, "-m", "client", "twogtp", "--size", "7", "--games", "4", "--openings", "3",
-                           "--seed", "4", "--summary", str(summary)], capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "client",
+            "twogtp",
+            "--size",
+            "7",
+            "--games",
+            "4",
+            "--openings",
+            "3",
+            "--seed",
+            "4",
+            "--summary",
+            str(summary),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     openings = [tuple(record_from_tree(tree).moves[:3]) for tree in parse_collection(proc.stdout)]
     assert len(set(openings[0])) == 3 and [c for c, _ in openings[0]] == [BLACK, WHITE, BLACK]

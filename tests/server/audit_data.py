@@ -45,8 +45,16 @@ def honest_games(model, name: str, out: Path, count: int, seed: int, settings=SE
     from client.evaluator import Evaluator
     from client.selfplay.run import run_selfplay
 
-    run_selfplay(Evaluator(model, device="cpu", cache_size=0), settings, games=count, parallel=count, out_dir=out,
-                 seed=seed, progress=False, player_name=name)
+    run_selfplay(
+        Evaluator(model, device="cpu", cache_size=0),
+        settings,
+        games=count,
+        parallel=count,
+        out_dir=out,
+        seed=seed,
+        progress=False,
+        player_name=name,
+    )
     games = []
     for sgf_path in sorted(out.glob("*.sgf")):
         npz_path = sgf_path.with_suffix(".npz")

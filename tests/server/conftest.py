@@ -15,8 +15,13 @@ from tests.server import helpers
 @pytest.fixture(autouse=True)
 def _fresh_storage(settings, tmp_path):
     """Each test stores files in a folder of its own (the database rolls back; files would not)."""
-    settings.STORAGES = {**settings.STORAGES, "default": {"BACKEND": "server.files.AtomicFileSystemStorage",
-                                                          "OPTIONS": {"location": str(tmp_path / "files")}}}
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "default": {
+            "BACKEND": "server.files.AtomicFileSystemStorage",
+            "OPTIONS": {"location": str(tmp_path / "files")},
+        },
+    }
 
 
 @pytest.fixture(autouse=True)
@@ -89,8 +94,11 @@ def tiny_network_file() -> bytes:
 
 
 def new_task(client, kinds=("selfplay",), games=4, version="0.1.0") -> dict:
-    response = client.post("/api/v1/tasks/", {"client_version": version, "client_instance_id": "machine-1",
-                                              "kinds": list(kinds), "games": games}, format="json")
+    response = client.post(
+        "/api/v1/tasks/",
+        {"client_version": version, "client_instance_id": "machine-1", "kinds": list(kinds), "games": games},
+        format="json",
+    )
     assert response.status_code == 201, response.content
     return response.json()
 

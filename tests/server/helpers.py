@@ -11,11 +11,23 @@ from common.settings import MatchSettings, RulesChoice, RunSettings, SearchSetti
 RUN = "test"
 RANDOM_NET = f"{RUN}-random"
 
-SELFPLAY = SelfPlaySettings(board_sizes=(7,), board_size_weights=(1.0,), visits=12, cheap_visits=4,
-                            full_search_prob=0.5, max_moves=150,
-                            rules=RulesChoice(ko=("POSITIONAL", "SITUATIONAL"), suicide=(False, True)))
-RATING = MatchSettings(visits=8, komi=7.5, board_sizes=(7,), board_size_weights=(1.0,), max_moves=150,
-                       search=SearchSettings(root_noise=False, forced_playouts=False))
+SELFPLAY = SelfPlaySettings(
+    board_sizes=(7,),
+    board_size_weights=(1.0,),
+    visits=12,
+    cheap_visits=4,
+    full_search_prob=0.5,
+    max_moves=150,
+    rules=RulesChoice(ko=("POSITIONAL", "SITUATIONAL"), suicide=(False, True)),
+)
+RATING = MatchSettings(
+    visits=8,
+    komi=7.5,
+    board_sizes=(7,),
+    board_size_weights=(1.0,),
+    max_moves=150,
+    search=SearchSettings(root_noise=False, forced_playouts=False),
+)
 SETTINGS = RunSettings(selfplay=SELFPLAY, rating=RATING)
 
 
@@ -26,14 +38,23 @@ class PlayedGame:
     metadata: dict
 
 
-def selfplay_games(out: Path, network: str, count: int = 6, seed: int = 1,
-                   settings: SelfPlaySettings = SELFPLAY) -> list[PlayedGame]:
+def selfplay_games(
+    out: Path, network: str, count: int = 6, seed: int = 1, settings: SelfPlaySettings = SELFPLAY
+) -> list[PlayedGame]:
     """Self-play games of the random network as the client plays them, with their metadata."""
     from client.search.engine import NullEvaluator
     from client.selfplay.run import run_selfplay
 
-    run_selfplay(NullEvaluator(), settings, games=count, parallel=count, out_dir=out, seed=seed, progress=False,
-                 player_name=network)
+    run_selfplay(
+        NullEvaluator(),
+        settings,
+        games=count,
+        parallel=count,
+        out_dir=out,
+        seed=seed,
+        progress=False,
+        player_name=network,
+    )
     games = []
     for sgf_path in sorted(out.glob("*.sgf")):
         npz_path = sgf_path.with_suffix(".npz")
@@ -57,8 +78,9 @@ def rating_games(out: Path, black: str, white: str, count: int = 2, seed: int = 
     from client.match.run import run_match
     from client.search.engine import NullEvaluator
 
-    run_match([NullEvaluator(), NullEvaluator()], (black, white), RATING, games=count, parallel=count, out_dir=out,
-              seed=seed)
+    run_match(
+        [NullEvaluator(), NullEvaluator()], (black, white), RATING, games=count, parallel=count, out_dir=out, seed=seed
+    )
     games = []
     for i, sgf_path in enumerate(sorted(out.glob("match-*.sgf"))):
         sgf = sgf_path.read_bytes()
@@ -83,8 +105,11 @@ def upload_fields(task_id: str, game: PlayedGame, **metadata_changes) -> dict:
     from django.core.files.uploadedfile import SimpleUploadedFile
 
     metadata = dict(game.metadata, **metadata_changes)
-    fields = {"task": task_id, "metadata": json.dumps(metadata),
-              "sgf": SimpleUploadedFile("game.sgf", game.sgf, content_type="application/x-go-sgf")}
+    fields = {
+        "task": task_id,
+        "metadata": json.dumps(metadata),
+        "sgf": SimpleUploadedFile("game.sgf", game.sgf, content_type="application/x-go-sgf"),
+    }
     if game.npz is not None:
         fields["npz"] = SimpleUploadedFile("game.npz", game.npz, content_type="application/octet-stream")
     return fields
@@ -103,20 +128,44 @@ def store_training_games(run, user, games: list[PlayedGame], network=None, minut
 
     network = network or run.networks.get(is_random=True)
     now = timezone.now()
-    task = Task.objects.create(kind=Task.Kind.SELFPLAY, run=run, user=user, network=network,
-                               settings_version=run.current_settings(), games=len(games), client_version="0.1.0",
-                               client_instance_id="test", expires_at=now + timedelta(hours=1))
+    task = Task.objects.create(
+        kind=Task.Kind.SELFPLAY,
+        run=run,
+        user=user,
+        network=network,
+        settings_version=run.current_settings(),
+        games=len(games),
+        client_version="0.1.0",
+        client_instance_id="test",
+        expires_at=now + timedelta(hours=1),
+    )
     files = StoredFiles()
     rows = []
     for k, game in enumerate(games):
         m = game.metadata
-        rows.append(TrainingGame.objects.create(
-            client_game_id=f"{task.id.hex[:16]}-{k}", task=task, user=user, run=run,
-            settings_version=task.settings_version, board_x_size=m["board_x_size"], board_y_size=m["board_y_size"],
-            komi=m["komi"], rules={}, result=m["result"], winner="-", moves=m["moves"], network=network,
-            rows=m["rows"], sgf=files.put("games", game.sgf, ".sgf"), sgf_sha256=sha256_of(game.sgf),
-            npz=files.put("rows", game.npz, ".npz"), npz_sha256=sha256_of(game.npz),
-            created_at=now - timedelta(minutes=minutes_apart * (len(games) - 1 - k))))
+        rows.append(
+            TrainingGame.objects.create(
+                client_game_id=f"{task.id.hex[:16]}-{k}",
+                task=task,
+                user=user,
+                run=run,
+                settings_version=task.settings_version,
+                board_x_size=m["board_x_size"],
+                board_y_size=m["board_y_size"],
+                komi=m["komi"],
+                rules={},
+                result=m["result"],
+                winner="-",
+                moves=m["moves"],
+                network=network,
+                rows=m["rows"],
+                sgf=files.put("games", game.sgf, ".sgf"),
+                sgf_sha256=sha256_of(game.sgf),
+                npz=files.put("rows", game.npz, ".npz"),
+                npz_sha256=sha256_of(game.npz),
+                created_at=now - timedelta(minutes=minutes_apart * (len(games) - 1 - k)),
+            )
+        )
     return rows
 
 
@@ -132,14 +181,47 @@ def store_rating_games(run, user, black, white, sgf: bytes, count: int) -> list:
     from server.games.models import RatingGame
 
     now = timezone.now()
-    task = Task.objects.create(kind=Task.Kind.RATING, run=run, user=user, network_a=black, network_b=white,
-                               settings_version=run.current_settings(), games=count, client_version="0.1.0",
-                               client_instance_id="test", expires_at=now + timedelta(hours=1))
+    task = Task.objects.create(
+        kind=Task.Kind.RATING,
+        run=run,
+        user=user,
+        network_a=black,
+        network_b=white,
+        settings_version=run.current_settings(),
+        games=count,
+        client_version="0.1.0",
+        client_instance_id="test",
+        expires_at=now + timedelta(hours=1),
+    )
     name = StoredFiles().put("games", sgf, ".sgf")
-    return RatingGame.objects.bulk_create([RatingGame(
-        client_game_id=f"{task.id.hex}-{k}", task=task, user=user, run=run, settings_version=task.settings_version,
-        board_x_size=7, board_y_size=7, komi=7.5, rules={"ko": "POSITIONAL", "scoring": "AREA", "tax": "NONE",
-                                                          "suicide": True, "hasButton": False,
-                                                          "whiteHandicapBonus": "0"},
-        result="W+R", winner="W", moves=20, sgf=name, sgf_sha256=sha256_of(sgf), black_network=black,
-        white_network=white, created_at=now - timedelta(minutes=k)) for k in range(count)])
+    return RatingGame.objects.bulk_create(
+        [
+            RatingGame(
+                client_game_id=f"{task.id.hex}-{k}",
+                task=task,
+                user=user,
+                run=run,
+                settings_version=task.settings_version,
+                board_x_size=7,
+                board_y_size=7,
+                komi=7.5,
+                rules={
+                    "ko": "POSITIONAL",
+                    "scoring": "AREA",
+                    "tax": "NONE",
+                    "suicide": True,
+                    "hasButton": False,
+                    "whiteHandicapBonus": "0",
+                },
+                result="W+R",
+                winner="W",
+                moves=20,
+                sgf=name,
+                sgf_sha256=sha256_of(sgf),
+                black_network=black,
+                white_network=white,
+                created_at=now - timedelta(minutes=k),
+            )
+            for k in range(count)
+        ]
+    )

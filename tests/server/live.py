@@ -46,25 +46,34 @@ class Request:
 class LiveServer:
     """gunicorn -c deploy/gunicorn.conf.py on 127.0.0.1:<free port>, stopped by stop() (or `with`)."""
 
-    def __init__(self, database: str, data_dir: Path, workers: int = 2, env: dict[str, str] | None = None,
-                 log: Path | None = None, access_log: bool = False) -> None:
+    def __init__(
+        self,
+        database: str,
+        data_dir: Path,
+        workers: int = 2,
+        env: dict[str, str] | None = None,
+        log: Path | None = None,
+        access_log: bool = False,
+    ) -> None:
         self.port = free_port()
         self.data_dir = data_dir
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = log or data_dir / "gunicorn.log"
         self.access_log_path = data_dir / "access.log" if access_log else None
         environment = {k: v for k, v in os.environ.items() if not k.startswith(("SENTE_", "DJANGO_"))}
-        environment.update({
-            "DJANGO_SETTINGS_MODULE": "server.settings",
-            "DATABASE_URL": database,
-            "SENTE_DATA_DIR": str(data_dir),
-            "STORAGE_URL": (data_dir / "files").as_uri(),
-            "SENTE_BIND": f"127.0.0.1:{self.port}",
-            "SENTE_WORKERS": str(workers),
-            "SENTE_ACCESS_LOG": str(self.access_log_path or ""),
-            "SENTE_RUN_STATE_SECONDS": "0",  # tests change the run and look at once
-            "PYTHONPATH": str(ROOT),
-        })
+        environment.update(
+            {
+                "DJANGO_SETTINGS_MODULE": "server.settings",
+                "DATABASE_URL": database,
+                "SENTE_DATA_DIR": str(data_dir),
+                "STORAGE_URL": (data_dir / "files").as_uri(),
+                "SENTE_BIND": f"127.0.0.1:{self.port}",
+                "SENTE_WORKERS": str(workers),
+                "SENTE_ACCESS_LOG": str(self.access_log_path or ""),
+                "SENTE_RUN_STATE_SECONDS": "0",  # tests change the run and look at once
+                "PYTHONPATH": str(ROOT),
+            }
+        )
         if access_log:
             environment["GUNICORN_CMD_ARGS"] = f"--access-logformat '{ACCESS_FORMAT}'"
         environment.update(env or {})
@@ -78,8 +87,13 @@ class LiveServer:
             self._log = open(self.log_path, "ab")  # noqa: SIM115 (open for the server's whole life)
         self._log.flush()
         self._log_start = self.log_path.stat().st_size
-        self.process = subprocess.Popen([sys.executable, "-m", "gunicorn", "-c", str(ROOT / "deploy/gunicorn.conf.py")],
-                                        cwd=ROOT, env=self._environment, stdout=self._log, stderr=subprocess.STDOUT)
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "gunicorn", "-c", str(ROOT / "deploy/gunicorn.conf.py")],
+            cwd=ROOT,
+            env=self._environment,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+        )
         self._wait()
 
     def _wait(self, seconds: float = 60.0) -> None:
@@ -105,13 +119,21 @@ class LiveServer:
             m = _ACCESS_LINE.match(line)
             if m:
                 pid, at, method, path, status, retry_after = m.groups()
-                found.append(Request(int(pid), datetime.strptime(at, "%d/%b/%Y:%H:%M:%S %z").timestamp(), method, path,
-                                     int(status), int(retry_after) if retry_after.isdigit() else None))
+                found.append(
+                    Request(
+                        int(pid),
+                        datetime.strptime(at, "%d/%b/%Y:%H:%M:%S %z").timestamp(),
+                        method,
+                        path,
+                        int(status),
+                        int(retry_after) if retry_after.isdigit() else None,
+                    )
+                )
         return found
 
     def worker_pids(self) -> set[int]:
         """The worker processes of the last start."""
-        text = self.log_path.read_bytes()[self._log_start:].decode(errors="replace")
+        text = self.log_path.read_bytes()[self._log_start :].decode(errors="replace")
         return {int(pid) for pid in re.findall(r"Booting worker with pid: (\d+)", text)}
 
     def log(self) -> str:

@@ -176,8 +176,7 @@ def test_password_change(web, alice):
     assert response.status_code == 200
     user.refresh_from_db()
     assert user.check_password(PASSWORD)
-    response = web.post("/accounts/password/", {"old_password": PASSWORD, "new_password1": new,
-                                                 "new_password2": new})
+    response = web.post("/accounts/password/", {"old_password": PASSWORD, "new_password1": new, "new_password2": new})
     assert response.status_code == 302
     assert response["Location"] == "/accounts/password/done/"
     assert web.get("/accounts/password/done/").status_code == 200
@@ -426,8 +425,14 @@ def test_me_totals_of_a_new_user(alice):
     """A new user's totals are all zero."""
     _, client = alice
     assert client.get("/api/v1/me/").json() == {
-        "username": "alice", "training_games": 0, "rating_games": 0, "training_rows": 0, "tasks": 0,
-        "last_game_at": None, "is_trainer": False}
+        "username": "alice",
+        "training_games": 0,
+        "rating_games": 0,
+        "training_rows": 0,
+        "tasks": 0,
+        "last_game_at": None,
+        "is_trainer": False,
+    }
 
 
 def test_me_trainer_flag(trainer):
@@ -437,10 +442,23 @@ def test_me_trainer_flag(trainer):
 
 
 def _game_fields(task, user, n: int, created_at) -> dict:
-    return dict(client_game_id=f"g-{user.username}-{n}", task=task, user=user, run=task.run,
-                settings_version=task.settings_version, board_x_size=7, board_y_size=7, komi=7.5,
-                rules={"ko": "POSITIONAL"}, result="B+3.5", winner="B", moves=40, sgf=f"games/{n}.sgf",
-                sgf_sha256="0" * 64, created_at=created_at)
+    return dict(
+        client_game_id=f"g-{user.username}-{n}",
+        task=task,
+        user=user,
+        run=task.run,
+        settings_version=task.settings_version,
+        board_x_size=7,
+        board_y_size=7,
+        komi=7.5,
+        rules={"ko": "POSITIONAL"},
+        result="B+3.5",
+        winner="B",
+        moves=40,
+        sgf=f"games/{n}.sgf",
+        sgf_sha256="0" * 64,
+        created_at=created_at,
+    )
 
 
 def test_me_totals_count_only_the_users_own(run, alice, bob):
@@ -454,14 +472,26 @@ def test_me_totals_count_only_the_users_own(run, alice, bob):
     task = Task.objects.filter(user=user).first()
     other_task = Task.objects.get(user=other)
     now = timezone.now()
-    TrainingGame.objects.create(network=network, rows=30, npz="npz/1.npz", npz_sha256="1" * 64,
-                                **_game_fields(task, user, 1, now - timedelta(hours=2)))
-    TrainingGame.objects.create(network=network, rows=12, npz="npz/2.npz", npz_sha256="2" * 64,
-                                **_game_fields(task, user, 2, now - timedelta(hours=1)))
-    RatingGame.objects.create(black_network=network, white_network=network,
-                              **_game_fields(task, user, 3, now - timedelta(minutes=5)))
-    TrainingGame.objects.create(network=network, rows=99, npz="npz/3.npz", npz_sha256="3" * 64,
-                                **_game_fields(other_task, other, 4, now))
+    TrainingGame.objects.create(
+        network=network,
+        rows=30,
+        npz="npz/1.npz",
+        npz_sha256="1" * 64,
+        **_game_fields(task, user, 1, now - timedelta(hours=2)),
+    )
+    TrainingGame.objects.create(
+        network=network,
+        rows=12,
+        npz="npz/2.npz",
+        npz_sha256="2" * 64,
+        **_game_fields(task, user, 2, now - timedelta(hours=1)),
+    )
+    RatingGame.objects.create(
+        black_network=network, white_network=network, **_game_fields(task, user, 3, now - timedelta(minutes=5))
+    )
+    TrainingGame.objects.create(
+        network=network, rows=99, npz="npz/3.npz", npz_sha256="3" * 64, **_game_fields(other_task, other, 4, now)
+    )
     body = client.get("/api/v1/me/").json()
     assert body["tasks"] == 2
     assert body["training_games"] == 2
@@ -470,8 +500,12 @@ def test_me_totals_count_only_the_users_own(run, alice, bob):
     assert body["last_game_at"] is not None
     assert abs(parse_datetime(body["last_game_at"]) - (now - timedelta(minutes=5))) < timedelta(seconds=1)
     other_body = other_client.get("/api/v1/me/").json()
-    assert (other_body["tasks"], other_body["training_games"], other_body["training_rows"],
-            other_body["rating_games"]) == (1, 1, 99, 0)
+    assert (
+        other_body["tasks"],
+        other_body["training_games"],
+        other_body["training_rows"],
+        other_body["rating_games"],
+    ) == (1, 1, 99, 0)
 
 
 # --- queries per page ---------------------------------------------------------------------------------
@@ -491,8 +525,9 @@ def test_the_account_pages_ask_a_fixed_number_of_queries(web, alice, django_asse
     signed = _count(django_assert_num_queries, 12, web.post, "/accounts/signup/", _signup_data())
     assert signed.status_code == 302 and _session_user_id(web) is not None
     assert _count(django_assert_num_queries, 4, web.post, "/accounts/logout/").status_code == 302
-    logged = _count(django_assert_num_queries, 9, web.post, "/accounts/login/",
-                    {"username": "alice", "password": PASSWORD})
+    logged = _count(
+        django_assert_num_queries, 9, web.post, "/accounts/login/", {"username": "alice", "password": PASSWORD}
+    )
     assert logged.status_code == 302 and _session_user_id(web) == str(user.pk)
     for _ in range(2):  # the same queries with 1 and with 32 tokens
         # session, user, the tokens counted for the pages, the page's tokens
@@ -512,7 +547,12 @@ def test_the_account_pages_ask_a_fixed_number_of_queries(web, alice, django_asse
     assert bad.status_code == 400 and "page=&#x27;zero&#x27;" in bad.content.decode()
     assert _count(django_assert_num_queries, 2, web.get, "/accounts/password/").status_code == 200
     new = "another long password 99"
-    changed = _count(django_assert_num_queries, 12, web.post, "/accounts/password/",  # the session made anew
-                     {"old_password": PASSWORD, "new_password1": new, "new_password2": new})
+    changed = _count(
+        django_assert_num_queries,
+        12,
+        web.post,
+        "/accounts/password/",  # the session made anew
+        {"old_password": PASSWORD, "new_password1": new, "new_password2": new},
+    )
     assert changed.status_code == 302
     assert _count(django_assert_num_queries, 2, web.get, "/accounts/password/done/").status_code == 200

@@ -83,8 +83,7 @@ def test_schema_lists_the_endpoints(schema):
 def test_schema_describes_token_authentication(schema):
     """The schema names the client token scheme (Authorization header)."""
     scheme = schema["components"]["securitySchemes"]["clientToken"]
-    assert scheme == {"type": "apiKey", "in": "header", "name": "Authorization",
-                      "description": scheme["description"]}
+    assert scheme == {"type": "apiKey", "in": "header", "name": "Authorization", "description": scheme["description"]}
     task = schema["paths"]["/api/v1/tasks/"]["post"]
     assert {"clientToken": []} in task["security"]
 
@@ -96,8 +95,15 @@ def test_schema_task_kinds(schema):
 
 def test_schema_validates_without_warnings(tmp_path):
     """drf-spectacular generates the schema without warnings and it validates against OpenAPI 3."""
-    call_command("spectacular", "--validate", "--fail-on-warn", "--file", str(tmp_path / "schema.yml"),
-                 stdout=StringIO(), stderr=StringIO())
+    call_command(
+        "spectacular",
+        "--validate",
+        "--fail-on-warn",
+        "--file",
+        str(tmp_path / "schema.yml"),
+        stdout=StringIO(),
+        stderr=StringIO(),
+    )
     assert (tmp_path / "schema.yml").read_text().startswith("openapi: 3.")
 
 
@@ -228,8 +234,9 @@ def test_method_not_allowed(db):
     assert "GET" not in response["Allow"].split(", ")
 
 
-@pytest.mark.parametrize(("method", "url"), [("delete", "/api/v1/runs/"), ("put", "/api/v1/me/"),
-                                             ("get", "/api/v1/auth/token/")])
+@pytest.mark.parametrize(
+    ("method", "url"), [("delete", "/api/v1/runs/"), ("put", "/api/v1/me/"), ("get", "/api/v1/auth/token/")]
+)
 def test_other_methods_not_allowed(db, method, url):
     """Other unsupported methods get 405 (or 401 first where a login is needed), never 200."""
     client = APIClient()
@@ -250,6 +257,7 @@ def test_json_errors_for_a_bad_json_body(db):
 @pytest.fixture
 def rates(monkeypatch):
     """Set a throttle scope's rate for one test (DRF's class attribute and its settings, in case they differ)."""
+
     def set_rate(scope: str, rate: str) -> None:
         monkeypatch.setitem(api_settings.DEFAULT_THROTTLE_RATES, scope, rate)
         monkeypatch.setitem(SimpleRateThrottle.THROTTLE_RATES, scope, rate)
@@ -266,8 +274,11 @@ def _user_client(name: str):
 
 
 def _task(client):
-    return client.post("/api/v1/tasks/", {"client_version": __version__, "client_instance_id": "m1",
-                                          "kinds": ["selfplay"], "games": 1}, format="json")
+    return client.post(
+        "/api/v1/tasks/",
+        {"client_version": __version__, "client_instance_id": "m1", "kinds": ["selfplay"], "games": 1},
+        format="json",
+    )
 
 
 def _assert_throttled(response) -> None:
@@ -381,7 +392,13 @@ def test_default_rates_let_normal_use_through(run):
 
 def test_a_chunked_api_body_without_length_is_refused(db):
     """Bodies must declare their length, so that the size limits apply before anything is read."""
-    response = Client().generic("POST", "/api/v1/tasks/", b"", content_type="application/json",
-                                HTTP_TRANSFER_ENCODING="chunked", CONTENT_LENGTH="")
+    response = Client().generic(
+        "POST",
+        "/api/v1/tasks/",
+        b"",
+        content_type="application/json",
+        HTTP_TRANSFER_ENCODING="chunked",
+        CONTENT_LENGTH="",
+    )
     assert response.status_code == 411
     assert response.json()["error"]["code"] == "length_required"

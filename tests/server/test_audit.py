@@ -26,11 +26,16 @@ def played(tmp_path_factory) -> dict:
     model = audit_data.sharp_network(1)
     games = audit_data.honest_games(model, NETWORK, out, 9, seed=11, settings=AUDIT_SELFPLAY)
     assert len(games) == 9
-    other = audit_data.honest_games(audit_data.sharp_network(2), NETWORK, out / "other", 3, seed=12,
-                                    settings=AUDIT_SELFPLAY)
-    return {"file": audit_data.sharp_network_file(NETWORK, 1), "alice": games[0:3], "bob": games[3:6],
-            "carol": [audit_data.shuffled_targets(g, 5 + i) for i, g in enumerate(games[6:9])],
-            "other": other}
+    other = audit_data.honest_games(
+        audit_data.sharp_network(2), NETWORK, out / "other", 3, seed=12, settings=AUDIT_SELFPLAY
+    )
+    return {
+        "file": audit_data.sharp_network_file(NETWORK, 1),
+        "alice": games[0:3],
+        "bob": games[3:6],
+        "carol": [audit_data.shuffled_targets(g, 5 + i) for i, g in enumerate(games[6:9])],
+        "other": other,
+    }
 
 
 @pytest.fixture
@@ -47,8 +52,9 @@ def _network(run, data: bytes, name: str = NETWORK):
     from server.networks.store import store_network
 
     mf = decode_model(data)
-    return store_network(run=run, name=name, content=ContentFile(data), size=len(data), sha256=sha256_of(data),
-                         config=mf.config)
+    return store_network(
+        run=run, name=name, content=ContentFile(data), size=len(data), sha256=sha256_of(data), config=mf.config
+    )
 
 
 @pytest.fixture
@@ -83,8 +89,9 @@ def test_the_audit_flags_the_shuffled_contributor_and_quarantine_is_reversible(c
     run, _, users = contributors
     scores = {s.user.username: s for s in audit_run(run, seed=1)}
     assert set(scores) == {"alice", "bob", "carol"}
-    assert {u for u, s in scores.items() if s.verdict == AuditScore.Verdict.FLAGGED} == {"carol"}, \
-        {u: (s.statistics, s.evidence) for u, s in scores.items()}
+    assert {u for u, s in scores.items() if s.verdict == AuditScore.Verdict.FLAGGED} == {"carol"}, {
+        u: (s.statistics, s.evidence) for u, s in scores.items()
+    }
     carol = scores["carol"]
     assert carol.rows >= 24 and carol.games == 3
     flagged_on = {e["statistic"] for e in carol.evidence}

@@ -18,8 +18,11 @@ from tests.server import helpers
 
 
 def _upload(client, name: str, data: bytes):
-    fields = {"name": name, "run": helpers.RUN,
-              "file": SimpleUploadedFile(f"{name}.safetensors", data, content_type="application/octet-stream")}
+    fields = {
+        "name": name,
+        "run": helpers.RUN,
+        "file": SimpleUploadedFile(f"{name}.safetensors", data, content_type="application/octet-stream"),
+    }
     return client.post("/api/v1/networks/", fields, format="multipart")
 
 
@@ -28,7 +31,8 @@ def _body(response) -> bytes:
 
 
 def test_upload_queues_the_canary_which_the_task_computes_and_the_api_serves(
-        run, trainer, tiny_network_file, django_capture_on_commit_callbacks):
+    run, trainer, tiny_network_file, django_capture_on_commit_callbacks
+):
     from django_tasks_db.models import DBTaskResult
 
     from server.networks.tasks import compute_network_canary

@@ -19,8 +19,10 @@ from tests.server import helpers
 
 pytestmark = pytest.mark.django_db
 
-CAPTURE_SGF = (b"(;FF[4]GM[1]SZ[7]KM[6.5]RU[koSIMPLEscoreAREAtaxNONEsui0]PB[net]PW[net]RE[B+R]"
-               b";B[ab];W[bb];B[ba];W[dd];B[cb];W[ee];B[bc])")  # black captures the white stone at bb
+CAPTURE_SGF = (
+    b"(;FF[4]GM[1]SZ[7]KM[6.5]RU[koSIMPLEscoreAREAtaxNONEsui0]PB[net]PW[net]RE[B+R]"
+    b";B[ab];W[bb];B[ba];W[dd];B[cb];W[ee];B[bc])"
+)  # black captures the white stone at bb
 
 
 @pytest.fixture
@@ -42,18 +44,35 @@ def _networks(run, count: int) -> list:
     Rating.objects.create(network=random_net, elo=0.0, elo_se=0.0, games=40)
     networks = [random_net]
     for k in range(1, count + 1):
-        state = (Network.State.RATING if k == count else Network.State.REJECTED if k == count - 1
-                 else Network.State.ACCEPTED)
+        state = (
+            Network.State.RATING if k == count else Network.State.REJECTED if k == count - 1 else Network.State.ACCEPTED
+        )
         parent = networks[-1] if networks[-1].state != Network.State.REJECTED else networks[-2]
         n = Network.objects.create(
-            name=f"{run.name}-n{k}", run=run, parent=parent, state=state,
-            released=k % 2 == 1 and state == Network.State.ACCEPTED, size_name="b6c96",
-            file=f"networks/{k:064x}.safetensors", size_bytes=4_000_000 + k, sha256=f"{k:064x}",
-            train_step=1_000_000 * k, rows_seen=50_000 * k, created_at=now - timedelta(hours=count - k))
+            name=f"{run.name}-n{k}",
+            run=run,
+            parent=parent,
+            state=state,
+            released=k % 2 == 1 and state == Network.State.ACCEPTED,
+            size_name="b6c96",
+            file=f"networks/{k:064x}.safetensors",
+            size_bytes=4_000_000 + k,
+            sha256=f"{k:064x}",
+            train_step=1_000_000 * k,
+            rows_seen=50_000 * k,
+            created_at=now - timedelta(hours=count - k),
+        )
         Rating.objects.create(network=n, elo=100.0 * k, elo_se=10.0 + k, games=20 * k)
-        Gating.objects.create(candidate=n, opponent=parent, rule="fixed", wins=12, draws=1, losses=7,
-                              decision={Network.State.RATING: "continue", Network.State.REJECTED: "reject"}
-                              .get(state, "accept"), verdict={"reason": f"{k} reached the wins needed"})
+        Gating.objects.create(
+            candidate=n,
+            opponent=parent,
+            rule="fixed",
+            wins=12,
+            draws=1,
+            losses=7,
+            decision={Network.State.RATING: "continue", Network.State.REJECTED: "reject"}.get(state, "accept"),
+            verdict={"reason": f"{k} reached the wins needed"},
+        )
         networks.append(n)
     return networks
 
@@ -69,13 +88,30 @@ def _more_networks(run, count: int, prefix: str = "m") -> list:
     made = []
     for k in range(1, count + 1):
         n = Network.objects.create(
-            name=f"{run.name}-{prefix}{k}", run=run, parent=parent, state=Network.State.ACCEPTED, released=k % 2 == 0,
-            size_name="b6c96", file=f"networks/{prefix}{k:063x}.safetensors", size_bytes=5_000_000 + k,
-            sha256=f"{prefix}{k:063x}"[:64], train_step=10_000_000 + k, rows_seen=900_000 + k,
-            created_at=now + timedelta(seconds=k))
+            name=f"{run.name}-{prefix}{k}",
+            run=run,
+            parent=parent,
+            state=Network.State.ACCEPTED,
+            released=k % 2 == 0,
+            size_name="b6c96",
+            file=f"networks/{prefix}{k:063x}.safetensors",
+            size_bytes=5_000_000 + k,
+            sha256=f"{prefix}{k:063x}"[:64],
+            train_step=10_000_000 + k,
+            rows_seen=900_000 + k,
+            created_at=now + timedelta(seconds=k),
+        )
         Rating.objects.create(network=n, elo=1000.0 + k, elo_se=20.0, games=10)
-        Gating.objects.create(candidate=n, opponent=parent, rule="fixed", wins=12, draws=0, losses=8,
-                              decision="accept", verdict={"reason": "enough wins"})
+        Gating.objects.create(
+            candidate=n,
+            opponent=parent,
+            rule="fixed",
+            wins=12,
+            draws=0,
+            losses=8,
+            decision="accept",
+            verdict={"reason": "enough wins"},
+        )
         made.append(n)
         parent = n
     return made
@@ -110,8 +146,7 @@ def _queries(django_assert_num_queries, client: Client, url: str, expected: int)
     return response
 
 
-def _queries_at_two_sizes(django_assert_num_queries, client: Client, url: str, expected: int, grow,
-                          listed=None):
+def _queries_at_two_sizes(django_assert_num_queries, client: Client, url: str, expected: int, grow, listed=None):
     """The page's queries with the data as it is and again after ``grow()`` doubled it: ``expected``
     both times (nothing is asked per row). ``listed(response)``, when given, is how many rows the
     page shows: the second time it must show more. Returns the two answers."""
@@ -141,17 +176,27 @@ def test_home_shows_the_run_at_a_glance(web, run, alice, bob, selfplay_games, dj
     current = networks[4]  # the newest accepted: n5 is rejected, n6 in its gating
     helpers.store_training_games(run, alice[0], selfplay_games[:4], network=current)
     helpers.store_training_games(run, bob[0], selfplay_games[4:], network=current, minutes_apart=200)
-    TrainingLine.objects.create(run=run, architecture="b6c96", role="current", status="training",
-                                status_note="training on the newest window", samples=12_345_678, rows_total=4321,
-                                window_rows=2500, losses={"policy": 2.125, "value": 0.625, "note": "x"},
-                                last_export=networks[-1])
-    TrainingLine.objects.create(run=run, architecture="b10c128", role="next", status="idle",
-                                status_note="waiting for rows")
+    TrainingLine.objects.create(
+        run=run,
+        architecture="b6c96",
+        role="current",
+        status="training",
+        status_note="training on the newest window",
+        samples=12_345_678,
+        rows_total=4321,
+        window_rows=2500,
+        losses={"policy": 2.125, "value": 0.625, "note": "x"},
+        last_export=networks[-1],
+    )
+    TrainingLine.objects.create(
+        run=run, architecture="b10c128", role="next", status="idle", status_note="waiting for rows"
+    )
 
     def grow():  # more networks, training lines, contributors and games
         newer = _more_networks(run, 7)
-        TrainingLine.objects.create(run=run, architecture="b15c192", role="next", status="idle",
-                                    last_export=newer[0], losses={"policy": 2.5})
+        TrainingLine.objects.create(
+            run=run, architecture="b15c192", role="next", status="idle", last_export=newer[0], losses={"policy": 2.5}
+        )
         TrainingLine.objects.create(run=run, architecture="b20c256", role="next", status="idle")
         for user in _contributors(["carol", "dave"]):
             helpers.store_training_games(run, user, selfplay_games, network=newer[-1])
@@ -168,8 +213,15 @@ def test_home_shows_the_run_at_a_glance(web, run, alice, bob, selfplay_games, dj
     assert response.context["numbers"]["rows_total"] == rows
     assert response.context["numbers"]["contributors_day"] == 2
     assert f"{rows:,}" in text
-    for expected in ("b6c96", "b10c128", "training on the newest window", "waiting for rows", "policy 2.125",
-                     "value 0.625", networks[-1].name):
+    for expected in (
+        "b6c96",
+        "b10c128",
+        "training on the newest window",
+        "waiting for rows",
+        "policy 2.125",
+        "value 0.625",
+        networks[-1].name,
+    ):
         assert expected in text
     assert "note x" not in text  # only numbers are losses
     assert 'id="elo-chart"' in _html(response) and "/static/vendor/uplot/uPlot.iife.min.js" in _html(response)
@@ -206,8 +258,9 @@ def test_networks_page_lists_every_network_with_filters(web, run, alice, selfpla
     assert released[-3:] == [networks[5].name, networks[3].name, networks[1].name]
     # a released network shows its state and that it is released
     row = re.search(rf'<tr>\s*<td><a href="/networks/{networks[1].name}/".*?</tr>', html, re.S).group(0)
-    assert ('<span class="badge badge-accepted">accepted</span> <span class="badge badge-released">released</span>'
-            in row)
+    assert (
+        '<span class="badge badge-accepted">accepted</span> <span class="badge badge-released">released</span>' in row
+    )
     candidates = web.get("/networks/?show=candidates").context["page"].object_list
     assert [n.name for n in candidates] == [networks[7].name]
     accepted = {n.name for n in web.get("/networks/?show=accepted").context["page"].object_list}
@@ -233,8 +286,9 @@ def test_networks_page_refuses_bad_filters_and_pages(web, run):
 def test_networks_are_paginated(web, run):
     from server.networks.models import Network
 
-    Network.objects.bulk_create([Network(name=f"bulk-{k:03d}", run=run, created_at=timezone.now()
-                                         - timedelta(minutes=k)) for k in range(120)])
+    Network.objects.bulk_create(
+        [Network(name=f"bulk-{k:03d}", run=run, created_at=timezone.now() - timedelta(minutes=k)) for k in range(120)]
+    )
     first = web.get("/networks/")
     assert len(first.context["page"].object_list) == 50 and "page 1 of 3" in _text(first)
     last = web.get("/networks/?page=3")
@@ -242,8 +296,7 @@ def test_networks_are_paginated(web, run):
     assert "bulk-119" in _text(last) and "bulk-119" not in _text(first)
 
 
-def test_network_page_shows_gating_lineage_and_games(web, run, alice, bob, selfplay_games,
-                                                     django_assert_num_queries):
+def test_network_page_shows_gating_lineage_and_games(web, run, alice, bob, selfplay_games, django_assert_num_queries):
     from server.networks.models import Network
     from server.ratings.models import NetworkEvent
 
@@ -270,14 +323,15 @@ def test_network_page_shows_gating_lineage_and_games(web, run, alice, bob, selfp
     assert "Decision: accept" in text and "Decision: reject" not in text
     assert response.context["selfplay_games"] == 3
     assert "3 reached the wins needed" in text and "released by staff" in text and "a good one" in text
-    assert [a.name for a in response.context["ancestors"]] == [networks[2].name, networks[1].name,
-                                                                helpers.RANDOM_NET]
+    assert [a.name for a in response.context["ancestors"]] == [networks[2].name, networks[1].name, helpers.RANDOM_NET]
     assert [c.name for c in response.context["children"]] == [networks[4].name]
     assert len(response.context["games"]) == 3 and len(response.context["rating_games"]) == 2
     assert f'href="/api/v1/networks/{n3.name}/file"' in _html(response) and n3.sha256 in text
     # a parent with two children (n5 was rejected; n6 is n4's child too)
     assert {c.name for c in web.get(f"/networks/{networks[4].name}/").context["children"]} == {
-        networks[5].name, networks[6].name}
+        networks[5].name,
+        networks[6].name,
+    }
     missing = web.get("/networks/nope/")
     assert missing.status_code == 404 and "there is no network named 'nope'" in _text(missing)
 
@@ -313,8 +367,15 @@ def test_elo_page_and_its_data(web, run, django_assert_num_queries):
 def test_the_chart_library_is_served_from_this_site():
     from django.contrib.staticfiles import finders
 
-    for name in ("vendor/uplot/uPlot.iife.min.js", "vendor/uplot/uPlot.min.css", "vendor/uplot/LICENSE",
-                 "sente/elo.js", "sente/board.js", "sente/live.js", "sente/site.css"):
+    for name in (
+        "vendor/uplot/uPlot.iife.min.js",
+        "vendor/uplot/uPlot.min.css",
+        "vendor/uplot/LICENSE",
+        "sente/elo.js",
+        "sente/board.js",
+        "sente/live.js",
+        "sente/site.css",
+    ):
         assert finders.find(name), name
     with open(finders.find("sente/elo.js")) as f:
         script = f.read()
@@ -342,11 +403,20 @@ def test_games_lists_by_network_and_contributor(web, run, alice, bob, selfplay_g
     assert web.get("/games/?user=nobody").status_code == 404
 
 
-@pytest.mark.parametrize("url, expected", [("/games/", 3), ("/games/?network={n1}", 3), ("/games/?user=alice", 4),
-                                           ("/games/rating/", 3), ("/games/rating/?network={n1}", 3),
-                                           ("/games/rating/?user=alice", 4)])
-def test_game_lists_ask_the_same_at_two_sizes(web, run, alice, bob, selfplay_games, django_assert_num_queries, url,
-                                              expected):
+@pytest.mark.parametrize(
+    "url, expected",
+    [
+        ("/games/", 3),
+        ("/games/?network={n1}", 3),
+        ("/games/?user=alice", 4),
+        ("/games/rating/", 3),
+        ("/games/rating/?network={n1}", 3),
+        ("/games/rating/?user=alice", 4),
+    ],
+)
+def test_game_lists_ask_the_same_at_two_sizes(
+    web, run, alice, bob, selfplay_games, django_assert_num_queries, url, expected
+):
     networks = _networks(run, 3)
     url = url.format(n1=networks[1].name)
 
@@ -393,8 +463,9 @@ def test_game_page_replays_the_record(web, run, alice, selfplay_games, django_as
     game = helpers.store_training_games(run, alice[0], selfplay_games[:1])[0]
     response = _queries(django_assert_num_queries, web, f"/games/{game.pk}/", 1)
     html, text = _html(response), _text(response)
-    board = json.loads(re.search(r'<script id="board-data" type="application/json">(.*?)</script>', html,
-                                 re.S).group(1))
+    board = json.loads(
+        re.search(r'<script id="board-data" type="application/json">(.*?)</script>', html, re.S).group(1)
+    )
     record = read_sgf(selfplay_games[0].sgf)
     final = record.to_game()
     assert (board["x"], board["y"]) == (7, 7)
@@ -454,9 +525,17 @@ def test_game_page_shows_the_rules_and_komi_the_board_is_replayed_by(web, run, a
 
     game = helpers.store_training_games(run, alice[0], selfplay_games[:1])[0]
     TrainingGame.objects.filter(pk=game.pk).update(
-        sgf=StoredFiles().put("games", CAPTURE_SGF, ".sgf"), komi=7.5,
-        rules={"ko": "POSITIONAL", "scoring": "AREA", "tax": "NONE", "suicide": True, "hasButton": False,
-               "whiteHandicapBonus": "0"})
+        sgf=StoredFiles().put("games", CAPTURE_SGF, ".sgf"),
+        komi=7.5,
+        rules={
+            "ko": "POSITIONAL",
+            "scoring": "AREA",
+            "tax": "NONE",
+            "suicide": True,
+            "hasButton": False,
+            "whiteHandicapBonus": "0",
+        },
+    )
     response = web.get(f"/games/{game.pk}/")
     text = _text(response)
     assert "ko: simple" in text and "multi-stone suicide: not allowed" in text and "Komi 6.5" in text
@@ -492,8 +571,12 @@ def test_game_page_with_a_missing_or_broken_record(web, run, alice, selfplay_gam
     assert "cannot be replayed: move 2" in text and "occupied" in text
     assert web.get("/games/999999/").status_code == 404
     assert web.get("/games/rating/999999/").status_code == 404
-    for path in ("/games/99999999999999999999/", "/games/99999999999999999999.sgf",
-                 "/games/rating/99999999999999999999/", "/games/rating/99999999999999999999.sgf"):
+    for path in (
+        "/games/99999999999999999999/",
+        "/games/99999999999999999999.sgf",
+        "/games/rating/99999999999999999999/",
+        "/games/rating/99999999999999999999.sgf",
+    ):
         response = web.get(path)
         assert response.status_code == 404 and "there is no" in _text(response), path
 
@@ -503,7 +586,8 @@ def _age(games, days: float) -> None:
     """Make the games (self-play or rating games, all of one kind) ``days`` old."""
     if games:
         type(games[0]).objects.filter(pk__in=[g.pk for g in games]).update(
-            created_at=timezone.now() - timedelta(days=days))
+            created_at=timezone.now() - timedelta(days=days)
+        )
 
 
 def test_contributors_leaderboard_by_period(web, run, alice, bob, selfplay_games, django_assert_num_queries):
@@ -527,7 +611,9 @@ def test_contributors_leaderboard_by_period(web, run, alice, bob, selfplay_games
     assert "carol" not in _text(week)
     everyone = web.get("/contributors/?period=all")
     assert {r["user"].username: r["counts"].training_games for r in everyone.context["page"].object_list} == {
-        "alice": 2, "bob": len(b_games)}
+        "alice": 2,
+        "bob": len(b_games),
+    }
     bad = web.get("/contributors/?period=year")
     assert bad.status_code == 400 and "period='year': must be one of day, week, all" in _text(bad)
 
@@ -540,8 +626,7 @@ def test_empty_lists_say_so(web, run):
 
 
 @pytest.mark.parametrize("period, expected", [("day", 6), ("week", 9), ("all", 7)])
-def test_leaderboard_asks_the_same_at_two_sizes(web, run, selfplay_games, django_assert_num_queries, period,
-                                                expected):
+def test_leaderboard_asks_the_same_at_two_sizes(web, run, selfplay_games, django_assert_num_queries, period, expected):
     from server.accounts.models import User
 
     def contributors(names: list[str]) -> None:
@@ -553,8 +638,14 @@ def test_leaderboard_asks_the_same_at_two_sizes(web, run, selfplay_games, django
 
     contributors(["u1", "u2", "u3", "u4"])
     User.objects.filter(username="u3").update(is_active=False)
-    _queries_at_two_sizes(django_assert_num_queries, web, f"/contributors/?period={period}", expected,
-                          lambda: contributors(["u5", "u6", "u7", "u8"]), _listed)
+    _queries_at_two_sizes(
+        django_assert_num_queries,
+        web,
+        f"/contributors/?period={period}",
+        expected,
+        lambda: contributors(["u5", "u6", "u7", "u8"]),
+        _listed,
+    )
 
 
 def test_contributor_page(web, run, alice, bob, selfplay_games, django_assert_num_queries):
@@ -572,14 +663,14 @@ def test_contributor_page(web, run, alice, bob, selfplay_games, django_assert_nu
         helpers.store_training_games(run, alice[0], selfplay_games[3:], network=networks[2])
         tallies.rebuild(run)
 
-    response, grown = _queries_at_two_sizes(django_assert_num_queries, web, "/contributors/alice/", 15, grow,
-                                            _listed)
+    response, grown = _queries_at_two_sizes(django_assert_num_queries, web, "/contributors/alice/", 15, grow, _listed)
     assert grown.context["periods"]["all"].training_games == 2 * len(selfplay_games)
     periods = response.context["periods"]
     assert periods["day"].training_games == len(new) and periods["day"].rating_games == 2
     assert periods["week"].rows == sum(g.rows for g in new)
     assert periods["all"].training_games == len(selfplay_games) and periods["all"].rows == sum(
-        g.metadata["rows"] for g in selfplay_games)
+        g.metadata["rows"] for g in selfplay_games
+    )
     games = response.context["page"].object_list
     assert len(games) == len(selfplay_games) and {g.user.username for g in games} == {"alice"}
     assert "being counted" in _text(response)
@@ -612,21 +703,32 @@ def test_counts_of_finished_days_match_the_games(run, alice, bob, selfplay_games
     assert state.days_through is not None
     now = timezone.now()
     counted = ~Q(user=carol) & Q(disabled=False)
-    for since in (None, now - timedelta(hours=1), now - timedelta(days=1), now - timedelta(days=3.3),
-                  now - timedelta(days=7), now - timedelta(days=30)):
+    for since in (
+        None,
+        now - timedelta(hours=1),
+        now - timedelta(days=1),
+        now - timedelta(days=3.3),
+        now - timedelta(days=7),
+        now - timedelta(days=30),
+    ):
         span = Q() if since is None else Q(created_at__gte=since)
-        expected = {u: (n, r, 0) for u, n, r in TrainingGame.objects.filter(span, counted).values_list("user_id")
-                    .annotate(n=Count("id"), r=Sum("rows")).order_by()}
+        expected = {
+            u: (n, r, 0)
+            for u, n, r in TrainingGame.objects.filter(span, counted)
+            .values_list("user_id")
+            .annotate(n=Count("id"), r=Sum("rows"))
+            .order_by()
+        }
         for u, n in RatingGame.objects.filter(span, counted).values_list("user_id").annotate(n=Count("id")).order_by():
             expected[u] = (*expected.get(u, (0, 0))[:2], n)
         got = {u: (c.training_games, c.rows, c.rating_games) for u, c in tallies.per_user(run, since).items()}
         assert got == expected, since
         total = tallies.totals(run, since)
         assert (total.training_games, total.rows, total.rating_games) == tuple(
-            sum(v[i] for v in expected.values()) for i in range(3)), since
+            sum(v[i] for v in expected.values()) for i in range(3)
+        ), since
     assert tallies.per_user(run, None, user=bob[0]).keys() == {bob[0].pk}
-    by_network = dict(TrainingGame.objects.filter(counted).values_list("network_id").annotate(n=Count("id"))
-                      .order_by())
+    by_network = dict(TrainingGame.objects.filter(counted).values_list("network_id").annotate(n=Count("id")).order_by())
     ids = [n.pk for n in networks]
     assert tallies.network_games(run, ids) == {pk: by_network.get(pk, 0) for pk in ids}
     assert tallies.network_games(run, ids)[networks[2].pk] == 4  # bob's; carol's are not counted
@@ -678,25 +780,39 @@ def test_every_page_counts_the_same_games(web, run, alice, bob, selfplay_games, 
         games = helpers.store_training_games(run, user, selfplay_games[:count], network=current)
         _age(games[: count // 2], 2.5)  # half in a counted day
     TrainingGame.objects.filter(pk=TrainingGame.objects.filter(user=alice[0]).order_by("id").first().pk).update(
-        disabled=True)
+        disabled=True
+    )
 
     def numbers() -> dict:
         cache.clear()
         home = web.get("/").context["numbers"]
         board = web.get("/contributors/?period=all").context["page"].object_list
         listed = {n.name: n.selfplay_games for n in web.get("/networks/").context["page"].object_list}
-        return {"home": home["games_total"], "rows": home["rows_total"], "day": home["contributors_day"],
-                "live": web.get("/live.json").json()["games_total"],
-                "board": sum(r["counts"].training_games for r in board), "board_users": len(board),
-                "network": web.get(f"/networks/{current.name}/").context["selfplay_games"],
-                "list": listed[current.name]}
+        return {
+            "home": home["games_total"],
+            "rows": home["rows_total"],
+            "day": home["contributors_day"],
+            "live": web.get("/live.json").json()["games_total"],
+            "board": sum(r["counts"].training_games for r in board),
+            "board_users": len(board),
+            "network": web.get(f"/networks/{current.name}/").context["selfplay_games"],
+            "list": listed[current.name],
+        }
 
     def expect(games) -> dict:
         rows = sum(games.values_list("rows", flat=True))
         users = games.values("user").distinct().count()
         n = games.count()
-        return {"home": n, "rows": rows, "day": users, "live": n, "board": n, "board_users": users, "network": n,
-                "list": n}
+        return {
+            "home": n,
+            "rows": rows,
+            "day": users,
+            "live": n,
+            "board": n,
+            "board_users": users,
+            "network": n,
+            "list": n,
+        }
 
     assert numbers() == expect(counted_games(run)) == expect(TrainingGame.objects.filter(disabled=False))
     assert counted_games(run).count() == 6 - 1 + 3 + 2
@@ -704,6 +820,7 @@ def test_every_page_counts_the_same_games(web, run, alice, bob, selfplay_games, 
     with django_capture_on_commit_callbacks(execute=True):
         carol.is_active = False
         carol.save()
+
     def queued():
         return DBTaskResult.objects.filter(task_path="server.dashboard.tasks.recount_run")
 
@@ -712,7 +829,8 @@ def test_every_page_counts_the_same_games(web, run, alice, bob, selfplay_games, 
     # the front page and the leaderboard leave carol out at once; the network's counted days still
     # hold her older game until the recount
     assert {k: v for k, v in off.items() if k not in ("network", "list")} == {
-        k: v for k, v in expect(counted_games(run)).items() if k not in ("network", "list")}
+        k: v for k, v in expect(counted_games(run)).items() if k not in ("network", "list")
+    }
     assert off["network"] == off["list"] == counted_games(run).count() + 1
     recount_run.call(run.pk)  # what the worker runs
     assert numbers() == expect(counted_games(run))
@@ -730,8 +848,9 @@ def test_every_page_counts_the_same_games(web, run, alice, bob, selfplay_games, 
     assert numbers() == expect(counted_games(run)) and numbers()["home"] == 10
 
 
-def test_training_window_share_is_counted_in_the_background(web, run, alice, bob, selfplay_games,
-                                                            django_capture_on_commit_callbacks):
+def test_training_window_share_is_counted_in_the_background(
+    web, run, alice, bob, selfplay_games, django_capture_on_commit_callbacks
+):
     from django_tasks_db.models import DBTaskResult
 
     from server.dashboard.tasks import count_training_window
@@ -794,8 +913,9 @@ def test_releases_page(web, run, django_assert_num_queries):
     response = _queries(django_assert_num_queries, web, "/releases/", 2)
     released = [n for n in networks if n.released]
     listed = [n.name for n in response.context["page"].object_list]
-    _, grown = _queries_at_two_sizes(django_assert_num_queries, web, "/releases/", 2,
-                                     lambda: _more_networks(run, 6), _listed)  # as many released again
+    _, grown = _queries_at_two_sizes(
+        django_assert_num_queries, web, "/releases/", 2, lambda: _more_networks(run, 6), _listed
+    )  # as many released again
     assert len(grown.context["page"].object_list) == 2 * len(released)
     assert listed == [n.name for n in sorted(released, key=lambda n: n.created_at, reverse=True)]
     html, text = _html(response), _text(response)
@@ -821,8 +941,15 @@ def test_data_page_lists_the_daily_archives(web, run, django_assert_num_queries)
     assert "No archive yet" in _text(web.get("/data/"))
     for day in (date(2026, 1, 2), date(2026, 1, 3)):
         for kind in ("sgf", "npz"):
-            DataExport.objects.create(run=run, day=day, kind=kind, file=f"exports/test/{day}-{kind}", size_bytes=2048,
-                                      sha256="ab" * 32, games=7)
+            DataExport.objects.create(
+                run=run,
+                day=day,
+                kind=kind,
+                file=f"exports/test/{day}-{kind}",
+                size_bytes=2048,
+                sha256="ab" * 32,
+                games=7,
+            )
     response = _queries(django_assert_num_queries, web, "/data/", 2)
     text, html = _text(response), _html(response)
     assert text.index("2026-01-03") < text.index("2026-01-02")  # newest first
@@ -830,8 +957,15 @@ def test_data_page_lists_the_daily_archives(web, run, django_assert_num_queries)
     def grow():  # two days more
         for day in (date(2025, 12, 30), date(2025, 12, 31)):
             for kind in ("sgf", "npz"):
-                DataExport.objects.create(run=run, day=day, kind=kind, file=f"exports/test/{day}-{kind}",
-                                          size_bytes=4096, sha256="cd" * 32, games=3)
+                DataExport.objects.create(
+                    run=run,
+                    day=day,
+                    kind=kind,
+                    file=f"exports/test/{day}-{kind}",
+                    size_bytes=4096,
+                    sha256="cd" * 32,
+                    games=3,
+                )
 
     _queries_at_two_sizes(django_assert_num_queries, web, "/data/", 2, grow, _listed)
     export = DataExport.objects.get(day=date(2026, 1, 3), kind="npz")
@@ -914,7 +1048,8 @@ def test_a_new_tokens_key_is_kept_nowhere_on_the_server(web, alice):
         web.get("/accounts/tokens/")
     token = ClientToken.objects.get(name="laptop")
     assert token.key_hash == hash_token(key) and key not in json.dumps(
-        list(ClientToken.objects.values_list("name", "key_prefix", "key_hash")))
+        list(ClientToken.objects.values_list("name", "key_prefix", "key_hash"))
+    )
 
 
 def test_a_token_needs_a_name(web, alice):
@@ -930,6 +1065,14 @@ def test_a_token_needs_a_name(web, alice):
 def test_every_page_links_the_site_and_the_account(web, alice):
     web.force_login(alice[0])
     html = _html(web.get("/start/"))
-    for href in ("/networks/", "/elo/", "/games/", "/contributors/", "/releases/", "/start/", "/accounts/tokens/",
-                 "/contributors/alice/"):
+    for href in (
+        "/networks/",
+        "/elo/",
+        "/games/",
+        "/contributors/",
+        "/releases/",
+        "/start/",
+        "/accounts/tokens/",
+        "/contributors/alice/",
+    ):
         assert f'href="{href}"' in html

@@ -63,8 +63,18 @@ def test_komi_other_than_drawn_without_compensation_is_refused(selfplay_games):
     assert "is not the" in refusal(rec, helpers.SELFPLAY)
 
 
-@pytest.mark.parametrize(("k", "n", "p", "plausible"), [(25, 50, 0.5, True), (35, 50, 0.5, True), (50, 50, 0.5, False),
-                                                       (0, 40, 0.5, False), (1, 10, 0.0, False), (10, 10, 1.0, True),
-                                                       (9, 10, 1.0, False), (3, 3, 0.25, True)])
+@pytest.mark.parametrize(
+    ("k", "n", "p", "plausible"),
+    [
+        (25, 50, 0.5, True),
+        (35, 50, 0.5, True),
+        (50, 50, 0.5, False),
+        (0, 40, 0.5, False),
+        (1, 10, 0.0, False),
+        (10, 10, 1.0, True),
+        (9, 10, 1.0, False),
+        (3, 3, 0.25, True),
+    ],
+)
 def test_the_share_of_full_searches_is_judged_by_its_odds(k, n, p, plausible):
     assert (drawn._binomial_odds(k, n, p) >= drawn.FULL_SEARCH_ODDS) == plausible

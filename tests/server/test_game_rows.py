@@ -76,12 +76,32 @@ def refused(alice, task, game: PlayedGame, field: str, code: str) -> str:
 # --- honest games -----------------------------------------------------------------------------------
 HONEST = {
     "handicap": SelfPlaySettings(
-        board_sizes=(11,), board_size_weights=(1.0,), visits=12, cheap_visits=4, full_search_prob=0.5,
-        handicap_prob=1.0, komi_big_stdev_prob=0.5, max_moves=160, reduced_visits_min=6,
-        rules=RulesChoice(ko=("SIMPLE", "POSITIONAL", "SITUATIONAL"), suicide=(False, True),
-                          tax=("NONE", "SEKI", "ALL"), button=(False, True), white_handicap_bonus=("0", "N", "N-1"))),
-    "move limit": SelfPlaySettings(board_sizes=(5,), board_size_weights=(1.0,), visits=6, cheap_visits=2,
-                                   full_search_prob=1.0, max_moves=18, end_when_all_pass_alive=False),
+        board_sizes=(11,),
+        board_size_weights=(1.0,),
+        visits=12,
+        cheap_visits=4,
+        full_search_prob=0.5,
+        handicap_prob=1.0,
+        komi_big_stdev_prob=0.5,
+        max_moves=160,
+        reduced_visits_min=6,
+        rules=RulesChoice(
+            ko=("SIMPLE", "POSITIONAL", "SITUATIONAL"),
+            suicide=(False, True),
+            tax=("NONE", "SEKI", "ALL"),
+            button=(False, True),
+            white_handicap_bonus=("0", "N", "N-1"),
+        ),
+    ),
+    "move limit": SelfPlaySettings(
+        board_sizes=(5,),
+        board_size_weights=(1.0,),
+        visits=6,
+        cheap_visits=2,
+        full_search_prob=1.0,
+        max_moves=18,
+        end_when_all_pass_alive=False,
+    ),
 }
 
 

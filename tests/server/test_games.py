@@ -95,8 +95,12 @@ def test_a_selfplay_game_is_stored_with_its_files(run, alice, task, game):
     body = response.json()
     assert body["game_id"] == game.metadata["game_id"]
     row = TrainingGame.objects.get()
-    assert (row.user, row.network.name, row.rows, row.moves) == (user, helpers.RANDOM_NET, game.metadata["rows"],
-                                                                 game.metadata["moves"])
+    assert (row.user, row.network.name, row.rows, row.moves) == (
+        user,
+        helpers.RANDOM_NET,
+        game.metadata["rows"],
+        game.metadata["moves"],
+    )
     assert row.result == game.metadata["result"] and row.komi == game.metadata["komi"]
     assert row.settings_version.version == 1 and str(row.task_id) == task["id"]
     rec = read_sgf(game.sgf)
@@ -177,14 +181,17 @@ def test_metadata_that_is_not_json_is_refused(run, alice, task, game):
     assert_nothing_stored(task["id"])
 
 
-@pytest.mark.parametrize(("change", "field"), [
-    ({"komi": 7.3}, "metadata.komi"),
-    ({"game_id": "../../etc"}, "metadata.game_id"),
-    ({"rules": "no such rules"}, "metadata.rules"),
-    ({"rows": -1}, "metadata.rows"),
-    ({"moves": "many"}, "metadata.moves"),
-    ({"surprise": 1}, "metadata.surprise"),
-])
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"komi": 7.3}, "metadata.komi"),
+        ({"game_id": "../../etc"}, "metadata.game_id"),
+        ({"rules": "no such rules"}, "metadata.rules"),
+        ({"rows": -1}, "metadata.rows"),
+        ({"moves": "many"}, "metadata.moves"),
+        ({"surprise": 1}, "metadata.surprise"),
+    ],
+)
 def test_malformed_metadata_is_refused_naming_the_key(run, alice, task, game, change, field):
     assert_refused(post(alice[1], TRAINING, upload_fields(task["id"], game, **change)), field)
     assert_nothing_stored(task["id"])
@@ -256,7 +263,7 @@ def test_an_npz_that_is_not_an_archive_is_refused(run, alice, task, game):
 def test_an_npz_that_needs_a_newer_zip_reader_is_refused(run, alice, task, game):
     npz = bytearray(game.npz)
     central = npz.index(b"PK\x01\x02")
-    npz[central + 6:central + 8] = (99).to_bytes(2, "little")  # "version needed to extract": 9.9
+    npz[central + 6 : central + 8] = (99).to_bytes(2, "little")  # "version needed to extract": 9.9
     fields = upload_fields(task["id"], PlayedGame(game.sgf, bytes(npz), game.metadata))
     assert_refused(post(alice[1], TRAINING, fields), "npz", "bad_npz")
     assert_nothing_stored(task["id"])
@@ -288,19 +295,36 @@ def nine_by_nine(tmp_path_factory) -> PlayedGame:
     from client.selfplay.run import run_selfplay
 
     out = Path(tmp_path_factory.mktemp("nine"))
-    settings = SelfPlaySettings(board_sizes=(9,), board_size_weights=(1.0,), visits=8, cheap_visits=2,
-                                max_moves=150, rules=helpers.SELFPLAY.rules)
-    run_selfplay(NullEvaluator(), settings, games=2, parallel=2, out_dir=out, seed=4, progress=False,
-                 player_name=helpers.RANDOM_NET)
+    settings = SelfPlaySettings(
+        board_sizes=(9,),
+        board_size_weights=(1.0,),
+        visits=8,
+        cheap_visits=2,
+        max_moves=150,
+        rules=helpers.SELFPLAY.rules,
+    )
+    run_selfplay(
+        NullEvaluator(),
+        settings,
+        games=2,
+        parallel=2,
+        out_dir=out,
+        seed=4,
+        progress=False,
+        player_name=helpers.RANDOM_NET,
+    )
     sgf = sorted(out.glob("*.sgf"))[0]
-    return PlayedGame(sgf.read_bytes(), sgf.with_suffix(".npz").read_bytes(),
-                      helpers.training_metadata(sgf.read_bytes(), sgf.with_suffix(".npz").read_bytes(),
-                                                helpers.RANDOM_NET, sgf.stem))
+    return PlayedGame(
+        sgf.read_bytes(),
+        sgf.with_suffix(".npz").read_bytes(),
+        helpers.training_metadata(sgf.read_bytes(), sgf.with_suffix(".npz").read_bytes(), helpers.RANDOM_NET, sgf.stem),
+    )
 
 
 def test_rows_of_another_board_size_are_refused(run, alice, task, game, nine_by_nine):
-    fields = upload_fields(task["id"], PlayedGame(game.sgf, nine_by_nine.npz, game.metadata),
-                           rows=nine_by_nine.metadata["rows"])
+    fields = upload_fields(
+        task["id"], PlayedGame(game.sgf, nine_by_nine.npz, game.metadata), rows=nine_by_nine.metadata["rows"]
+    )
     assert_refused(post(alice[1], TRAINING, fields), "npz", "mismatch")
     assert_nothing_stored(task["id"])
 
@@ -331,14 +355,22 @@ def test_a_board_size_outside_the_settings_is_refused(run, alice, task, nine_by_
     assert_nothing_stored(task["id"])
 
 
-@pytest.mark.parametrize(("change", "field"), [
-    ({"board_x_size": 9, "board_y_size": 9}, "npz"),  # the rows are checked first: they are of a 7x7 board
-    ({"komi": 0.5}, "sgf"),
-    ({"rules": '{"ko":"SIMPLE","scoring":"AREA","tax":"NONE","suicide":true,"hasButton":false,'
-               '"whiteHandicapBonus":"0"}'}, "sgf"),
-    ({"result": "B+100"}, "sgf"),
-    ({"moves": 1}, "sgf"),
-])
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"board_x_size": 9, "board_y_size": 9}, "npz"),  # the rows are checked first: they are of a 7x7 board
+        ({"komi": 0.5}, "sgf"),
+        (
+            {
+                "rules": '{"ko":"SIMPLE","scoring":"AREA","tax":"NONE","suicide":true,"hasButton":false,'
+                '"whiteHandicapBonus":"0"}'
+            },
+            "sgf",
+        ),
+        ({"result": "B+100"}, "sgf"),
+        ({"moves": 1}, "sgf"),
+    ],
+)
 def test_the_sgf_and_rows_must_agree_with_the_metadata(run, alice, task, game, change, field):
     response = post(alice[1], TRAINING, upload_fields(task["id"], game, **change))
     assert_refused(response, field, "mismatch")
@@ -445,13 +477,16 @@ def test_a_rating_game_is_stored(run, alice, second_network, rating_games):
     response = post(alice[1], RATING, upload_fields(task["id"], game))
     assert response.status_code == 201, response.content
     row = RatingGame.objects.get()
-    assert (row.black_network.name, row.white_network.name) == (game.metadata["black_network"],
-                                                                game.metadata["white_network"])
+    assert (row.black_network.name, row.white_network.name) == (
+        game.metadata["black_network"],
+        game.metadata["white_network"],
+    )
     assert post(alice[1], RATING, upload_fields(task["id"], game)).status_code == 200
 
 
-@pytest.mark.parametrize("change", [{"black_network": "test-other"}, {"white_network": "test-net1",
-                                                                       "black_network": "test-net1"}])
+@pytest.mark.parametrize(
+    "change", [{"black_network": "test-other"}, {"white_network": "test-net1", "black_network": "test-net1"}]
+)
 def test_a_rating_game_must_be_between_the_tasks_networks(run, alice, second_network, rating_games, change):
     task = new_task(alice[1], kinds=("rating",))
     response = post(alice[1], RATING, upload_fields(task["id"], rating_games[0], **change))

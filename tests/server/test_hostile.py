@@ -83,8 +83,15 @@ def test_every_json_body_nested_beyond_the_bound_is_refused_naming_the_body(run,
             assert (error["field"], error["code"]) == ("body", "parse_error"), error
             assert "nested more than" in error["message"]
     # the same deep body far beyond the stack's depth, and the other ways a body is not JSON
-    for body in (deep_json(50_000), "[" * 200_000, '{"username": NaN}', '{"games": 1e999}',
-                 '{"games": 123456789012345678901234567890}', '{"name": "\\ud800"}', b'{"name": "\xff"}'):
+    for body in (
+        deep_json(50_000),
+        "[" * 200_000,
+        '{"username": NaN}',
+        '{"games": 1e999}',
+        '{"games": 123456789012345678901234567890}',
+        '{"name": "\\ud800"}',
+        b'{"name": "\xff"}',
+    ):
         response = APIClient().post("/api/v1/auth/token/", body, content_type="application/json")
         assert response.status_code == 400, response.content
         assert api_error(response)["field"] == "body"
@@ -127,14 +134,17 @@ def _refused_upload(client, fields: dict, field: str) -> dict:
     return error
 
 
-@pytest.mark.parametrize(("metadata", "problem"), [
-    (deep_json(MAX_DEPTH + 1), "nested more than"),
-    ("[" * 10_000, "nested more than"),  # (far beyond the stack, within the size limit)
-    ('{"komi": NaN}', "not a JSON number"),
-    ('{"komi": 1e400}', "too large"),
-    ('{"moves": 99999999999999999999999}', "64-bit"),
-    ('{"game_id": "\\udc00"}', "unpaired surrogate"),
-])
+@pytest.mark.parametrize(
+    ("metadata", "problem"),
+    [
+        (deep_json(MAX_DEPTH + 1), "nested more than"),
+        ("[" * 10_000, "nested more than"),  # (far beyond the stack, within the size limit)
+        ('{"komi": NaN}', "not a JSON number"),
+        ('{"komi": 1e400}', "too large"),
+        ('{"moves": 99999999999999999999999}', "64-bit"),
+        ('{"game_id": "\\udc00"}', "unpaired surrogate"),
+    ],
+)
 def test_metadata_beyond_the_bounds_is_refused_naming_it(alice, task, game, metadata, problem):
     fields = upload_fields(task["id"], game)
     fields["metadata"] = metadata
@@ -207,8 +217,11 @@ def query_parameters() -> set[str]:
     names = {"page", api_settings.URL_FORMAT_OVERRIDE, "next", SEARCH_VAR, ORDER_VAR, PAGE_VAR}
     for model_admin in admin.site._registry.values():
         names.update(f"{f}__exact" for f in model_admin.list_filter if isinstance(f, str))
-    patterns = (r"""(?:GET|query_params|params)\.get\(\s*["'](\w+)["']""", r"""params\[["'](\w+)["']\]""",
-                r"""choice\(\s*request,\s*["'](\w+)["']""")
+    patterns = (
+        r"""(?:GET|query_params|params)\.get\(\s*["'](\w+)["']""",
+        r"""params\[["'](\w+)["']\]""",
+        r"""choice\(\s*request,\s*["'](\w+)["']""",
+    )
     for source in SERVER.rglob("*.py"):
         text = source.read_text()
         for pattern in patterns:
@@ -233,8 +246,12 @@ def test_control_characters_in_every_address_are_refused(boss):
     the API and the website, signed in and not: 400 before any view runs; nothing stored."""
     _, web, api = boss
     with_text = [route for route, _ in routes() if has_text_parameter(route)]
-    assert {"api/v1/networks/<str:name>/", "api/v1/runs/<str:name>/", "networks/<str:name>/",
-            "contributors/<str:username>/"} <= set(with_text)
+    assert {
+        "api/v1/networks/<str:name>/",
+        "api/v1/runs/<str:name>/",
+        "networks/<str:name>/",
+        "contributors/<str:username>/",
+    } <= set(with_text)
     before = row_counts()
     for route in with_text:
         path = "/" + fill(route, NUL)
@@ -307,8 +324,12 @@ def test_nul_in_the_forms_of_the_website_is_refused(run, alice):
     nothing and signs nobody in."""
     user, _ = alice
     before = row_counts()
-    signup = {"username": "carol", "email": "carol@example.org", "password1": "correct horse 42",
-              "password2": "correct horse 42"}
+    signup = {
+        "username": "carol",
+        "email": "carol@example.org",
+        "password1": "correct horse 42",
+        "password2": "correct horse 42",
+    }
     for key in signup:
         response = Client().post("/accounts/signup/", {**signup, key: NUL})
         assert response.status_code == 200 and "Null characters are not allowed" in response.content.decode()
@@ -331,13 +352,16 @@ def test_nul_in_the_forms_of_the_website_is_refused(run, alice):
     assert row_counts() == before
 
 
-@pytest.mark.parametrize(("change", "field"), [
-    ({"game_id": NUL}, "metadata.game_id"),
-    ({"network": NUL}, "metadata.network"),
-    ({"rules": NUL}, "metadata.rules"),
-    ({"result": "B+R\x00"}, "sgf"),
-    ({NUL: 1}, f"metadata.{NUL}"),
-])
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"game_id": NUL}, "metadata.game_id"),
+        ({"network": NUL}, "metadata.network"),
+        ({"rules": NUL}, "metadata.rules"),
+        ({"result": "B+R\x00"}, "sgf"),
+        ({NUL: 1}, f"metadata.{NUL}"),
+    ],
+)
 def test_nul_in_the_metadata_is_refused_and_the_refusal_recorded(alice, task, game, change, field):
     _refused_upload(alice[1], upload_fields(task["id"], game, **change), field)
 
@@ -347,8 +371,9 @@ def test_nul_in_the_sgf_is_refused_and_the_refusal_recorded(alice, task, game, p
     from django.core.files.uploadedfile import SimpleUploadedFile
 
     fields = upload_fields(task["id"], game)
-    fields["sgf"] = SimpleUploadedFile("game.sgf", re.sub(rb"(\(;)", rb"\1" + prop.encode() + b"[a\x00]", game.sgf,
-                                                          count=1))
+    fields["sgf"] = SimpleUploadedFile(
+        "game.sgf", re.sub(rb"(\(;)", rb"\1" + prop.encode() + b"[a\x00]", game.sgf, count=1)
+    )
     _refused_upload(alice[1], fields, "sgf")
 
 
@@ -394,8 +419,9 @@ def test_the_login_form_is_rate_limited_per_address_and_per_username(alice, bob,
     elsewhere = Client(REMOTE_ADDR="10.0.0.5")
     _assert_too_many(elsewhere.post("/accounts/login/", {"username": "alice", "password": PASSWORD}))
     assert "_auth_user_id" not in elsewhere.session
-    response = APIClient(REMOTE_ADDR="10.0.0.3").post("/api/v1/auth/token/",
-                                                     {"username": "alice", "password": PASSWORD}, format="json")
+    response = APIClient(REMOTE_ADDR="10.0.0.3").post(
+        "/api/v1/auth/token/", {"username": "alice", "password": PASSWORD}, format="json"
+    )
     assert response.status_code == 429 and api_error(response)["code"] == "throttled"
     assert elsewhere.post("/accounts/login/", {"username": "bob", "password": PASSWORD}).status_code == 302
     assert elsewhere.get("/accounts/login/").status_code == 200  # looking at the form costs nothing
@@ -419,10 +445,12 @@ def test_the_admin_login_and_the_password_change_are_rate_limited(alice, login_r
     web.force_login(user)
     new = "another long password 99"
     for _ in range(login_rate):
-        response = web.post("/accounts/password/", {"old_password": "guess", "new_password1": new,
-                                                    "new_password2": new})
+        response = web.post(
+            "/accounts/password/", {"old_password": "guess", "new_password1": new, "new_password2": new}
+        )
         assert response.status_code == 200
-    _assert_too_many(web.post("/accounts/password/", {"old_password": PASSWORD, "new_password1": new,
-                                                      "new_password2": new}))
+    _assert_too_many(
+        web.post("/accounts/password/", {"old_password": PASSWORD, "new_password1": new, "new_password2": new})
+    )
     user.refresh_from_db()
     assert user.check_password(PASSWORD)

@@ -33,8 +33,14 @@ def net_file(name: str) -> bytes:
 
 def _fields(name: str, data: bytes | None = None, run: str = helpers.RUN, **extra) -> dict:
     data = net_file(name) if data is None else data
-    fields = {"name": name, "run": run, "train_step": 1000, "rows_seen": 5000, "notes": "from a test",
-              "file": SimpleUploadedFile(f"{name}.safetensors", data, content_type="application/octet-stream")}
+    fields = {
+        "name": name,
+        "run": run,
+        "train_step": 1000,
+        "rows_seen": 5000,
+        "notes": "from a test",
+        "file": SimpleUploadedFile(f"{name}.safetensors", data, content_type="application/octet-stream"),
+    }
     fields.update(extra)
     return {k: v for k, v in fields.items() if v is not None}
 
@@ -44,8 +50,13 @@ def _upload(client: APIClient, name: str, data: bytes | None = None, **extra):
 
 
 def _storage_path(sha256: str):
-    return os.path.join(django_settings.STORAGES["default"]["OPTIONS"]["location"], "networks", sha256[:2], sha256[2:4],
-                        f"{sha256}.safetensors")
+    return os.path.join(
+        django_settings.STORAGES["default"]["OPTIONS"]["location"],
+        "networks",
+        sha256[:2],
+        sha256[2:4],
+        f"{sha256}.safetensors",
+    )
 
 
 def _content(response) -> bytes:
@@ -172,8 +183,12 @@ def test_not_a_network_file(run, trainer, kind):
     """Random bytes, a truncated file, or a file shorter than a header get 400 naming file; nothing stored."""
     _, client = trainer
     good = net_file("broken")
-    data = {"random": os.urandom(5000), "truncated": good[: len(good) - 100], "short": good[:5],
-            "empty_header": (0).to_bytes(8, "little") + b"{}"}[kind]
+    data = {
+        "random": os.urandom(5000),
+        "truncated": good[: len(good) - 100],
+        "short": good[:5],
+        "empty_header": (0).to_bytes(8, "little") + b"{}",
+    }[kind]
     before = stored_files()
     response = _upload(client, "broken", data)
     assert response.status_code == 400, response.content
@@ -218,8 +233,7 @@ def test_same_file_as_an_existing_network(run, trainer):
     """The bytes of an existing network's file under another name get 409."""
     _, client = trainer
     data = net_file("twin")
-    Network.objects.create(name="original", run=run, sha256=hashlib.sha256(data).hexdigest(),
-                                    size_bytes=len(data))
+    Network.objects.create(name="original", run=run, sha256=hashlib.sha256(data).hexdigest(), size_bytes=len(data))
     response = _upload(client, "twin", data)
     assert response.status_code == 409
     error = _error(response)
@@ -328,8 +342,7 @@ def test_network_upload_above_its_limit_is_413(run, trainer):
 def test_declared_content_length_above_the_limit(run, alice):
     """A request declaring a body above the limit gets 413 with the JSON error body, before it is read."""
     _, client = alice
-    response = client.post("/api/v1/tasks/", {"client_version": "0.1.0"}, format="json",
-                           CONTENT_LENGTH=str(10**10))
+    response = client.post("/api/v1/tasks/", {"client_version": "0.1.0"}, format="json", CONTENT_LENGTH=str(10**10))
     assert response.status_code == 413
     error = _error(response)
     assert error["code"] == "too_large"

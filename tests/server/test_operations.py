@@ -41,8 +41,9 @@ def test_metrics_count_tasks_games_refusals_networks_and_the_trainer(run, alice,
     user, client = alice
     task = new_task(client, games=2)
     old = new_task(client, games=1)  # handed out two hours ago: not in the last hour's
-    Task.objects.filter(id=old["id"]).update(created_at=timezone.now() - timedelta(hours=2),
-                                             expires_at=timezone.now() - timedelta(minutes=1))
+    Task.objects.filter(id=old["id"]).update(
+        created_at=timezone.now() - timedelta(hours=2), expires_at=timezone.now() - timedelta(minutes=1)
+    )
     stored = helpers.store_training_games(run, user, selfplay_games[:4])
     Task.objects.filter(id=stored[0].task_id).update(games_received=4)  # its games are all in
     for game in stored[:2]:  # two games of three days ago: in the days the website has counted
@@ -50,11 +51,18 @@ def test_metrics_count_tasks_games_refusals_networks_and_the_trainer(run, alice,
         game.save()
     stored[3].disabled = True  # left out, as the website leaves it out
     stored[3].save()
-    bad = client.post("/api/v1/games/training/", helpers.upload_fields(task["id"], selfplay_games[0], rows=999),
-                      format="multipart")
+    bad = client.post(
+        "/api/v1/games/training/", helpers.upload_fields(task["id"], selfplay_games[0], rows=999), format="multipart"
+    )
     assert bad.status_code == 400
-    TrainingLine.objects.create(run=run, architecture="tiny", role="current", status="training", samples=1234,
-                                losses={"policy": 2.5, "value": 0.75})
+    TrainingLine.objects.create(
+        run=run,
+        architecture="tiny",
+        role="current",
+        status="training",
+        samples=1234,
+        losses={"policy": 2.5, "value": 0.75},
+    )
     response = Client().get("/metrics")
     assert response.status_code == 200 and response["Content-Type"].startswith("text/plain")
     text = response.content.decode()
@@ -114,13 +122,20 @@ def test_a_refused_upload_is_recorded_with_its_reason(run, alice, selfplay_games
 
     user, client = alice
     task = new_task(client, games=2)
-    response = client.post("/api/v1/games/training/", helpers.upload_fields(task["id"], selfplay_games[0],
-                                                                            network="nobody"), format="multipart")
+    response = client.post(
+        "/api/v1/games/training/",
+        helpers.upload_fields(task["id"], selfplay_games[0], network="nobody"),
+        format="multipart",
+    )
     assert response.status_code == 400
     refusal = UploadRefusal.objects.get()
     error = response.json()["error"]
-    assert (refusal.kind, refusal.user, refusal.code, refusal.field) == ("training", user, error["code"],
-                                                                         error.get("field") or "")
+    assert (refusal.kind, refusal.user, refusal.code, refusal.field) == (
+        "training",
+        user,
+        error["code"],
+        error.get("field") or "",
+    )
     assert refusal.message == error["message"][:300]
     assert not TrainingGame.objects.exists()
 
@@ -163,8 +178,9 @@ def test_daily_exports_hold_the_days_games_and_download_in_pieces(run, alice, se
     response = api.get(next(e["url"] for e in listing["results"] if e["kind"] == "npz"))
     with tarfile.open(fileobj=io.BytesIO(b"".join(response.streaming_content))) as archive:
         members = {m.name: archive.extractfile(m).read() for m in archive.getmembers()}
-    assert members == {f"{g.client_game_id}.npz": game.npz for g, game in zip(games[:3], selfplay_games[:3],
-                                                                             strict=True)}
+    assert members == {
+        f"{g.client_game_id}.npz": game.npz for g, game in zip(games[:3], selfplay_games[:3], strict=True)
+    }
 
     again = io.StringIO()
     call_command("export_games", stdout=again)  # nothing new to do

@@ -26,8 +26,9 @@ def _settings(run, **gating):
 def _candidate(run, name: str, parent, minutes_ago: int = 0):
     from server.networks.models import Network
 
-    return Network.objects.create(name=name, run=run, parent=parent,
-                                  created_at=timezone.now() - timedelta(minutes=minutes_ago))
+    return Network.objects.create(
+        name=name, run=run, parent=parent, created_at=timezone.now() - timedelta(minutes=minutes_ago)
+    )
 
 
 def _games(run, user, black, white, winners: str, counted: bool = True) -> None:
@@ -36,16 +37,38 @@ def _games(run, user, black, white, winners: str, counted: bool = True) -> None:
     from server.games.models import RatingGame
     from server.ratings.promotion import record_game
 
-    task = Task.objects.create(kind=Task.Kind.RATING, run=run, user=user, network_a=black, network_b=white,
-                               settings_version=run.current_settings(), games=len(winners), client_version="0.1.0",
-                               client_instance_id="test", expires_at=timezone.now() + timedelta(hours=1))
+    task = Task.objects.create(
+        kind=Task.Kind.RATING,
+        run=run,
+        user=user,
+        network_a=black,
+        network_b=white,
+        settings_version=run.current_settings(),
+        games=len(winners),
+        client_version="0.1.0",
+        client_instance_id="test",
+        expires_at=timezone.now() + timedelta(hours=1),
+    )
     for k, w in enumerate(winners):
         with transaction.atomic():
             game = RatingGame.objects.create(
-                client_game_id=f"{task.id.hex}-{k}", task=task, user=user, run=run,
-                settings_version=task.settings_version, board_x_size=7, board_y_size=7, komi=7.5, rules={},
-                result={"B": "B+R", "W": "W+R", "0": "0"}.get(w, "Void"), winner=w, moves=40,
-                sgf=f"games/{task.id.hex}-{k}.sgf", sgf_sha256="0" * 64, black_network=black, white_network=white)
+                client_game_id=f"{task.id.hex}-{k}",
+                task=task,
+                user=user,
+                run=run,
+                settings_version=task.settings_version,
+                board_x_size=7,
+                board_y_size=7,
+                komi=7.5,
+                rules={},
+                result={"B": "B+R", "W": "W+R", "0": "0"}.get(w, "Void"),
+                winner=w,
+                moves=40,
+                sgf=f"games/{task.id.hex}-{k}.sgf",
+                sgf_sha256="0" * 64,
+                black_network=black,
+                white_network=white,
+            )
             if counted:
                 record_game(game)
 
@@ -149,21 +172,31 @@ def test_staff_decide_by_hand_from_the_admin_with_a_note(run, client):
     from server.ratings.promotion import next_gating
 
     assert next_gating(run).candidate == candidate
-    response = client.post("/admin/networks/network/", {"action": "force_accept", "_selected_action": [candidate.pk],
-                                                         "note": "strong in our own tests", "index": 0})
+    response = client.post(
+        "/admin/networks/network/",
+        {"action": "force_accept", "_selected_action": [candidate.pk], "note": "strong in our own tests", "index": 0},
+    )
     assert response.status_code == 302
     candidate.refresh_from_db()
     assert candidate.state == "accepted" and Gating.objects.get(candidate=candidate).decision == "accept"
     event = NetworkEvent.objects.get(network=candidate, kind="forced_accept")
     assert (event.user, event.note) == (admin, "strong in our own tests")
-    client.post("/admin/networks/network/", {"action": "force_release", "_selected_action": [candidate.pk],
-                                             "note": "", "index": 0})
+    client.post(
+        "/admin/networks/network/",
+        {"action": "force_release", "_selected_action": [candidate.pk], "note": "", "index": 0},
+    )
     assert Network.objects.get(pk=candidate.pk).released
-    client.post("/admin/networks/network/", {"action": "force_retire", "_selected_action": [candidate.pk],
-                                             "note": "superseded", "index": 0})
+    client.post(
+        "/admin/networks/network/",
+        {"action": "force_retire", "_selected_action": [candidate.pk], "note": "superseded", "index": 0},
+    )
     assert Network.objects.get(pk=candidate.pk).state == "retired"
     assert list(NetworkEvent.objects.filter(network=candidate).values_list("kind", flat=True)) == [
-        "gating_started", "forced_accept", "released", "retired"]
+        "gating_started",
+        "forced_accept",
+        "released",
+        "retired",
+    ]
 
 
 def test_an_uploaded_rating_game_counts_into_the_gating(run, alice, tmp_path):

@@ -24,9 +24,16 @@ def _lineage(run, count: int) -> list:
 
     networks = [run.networks.get(is_random=True)]
     for k in range(1, count + 1):
-        networks.append(Network.objects.create(
-            name=f"{run.name}-n{k}", run=run, parent=networks[-1], state=Network.State.ACCEPTED,
-            created_at=timezone.now() + timedelta(seconds=k), rows_seen=1000 * k))
+        networks.append(
+            Network.objects.create(
+                name=f"{run.name}-n{k}",
+                run=run,
+                parent=networks[-1],
+                state=Network.State.ACCEPTED,
+                created_at=timezone.now() + timedelta(seconds=k),
+                rows_seen=1000 * k,
+            )
+        )
     return networks
 
 
@@ -36,14 +43,41 @@ def _play(run, user, black, white, results: list[str]) -> None:
     from server.games.models import RatingGame
 
     now = timezone.now()
-    task = Task.objects.create(kind=Task.Kind.RATING, run=run, user=user, network_a=black, network_b=white,
-                               settings_version=run.current_settings(), games=len(results), client_version="0.1.0",
-                               client_instance_id="test", expires_at=now + timedelta(hours=1))
-    RatingGame.objects.bulk_create([RatingGame(
-        client_game_id=f"{task.id.hex}-{k}", task=task, user=user, run=run, settings_version=task.settings_version,
-        board_x_size=7, board_y_size=7, komi=7.5, rules={}, result={"B": "B+R", "W": "W+R", "0": "0"}.get(w, "Void"),
-        winner=w, moves=50, sgf=f"games/{task.id.hex}-{k}.sgf", sgf_sha256="0" * 64, black_network=black,
-        white_network=white) for k, w in enumerate(results)])
+    task = Task.objects.create(
+        kind=Task.Kind.RATING,
+        run=run,
+        user=user,
+        network_a=black,
+        network_b=white,
+        settings_version=run.current_settings(),
+        games=len(results),
+        client_version="0.1.0",
+        client_instance_id="test",
+        expires_at=now + timedelta(hours=1),
+    )
+    RatingGame.objects.bulk_create(
+        [
+            RatingGame(
+                client_game_id=f"{task.id.hex}-{k}",
+                task=task,
+                user=user,
+                run=run,
+                settings_version=task.settings_version,
+                board_x_size=7,
+                board_y_size=7,
+                komi=7.5,
+                rules={},
+                result={"B": "B+R", "W": "W+R", "0": "0"}.get(w, "Void"),
+                winner=w,
+                moves=50,
+                sgf=f"games/{task.id.hex}-{k}.sgf",
+                sgf_sha256="0" * 64,
+                black_network=black,
+                white_network=white,
+            )
+            for k, w in enumerate(results)
+        ]
+    )
 
 
 def test_a_refit_stores_every_network_and_the_api_serves_them(run, alice):
@@ -98,8 +132,9 @@ def test_a_refit_is_repeatable_and_disabled_games_do_not_count(run, alice):
 
 
 @pytest.mark.django_db(transaction=True, serialized_rollback=True)  # the worker closes its connections
-def test_new_rating_games_queue_one_refit_which_the_worker_runs(run, alice, settings,
-                                                                 django_capture_on_commit_callbacks):
+def test_new_rating_games_queue_one_refit_which_the_worker_runs(
+    run, alice, settings, django_capture_on_commit_callbacks
+):
     from django.db import transaction
     from django_tasks_db.models import DBTaskResult
 

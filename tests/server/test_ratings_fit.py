@@ -83,18 +83,22 @@ def test_the_prior_holds_a_network_near_its_parent_until_games_say_otherwise():
 
 
 def test_networks_the_games_do_not_reach_are_not_rated():
-    fit = fit_ratings(4, np.array([0, 1]), np.array([1, 0]), np.array([1.0, 1.0]), parents=np.array([-1, 0, -1, 2]),
-                      virtual_draws=2.0)
+    fit = fit_ratings(
+        4, np.array([0, 1]), np.array([1, 0]), np.array([1.0, 1.0]), parents=np.array([-1, 0, -1, 2]), virtual_draws=2.0
+    )
     assert np.isfinite(fit.elo[:2]).all() and np.isnan(fit.elo[2:]).all() and np.isinf(fit.se[2:]).all()
     assert fit.games.tolist() == [2, 2, 0, 0]
 
 
-@pytest.mark.parametrize("args, words", [
-    ((2, [0], [2], [1.0]), "outside 0..1"),
-    ((2, [0], [0], [1.0]), "against itself"),
-    ((2, [0], [1], [1.5]), "between 0 and 1"),
-    ((2, [0, 1], [1], [1.0]), "one length"),
-])
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        ((2, [0], [2], [1.0]), "outside 0..1"),
+        ((2, [0], [0], [1.0]), "against itself"),
+        ((2, [0], [1], [1.5]), "between 0 and 1"),
+        ((2, [0, 1], [1], [1.0]), "one length"),
+    ],
+)
 def test_bad_games_are_named(args, words):
     count, first, second, score = args
     with pytest.raises(FitError, match=words):
@@ -110,7 +114,14 @@ def test_games_summed_per_pair_give_the_same_fit():
     one = fit_ratings(5, first, second, score, parents=parents, virtual_draws=3.0)
     keys, inverse = np.unique(first * 5 + second, return_inverse=True)
     counts = np.bincount(inverse)
-    summed = fit_ratings(5, keys // 5, keys % 5, np.bincount(inverse, weights=score) / counts, parents=parents,
-                         virtual_draws=3.0, counts=counts)
+    summed = fit_ratings(
+        5,
+        keys // 5,
+        keys % 5,
+        np.bincount(inverse, weights=score) / counts,
+        parents=parents,
+        virtual_draws=3.0,
+        counts=counts,
+    )
     assert np.allclose(one.elo, summed.elo, atol=1e-9) and np.allclose(one.cov, summed.cov, atol=1e-9)
     assert (one.games == summed.games).all()

@@ -53,8 +53,9 @@ def test_the_sprt_accepts_a_strong_candidate_and_rejects_a_weak_one_in_the_expec
     share, mean_games, capped = _simulate(true_elo, settings, runs=300, seed=11)
     right = share if expect == ACCEPT else 1.0 - share
     assert right >= 0.95
-    wald = expected_sprt_games(true_elo, settings.sprt_elo0, settings.sprt_elo1, settings.sprt_alpha,
-                               settings.sprt_beta)
+    wald = expected_sprt_games(
+        true_elo, settings.sprt_elo0, settings.sprt_elo1, settings.sprt_alpha, settings.sprt_beta
+    )
     assert 0.6 * wald <= mean_games <= 1.4 * wald, (mean_games, wald)
     assert capped < 0.05
 

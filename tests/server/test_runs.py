@@ -116,24 +116,27 @@ def test_set_settings_stores_the_canonical_document(run):
     assert version.document["selfplay"] == RunSettings().selfplay.to_dict()
 
 
-@pytest.mark.parametrize(("document", "path"), [
-    ({"selfplay": {"visits": 0}}, "selfplay.visits"),
-    ({"selfplay": {"visits": "many"}}, "selfplay.visits"),
-    ({"selfplay": {"visits": 10, "cheap_visits": 20}}, "selfplay.cheap_visits"),
-    ({"bogus": 1}, "bogus"),
-    ({"selfplay": {"vists": 5}}, "selfplay.vists"),
-    ({"rating": {"komi": 7.3}}, "rating.komi"),
-    ({"gating": {"rule": "coin"}}, "gating.rule"),
-    ({"selfplay": {"search": {"cpuct": -1}}}, "selfplay.search.cpuct"),
-    ({"selfplay": []}, "selfplay"),
-    ({"training": {"architecture": "b99c7"}}, "training.architecture"),
-    ({"training": {"next_architecture": "b6c96"}}, "training.next_architecture"),
-    ({"training": {"window_alpha": 0}}, "training.window_alpha"),
-    ({"training": {"export_every": 100, "snapshot_every": 200}}, "training.export_every"),
-    ({"training": {"window_c": 1000, "export_every": 5000}}, "training.export_every"),
-    ({"training": {"holdout_one_in": 1}}, "training.holdout_one_in"),
-    ({"training": {"ema_decay": 1.0}}, "training.ema_decay"),
-])
+@pytest.mark.parametrize(
+    ("document", "path"),
+    [
+        ({"selfplay": {"visits": 0}}, "selfplay.visits"),
+        ({"selfplay": {"visits": "many"}}, "selfplay.visits"),
+        ({"selfplay": {"visits": 10, "cheap_visits": 20}}, "selfplay.cheap_visits"),
+        ({"bogus": 1}, "bogus"),
+        ({"selfplay": {"vists": 5}}, "selfplay.vists"),
+        ({"rating": {"komi": 7.3}}, "rating.komi"),
+        ({"gating": {"rule": "coin"}}, "gating.rule"),
+        ({"selfplay": {"search": {"cpuct": -1}}}, "selfplay.search.cpuct"),
+        ({"selfplay": []}, "selfplay"),
+        ({"training": {"architecture": "b99c7"}}, "training.architecture"),
+        ({"training": {"next_architecture": "b6c96"}}, "training.next_architecture"),
+        ({"training": {"window_alpha": 0}}, "training.window_alpha"),
+        ({"training": {"export_every": 100, "snapshot_every": 200}}, "training.export_every"),
+        ({"training": {"window_c": 1000, "export_every": 5000}}, "training.export_every"),
+        ({"training": {"holdout_one_in": 1}}, "training.holdout_one_in"),
+        ({"training": {"ema_decay": 1.0}}, "training.ema_decay"),
+    ],
+)
 def test_set_settings_refuses_bad_documents(run, document, path):
     """A bad document raises SettingsError naming the key, and makes no version."""
     with pytest.raises(SettingsError) as e:
@@ -184,9 +187,15 @@ def test_current_run(run):
     response = APIClient().get("/api/v1/runs/current/")
     assert response.status_code == 200
     assert response.json() == {
-        "run": run.name, "status": "active", "min_client_version": run.min_client_version, "max_client_version": None,
-        "client_builds": [], "settings_version": 1, "games_per_task": 256,
-        "network": {"name": f"{run.name}-random", "is_random": True, "url": None, "sha256": None, "bytes": 0}}
+        "run": run.name,
+        "status": "active",
+        "min_client_version": run.min_client_version,
+        "max_client_version": None,
+        "client_builds": [],
+        "settings_version": 1,
+        "games_per_task": 256,
+        "network": {"name": f"{run.name}-random", "is_random": True, "url": None, "sha256": None, "bytes": 0},
+    }
 
 
 def test_current_run_is_the_newest_active(run):
@@ -224,8 +233,9 @@ def test_runs_api_is_read_only(run, alice):
 # --- admin ------------------------------------------------------------------------------------------
 @pytest.fixture
 def staff(db) -> Client:
-    user = User.objects.create_user("boss", "boss@example.org", "a long enough password", is_staff=True,
-                                    is_superuser=True)
+    user = User.objects.create_user(
+        "boss", "boss@example.org", "a long enough password", is_staff=True, is_superuser=True
+    )
     client = Client()
     client.force_login(user)
     return client
@@ -346,9 +356,13 @@ def test_admin_add_run(staff, db):
     page = staff.get("/admin/runs/run/add/")
     assert page.status_code == 200
     data = _form_data(page)
-    data.update(name="fromadmin", description="made in the admin", status="active",
-                min_client_version=__version__,
-                settings_document=json.dumps({"selfplay": {"visits": 50, "cheap_visits": 10}}))
+    data.update(
+        name="fromadmin",
+        description="made in the admin",
+        status="active",
+        min_client_version=__version__,
+        settings_document=json.dumps({"selfplay": {"visits": 50, "cheap_visits": 10}}),
+    )
     response = staff.post("/admin/runs/run/add/", data)
     assert response.status_code == 302, response.context["adminform"].form.errors if response.context else ""
     run = Run.objects.get(name="fromadmin")
@@ -369,8 +383,10 @@ def test_admin_sets_the_client_versions_and_builds_the_run_takes(staff, run):
     run.refresh_from_db()
     assert (run.max_client_version, run.client_builds) == ("0.9", ["0123456789abcdef", "fedcba9876543210"])
     assert _form_data(staff.get(_change_url(run)))["client_builds"] == "0123456789abcdef\nfedcba9876543210"
-    for field, value, words in (("client_builds", "0123456789ABCDEF", "16 hex digits"),
-                                ("max_client_version", "0.0.1", "older than the minimum")):
+    for field, value, words in (
+        ("client_builds", "0123456789ABCDEF", "16 hex digits"),
+        ("max_client_version", "0.0.1", "older than the minimum"),
+    ):
         response = staff.post(_change_url(run), dict(data, **{field: value}))
         assert response.status_code == 200
         assert words in response.context["adminform"].form.errors[field][0]
@@ -403,8 +419,17 @@ def test_createrun_with_a_settings_file(db, tmp_path):
     """--settings-file, --description and --min-client-version are used."""
     path = tmp_path / "settings.json"
     path.write_text(json.dumps(helpers.SETTINGS.to_dict()))
-    call_command("createrun", "filed", "--settings-file", str(path), "--description", "from a file",
-                 "--min-client-version", "0.0.9", stdout=StringIO())
+    call_command(
+        "createrun",
+        "filed",
+        "--settings-file",
+        str(path),
+        "--description",
+        "from a file",
+        "--min-client-version",
+        "0.0.9",
+        stdout=StringIO(),
+    )
     run = Run.objects.get(name="filed")
     assert run.current_settings().document == helpers.SETTINGS.to_dict()
     assert run.description == "from a file"
@@ -412,8 +437,9 @@ def test_createrun_with_a_settings_file(db, tmp_path):
 
 
 def test_createrun_with_the_clients_it_takes(db):
-    call_command("createrun", "pinned", "--max-client-version", "0.2", "--client-build", "0123456789abcdef",
-                 stdout=StringIO())
+    call_command(
+        "createrun", "pinned", "--max-client-version", "0.2", "--client-build", "0123456789abcdef", stdout=StringIO()
+    )
     run = Run.objects.get(name="pinned")
     assert (run.max_client_version, run.client_builds) == ("0.2", ["0123456789abcdef"])
 
@@ -421,21 +447,26 @@ def test_createrun_with_the_clients_it_takes(db):
 def test_runclients_shows_and_changes_what_a_run_takes(run):
     """manage.py runclients: the versions and builds a run takes, shown; changed with options; a bad
     value is refused naming the field, and nothing changes."""
+
     def runclients(*args) -> str:
         out = StringIO()
         call_command("runclients", run.name, *args, stdout=out)
         return out.getvalue()
 
     assert "any build" in runclients() and f"{__version__} to any newer" in runclients()
-    out = runclients("--min-version", "0.1", "--max-version", "0.4", "--build", "0123456789abcdef",
-                     "--add-build", "fedcba9876543210")
+    out = runclients(
+        "--min-version", "0.1", "--max-version", "0.4", "--build", "0123456789abcdef", "--add-build", "fedcba9876543210"
+    )
     assert "0.1 to 0.4, builds 0123456789abcdef, fedcba9876543210" in out
     runclients("--remove-build", "0123456789abcdef", "--no-max-version")
     run.refresh_from_db()
     assert (run.min_client_version, run.max_client_version, run.client_builds) == ("0.1", "", ["fedcba9876543210"])
-    for args, needle in ((["--add-build", "xyz"], "client_builds"), (["--max-version", "0.0.1"], "older than"),
-                         (["--remove-build", "0123456789abcdef"], "not among"),
-                         (["--any-build", "--build", "0123456789abcdef"], "--any-build")):
+    for args, needle in (
+        (["--add-build", "xyz"], "client_builds"),
+        (["--max-version", "0.0.1"], "older than"),
+        (["--remove-build", "0123456789abcdef"], "not among"),
+        (["--any-build", "--build", "0123456789abcdef"], "--any-build"),
+    ):
         with pytest.raises(CommandError, match=needle):
             runclients(*args)
     run.refresh_from_db()
@@ -445,12 +476,15 @@ def test_runclients_shows_and_changes_what_a_run_takes(run):
         call_command("runclients", "nosuch", stdout=StringIO())
 
 
-@pytest.mark.parametrize(("content", "needle"), [
-    ('{"selfplay": {"visits": 0}}', "selfplay.visits"),
-    ('{"nonsense": true}', "nonsense"),
-    ('{"selfplay": ', "settings file"),
-    ("[1, 2]", "settings file"),
-])
+@pytest.mark.parametrize(
+    ("content", "needle"),
+    [
+        ('{"selfplay": {"visits": 0}}', "selfplay.visits"),
+        ('{"nonsense": true}', "nonsense"),
+        ('{"selfplay": ', "settings file"),
+        ("[1, 2]", "settings file"),
+    ],
+)
 def test_createrun_bad_settings_file(db, tmp_path, content, needle):
     """A settings file that is not valid JSON or not valid settings is a CommandError, and no run is made."""
     path = tmp_path / "bad.json"

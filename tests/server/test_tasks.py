@@ -31,8 +31,9 @@ def _request(client, **changes):
 
 
 def _network(run, name: str, minutes_ago: int = 0, **fields):
-    return Network.objects.create(name=name, run=run, created_at=timezone.now() - timedelta(minutes=minutes_ago),
-                                  **fields)
+    return Network.objects.create(
+        name=name, run=run, created_at=timezone.now() - timedelta(minutes=minutes_ago), **fields
+    )
 
 
 def _age_random(run) -> None:
@@ -54,8 +55,7 @@ def test_selfplay_task(run, alice):
     task = new_task(alice[1], games=4)
     assert task["kind"] == "selfplay"
     assert task["run"] == run.name
-    assert task["network"] == {"name": f"{run.name}-random", "is_random": True, "url": None, "sha256": None,
-                               "bytes": 0}
+    assert task["network"] == {"name": f"{run.name}-random", "is_random": True, "url": None, "sha256": None, "bytes": 0}
     assert "networks" not in task
     assert task["settings"] == helpers.SETTINGS.to_dict()
     assert task["settings_version"] == 1
@@ -96,8 +96,9 @@ def test_each_request_is_a_new_task(run, alice, bob):
 
 def test_default_kinds_and_games(run, alice):
     """Without kinds and games a client gets one self-play game (no rating games are due)."""
-    response = alice[1].post("/api/v1/tasks/", {"client_version": __version__, "client_instance_id": "m"},
-                             format="json")
+    response = alice[1].post(
+        "/api/v1/tasks/", {"client_version": __version__, "client_instance_id": "m"}, format="json"
+    )
     assert response.status_code == 201, response.content
     assert response.json()["kind"] == "selfplay"
     assert response.json()["games"] == 1
@@ -121,9 +122,17 @@ def test_task_uses_an_uploaded_network(run, alice, trainer):
 
     data = helpers.network_file("tasknet")
     _, trainer_client = trainer
-    response = trainer_client.post("/api/v1/networks/", {
-        "name": "tasknet", "run": run.name, "train_step": 10, "rows_seen": 10,
-        "file": SimpleUploadedFile("tasknet.safetensors", data)}, format="multipart")
+    response = trainer_client.post(
+        "/api/v1/networks/",
+        {
+            "name": "tasknet",
+            "run": run.name,
+            "train_step": 10,
+            "rows_seen": 10,
+            "file": SimpleUploadedFile("tasknet.safetensors", data),
+        },
+        format="multipart",
+    )
     assert response.status_code == 201, response.content
     assert new_task(alice[1])["network"]["name"] == helpers.RANDOM_NET
     staff_decision(Network.objects.get(name="tasknet"), "accept", note="the test passes it")
@@ -198,8 +207,11 @@ def test_the_run_takes_a_range_of_versions_and_a_list_of_builds(run, alice):
     assert response.status_code == 426
     error = _error(response)
     assert error["code"] == "upgrade_required" and "0.3" in error["message"] and "newer" in error["message"]
-    assert (error["min_client_version"], error["max_client_version"], error["client_builds"]) == (__version__, "0.3",
-                                                                                                  [])
+    assert (error["min_client_version"], error["max_client_version"], error["client_builds"]) == (
+        __version__,
+        "0.3",
+        [],
+    )
     assert _request(alice[1], client_version="0.3.0", client_build=BUILD_B).status_code == 201
     run.client_builds = [BUILD_A]
     run.save()
@@ -318,9 +330,16 @@ def test_rating_task_with_an_uploaded_network(run, alice, trainer):
     """With a second network, a rating-only request gets a rating task with both networks."""
     _, trainer_client = trainer
     data = helpers.network_file("rated")
-    response = trainer_client.post("/api/v1/networks/", {
-        "name": "rated", "run": run.name, "parent": f"{run.name}-random",
-        "file": SimpleUploadedFile("rated.safetensors", data)}, format="multipart")
+    response = trainer_client.post(
+        "/api/v1/networks/",
+        {
+            "name": "rated",
+            "run": run.name,
+            "parent": f"{run.name}-random",
+            "file": SimpleUploadedFile("rated.safetensors", data),
+        },
+        format="multipart",
+    )
     assert response.status_code == 201, response.content
     task = new_task(alice[1], kinds=("rating",), games=2)
     assert task["kind"] == "rating"
@@ -376,10 +395,14 @@ def test_without_a_candidate_rating_games_go_where_they_tell_the_most(run):
     near = _network(run, "near", 30, state="accepted")
     far = _network(run, "far", 20, state="accepted")
     vague = _network(run, "vague", 10, state="accepted")
-    Rating.objects.bulk_create([Rating(network=random_net, elo=0.0, elo_se=0.0, games=500),
-                                Rating(network=near, elo=420.0, elo_se=20.0, games=500),
-                                Rating(network=far, elo=1200.0, elo_se=20.0, games=500),
-                                Rating(network=vague, elo=450.0, elo_se=150.0, games=10)])
+    Rating.objects.bulk_create(
+        [
+            Rating(network=random_net, elo=0.0, elo_se=0.0, games=500),
+            Rating(network=near, elo=420.0, elo_se=20.0, games=500),
+            Rating(network=far, elo=1200.0, elo_se=20.0, games=500),
+            Rating(network=vague, elo=450.0, elo_se=150.0, games=10),
+        ]
+    )
     rng = random.Random(1)
     pairs = [frozenset(n.name for n in choose_pair(run, rng)) for _ in range(150)]
     with_vague = [p for p in pairs if "vague" in p]
@@ -418,8 +441,7 @@ def test_selfplay_only_never_gets_rating(run, alice):
 
 # --- games given up ------------------------------------------------------------------------------------
 def _give_up(client, **games):
-    return client.patch("/api/v1/tasks/", {"tasks": [{"id": t, "games": n} for t, n in games.items()]},
-                        format="json")
+    return client.patch("/api/v1/tasks/", {"tasks": [{"id": t, "games": n} for t, n in games.items()]}, format="json")
 
 
 def test_games_given_up_leave_the_ledger_and_its_metrics(run, alice, bob, selfplay_games, settings):
@@ -432,12 +454,16 @@ def test_games_given_up_leave_the_ledger_and_its_metrics(run, alice, bob, selfpl
 
     def owed() -> tuple[float | None, float | None]:
         text = render().decode()
-        return (metric(text, "sente_open_tasks", run="test", kind="selfplay"),
-                metric(text, "sente_open_task_games", run="test", kind="selfplay"))
+        return (
+            metric(text, "sente_open_tasks", run="test", kind="selfplay"),
+            metric(text, "sente_open_task_games", run="test", kind="selfplay"),
+        )
 
     settings.SENTE_METRICS_SECONDS = 0
-    settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "DEFAULT_THROTTLE_RATES": {
-        **settings.REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"], "tasks": "3/min"}}
+    settings.REST_FRAMEWORK = {
+        **settings.REST_FRAMEWORK,
+        "DEFAULT_THROTTLE_RATES": {**settings.REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"], "tasks": "3/min"},
+    }
     first, second, third = (new_task(alice[1], games=g)["id"] for g in (100, 50, 10))
     theirs = new_task(bob[1], games=5)["id"]
     fields = upload_fields(first, selfplay_games[0])
@@ -448,7 +474,10 @@ def test_games_given_up_leave_the_ledger_and_its_metrics(run, alice, bob, selfpl
     body = response.json()
     assert body["given_up"] == 99 + 30 and body["unknown"] == [theirs]
     assert {t["id"]: (t["games"], t["games_received"]) for t in body["tasks"]} == {
-        first: (1, 1), second: (20, 0), third: (10, 0)}
+        first: (1, 1),
+        second: (20, 0),
+        third: (10, 0),
+    }
     assert Task.objects.get(pk=first).games == 1 and Task.objects.get(pk=theirs).games == 5
     assert owed() == (3, 35)  # bob's 5, alice's 20 and 10; the first task has all its games
     # Never more games than a task had, and again as often as needed: the smallest count wins.
@@ -457,40 +486,48 @@ def test_games_given_up_leave_the_ledger_and_its_metrics(run, alice, bob, selfpl
     assert _request(alice[1]).status_code == 429  # the fourth task request of the minute
 
 
-@pytest.mark.parametrize(("body", "field"), [
-    ({}, "tasks"), ({"tasks": []}, "tasks"), ({"tasks": [{"id": "nope", "games": 1}]}, "tasks.0.id"),
-    ({"tasks": [{"id": "0d6a8c29-38b4-4c3b-9a43-d0c7b7c5b0a1", "games": -1}]}, "tasks.0.games"),
-])
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({}, "tasks"),
+        ({"tasks": []}, "tasks"),
+        ({"tasks": [{"id": "nope", "games": 1}]}, "tasks.0.id"),
+        ({"tasks": [{"id": "0d6a8c29-38b4-4c3b-9a43-d0c7b7c5b0a1", "games": -1}]}, "tasks.0.games"),
+    ],
+)
 def test_a_bad_give_up_names_the_field(run, alice, body, field):
     response = alice[1].patch("/api/v1/tasks/", body, format="json")
     assert response.status_code == 400
     assert _error(response)["field"] == field
 
 
-@pytest.mark.parametrize("body", [
-    {"client_version": "0.1.0", "client_instance_id": "a", "kinds": ["selfplay"], "games": 3},
-    {"client_version": "0.1.0", "client_build": "0123456789abcdef", "client_instance_id": "a"},
-    {"client_version": "0.1.0", "client_build": "", "client_instance_id": "a"},
-    {"client_version": "0.1.0", "client_build": "0123456789ABCDEF", "client_instance_id": "a"},
-    {"client_version": "0.1.0", "client_build": "0123456789abcdef0", "client_instance_id": "a"},
-    {"client_version": "0.1.0", "client_build": 12, "client_instance_id": "a"},
-    {"client_version": "0.1", "client_instance_id": "m:1.x-y_z"},
-    {"client_version": "0.1.0", "client_instance_id": "a", "kinds": ["rating", "selfplay"], "games": 256},
-    {"client_version": "0.1.0", "client_instance_id": "a", "games": 257},
-    {"client_version": "0.1.0", "client_instance_id": "a", "games": 0},
-    {"client_version": "0.1.0", "client_instance_id": "a", "games": True},
-    {"client_version": "0.1.0", "client_instance_id": "a", "games": "3"},
-    {"client_version": "0.1.0", "client_instance_id": "a", "kinds": []},
-    {"client_version": "0.1.0", "client_instance_id": "a", "kinds": ["training"]},
-    {"client_version": "0.1.0", "client_instance_id": "a", "kinds": "selfplay"},
-    {"client_version": "1", "client_instance_id": "a"},
-    {"client_version": "0.1.0" * 4, "client_instance_id": "a"},
-    {"client_version": "0.1.0", "client_instance_id": "with space"},
-    {"client_version": "0.1.0", "client_instance_id": "x" * 65},
-    {"client_version": "0.1.0"},
-    {"client_version": "0.1.0", "client_instance_id": "a", "extra": 1},
-    ["not", "a", "dict"],
-])
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"client_version": "0.1.0", "client_instance_id": "a", "kinds": ["selfplay"], "games": 3},
+        {"client_version": "0.1.0", "client_build": "0123456789abcdef", "client_instance_id": "a"},
+        {"client_version": "0.1.0", "client_build": "", "client_instance_id": "a"},
+        {"client_version": "0.1.0", "client_build": "0123456789ABCDEF", "client_instance_id": "a"},
+        {"client_version": "0.1.0", "client_build": "0123456789abcdef0", "client_instance_id": "a"},
+        {"client_version": "0.1.0", "client_build": 12, "client_instance_id": "a"},
+        {"client_version": "0.1", "client_instance_id": "m:1.x-y_z"},
+        {"client_version": "0.1.0", "client_instance_id": "a", "kinds": ["rating", "selfplay"], "games": 256},
+        {"client_version": "0.1.0", "client_instance_id": "a", "games": 257},
+        {"client_version": "0.1.0", "client_instance_id": "a", "games": 0},
+        {"client_version": "0.1.0", "client_instance_id": "a", "games": True},
+        {"client_version": "0.1.0", "client_instance_id": "a", "games": "3"},
+        {"client_version": "0.1.0", "client_instance_id": "a", "kinds": []},
+        {"client_version": "0.1.0", "client_instance_id": "a", "kinds": ["training"]},
+        {"client_version": "0.1.0", "client_instance_id": "a", "kinds": "selfplay"},
+        {"client_version": "1", "client_instance_id": "a"},
+        {"client_version": "0.1.0" * 4, "client_instance_id": "a"},
+        {"client_version": "0.1.0", "client_instance_id": "with space"},
+        {"client_version": "0.1.0", "client_instance_id": "x" * 65},
+        {"client_version": "0.1.0"},
+        {"client_version": "0.1.0", "client_instance_id": "a", "extra": 1},
+        ["not", "a", "dict"],
+    ],
+)
 def test_the_plain_path_agrees_with_the_serializer(db, body):
     """The fast check of task requests takes only what the serializer takes, and gives the same values."""
     from server.distribution.api import TaskRequest, plain_request

@@ -23,9 +23,18 @@ from tests.server import helpers
 
 pytestmark = pytest.mark.django_db
 
-TRAIN = TrainingSettings(architecture="tiny", window_c=300, samples_per_row=2.0, batch_size=32,
-                         learning_rate=2e-3, snapshot_every=128, export_every=512, holdout_one_in=5,
-                         validation_rows=500, shuffle_rows=600)
+TRAIN = TrainingSettings(
+    architecture="tiny",
+    window_c=300,
+    samples_per_row=2.0,
+    batch_size=32,
+    learning_rate=2e-3,
+    snapshot_every=128,
+    export_every=512,
+    holdout_one_in=5,
+    validation_rows=500,
+    shuffle_rows=600,
+)
 
 
 @pytest.fixture(scope="module")
@@ -63,8 +72,17 @@ def train(tmp_path: Path, stop_after: int | None = None, **options):
     from server.training.worker import TrainerOptions, TrainingWorker
 
     stop = threading.Event()
-    worker = TrainingWorker(TrainerOptions(run=helpers.RUN, checkpoints=tmp_path / "checkpoints", device="cpu",
-                                           once=True, report_seconds=0.0, **options), stop)
+    worker = TrainingWorker(
+        TrainerOptions(
+            run=helpers.RUN,
+            checkpoints=tmp_path / "checkpoints",
+            device="cpu",
+            once=True,
+            report_seconds=0.0,
+            **options,
+        ),
+        stop,
+    )
     if stop_after is not None:
         step = Trainer.step
         calls = []
@@ -104,7 +122,7 @@ def test_the_window_grows_as_the_paper_says():
     s = TrainingSettings()  # c 250,000, alpha 0.75, beta 0.4
     assert s.window_rows(0) == 0 and s.window_rows(1000) == 1000  # below c: every row there is
     assert s.window_rows(250_000) == 250_000
-    assert s.window_rows(1_000_000) == int(250_000 * (1 + 0.4 * (4 ** 0.75 - 1) / 0.75))  # 493,790
+    assert s.window_rows(1_000_000) == int(250_000 * (1 + 0.4 * (4**0.75 - 1) / 0.75))  # 493,790
     slope = (s.window_rows(251_000) - s.window_rows(250_000)) / 1000
     assert slope == pytest.approx(0.4, abs=0.002)  # grows by beta per new row at first
     sizes = [s.window_rows(n) for n in range(250_000, 10**8, 10**6)]
@@ -148,8 +166,7 @@ def test_the_rows_counted_and_the_window(run, alice, bob, training_games):
     assert not {f.name for f in window.files} & {g.npz.name for g in held_out}
 
 
-def test_games_are_held_out_by_their_content_and_a_window_holds_each_file_once(run, alice, bob, gen1,
-                                                                                training_games):
+def test_games_are_held_out_by_their_content_and_a_window_holds_each_file_once(run, alice, bob, gen1, training_games):
     """The same rows uploaded under other game ids (files are stored by their content) are held out
     under every id or under none, and count once in the window."""
     from server.training.window import is_held_out, training_window, validation_files
@@ -228,8 +245,9 @@ def test_the_trainer_waits_for_the_first_window(run, alice, training_games, tmp_
     row = line()
     assert row.role == "current" and row.samples == 0
     assert row.status == "stopped"
-    assert row.status_note == (f"the trainer stopped, waiting for data: {total:,} of the 100,000 rows training "
-                               "starts with")
+    assert row.status_note == (
+        f"the trainer stopped, waiting for data: {total:,} of the 100,000 rows training starts with"
+    )
     assert TrainingLine.objects.count() == 1
     assert not run.networks.filter(is_random=False).exists()
 
@@ -310,8 +328,7 @@ def test_a_stopped_trainer_resumes_at_the_exact_batch(run, alice, gen1, training
         assert torch.equal(resumed["average"][name], value), name
 
 
-def test_a_resumed_chunk_keeps_its_batch_layout_when_the_settings_change(run, alice, gen1, training_games,
-                                                                        tmp_path):
+def test_a_resumed_chunk_keeps_its_batch_layout_when_the_settings_change(run, alice, gen1, training_games, tmp_path):
     """Batch size, shuffle size and symmetries are the chunk's: the batch it resumes at is the one it
     stopped before, as if it had not stopped."""
     from server.training.models import TrainingLine
@@ -360,8 +377,9 @@ def test_an_export_made_again_after_a_crash_is_counted_once(run, alice, gen1, tr
     assert candidates.filter(train_step=256).count() == 1
 
 
-def test_a_window_that_cannot_be_read_stops_the_trainer_with_the_files_named(run, alice, gen1, training_games,
-                                                                             tmp_path):
+def test_a_window_that_cannot_be_read_stops_the_trainer_with_the_files_named(
+    run, alice, gen1, training_games, tmp_path
+):
     from django.core.files.storage import default_storage
     from django.core.management import CommandError
 
@@ -385,8 +403,10 @@ def test_a_window_that_cannot_be_read_stops_the_trainer_with_the_files_named(run
             call_command("train", run=helpers.RUN, once=True, checkpoints=tmp_path, device="cpu")
     message = str(raised.value)
     assert len(chunks) == 1
-    assert message.startswith(f"tiny: {len(chunks[0].files)} of the {len(chunks[0].files)} training-row files read "
-                              "for this chunk could not be read (")
+    assert message.startswith(
+        f"tiny: {len(chunks[0].files)} of the {len(chunks[0].files)} training-row files read "
+        "for this chunk could not be read ("
+    )
     assert chunks[0].files[0].name in message or " and " in message
     assert "the chunk trained nothing" in message and "disable their games" in message
     assert line().status == "stopped" and line().samples == 0
@@ -432,8 +452,9 @@ def test_a_next_line_budgets_from_the_rows_since_it_began(run, alice, gen1, trai
     big = line("b6c96")
     assert (big.role, big.rows_at_start, line("tiny").rows_at_start) == ("next", before, 0)
     assert "b6c96" not in plan  # no rows of its own yet
-    assert big.status_note == (f"waiting for data: 0 samples trained, 0 allowed by 0 rows since the line began at "
-                               f"{before:,} at 0.5 per row")
+    assert big.status_note == (
+        f"waiting for data: 0 samples trained, 0 allowed by 0 rows since the line began at {before:,} at 0.5 per row"
+    )
 
     after = sum(g.rows for g in helpers.store_training_games(run, alice[0], training_games[30:50], network=gen1))
     plan = chunks()
@@ -465,8 +486,9 @@ def uniform_policy_loss(held_out) -> float:
     return total / rows
 
 
-def test_the_trained_network_predicts_held_out_moves_better_than_the_initial_one(run, alice, gen1, training_games,
-                                                                                  tmp_path):
+def test_the_trained_network_predicts_held_out_moves_better_than_the_initial_one(
+    run, alice, gen1, training_games, tmp_path
+):
     """The learning test: real self-play games of the random network on 7x7 (each one different), the
     tiny network, a minute of CPU at most; the policy loss on held-out rows falls, to that of a guess
     uniform over the legal moves. (That guess is about the best there is for these games: the random
@@ -494,6 +516,7 @@ def test_the_trained_network_predicts_held_out_moves_better_than_the_initial_one
     from django.core.files.storage import default_storage
 
     from common.nn.modelfile import load_model
+
     model, _ = load_model(default_storage.path(trained.file.name), device="cpu")
     before, after, uniform = policy_loss(initial), policy_loss(model), uniform_policy_loss(held_out)
     assert after < before - 0.3, (before, after)
@@ -525,12 +548,18 @@ def test_a_larger_architecture_takes_over_once_it_predicts_better(run, alice, ge
     assert (line("tiny").role, line("b6c96").role) == ("current", "next")
 
     # The current line's last export turns out bad (a scrambled copy): the next line overtakes it.
-    bad = Network.objects.create(name="test-scrambled", run=run, file=tiny.last_export.file.name,
-                                 size_bytes=tiny.last_export.size_bytes, sha256="0" * 64)
+    bad = Network.objects.create(
+        name="test-scrambled",
+        run=run,
+        file=tiny.last_export.file.name,
+        size_bytes=tiny.last_export.size_bytes,
+        sha256="0" * 64,
+    )
     from django.core.files.base import ContentFile
     from django.core.files.storage import default_storage
 
     from common.nn.modelfile import encode_model, read_model_file
+
     mf = read_model_file(default_storage.path(tiny.last_export.file.name))
     scrambled = {k: (v * 40 if v.is_floating_point() and "running" not in k else v) for k, v in mf.state_dict.items()}
     bad.file.save("scrambled.safetensors", ContentFile(encode_model(mf.config, scrambled, "test-scrambled")))

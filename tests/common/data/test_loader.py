@@ -57,8 +57,9 @@ def files_of(window: dict[str, bytes]) -> list[RowFile]:
 
 def ids(batch) -> list[tuple[int, int]]:
     t = batch.global_targets
-    return list(zip(t[:, GT_GAME_HASH_FIRST].astype(int).tolist(), t[:, GT_TURN_INDEX].astype(int).tolist(),
-                    strict=True))
+    return list(
+        zip(t[:, GT_GAME_HASH_FIRST].astype(int).tolist(), t[:, GT_TURN_INDEX].astype(int).tolist(), strict=True)
+    )
 
 
 def test_every_row_comes_exactly_once_per_pass_in_a_shuffled_order(window):
@@ -76,10 +77,12 @@ def test_every_row_comes_exactly_once_per_pass_in_a_shuffled_order(window):
     first_game = [k for k, row in enumerate(seen) if row[0] == seen[0][0]]
     assert first_game != list(range(first_game[0], first_game[0] + len(first_game)))
     # The same seed gives the same batches; another seed another order.
-    again = [row for b in ShuffledPass(files, window.__getitem__, 16, seed=1, block_rows=30).batches()
-             for row in ids(b)]
-    other = [row for b in ShuffledPass(files, window.__getitem__, 16, seed=2, block_rows=30).batches()
-             for row in ids(b)]
+    again = [
+        row for b in ShuffledPass(files, window.__getitem__, 16, seed=1, block_rows=30).batches() for row in ids(b)
+    ]
+    other = [
+        row for b in ShuffledPass(files, window.__getitem__, 16, seed=2, block_rows=30).batches() for row in ids(b)
+    ]
     assert again == seen and other != seen and set(other) == every
 
 
@@ -95,14 +98,15 @@ def test_batches_are_cropped_to_their_largest_board_and_zero_off_it(window):
     files = files_of(window)
     sizes = {0: (7, 7), 1: (9, 9), 2: (5, 9)}
     for symmetries in (False, True):
-        for batch in ShuffledPass(files, window.__getitem__, batch_size=8, seed=3, block_rows=10,
-                                  symmetries=symmetries).batches():
+        for batch in ShuffledPass(
+            files, window.__getitem__, batch_size=8, seed=3, block_rows=10, symmetries=symmetries
+        ).batches():
             games = batch.global_targets[:, GT_GAME_HASH_FIRST].astype(int)
             boards = [sizes[g % 3] for g in games]
             assert batch.side == max(max(w, h) for w, h in boards)
             assert batch.spatial.dtype == np.float32
             assert batch.spatial.shape == (batch.size, 22, batch.side, batch.side)
-            assert batch.policy.shape == (batch.size, 2, batch.side ** 2 + 1)
+            assert batch.policy.shape == (batch.size, 2, batch.side**2 + 1)
             mask = batch.spatial[:, 0]
             for k, (w, h) in enumerate(boards):
                 assert mask[k].sum() == w * h
@@ -176,9 +180,10 @@ def test_a_pass_resumed_in_a_block_that_cannot_be_read_goes_on_at_the_next_block
     assert passes.block_starts[1] < start * 5 < passes.block_starts[2]
     resumed = ShuffledPass(files, broken.__getitem__, batch_size=5, seed=9, block_rows=12)
     seen = [row for b in resumed.batches(start) for row in ids(b)]
-    assert seen == every[int(passes.block_starts[2]):]  # block 2 whole, from its first row
+    assert seen == every[int(passes.block_starts[2]) :]  # block 2 whole, from its first row
     assert resumed.skipped_files == [f.name for f in lost] and resumed.read_files == len(files) - sum(
-        len(b) for b in passes.blocks[:1])
+        len(b) for b in passes.blocks[:1]
+    )
 
 
 def test_decode_names_the_file_and_the_problem(window):

@@ -320,8 +320,11 @@ def ref_independent_life(pos: RefPosition, basic: dict[int, int], keep_stones: b
             continue
         group = _flood(p, lambda q, o=o: basic[q] == o, pos.nbrs)
         seen |= group
-        seki = any((pos.color[q] == o and chain_libs[q] == 1)
-                   or any(pos.color[n] == EMPTY and basic[n] == EMPTY for n in pos.nbrs[q]) for q in group)
+        seki = any(
+            (pos.color[q] == o and chain_libs[q] == 1)
+            or any(pos.color[n] == EMPTY and basic[n] == EMPTY for n in pos.nbrs[q])
+            for q in group
+        )
         if not seki:
             regions += 1 if o == WHITE else -1
             for q in group:
@@ -467,8 +470,8 @@ def test_results_off_a_small_board_ignore_what_the_workspace_held(junk):
     for keep_stones in (False, True):
         area.independent_life_area(game.b, keep_stones, False, expected)
         ws = area.new_area_workspace()
-        ws[area.W_MARK_GEN + 1:] = junk
-        ws[area.W_MARK:area.W_MARK + ARR] = 0
+        ws[area.W_MARK_GEN + 1 :] = junk
+        ws[area.W_MARK : area.W_MARK + ARR] = 0
         out = np.full(ARR, junk, dtype=np.int8)
         assert area.independent_life_area_ws(game.b, keep_stones, False, out, ws) == regions
         assert (out == expected).all()

@@ -27,7 +27,12 @@ from common.go.rules import Rules, RulesError, UnsupportedRulesError, check_komi
 def test_area_presets(name, ko, suicide, whb, button, tax, komi):
     rules, k = Rules.parse(name)
     assert (rules.ko, rules.suicide, rules.white_handicap_bonus, rules.has_button, rules.tax) == (
-        ko, suicide, whb, button, tax)
+        ko,
+        suicide,
+        whb,
+        button,
+        tax,
+    )
     assert rules.scoring == "AREA"
     assert k == komi
     rules.check_playable()
@@ -57,8 +62,12 @@ def test_json_round_trip_in_katagos_form():
 
 
 def test_compact_strings_round_trip():
-    for rules in (Rules(), Rules(ko="SIMPLE", suicide=False, has_button=True, white_handicap_bonus="N-1"),
-                  Rules(tax="ALL", friendly_pass_ok=True), Rules(scoring="TERRITORY", tax="SEKI")):
+    for rules in (
+        Rules(),
+        Rules(ko="SIMPLE", suicide=False, has_button=True, white_handicap_bonus="N-1"),
+        Rules(tax="ALL", friendly_pass_ok=True),
+        Rules(scoring="TERRITORY", tax="SEKI"),
+    ):
         assert Rules.from_text(rules.to_compact()) == rules
         assert Rules.from_text(rules.to_json()) == rules
     assert Rules().to_compact() == "koPOSITIONALscoreAREAtaxNONEsui1"

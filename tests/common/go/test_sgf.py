@@ -29,8 +29,15 @@ def pt(text: str) -> int:
 def test_main_line_of_a_tree_with_variations():
     rec = read_sgf((FIXTURES / "variations.sgf").read_bytes())
     assert (rec.x_size, rec.y_size, rec.komi) == (9, 9, 6.5)
-    assert rec.moves == [(BLACK, pt("ee")), (WHITE, pt("cc")), (BLACK, pt("gg")), (WHITE, pt("cg")),
-                         (BLACK, pt("gc")), (WHITE, PASS), (BLACK, PASS)]
+    assert rec.moves == [
+        (BLACK, pt("ee")),
+        (WHITE, pt("cc")),
+        (BLACK, pt("gg")),
+        (WHITE, pt("cg")),
+        (BLACK, pt("gc")),
+        (WHITE, PASS),
+        (BLACK, PASS),
+    ]
     assert rec.black_player == "Black Player" and rec.date == "2024-05-01"
     assert rec.comment.startswith("A game with variations")
     assert rec.nodes[2].comment == "main line"
@@ -79,7 +86,12 @@ def test_round_trip_of_fixtures(name):
         assert again.setup == rec.setup
         assert again.rules == rec.rules
         assert (again.x_size, again.y_size, again.komi, again.handicap, again.result) == (
-            rec.x_size, rec.y_size, rec.komi, rec.handicap, rec.result)
+            rec.x_size,
+            rec.y_size,
+            rec.komi,
+            rec.handicap,
+            rec.result,
+        )
         assert [n.comment for n in again.nodes] == [n.comment for n in rec.nodes]
 
 
@@ -91,7 +103,12 @@ def test_katago_selfplay_sgfs_load_and_round_trip(shared):
         assert rec.x_size == 9 and rec.rules is not None and rec.result
         again = read_sgf(rec.to_sgf())
         assert (again.moves, again.rules, again.result, again.komi, again.setup) == (
-            rec.moves, rec.rules, rec.result, rec.komi, rec.setup)
+            rec.moves,
+            rec.rules,
+            rec.result,
+            rec.komi,
+            rec.setup,
+        )
         assert again.nodes[1].comment == rec.nodes[1].comment
 
 

@@ -48,9 +48,17 @@ def main() -> None:
     digest = hashlib.sha256()
     for value in trainer.model.parameters():  # buffers (batch-norm statistics) are per process
         digest.update(value.detach().numpy().tobytes())
-    Path(f"{out}.{dist.rank}").write_text(json.dumps({
-        "weights": digest.hexdigest(), "samples": trainer.samples, "first_loss": losses[0],
-        "checkpoint": dist.main and checkpoint.exists(), "stopped": stopped}))
+    Path(f"{out}.{dist.rank}").write_text(
+        json.dumps(
+            {
+                "weights": digest.hexdigest(),
+                "samples": trainer.samples,
+                "first_loss": losses[0],
+                "checkpoint": dist.main and checkpoint.exists(),
+                "stopped": stopped,
+            }
+        )
+    )
     torch.distributed.destroy_process_group()
 
 

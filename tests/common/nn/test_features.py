@@ -202,8 +202,10 @@ def test_legal_moves_and_bans_agree_with_the_rules_engine(ko):
                     is_legal = game.is_legal(loc)
                     assert bool(legal[y * 19 + x]) == is_legal, (ko, x, y)
                     empty = game.b[bk.COLOR + loc] == 0
-                    banned = empty and (loc == game.b[bk.M_KO] or (
-                        not is_legal and "superko" in (game.illegal_reason(loc, game.to_move) or "")))
+                    banned = empty and (
+                        loc == game.b[bk.M_KO]
+                        or (not is_legal and "superko" in (game.illegal_reason(loc, game.to_move) or ""))
+                    )
                     assert bool(spatial[6, y * 19 + x]) == banned, (ko, x, y)
                     banned_seen += banned
                     checked += 1

@@ -208,7 +208,7 @@ class SlowReader:
             captures = self.capture_moves(cols, loc)
             moves = captures + [m for m in libs if m not in captures]
             outcomes = set()
-            for last in (captures if libs[0] in captures else moves[-1:]):
+            for last in captures if libs[0] in captures else moves[-1:]:
                 lower, upper = self.bound_libs_after_play(cols, last, pla)
                 if lower >= 3:
                     outcomes.add(False)
@@ -223,10 +223,15 @@ class SlowReader:
                 return {False}
             m0, m1 = libs
             l0, l1 = self.immediate_libs(cols, m0), self.immediate_libs(cols, m1)
-            if (l0 == 0 and l1 == 0 and self.would_be_ko_capture(cols, m0, opp)
-                    and self.would_be_ko_capture(cols, m1, opp)
-                    and self.libs_after_play(cols, m0, pla) <= 2 and self.libs_after_play(cols, m1, pla) <= 2
-                    and not self.capture_moves(cols, loc)):
+            if (
+                l0 == 0
+                and l1 == 0
+                and self.would_be_ko_capture(cols, m0, opp)
+                and self.would_be_ko_capture(cols, m1, opp)
+                and self.libs_after_play(cols, m0, pla) <= 2
+                and self.libs_after_play(cols, m1, pla) <= 2
+                and not self.capture_moves(cols, loc)
+            ):
                 return {True}  # double-ko death
             moves = [m0, m1]
             if abs(m0 - m1) not in (1, self.w):
@@ -289,8 +294,14 @@ class SlowReader:
                         if self.legal(self.colors, self.ko, m, attacker):
                             after, after_ko = self.play(self.colors, self.ko, m, attacker)
                             first_moves[m] = self.captured(loc, True, after, after_ko)
-                    laddered = {a for a, ok in ((True, any(True in r for r in first_moves.values())),
-                                                (False, all(False in r for r in first_moves.values()))) if ok}
+                    laddered = {
+                        a
+                        for a, ok in (
+                            (True, any(True in r for r in first_moves.values())),
+                            (False, all(False in r for r in first_moves.values())),
+                        )
+                        if ok
+                    }
                 else:
                     continue
                 for s in stones:

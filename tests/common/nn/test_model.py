@@ -278,8 +278,13 @@ def test_masked_batch_norm_training_uses_on_board_statistics_only():
     on = mask.expand_as(x).bool()
     vals = x.permute(1, 0, 2, 3)[on.permute(1, 0, 2, 3)].view(4, -1)
     mean, var = vals.mean(dim=1), vals.var(dim=1, unbiased=False)
-    expected = torch.relu((x - mean.view(1, -1, 1, 1)) / torch.sqrt(var.view(1, -1, 1, 1) + 1e-3)
-                          * bn.weight.view(1, -1, 1, 1) + bn.bias.view(1, -1, 1, 1)) * mask
+    expected = (
+        torch.relu(
+            (x - mean.view(1, -1, 1, 1)) / torch.sqrt(var.view(1, -1, 1, 1) + 1e-3) * bn.weight.view(1, -1, 1, 1)
+            + bn.bias.view(1, -1, 1, 1)
+        )
+        * mask
+    )
     torch.testing.assert_close(y, expected, atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(bn.running_mean, 0.1 * mean, atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(bn.running_var, 0.9 + 0.1 * var, atol=1e-5, rtol=1e-5)

@@ -122,7 +122,7 @@ def test_truncated_file_is_refused(saved, tmp_path):
         read_model_file(cut)
 
 
-@pytest.mark.parametrize("content", [b"", b"hello", b"PK\x03\x04" + b"\x00" * 100, b"{\"a\": 1}" * 10])
+@pytest.mark.parametrize("content", [b"", b"hello", b"PK\x03\x04" + b"\x00" * 100, b'{"a": 1}' * 10])
 def test_not_a_safetensors_file_is_refused(tmp_path, content):
     path = tmp_path / "junk.safetensors"
     path.write_bytes(content)

@@ -31,8 +31,7 @@ from common.nn.training import (
 from common.settings import TrainingSettings
 
 ROOT = Path(__file__).resolve().parents[3]
-SETTINGS = TrainingSettings(architecture="tiny", batch_size=32, learning_rate=1e-3, snapshot_every=64,
-                            export_every=128)
+SETTINGS = TrainingSettings(architecture="tiny", batch_size=32, learning_rate=1e-3, snapshot_every=64, export_every=128)
 
 
 @pytest.fixture(scope="module")
@@ -140,7 +139,10 @@ def test_a_resumed_trainer_continues_from_the_exact_step(golden_batches, tmp_pat
     assert state_equal(resumed.model.state_dict(), straight.model.state_dict())
     assert state_equal(resumed.average, straight.average)
     assert (resumed.samples, resumed.next_snapshot, resumed.next_export) == (
-        straight.samples, straight.next_snapshot, straight.next_export)
+        straight.samples,
+        straight.next_snapshot,
+        straight.next_export,
+    )
 
 
 def test_a_crash_while_a_checkpoint_is_written_leaves_the_previous_one(golden_batches, tmp_path, monkeypatch):
@@ -280,9 +282,14 @@ def test_two_processes_under_torchrun_train_one_network(tmp_path, shared):
     out = tmp_path / "result"
     env = dict(os.environ, SENTE_SHARED=str(shared), OMP_NUM_THREADS="1")
     torchrun = Path(sys.executable).parent / "torchrun"
-    done = subprocess.run([str(torchrun), "--standalone", "--nproc_per_node", "2", "-m",
-                           "tests.common.nn.distributed_run", str(out)], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=300)
+    done = subprocess.run(
+        [str(torchrun), "--standalone", "--nproc_per_node", "2", "-m", "tests.common.nn.distributed_run", str(out)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     results = [json.loads((tmp_path / f"result.{rank}").read_text()) for rank in range(2)]
     assert results[0]["weights"] == results[1]["weights"]  # a checksum of every parameter

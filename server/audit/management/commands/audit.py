@@ -9,8 +9,10 @@ from server.runs.models import Run
 
 
 class Command(BaseCommand):
-    help = ("Audit the contributors of a run (default: the current run): evaluate a sample of each one's recent "
-            "self-play rows with the network that played them and flag those the network does not explain.")
+    help = (
+        "Audit the contributors of a run (default: the current run): evaluate a sample of each one's recent "
+        "self-play rows with the network that played them and flag those the network does not explain."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("--run", help="the run's name (default: the current run)")
@@ -25,9 +27,13 @@ class Command(BaseCommand):
         if not scores:
             self.stdout.write(f"run {run.name}: no self-play games of a network with a file in the audit's period")
         for s in scores:
-            detail = "; ".join(f"{e['statistic']} {e['value']} beyond {e['threshold']} ({e['kind']})"
-                               for e in s.evidence) or s.message
-            self.stdout.write(f"{s.user.username} on {s.network.name}: {s.verdict}, {s.rows} rows of {s.games} games"
-                              + (f": {detail}" if detail else ""))
+            detail = (
+                "; ".join(f"{e['statistic']} {e['value']} beyond {e['threshold']} ({e['kind']})" for e in s.evidence)
+                or s.message
+            )
+            self.stdout.write(
+                f"{s.user.username} on {s.network.name}: {s.verdict}, {s.rows} rows of {s.games} games"
+                + (f": {detail}" if detail else "")
+            )
         flagged = sum(s.verdict == s.Verdict.FLAGGED for s in scores)
         self.stdout.write(f"run {run.name}: {len(scores)} contributor(s) audited, {flagged} flagged")

@@ -34,5 +34,7 @@ class Command(BaseCommand):
             if window:
                 t0 = time.perf_counter()
                 state = tallies.count_window(r)
-                self.stdout.write(f"{r.name}: training window counted in {time.perf_counter() - t0:.1f} s "
-                                  f"({state.window_games} games, {state.window_rows} rows)")
+                self.stdout.write(
+                    f"{r.name}: training window counted in {time.perf_counter() - t0:.1f} s "
+                    f"({state.window_games} games, {state.window_rows} rows)"
+                )

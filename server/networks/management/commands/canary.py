@@ -13,8 +13,12 @@ class Command(BaseCommand):
     help = "Compute the canary references of networks that have none (or one of an older canary)."
 
     def add_arguments(self, parser) -> None:
-        parser.add_argument("--network", action="append", default=[],
-                            help="only this network (repeatable); computed again even if it has a current one")
+        parser.add_argument(
+            "--network",
+            action="append",
+            default=[],
+            help="only this network (repeatable); computed again even if it has a current one",
+        )
         parser.add_argument("--all", action="store_true", help="compute every network's again")
 
     def handle(self, *args, **options) -> None:
@@ -28,8 +32,11 @@ class Command(BaseCommand):
             if random:
                 raise CommandError(f"network {', '.join(random)} is a random network: it has no canary")
         else:
-            networks = [n for n in Network.objects.filter(is_random=False).order_by("created_at", "id")
-                        if options["all"] or not is_current(n)]
+            networks = [
+                n
+                for n in Network.objects.filter(is_random=False).order_by("created_at", "id")
+                if options["all"] or not is_current(n)
+            ]
         for network in networks:
             try:
                 ref = compute_canary(network)

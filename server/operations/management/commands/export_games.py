@@ -18,14 +18,17 @@ logger = logging.getLogger(__name__)
 
 
 class Command(BaseCommand):
-    help = ("Make the daily archives (SGF zip, npz tar) of the runs' games: by default yesterday's (UTC) of every "
-            "run, and every earlier day that lacks one of them.")
+    help = (
+        "Make the daily archives (SGF zip, npz tar) of the runs' games: by default yesterday's (UTC) of every "
+        "run, and every earlier day that lacks one of them."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("--run", help="only this run")
         parser.add_argument("--day", type=date.fromisoformat, help="only this UTC day (YYYY-MM-DD)")
-        parser.add_argument("--force", action="store_true",
-                            help="make the archives again even if they exist (every day's, or --day's)")
+        parser.add_argument(
+            "--force", action="store_true", help="make the archives again even if they exist (every day's, or --day's)"
+        )
 
     def handle(self, *args, **options):
         runs = Run.objects.all()
@@ -42,8 +45,10 @@ class Command(BaseCommand):
             if options["day"]:
                 wanted = [(options["day"], kind) for kind in kinds]
             else:
-                firsts = [model.objects.filter(run=run).aggregate(first=Min("created_at"))["first"]
-                          for model in (TrainingGame, RatingGame)]
+                firsts = [
+                    model.objects.filter(run=run).aggregate(first=Min("created_at"))["first"]
+                    for model in (TrainingGame, RatingGame)
+                ]
                 if not any(firsts):
                     continue
                 first = min(f for f in firsts if f is not None)

@@ -25,25 +25,34 @@ from server.platform.experiment import measure, write_report
 
 
 class Command(BaseCommand):
-    help = ("Run the platform from the random network for a fixed number of minutes on a fresh data folder "
-            "(SENTE_DATA_DIR), then rate its generations and play the newest against the random network, the uniform "
-            "random player and GNU Go; writes report.md and report.json.")
+    help = (
+        "Run the platform from the random network for a fixed number of minutes on a fresh data folder "
+        "(SENTE_DATA_DIR), then rate its generations and play the newest against the random network, the uniform "
+        "random player and GNU Go; writes report.md and report.json."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("--minutes", type=float, required=True, help="how long the platform runs")
         parser.add_argument("--out", type=Path, required=True, help="folder for the report")
-        parser.add_argument("--board", type=int, default=7, choices=range(5, 10), metavar="5..9",
-                            help="board size (default 7)")
+        parser.add_argument(
+            "--board", type=int, default=7, choices=range(5, 10), metavar="5..9", help="board size (default 7)"
+        )
         parser.add_argument("--architecture", default="tiny", help="the network (default tiny)")
         parser.add_argument("--port", type=int, default=8000)
-        parser.add_argument("--random-games", type=int, default=100,
-                            help="games of the newest generation against the random network (default 100)")
-        parser.add_argument("--uniform-games", type=int, default=20,
-                            help="games against the uniform random player (default 20)")
+        parser.add_argument(
+            "--random-games",
+            type=int,
+            default=100,
+            help="games of the newest generation against the random network (default 100)",
+        )
+        parser.add_argument(
+            "--uniform-games", type=int, default=20, help="games against the uniform random player (default 20)"
+        )
         parser.add_argument("--gnugo-games", type=int, default=20, help="games against GNU Go (default 20; 0: none)")
         parser.add_argument("--gnugo-level", type=int, default=1)
-        parser.add_argument("--visits", type=int, help="visits per move in those games (default: the run's "
-                                                       "rating games')")
+        parser.add_argument(
+            "--visits", type=int, help="visits per move in those games (default: the run's rating games')"
+        )
 
     def handle(self, *args, **options):
         from server.runs.models import Run
@@ -53,17 +62,34 @@ class Command(BaseCommand):
         data = Path(settings.DATA_DIR)
         call_command("migrate", interactive=False, verbosity=0)
         if Run.objects.filter(name=DEMO_RUN).exists():
-            raise CommandError(f"the experiment starts from the random network, but {data} holds a demo run "
-                               "already: run it with SENTE_DATA_DIR set to a new folder")
+            raise CommandError(
+                f"the experiment starts from the random network, but {data} holds a demo run "
+                "already: run it with SENTE_DATA_DIR set to a new folder"
+            )
         started = time.monotonic()
-        call_command("platform", minutes=options["minutes"], port=options["port"], board=options["board"],
-                     architecture=options["architecture"], status_seconds=60.0, stdout=self.stdout,
-                     stderr=self.stderr)
+        call_command(
+            "platform",
+            minutes=options["minutes"],
+            port=options["port"],
+            board=options["board"],
+            architecture=options["architecture"],
+            status_seconds=60.0,
+            stdout=self.stdout,
+            stderr=self.stderr,
+        )
         ran = (time.monotonic() - started) / 60
-        report = measure(Run.objects.get(name=DEMO_RUN), options["out"], ran, _machine(),
-                         random_games=options["random_games"], uniform_games=options["uniform_games"],
-                         gnugo_games=options["gnugo_games"], gnugo_level=options["gnugo_level"],
-                         visits=options["visits"], progress=self.stdout.write)
+        report = measure(
+            Run.objects.get(name=DEMO_RUN),
+            options["out"],
+            ran,
+            _machine(),
+            random_games=options["random_games"],
+            uniform_games=options["uniform_games"],
+            gnugo_games=options["gnugo_games"],
+            gnugo_level=options["gnugo_level"],
+            visits=options["visits"],
+            progress=self.stdout.write,
+        )
         path = write_report(report, options["out"])
         self.stdout.write(report.markdown())
         self.stdout.write(f"report written to {path}")

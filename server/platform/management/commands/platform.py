@@ -29,22 +29,32 @@ LOCAL_THROTTLES = {f"SENTE_THROTTLE_{scope}": "100000/min" for scope in ("USER",
 
 
 class Command(BaseCommand):
-    help = ("Start the whole platform on this machine: the web server (gunicorn), the background worker, the "
-            "trainer and one contributing client, on the demo run (a small board and a small network). Ctrl-C "
-            "stops everything cleanly; started again, it continues the run.")
+    help = (
+        "Start the whole platform on this machine: the web server (gunicorn), the background worker, the "
+        "trainer and one contributing client, on the demo run (a small board and a small network). Ctrl-C "
+        "stops everything cleanly; started again, it continues the run."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("--port", type=int, default=8000, help="the web server's port (default 8000)")
-        parser.add_argument("--board", type=int, default=7, choices=range(5, 10), metavar="5..9",
-                            help="board size of a new demo run (default 7)")
+        parser.add_argument(
+            "--board",
+            type=int,
+            default=7,
+            choices=range(5, 10),
+            metavar="5..9",
+            help="board size of a new demo run (default 7)",
+        )
         parser.add_argument("--architecture", default="tiny", help="network of a new demo run (default tiny)")
-        parser.add_argument("--settings-file", type=Path,
-                            help="a JSON settings document for a new demo run (default: the demo's own)")
+        parser.add_argument(
+            "--settings-file", type=Path, help="a JSON settings document for a new demo run (default: the demo's own)"
+        )
         parser.add_argument("--parallel", type=int, default=16, help="games the client plays at once (default 16)")
         parser.add_argument("--device", help="the client's and the trainer's device (default: the GPU if any)")
         parser.add_argument("--status-seconds", type=float, default=15.0, help="how often to print the status")
-        parser.add_argument("--minutes", type=float, help="stop by itself after this many minutes (default: run "
-                                                          "until Ctrl-C)")
+        parser.add_argument(
+            "--minutes", type=float, help="stop by itself after this many minutes (default: run until Ctrl-C)"
+        )
 
     def handle(self, *args, **options):
         data = Path(settings.DATA_DIR)
@@ -65,8 +75,7 @@ class Command(BaseCommand):
         try:
             if document is not None:
                 document = RunSettings.from_dict(document).to_dict()
-            run, credentials = ensure_demo(data / "platform.json", options["board"], options["architecture"],
-                                           document)
+            run, credentials = ensure_demo(data / "platform.json", options["board"], options["architecture"], document)
         except SettingsError as e:
             raise CommandError(f"settings file {options['settings_file']}: {e}") from None
         if document is not None and run.current_settings().document != document:
@@ -74,8 +83,12 @@ class Command(BaseCommand):
 
         url = f"http://127.0.0.1:{port}"
         env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "SENTE_DATA_DIR")}
-        env.update(DJANGO_SETTINGS_MODULE="server.settings", SENTE_DATA_DIR=str(data), PYTHONUNBUFFERED="1",
-                   DATABASE_URL=os.environ.get("DATABASE_URL") or database_url(connection.settings_dict))
+        env.update(
+            DJANGO_SETTINGS_MODULE="server.settings",
+            SENTE_DATA_DIR=str(data),
+            PYTHONUNBUFFERED="1",
+            DATABASE_URL=os.environ.get("DATABASE_URL") or database_url(connection.settings_dict),
+        )
         supervisor = Supervisor(data / "logs", env)
         stop = {"requests": 0}
 
@@ -83,34 +96,78 @@ class Command(BaseCommand):
             stop["requests"] += 1
             if stop["requests"] == 1:
                 with contextlib.suppress(OSError):  # the terminal may be gone (SIGHUP)
-                    self.stdout.write("stopping: the client finishes its games and delivers them, the trainer "
-                                      "checkpoints (Ctrl-C again to hurry)")
+                    self.stdout.write(
+                        "stopping: the client finishes its games and delivers them, the trainer "
+                        "checkpoints (Ctrl-C again to hurry)"
+                    )
 
         # A closed terminal (SIGHUP) stops it as Ctrl-C does.
         previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
         python = sys.executable
         device = ["--device", options["device"]] if options["device"] else []
         try:
-            web = supervisor.start("web", [python, "-m", "gunicorn", "-c", "deploy/gunicorn.conf.py"],
-                                   env={"SENTE_BIND": f"127.0.0.1:{port}", "SENTE_WORKERS": "2",
-                                        "SENTE_ACCESS_LOG": "", **LOCAL_THROTTLES})
+            web = supervisor.start(
+                "web",
+                [python, "-m", "gunicorn", "-c", "deploy/gunicorn.conf.py"],
+                env={
+                    "SENTE_BIND": f"127.0.0.1:{port}",
+                    "SENTE_WORKERS": "2",
+                    "SENTE_ACCESS_LOG": "",
+                    **LOCAL_THROTTLES,
+                },
+            )
             if not _wait_for(url, web, stopping=lambda: stop["requests"] > 0):
                 return
             supervisor.start("worker", [python, "manage.py", "db_worker"])
             # Everything shares this machine's cores: torch threads that wait for a busy core slow
             # every operation down (tens of times for small batches), so the trainer takes half.
-            supervisor.start("trainer", [python, "manage.py", "train", "--run", run.name, "--poll-seconds", "10",
-                                         "--checkpoint-minutes", "2", *device],
-                             env={"OMP_NUM_THREADS": str(max(1, (os.cpu_count() or 2) // 2))})
+            supervisor.start(
+                "trainer",
+                [
+                    python,
+                    "manage.py",
+                    "train",
+                    "--run",
+                    run.name,
+                    "--poll-seconds",
+                    "10",
+                    "--checkpoint-minutes",
+                    "2",
+                    *device,
+                ],
+                env={"OMP_NUM_THREADS": str(max(1, (os.cpu_count() or 2) // 2))},
+            )
             client = data / "client"
-            supervisor.start("client", [python, "-m", "client", "contribute", "--server", url, "--config",
-                                        str(client / "client.json"), "--data-dir", str(client), "--parallel",
-                                        str(options["parallel"]), *device], stop_signal=signal.SIGINT,
-                             env={"SENTE_TOKEN": credentials.volunteer_token, "SENTE_USERNAME": VOLUNTEER})
-            login = (f"log in as {OWNER} with the password {credentials.owner_password}"
-                     if credentials.owner_password else f"log in as {OWNER} with the password you set")
-            self.stdout.write(self.style.SUCCESS(f"Sente is running: the dashboard is {url}/ ({login}; it is kept in "
-                                                 f"{data / 'platform.json'})"))
+            supervisor.start(
+                "client",
+                [
+                    python,
+                    "-m",
+                    "client",
+                    "contribute",
+                    "--server",
+                    url,
+                    "--config",
+                    str(client / "client.json"),
+                    "--data-dir",
+                    str(client),
+                    "--parallel",
+                    str(options["parallel"]),
+                    *device,
+                ],
+                stop_signal=signal.SIGINT,
+                env={"SENTE_TOKEN": credentials.volunteer_token, "SENTE_USERNAME": VOLUNTEER},
+            )
+            login = (
+                f"log in as {OWNER} with the password {credentials.owner_password}"
+                if credentials.owner_password
+                else f"log in as {OWNER} with the password you set"
+            )
+            self.stdout.write(
+                self.style.SUCCESS(
+                    f"Sente is running: the dashboard is {url}/ ({login}; it is kept in {data / 'platform.json'})"
+                )
+            )
             self.stdout.write(f"run {run.name}; logs in {supervisor.logs}; Ctrl-C stops everything")
             last = 0.0
             until = time.monotonic() + 60.0 * options["minutes"] if options["minutes"] else None
@@ -120,8 +177,10 @@ class Command(BaseCommand):
                     break
                 ended = supervisor.exited()
                 if ended is not None:
-                    raise CommandError(f"the {ended.name} process ended (status {ended.process.returncode}); the "
-                                       f"end of {ended.log_path}:\n{ended.log_tail()}")
+                    raise CommandError(
+                        f"the {ended.name} process ended (status {ended.process.returncode}); the "
+                        f"end of {ended.log_path}:\n{ended.log_tail()}"
+                    )
                 if time.monotonic() - last >= options["status_seconds"]:
                     last = time.monotonic()
                     self.stdout.write(f"[{time.strftime('%H:%M:%S')}] {run_status(run)}")

@@ -13,13 +13,19 @@ from server.runs.models import Run
 
 
 class Command(BaseCommand):
-    help = ("Refit the ratings of a run (default: the current run) from its rating games. With --watch, keep "
-            "running and refit whenever new rating games have come, at most every SECONDS.")
+    help = (
+        "Refit the ratings of a run (default: the current run) from its rating games. With --watch, keep "
+        "running and refit whenever new rating games have come, at most every SECONDS."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("--run", help="the run's name (default: the current run)")
-        parser.add_argument("--watch", type=float, metavar="SECONDS",
-                            help="keep refitting when new rating games arrive, at most this often")
+        parser.add_argument(
+            "--watch",
+            type=float,
+            metavar="SECONDS",
+            help="keep refitting when new rating games arrive, at most this often",
+        )
 
     def handle(self, *args, **options):
         name = options["run"]
@@ -38,10 +44,14 @@ class Command(BaseCommand):
                 except FitError as e:
                     raise CommandError(f"run {run.name}: the ratings cannot be refitted: {e}") from None
                 seen[run.pk] = mark
-                best = max(((fit.elo[k], n.name) for k, n in enumerate(networks) if fit.elo[k] == fit.elo[k]),
-                           default=(0.0, "-"))
-                self.stdout.write(f"run {run.name}: {len(networks)} networks rated from {mark[0]} games "
-                                  f"({fit.iterations} Newton steps); strongest {best[1]} at {best[0]:+.0f} Elo")
+                best = max(
+                    ((fit.elo[k], n.name) for k, n in enumerate(networks) if fit.elo[k] == fit.elo[k]),
+                    default=(0.0, "-"),
+                )
+                self.stdout.write(
+                    f"run {run.name}: {len(networks)} networks rated from {mark[0]} games "
+                    f"({fit.iterations} Newton steps); strongest {best[1]} at {best[0]:+.0f} Elo"
+                )
             if options["watch"] is None:
                 return
             time.sleep(options["watch"])

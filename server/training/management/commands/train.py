@@ -15,25 +15,41 @@ from server.training.worker import TrainerError, TrainerOptions, TrainingWorker
 
 
 class Command(BaseCommand):
-    help = ("Train the run's networks on its self-play data as it arrives and export candidate networks "
-            "(a long-running worker; Ctrl-C or SIGTERM stop it after a checkpoint). Under torchrun (torchrun "
-            "--nproc_per_node N -- manage.py train ...) it trains "
-            "on every process's GPU with DistributedDataParallel.")
+    help = (
+        "Train the run's networks on its self-play data as it arrives and export candidate networks "
+        "(a long-running worker; Ctrl-C or SIGTERM stop it after a checkpoint). Under torchrun (torchrun "
+        "--nproc_per_node N -- manage.py train ...) it trains "
+        "on every process's GPU with DistributedDataParallel."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("--run", help="the run's name (default: the current run)")
-        parser.add_argument("--architecture", help="train only this line of the run (e.g. one GPU machine per "
-                                                   "line); default: every line its settings name")
-        parser.add_argument("--checkpoints", type=Path,
-                            help="folder of the checkpoints (default: SENTE_DATA_DIR/training); under torchrun on "
-                                 "several machines, one they all read")
+        parser.add_argument(
+            "--architecture",
+            help="train only this line of the run (e.g. one GPU machine per "
+            "line); default: every line its settings name",
+        )
+        parser.add_argument(
+            "--checkpoints",
+            type=Path,
+            help="folder of the checkpoints (default: SENTE_DATA_DIR/training); under torchrun on "
+            "several machines, one they all read",
+        )
         parser.add_argument("--device", help="cuda, cuda:N or cpu (default: the GPU when there is one)")
-        parser.add_argument("--once", action="store_true",
-                            help="train as much as the data allows now, then stop (default: keep waiting for data)")
-        parser.add_argument("--poll-seconds", type=float, default=30.0,
-                            help="how often to look for new data when idle (default 30)")
-        parser.add_argument("--checkpoint-minutes", type=float, default=10.0,
-                            help="checkpoint at least this often while training (default 10)")
+        parser.add_argument(
+            "--once",
+            action="store_true",
+            help="train as much as the data allows now, then stop (default: keep waiting for data)",
+        )
+        parser.add_argument(
+            "--poll-seconds", type=float, default=30.0, help="how often to look for new data when idle (default 30)"
+        )
+        parser.add_argument(
+            "--checkpoint-minutes",
+            type=float,
+            default=10.0,
+            help="checkpoint at least this often while training (default 10)",
+        )
         parser.add_argument("--tensorboard", type=Path, metavar="DIR", help="also log the losses to TensorBoard")
 
     def handle(self, *args, **options):
@@ -56,10 +72,15 @@ class Command(BaseCommand):
             signal.signal(signal.SIGINT, on_signal)
             signal.signal(signal.SIGTERM, on_signal)
         trainer_options = TrainerOptions(
-            run=run.name, checkpoints=options["checkpoints"] or Path(settings.DATA_DIR) / "training",
-            architecture=options["architecture"], device=options["device"], poll_seconds=options["poll_seconds"],
-            once=options["once"], checkpoint_seconds=60.0 * options["checkpoint_minutes"],
-            tensorboard=options["tensorboard"])
+            run=run.name,
+            checkpoints=options["checkpoints"] or Path(settings.DATA_DIR) / "training",
+            architecture=options["architecture"],
+            device=options["device"],
+            poll_seconds=options["poll_seconds"],
+            once=options["once"],
+            checkpoint_seconds=60.0 * options["checkpoint_minutes"],
+            tensorboard=options["tensorboard"],
+        )
         distributed = Distributed.from_environment()
         try:
             worker = TrainingWorker(trainer_options, stop, distributed)
