@@ -43,10 +43,10 @@ from common.data.schema import (
     SCORE_DISTR_LEN,
     VT_OWNERSHIP,
 )
+from common.data.symmetry import NUM_SYMMETRIES, turn
 
 log = logging.getLogger(__name__)
 
-NUM_SYMMETRIES = 8
 _NPZ_ARRAYS = (
     "binaryInputNCHWPacked",
     "globalInputNC",
@@ -174,18 +174,6 @@ def _board_sides(packed: np.ndarray, name: str) -> np.ndarray:
     return np.maximum(height, width).astype(np.int8)
 
 
-def _turn(a: np.ndarray, symmetry: int) -> np.ndarray:
-    """Symmetry 0-7 of the square on the last two axes: bit 0 flips rows, bit 1 flips columns,
-    bit 2 transposes (after the flips)."""
-    if symmetry & 1:
-        a = a[..., ::-1, :]
-    if symmetry & 2:
-        a = a[..., :, ::-1]
-    if symmetry & 4:
-        a = np.swapaxes(a, -1, -2)
-    return a
-
-
 def make_batch(rows: _Rows, rng: np.random.Generator | None) -> Batch:
     """Unpack, crop to the largest board and (with ``rng``) turn each row by a random symmetry."""
     n = len(rows)
@@ -200,9 +188,9 @@ def make_batch(rows: _Rows, rng: np.random.Generator | None) -> Batch:
         for s in range(1, NUM_SYMMETRIES):
             chosen = np.flatnonzero(symmetries == s)
             if chosen.size:
-                planes[chosen] = _turn(planes[chosen], s)
-                policy_board[chosen] = _turn(policy_board[chosen], s)
-                ownership[chosen] = _turn(ownership[chosen], s)
+                planes[chosen] = turn(planes[chosen], s)
+                policy_board[chosen] = turn(policy_board[chosen], s)
+                ownership[chosen] = turn(ownership[chosen], s)
     policy = np.concatenate((policy_board.reshape(n, 2, side * side), rows.policy[:, :, DATA_AREA:]), axis=2)
     return Batch(
         spatial=planes.astype(np.float32),

@@ -31,8 +31,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from common.data.loader import NUM_SYMMETRIES, decode_rows, make_batch
+from common.data.loader import decode_rows, make_batch
 from common.data.schema import GT_MCTS_VALUE, GT_POLICY_WEIGHT, GT_RAW_WIN_LOSS
+from common.data.symmetry import NUM_SYMMETRIES, turn, unturn
 from common.nn.model import Model
 
 ROW_STATISTICS = ("kl", "policy_gain", "top_agree", "top_missed", "value_error", "raw_error")
@@ -61,28 +62,6 @@ class RowFigures:
         return cls(*(np.concatenate([getattr(p, s) for p in parts]) for s in ROW_STATISTICS))
 
 
-def _turn(x: torch.Tensor, s: int) -> torch.Tensor:
-    """Symmetry s of ``common.data.loader._turn`` on the last two axes: bit 0 flips rows, bit 1
-    flips columns, bit 2 transposes (after the flips)."""
-    if s & 1:
-        x = x.flip(-2)
-    if s & 2:
-        x = x.flip(-1)
-    if s & 4:
-        x = x.transpose(-1, -2)
-    return x
-
-
-def _unturn(x: torch.Tensor, s: int) -> torch.Tensor:
-    if s & 4:
-        x = x.transpose(-1, -2)
-    if s & 2:
-        x = x.flip(-1)
-    if s & 1:
-        x = x.flip(-2)
-    return x
-
-
 @torch.inference_mode()
 def network_average(
     model: Model, spatial: torch.Tensor, glob: torch.Tensor, legal: torch.Tensor
@@ -90,11 +69,11 @@ def network_average(
     """The network's move probabilities [n, side*side + 1] (over ``legal``, pass last) and win minus
     loss [n], each averaged over the 8 symmetries. ``spatial`` [n, 22, side, side]."""
     n, _, side, _ = spatial.shape
-    turned = torch.cat([_turn(spatial, s) for s in range(NUM_SYMMETRIES)])
+    turned = torch.cat([turn(spatial, s) for s in range(NUM_SYMMETRIES)])
     out = model(turned.contiguous(), glob.repeat(NUM_SYMMETRIES, 1), with_score_belief=False)
     logits = out.policy[:, 0, :].float()
     board = logits[:, : side * side].reshape(NUM_SYMMETRIES, n, side, side)
-    board = torch.stack([_unturn(board[s], s) for s in range(NUM_SYMMETRIES)]).reshape(NUM_SYMMETRIES, n, -1)
+    board = torch.stack([unturn(board[s], s) for s in range(NUM_SYMMETRIES)]).reshape(NUM_SYMMETRIES, n, -1)
     logits = torch.cat([board, logits[:, side * side :].reshape(NUM_SYMMETRIES, n, 1)], dim=2)
     logits = logits.masked_fill(~legal.unsqueeze(0), float("-inf"))
     policy = torch.softmax(logits, dim=2).mean(dim=0)

@@ -9,7 +9,7 @@ import logging
 import numpy as np
 import pytest
 
-from common.data.loader import RowFile, ShuffledPass, _turn, decode_rows, make_batch
+from common.data.loader import RowFile, ShuffledPass, decode_rows, make_batch
 from common.data.rows import rows_npz
 from common.data.schema import (
     DATA_AREA,
@@ -20,6 +20,7 @@ from common.data.schema import (
     empty_rows,
     pack_spatial,
 )
+from common.data.symmetry import turn
 
 
 def row_file(index: int, rows: int, width: int, height: int, seed: int = 0) -> bytes:
@@ -128,13 +129,13 @@ def test_symmetries_turn_inputs_and_targets_together(window):
     side = plain.side
     assert len(set(chosen.tolist())) > 1
     for k, s in enumerate(chosen):
-        np.testing.assert_array_equal(turned.spatial[k], _turn(plain.spatial[k], s))
-        np.testing.assert_array_equal(turned.ownership[k], _turn(plain.ownership[k], s))
+        np.testing.assert_array_equal(turned.spatial[k], turn(plain.spatial[k], s))
+        np.testing.assert_array_equal(turned.ownership[k], turn(plain.ownership[k], s))
         board = plain.policy[k, :, :-1].reshape(2, side, side)
-        np.testing.assert_array_equal(turned.policy[k, :, :-1].reshape(2, side, side), _turn(board, s))
+        np.testing.assert_array_equal(turned.policy[k, :, :-1].reshape(2, side, side), turn(board, s))
     # The 8 symmetries are distinct and form the square's group.
     grid = np.arange(16).reshape(4, 4)
-    assert len({_turn(grid, s).tobytes() for s in range(8)}) == 8
+    assert len({turn(grid, s).tobytes() for s in range(8)}) == 8
 
 
 def test_a_resumed_pass_yields_the_same_batches_from_where_it_stopped(window):
