@@ -46,7 +46,8 @@ from client.contribute.netcache import NetworkCache
 from client.contribute.outbox import DEFAULT_BACKOFF_CAP, FATAL, Outbox, describe_error
 from client.contribute.retry import patiently
 from client.contribute.server import AuthError, ServerClient, ServerError
-from client.contribute.status import Status
+from client.contribute.status import Display, Status
+from client.contribute.supervision import STOP_SECONDS, RestartBudget, StopDeadline
 from client.contribute.tasks import AUTH, CANARY, NETWORK, PROTOCOL, UPGRADE
 from client.contribute.worker import Control, WorkerSpec, worker_main
 from common.protocol import CLIENT_VERSION, parse_version
@@ -63,11 +64,7 @@ EXIT_OF_KIND = {
 }
 DEFAULT_PARALLEL_GPU = 64
 DEFAULT_PARALLEL_CPU = 16
-RESTARTS_ALLOWED = 3  # crashed-worker restarts within RESTART_WINDOW before the client gives up
-RESTART_WINDOW = 600.0
-STATUS_LINE_SECONDS = 60.0  # without a terminal: how often the status line is logged
 PRUNE_SECONDS = 86400.0
-STOP_SECONDS = 15.0  # how long "stop now" waits for the workers before it kills them
 FINAL_PATIENCE = 30.0  # the longest Retry-After the last delivery waits out before leaving the games for later
 
 
@@ -345,17 +342,42 @@ class _Contributor:
 
     # --- running ----------------------------------------------------------------------------------
     def _contribute(self, server: ServerClient, devices: list[str]) -> int:
-        cfg = self.config
+        """Run the workers and deliver their games until they end, then say what was done."""
         outbox = Outbox(self.data_dir / "outbox", backoff_start=self.args.retry_seconds)
         cache = NetworkCache(self.data_dir / "networks")
         cache.prune()
-        self.status = Status(server=cfg.server, username=self.username)
+        self.status = Status(server=self.config.server, username=self.username)
         self.status.outbox = outbox.counts
         if outbox.counts.pending:
             log.warning(
                 "%d finished games from an earlier run wait in the outbox; they go out first", outbox.counts.pending
             )
-        specs = [
+        specs = self._specs(devices)
+        sender_done = threading.Event()
+        sender = threading.Thread(target=self._send, args=(server, outbox, sender_done), name="sender", daemon=True)
+        sender.start()  # the outbox left by earlier runs goes out first, while the workers start
+        self._signals()
+        self._commands()
+        self.workers = {s.index: self._start(s) for s in specs}
+        self.ended: set[int] = set()
+        deadline = StopDeadline()
+        try:
+            with Display(self.status) as display:
+                self._supervise(specs, cache, display, deadline)
+                sender_done.set()
+                sender.join(timeout=STOP_SECONDS)  # an upload in flight ends within its timeout
+                if not self.control.stopping.is_set():
+                    self.status.mode = "sending the last games"
+                    display.refresh()
+                    self._final_delivery(server, outbox)
+        finally:
+            self._shut_down(sender, sender_done, deadline)
+        return self._goodbye(outbox)
+
+    def _specs(self, devices: list[str]) -> list[WorkerSpec]:
+        """One worker per device."""
+        cfg = self.config
+        return [
             WorkerSpec(
                 index=i,
                 device=d,
@@ -368,88 +390,74 @@ class _Contributor:
             )
             for i, d in enumerate(devices)
         ]
-        sender_done = threading.Event()
-        sender = threading.Thread(target=self._send, args=(server, outbox, sender_done), name="sender", daemon=True)
-        sender.start()  # the outbox left by earlier runs goes out first, while the workers start
-        self._signals()
-        self._commands()
-        self.workers = {s.index: self._start(s) for s in specs}
-        self.ended: set[int] = set()
-        restarts: list[float] = []
-        display = _Display(self.status)
+
+    def _supervise(
+        self, specs: list[WorkerSpec], cache: NetworkCache, display: Display, deadline: StopDeadline
+    ) -> None:
+        """Look after the workers until every one has ended, or stopping has waited for them long
+        enough: act on signals and messages, start crashed workers again, show the status."""
+        restarts = RestartBudget()
         last_prune = time.monotonic()
-        stop_deadline = None
-        try:
-            with display:
-                while len(self.ended) < len(specs):
-                    self._wake.wait(0.5)
-                    self._wake.clear()
-                    self._apply_signals()
-                    self._handle_messages()
-                    for index, process in list(self.workers.items()):
-                        if index in self.ended or process.is_alive():
-                            continue
-                        process.join()
-                        self._handle_messages()  # its last words may have come after the look above
-                        if index in self.ended:
-                            continue
-                        if self.control.done():  # ended while finishing (or stopping): not restarted
-                            self.ended.add(index)
-                            continue
-                        now = time.monotonic()
-                        restarts = [t for t in restarts if now - t < RESTART_WINDOW] + [now]
-                        if len(restarts) > RESTARTS_ALLOWED:
-                            self._fail(
-                                EXIT_FAILED,
-                                f"worker {index} ({specs[index].device}) keeps failing "
-                                f"(exit code {process.exitcode}); see {self.log_path}",
-                            )
-                            self.ended.add(index)
-                            continue
-                        log.error(
-                            "worker %d (%s) ended unexpectedly (exit code %s); starting it again",
-                            index,
-                            specs[index].device,
-                            process.exitcode,
-                        )
-                        self.workers[index] = self._start(specs[index])
-                    if self.control.stopping.is_set():
-                        # Stopping means now: a worker stuck in a long step is not waited for long.
-                        stop_deadline = stop_deadline or time.monotonic() + STOP_SECONDS
-                        if time.monotonic() > stop_deadline:
-                            break
-                    self.status.mode = (
-                        "stopping"
-                        if self.control.stopping.is_set()
-                        else "finishing"
-                        if self.control.finishing.is_set()
-                        else "paused"
-                        if self.control.paused.is_set()
-                        else "running"
-                    )
-                    self.status.sample()
-                    display.refresh()
-                    if time.monotonic() - last_prune > PRUNE_SECONDS:
-                        cache.prune()
-                        last_prune = time.monotonic()
-                sender_done.set()
-                sender.join(timeout=STOP_SECONDS)  # an upload in flight ends within its timeout
-                if not self.control.stopping.is_set():
-                    self.status.mode = "sending the last games"
-                    display.refresh()
-                    self._final_delivery(server, outbox)
-        finally:
-            self.control.stopping.set()
-            sender_done.set()
-            deadline = stop_deadline or time.monotonic() + STOP_SECONDS
-            for process in self.workers.values():
-                process.join(timeout=max(0.1, deadline - time.monotonic()))
-                if process.is_alive():
-                    log.warning("worker %s did not stop in time; killed", process.name)
-                    process.kill()
-                    process.join(timeout=5)
-            sender.join(timeout=STOP_SECONDS)
-        return self._goodbye(outbox)
+        while len(self.ended) < len(specs):
+            self._wake.wait(0.5)
+            self._wake.clear()
+            self._apply_signals()
+            self._handle_messages()
+            self._restart_crashed(specs, restarts)
+            if self.control.stopping.is_set():
+                # Stopping means now: a worker stuck in a long step is not waited for long.
+                deadline.start(time.monotonic())
+                if deadline.passed(time.monotonic()):
+                    return
+            self.status.mode = self.control.mode()
+            self.status.sample()
+            display.refresh()
+            if time.monotonic() - last_prune > PRUNE_SECONDS:
+                cache.prune()
+                last_prune = time.monotonic()
+
+    def _restart_crashed(self, specs: list[WorkerSpec], restarts: RestartBudget) -> None:
+        """Start again each worker that ended without saying it was done, while the budget allows
+        (past it the client fails); one that ended while finishing or stopping is not started."""
+        for index, process in list(self.workers.items()):
+            if index in self.ended or process.is_alive():
+                continue
+            process.join()
+            self._handle_messages()  # its last words may have come after the messages were read
+            if index in self.ended:
+                continue
+            if self.control.done():
+                self.ended.add(index)
+                continue
+            if not restarts.spend(time.monotonic()):
+                self._fail(
+                    EXIT_FAILED,
+                    f"worker {index} ({specs[index].device}) keeps failing "
+                    f"(exit code {process.exitcode}); see {self.log_path}",
+                )
+                self.ended.add(index)
+                continue
+            log.error(
+                "worker %d (%s) ended unexpectedly (exit code %s); starting it again",
+                index,
+                specs[index].device,
+                process.exitcode,
+            )
+            self.workers[index] = self._start(specs[index])
+
+    def _shut_down(self, sender: threading.Thread, sender_done: threading.Event, deadline: StopDeadline) -> None:
+        """Stop the workers and the sender; a worker still running when the deadline has passed is
+        killed (its finished games are in the outbox already)."""
+        self.control.stopping.set()
+        sender_done.set()
+        deadline.start(time.monotonic())
+        for process in self.workers.values():
+            process.join(timeout=max(0.1, deadline.left(time.monotonic())))
+            if process.is_alive():
+                log.warning("worker %s did not stop in time; killed", process.name)
+                process.kill()
+                process.join(timeout=5)
+        sender.join(timeout=STOP_SECONDS)
 
     def _start(self, spec: WorkerSpec):
         process = self.ctx.Process(
@@ -678,33 +686,3 @@ class _ConsoleHandler(logging.StreamHandler):
     @stream.setter
     def stream(self, value) -> None:
         pass
-
-
-class _Display:
-    """The status on a terminal (a live rich panel) or as a logged line every minute."""
-
-    def __init__(self, status: Status) -> None:
-        self.status = status
-        self.live = None
-        self.last_line = 0.0
-
-    def __enter__(self) -> _Display:
-        if sys.stdout.isatty():
-            from rich.live import Live
-
-            self.live = Live(self.status.panel(), refresh_per_second=2, transient=False)
-            self.live.__enter__()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        if self.live is not None:
-            self.live.update(self.status.panel())
-            self.live.__exit__(*exc)
-
-    def refresh(self) -> None:
-        if self.live is not None:
-            self.live.update(self.status.panel())
-        elif time.monotonic() - self.last_line >= STATUS_LINE_SECONDS:
-            self.last_line = time.monotonic()
-            print(self.status.line(), flush=True)
-            log.info("%s", self.status.line())

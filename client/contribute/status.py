@@ -4,13 +4,22 @@ service's journal)."""
 
 from __future__ import annotations
 
+import logging
+import sys
 import time
 from collections import deque
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from client.contribute.outbox import OutboxCounts
 
+if TYPE_CHECKING:
+    from rich.live import Live
+
+log = logging.getLogger(__name__)
+
 RATE_WINDOW = 60.0  # seconds over which moves/s and evaluations/s are measured
+STATUS_LINE_SECONDS = 60.0  # without a terminal: how often the status line is written
 
 
 @dataclass
@@ -113,6 +122,36 @@ class Status:
             table.add_row(f"worker {index}", f"{w.get('device')}: {w.get('state')}{in_hand(w)}")
         title = f"Sente contributor: {self.mode}, up {duration(time.time() - self.started)}"
         return Panel(table, title=title, subtitle="Ctrl-C: finish and stop; type pause / resume")
+
+
+class Display:
+    """The status on a terminal (a live rich panel) or as a logged line every minute."""
+
+    def __init__(self, status: Status) -> None:
+        self.status = status
+        self.live: Live | None = None
+        self.last_line = 0.0
+
+    def __enter__(self) -> Display:
+        if sys.stdout.isatty():
+            from rich.live import Live
+
+            self.live = Live(self.status.panel(), refresh_per_second=2, transient=False)
+            self.live.__enter__()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.live is not None:
+            self.live.update(self.status.panel())
+            self.live.__exit__(*exc)
+
+    def refresh(self) -> None:
+        if self.live is not None:
+            self.live.update(self.status.panel())
+        elif time.monotonic() - self.last_line >= STATUS_LINE_SECONDS:
+            self.last_line = time.monotonic()
+            print(self.status.line(), flush=True)
+            log.info("%s", self.status.line())
 
 
 def in_hand(report: dict) -> str:

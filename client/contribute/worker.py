@@ -93,6 +93,16 @@ class Control:
     def done(self) -> bool:
         return self.finishing.is_set() or self.stopping.is_set()
 
+    def mode(self) -> str:
+        """What the status calls the workers' state: stopping, finishing, paused or running."""
+        if self.stopping.is_set():
+            return "stopping"
+        if self.finishing.is_set():
+            return "finishing"
+        if self.paused.is_set():
+            return "paused"
+        return "running"
+
 
 def worker_main(spec: WorkerSpec, control: Control, messages, log_queue) -> None:
     """The worker process: its logging goes to the supervisor, which also handles Ctrl-C."""

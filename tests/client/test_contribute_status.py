@@ -124,3 +124,24 @@ def test_a_task_this_client_cannot_read_is_a_plain_error(changes, words):
     with pytest.raises(Fatal) as e:
         Task.parse(_task(**changes))
     assert e.value.kind == PROTOCOL and words in e.value.message and "upgrade" in e.value.message
+
+
+def test_without_a_terminal_the_status_is_a_line_once_a_minute(monkeypatch, capsys):
+    import time
+    import types
+
+    from client.contribute import status as status_module
+
+    clock = [1000.0]
+    monkeypatch.setattr(status_module, "time", types.SimpleNamespace(monotonic=lambda: clock[0], time=time.time))
+    status = Status(server="http://s", username="alice")
+    with status_module.Display(status) as display:  # stdout is not a terminal here
+        display.refresh()
+        clock[0] += status_module.STATUS_LINE_SECONDS - 1
+        display.refresh()
+        clock[0] += 1
+        status.mode = "finishing"
+        display.refresh()
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split(":")[0] for line in lines] == ["running", "finishing"]
+    assert lines[1] == status.line()
