@@ -43,7 +43,7 @@ import requests
 from client.build import BUILD, describe
 from client.contribute import config as client_config
 from client.contribute.netcache import NetworkCache
-from client.contribute.outbox import DEFAULT_BACKOFF_CAP, FATAL, Outbox, describe_error
+from client.contribute.outbox import DEFAULT_BACKOFF_CAP, FATAL, Outbox, Outcome, describe_error
 from client.contribute.retry import patiently
 from client.contribute.server import AuthError, ServerClient, ServerError
 from client.contribute.status import Display, Status
@@ -269,16 +269,26 @@ class _Contributor:
         return getpass.getpass(f"password for {username} at {server}: ")
 
     def _check_server(self) -> ServerClient:
+        """The server, checked: it takes the client token (a refused one is replaced when the
+        password can be had) and its run takes this client."""
         cfg = self.config
         if cfg.instance_id is None:  # a token from the environment, no settings file yet
             client_config.save(replace(self.stored, server=cfg.server, username=cfg.username), self.config_path)
             self.stored = client_config.read_file(self.config_path)
             self.config = replace(cfg, instance_id=self.stored.instance_id)
-            cfg = self.config
+        server, me = self._signed_in()
+        self.username = me.get("username", self.config.username or "?")
+        self._check_run(server)
+        return server
+
+    def _signed_in(self) -> tuple[ServerClient, dict]:
+        """A client of the server that took the token (logging in again if it refused the kept one
+        and can), and the account the server says it is."""
+        cfg = self.config
         server = ServerClient(cfg.server, cfg.token, instance_id=cfg.instance_id)
         try:
             try:
-                me = patiently(server.me)
+                return server, patiently(server.me)
             except AuthError as e:
                 if not self._can_log_in():
                     raise
@@ -290,7 +300,7 @@ class _Contributor:
                 self._login()
                 cfg = self.config
                 server = ServerClient(cfg.server, cfg.token, instance_id=cfg.instance_id)
-                me = patiently(server.me)
+                return server, patiently(server.me)
         except AuthError as e:
             raise Stop(
                 EXIT_AUTH,
@@ -306,7 +316,10 @@ class _Contributor:
                 f"cannot reach the server at {cfg.server} ({describe_error(e)}); check the "
                 "address and the network connection, then start again",
             ) from None
-        self.username = me.get("username", cfg.username or "?")
+
+    def _check_run(self, server: ServerClient) -> None:
+        """Ends the command when the server's run does not take this client; a server without a run
+        yet is waited for."""
         try:
             current = patiently(server.current_run)
             refusal = _not_taken(current)
@@ -316,8 +329,9 @@ class _Contributor:
         except ServerError as e:
             log.warning("the server has no run to work for yet (%s); the client waits for one", e.message)
         except requests.RequestException as e:
-            raise Stop(EXIT_UNREACHABLE, f"cannot reach the server at {cfg.server} ({describe_error(e)})") from None
-        return server
+            raise Stop(
+                EXIT_UNREACHABLE, f"cannot reach the server at {self.config.server} ({describe_error(e)})"
+            ) from None
 
     def _devices(self) -> list[str]:
         import torch
@@ -539,15 +553,18 @@ class _Contributor:
     def _final_delivery(self, server: ServerClient, outbox: Outbox) -> None:
         """After the workers finished (and the sender stopped): one more try for every pending game,
         now, unless Ctrl-C comes again."""
-        outbox.refresh()
-        for entry in outbox.pending():
-            entry.due = 0.0
 
         def interrupted() -> bool:
             self._apply_signals()
             return self.control.stopping.is_set()
 
-        outcome = outbox.deliver_due(server.upload, stop=interrupted)
+        def deliver_all() -> Outcome | None:
+            outbox.refresh()
+            for entry in outbox.pending():
+                entry.due = 0.0
+            return outbox.deliver_due(server.upload, stop=interrupted)
+
+        outcome = deliver_all()
         while (
             outcome is not None
             and outcome.retry_after is not None
@@ -556,10 +573,7 @@ class _Contributor:
             and not interrupted()
         ):
             time.sleep(outcome.retry_after)  # the server asked for a short wait: the last games still go out
-            outbox.refresh()
-            for entry in outbox.pending():
-                entry.due = 0.0
-            outcome = outbox.deliver_due(server.upload, stop=interrupted)
+            outcome = deliver_all()
         if outcome is not None and outcome.kind == FATAL:
             self._fail(_exit_of_refusal(outcome), f"uploading games stopped: {outcome.message}")
 
