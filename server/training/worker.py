@@ -38,8 +38,7 @@ import logging
 import socket
 import threading
 import time
-import zlib
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 
@@ -72,11 +71,23 @@ from server.networks.models import Network
 from server.networks.store import store_network
 from server.runs.models import Run
 from server.training.models import TrainingLine
+from server.training.plan import (
+    Chunk,
+    Fresh,
+    FromCheckpoint,
+    FromExport,
+    LineStart,
+    LineState,
+    LineWork,
+    Plan,
+    needs_window,
+    plan_training,
+    seed_of,
+)
 from server.training.window import read_file, total_rows, training_window, validation_files
 
 log = logging.getLogger(__name__)
 
-MIN_CHUNK_STEPS = 10  # a chunk waits until the data allows this many steps
 PREDICTIVE_TERMS = ("policy", "value")  # the held-out loss by which a next line overtakes
 VALIDATION_BATCH = 256
 PLAN_ATTEMPTS = 3  # with --once, looks at the run that fail for want of the database before giving up
@@ -96,41 +107,6 @@ class TrainerOptions:
 
 
 @dataclass
-class Chunk:
-    """At most one pass over a window, as planned when it started (so a resumed trainer goes on
-    with the same batches: the layout settings are the chunk's, not the run's newest; a chunk of an
-    older trainer that did not record them takes the run's)."""
-
-    seed: int
-    files: list[RowFile]
-    end_samples: int
-    total_rows: int
-    window_rows: int
-    next_batch: int = 0
-    batch_size: int | None = None
-    shuffle_rows: int | None = None
-    symmetries: bool | None = None
-
-    def with_layout(self, settings: TrainingSettings) -> Chunk:
-        """The chunk with its batch layout filled in from ``settings`` where it has none."""
-        for name in ("batch_size", "shuffle_rows", "symmetries"):
-            if getattr(self, name) is None:
-                setattr(self, name, getattr(settings, name))
-        return self
-
-    def to_dict(self) -> dict:
-        d = asdict(self)
-        d["files"] = [[f.name, f.rows] for f in self.files]
-        return d
-
-    @classmethod
-    def from_dict(cls, d: dict | None) -> Chunk | None:
-        if not d:
-            return None
-        return cls(**{**d, "files": [RowFile(name, rows) for name, rows in d["files"]]})
-
-
-@dataclass
 class Line:
     """A line as this process trains it."""
 
@@ -146,30 +122,6 @@ class TrainerError(Exception):
     """A trainer that cannot go on as configured; the message says why."""
 
 
-def budget(settings: TrainingSettings, total: int, rows_at_start: int) -> int:
-    """The training samples a line may have seen: ``samples_per_row`` for each row the run counted
-    since the line began."""
-    return int(settings.samples_per_row * max(0, total - rows_at_start))
-
-
-def chunk_samples(samples: int, budget: int, step: int, export_every: int) -> int:
-    """How many samples to train now, in whole steps (0: wait for data): what the budget allows,
-    rounded up to a step; fewer than ``MIN_CHUNK_STEPS`` steps only when they reach the next export
-    (which a budget of exactly one export interval, as the random network's rows give, must reach)."""
-    remaining = budget - samples
-    if remaining <= 0:
-        return 0
-    steps = -(-remaining // step)
-    next_export = (samples // export_every + 1) * export_every
-    if steps < MIN_CHUNK_STEPS and samples + steps * step < next_export:
-        return 0
-    return steps * step
-
-
-def _seed(*parts) -> int:
-    return zlib.crc32("/".join(str(p) for p in parts).encode())
-
-
 class TrainingWorker:
     """See the module docstring; ``stop`` ends it after the step at hand."""
 
@@ -183,7 +135,7 @@ class TrainingWorker:
         self.host = socket.gethostname()[:100]
         self.lines: dict[str, Line] = {}
         self.seen: set[str] = set()  # the lines this trainer looked after
-        self.inits: dict[str, dict] = {}  # how each line not trained yet will start
+        self.starts: dict[str, LineStart] = {}  # how each line not trained yet will start
         self.states: dict[str, dict] = {}  # the checkpoints process 0 read to plan, until their lines start
         self.settings: TrainingSettings | None = None
         self.run_row: Run | None = None
@@ -202,15 +154,15 @@ class TrainingWorker:
                 plan = self.dist.broadcast(self._next_plan() if self.dist.main else None)
                 if plan is None:  # stopped
                     break
-                self.settings = TrainingSettings.from_dict(plan["settings"])
-                for item in plan["lines"]:
+                self.settings = plan.settings
+                for item in plan.work:
                     line = self._line(item)
                     if self.dist.any(self.stop.is_set()):
                         break
-                    self._train_chunk(line, Chunk.from_dict(item["chunk"]))
+                    self._train_chunk(line, replace(item.chunk))  # the plan's chunk stays as planned
                 if self.dist.any(self.stop.is_set()):
                     break
-                if not plan["lines"]:
+                if not plan.work:
                     if self.options.once:
                         break
                     if self.dist.main:
@@ -221,7 +173,7 @@ class TrainingWorker:
             if self.writer is not None:
                 self.writer.close()
 
-    def _next_plan(self) -> dict | None:
+    def _next_plan(self) -> Plan | None:
         """:meth:`_plan`, waiting for the database while it cannot be reached (with ``--once`` for
         ``PLAN_ATTEMPTS`` looks); None when stopped meanwhile."""
         failures = 0
@@ -239,8 +191,9 @@ class TrainingWorker:
                 if self.stop.wait(self.options.poll_seconds):
                     return None
 
-    def _plan(self) -> dict | None:
-        """What to train now (process 0): the settings and, per line with work, its chunk."""
+    def _plan(self) -> Plan | None:
+        """What to train now (process 0; None when stopped): the run's state read, planned
+        (``server.training.plan``), and the lines that wait say so on their rows."""
         if self.stop.is_set():
             return None
         if not connection.in_atomic_block:  # (a test's transaction is left alone)
@@ -249,51 +202,34 @@ class TrainingWorker:
         if run is None:
             raise TrainerError(f"there is no run {self.options.run!r}")
         self.run_row = run
-        version = run.current_settings()
-        settings = version.settings.training
+        settings = run.current_settings().settings.training
         total = total_rows(run, settings)
-        plan = {"settings": settings.to_dict(), "lines": []}
-        for row in self._sync_lines(run, settings, total):
-            self.seen.add(row.architecture)
-            line = self.lines.get(row.architecture)
-            init = None
-            if line is None:  # read once (a checkpoint may be large), until the line's trainer exists
-                init = self.inits.get(row.architecture) or self._init_instruction(run, row)
-                self.inits[row.architecture] = init
-            chunk = line.chunk if line is not None else Chunk.from_dict(init.get("chunk"))
-            samples = line.trainer.samples if line is not None else init["samples"]
-            note = ""
-            if chunk is None:
-                allowed = budget(settings, total, row.rows_at_start)
-                step = settings.batch_size * self.dist.world
-                now = chunk_samples(samples, allowed, step, settings.export_every)
-                window = training_window(run, settings, total) if now and total >= settings.window_c else None
-                if total < settings.window_c:
-                    note = f"waiting for data: {total:,} of the {settings.window_c:,} rows training starts with"
-                elif not now:
-                    since = f" since the line began at {row.rows_at_start:,}" if row.rows_at_start else ""
-                    note = (
-                        f"waiting for data: {samples:,} samples trained, {allowed:,} allowed by "
-                        f"{total - row.rows_at_start:,} rows{since} at {settings.samples_per_row:g} per row"
-                    )
-                elif window.rows < step:
-                    note = f"waiting for data: the window holds {window.rows:,} rows, less than a step's {step:,}"
-                else:
-                    chunk = Chunk(
-                        seed=_seed(run.name, row.architecture, samples),
-                        files=window.files,
-                        end_samples=samples + min(now, window.rows),
-                        total_rows=total,
-                        window_rows=window.rows,
-                        batch_size=settings.batch_size,
-                        shuffle_rows=settings.shuffle_rows,
-                        symmetries=settings.symmetries,
-                    )
-            if chunk is None:
-                self._update(row, status=TrainingLine.Status.IDLE, status_note=note, rows_total=total, samples=samples)
-                continue
-            plan["lines"].append({"architecture": row.architecture, "init": init, "chunk": chunk.to_dict()})
+        rows = {row.architecture: row for row in self._sync_lines(run, settings, total)}
+        lines = [self._line_state(run, row) for row in rows.values()]
+        wanted = needs_window(settings, total, self.dist.world, lines)
+        window = training_window(run, settings, total) if wanted else None
+        plan = plan_training(run.name, settings, total, self.dist.world, lines, window)
+        for waiting in plan.waiting:
+            self._update(
+                rows[waiting.architecture],
+                status=TrainingLine.Status.IDLE,
+                status_note=waiting.note,
+                rows_total=total,
+                samples=waiting.samples,
+            )
         return plan
+
+    def _line_state(self, run: Run, row: TrainingLine) -> LineState:
+        """A line as the plan needs it: from its trainer here, or (read once, as a checkpoint may be
+        large, until the trainer exists) from how the trainer will start."""
+        self.seen.add(row.architecture)
+        line = self.lines.get(row.architecture)
+        if line is not None:
+            return LineState(row.architecture, row.rows_at_start, line.trainer.samples, line.chunk, None)
+        start = self.starts.get(row.architecture) or self._start_of(run, row)
+        self.starts[row.architecture] = start
+        chunk = start.chunk if isinstance(start, FromCheckpoint) else None
+        return LineState(row.architecture, row.rows_at_start, start.samples, chunk, start)
 
     def _sync_lines(self, run: Run, settings: TrainingSettings, total: int) -> list[TrainingLine]:
         """The run's lines named by its settings (made when new: the first is current, a later one
@@ -324,7 +260,7 @@ class TrainingWorker:
     def _checkpoint_path(self, architecture: str) -> Path:
         return self.options.checkpoints / self.options.run / f"{architecture}.ckpt"
 
-    def _init_instruction(self, run: Run, row: TrainingLine) -> dict:
+    def _start_of(self, run: Run, row: TrainingLine) -> LineStart:
         """How every process starts a line's trainer: from its checkpoint, from its last export when
         the checkpoint is gone, or afresh."""
         path = self._checkpoint_path(row.architecture)
@@ -337,7 +273,7 @@ class TrainingWorker:
                 state["samples"],
                 path,
             )
-            return {"from": "checkpoint", "samples": state["samples"], "chunk": state.get("extra", {}).get("chunk")}
+            return FromCheckpoint(state["samples"], Chunk.from_dict(state.get("extra", {}).get("chunk")))
         export = row.last_export
         if export is not None and export.file:
             log.warning(
@@ -347,7 +283,7 @@ class TrainingWorker:
                 export.name,
                 export.train_step,
             )
-            return {"from": "export", "file": export.file.name, "samples": export.train_step}
+            return FromExport(export.train_step, export.file.name)
         if row.samples:
             log.warning(
                 "%s: no checkpoint at %s and no export: the %d samples trained are lost; starting afresh",
@@ -357,33 +293,24 @@ class TrainingWorker:
             )
         else:
             log.info("%s: a new line; it starts training once the run has the rows it needs", row.architecture)
-        return {"from": "fresh", "samples": 0}
+        return Fresh()
 
-    def _line(self, item: dict) -> Line:
-        arch = item["architecture"]
+    def _line(self, item: LineWork) -> Line:
+        arch = item.architecture
         line = self.lines.get(arch)
         if line is None:
             trainer = Trainer(
-                arch, self.settings, device=self.device, distributed=self.dist, seed=_seed(self.options.run, arch)
+                arch, self.settings, device=self.device, distributed=self.dist, seed=seed_of(self.options.run, arch)
             )
             line = Line(arch, trainer, self._checkpoint_path(arch))
-            init = item["init"]
-            if init["from"] == "checkpoint":
+            start = item.start
+            assert start is not None, "the plan says how a line's trainer starts where there is none"
+            if isinstance(start, FromCheckpoint):
                 extra = trainer.load_checkpoint(line.checkpoint, self.states.pop(arch, None))
                 line.chunk = Chunk.from_dict(extra.get("chunk"))
-            elif init["from"] == "export":
-                trainer.start_from(decode_model(read_file(init["file"]), init["file"]).state_dict, init["samples"])
-            log.info(
-                "%s: %s at %d samples on %s",
-                arch,
-                {
-                    "checkpoint": "resumed from its checkpoint",
-                    "export": "continued from its last export",
-                    "fresh": "started afresh",
-                }[init["from"]],
-                trainer.samples,
-                self.device,
-            )
+            elif isinstance(start, FromExport):
+                trainer.start_from(decode_model(read_file(start.file), start.file).state_dict, start.samples)
+            log.info("%s: %s at %d samples on %s", arch, start.said, trainer.samples, self.device)
             self.lines[arch] = line
         line.trainer.use_settings(self.settings)
         return line

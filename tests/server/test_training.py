@@ -225,16 +225,6 @@ def test_a_stored_file_is_read_again_when_a_read_fails(monkeypatch):
     assert len(opened) == 1  # a file that is not there is not waited for
 
 
-def test_chunks_are_whole_steps_and_wait_for_enough_data_unless_an_export_is_due():
-    from server.training.worker import MIN_CHUNK_STEPS, chunk_samples
-
-    assert chunk_samples(0, 20_000, 128, 20_000) == 157 * 128  # rounded up to whole steps
-    assert chunk_samples(19_968, 20_000, 128, 20_000) == 128  # one step short of an export: it goes
-    assert chunk_samples(20_096, 20_200, 128, 40_000) == 0  # a step's worth more data: it waits
-    assert chunk_samples(20_096, 20_096 + MIN_CHUNK_STEPS * 128, 128, 40_000) == MIN_CHUNK_STEPS * 128
-    assert chunk_samples(5000, 4000, 128, 20_000) == 0
-
-
 # --- the trainer -------------------------------------------------------------------------------------------
 def test_the_trainer_waits_for_the_first_window(run, alice, training_games, tmp_path):
     from server.training.models import TrainingLine
@@ -431,22 +421,23 @@ def test_a_next_line_budgets_from_the_rows_since_it_began(run, alice, gen1, trai
     """The paper's Table 3: a larger net trains alongside from when it begins (the 10-block one began
     when the 6-block one had 70M samples, and had 20M of its own when it overtook at 100M), it does
     not catch up on the data that came before."""
+    from server.training.plan import Chunk, chunk_samples
     from server.training.window import training_window
-    from server.training.worker import TrainerOptions, TrainingWorker, chunk_samples
+    from server.training.worker import TrainerOptions, TrainingWorker
 
     settings = TRAIN.replace(samples_per_row=0.5, export_every=128, snapshot_every=64)
     use_training(run, settings)
     before = sum(g.rows for g in helpers.store_training_games(run, alice[0], training_games[:30], network=gen1))
     worker = TrainingWorker(TrainerOptions(run=helpers.RUN, checkpoints=tmp_path, device="cpu"))
 
-    def chunks() -> dict[str, dict]:
-        return {item["architecture"]: item["chunk"] for item in worker._plan()["lines"]}
+    def chunks() -> dict[str, Chunk]:
+        return {item.architecture: item.chunk for item in worker._plan().work}
 
     def planned(budget: int) -> int:
         window = training_window(run, run.current_settings().settings.training)
         return min(chunk_samples(0, budget, 32, 128), window.rows)
 
-    assert chunks()["tiny"]["end_samples"] == planned(int(0.5 * before))
+    assert chunks()["tiny"].end_samples == planned(int(0.5 * before))
     use_training(run, settings.replace(next_architecture="b6c96"))
     plan = chunks()
     big = line("b6c96")
@@ -458,8 +449,8 @@ def test_a_next_line_budgets_from_the_rows_since_it_began(run, alice, gen1, trai
 
     after = sum(g.rows for g in helpers.store_training_games(run, alice[0], training_games[30:50], network=gen1))
     plan = chunks()
-    assert plan["b6c96"]["end_samples"] == planned(int(0.5 * after)) < planned(int(0.5 * (before + after)))
-    assert plan["tiny"]["end_samples"] == planned(int(0.5 * (before + after)))  # the run's first line: every row
+    assert plan["b6c96"].end_samples == planned(int(0.5 * after)) < planned(int(0.5 * (before + after)))
+    assert plan["tiny"].end_samples == planned(int(0.5 * (before + after)))  # the run's first line: every row
 
 
 def uniform_policy_loss(held_out) -> float:
@@ -508,9 +499,9 @@ def test_the_trained_network_predicts_held_out_moves_better_than_the_initial_one
         batches = ShuffledPass(held_out, read_file, 64, seed=0, symmetries=False, transform=to_tensors).batches()
         return evaluate(model, batches, torch.device("cpu"))["policy"]
 
-    from server.training.worker import _seed
+    from server.training.plan import seed_of
 
-    initial = Trainer("tiny", settings, device="cpu", seed=_seed(helpers.RUN, "tiny")).export_model()
+    initial = Trainer("tiny", settings, device="cpu", seed=seed_of(helpers.RUN, "tiny")).export_model()
     train(tmp_path)
     trained = run.networks.filter(name__contains="-tiny-").latest("train_step")
     from django.core.files.storage import default_storage
