@@ -374,6 +374,19 @@ class TrainingWorker:
                     last_checkpoint = now
         finally:
             batches.close()  # ends the reader thread: the counts of files read are final
+        read_too_little = self._read_too_little(line, passes, due, taken, steps.stopped)
+        if not steps.stopped:
+            line.chunk = None
+        if row is not None:
+            elapsed = max(time.monotonic() - last_report, 1e-9)
+            self._report(line, row, (trainer.samples - report_samples) / elapsed)
+        self._save(line)
+        if not steps.stopped and read_too_little:
+            raise TrainerError(self._unreadable(line, passes, taken))
+
+    def _read_too_little(self, line: Line, passes: ShuffledPass, due: bool, taken: int, stopped: bool) -> bool:
+        """Whether a chunk's pass read too few of its files, in any process: most of those it read
+        failed, or it was due and took no batch without being stopped. The failed files are logged."""
         skipped = passes.skipped_files
         if skipped:
             log.error(
@@ -384,17 +397,10 @@ class TrainingWorker:
                 ", ".join(skipped[:5]),
             )
         mostly_unreadable = 2 * len(skipped) > passes.read_files
-        starved = due and taken == 0 and not steps.stopped
+        starved = due and taken == 0 and not stopped
         if due:  # every process trained (or not) in the same loop: they all ask
             mostly_unreadable, starved = self.dist.flags(mostly_unreadable, starved)
-        if not steps.stopped:
-            line.chunk = None
-        if row is not None:
-            elapsed = max(time.monotonic() - last_report, 1e-9)
-            self._report(line, row, (trainer.samples - report_samples) / elapsed)
-        self._save(line)
-        if not steps.stopped and (mostly_unreadable or starved):
-            raise TrainerError(self._unreadable(line, passes, taken))
+        return mostly_unreadable or starved
 
     @staticmethod
     def _unreadable(line: Line, passes: ShuffledPass, taken: int) -> str:
