@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
-
-from django.conf import settings
-from django.db import IntegrityError
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import generics, permissions, status
@@ -13,15 +9,11 @@ from rest_framework.parsers import MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from common.nn.header import ModelFileError, header_length, parse_header
 from server.api.errors import ApiError, invalid
 from server.downloads import stored_file_response
 from server.networks.models import Network, NetworkCanary
 from server.networks.serializers import NetworkDetailSerializer, NetworkSerializer, NetworkUploadSerializer
-from server.networks.store import store_network
-from server.runs.models import Run
-
-CHUNK = 1 << 20
+from server.networks.services import NetworkUpload, take_upload
 
 
 class CanUploadNetworks(permissions.BasePermission):
@@ -69,72 +61,7 @@ class NetworkList(generics.ListCreateAPIView):
     def post(self, request, *args, **kwargs):
         data = NetworkUploadSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        v = data.validated_data
-        run = Run.objects.filter(name=v["run"]).first()
-        if run is None:
-            raise invalid("run", f"there is no run {v['run']!r}")
-        parent = None
-        if v.get("parent"):
-            parent = Network.objects.filter(name=v["parent"]).first()
-            if parent is None:
-                raise invalid("parent", f"there is no network {v['parent']!r}")
-            if parent.run_id != run.pk:
-                raise invalid("parent", f"network {parent.name!r} belongs to run {parent.run.name!r}, not {run.name!r}")
-        if Network.objects.filter(name=v["name"]).exists():
-            raise ApiError(
-                f"a network named {v['name']!r} exists already", code="exists", field="name", status_code=409
-            )
-        upload = v["file"]
-        limit = settings.SENTE_LIMITS["network_bytes"]
-        if upload.size > limit:
-            raise invalid("file", f"is {upload.size} bytes, more than the {limit} this server takes", "too_large")
-        digest = hashlib.sha256()
-        upload.seek(0)
-        prefix = upload.read(8)
-        try:
-            n = header_length(prefix, "upload", upload.size)
-            header_json = upload.read(n)
-            header = parse_header(header_json, upload.size, "upload")
-        except ModelFileError as e:
-            raise invalid("file", str(e).replace("network file upload: ", ""), "bad_file") from None
-        if header.name != v["name"]:
-            raise invalid("file", f"the file says its network is {header.name!r}, not {v['name']!r}", "name_mismatch")
-        upload.seek(0)
-        for chunk in upload.chunks(CHUNK):
-            digest.update(chunk)
-        sha256 = digest.hexdigest()
-        if v.get("sha256") and v["sha256"] != sha256:
-            raise invalid(
-                "sha256",
-                f"the file's sha256 is {sha256}, not the declared {v['sha256']}: the upload was damaged; send it again",
-                "sha256_mismatch",
-            )
-        twin = Network.objects.filter(sha256=sha256).first()
-        if twin is not None:
-            raise ApiError(
-                f"network {twin.name!r} has this very file already",
-                code="duplicate_file",
-                field="file",
-                status_code=409,
-            )
-        try:
-            network = store_network(
-                run=run,
-                name=v["name"],
-                content=upload,
-                size=upload.size,
-                sha256=sha256,
-                config=header.config,
-                parent=parent,
-                train_step=v["train_step"],
-                rows_seen=v["rows_seen"],
-                user=request.user,
-                notes=v.get("notes", ""),
-            )
-        except IntegrityError:  # the same name, uploaded meanwhile
-            raise ApiError(
-                f"a network named {v['name']!r} exists already", code="exists", field="name", status_code=409
-            ) from None
+        network = take_upload(request.user, NetworkUpload(**data.validated_data))
         body = NetworkSerializer(network, context={"request": request}).data
         return Response(body, status=status.HTTP_201_CREATED)
 

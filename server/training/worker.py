@@ -68,7 +68,7 @@ from common.nn.training import (
 )
 from common.settings import TrainingSettings
 from server.networks.models import Network
-from server.networks.store import store_network
+from server.networks.services import store_network
 from server.runs.models import Run
 from server.training.models import TrainingLine
 from server.training.plan import (

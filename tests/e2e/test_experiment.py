@@ -21,7 +21,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.django_db]
 def generation(db):
     from common.nn.model import named_config
     from server.networks.models import Network
-    from server.networks.store import store_network
+    from server.networks.services import store_network
     from server.ratings.models import NetworkEvent
     from server.runs.models import create_run
 

@@ -49,7 +49,7 @@ def _network(run, data: bytes, name: str = NETWORK):
 
     from common.nn.modelfile import decode_model
     from server.files import sha256_of
-    from server.networks.store import store_network
+    from server.networks.services import store_network
 
     mf = decode_model(data)
     return store_network(

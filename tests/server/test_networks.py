@@ -17,8 +17,10 @@ from rest_framework.test import APIClient
 
 from common.nn.model import named_config
 from server.accounts.models import ClientToken, User
+from server.api.errors import ApiError
 from server.distribution.models import Task
 from server.networks.models import Network
+from server.networks.services import NetworkUpload, take_upload
 from server.runs.models import create_run
 from tests.server import helpers
 from tests.server.conftest import api_error as _error
@@ -301,6 +303,57 @@ def test_upload_must_be_multipart(run, trainer):
     _, client = trainer
     response = client.post("/api/v1/networks/", {"name": "json", "run": run.name}, format="json")
     assert response.status_code == 415
+
+
+# --- the upload's service, without HTTP ----------------------------------------------------------
+def _network_upload(name: str, data: bytes | None = None, **extra) -> NetworkUpload:
+    data = net_file(name) if data is None else data
+    file = SimpleUploadedFile(f"{name}.safetensors", data, content_type="application/octet-stream")
+    return NetworkUpload(**{"name": name, "run": helpers.RUN, "file": file, **extra})
+
+
+def test_take_upload_stores_a_candidate(run, trainer):
+    """The service checks the file and stores the network as its run's candidate."""
+    user, _ = trainer
+    data = net_file("svc-1")
+    sha = hashlib.sha256(data).hexdigest()
+    network = take_upload(user, _network_upload("svc-1", sha256=sha, train_step=7, notes="direct"))
+    assert (network.run, network.sha256, network.size_bytes) == (run, sha, len(data))
+    assert (network.train_step, network.notes, network.uploaded_by, network.parent) == (7, "direct", user, None)
+
+
+@pytest.mark.parametrize(
+    ("upload", "status", "code", "field"),
+    [
+        (lambda: _network_upload("svc-2", run="no-such-run"), 400, "invalid", "run"),
+        (lambda: _network_upload("svc-2", parent="no-such-net"), 400, "invalid", "parent"),
+        (lambda: _network_upload("svc-2", data=net_file("svc-3")), 400, "name_mismatch", "file"),
+        (lambda: _network_upload("svc-2", data=b"not a network"), 400, "bad_file", "file"),
+        (lambda: _network_upload("svc-2", sha256="0" * 64), 400, "sha256_mismatch", "sha256"),
+    ],
+)
+def test_take_upload_refusals(run, trainer, upload, status, code, field):
+    """Each refusal is an ApiError with the status, code and field the API answers with; nothing is
+    stored."""
+    user, _ = trainer
+    with pytest.raises(ApiError) as refused:
+        take_upload(user, upload())
+    assert (refused.value.status_code, refused.value.error_code, refused.value.field) == (status, code, field)
+    assert not Network.objects.filter(name="svc-2").exists()
+
+
+def test_take_upload_conflicts(run, trainer):
+    """A taken name and a file some network has already are conflicts (409)."""
+    user, _ = trainer
+    take_upload(user, _network_upload("svc-4"))
+    with pytest.raises(ApiError) as taken:
+        take_upload(user, _network_upload("svc-4"))
+    assert (taken.value.status_code, taken.value.error_code) == (409, "exists")
+    data = net_file("svc-5")
+    Network.objects.create(name="svc-6", run=run, sha256=hashlib.sha256(data).hexdigest(), size_bytes=len(data))
+    with pytest.raises(ApiError) as twin:
+        take_upload(user, _network_upload("svc-5", data=data))
+    assert (twin.value.status_code, twin.value.error_code) == (409, "duplicate_file")
 
 
 def _limits(**changes) -> dict:
