@@ -1,35 +1,11 @@
 from __future__ import annotations
 
-import functools
 import uuid
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import connection, models
+from django.db import models
 from django.utils import timezone
-
-
-class TaskManager(models.Manager):
-    def issue(self, **values) -> Task:
-        """Record a new task: one INSERT whose SQL is built once from the model (task requests are
-        the server's most frequent write, and the ORM's per-insert work would be most of their cost).
-        Returns the task as saved."""
-        task = Task(**values)
-        fields = [f for f in Task._meta.concrete_fields]
-        params = [f.get_db_prep_save(f.pre_save(task, True), connection) for f in fields]
-        with connection.cursor() as cursor:
-            cursor.execute(_insert_sql(), params)
-        task._state.adding = False
-        task._state.db = "default"
-        return task
-
-
-@functools.cache
-def _insert_sql() -> str:
-    quote = connection.ops.quote_name
-    fields = Task._meta.concrete_fields
-    columns = ", ".join(quote(f.column) for f in fields)
-    return f"INSERT INTO {quote(Task._meta.db_table)} ({columns}) VALUES ({', '.join(['%s'] * len(fields))})"
 
 
 class Task(models.Model):
@@ -75,8 +51,6 @@ class Task(models.Model):
     client_instance_id = models.CharField(max_length=64)
     created_at = models.DateTimeField(default=timezone.now)
     expires_at = models.DateTimeField()
-
-    objects = TaskManager()
 
     class Meta:
         ordering = ["-created_at"]

@@ -15,7 +15,10 @@ from django.utils.dateparse import parse_datetime
 from rest_framework.test import APIClient
 
 from common import __version__
+from server.api.errors import ApiError
 from server.distribution.models import Task
+from server.distribution.services import give_up_games, issue_task
+from server.distribution.task_request import TaskRequestValues
 from server.networks.models import Network
 from server.runs.models import create_run
 from tests.server import helpers
@@ -529,11 +532,64 @@ def test_a_bad_give_up_names_the_field(run, alice, body, field):
     ],
 )
 def test_the_plain_path_agrees_with_the_serializer(db, body):
-    """The fast check of task requests takes only what the serializer takes, and gives the same values."""
-    from server.distribution.api import TaskRequest, plain_request
+    """The fast check of task requests takes only what the serializer takes, and gives the same values;
+    reading a request gives the serializer's values or its refusal."""
+    from rest_framework.exceptions import ValidationError
 
-    plain = plain_request(body)
+    from server.distribution.task_request import TaskRequest, plain_task_request, read_task_request
+
+    plain = plain_task_request(body)
     serializer = TaskRequest(data=body)
-    if plain is not None:
-        assert serializer.is_valid(), serializer.errors
-        assert plain == dict(serializer.validated_data)
+    if not serializer.is_valid():
+        assert plain is None
+        with pytest.raises(ValidationError):
+            read_task_request(body)
+        return
+    v = serializer.validated_data
+    expected = (v["client_version"], v["client_build"], v["client_instance_id"], tuple(v["kinds"]), v["games"])
+    for values in (plain, read_task_request(body)):
+        if values is not None:
+            read = (values.client_version, values.client_build, values.client_instance_id, values.kinds, values.games)
+            assert read == expected
+
+
+# --- the services, without HTTP ------------------------------------------------------------------
+def _values(**changes) -> TaskRequestValues:
+    fields = {
+        "client_version": __version__,
+        "client_build": "",
+        "client_instance_id": "machine-1",
+        "kinds": ("selfplay",),
+        "games": 4,
+    }
+    return TaskRequestValues(**{**fields, **changes})
+
+
+def test_issue_task_records_a_selfplay_task(run, alice):
+    """issue_task stores the task it returns, with the request's values and the run's network."""
+    task = issue_task(alice[0], _values(client_instance_id="m-2"))
+    stored = Task.objects.get(pk=task.pk)
+    assert (stored.kind, stored.user, stored.run, stored.network) == ("selfplay", alice[0], run, run.networks.get())
+    assert (stored.games, stored.games_received, stored.client_instance_id) == (4, 0, "m-2")
+    assert stored.expires_at == task.expires_at
+
+
+def test_issue_task_refusals(run, alice):
+    """An old client gets 426, a rating-only request with nothing to rate 503."""
+    with pytest.raises(ApiError) as old:
+        issue_task(alice[0], _values(client_version="0.0.1"))
+    assert (old.value.status_code, old.value.error_code) == (426, "upgrade_required")
+    with pytest.raises(ApiError) as none:
+        issue_task(alice[0], _values(kinds=("rating",)))
+    assert (none.value.status_code, none.value.error_code) == (503, "no_work")
+    assert not Task.objects.exists()
+
+
+def test_give_up_games(run, alice, bob):
+    """Each of the user's tasks keeps the smallest count asked for it; others' tasks are unknown."""
+    mine, theirs = issue_task(alice[0], _values(games=10)), issue_task(bob[0], _values(games=10))
+    done = give_up_games(alice[0], [(mine.pk, 6), (mine.pk, 3), (theirs.pk, 1)])
+    assert done.given_up == 7
+    assert done.tasks == [{"id": str(mine.pk), "games": 3, "games_received": 0}]
+    assert done.unknown == [str(theirs.pk)]
+    assert Task.objects.get(pk=theirs.pk).games == 10

@@ -1,0 +1,136 @@
+"""Handing out tasks and taking games of them back.
+
+:func:`issue_task` gives a client its next piece of work: a rating task (a pair of networks to play
+against each other) when the run's gating needs games and the client takes them, else a self-play
+task with the run's current network. :func:`give_up_games` lowers the games owed on a user's tasks,
+so that the ledger of open tasks owes only games that will come.
+"""
+
+from __future__ import annotations
+
+import functools
+import random
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.models import F
+from django.db.models.functions import Greatest
+from django.utils import timezone
+from rest_framework import status
+
+from server.accounts.models import User
+from server.api.errors import ApiError
+from server.distribution.models import Task
+from server.distribution.task_request import TaskRequestValues
+from server.ratings.scheduling import choose_pair
+from server.runs.models import current_state
+
+
+def issue_task(user: User, request: TaskRequestValues) -> Task:
+    """Record the user's next task. Raises ApiError when the client is one the run no longer takes
+    (426) or there is no work of the kinds it takes (503)."""
+    state = current_state()
+    if state is None:
+        raise ApiError("no run is active on this server; try again later", code="no_run", status_code=503)
+    run = state.run
+    refusal = run.client_refusal(request.client_version, request.client_build)
+    if refusal is not None:
+        raise ApiError(
+            refusal, code="upgrade_required", status_code=status.HTTP_426_UPGRADE_REQUIRED, extra=run.clients_taken()
+        )
+    kinds = request.kinds
+    version = state.settings_version
+    pair = None
+    if Task.Kind.RATING in kinds and (
+        Task.Kind.SELFPLAY not in kinds or random.random() < version.settings.gating.rating_game_prob
+    ):
+        pair = choose_pair(run)
+    if pair is None and Task.Kind.SELFPLAY not in kinds:
+        raise ApiError(
+            "no rating games are to be played now; ask again later or take self-play tasks",
+            code="no_work",
+            status_code=503,
+        )
+    now = timezone.now()
+    task = Task(
+        run=run,
+        user=user,
+        settings_version=version,
+        games=request.games,
+        client_version=request.client_version,
+        client_build=request.client_build,
+        client_instance_id=request.client_instance_id,
+        created_at=now,
+        expires_at=now + timedelta(seconds=settings.SENTE_TASK_SECONDS),
+    )
+    if pair is not None:
+        # A match is spread over many clients (KataGo's rating tasks are a few games each): one
+        # client's fault or speed then weighs little in a gating decision.
+        task.kind, task.network_a, task.network_b = Task.Kind.RATING, pair[0], pair[1]
+        task.games = min(request.games, version.settings.gating.rating_task_games)
+    else:
+        if state.network is None:
+            raise ApiError(
+                f"run {run.name} has no network to play yet; try again later", code="no_network", status_code=503
+            )
+        task.kind, task.network = Task.Kind.SELFPLAY, state.network
+    _insert(task)
+    return task
+
+
+def _insert(task: Task) -> None:
+    """Save a new task: one INSERT whose SQL is built once from the model (task requests are the
+    server's most frequent write, and the ORM's per-insert work would be most of their cost)."""
+    fields = Task._meta.concrete_fields
+    params = [f.get_db_prep_save(f.pre_save(task, True), connection) for f in fields]
+    with connection.cursor() as cursor:
+        cursor.execute(_insert_sql(), params)
+    task._state.adding = False
+    task._state.db = "default"
+
+
+@functools.cache
+def _insert_sql() -> str:
+    quote = connection.ops.quote_name
+    fields = Task._meta.concrete_fields
+    columns = ", ".join(quote(f.column) for f in fields)
+    return f"INSERT INTO {quote(Task._meta.db_table)} ({columns}) VALUES ({', '.join(['%s'] * len(fields))})"
+
+
+@dataclass(frozen=True)
+class GivenUp:
+    """What giving up games did: the games no longer owed, each of the user's named tasks (id, games,
+    games_received) as it is now, and the ids that are none of the user's tasks."""
+
+    given_up: int
+    tasks: list[dict[str, str | int]]
+    unknown: list[str]
+
+
+def give_up_games(user: User, wanted: Iterable[tuple[uuid.UUID, int]]) -> GivenUp:
+    """Lower each named task's games to the games the client will deliver in all: never fewer than it
+    has received, never more than it had; a task named twice takes the smaller count."""
+    games_of: dict[uuid.UUID, int] = {}
+    for task_id, games in wanted:
+        games_of[task_id] = min(games, games_of.get(task_id, games))
+    given_up = 0
+    answer: list[dict[str, str | int]] = []
+    with transaction.atomic():
+        for task in (
+            Task.objects.select_for_update()
+            .filter(user=user, pk__in=list(games_of))
+            .order_by("pk")
+            .only("id", "games", "games_received")
+        ):
+            games = max(games_of[task.pk], task.games_received)
+            if games < task.games:
+                Task.objects.filter(pk=task.pk).update(games=Greatest(F("games_received"), games))
+                given_up += task.games - games
+                task.games = games
+            answer.append({"id": str(task.pk), "games": task.games, "games_received": task.games_received})
+    found = {item["id"] for item in answer}
+    return GivenUp(given_up, answer, [str(t) for t in games_of if str(t) not in found])
