@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 from django.contrib.auth import authenticate
-from django.db.models import Count, Max, Sum
 from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import exceptions, serializers, status
 from rest_framework.permissions import AllowAny, IsAuthenticated
+from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from server.accounts.models import ClientToken
+from server.accounts.selectors import contributed
 from server.api.errors import ApiError
 from server.api.throttling import password_check_wait
 
@@ -76,24 +77,12 @@ class MeView(APIView):
             )
         }
     )
-    def get(self, request):
-        from server.distribution.models import Task
-        from server.games.models import RatingGame, TrainingGame
-
+    def get(self, request: Request) -> Response:
         user = request.user
-        training = TrainingGame.objects.filter(user=user).aggregate(
-            n=Count("id"), rows=Sum("rows"), last=Max("created_at")
-        )
-        rating = RatingGame.objects.filter(user=user).aggregate(n=Count("id"), last=Max("created_at"))
-        lasts = [t for t in (training["last"], rating["last"]) if t is not None]
         return Response(
             {
                 "username": user.username,
-                "training_games": training["n"],
-                "rating_games": rating["n"],
-                "training_rows": training["rows"] or 0,
-                "tasks": Task.objects.filter(user=user).count(),
-                "last_game_at": max(lasts) if lasts else None,
+                **contributed(user),
                 "is_trainer": user.has_perm("networks.upload_network"),
             }
         )

@@ -22,7 +22,10 @@ from django.utils import timezone
 
 from common.go.geometry import PASS
 from common.go.sgf import SGFError, parse_collection, record_from_tree
+from server.accounts.models import User
 from server.audit.models import AuditScore, Quarantine
+from server.dashboard.models import ContributionTotal
+from server.dashboard.services import queue_recounts
 from server.games.models import TrainingGame
 
 log = logging.getLogger(__name__)
@@ -342,21 +345,9 @@ def lift(user, by) -> bool:
     return bool(done)
 
 
-def _recount(user) -> None:
+def _recount(user: User) -> None:
     """The site's counts leave quarantined games out as they leave out a turned-off account's: the
-    runs the account played for are counted again, as ``server.dashboard.signals`` does."""
-    from server.dashboard.models import ContributionTotal
-    from server.dashboard.tasks import count_training_window, recount_run
-
+    runs the account played for are counted again, its training window too."""
     runs = list(ContributionTotal.objects.filter(user=user).values_list("run_id", flat=True))
     runs += list(TrainingGame.objects.filter(user=user).values_list("run_id", flat=True).distinct())
-
-    def enqueue() -> None:
-        for run_id in sorted(set(runs)):
-            try:
-                recount_run.enqueue(run_id)
-                count_training_window.enqueue(run_id)
-            except Exception:
-                log.exception("queueing a recount of run %s failed", run_id)
-
-    transaction.on_commit(enqueue)
+    queue_recounts(runs, window=True)

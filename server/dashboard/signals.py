@@ -1,48 +1,32 @@
-"""An account turned off (or on again) changes what the site counts: its games leave (or rejoin)
-every number. The contributors' and the run's numbers leave them out when read; the networks' counts
-(``NetworkTotal``) hold no contributors, so the runs the account played for are counted again in the
-background (``tasks.recount_run``: seconds for a run of a million games). A bulk
-``User.objects.update(is_active=...)`` sends no signal: run ``manage.py tally --rebuild`` after one."""
+"""Telling when an account is turned off or on, to count its runs again
+(:func:`server.dashboard.services.account_turned`). A bulk ``User.objects.update(is_active=...)``
+sends no signal: run ``manage.py tally --rebuild`` after one."""
 
 from __future__ import annotations
 
-import logging
+from typing import Any
 
-from django.db import transaction
+from server.accounts.models import User
+from server.dashboard.services import account_turned
 
-log = logging.getLogger(__name__)
 
-
-def remember_active(sender, instance, **kwargs) -> None:
+def remember_active(sender: type[User], instance: User, **kwargs: Any) -> None:
     """post_init: the account's state as read, to tell a change when it is saved (not read when
     the field was left out of the query: that would cost a query per row)."""
     if "is_active" in instance.__dict__:
         instance._sente_was_active = instance.is_active
 
 
-def recount_when_active_changes(sender, instance, created, update_fields=None, **kwargs) -> None:
-    """post_save: queue a recount of the account's runs when is_active changed."""
+def recount_when_active_changes(
+    sender: type[User],
+    instance: User,
+    created: bool,
+    update_fields: frozenset[str] | None = None,
+    **kwargs: Any,
+) -> None:
+    """post_save: count the account's runs again when is_active changed."""
     was = getattr(instance, "_sente_was_active", instance.is_active)
     instance._sente_was_active = instance.is_active
     if created or was == instance.is_active or (update_fields is not None and "is_active" not in update_fields):
         return
-    from server.dashboard.models import ContributionTotal
-    from server.dashboard.tasks import recount_run
-
-    runs = list(ContributionTotal.objects.filter(user=instance).values_list("run_id", flat=True))
-
-    def enqueue() -> None:
-        for run_id in runs:
-            try:
-                recount_run.enqueue(run_id)
-            except Exception:  # manage.py tally --rebuild does the same
-                log.exception("queueing a recount of run %s failed", run_id)
-
-    if runs:
-        log.info(
-            "account %s turned %s: its runs %s are counted again",
-            instance.username,
-            "on" if instance.is_active else "off",
-            runs,
-        )
-        transaction.on_commit(enqueue)
+    account_turned(instance)

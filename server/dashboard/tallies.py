@@ -16,7 +16,7 @@ Disabled games are never counted; a game disabled after its day was counted stay
 ``manage.py tally --rebuild``. A deactivated contributor's games leave the contributors' and the
 run's numbers at once (they are kept per contributor and left out when read); the networks' counts
 hold no contributors, so an account turned off or on has its runs counted again in the background
-(``server.dashboard.signals``).
+(``server.dashboard.services``).
 
 The training window's share of each contributor (``count_window``) comes from the run's
 ``RunTally``, counted in the background by ``server.dashboard.tasks`` with the trainer's own

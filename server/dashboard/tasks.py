@@ -1,6 +1,6 @@
 """The dashboard's background work: counting each contributor's rows in the training window
 (seconds of work for a big run; pages queue it through ``tallies.ask_for_window``), and counting a
-run's finished days again after an account was turned off or on (``server.dashboard.signals``)."""
+run's finished days again after an account was turned off or on (``server.dashboard.services``)."""
 
 from __future__ import annotations
 

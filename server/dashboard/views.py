@@ -12,9 +12,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from django.conf import settings
-from django.core.cache import cache
 from django.core.files.storage import default_storage
-from django.db import connection
 from django.db.models import Q
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, render
@@ -23,20 +21,19 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET
 
 from server.accounts.models import User
-from server.dashboard import tallies
+from server.dashboard import selectors, tallies
 from server.dashboard.paging import choice, friendly, paginate
 from server.dashboard.replay import ReplayError, replay_sgf
 from server.dashboard.templatetags.sente import to_rules
 from server.games.models import RatingGame, TrainingGame
 from server.networks.models import Network
 from server.operations.models import DataExport
-from server.ratings.models import NetworkEvent, Rating, RatingFit
+from server.ratings.models import NetworkEvent, RatingFit
 from server.runs.models import Run
 from server.training.models import TrainingLine
 
 log = logging.getLogger(__name__)
 
-LIVE_SECONDS = 10  # how long the live numbers are kept in the cache (pages poll them)
 LINEAGE_DEPTH = 12  # ancestors shown on a network's page
 SAMPLE_GAMES = 10
 NETWORK_FILTERS = {
@@ -120,51 +117,12 @@ def _run(request: HttpRequest) -> Run | None:
 
 
 # --- the run at a glance ---------------------------------------------------------------------------
-def live_numbers(run: Run) -> dict:
-    """Games, rows and contributors of the last hour, day and all time, and the current network
-    (kept LIVE_SECONDS in the cache: every open front page asks for them)."""
-    key = f"dashboard:live:{run.pk}"
-    numbers = cache.get(key)
-    if numbers is not None:
-        return numbers
-    now = timezone.now()
-    state = tallies.tally_state(run)
-    inactive = tallies.inactive_users()
-    hour = tallies.totals(run, now - timedelta(hours=1), state, inactive)
-    day_users = tallies.per_user(run, now - timedelta(days=1), state=state, inactive=inactive)
-    day = tallies.Counts()
-    for counts in day_users.values():
-        day.add(counts)
-    total = tallies.totals(run, None, state, inactive)
-    network = run.selfplay_network()
-    rating = Rating.objects.filter(network=network).first() if network else None
-    numbers = {
-        "run": run.name,
-        "at": now.isoformat(),
-        "network": network.name if network else None,
-        "network_elo": rating.elo if rating else None,
-        "network_elo_se": rating.elo_se if rating else None,
-        "games_hour": hour.training_games,
-        "rows_hour": hour.rows,
-        "rating_games_hour": hour.rating_games,
-        "games_day": day.training_games,
-        "rows_day": day.rows,
-        "rating_games_day": day.rating_games,
-        "games_total": total.training_games,
-        "rows_total": total.rows,
-        "rating_games_total": total.rating_games,
-        "contributors_day": len(day_users),
-    }
-    cache.set(key, numbers, LIVE_SECONDS)
-    return numbers
-
-
 @require_GET
 def home(request: HttpRequest) -> HttpResponse:
     run = Run.objects.current()
     context: dict = {"run": run}
     if run is not None:
-        numbers = live_numbers(run)
+        numbers = selectors.live_numbers(run)
         network = None
         if numbers["network"]:
             network = Network.objects.select_related("rating").filter(name=numbers["network"]).first()
@@ -190,7 +148,7 @@ def live(request: HttpRequest) -> JsonResponse:
     run = _run(request)
     if run is None:
         return JsonResponse({"run": None})
-    return JsonResponse(live_numbers(run))
+    return JsonResponse(selectors.live_numbers(run))
 
 
 # --- networks --------------------------------------------------------------------------------------
@@ -217,30 +175,12 @@ def networks(request: HttpRequest) -> HttpResponse:
     )
 
 
-def _ancestors(network: Network) -> list[Network]:
-    """The network's parent, its parent's parent, ... (LINEAGE_DEPTH at most), in two queries."""
-    if network.parent_id is None:
-        return []
-    table = connection.ops.quote_name(Network._meta.db_table)
-    sql = (
-        f"WITH RECURSIVE chain(id, parent_id, depth) AS ("
-        f"SELECT id, parent_id, 1 FROM {table} WHERE id = %s "
-        f"UNION ALL SELECT n.id, n.parent_id, c.depth + 1 FROM {table} n JOIN chain c ON n.id = c.parent_id "
-        f"WHERE c.depth < %s) SELECT id, depth FROM chain"
-    )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [network.parent_id, LINEAGE_DEPTH])
-        depths = dict(cursor.fetchall())
-    found = Network.objects.select_related("rating").in_bulk(list(depths))
-    return [found[i] for i in sorted(depths, key=depths.get) if i in found]
-
-
 @require_GET
 def network_detail(request: HttpRequest, name: str) -> HttpResponse:
     network = Network.objects.public().filter(name=name).first()
     if network is None:
         raise Http404(f"there is no network named {name!r}")
-    ancestors = _ancestors(network)
+    ancestors = selectors.ancestors(network, LINEAGE_DEPTH)
     children = list(network.children.select_related("rating").order_by("created_at", "id"))
     training, rating = KINDS["training"], KINDS["rating"]
     games = list(training.listed(TrainingGame.objects.filter(training.of_network(network)))[:SAMPLE_GAMES])
@@ -287,40 +227,7 @@ def elo_data(request: HttpRequest) -> JsonResponse:
     run = _run(request)
     if run is None:
         return JsonResponse({"run": None, "networks": {}})
-    rows = (
-        Network.objects.filter(run=run)
-        .order_by("created_at", "id")
-        .values_list(
-            "name",
-            "rating__elo",
-            "rating__elo_se",
-            "rating__games",
-            "rows_seen",
-            "created_at",
-            "state",
-            "released",
-            "parent__name",
-            "size_name",
-        )
-    )
-    columns: dict[str, list] = {
-        k: [] for k in ("name", "elo", "se", "games", "rows", "time", "state", "released", "parent", "size")
-    }
-    for name, elo_, se, games, rows_seen, created, state, released, parent, size in rows:
-        for key, value in (
-            ("name", name),
-            ("elo", None if elo_ is None else round(elo_, 1)),
-            ("se", None if se is None else round(se, 1)),
-            ("games", games or 0),
-            ("rows", rows_seen),
-            ("time", int(created.timestamp())),
-            ("state", state),
-            ("released", released),
-            ("parent", parent),
-            ("size", size),
-        ):
-            columns[key].append(value)
-    return JsonResponse({"run": run.name, "networks": columns})
+    return JsonResponse({"run": run.name, "networks": selectors.elo_columns(run)})
 
 
 # --- games -----------------------------------------------------------------------------------------
@@ -431,9 +338,7 @@ def contributors(request: HttpRequest) -> HttpResponse:
     if run is not None:
         state = tallies.tally_state(run)
         since = timezone.now() - PERIODS[period] if PERIODS[period] else None
-        counts = tallies.per_user(run, since, state=state)  # active contributors only
-        ranked = sorted(counts.items(), key=lambda item: (-item[1].rows, -item[1].games, item[0]))
-        page, paginator = paginate(request, ranked)
+        page, paginator = paginate(request, selectors.ranking(run, since, state))
         names = User.objects.in_bulk([uid for uid, _ in page.object_list])
         window = state.window_users or {}
         page.object_list = [

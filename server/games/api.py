@@ -10,8 +10,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from server.api.errors import ApiError
-from server.games.ingest import Upload, take_rating_game, take_training_game
-from server.games.models import RatingGame, TrainingGame, UploadRefusal
+from server.games.ingest import Upload, record_refusal, take_rating_game, take_training_game
+from server.games.models import RatingGame, TrainingGame
 
 
 def _file(request, name: str) -> bytes | None:
@@ -28,25 +28,13 @@ def _upload(request) -> Upload:
     )
 
 
-def _storable(text: str, most: int) -> str:
-    """Text as a column holds it: an error may quote what was uploaded, NUL (which PostgreSQL
-    refuses) included, so NUL is written as the escape \\x00; cut to ``most`` characters."""
-    return text.replace("\x00", "\\x00")[:most]
-
-
 def _take(take, kind: str, request):
     """The game and whether it is new; a refusal is recorded (apart from the failed upload's
     transaction) before its error goes back to the client."""
     try:
         return take(request.user, _upload(request))
     except ApiError as e:
-        UploadRefusal.objects.create(
-            kind=kind,
-            user=request.user if request.user.is_authenticated else None,
-            code=_storable(str(e.error_code), 32),
-            field=_storable(e.field or "", 32),
-            message=_storable(e.message, 300),
-        )
+        record_refusal(kind, request.user if request.user.is_authenticated else None, e)
         raise
 
 

@@ -46,13 +46,14 @@ from common.go.rules import Rules, RulesError
 from common.go.sgf import GameRecord, SGFError, parse_collection, record_from_tree
 from common.protocol import MetadataError, RatingGameMetadata, TrainingGameMetadata, read_metadata
 from common.settings import MatchSettings, RulesChoice, SelfPlaySettings
+from server.accounts.models import User
 from server.api.errors import ApiError, invalid
 from server.audit.tasks import request_audit
 from server.distribution.models import Task
 from server.files import StoredFiles, content_name, sha256_of
 from server.games import drawn
 from server.games.models import Game as GameRow
-from server.games.models import RatingGame, TrainingGame, Winner
+from server.games.models import RatingGame, TrainingGame, UploadRefusal, Winner
 from server.ratings.promotion import rating_game_stored
 
 log = logging.getLogger(__name__)
@@ -488,6 +489,23 @@ def take_rating_game(user, upload: Upload) -> tuple[RatingGame, bool]:
         **_outcome(meta.result, game),
     )
     return _store(RatingGame, task, user, fields, {"sgf": (upload.sgf, ".sgf")}, after_insert=rating_game_stored)
+
+
+def _storable(text: str, most: int) -> str:
+    """Text as a column holds it: an error may quote what was uploaded, NUL (which PostgreSQL
+    refuses) included, so NUL is written as the escape \\x00; cut to ``most`` characters."""
+    return text.replace("\x00", "\\x00")[:most]
+
+
+def record_refusal(kind: str, user: User | None, error: ApiError) -> UploadRefusal:
+    """Keep a refused upload's error (``kind``: training or rating; ``user`` None when not signed in)."""
+    return UploadRefusal.objects.create(
+        kind=kind,
+        user=user,
+        code=_storable(str(error.error_code), 32),
+        field=_storable(error.field or "", 32),
+        message=_storable(error.message, 300),
+    )
 
 
 def warm_up() -> None:

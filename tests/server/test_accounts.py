@@ -556,3 +556,22 @@ def test_the_account_pages_ask_a_fixed_number_of_queries(web, alice, django_asse
     )
     assert changed.status_code == 302
     assert _count(django_assert_num_queries, 2, web.get, "/accounts/password/done/").status_code == 200
+
+
+def test_contributed(run, alice, selfplay_games):
+    """An account's games, rows and tasks, and when its last game came."""
+    from server.accounts.selectors import contributed
+    from server.distribution.models import Task
+    from tests.server import helpers
+
+    user, _ = alice
+    nothing = {"training_games": 0, "rating_games": 0, "training_rows": 0, "tasks": 0, "last_game_at": None}
+    assert contributed(user) == nothing
+    games = helpers.store_training_games(run, user, selfplay_games[:2])
+    assert contributed(user) == {
+        "training_games": 2,
+        "rating_games": 0,
+        "training_rows": sum(g.rows for g in games),
+        "tasks": Task.objects.filter(user=user).count(),
+        "last_game_at": max(g.created_at for g in games),
+    }

@@ -1076,3 +1076,45 @@ def test_every_page_links_the_site_and_the_account(web, alice):
         "/contributors/alice/",
     ):
         assert f'href="{href}"' in html
+
+
+# --- the selectors and services, without HTTP --------------------------------------------------------
+def test_ancestors_nearest_first_up_to_the_depth(run):
+    from server.dashboard.selectors import ancestors
+
+    networks = _networks(run, 6)
+    newest = networks[-1]
+    chain = []
+    while chain[-1:] != [networks[0]]:
+        chain.append((chain[-1] if chain else newest).parent)
+    assert len(chain) == 5
+    assert ancestors(newest, 3) == chain[:3]
+    assert ancestors(newest, 10) == chain
+    assert ancestors(networks[0], 3) == []
+
+
+def test_elo_columns_oldest_first(run):
+    from server.dashboard.selectors import elo_columns
+
+    networks = _networks(run, 3)
+    columns = elo_columns(run)
+    assert columns["name"] == [n.name for n in networks]
+    assert columns["parent"] == [n.parent.name if n.parent else None for n in networks]
+    assert columns["elo"] == [0.0, 100.0, 200.0, 300.0]
+    assert len({len(values) for values in columns.values()}) == 1
+
+
+def test_queue_recounts_once_per_run_after_the_commit(run, django_capture_on_commit_callbacks):
+    from django_tasks_db.models import DBTaskResult
+
+    from server.dashboard.services import queue_recounts
+
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        queue_recounts([run.pk, run.pk], window=True)
+    assert not DBTaskResult.objects.exists()
+    for callback in callbacks:
+        callback()
+    assert sorted(t.task_path.rsplit(".", 1)[1] for t in DBTaskResult.objects.all()) == [
+        "count_training_window",
+        "recount_run",
+    ]
