@@ -8,7 +8,7 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
 
 from server.audit.models import AuditScore, Quarantine
-from server.audit.service import lift, quarantine
+from server.audit.services import lift, quarantine
 
 
 def _reason(score: AuditScore) -> str:

@@ -27,7 +27,7 @@ _not_before: dict[int, float] = {}  # run id -> monotonic time before which this
 
 @task()
 def audit_run_task(run_id: int) -> None:
-    from server.audit.service import audit_run
+    from server.audit.services import audit_run
     from server.runs.models import Run
 
     AuditState.objects.filter(run_id=run_id).update(pending=False, last_started_at=timezone.now())
@@ -41,7 +41,7 @@ def audit_run_task(run_id: int) -> None:
 def request_audit(run) -> None:
     """Queue an audit of the run unless one is queued or the last one started less than the
     interval ago (call inside the transaction that stored a game: it is queued when that commits)."""
-    from server.audit.service import audit_settings
+    from server.audit.services import audit_settings
 
     if time.monotonic() < _not_before.get(run.pk, 0.0):
         return

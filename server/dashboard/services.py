@@ -1,5 +1,8 @@
 """The dashboard's writes: queueing the background counts its pages read.
 
+A page that shows the training window's shares asks for a fresh count of them when the last one is
+older than ``tallies.window_seconds()`` (:func:`ask_for_window`).
+
 An account turned off or on, or quarantined or let out, changes what the site counts: its games
 leave (or rejoin) every number. The contributors' and the run's numbers leave them out when read;
 the networks' counts (``NetworkTotal``) hold no contributors, so the runs the account played for
@@ -10,12 +13,17 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
+from datetime import timedelta
 
 from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
 
 from server.accounts.models import User
-from server.dashboard.models import ContributionTotal
+from server.dashboard import tallies
+from server.dashboard.models import ContributionTotal, RunTally
 from server.dashboard.tasks import count_training_window, recount_run
+from server.runs.models import Run
 
 log = logging.getLogger(__name__)
 
@@ -48,3 +56,30 @@ def account_turned(user: User) -> None:
             runs,
         )
         queue_recounts(runs)
+
+
+def ask_for_window(run: Run, state: RunTally) -> bool:
+    """Queue a count of the window when the last one is older than window_seconds() and none was
+    asked for since; True when this call queued it."""
+    now = timezone.now()
+    fresh = now - timedelta(seconds=tallies.window_seconds())
+    if state.window_at is not None and state.window_at >= fresh:
+        return False
+    if state.window_queued_at is not None and state.window_queued_at >= fresh:
+        return False  # asked for already
+    claimed = (
+        RunTally.objects.filter(run=run)
+        .filter(Q(window_queued_at__isnull=True) | Q(window_queued_at__lt=fresh))
+        .update(window_queued_at=now)
+    )
+    if not claimed:
+        return False
+
+    def enqueue() -> None:
+        try:
+            count_training_window.enqueue(run.pk)
+        except Exception:  # the next page view after window_seconds() asks again
+            log.exception("queueing the training window count of run %s failed", run.name)
+
+    transaction.on_commit(enqueue)
+    return True

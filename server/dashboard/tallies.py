@@ -39,6 +39,7 @@ from django.utils import timezone
 from server.accounts.models import User
 from server.dashboard.models import ContributionDay, ContributionTotal, NetworkTotal, RunTally
 from server.games.models import RatingGame, TrainingGame
+from server.training.window import counted_games, training_window
 
 log = logging.getLogger(__name__)
 
@@ -335,8 +336,6 @@ def window_seconds() -> float:
 
 def count_window(run) -> RunTally:
     """Count each contributor's rows in the run's training window now and keep the count."""
-    from server.training.window import counted_games, training_window
-
     version = run.current_settings()
     state, _ = RunTally.objects.get_or_create(run=run)
     if version is None:
@@ -380,31 +379,3 @@ def count_window(run) -> RunTally:
         len(shares),
     )
     return state
-
-
-def ask_for_window(run, state: RunTally) -> bool:
-    """Queue a count of the window when the last one is older than window_seconds() and none was
-    asked for since; True when this call queued it."""
-    now = timezone.now()
-    fresh = now - timedelta(seconds=window_seconds())
-    if state.window_at is not None and state.window_at >= fresh:
-        return False
-    if state.window_queued_at is not None and state.window_queued_at >= fresh:
-        return False  # asked for already
-    claimed = (
-        RunTally.objects.filter(run=run)
-        .filter(Q(window_queued_at__isnull=True) | Q(window_queued_at__lt=fresh))
-        .update(window_queued_at=now)
-    )
-    if not claimed:
-        return False
-    from server.dashboard.tasks import count_training_window
-
-    def enqueue() -> None:
-        try:
-            count_training_window.enqueue(run.pk)
-        except Exception:  # the next page view after window_seconds() asks again
-            log.exception("queueing the training window count of run %s failed", run.name)
-
-    transaction.on_commit(enqueue)
-    return True

@@ -1,5 +1,5 @@
 """The dashboard's background work: counting each contributor's rows in the training window
-(seconds of work for a big run; pages queue it through ``tallies.ask_for_window``), and counting a
+(seconds of work for a big run; pages queue it through ``services.ask_for_window``), and counting a
 run's finished days again after an account was turned off or on (``server.dashboard.services``)."""
 
 from __future__ import annotations
@@ -8,14 +8,14 @@ import logging
 
 from django_tasks import task
 
+from server.dashboard.tallies import count_window, rebuild
+from server.runs.models import Run
+
 log = logging.getLogger(__name__)
 
 
 @task()
 def count_training_window(run_id: int) -> None:
-    from server.dashboard.tallies import count_window
-    from server.runs.models import Run
-
     run = Run.objects.filter(pk=run_id).first()
     if run is None:
         log.info("run %s is gone; its training window is not counted", run_id)
@@ -25,9 +25,6 @@ def count_training_window(run_id: int) -> None:
 
 @task()
 def recount_run(run_id: int) -> None:
-    from server.dashboard.tallies import rebuild
-    from server.runs.models import Run
-
     run = Run.objects.filter(pk=run_id).first()
     if run is None:
         log.info("run %s is gone; its days are not counted again", run_id)

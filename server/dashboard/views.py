@@ -21,7 +21,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET
 
 from server.accounts.models import User
-from server.dashboard import selectors, tallies
+from server.dashboard import selectors, services, tallies
 from server.dashboard.paging import choice, friendly, paginate
 from server.dashboard.replay import ReplayError, replay_sgf
 from server.dashboard.templatetags.sente import to_rules
@@ -346,7 +346,7 @@ def contributors(request: HttpRequest) -> HttpResponse:
             for i, (uid, c) in enumerate(page.object_list)
             if uid in names
         ]
-        tallies.ask_for_window(run, state)
+        services.ask_for_window(run, state)
     return render(
         request,
         "dashboard/contributors.html",
@@ -374,7 +374,7 @@ def contributor(request: HttpRequest, username: str) -> HttpResponse:
         }  # who is active
         items = KINDS["training"].listed(TrainingGame.objects.filter(run=run, user=who))
         page, paginator = paginate(request, items, per_page=25)
-        tallies.ask_for_window(run, state)
+        services.ask_for_window(run, state)
         context.update(
             {
                 "periods": periods,

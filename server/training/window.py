@@ -22,6 +22,7 @@ from django.db.models import Q, QuerySet, Sum
 
 from common.data.loader import RowFile
 from common.settings import TrainingSettings
+from server.audit.selectors import quarantined_users
 from server.games.models import TrainingGame
 
 log = logging.getLogger(__name__)
@@ -44,8 +45,6 @@ class Window:
 
 
 def counted_games(run) -> QuerySet:
-    from server.audit.service import quarantined_users
-
     return TrainingGame.objects.filter(~quarantined_users(), run=run, disabled=False, user__is_active=True)
 
 

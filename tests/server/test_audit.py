@@ -84,7 +84,7 @@ def _window_users(run) -> set[str]:
 
 def test_the_audit_flags_the_shuffled_contributor_and_quarantine_is_reversible(contributors):
     from server.audit.models import AuditScore
-    from server.audit.service import audit_run, lift, quarantine
+    from server.audit.services import audit_run, lift, quarantine
 
     run, _, users = contributors
     scores = {s.user.username: s for s in audit_run(run, seed=1)}
@@ -120,7 +120,7 @@ def test_the_audit_flags_the_shuffled_contributor_and_quarantine_is_reversible(c
 
 def test_the_audit_flags_rows_of_another_network(contributors, played):
     from server.audit.models import AuditScore
-    from server.audit.service import audit_run
+    from server.audit.services import audit_run
     from server.games.models import TrainingGame
 
     run, network, users = contributors
@@ -136,7 +136,7 @@ def test_the_audit_flags_rows_of_another_network(contributors, played):
 def test_the_admin_shows_the_evidence_and_quarantines_in_one_action(contributors, client):
     from server.accounts.models import User
     from server.audit.models import AuditScore, Quarantine
-    from server.audit.service import audit_run
+    from server.audit.services import audit_run
     from server.dashboard.tallies import inactive_users
 
     run, _, users = contributors
@@ -179,7 +179,7 @@ def test_too_few_rows_are_not_judged_and_a_missing_network_file_is_reported(cont
     from django.core.management import call_command
 
     from server.audit.models import AuditScore
-    from server.audit.service import audit_run
+    from server.audit.services import audit_run
 
     run, network, _ = contributors
     settings.SENTE_AUDIT = {**settings.SENTE_AUDIT, "min_rows": 10_000}

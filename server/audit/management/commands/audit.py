@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
-from server.audit.service import audit_run
+from server.audit.services import audit_run
 from server.runs.models import Run
 
 

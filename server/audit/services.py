@@ -17,7 +17,7 @@ from datetime import timedelta
 import numpy as np
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Count, Exists, OuterRef, Q
+from django.db.models import Count, Q
 from django.utils import timezone
 
 from common.go.geometry import PASS
@@ -65,11 +65,6 @@ class AuditError(Exception):
 
 def audit_settings() -> dict:
     return settings.SENTE_AUDIT
-
-
-def quarantined_users() -> Exists:
-    """An expression true for games (or anything with ``user_id``) of an account in quarantine."""
-    return Exists(Quarantine.objects.filter(user_id=OuterRef("user_id"), lifted_at__isnull=True))
 
 
 def load_network(network):
