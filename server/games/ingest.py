@@ -54,7 +54,7 @@ from server.files import StoredFiles, content_name, sha256_of
 from server.games import drawn
 from server.games.models import Game as GameRow
 from server.games.models import RatingGame, TrainingGame, UploadRefusal, Winner
-from server.ratings.promotion import rating_game_stored
+from server.ratings.tasks import rating_game_stored
 
 log = logging.getLogger(__name__)
 

@@ -130,7 +130,7 @@ def measure(
     from django.db.models import Sum
 
     from server.games.models import RatingGame, TrainingGame
-    from server.ratings.service import refit
+    from server.ratings.services import refit
 
     settings = run.current_settings().settings
     board = settings.selfplay.board_sizes[0]

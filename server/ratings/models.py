@@ -1,5 +1,5 @@
 """Ratings of networks, as the last fit of their run's rating games left them (``server.ratings.fit``
-does the fitting, ``server.ratings.service`` the storing)."""
+does the fitting, ``server.ratings.services`` the storing)."""
 
 from __future__ import annotations
 

@@ -93,15 +93,6 @@ def _open_gating(run) -> Gating | None:
     )
 
 
-def rating_game_stored(game: RatingGame) -> None:
-    """What a new rating game changes, in the transaction that stored it: its gating, if it is one's,
-    and (soon, in the background) the run's ratings."""
-    from server.ratings.tasks import request_refit
-
-    record_game(game)
-    request_refit(game.run)
-
-
 def record_game(game: RatingGame) -> None:
     """Count a newly stored rating game into the gating it belongs to, if any, and settle the gating
     when the rule decides. Runs inside the upload's transaction."""

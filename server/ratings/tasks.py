@@ -1,9 +1,10 @@
 """The ratings' background work: a refit after new rating games, queued once per burst of games.
 
-A stored rating game asks for a refit (:func:`request_refit`). The run's ``RatingFit.pending`` flag
-makes the request idempotent: only the game that turns it on queues the task, to run
-``SENTE_REFIT_DELAY_SECONDS`` later, so the games that come meanwhile are fitted together. The task
-turns the flag off before it fits, so games stored during the fit queue the next one.
+A stored rating game is counted into its gating and asks for a refit (:func:`rating_game_stored`,
+:func:`request_refit`). The run's ``RatingFit.pending`` flag makes the request idempotent: only the
+game that turns it on queues the task, to run ``SENTE_REFIT_DELAY_SECONDS`` later, so the games that
+come meanwhile are fitted together. The task turns the flag off before it fits, so games stored
+during the fit queue the next one.
 """
 
 from __future__ import annotations
@@ -16,17 +17,18 @@ from django.db import transaction
 from django.utils import timezone
 from django_tasks import task
 
+from server.games.models import RatingGame
 from server.ratings.fit import FitError
 from server.ratings.models import RatingFit
+from server.ratings.promotion import record_game
+from server.ratings.services import refit
+from server.runs.models import Run
 
 log = logging.getLogger(__name__)
 
 
 @task()
 def refit_ratings(run_id: int) -> None:
-    from server.ratings.service import refit
-    from server.runs.models import Run
-
     # Waits for the uploads that hold the row (see request_refit): their games are in this fit.
     RatingFit.objects.filter(run_id=run_id).update(pending=False)
     run = Run.objects.filter(pk=run_id).first()
@@ -38,7 +40,7 @@ def refit_ratings(run_id: int) -> None:
         log.error("run %s: the ratings cannot be refitted: %s", run.name, e)
 
 
-def request_refit(run) -> None:
+def request_refit(run: Run) -> None:
     """Queue a refit of the run's ratings unless one is queued already (call inside the transaction
     that stored the game: the task is queued when it commits)."""
     RatingFit.objects.get_or_create(run=run)
@@ -61,3 +63,10 @@ def request_refit(run) -> None:
             log.exception("queueing the refit of run %s failed", run.name)
 
     transaction.on_commit(enqueue)
+
+
+def rating_game_stored(game: RatingGame) -> None:
+    """What a new rating game changes, in the transaction that stored it: its gating, if it is one's,
+    and (soon, in the background) the run's ratings."""
+    record_game(game)
+    request_refit(game.run)

@@ -134,7 +134,7 @@ def test_the_sprt_rejects_a_candidate_that_loses(run, alice):
 def test_an_accepted_network_found_worse_is_rolled_back(run, alice):
     from server.networks.models import Network
     from server.ratings.models import NetworkEvent
-    from server.ratings.service import refit
+    from server.ratings.services import refit
 
     _settings(run, rule="fixed", fixed_games=4, fixed_wins=3, rollback_confidence=0.95)
     user, client = alice
@@ -245,7 +245,7 @@ def test_parentless_and_staff_accepted_networks_are_rated_and_not_second_guessed
     from server.networks.models import Network
     from server.ratings.models import Rating
     from server.ratings.promotion import staff_decision
-    from server.ratings.service import refit
+    from server.ratings.services import refit
 
     user, _ = alice
     run.networks.filter(is_random=True).update(created_at=timezone.now() - timedelta(days=1))

@@ -118,7 +118,7 @@ def test_a_refit_stores_every_network_and_the_api_serves_them(run, alice):
 def test_a_refit_is_repeatable_and_disabled_games_do_not_count(run, alice):
     from server.games.models import RatingGame
     from server.ratings.models import Rating
-    from server.ratings.service import refit
+    from server.ratings.services import refit
 
     user, _ = alice
     random_net, n1 = _lineage(run, 1)
@@ -140,7 +140,7 @@ def test_new_rating_games_queue_one_refit_which_the_worker_runs(
 
     from server.games.models import RatingGame
     from server.ratings.models import Rating, RatingFit
-    from server.ratings.promotion import rating_game_stored
+    from server.ratings.tasks import rating_game_stored
 
     settings.SENTE_REFIT_DELAY_SECONDS = 0
     user, _ = alice

@@ -8,7 +8,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from server.games.models import RatingGame
 from server.ratings.fit import FitError
-from server.ratings.service import refit
+from server.ratings.services import refit
 from server.runs.models import Run
 
 
