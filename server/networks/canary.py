@@ -1,9 +1,9 @@
 """The networks' canary references: each network's fp32 CPU outputs on the canary positions
 (``common.nn.canary``), stored as an npz file and served with the network's details.
 
-A stored network queues :func:`request_canary` (the upload answers at once; the database worker
-computes it); ``manage.py canary`` computes what is missing or of an older canary for networks
-already there.
+A stored network queues its computation (``server.networks.tasks.request_canary``; the upload
+answers at once, the database worker computes it); ``manage.py canary`` computes what is missing or
+of an older canary for networks already there.
 """
 
 from __future__ import annotations
@@ -68,18 +68,3 @@ def compute_canary(network: Network) -> NetworkCanary:
         raise
     log.info("canary of network %s computed in %.2f s", network.name, seconds)
     return ref
-
-
-def request_canary(network: Network) -> None:
-    """Queue the computation of the network's canary once the current transaction commits."""
-    if network.is_random:
-        return
-    from server.networks.tasks import compute_network_canary
-
-    def enqueue() -> None:
-        try:
-            compute_network_canary.enqueue(network.pk)
-        except Exception:  # `manage.py canary` computes what was not queued
-            log.exception("queueing the canary of network %s failed", network.name)
-
-    transaction.on_commit(enqueue)

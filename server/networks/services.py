@@ -9,7 +9,7 @@ and no network has this very file.
 The file is stored by its sha256 (``server.files``) inside the transaction that makes the row; if
 the transaction fails, the file this call wrote is removed again. Both the upload API and the
 trainer add networks through here. Once the row is committed, the network's canary reference is
-queued for the background worker (``server.networks.canary``).
+queued for the background worker (``server.networks.tasks``).
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ from common.nn.header import ModelFileError, ModelHeader, header_length, parse_h
 from server.accounts.models import User
 from server.api.errors import ApiError, invalid
 from server.files import StoredFiles
-from server.networks.canary import request_canary
 from server.networks.models import Network
+from server.networks.tasks import request_canary
 from server.runs.models import Run, forget_state
 
 CHUNK = 1 << 20
