@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.parsers import MultiPartParser
 from rest_framework.permissions import IsAuthenticated
+from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from server.accounts.models import User
 from server.api.errors import ApiError
 from server.games.ingest import Upload, record_refusal, take_rating_game, take_training_game
+from server.games.models import Game as GameRow
 from server.games.models import RatingGame, TrainingGame
 
 
@@ -28,7 +33,7 @@ def _upload(request) -> Upload:
     )
 
 
-def _take(take, kind: str, request):
+def _take(take: Callable[[User, Upload], tuple[GameRow, bool]], kind: str, request: Request) -> tuple[GameRow, bool]:
     """The game and whether it is new; a refusal is recorded (apart from the failed upload's
     transaction) before its error goes back to the client."""
     try:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import generics, permissions, status
 from rest_framework.parsers import MultiPartParser
+from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -58,7 +61,7 @@ class NetworkList(generics.ListCreateAPIView):
         return super().get(request, *args, **kwargs)
 
     @extend_schema(request=NetworkUploadSerializer, responses={201: NetworkSerializer})
-    def post(self, request, *args, **kwargs):
+    def post(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         data = NetworkUploadSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         network = take_upload(request.user, NetworkUpload(**data.validated_data))
