@@ -28,7 +28,8 @@ import numpy as np
 from client.search.engine import SearchResult, move_positions
 from client.search.targets import choose_move, pruned_visits
 from client.selfplay.init import GameStart
-from common.data.rows import GameRecord, GameResult, NetValues, SearchValues, TurnRecord, policy_surprise_and_entropy
+from common.data.records import GameRecord, GameResult, NetValues, SearchValues, TurnRecord
+from common.data.rows import policy_surprise_and_entropy
 from common.data.schema import GAME_MODE_HANDICAP, GAME_MODE_NORMAL
 from common.data.selfplay_sgf import RootInfo, SearchNote, StartNote
 from common.data.weights import soft_resignation_weight

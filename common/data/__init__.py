@@ -1,21 +1,12 @@
 """Training rows in KataGo's npz layout: the arrays and their channels (``schema``), how often each turn
-becomes a row (``weights``), the game records and the writer (``rows``), and the validator the client
+becomes a row (``weights``), the game records (``records``), the writer (``rows``), and the validator the client
 and the server both use (``validate``).
 
 Only numpy is needed here; nothing imports torch.
 """
 
-from common.data.rows import (
-    GameRecord,
-    GameResult,
-    NetValues,
-    SearchValues,
-    TurnRecord,
-    game_to_rows,
-    policy_surprise_and_entropy,
-    save_rows,
-    write_game_rows,
-)
+from common.data.records import GameRecord, GameResult, NetValues, SearchValues, TurnRecord
+from common.data.rows import game_to_rows, policy_surprise_and_entropy, save_rows, write_game_rows
 from common.data.schema import (
     ARRAY_NAMES,
     KATAGO_FORMAT_VERSION,

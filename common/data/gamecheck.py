@@ -29,9 +29,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from common.data.rows import GameRecord as RowsGame
-from common.data.rows import GameResult as RowsResult
-from common.data.rows import dummy_score_distribution, game_hash_chunks, game_id_hash, score_distribution
+from common.data.records import GameRecord as RowsGame
+from common.data.records import GameResult as RowsResult
+from common.data.records import game_id_hash
+from common.data.rows import dummy_score_distribution, game_hash_chunks, score_distribution
 from common.data.schema import (
     DATA_LEN,
     FUTURE_BOARD_TURNS,

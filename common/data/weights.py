@@ -17,14 +17,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 import numpy as np
 
+from common.data.records import GameRecord
 from common.go.geometry import WHITE
-
-if TYPE_CHECKING:  # annotations only: common.data.rows imports this module
-    from common.data.rows import GameRecord
 
 # Defaults of KataGo's self-play configs (cpp/configs/training/selfplay1.cfg).
 POLICY_SURPRISE_DATA_WEIGHT = 0.5

@@ -177,7 +177,8 @@ class RowsTemplate:
         ]
 
     def for_game(self, game_id: str) -> bytes:
-        from common.data.rows import game_hash_chunks, game_id_hash
+        from common.data.records import game_id_hash
+        from common.data.rows import game_hash_chunks
 
         chunks = struct.pack("<6f", *game_hash_chunks(game_id_hash(game_id)))
         data = bytearray(self.data)

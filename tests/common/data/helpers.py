@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from common.data.rows import GameRecord, GameResult, NetValues, SearchValues, TurnRecord
+from common.data.records import GameRecord, GameResult, NetValues, SearchValues, TurnRecord
 from common.data.schema import GAME_MODE_FORK
 from common.go.geometry import BLACK, WHITE
 from common.go.rules import Rules

@@ -14,12 +14,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from common.data.records import GameRecord, GameResult, NetValues, SearchValues, TurnRecord
 from common.data.rows import (
-    GameRecord,
-    GameResult,
-    NetValues,
-    SearchValues,
-    TurnRecord,
     game_to_rows,
     policy_surprise_and_entropy,
     policy_target_to_int16,
