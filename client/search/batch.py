@@ -6,12 +6,13 @@ games in parallel (the ``*_ranges`` forms, one range per thread, each thread wit
 scratch memory). Both take the engine's arrays as one :class:`StepState`, which numba unboxes as one
 object, and release the GIL.
 
-``select_leaves`` descends each game's tree by PUCT up to ``leaves`` times, each time replaying the
-path's moves on a copy of the game's root position (the root's superko table gets the path's
-positions and is put back afterwards). A leaf that ends the game is scored exactly and backed up at
-once; a leaf whose position is in the cache is expanded from it and backed up at once; any other
-leaf is encoded straight into its batch slot, in the batch's crop of the 19x19 grid and under a
-random symmetry, and the path takes a virtual loss. The history ladder planes come from the
+``select_leaves`` descends each game's tree by PUCT (``client.search.selection``) up to ``leaves``
+times; each leaf then goes through small passes: the path's moves are replayed on a copy of the
+game's root position (the root's superko table gets the path's positions and is put back
+afterwards); a leaf that ends the game is scored exactly and backed up at once; a leaf whose
+position is in the cache is expanded from it and backed up at once; any other leaf is encoded
+straight into its batch slot, in the batch's crop of the 19x19 grid and under a random symmetry,
+and the path takes a virtual loss. The history ladder planes come from the
 ancestors' stored ladder planes, so only the leaf's own position is read for ladders. The leaves
 are then numbered into the network's rows.
 
@@ -38,22 +39,12 @@ from client.search.tree import (
     DESCEND_FULL,
     DESCEND_TERMINAL,
     EXPANDED,
-    GF_DRAW_WL,
-    GF_X0,
-    GI_ACTIVE,
-    GI_CACHE_HITS,
-    GI_COLLISIONS,
-    GI_FULL,
-    GI_LEAVES,
-    GI_NN_EVALS,
-    GI_READY,
-    GI_TARGET,
-    GI_TERMINAL_VISITS,
     OWN_LEN,
     backup,
     descend,
     expand,
     prepare_root,
+    search_done,
     set_terminal,
 )
 from common.go import gamestate as gs
@@ -65,6 +56,7 @@ from common.nn.features import (
     NUM_GLOBAL,
     NUM_SPATIAL,
     EncodeScratch,
+    InputRow,
     fill_row_at,
     new_scratch,
     position_key,
@@ -125,6 +117,16 @@ class Batch(NamedTuple):
     values: np.ndarray  # float32[G * L, V_LEN]
     rows: np.ndarray  # int64[G * L]: the slot's row in the network's output
     order: np.ndarray  # int64[G * L]: the slot of each row (the first n rows of a step)
+
+
+class Selection(NamedTuple):
+    """What a step's selection half is asked for."""
+
+    spatial: np.ndarray  # float32[G * L, 22, W * W]: the batch's spatial inputs for the crop (spatial_view)
+    leaves: int  # leaves per game at most
+    width: int  # W, the crop of the 19x19 grid: the largest board among the searching games
+    use_cache: bool
+    random_sym: bool  # a random symmetry for each leaf (else none)
 
 
 @structref.register
@@ -232,105 +234,131 @@ def _ancestor_ladder(t, r, i, path, plen, back):
     return r.prev_ladder[i, -d - 1]
 
 
+@njit(cache=True, inline="always", _nrt=False)
+def _lane_position(r, w, i, lane):
+    """The lane's working position for game i: its own game state and board, the root's history
+    arrays (a replayed path adds to them; :func:`_restore_root` takes it out again)."""
+    return gs.Position(w.states[lane], w.boards[lane], r.hists[i], r.moves[i], r.tables[i])
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _replay_path(r, i, pos, pmove, plen):
+    """Make pos the position the path leads to: a copy of game i's root with the path's moves
+    pmove[1:plen] played."""
+    copy_board(pos.b, r.boards[i])
+    copy_into(pos.g, r.states[i])
+    for d in range(1, plen):
+        gs.game_play(pos.g, pos.b, pos.hist, pos.moves, pos.table, pmove[d], pos.g[gs.G_TO_MOVE])
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _restore_root(r, i, pos):
+    """Take the replayed path's positions out of the root's history arrays."""
+    gs.table_restore(r.states[i], pos.hist, pos.table, pos.g[gs.G_NMOVES], pos.g[gs.G_HSTART])
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _finish_terminal(t, w, i, pos, path, plen, lane):
+    """Score the finished game at the leaf exactly and back it up."""
+    gs.game_finish_ws(pos.g, pos.b, w.owner[lane], w.area_ws[lane])
+    wl, score = _exact_values(pos.g, t.params[i].draw_wl)
+    set_terminal(t, i, path[plen - 1], wl, score)
+    backup(t, i, path, plen, False)
+    t.status[i].terminal_visits += 1
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _expand_cached(t, cache, hit, i, pos, path, plen):
+    """Expand the leaf from cache entry hit and back it up (unless the edge pool is full)."""
+    leaf = path[plen - 1]
+    x_size = pos.b[M_XSIZE]
+    y_size = pos.b[M_YSIZE]
+    copy_board_points(t.ladder[i, leaf], cache.ladder[hit], x_size, y_size)
+    if expand(t, i, leaf, cache.policy[hit], x_size, y_size, cache.values[hit]):
+        status = t.status[i]
+        if leaf == 0 and not status.ready:
+            status.x0 = cache.values[hit, 1]
+        backup(t, i, path, plen, False)
+        status.cache_hits += 1
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _encode_leaf(t, r, b, sel, i, slot, pos, path, plen, scratch):
+    """Encode the leaf's position into batch slot `slot`, in the batch's crop and under a symmetry
+    (random when the step asks for it), its history ladder planes taken from its ancestors."""
+    x_size = pos.b[M_XSIZE]
+    y_size = pos.b[M_YSIZE]
+    sym = rand_below(t.rng[i], 8) if sel.random_sym else 0
+    index = b.index[slot]
+    symmetry_index(x_size, y_size, sym, sel.width, index)
+    draw_equiv = 0.5 * (t.params[i].draw_wl + 1.0)
+    fill_row_at(
+        pos,
+        pos.g[gs.G_TO_MOVE],
+        draw_equiv,
+        0.0,
+        _ancestor_ladder(t, r, i, path, plen, 1),
+        _ancestor_ladder(t, r, i, path, plen, 2),
+        InputRow(index, sel.spatial[slot], b.glob[slot], b.legal[slot], t.ladder[i, path[plen - 1]]),
+        scratch,
+    )
+
+
 @njit(cache=True, _nrt=False)
-def _select_game(t, r, w, b, spatial, cache, i, leaves, width, use_cache, random_sym, lane):
-    count = 0
-    gi = t.gi
-    if gi[i, GI_ACTIVE] == 0:
-        gi[i, GI_LEAVES] = 0
+def _select_game(t, r, w, b, cache, sel, i, lane):
+    """Select up to sel.leaves leaves of game i (:func:`select_leaves`)."""
+    status = t.status[i]
+    if not status.active:
+        status.leaves = 0
         return
-    hist = r.hists[i]
-    moves = r.moves[i]
-    table = r.tables[i]
-    root_g = r.states[i]
-    wg = w.states[lane]
-    wb = w.boards[lane]
-    draw_wl = t.gf[i, GF_DRAW_WL]
-    draw_equiv = 0.5 * (draw_wl + 1.0)
-    while count < leaves and gi[i, GI_FULL] == 0:
-        if t.n_visits[i, 0] + t.n_inflight[i, 0] >= gi[i, GI_TARGET]:
+    pos = _lane_position(r, w, i, lane)
+    target = t.params[i].target
+    count = 0
+    while count < sel.leaves and not status.full:
+        if t.n_visits[i, 0] + t.n_inflight[i, 0] >= target:
             break
-        if t.state[i, 0] == EXPANDED and gi[i, GI_READY] == 0:
+        if t.state[i, 0] == EXPANDED and not status.ready:
             prepare_root(t, i)
-        plen, kind = descend(t, i, w.path[i, count], w.path_move[i, count])
+        path = w.path[i, count]
+        pmove = w.path_move[i, count]
+        plen, kind = descend(t, i, path, pmove)
         if kind == DESCEND_TERMINAL:
-            gi[i, GI_TERMINAL_VISITS] += 1
+            status.terminal_visits += 1
             continue
         if kind == DESCEND_COLLISION:
-            gi[i, GI_COLLISIONS] += 1
+            status.collisions += 1
             break
         if kind == DESCEND_FULL:
             break
-        path = w.path[i, count]
-        leaf = path[plen - 1]
-        # Replay the path on a copy of the root position.
-        copy_board(wb, r.boards[i])
-        copy_into(wg, root_g)
-        pmove = w.path_move[i, count]
-        for d in range(1, plen):
-            gs.game_play(wg, wb, hist, moves, table, pmove[d], wg[gs.G_TO_MOVE])
-        if wg[gs.G_OVER] != 0:
-            gs.game_finish_ws(wg, wb, w.owner[lane], w.area_ws[lane])
-            wl, score = _exact_values(wg, draw_wl)
-            set_terminal(t, i, leaf, wl, score)
-            backup(t, i, path, plen, False)
-            gi[i, GI_TERMINAL_VISITS] += 1
-            gs.table_restore(root_g, hist, table, wg[gs.G_NMOVES], wg[gs.G_HSTART])
+        _replay_path(r, i, pos, pmove, plen)
+        if pos.g[gs.G_OVER] != 0:
+            _finish_terminal(t, w, i, pos, path, plen, lane)
+            _restore_root(r, i, pos)
             continue
-        pla = wg[gs.G_TO_MOVE]
-        key = position_key(wg, wb, hist, moves, pla, 0, 0)
-        hit = cache_find(cache, key) if use_cache else -1
+        key = position_key(pos.g, pos.b, pos.hist, pos.moves, pos.g[gs.G_TO_MOVE], 0, 0)
+        hit = cache_find(cache, key) if sel.use_cache else -1
         if hit >= 0:
-            copy_board_points(t.ladder[i, leaf], cache.ladder[hit], wb[M_XSIZE], wb[M_YSIZE])
-            if expand(t, i, leaf, cache.policy[hit], wb[M_XSIZE], wb[M_YSIZE], cache.values[hit]):
-                if leaf == 0 and gi[i, GI_READY] == 0:
-                    t.gf[i, GF_X0] = cache.values[hit, 1]
-                backup(t, i, path, plen, False)
-                gi[i, GI_CACHE_HITS] += 1
-            gs.table_restore(root_g, hist, table, wg[gs.G_NMOVES], wg[gs.G_HSTART])
+            _expand_cached(t, cache, hit, i, pos, path, plen)
+            _restore_root(r, i, pos)
             continue
-        slot = i * leaves + count
-        x_size = wb[M_XSIZE]
-        y_size = wb[M_YSIZE]
-        sym = rand_below(t.rng[i], 8) if random_sym else 0
-        index = b.index[slot]
-        symmetry_index(x_size, y_size, sym, width, index)
-        lad1 = _ancestor_ladder(t, r, i, path, plen, 1)
-        lad2 = _ancestor_ladder(t, r, i, path, plen, 2)
-        fill_row_at(
-            wg,
-            wb,
-            hist,
-            moves,
-            table,
-            pla,
-            draw_equiv,
-            0.0,
-            lad1,
-            lad2,
-            index,
-            spatial[slot],
-            b.glob[slot],
-            b.legal[slot],
-            t.ladder[i, leaf],
-            game_scratch(w, lane),
-        )
-        gs.table_restore(root_g, hist, table, wg[gs.G_NMOVES], wg[gs.G_HSTART])
+        slot = i * sel.leaves + count
+        _encode_leaf(t, r, b, sel, i, slot, pos, path, plen, game_scratch(w, lane))
+        _restore_root(r, i, pos)
         b.keys[slot] = key
         for d in range(plen):
             t.n_inflight[i, path[d]] += 1
         w.path_len[i, count] = plen
         count += 1
-    gi[i, GI_LEAVES] = count
+    status.leaves = count
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def select_leaves(t, r, w, b, spatial, cache, leaves, width, use_cache, random_sym, first, stop, lane):
-    """Select up to `leaves` leaves for each active game of first..stop-1 and encode them (spatial:
-    [G * L, 22, W * W]), with the scratch of `lane`."""
+def select_leaves(t, r, w, b, cache, sel, first, stop, lane):
+    """Select up to sel.leaves leaves for each active game of first..stop-1 and encode them, with the
+    scratch of `lane`."""
     for i in range(first, stop):
         w.root_before[i] = t.n_visits[i, 0]
-        _select_game(t, r, w, b, spatial, cache, i, leaves, width, use_cache, random_sym, lane)
+        _select_game(t, r, w, b, cache, sel, i, lane)
 
 
 @njit(cache=True, inline="always", _nrt=False)
@@ -339,9 +367,9 @@ def _number_rows(t, b, leaves):
     searching games)."""
     n = 0
     active = 0
-    for i in range(t.gi.shape[0]):
-        active += t.gi[i, GI_ACTIVE] != 0
-        for j in range(t.gi[i, GI_LEAVES]):
+    for i in range(t.status.shape[0]):
+        active += t.status[i].active
+        for j in range(t.status[i].leaves):
             slot = i * leaves + j
             b.rows[slot] = n
             b.order[n] = slot
@@ -350,29 +378,26 @@ def _number_rows(t, b, leaves):
 
 
 @njit(cache=True, nogil=True)
-def select_pass(st, spatial, leaves, width, use_cache, random_sym):
+def select_pass(st, sel):
     """The selection half of a step in one thread, on the arrays of st (:class:`StepState`): select
-    and encode every searching game's leaves. Returns (leaves to evaluate, searching games)."""
+    and encode every searching game's leaves as sel (:class:`Selection`) asks. Returns (leaves to
+    evaluate, searching games)."""
     t, r, w, b, cache = st.t, st.r, st.w, st.b, st.cache
-    select_leaves(
-        t, r, w, b, spatial, cache, leaves, width, use_cache, random_sym, np.int64(0), t.gi.shape[0], np.int64(0)
-    )
-    return _number_rows(t, b, leaves)
+    select_leaves(t, r, w, b, cache, sel, np.int64(0), t.status.shape[0], np.int64(0))
+    return _number_rows(t, b, sel.leaves)
 
 
 @njit(cache=True, nogil=True)
-def select_pass_ranges(st, spatial, leaves, width, use_cache, random_sym, bounds):
+def select_pass_ranges(st, sel, bounds):
     """select_pass with the game ranges bounds[k]..bounds[k + 1] in parallel, one per thread."""
-    return _select_ranges(st.t, st.r, st.w, st.b, spatial, st.cache, leaves, width, use_cache, random_sym, bounds)
+    return _select_ranges(st.t, st.r, st.w, st.b, st.cache, sel, bounds)
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def _select_ranges(t, r, w, b, spatial, cache, leaves, width, use_cache, random_sym, bounds):
+def _select_ranges(t, r, w, b, cache, sel, bounds):
     for k in prange(bounds.shape[0] - 1):
-        select_leaves(
-            t, r, w, b, spatial, cache, leaves, width, use_cache, random_sym, bounds[k], bounds[k + 1], np.int64(k)
-        )
-    return _number_rows(t, b, leaves)
+        select_leaves(t, r, w, b, cache, sel, bounds[k], bounds[k + 1], np.int64(k))
+    return _number_rows(t, b, sel.leaves)
 
 
 # --- results -----------------------------------------------------------------------------------------
@@ -383,7 +408,8 @@ def _apply_game(t, r, w, b, policy, value, misc, i, leaves, lane):
     no_result_allowed = r.states[i, gs.G_KO_RULE] == gs.KO_SIMPLE
     x_size = r.boards[i, M_XSIZE]
     y_size = r.boards[i, M_YSIZE]
-    for j in range(t.gi[i, GI_LEAVES]):
+    status = t.status[i]
+    for j in range(status.leaves):
         slot = i * leaves + j
         row = b.rows[slot]
         plen = w.path_len[i, j]
@@ -400,14 +426,14 @@ def _apply_game(t, r, w, b, policy, value, misc, i, leaves, lane):
         own[3] = sign * vals[R_LEAD]
         for k in range(V_LEN):
             b.values[slot, k] = own[k]
-        if leaf == 0 and t.gi[i, GI_READY] == 0:
-            t.gf[i, GF_X0] = own[1]
+        if leaf == 0 and not status.ready:
+            status.x0 = own[1]
         if expand(t, i, leaf, probs, x_size, y_size, own):
             backup(t, i, path, plen, True)
         else:
             for d in range(plen):
                 t.n_inflight[i, path[d]] -= 1
-        t.gi[i, GI_NN_EVALS] += 1
+        status.nn_evals += 1
 
 
 @njit(cache=True, nogil=True, _nrt=False)
@@ -422,8 +448,8 @@ def apply_results(t, r, w, b, policy, value, misc, leaves, first, stop, lane):
 def _store_share(t, r, w, b, cache, leaves, share, shares):
     """Write this step's evaluations into the cache slots s with s % shares == share, in game order
     (so the shares can be written in parallel, and the cache ends the same for any number of them)."""
-    for i in range(t.gi.shape[0]):
-        for j in range(t.gi[i, GI_LEAVES]):
+    for i in range(t.status.shape[0]):
+        for j in range(t.status[i].leaves):
             slot = i * leaves + j
             key = b.keys[slot]
             if cache_slot(cache, stored_key(key)) % shares == share:
@@ -448,16 +474,16 @@ def finish_step(st):
 
 @njit(cache=True, _nrt=False)
 def _finish(t, w):
-    gi = t.gi
     done = 0
     added = 0
-    for i in range(gi.shape[0]):
-        gi[i, GI_LEAVES] = 0
-        if gi[i, GI_ACTIVE] == 0:
+    for i in range(t.status.shape[0]):
+        status = t.status[i]
+        status.leaves = 0
+        if not status.active:
             continue
         added += t.n_visits[i, 0] - w.root_before[i]
-        if t.n_inflight[i, 0] == 0 and (t.n_visits[i, 0] >= gi[i, GI_TARGET] or gi[i, GI_FULL] != 0):
-            gi[i, GI_ACTIVE] = 0
+        if search_done(t, i):
+            status.active = False
             w.finished[done] = i
             done += 1
     return done, added
@@ -468,7 +494,7 @@ def apply_pass(st, policy, value, misc, leaves, use_cache):
     """The other half of a step in one thread, on the arrays of st: expand and back up every leaf,
     cache the new evaluations, close the step (:func:`finish_step`)."""
     t, r, w, b, cache = st.t, st.r, st.w, st.b, st.cache
-    apply_results(t, r, w, b, policy, value, misc, leaves, np.int64(0), t.gi.shape[0], np.int64(0))
+    apply_results(t, r, w, b, policy, value, misc, leaves, np.int64(0), t.status.shape[0], np.int64(0))
     if use_cache:
         _store_share(t, r, w, b, cache, leaves, 0, 1)
     return _finish(t, w)

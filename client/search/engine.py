@@ -25,6 +25,7 @@ import numpy as np
 
 from client.search import tree as tr
 from client.search.batch import (
+    Selection,
     StepState,
     apply_pass,
     apply_pass_ranges,
@@ -48,6 +49,7 @@ from common.nn.features import (
     NN_LEN,
     NUM_GLOBAL,
     NUM_SPATIAL,
+    InputRow,
     fill_row_at,
     ladder_plane,
     new_scratch,
@@ -149,6 +151,29 @@ def move_positions(moves: np.ndarray) -> np.ndarray:
     return np.where(moves == PASS, NN_AREA, pos)
 
 
+def search_params(settings: SearchSettings, game: Game, visits: int, draw_equivalent_wins: float) -> np.void:
+    """The tree's SEARCH_PARAMS record of a search of game's position until its root has `visits`
+    visits, with draws worth draw_equivalent_wins wins to white."""
+    board_len = math.sqrt(game.x_size * game.y_size)
+    p = np.zeros((), tr.SEARCH_PARAMS)
+    p["target"] = visits
+    p["noise"] = settings.root_noise
+    p["noise_shaped"] = settings.noise_shaped
+    p["forced"] = settings.forced_playouts
+    p["board_len"] = board_len
+    p["cpuct"] = settings.cpuct
+    p["fpu"] = settings.fpu_reduction
+    p["root_fpu"] = settings.root_fpu_reduction
+    p["score_factor"] = settings.score_utility_factor
+    p["virtual_loss"] = settings.virtual_loss
+    p["root_temperature"] = settings.root_policy_temperature_at(game.num_moves, board_len)
+    p["noise_weight"] = settings.noise_weight
+    p["noise_total"] = settings.noise_total_concentration
+    p["forced_coeff"] = settings.forced_playout_coeff
+    p["draw_wl"] = 2.0 * draw_equivalent_wins - 1.0
+    return p[()]
+
+
 class BatchedSearch:
     """G searches advanced in lock step; see the module docstring.
 
@@ -213,7 +238,7 @@ class BatchedSearch:
         self.settings: list[SearchSettings | None] = [None] * games
         self.random_symmetries = np.ones(games, bool)
         self.all_random_symmetries = True
-        self.n_searching = 0  # games whose search is on (kept with GI_ACTIVE)
+        self.n_searching = 0  # games whose search is on (kept with the trees' status "active")
         self.steps = 0
         self.visits_total = 0  # visits made by step() (cache hits and finished games included)
         self.batch_rows = 0  # network evaluations
@@ -321,53 +346,31 @@ class BatchedSearch:
         ):
             tr.reset_tree(t, i, game.to_move)
         self._tree_owner[i] = (weakref.ref(game), game.num_moves)
-        t.gi[i, tr.GI_READY] = 0
-        t.gi[i, tr.GI_FULL] = 0
-        t.gi[i, tr.GI_TARGET] = visits
-        t.gi[i, tr.GI_NOISE] = int(settings.root_noise)
-        t.gi[i, tr.GI_FORCED] = int(settings.forced_playouts)
-        for k in (tr.GI_NN_EVALS, tr.GI_CACHE_HITS, tr.GI_TERMINAL_VISITS, tr.GI_COLLISIONS):
-            t.gi[i, k] = 0
-        board_len = math.sqrt(game.x_size * game.y_size)
-        gf = t.gf[i]
-        gf[tr.GF_BOARD_LEN] = board_len
-        gf[tr.GF_CPUCT] = settings.cpuct
-        gf[tr.GF_FPU] = settings.fpu_reduction
-        gf[tr.GF_ROOT_FPU] = settings.root_fpu_reduction
-        gf[tr.GF_SCORE_FACTOR] = settings.score_utility_factor
-        gf[tr.GF_VIRTUAL_LOSS] = settings.virtual_loss
-        gf[tr.GF_ROOT_TEMPERATURE] = settings.root_policy_temperature_at(game.num_moves, board_len)
-        gf[tr.GF_NOISE_WEIGHT] = settings.noise_weight
-        gf[tr.GF_NOISE_TOTAL] = settings.noise_total_concentration
-        gf[tr.GF_NOISE_SHAPED] = float(settings.noise_shaped)
-        gf[tr.GF_FORCED_COEFF] = settings.forced_playout_coeff
-        gf[tr.GF_DRAW_WL] = 2.0 * draw_equivalent_wins - 1.0
+        t.params[i] = search_params(settings, game, visits, draw_equivalent_wins)
+        status = t.status[i]
+        status["ready"] = False
+        status["full"] = False
+        for name in ("nn_evals", "cache_hits", "terminal_visits", "collisions"):
+            status[name] = 0
         self.settings[i] = settings
         self.random_symmetries[i] = settings.symmetries == "random"
         self.all_random_symmetries = bool(self.random_symmetries.all())
-        was = int(t.gi[i, tr.GI_ACTIVE])
-        t.gi[i, tr.GI_ACTIVE] = 1
-        self._check_done(i)
-        self.n_searching += int(t.gi[i, tr.GI_ACTIVE]) - was
-
-    def _check_done(self, i: int) -> None:
-        t = self.trees
-        gi = t.gi[i]
-        if gi[tr.GI_ACTIVE] and t.n_inflight[i, 0] == 0 and (t.n_visits[i, 0] >= gi[tr.GI_TARGET] or gi[tr.GI_FULL]):
-            gi[tr.GI_ACTIVE] = 0
+        was = bool(status["active"])
+        status["active"] = not tr.search_done(t, i)
+        self.n_searching += int(status["active"]) - was
 
     def stop(self, i: int) -> None:
         """End game i's search where it is (between steps no leaf is in flight)."""
-        self.n_searching -= int(self.trees.gi[i, tr.GI_ACTIVE])
-        self.trees.gi[i, tr.GI_ACTIVE] = 0
+        self.n_searching -= int(self.trees.status[i]["active"])
+        self.trees.status[i]["active"] = False
 
     def searching(self) -> np.ndarray:
         """Which games are searching (bool[G])."""
-        return self.trees.gi[:, tr.GI_ACTIVE] != 0
+        return self.trees.status["active"].copy()
 
     def is_searching(self, i: int) -> bool:
         """Is game i searching?"""
-        return bool(self.trees.gi[i, tr.GI_ACTIVE])
+        return bool(self.trees.status[i]["active"])
 
     def step(self) -> np.ndarray:
         """One lock-step round over every searching game. Returns the indices of the games whose
@@ -377,17 +380,17 @@ class BatchedSearch:
             width = self.max_width
             random_sym = self.all_random_symmetries
         elif self.n_searching > 0:
-            active = t.gi[:, tr.GI_ACTIVE] != 0
+            active = t.status["active"]
             width = int(self.sizes[active].max())
             random_sym = bool(self.random_symmetries[active].all())
         else:
             return np.zeros(0, np.int64)
         spatial = spatial_view(b, width)
-        args = (self.state, spatial, self.leaves, width, self.use_cache, random_sym)
+        sel = Selection(spatial, self.leaves, width, self.use_cache, random_sym)
         if self.threads == 1:
-            n, n_active = select_pass(*args)
+            n, n_active = select_pass(self.state, sel)
         else:
-            n, n_active = select_pass_ranges(*args, self.bounds)
+            n, n_active = select_pass_ranges(self.state, sel, self.bounds)
         if n > 0:
             if n == spatial.shape[0]:
                 x, g = spatial, b.glob
@@ -438,6 +441,7 @@ class BatchedSearch:
         root_n = max(int(t.n_visits[i, 0]), 1)
         sign = 1.0 if t.pla[i, 0] == WHITE else -1.0
         own = t.own[i, 0]
+        status = t.status[i]
         return SearchResult(
             pla=int(t.pla[i, 0]),
             moves=moves,
@@ -459,10 +463,10 @@ class BatchedSearch:
             raw_score=float(own[tr.OWN_SCORE]),
             raw_score_stdev=float(own[tr.OWN_SD]),
             raw_lead=float(own[tr.OWN_LEAD]),
-            nn_evals=int(t.gi[i, tr.GI_NN_EVALS]),
-            cache_hits=int(t.gi[i, tr.GI_CACHE_HITS]),
-            terminal_visits=int(t.gi[i, tr.GI_TERMINAL_VISITS]),
-            collisions=int(t.gi[i, tr.GI_COLLISIONS]),
+            nn_evals=int(status["nn_evals"]),
+            cache_hits=int(status["cache_hits"]),
+            terminal_visits=int(status["terminal_visits"]),
+            collisions=int(status["collisions"]),
             inputs=self.root_inputs(i) if inputs else None,
         )
 
@@ -475,23 +479,15 @@ class BatchedSearch:
         spatial = np.zeros((NUM_SPATIAL, NN_AREA), np.float32)
         glob = np.zeros(NUM_GLOBAL, np.float32)
         state = r.states[i]
-        draw_equiv = 0.5 * (float(self.trees.gf[i, tr.GF_DRAW_WL]) + 1.0)
+        draw_equiv = 0.5 * (float(self.trees.params[i]["draw_wl"]) + 1.0)
         fill_row_at(
-            state,
-            r.boards[i],
-            r.hists[i],
-            r.moves[i],
-            r.tables[i],
+            gs.Position(state, r.boards[i], r.hists[i], r.moves[i], r.tables[i]),
             int(state[gs.G_TO_MOVE]),
             draw_equiv,
             0.0,
             r.prev_ladder[i, 0],
             r.prev_ladder[i, 1],
-            self._identity,
-            spatial,
-            glob,
-            self._legal,
-            self._lad_now,
+            InputRow(self._identity, spatial, glob, self._legal, self._lad_now),
             self.scratch,
         )
         return spatial, glob

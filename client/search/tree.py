@@ -20,13 +20,13 @@ game elsewhere.
 
 from __future__ import annotations
 
-import math
 from typing import NamedTuple
 
 import numpy as np
 from numba import njit
 
 from client.search.noise import add_noise, apply_temperature
+from client.search.selection import puct_edge
 from client.search.utility import expected_score_value
 from common.go.geometry import PASS, STRIDE, WHITE
 from common.nn.features import NN_AREA, NN_LEN
@@ -43,37 +43,45 @@ OWN_SD = 2
 OWN_LEAD = 3
 OWN_LEN = 4
 
-# Per-game integers (Trees.gi).
-GI_NODES = 0  # nodes in use
-GI_EDGES = 1  # edges in use
-GI_TARGET = 2  # root visits the search stops at
-GI_READY = 3  # the root's priors and score centre are set for this search
-GI_NOISE = 4  # Dirichlet noise at the root
-GI_FORCED = 5  # forced playouts at the root
-GI_ACTIVE = 6  # searching
-GI_FULL = 7  # the tree ran out of room (the search stops early)
-GI_LEAVES = 8  # leaves waiting for the network this step
-GI_NN_EVALS = 9  # statistics of the current search:
-GI_CACHE_HITS = 10
-GI_TERMINAL_VISITS = 11
-GI_COLLISIONS = 12
-GI_LEN = 16
+# A search's parameters, one record per game (Trees.params), set when the search starts.
+SEARCH_PARAMS = np.dtype(
+    [
+        ("target", np.int64),  # root visits the search stops at
+        ("noise", np.bool_),  # Dirichlet noise at the root
+        ("noise_shaped", np.bool_),  # half of the noise on the moves whose logits stand out
+        ("forced", np.bool_),  # forced playouts at the root
+        ("board_len", np.float64),  # B, the board length
+        ("cpuct", np.float64),
+        ("fpu", np.float64),
+        ("root_fpu", np.float64),
+        ("score_factor", np.float64),  # c_score
+        ("virtual_loss", np.float64),
+        ("root_temperature", np.float64),
+        ("noise_weight", np.float64),
+        ("noise_total", np.float64),
+        ("forced_coeff", np.float64),
+        ("draw_wl", np.float64),  # white's win-loss value of a draw: 2 * draw-equivalent wins - 1
+    ],
+    align=True,
+)
 
-# Per-game floats (Trees.gf).
-GF_X0 = 0  # the score utility's centre (white's score)
-GF_BOARD_LEN = 1  # B, the board length
-GF_CPUCT = 2
-GF_FPU = 3
-GF_ROOT_FPU = 4
-GF_SCORE_FACTOR = 5  # c_score
-GF_VIRTUAL_LOSS = 6
-GF_ROOT_TEMPERATURE = 7
-GF_NOISE_WEIGHT = 8
-GF_NOISE_TOTAL = 9
-GF_NOISE_SHAPED = 10
-GF_FORCED_COEFF = 11
-GF_DRAW_WL = 12  # white's win-loss value of a draw: 2 * draw-equivalent wins - 1
-GF_LEN = 16
+# Where each game's tree and search stand, one record per game (Trees.status).
+SEARCH_STATUS = np.dtype(
+    [
+        ("nodes", np.int64),  # nodes in use
+        ("edges", np.int64),  # edges in use
+        ("leaves", np.int64),  # leaves waiting for the network this step
+        ("x0", np.float64),  # the score utility's centre (white's score)
+        ("ready", np.bool_),  # the root's priors and score centre are set for this search
+        ("active", np.bool_),  # searching
+        ("full", np.bool_),  # the tree ran out of room (the search stops early)
+        ("nn_evals", np.int64),  # statistics of the current search:
+        ("cache_hits", np.int64),
+        ("terminal_visits", np.int64),
+        ("collisions", np.int64),
+    ],
+    align=True,
+)
 
 
 class Trees(NamedTuple):
@@ -96,8 +104,8 @@ class Trees(NamedTuple):
     e_prior: np.ndarray  # float32[G, E]
     e_child: np.ndarray  # int32[G, E]
     root_prior: np.ndarray  # float32[G, 362]: the root's edges' priors after temperature and noise
-    gi: np.ndarray  # int64[G, GI_LEN]
-    gf: np.ndarray  # float64[G, GF_LEN]
+    params: np.ndarray  # SEARCH_PARAMS[G]
+    status: np.ndarray  # SEARCH_STATUS[G]
     rng: np.ndarray  # uint64[G, 1]: per game generator (noise, symmetries)
     scratch: np.ndarray  # float64[G, 2, 362]: the root's priors and noise while they are derived
     score_table: np.ndarray  # float64[M, S]: see client.search.utility
@@ -125,8 +133,8 @@ def new_trees(games: int, nodes: int, edges: int, score_table: np.ndarray) -> Tr
         e_prior=np.zeros((g, edges), np.float32),
         e_child=np.full((g, edges), -1, np.int32),
         root_prior=np.zeros((g, NN_AREA + 1), np.float32),
-        gi=np.zeros((g, GI_LEN), np.int64),
-        gf=np.zeros((g, GF_LEN), np.float64),
+        params=np.zeros(g, SEARCH_PARAMS),
+        status=np.zeros(g, SEARCH_STATUS),
         rng=np.ones((g, 1), np.uint64),
         scratch=np.zeros((g, 2, NN_AREA + 1), np.float64),
         score_table=score_table,
@@ -137,10 +145,10 @@ def new_trees(games: int, nodes: int, edges: int, score_table: np.ndarray) -> Tr
 @njit(cache=True, inline="always", _nrt=False)
 def utility(t, i, wl, score, sd):
     """White's utility of a position: win-loss plus the expected score utility."""
-    c = t.gf[i, GF_SCORE_FACTOR]
+    c = t.params[i].score_factor
     if c == 0.0:
         return wl
-    return wl + c * expected_score_value(t.score_table, score, sd, t.gf[i, GF_X0], t.gf[i, GF_BOARD_LEN])
+    return wl + c * expected_score_value(t.score_table, score, sd, t.status[i].x0, t.params[i].board_len)
 
 
 @njit(cache=True, inline="always", _nrt=False)
@@ -152,7 +160,7 @@ def node_own_utility(t, i, node):
 def recompute_utilities(t, i):
     """Recompute every node's utility sum with the current score centre (children have higher
     indices than their parents, so one backward sweep adds subtrees up)."""
-    n = t.gi[i, GI_NODES]
+    n = t.status[i].nodes
     for k in range(n):
         st = t.state[i, k]
         if st == EXPANDED:
@@ -199,10 +207,10 @@ def backup(t, i, path, plen, inflight):
 @njit(cache=True, _nrt=False)
 def reset_tree(t, i, pla):
     """An empty tree: only the root, waiting for its evaluation."""
-    t.gi[i, GI_NODES] = 1
-    t.gi[i, GI_EDGES] = 0
-    t.gi[i, GI_READY] = 0
-    t.gi[i, GI_FULL] = 0
+    t.status[i].nodes = 1
+    t.status[i].edges = 0
+    t.status[i].ready = False
+    t.status[i].full = False
     _clear_node(t, i, 0, -1, pla)
 
 
@@ -226,15 +234,15 @@ def _clear_node(t, i, node, parent, pla):
 @njit(cache=True, inline="always", _nrt=False)
 def new_child(t, i, node, e):
     """Allocate the child of edge e of node (the next untouched edge); -1 when the tree is full."""
-    k = t.gi[i, GI_NODES]
+    k = t.status[i].nodes
     if k >= t.n_visits.shape[1]:
-        t.gi[i, GI_FULL] = 1
+        t.status[i].full = True
         return -1
-    t.gi[i, GI_NODES] = k + 1
+    t.status[i].nodes = k + 1
     _clear_node(t, i, k, node, 3 - t.pla[i, node])
     t.e_child[i, e] = k
     t.n_touched[i, node] += 1
-    _promote_best(t, i, node, node == 0 and t.gi[i, GI_READY] != 0)
+    _promote_best(t, i, node, node == 0 and t.status[i].ready)
     return k
 
 
@@ -275,7 +283,7 @@ def expand(t, i, node, probs, x_size, y_size, values):
     """Give an evaluated node its edges (the moves with a positive prior, and pass) and its own
     evaluation; values = (white wl, white score, score sd, white lead). False when the edge pool
     is full (the node then stays a leaf: the search stops early)."""
-    start = t.gi[i, GI_EDGES]
+    start = t.status[i].edges
     cap = t.e_move.shape[1]
     count = 0
     e_move = t.e_move[i]
@@ -286,7 +294,7 @@ def expand(t, i, node, probs, x_size, y_size, values):
             p = probs[y * NN_LEN + x]
             if p > 0.0:
                 if start + count >= cap:
-                    t.gi[i, GI_FULL] = 1
+                    t.status[i].full = True
                     return False
                 e = start + count
                 e_move[e] = (y + 1) * STRIDE + x + 1
@@ -294,14 +302,14 @@ def expand(t, i, node, probs, x_size, y_size, values):
                 e_child[e] = -1
                 count += 1
     if start + count >= cap:
-        t.gi[i, GI_FULL] = 1
+        t.status[i].full = True
         return False
     e = start + count
     t.e_move[i, e] = PASS
     t.e_prior[i, e] = probs[NN_AREA]
     t.e_child[i, e] = -1
     count += 1
-    t.gi[i, GI_EDGES] = start + count
+    t.status[i].edges = start + count
     t.edge_start[i, node] = start
     t.edge_count[i, node] = count
     t.n_touched[i, node] = 0
@@ -321,6 +329,12 @@ def set_terminal(t, i, node, wl, score):
     t.state[i, node] = TERMINAL
 
 
+@njit(cache=True, inline="always", _nrt=False)
+def search_done(t, i):
+    """Has game i's search reached its target visits, or run out of room, with no leaf in flight?"""
+    return t.n_inflight[i, 0] == 0 and (t.n_visits[i, 0] >= t.params[i].target or t.status[i].full)
+
+
 # --- selection ---------------------------------------------------------------------------------------
 DESCEND_LEAF = 0  # a new or unevaluated node to evaluate
 DESCEND_TERMINAL = 1  # a finished game, backed up already
@@ -328,85 +342,67 @@ DESCEND_COLLISION = 2  # a node whose evaluation is in flight
 DESCEND_FULL = 3  # no room for another node (or the path)
 
 
+class GameRows(NamedTuple):
+    """One game's rows of the tree's arrays, taken once for a descent: in compiled code each read of
+    an array attribute, and each array passed to a function, costs atomic reference count updates,
+    which would cost more than the selection itself."""
+
+    state: np.ndarray
+    visits: np.ndarray
+    inflights: np.ndarray
+    utils: np.ndarray
+    players: np.ndarray
+    edge_start: np.ndarray
+    edge_count: np.ndarray
+    n_touched: np.ndarray
+    e_child: np.ndarray
+    e_move: np.ndarray
+    e_prior: np.ndarray
+    root_prior: np.ndarray
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def game_rows(t, i):
+    return GameRows(
+        t.state[i],
+        t.n_visits[i],
+        t.n_inflight[i],
+        t.util_sum[i],
+        t.pla[i],
+        t.edge_start[i],
+        t.edge_count[i],
+        t.n_touched[i],
+        t.e_child[i],
+        t.e_move[i],
+        t.e_prior[i],
+        t.root_prior[i],
+    )
+
+
 @njit(cache=True, _nrt=False)
 def descend(t, i, path, pmove):
-    """Walk from the root by PUCT (paper section 5.1; forced playouts at the root when enabled,
-    section 5.3) to a node to evaluate, allocating it when the walk leaves the tree. path gets the
-    nodes, pmove the move into each. Returns (path length, DESCEND_*).
-
-    Every array row is taken once here and the selection is written out in the loop: in compiled
-    code each read of an array attribute, and each array passed to a function, costs atomic
-    reference count updates, which would cost more than the selection itself.
-    """
-    state = t.state[i]
-    inflights = t.n_inflight[i]
-    visits = t.n_visits[i]
-    utils = t.util_sum[i]
-    players = t.pla[i]
-    edge_start = t.edge_start[i]
-    edge_count = t.edge_count[i]
-    n_touched = t.n_touched[i]
-    e_child = t.e_child[i]
-    e_move = t.e_move[i]
-    e_prior = t.e_prior[i]
-    root_prior = t.root_prior[i]
-    gf = t.gf[i]
-    cpuct = gf[GF_CPUCT]
-    vloss = gf[GF_VIRTUAL_LOSS]
-    forced_root = t.gi[i, GI_FORCED] != 0
-    forced_coeff = gf[GF_FORCED_COEFF]
+    """Walk from the root to a node to evaluate, taking at each node the edge the selection rule
+    (:mod:`client.search.selection`) picks, and allocating the node when the walk leaves the tree.
+    path gets the nodes, pmove the move into each. Returns (path length, DESCEND_*)."""
+    rows = game_rows(t, i)
+    params = t.params[i]
     depth_cap = path.shape[0]
     node = 0
     path[0] = 0
     plen = 1
     while True:
-        st = state[node]
+        st = rows.state[node]
         if st == TERMINAL:
             backup(t, i, path, plen, False)
             return plen, DESCEND_TERMINAL
         if st == PENDING:
-            return plen, DESCEND_COLLISION if inflights[node] > 0 else DESCEND_LEAF
-        start = edge_start[node]
-        count = edge_count[node]
-        if count == 0 or plen >= depth_cap:
-            t.gi[i, GI_FULL] = 1
+            return plen, DESCEND_COLLISION if rows.inflights[node] > 0 else DESCEND_LEAF
+        if rows.edge_count[node] == 0 or plen >= depth_cap:
+            t.status[i].full = True
             return plen, DESCEND_FULL
-        root = node == 0
-        priors = root_prior if root else e_prior
-        offset = start if root else 0
-        sign = 1.0 if players[node] == WHITE else -1.0
-        n_node = visits[node]
-        children_n = n_node - 1 + inflights[node]
-        sqrt_total = math.sqrt(children_n + 0.01)
-        forced_k = forced_coeff * children_n if root and forced_root else -1.0
-        best = -1
-        best_value = -np.inf
-        visited_policy = 0.0
-        touched = n_touched[node]
-        for e in range(start, start + touched):
-            c = e_child[e]
-            prior = priors[e - offset]
-            visited_policy += prior
-            inflight = inflights[c]
-            n = visits[c] + inflight
-            if n * n < forced_k * prior:
-                best = e
-                break
-            value = (sign * utils[c] - vloss * inflight) / n + cpuct * prior * sqrt_total / (1.0 + n)
-            if value > best_value:
-                best_value = value
-                best = e
-        else:
-            if touched < count:
-                # The untouched edge of highest prior; the others have the same value and less prior.
-                e = start + touched
-                fpu = gf[GF_ROOT_FPU] if root else gf[GF_FPU]
-                value = sign * utils[node] / n_node - fpu * math.sqrt(visited_policy)
-                value += cpuct * priors[e - offset] * sqrt_total
-                if value > best_value:
-                    best = e
-        c = e_child[best]
-        pmove[plen] = e_move[best]
+        best = puct_edge(rows, params, node)
+        c = rows.e_child[best]
+        pmove[plen] = rows.e_move[best]
         if c < 0:
             c = new_child(t, i, node, best)
             if c < 0:
@@ -423,7 +419,7 @@ def descend(t, i, path, pmove):
 def prepare_root(t, i):
     """Start a search on an evaluated root: centre the score utility on the root's predicted score,
     recompute a reused tree's utilities, and derive the root's priors (temperature, then noise)."""
-    t.gf[i, GF_X0] = t.own[i, 0, OWN_SCORE]
+    t.status[i].x0 = t.own[i, 0, OWN_SCORE]
     if t.n_visits[i, 0] > 1:
         recompute_utilities(t, i)
     start = t.edge_start[i, 0]
@@ -431,20 +427,20 @@ def prepare_root(t, i):
     probs = t.scratch[i, 0]
     for k in range(n):
         probs[k] = t.e_prior[i, start + k]
-    apply_temperature(probs, n, t.gf[i, GF_ROOT_TEMPERATURE])
-    if t.gi[i, GI_NOISE] != 0 and n > 0:
+    apply_temperature(probs, n, t.params[i].root_temperature)
+    if t.params[i].noise and n > 0:
         add_noise(
             probs,
             n,
-            t.gf[i, GF_NOISE_WEIGHT],
-            t.gf[i, GF_NOISE_TOTAL],
-            t.gf[i, GF_NOISE_SHAPED] != 0.0,
+            t.params[i].noise_weight,
+            t.params[i].noise_total,
+            t.params[i].noise_shaped,
             t.rng[i],
             t.scratch[i, 1],
         )
     for k in range(n):
         t.root_prior[i, k] = probs[k]
-    t.gi[i, GI_READY] = 1
+    t.status[i].ready = True
     _promote_best(t, i, 0, True)
 
 
@@ -464,7 +460,7 @@ def advance_root(t, i, move, keep):
         reset_tree(t, i, pla)
         return False
     _compact(t, i, child)
-    t.gi[i, GI_READY] = 0
+    t.status[i].ready = False
     return True
 
 
@@ -472,7 +468,7 @@ def advance_root(t, i, move, keep):
 def _compact(t, i, new_root):
     """Keep only new_root's subtree, renumbered from 0 in the old order (so parents still come
     before children), with its edges packed to the front of the pool."""
-    n = t.gi[i, GI_NODES]
+    n = t.status[i].nodes
     remap = np.full(n, -1, np.int32)
     remap[new_root] = 0
     kept = 1
@@ -501,7 +497,7 @@ def _compact(t, i, new_root):
         t.edge_count[i, d] = t.edge_count[i, k]
         t.n_touched[i, d] = t.n_touched[i, k]
         t.ladder[i, d, :] = t.ladder[i, k, :]
-    t.gi[i, GI_NODES] = kept
+    t.status[i].nodes = kept
     # Edges: pack the kept nodes' ranges in order of their old start, so moves only go down.
     owners = np.empty(kept, np.int64)
     starts = np.empty(kept, np.int64)
@@ -524,7 +520,7 @@ def _compact(t, i, new_root):
             t.e_child[i, cursor + k] = -1 if ch < 0 else remap[ch]
         t.edge_start[i, d] = cursor
         cursor += c
-    t.gi[i, GI_EDGES] = cursor
+    t.status[i].edges = cursor
 
 
 @njit(cache=True, _nrt=False)
@@ -537,7 +533,7 @@ def root_children(t, i, out_move, out_visits, out_prior, out_raw_prior, out_util
     for k in range(n):
         e = start + k
         out_move[k] = t.e_move[i, e]
-        out_prior[k] = t.root_prior[i, k] if t.gi[i, GI_READY] != 0 else t.e_prior[i, e]
+        out_prior[k] = t.root_prior[i, k] if t.status[i].ready else t.e_prior[i, e]
         out_raw_prior[k] = t.e_prior[i, e]
         c = t.e_child[i, e]
         v = 0 if c < 0 else t.n_visits[i, c]

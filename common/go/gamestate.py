@@ -19,6 +19,8 @@ pass between ends the game without result. Two consecutive passes end the game.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit
 
@@ -33,6 +35,17 @@ from common.go.board import (
     play,
 )
 from common.go.geometry import ARR, BLACK, PASS, WHITE
+
+
+class Position(NamedTuple):
+    """A game's arrays as the kernels take them (see the module docstring)."""
+
+    g: np.ndarray  # int64[G_LEN]
+    b: np.ndarray  # int32[BOARD_LEN]
+    hist: np.ndarray  # int64[cap + 1]
+    moves: np.ndarray  # int32[cap, 2]
+    table: np.ndarray  # int64[T]
+
 
 KO_SIMPLE = 0
 KO_POSITIONAL = 1

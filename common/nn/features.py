@@ -165,33 +165,29 @@ def new_scratch() -> EncodeScratch:
     )
 
 
+class InputRow(NamedTuple):
+    """Where :func:`fill_row_at` writes one position's inputs, and in which layout."""
+
+    index: np.ndarray  # int32[362]: board position y * 19 + x -> its place in a plane (crop, symmetry)
+    spatial: np.ndarray  # float32[22, P]
+    glob: np.ndarray  # float32[19]
+    legal: np.ndarray  # uint8[362], board layout: 1 where the player may play, pass last
+    ladder: np.ndarray  # uint8[361], board layout: the position's ladder plane (as ladder_plane)
+
+
 @njit(cache=True, _nrt=False)
-def fill_row_at(
-    g,
-    b,
-    hist,
-    moves,
-    table,
-    pla,
-    draw_equiv_white,
-    pda,
-    lad_prev1,
-    lad_prev2,
-    index,
-    spatial,
-    glob,
-    legal,
-    lad_now,
-    scratch,
-):
-    """Write the inputs of one position into spatial[22, P] and glob[19] (both zeroed here), board
-    position p = y * 19 + x going to index[p] of each plane (a crop of the grid, a symmetry).
+def fill_row_at(pos, pla, draw_equiv_white, pda, lad_prev1, lad_prev2, row, scratch):
+    """Write the inputs of position pos (:class:`common.go.gamestate.Position`) for player pla into
+    row (:class:`InputRow`): spatial[22, P] and glob[19] (both zeroed here), board position
+    p = y * 19 + x going to index[p] of each plane (a crop of the grid, a symmetry), and, in board
+    layout, the legal moves and this position's ladder plane.
 
     lad_prev1 and lad_prev2 [361] are the ladder planes (as :func:`ladder_plane`) of the positions
-    one and two turns ago (read only where the history reaches). Also written, in board layout:
-    legal[362] (1 where pla may play, pass last) and lad_now[361], this position's ladder plane.
-    Allocates nothing: scratch (:class:`EncodeScratch`) is its working memory.
+    one and two turns ago (read only where the history reaches). Allocates nothing: scratch
+    (:class:`EncodeScratch`) is its working memory.
     """
+    g, b, hist, moves, table = pos
+    index, spatial, glob, legal, lad_now = row
     spatial[:, :] = 0.0
     glob[:] = 0.0
     opp = 3 - pla
@@ -427,21 +423,13 @@ class Encoder:
             s = 0 if symmetries is None else symmetries[i]
             symmetry_index(game.x_size, game.y_size, s, NN_LEN, self.index)
             fill_row_at(
-                game.g,
-                game.b,
-                game.hist,
-                game.moves,
-                game.table,
+                gs.Position(game.g, game.b, game.hist, game.moves, game.table),
                 pla,
                 draw_equiv_white,
                 pda,
                 self.lad[0],
                 self.lad[1],
-                self.index,
-                spatial[i],
-                glob[i],
-                self.legal,
-                self.lad[2],
+                InputRow(self.index, spatial[i], glob[i], self.legal, self.lad[2]),
                 self.scratch,
             )
             if legal is not None:

@@ -53,7 +53,7 @@ class PeakedEvaluator:
 def check_tree(search: BatchedSearch, i: int) -> None:
     """Every evaluated node has one visit of its own plus its children's; nothing is in flight."""
     t = search.trees
-    for k in range(int(t.gi[i, tr.GI_NODES])):
+    for k in range(int(t.status[i]["nodes"])):
         assert t.n_inflight[i, k] == 0
         if t.state[i, k] == tr.EXPANDED:
             start, count = int(t.edge_start[i, k]), int(t.edge_count[i, k])
@@ -308,7 +308,7 @@ def test_tree_reuse_keeps_the_subtree_and_its_invariants():
     check_tree(search, 0)
     # Without keep, or for a move the tree never tried, the next search starts afresh.
     assert not search.advance(0, PASS, keep=False)
-    assert search.trees.gi[0, tr.GI_NODES] == 1
+    assert search.trees.status[0]["nodes"] == 1
 
 
 def test_cache_serves_transpositions_and_repeated_searches():

@@ -1,0 +1,68 @@
+"""The selection rule: which edge a descent takes at an expanded node.
+
+A descent (:func:`client.search.tree.descend`) asks its rule at every node it passes, as mctx's
+``simulate`` asks its action selection function. A rule is a function of one form,
+``rule(rows, params, node) -> edge``, with rows the game's :class:`client.search.tree.GameRows`,
+params its ``SEARCH_PARAMS`` record and node an expanded node with at least one edge; the descent
+names its rule in one call, so another rule of the same form takes its place there. Rules are
+inlined into the descent, so the choice costs no call. (The rule is not handed to the descent as an
+argument: compiled code taking a function as a value holds the function's address, and numba then
+no longer caches it.)
+
+Edges are kept so that the touched ones come first and the next one is the untouched edge of
+highest prior (see :mod:`client.search.tree`): a rule whose value of an untouched child only grows
+with its prior looks at the touched children and that one edge.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from common.go.geometry import WHITE
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def puct_edge(rows, params, node):
+    """PUCT (paper section 5.1), with forced playouts at the root when the search has them
+    (section 5.3) and first-play urgency for the untouched children; virtual loss counts each
+    in-flight visit as a loss for the player choosing."""
+    root = node == 0
+    start = rows.edge_start[node]
+    count = rows.edge_count[node]
+    priors = rows.root_prior if root else rows.e_prior
+    offset = start if root else 0
+    cpuct = params.cpuct
+    vloss = params.virtual_loss
+    sign = 1.0 if rows.players[node] == WHITE else -1.0
+    n_node = rows.visits[node]
+    children_n = n_node - 1 + rows.inflights[node]
+    sqrt_total = math.sqrt(children_n + 0.01)
+    forced_k = params.forced_coeff * children_n if root and params.forced else -1.0
+    best = -1
+    best_value = -np.inf
+    visited_policy = 0.0
+    touched = rows.n_touched[node]
+    for e in range(start, start + touched):
+        c = rows.e_child[e]
+        prior = priors[e - offset]
+        visited_policy += prior
+        inflight = rows.inflights[c]
+        n = rows.visits[c] + inflight
+        if n * n < forced_k * prior:
+            return e
+        value = (sign * rows.utils[c] - vloss * inflight) / n + cpuct * prior * sqrt_total / (1.0 + n)
+        if value > best_value:
+            best_value = value
+            best = e
+    if touched < count:
+        # The untouched edge of highest prior; the others have the same value and less prior.
+        e = start + touched
+        fpu = params.root_fpu if root else params.fpu
+        value = sign * rows.utils[node] / n_node - fpu * math.sqrt(visited_policy)
+        value += cpuct * priors[e - offset] * sqrt_total
+        if value > best_value:
+            best = e
+    return best
