@@ -482,7 +482,7 @@ def _finish(t, w):
         if not status.active:
             continue
         added += t.n_visits[i, 0] - w.root_before[i]
-        if search_done(t, i):
+        if search_done(t.n_visits[i, 0], t.n_inflight[i, 0], t.params[i].target, status.full):
             status.active = False
             w.finished[done] = i
             done += 1

@@ -330,9 +330,10 @@ def set_terminal(t, i, node, wl, score):
 
 
 @njit(cache=True, inline="always", _nrt=False)
-def search_done(t, i):
-    """Has game i's search reached its target visits, or run out of room, with no leaf in flight?"""
-    return t.n_inflight[i, 0] == 0 and (t.n_visits[i, 0] >= t.params[i].target or t.status[i].full)
+def search_done(root_visits, root_inflight, target, full):
+    """Is a search done: its root has the target visits, or the tree ran out of room, and no leaf
+    is in flight?"""
+    return root_inflight == 0 and (root_visits >= target or full)
 
 
 # --- selection ---------------------------------------------------------------------------------------
