@@ -21,9 +21,10 @@ History (moves, their ladders, pass flags) reaches back at most five turns, one 
 over; after play goes on past an end only the ending move and later ones count (KataGo's "valid
 turns"); and it stops where moves do not alternate colours back from the side to move.
 
-``fill_row_at`` is the numba kernel over raw arrays, writing straight into a crop of the grid under
-a symmetry (the search calls it for every leaf, with the history's ladder planes kept from the
-ancestors); ``Encoder.encode`` fills a batch from ``Game`` objects.
+``fill_row_at`` is the numba kernel over a position's arrays (``gamestate.Position``), writing
+straight into a crop of the grid under a symmetry (the search calls it for every leaf, with the
+history's ladder planes kept from the ancestors); ``Encoder.encode`` fills a batch from ``Game``
+objects.
 """
 
 from __future__ import annotations
