@@ -110,9 +110,10 @@ def loads(data: str | bytes | bytearray, max_depth: int = MAX_DEPTH) -> Any:
     # Numbers are checked one by one (a Python call each, slow) only in text where one might be out
     # of range: 19 digits in a row, or an exponent of 3 digits.
     large = _LONG_EXPONENT.search(text) or _LONG_DIGITS.search(text)
-    hooks = {"parse_int": _int, "parse_float": _float} if large else {}
     try:
-        value = json.loads(text, parse_constant=_constant, **hooks)
+        value = json.loads(
+            text, parse_constant=_constant, parse_int=_int if large else None, parse_float=_float if large else None
+        )
     except json.JSONDecodeError as e:
         raise JSONError(e.msg, text, e.pos) from None
     except _Refused as e:

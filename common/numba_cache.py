@@ -34,9 +34,11 @@ import inspect
 import itertools
 import logging
 import os
+from types import ModuleType
 
 from numba.core import caching, compiler
 
+fcntl: ModuleType | None
 try:
     import fcntl
 except ImportError:  # not on Windows: numba's own save
@@ -58,7 +60,7 @@ def cache_lock(folder: str):
         except OSError as e:
             log.debug("no lock on numba's cache in %s: %s", folder, e)
     try:
-        if fd is not None:
+        if fcntl is not None and fd is not None:
             fcntl.flock(fd, fcntl.LOCK_EX)
         yield
     finally:
@@ -93,7 +95,8 @@ def _keeping_reload_init(rebuild):
             result.library._reload_init.update(reload_init)
         return result
 
-    _rebuild._sente_keeps_reload_init = True
+    # read by install(), so that installing twice does not wrap twice
+    _rebuild._sente_keeps_reload_init = True  # type: ignore[attr-defined]
     return _rebuild
 
 

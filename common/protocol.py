@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import TypeVar
 
 from common import __version__, boundedjson
 from common.go.rules import Rules, RulesError
@@ -44,7 +45,10 @@ def _rules(path: str, text: str) -> Rules:
         raise SettingsError(path, str(e)) from None
 
 
-def parse_metadata(cls: type, data: object):
+_Metadata = TypeVar("_Metadata", bound=_Settings)
+
+
+def parse_metadata(cls: type[_Metadata], data: object) -> _Metadata:
     """A :class:`TrainingGameMetadata` or :class:`RatingGameMetadata` from decoded JSON, or
     :class:`MetadataError` naming the key at fault."""
     try:
@@ -53,7 +57,7 @@ def parse_metadata(cls: type, data: object):
         raise MetadataError(e.path, e.problem, what="metadata") from None
 
 
-def read_metadata(cls: type, text: str | bytes):
+def read_metadata(cls: type[_Metadata], text: str | bytes) -> _Metadata:
     """:func:`parse_metadata` of JSON text, read within :mod:`common.boundedjson`'s bounds; text
     that is not JSON (or beyond the bounds) is a :class:`MetadataError` with an empty path."""
     try:

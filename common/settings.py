@@ -17,7 +17,7 @@ import functools
 import math
 import reprlib
 from dataclasses import dataclass, field, fields
-from typing import Any, get_args, get_origin, get_type_hints
+from typing import Any, ClassVar, get_args, get_origin, get_type_hints
 
 from common.go.rules import HANDICAP_BONUS_RULES, KO_RULES, TAX_RULES, Rules, round_komi
 from common.nn.config import NAMED_SIZES
@@ -75,7 +75,7 @@ def _prob(path: str, value: float) -> None:
 def _convert(value: Any, hint: Any, path: str) -> Any:
     """Check a JSON value against a field's type and convert it (lists to tuples, ints to floats)."""
     origin = get_origin(hint)
-    if dataclasses.is_dataclass(hint):
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
         return _from_dict(hint, value, path)
     if origin is tuple:
         _need(isinstance(value, (list, tuple)), path, f"must be a list, got {type(value).__name__}")
@@ -130,6 +130,9 @@ def _to_json(value: Any) -> Any:
 
 class _Settings:
     """JSON round trip and validation shared by the settings dataclasses."""
+
+    # set by @dataclass on each subclass; declared here so that dataclasses.replace takes self
+    __dataclass_fields__: ClassVar[dict[str, dataclasses.Field[Any]]]
 
     def to_dict(self) -> dict[str, Any]:
         return _to_json(self)

@@ -28,6 +28,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from common.data.records import GameRecord as RowsGame
 from common.data.records import GameResult as RowsResult
@@ -102,7 +103,7 @@ def _side(grid: np.ndarray, player: int) -> np.ndarray:
     return grid if player == WHITE else -grid
 
 
-def _first(bad: np.ndarray) -> int | None:
+def _first(bad: npt.ArrayLike) -> int | None:
     where = np.flatnonzero(bad)
     return int(where[0]) if where.size else None
 
@@ -322,8 +323,8 @@ class RowsAgainstGame:
         sides = (BLACK, WHITE)
         scores = [-float(values[3]), float(values[3])]
         capped = np.clip(scores, -SCORE_TARGET_CAP, SCORE_TARGET_CAP)
-        by_side_final = np.float32(
-            [[values[1], values[0], values[2], capped[0]], [values[0], values[1], values[2], capped[1]]]
+        by_side_final = np.array(
+            [[values[1], values[0], values[2], capped[0]], [values[0], values[1], values[2], capped[1]]], np.float32
         )
         by_side_score = np.zeros(2, np.float32)
         by_side_distr = np.stack([dummy_score_distribution()] * 2)
@@ -381,11 +382,11 @@ class RowsAgainstGame:
         expected = np.array([constants[c] for c in channels])
         differ = gt[:, channels] != expected
 
-        def channel(r: int) -> str:
+        def differing_channel(r: int) -> str:
             c = channels[int(np.argmax(differ[r]))]
             return f"globalTargetsNC channel {c} is {gt[r, c]:g}, the game gives {constants[c]:g}"
 
-        self._fail(differ.any(axis=1), channel)
+        self._fail(differ.any(axis=1), differing_channel)
         self._fail(
             gt[:, GT_NEXT_POLICY_WEIGHT] != next_weight[of_row],
             lambda r: (

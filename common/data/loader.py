@@ -165,8 +165,8 @@ def decode_rows(data: bytes, name: str = "<bytes>") -> _Rows:
 def _board_sides(packed: np.ndarray, name: str) -> np.ndarray:
     """Each row's board side: the larger of its mask's height and width (boards sit top-left)."""
     mask = np.unpackbits(packed[:, 0], axis=-1, count=DATA_AREA).reshape(-1, DATA_LEN, DATA_LEN).astype(bool)
-    rows_used = mask.any(axis=2)
-    cols_used = mask.any(axis=1)
+    rows_used = np.any(mask, axis=2)
+    cols_used = np.any(mask, axis=1)
     if not rows_used.any(axis=1).all():
         raise ValueError(f"training rows {name}: a row has an empty board mask (input channel 0)")
     height = DATA_LEN - np.argmax(rows_used[:, ::-1], axis=1)

@@ -81,7 +81,8 @@ def _whole(value: Any, name: str) -> int:
 def read_root_comment(text: str | None) -> RootInfo:
     """The root comment of a self-play SGF (untrusted text: read within bounds);
     :class:`SelfPlayRecordError` naming what is wrong."""
-    _need(bool(text), "is missing: a self-play game records its settings and start there")
+    if not text:
+        raise SelfPlayRecordError("the root comment is missing: a self-play game records its settings and start there")
     try:
         data = boundedjson.loads(text)
     except ValueError as e:

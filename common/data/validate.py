@@ -34,9 +34,10 @@ import zipfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO
+from typing import IO, BinaryIO, TypeVar
 
 import numpy as np
+import numpy.typing as npt
 
 from common.data.schema import (
     ARRAY_NAMES,
@@ -127,7 +128,8 @@ class ValidationReport:
             raise RowValidationError(self)
 
 
-Source = str | os.PathLike[str] | bytes | bytearray | memoryview | BinaryIO | Mapping[str, np.ndarray]
+ArchiveSource = str | os.PathLike[str] | bytes | bytearray | memoryview | BinaryIO  # an npz file or its bytes
+Source = ArchiveSource | Mapping[str, np.ndarray]
 
 
 def validate_rows(source: Source, max_rows: int = MAX_ROWS_PER_FILE) -> ValidationReport:
@@ -188,7 +190,7 @@ def _arrays_from_mapping(
     return arrays
 
 
-def _open_zip(source: Source) -> zipfile.ZipFile:
+def _open_zip(source: ArchiveSource) -> zipfile.ZipFile:
     if isinstance(source, (bytes, bytearray, memoryview)):
         return zipfile.ZipFile(io.BytesIO(bytes(source)))
     if isinstance(source, (str, os.PathLike)):
@@ -196,7 +198,7 @@ def _open_zip(source: Source) -> zipfile.ZipFile:
     return zipfile.ZipFile(source)  # a binary file object
 
 
-def _read_archive(source: Source, report: ValidationReport, max_rows: int) -> dict[str, np.ndarray]:
+def _read_archive(source: ArchiveSource, report: ValidationReport, max_rows: int) -> dict[str, np.ndarray]:
     try:
         archive = _open_zip(source)
     except FileNotFoundError:
@@ -238,7 +240,7 @@ def _read_archive(source: Source, report: ValidationReport, max_rows: int) -> di
     return arrays
 
 
-def _read_npy(f: BinaryIO, spec: ArraySpec, report: ValidationReport, max_rows: int) -> np.ndarray | None:
+def _read_npy(f: IO[bytes], spec: ArraySpec, report: ValidationReport, max_rows: int) -> np.ndarray | None:
     version = np.lib.format.read_magic(f)
     if version == (1, 0):
         shape, fortran_order, dtype = np.lib.format.read_array_header_1_0(f)
@@ -303,7 +305,7 @@ def _check_names(arrays: dict[str, np.ndarray], report: ValidationReport) -> Non
 
 
 # --- Contents -------------------------------------------------------------------------------------------
-def _rows_text(bad: np.ndarray) -> str:
+def _rows_text(bad: npt.ArrayLike) -> str:
     idx = np.flatnonzero(bad)
     return f"{idx.size} row(s), first row {int(idx[0])}"
 
@@ -342,7 +344,10 @@ def _check_rows(arrays: dict[str, np.ndarray], report: ValidationReport, max_row
             _checked(name, report, check)
 
 
-def _checked(name: str, report: ValidationReport, check: Callable[[], object]) -> object:
+_T = TypeVar("_T")
+
+
+def _checked(name: str, report: ValidationReport, check: Callable[[], _T]) -> _T | None:
     try:
         return check()
     except Exception as e:

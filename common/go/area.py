@@ -118,8 +118,8 @@ def _flags(non_pass_alive_stones, safe_big, unsafe_big, multi_stone_suicide_lega
 @njit(cache=True, inline="always", _nrt=False)
 def _prepare(b, ws):
     """Label the points for both players' analyses and count their stones."""
-    nb = 0
-    nw = 0
+    nb = np.int64(0)
+    nw = np.int64(0)
     for i in range(board_end(b)):
         c = b[COLOR + i]
         wall = c == WALL
@@ -273,7 +273,7 @@ def _benson(b, pla, flags, ws):
     # than two vital regions at all goes at once; the others are held for now. A region borders
     # no removed chain when all its edges to pla stones are edges to held chains; a held chain
     # left with fewer than two such vital regions goes, and the regions it borders with it.
-    nheld = 0
+    nheld = np.int64(0)
     for r in range(nregions):
         vb = W_VITAL + 4 * r
         for k in range(ws[_u(W_VLEN + r)]):
@@ -354,10 +354,10 @@ def _benson(b, pla, flags, ws):
         end = ws[_u(W_RSTART + r + 1)]
         mark = False
         if not ws[_u(W_DEAD + r)]:
-            internal = 0
+            internal = np.int64(0)
             for i in range(start, end):
                 internal += np.int64(_pla_edges(ws, lab, ws[_u(W_POINTS + i)]) == 0)
-            mark = internal <= 1
+            mark = bool(internal <= 1)
         if not mark and (safe_big or unsafe_big):
             has_opp = False
             for i in range(start, end):
@@ -593,7 +593,7 @@ def area_score_ws(b, tax, multi_stone_suicide_legal, result, ws):
         area_ws(b, True, True, True, multi_stone_suicide_legal, result, ws)
     else:
         regions = independent_life_area_ws(b, True, multi_stone_suicide_legal, result, ws)
-    score = 0
+    score = np.int64(0)
     for y in range(b[M_YSIZE]):
         row = (y + 1) * STRIDE + 1
         for x in range(b[M_XSIZE]):

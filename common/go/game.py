@@ -179,7 +179,8 @@ class Game:
     @komi.setter
     def komi(self, value: float) -> None:
         self.g[gs.G_KOMI2] = round(2 * check_komi(value))
-        if self.is_over and not self.result.no_result and not self._resigned:
+        result = self.result  # None while the game goes on
+        if result is not None and not result.no_result and not self._resigned:
             s = gs.final_score2(self.g, self.b, np.empty(ARR, dtype=np.int8))
             self.g[gs.G_SCORE2] = s
             self.g[gs.G_WINNER] = WHITE if s > 0 else (BLACK if s < 0 else 0)

@@ -69,11 +69,12 @@ class SGFNode:
 
 @dataclass
 class _Open:
-    """A game tree or variation the parser is inside: where it opened, its first and last node so far."""
+    """A game tree or variation the parser is inside: where it opened, its first and last node so far
+    (a tree opens with a node, so both are there from the start)."""
 
     pos: int
-    first: SGFNode | None = None
-    last: SGFNode | None = None
+    first: SGFNode
+    last: SGFNode
 
 
 _SPACE = re.compile(r"\s*")
@@ -97,7 +98,7 @@ class _Parser:
         return SGFError(message, *self.where(pos))
 
     def skip_ws(self) -> None:
-        self.pos = _SPACE.match(self.text, self.pos).end()
+        self.pos = _SPACE.match(self.text, self.pos).end()  # type: ignore[union-attr]  # \s* always matches
 
     def peek(self) -> str:
         return self.text[self.pos] if self.pos < self.n else ""
@@ -128,18 +129,17 @@ class _Parser:
             if c == "(":
                 if len(levels) >= MAX_VARIATION_DEPTH:
                     raise self.error(f"variations are nested more than {MAX_VARIATION_DEPTH} deep")
-                levels.append(_Open(self.pos))
+                pos = self.pos
                 self.pos += 1
                 self.skip_ws()
                 if self.peek() != ";":
                     raise self.error(f"expected ';' to start a node, found {self._found()}")
+                node = self.node()
+                levels.append(_Open(pos, node, node))
             elif c == ";":
                 node = self.node()
                 current = levels[-1]
-                if current.last is None:
-                    current.first = node
-                else:
-                    current.last.children.append(node)
+                current.last.children.append(node)
                 current.last = node
             elif c == ")":
                 self.pos += 1
@@ -162,7 +162,7 @@ class _Parser:
             if not c.isalpha():
                 return SGFNode(props, line=line, column=col)
             ident_pos = self.pos
-            self.pos = _LETTERS.match(self.text, self.pos).end()
+            self.pos = _LETTERS.match(self.text, self.pos).end()  # type: ignore[union-attr]  # always matches
             raw = self.text[ident_pos : self.pos]
             # FF[3] allowed lower-case letters inside identifiers (AddBlack = AB).
             ident = "".join(ch for ch in raw if ch.isupper())
@@ -442,7 +442,7 @@ def _point(value: str, x_size: int, y_size: int, node: SGFNode, key: str, allow_
 def _point_list(values: list[str], x_size: int, y_size: int, node: SGFNode, key: str) -> list[int]:
     """The points of a setup property; more than the board has (the same points again and again,
     which a few bytes of rectangles can list millions of times) is an SGFError."""
-    out = []
+    out: list[int] = []
     area = x_size * y_size
     for value in values:
         if ":" in value:  # compressed rectangle

@@ -263,8 +263,8 @@ def evaluate(model: Model, device: torch.device | str = "cpu", dtype: torch.dtyp
     score_mean = np.zeros(n)
     ownership = np.zeros((n, NN_AREA), dtype=np.float32)
     groups: dict[tuple[int, int], list[int]] = {}
-    for i, g in enumerate(game_list):
-        groups.setdefault((g.x_size, g.y_size), []).append(i)
+    for i, game in enumerate(game_list):
+        groups.setdefault((game.x_size, game.y_size), []).append(i)
     for (w, h), rows in groups.items():
         x = torch.from_numpy(spatial[rows]).view(len(rows), NUM_SPATIAL, NN_LEN, NN_LEN)[:, :, :h, :w]
         x = x.contiguous().to(device)

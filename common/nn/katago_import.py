@@ -30,6 +30,7 @@ meaningless until the network is trained further.
 
 from __future__ import annotations
 
+import builtins
 import gzip
 import logging
 import math
@@ -127,7 +128,7 @@ class _Reader:
             raise self.fail(layer, f"{what} should be 0 or 1, found {tok[:40]!r}")
         return tok == "1"
 
-    def floats(self, layer: str, count: int) -> np.ndarray:
+    def floats(self, layer: str, count: builtins.int) -> np.ndarray:
         if self.binary:
             start = self.pos
             at = self.data.find(b"@", start, start + MAX_CHARS_BEFORE_BIN + 1)
@@ -149,7 +150,7 @@ class _Reader:
             raise self.fail(layer, f"weight {bad} of {count} is NaN or infinite")
         return values
 
-    def _text_floats(self, layer: str, count: int) -> np.ndarray:
+    def _text_floats(self, layer: str, count: builtins.int) -> np.ndarray:
         data, n = self.data, len(self.data)
         size = 32 * count + 64
         while True:
@@ -178,7 +179,9 @@ class _Reader:
 
     # -- layers ------------------------------------------------------------------------------
 
-    def conv(self, expect_k: int, expect_in: int, expect_out: int) -> tuple[str, torch.Tensor]:
+    def conv(
+        self, expect_k: builtins.int, expect_in: builtins.int, expect_out: builtins.int
+    ) -> tuple[str, torch.Tensor]:
         name = self.token("", "a conv layer name")
         self.layers.append(name)
         ky = self.int(name, "conv y size")
@@ -196,7 +199,7 @@ class _Reader:
         w = self.floats(name, ky * kx * cin * cout).reshape(ky, kx, cin, cout)
         return name, torch.from_numpy(np.ascontiguousarray(w.transpose(3, 2, 0, 1)))
 
-    def matmul(self, expect_in: int, expect_out: int) -> tuple[str, torch.Tensor]:
+    def matmul(self, expect_in: builtins.int, expect_out: builtins.int) -> tuple[str, torch.Tensor]:
         name = self.token("", "a matmul layer name")
         self.layers.append(name)
         cin = self.int(name, "matmul input channels")
@@ -206,7 +209,7 @@ class _Reader:
         w = self.floats(name, cin * cout).reshape(cin, cout)
         return name, torch.from_numpy(np.ascontiguousarray(w.T))
 
-    def matbias(self, expect: int) -> tuple[str, torch.Tensor]:
+    def matbias(self, expect: builtins.int) -> tuple[str, torch.Tensor]:
         name = self.token("", "a bias layer name")
         self.layers.append(name)
         c = self.int(name, "bias channels")
@@ -214,7 +217,7 @@ class _Reader:
             raise self.fail(name, f"bias has {c} channels, expected {expect}")
         return name, torch.from_numpy(self.floats(name, c))
 
-    def batchnorm(self, expect: int) -> tuple[str, float, dict[str, torch.Tensor]]:
+    def batchnorm(self, expect: builtins.int) -> tuple[str, builtins.float, dict[str, torch.Tensor]]:
         name = self.token("", "a batch norm layer name")
         self.layers.append(name)
         c = self.int(name, "batch norm channels")

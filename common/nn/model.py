@@ -80,6 +80,7 @@ ModelPostProcessParams defaults, cpp/neuralnet/desc.cpp, and python/katago/train
 from __future__ import annotations
 
 import math
+from typing import cast
 
 import torch
 import torch.nn.functional as F
@@ -132,6 +133,10 @@ class MaskedBatchNorm(nn.Module):
     (biased) variance are taken over the on-board cells of the whole batch (KataGo masks the
     statistics the same way) and the running statistics move by ``momentum``.
     """
+
+    # registered as buffers in __init__: saved with the weights, not trained
+    running_mean: torch.Tensor
+    running_var: torch.Tensor
 
     def __init__(self, channels: int, eps: float, momentum: float = 0.001) -> None:
         super().__init__()
@@ -253,6 +258,10 @@ class ScoreBeliefHead(nn.Module):
     scale_transform(gamma) with gamma = sbscale3(relu(sbscale2(pooled))); ``gamma`` is returned
     for the training penalty w_scale * gamma^2.
     """
+
+    # registered as buffers in __init__: derived from the bucket count, never saved
+    offset_vector: torch.Tensor
+    parity_vector: torch.Tensor
 
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
@@ -382,8 +391,8 @@ def init_weights(model: Model) -> None:
                 if isinstance(m, nn.Linear) and m.bias is not None:
                     nn.init.zeros_(m.bias)
         for block in model.blocks:
-            nn.init.zeros_(block.conv2.weight)
-        small = [
+            nn.init.zeros_(cast(RegularBlock | GPoolBlock, block).conv2.weight)
+        small: list[nn.Conv2d | nn.Linear] = [
             model.policy_head.conv_p2,
             model.policy_head.linear_pass,
             model.value_head.linear_v3,
