@@ -17,6 +17,7 @@ import re
 from django.conf import settings
 from django.core.files.storage import default_storage
 from django.http import FileResponse, HttpResponse, HttpResponseRedirect, StreamingHttpResponse
+from django.http.response import HttpResponseBase
 
 CHUNK = 1 << 20
 _RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
@@ -39,7 +40,7 @@ def stored_file_response(request, name: str, size: int, sha256: str, filename: s
         return HttpResponseRedirect(default_storage.url(name))
     accel = settings.NETWORK_FILE_ACCEL_PREFIX
     if accel:
-        response = HttpResponse(content_type="application/octet-stream")
+        response: HttpResponseBase = HttpResponse(content_type="application/octet-stream")
         response["X-Accel-Redirect"] = accel.rstrip("/") + "/" + name
         return _with_headers(response, {k: v for k, v in headers.items() if k != "Accept-Ranges"})
     start, end = 0, size - 1

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from django.core.files.base import ContentFile, File
 from django.core.files.storage import FileSystemStorage, default_storage
+from django.db.models.fields.files import FieldFile
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +50,13 @@ class AtomicFileSystemStorage(FileSystemStorage):
                 os.unlink(tmp)
             raise
         return str(name).replace("\\", "/")
+
+
+def stored_name(file: FieldFile) -> str:
+    """The storage name of a model's file field; FileNotFoundError when the field holds no file."""
+    if not file.name:
+        raise FileNotFoundError(f"{file.field.name} of {file.instance!r} holds no file")
+    return file.name
 
 
 def content_name(kind: str, sha256: str, suffix: str) -> str:

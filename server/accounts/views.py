@@ -22,7 +22,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
 
 from server.accounts.forms import SignUpForm, TokenForm
-from server.accounts.models import ClientToken
+from server.accounts.models import ClientToken, User
 from server.api.throttling import password_check_wait
 from server.dashboard.paging import friendly, paginate
 
@@ -86,11 +86,17 @@ def signup(request: HttpRequest) -> HttpResponse:
     return render(request, "accounts/signup.html", {"form": form})
 
 
+class AuthenticatedHttpRequest(HttpRequest):
+    """The request of a view behind login_required: its user is signed in."""
+
+    user: User
+
+
 @never_cache
 @login_required
 @require_http_methods(["GET", "POST"])
 @friendly
-def tokens(request: HttpRequest) -> HttpResponse:
+def tokens(request: AuthenticatedHttpRequest) -> HttpResponse:
     """The user's client tokens, newest first, a page at a time (the client makes one at every login);
     POST makes a new one and answers with its key, shown this once.
     The key is in that answer only: it is never put in the session or anywhere else on the server

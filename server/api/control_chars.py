@@ -23,15 +23,14 @@ from server.api.errors import error_body
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
-def _where(text: str) -> str:
-    m = _CONTROL.search(text)
+def _where(m: re.Match[str]) -> str:
     return f"the control character U+{ord(m.group()):04X} at character {m.start() + 1}"
 
 
 def _problem(request) -> tuple[str, str] | None:
     """The field and the message naming the first control character of the path or the query."""
-    if _CONTROL.search(request.path):
-        return "path", f"the address's path holds {_where(request.path)}"
+    if m := _CONTROL.search(request.path):
+        return "path", f"the address's path holds {_where(m)}"
     query = request.META.get("QUERY_STRING", "")
     if "%" in query or _CONTROL.search(query):  # otherwise nothing in it decodes to one
         try:
@@ -39,11 +38,11 @@ def _problem(request) -> tuple[str, str] | None:
         except TooManyFieldsSent as e:
             return "query", str(e)
         for name, values in params:
-            if _CONTROL.search(name):
-                return "query", f"a query parameter's name holds {_where(name)}"
+            if m := _CONTROL.search(name):
+                return "query", f"a query parameter's name holds {_where(m)}"
             for value in values:
-                if _CONTROL.search(value):
-                    return name, f"the query parameter {name} holds {_where(value)}"
+                if m := _CONTROL.search(value):
+                    return name, f"the query parameter {name} holds {_where(m)}"
     return None
 
 

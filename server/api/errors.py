@@ -22,7 +22,7 @@ from rest_framework.views import exception_handler as drf_exception_handler
 class ApiError(exceptions.APIException):
     """An error with a machine code, a message and optionally the field it is about."""
 
-    status_code = status.HTTP_400_BAD_REQUEST
+    status_code: int = status.HTTP_400_BAD_REQUEST
 
     def __init__(
         self,
@@ -106,13 +106,13 @@ def exception_handler(exc: Exception, context: dict) -> Response | None:
         response.data = error_body("parse_error", str(exc.detail), "body")
         return response
     if isinstance(exc, exceptions.Throttled):
-        wait = exc.wait  # whole seconds, as the Retry-After header says
+        wait = exc.wait  # type: ignore[attr-defined]  # set by Throttled's __init__ (not in its stubs); whole seconds
         message = "too many requests; " + (f"try again in {wait} s" if wait is not None else "try again later")
         response.data = error_body("throttled", message, retry_after=wait)
         return response
     detail = getattr(exc, "detail", str(exc))
-    code = getattr(detail, "code", None) or getattr(exc, "default_code", "error")
-    response.data = error_body(str(code), str(detail))
+    detail_code = getattr(detail, "code", None) or getattr(exc, "default_code", "error")
+    response.data = error_body(str(detail_code), str(detail))
     return response
 
 

@@ -14,7 +14,8 @@ from common import boundedjson
 
 class JSONParser(parsers.JSONParser):
     def parse(self, stream, media_type=None, parser_context=None):
-        encoding = parsers.get_encoding(parser_context or {})  # ParseError for a charset that is not text
+        # ParseError for a charset that is not text (a helper of DRF's module, missing from its stubs)
+        encoding = parsers.get_encoding(parser_context or {})  # type: ignore[attr-defined]
         data = stream.read()
         try:
             text = data if codecs.lookup(encoding).name == "utf-8" else data.decode(encoding)

@@ -27,6 +27,11 @@ from rest_framework.throttling import BaseThrottle
 _DURATIONS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
+def _rates() -> dict[str, str | None]:
+    """DRF's ``DEFAULT_THROTTLE_RATES``: '600/min' texts (its stubs say numbers)."""
+    return api_settings.DEFAULT_THROTTLE_RATES  # type: ignore[return-value]
+
+
 def parse_rate(rate: str) -> tuple[int, int]:
     """'600/min' -> (600, 60)."""
     count, period = rate.split("/")
@@ -53,10 +58,12 @@ def _redis_script():
     cache = caches["default"]
     if not isinstance(cache, RedisCache):
         return None
-    pool = cache._cache._get_connection_pool(write=True)
+    # Django's Redis client keeps its pool and client class private (and out of its stubs).
+    pool = cache._cache._get_connection_pool(write=True)  # type: ignore[attr-defined]
     entry = _scripts.get(id(pool))
     if entry is None or entry[0] is not pool:
-        entry = _scripts[id(pool)] = (pool, cache._cache._client(connection_pool=pool).register_script(_COUNT))
+        client = cache._cache._client(connection_pool=pool)  # type: ignore[attr-defined]
+        entry = _scripts[id(pool)] = (pool, client.register_script(_COUNT))
     return entry[1]
 
 
@@ -89,7 +96,7 @@ def count(limits: list[tuple[str, int, int]]) -> float | None:
 
 
 def _limit(scope: str, ident: object) -> tuple[str, int, int] | None:
-    rate = api_settings.DEFAULT_THROTTLE_RATES.get(scope)
+    rate = _rates().get(scope)
     if not rate:
         return None
     most, seconds = parse_rate(rate)
@@ -115,17 +122,17 @@ def password_check_wait(request, username: str, address: bool = True) -> float |
 
 class RateLimits(BaseThrottle):
     def _limits(self, request, view) -> list[tuple[str, int, int]]:
-        rates = api_settings.DEFAULT_THROTTLE_RATES
+        rates = _rates()
         ip = self.get_ident(request)
         user = request.user if request.user and request.user.is_authenticated else None
-        limits = []
-        if user is not None and rates.get("user"):
-            limits.append(("user", user.pk, rates["user"]))
-        if rates.get("ip"):
-            limits.append(("ip", ip, rates["ip"]))
+        limits: list[tuple[str, object, str]] = []
+        if user is not None and (rate := rates.get("user")):
+            limits.append(("user", user.pk, rate))
+        if rate := rates.get("ip"):
+            limits.append(("ip", ip, rate))
         scope = getattr(view, "throttle_scope", None)
-        if scope and rates.get(scope):
-            limits.append((scope, user.pk if user is not None else f"ip:{ip}", rates[scope]))
+        if scope and (rate := rates.get(scope)):
+            limits.append((scope, user.pk if user is not None else f"ip:{ip}", rate))
         out = []
         for scope, ident, rate in limits:
             count, seconds = parse_rate(rate)

@@ -106,9 +106,9 @@ def _figures(model: Model, batch, device: torch.device) -> RowFigures:
     spatial = torch.from_numpy(batch.spatial).to(device)
     glob = torch.from_numpy(np.ascontiguousarray(batch.global_inputs)).to(device)
     empty = (spatial[:, 0] > 0) & (spatial[:, 1] == 0) & (spatial[:, 2] == 0)
-    legal = torch.cat([empty.reshape(n, -1), torch.ones((n, 1), dtype=torch.bool, device=device)], dim=1)
-    policy, value = network_average(model, spatial, glob, legal)
-    policy, value, legal = policy.cpu().double().numpy(), value.cpu().double().numpy(), legal.cpu().numpy()
+    legal_t = torch.cat([empty.reshape(n, -1), torch.ones((n, 1), dtype=torch.bool, device=device)], dim=1)
+    policy_t, value_t = network_average(model, spatial, glob, legal_t)
+    policy, value, legal = policy_t.cpu().double().numpy(), value_t.cpu().double().numpy(), legal_t.cpu().numpy()
 
     target = batch.policy[:, 0, :].astype(np.float64) * legal
     total = target.sum(axis=1)

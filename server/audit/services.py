@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -26,6 +27,7 @@ from server.accounts.models import User
 from server.audit.models import AuditScore, Quarantine
 from server.dashboard.models import ContributionTotal
 from server.dashboard.services import queue_recounts
+from server.files import stored_name
 from server.games.models import TrainingGame
 
 log = logging.getLogger(__name__)
@@ -113,18 +115,19 @@ def contributor_figures(model, user_id: int, run, network, since, options: dict,
         run=run, network=network, user_id=user_id, created_at__gte=since, disabled=False
     )
     games = list(recent.order_by("-created_at", "-id")[: options["games"]])
-    figures, where = [], []
+    figures: list[RowFigures] = []
+    where: list[tuple[str, int]] = []
     passes = moves = 0
     for game, indices in _sample(games, options["rows"], rng):
         try:
-            part = evaluate_rows(model, read_file(game.npz.name), indices, game.npz.name)
+            part = evaluate_rows(model, read_file(stored_name(game.npz)), indices, stored_name(game.npz))
         except (FileNotFoundError, ValueError) as e:
             log.warning("audit: rows of game %s skipped: %s", game.client_game_id, e)
             continue
         figures.append(part)
         where.extend((game.client_game_id, int(i)) for i in indices)
         try:
-            passes += _passes(read_file(game.sgf.name))
+            passes += _passes(read_file(stored_name(game.sgf)))
             moves += game.moves
         except FileNotFoundError:
             pass
@@ -135,7 +138,9 @@ def contributor_figures(model, user_id: int, run, network, since, options: dict,
     stats["moves"] = float(np.mean(all_moves)) if all_moves else None
     stats["resign_rate"] = counts["resigned"] / counts["n"] if counts["n"] else None
     stats["pass_rate"] = passes / moves if moves else None
-    order = np.argsort(np.nan_to_num(rows.policy_gain, nan=np.inf))[:EXAMPLES] if len(rows) else []
+    order: Sequence[int] | np.ndarray = (
+        np.argsort(np.nan_to_num(rows.policy_gain, nan=np.inf))[:EXAMPLES] if len(rows) else []
+    )
     examples = [
         {
             "game": where[i][0],
@@ -176,7 +181,7 @@ def judge(figures: dict[int, dict], min_rows: int) -> dict[int, tuple[str, list[
                 "mad": float(np.median(np.abs(np.array(values) - median))),
                 "n": len(values),
             }
-    out = {}
+    out: dict[int, tuple[str, list[dict], dict]] = {}
     for user, f in figures.items():
         if f["rows"] < min_rows:
             out[user] = (AuditScore.Verdict.TOO_FEW, [], population)

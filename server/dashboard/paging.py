@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 
 from django.core.paginator import Page, Paginator
+from django.db.models import QuerySet
 from django.http import Http404, HttpRequest
 from django.shortcuts import render
 from django.utils.functional import cached_property
@@ -35,7 +36,7 @@ class CappedPaginator(Paginator):
     @cached_property
     def count(self) -> int:
         items = self.object_list
-        if hasattr(items, "query"):
+        if isinstance(items, QuerySet):
             return items.order_by()[: self.cap + 1].count()
         return len(items)
 

@@ -67,7 +67,7 @@ def replay_sgf(data: bytes, rules: Rules | None = None, komi: float | None = Non
         raise ReplayError(f"the start of the game: {e}") from None
     positions = [_position(game)]
     captures = [[0, 0]]
-    moves = []
+    moves: list[dict[str, str | int | None]] = []
     for number, (color, loc) in enumerate(record.moves, start=1):
         try:
             game.play(loc, color)

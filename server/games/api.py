@@ -71,7 +71,7 @@ def rating_game_body(game: RatingGame) -> dict:
     }
 
 
-UPLOAD_FIELDS = {
+UPLOAD_FIELDS: dict[str, serializers.Field] = {
     "task": serializers.UUIDField(help_text="the task the game was played for"),
     "metadata": serializers.CharField(help_text="JSON: common.protocol's game metadata"),
     "sgf": serializers.FileField(),

@@ -145,7 +145,8 @@ def _check_searches(draws: SelfPlayDraws, settings: SelfPlaySettings) -> None:
             )
     low, high = settings.full_search_visits()
     full = 0
-    for turn, note in enumerate(notes[opening:], start=opening):
+    searches = [note for note in notes[opening:] if note is not None]  # every one: checked above
+    for turn, note in enumerate(searches, start=opening):
         if note.full:
             full += 1
             if not low <= note.visits <= high:

@@ -32,6 +32,7 @@ import logging
 import uuid
 import zipfile
 from dataclasses import dataclass
+from typing import TypeVar
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
@@ -58,6 +59,8 @@ from server.ratings.tasks import rating_game_stored
 
 log = logging.getLogger(__name__)
 
+_Field = TypeVar("_Field", str, bytes)
+
 
 @dataclass
 class Upload:
@@ -76,6 +79,13 @@ def _require(upload: Upload, names: tuple[str, ...]) -> None:
             raise invalid(name, "is required", "required")
 
 
+def _given(value: _Field | None) -> _Field:
+    """An upload's field that :func:`_require` has seen, so never None (ValueError if it was not)."""
+    if value is None:
+        raise ValueError("an upload's field is used before it was required")
+    return value
+
+
 def _check_sizes(upload: Upload) -> None:
     limits = settings.SENTE_LIMITS
     for name, key in (("sgf", "sgf_bytes"), ("npz", "npz_bytes"), ("metadata", "metadata_bytes")):
@@ -86,7 +96,7 @@ def _check_sizes(upload: Upload) -> None:
 
 def _metadata(upload: Upload, cls: type):
     try:
-        return read_metadata(cls, upload.metadata)
+        return read_metadata(cls, _given(upload.metadata))
     except MetadataError as e:
         raise invalid(f"metadata.{e.path}" if e.path else "metadata", e.problem) from None
 
@@ -213,12 +223,13 @@ def _check_result(game: Game, declared: str, pass_alive_end: bool, max_moves: in
     """The declared result against the replayed game."""
     if not game.is_over and pass_alive_end:
         game.end_if_all_pass_alive()
-    if game.is_over:
-        actual = game.result.sgf()
+    outcome = game.result  # None while the game goes on
+    if outcome is not None:
+        actual = outcome.sgf()
         if declared != actual:
             raise invalid(
                 "sgf",
-                f"the game ended ({game.result.reason}) with {actual} by the area count, but declares {declared}",
+                f"the game ended ({outcome.reason}) with {actual} by the area count, but declares {declared}",
                 "wrong_result",
             )
         return
@@ -303,7 +314,8 @@ def check_selfplay_game(
     _check_result(game, result, settings.end_when_all_pass_alive, settings.max_moves, resign_allowed=False)
     drawn.check_selfplay(draws, rec, settings, result)
     try:
-        check.finish(game, result, rec.komi, rules, draws.info.move_limit_reached)
+        # the replay's komi: the record's, which the replay checked (or the rules' when it names none)
+        check.finish(game, result, game.komi, rules, draws.info.move_limit_reached)
         _rows_of_searches(check, draws, settings)
     except RowMismatch as e:
         raise invalid("npz", f"the training rows are not this game's: {e}", "rows_not_of_game") from None
@@ -335,7 +347,7 @@ def _rows_of_searches(check: RowsAgainstGame, draws: drawn.SelfPlayDraws, settin
 # --- storing -------------------------------------------------------------------------------------
 def _existing(model: type[GameRow], game_id: str, user):
     try:
-        game = model.objects.get(client_game_id=game_id)
+        game = model._default_manager.get(client_game_id=game_id)
     except model.DoesNotExist:
         return None
     if game.user_id != user.pk:
@@ -418,8 +430,9 @@ def take_training_game(user, upload: Upload) -> tuple[TrainingGame, bool]:
         )
     _check_settings_version(meta, task)
     selfplay: SelfPlaySettings = task.settings_version.settings.selfplay
-    arrays = _rows(upload.npz, meta)
-    rec = _record(upload.sgf)
+    npz, sgf = _given(upload.npz), _given(upload.sgf)
+    arrays = _rows(npz, meta)
+    rec = _record(sgf)
     rules = _check_record(rec, meta, selfplay.board_sizes, selfplay.rules)
     if rec.handicap != meta.handicap:
         raise invalid("sgf", f"handicap {rec.handicap} differs from the metadata's {meta.handicap}", "mismatch")
@@ -443,7 +456,7 @@ def take_training_game(user, upload: Upload) -> tuple[TrainingGame, bool]:
         task,
         user,
         fields,
-        {"sgf": (upload.sgf, ".sgf"), "npz": (upload.npz, ".npz")},
+        {"sgf": (sgf, ".sgf"), "npz": (npz, ".npz")},
         after_insert=lambda game: request_audit(game.run),
     )
 
@@ -464,7 +477,8 @@ def take_rating_game(user, upload: Upload) -> tuple[RatingGame, bool]:
         )
     _check_settings_version(meta, task)
     rating: MatchSettings = task.settings_version.settings.rating
-    rec = _record(upload.sgf)
+    sgf = _given(upload.sgf)
+    rec = _record(sgf)
     rules = _check_record(rec, meta, rating.board_sizes, rating.rules)
     drawn.check_rating(rec, rating)
     if rec.komi != rating.komi:
@@ -488,7 +502,7 @@ def take_rating_game(user, upload: Upload) -> tuple[RatingGame, bool]:
         moves=len(rec.moves),
         **_outcome(meta.result, game),
     )
-    return _store(RatingGame, task, user, fields, {"sgf": (upload.sgf, ".sgf")}, after_insert=rating_game_stored)
+    return _store(RatingGame, task, user, fields, {"sgf": (sgf, ".sgf")}, after_insert=rating_game_stored)
 
 
 def _storable(text: str, most: int) -> str:

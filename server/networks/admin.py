@@ -20,8 +20,7 @@ def _decision(action: str, description: str):
         modeladmin.message_user(request, f"{queryset.count()} network(s): {description}", messages.SUCCESS)
 
     run.__name__ = f"force_{action}"
-    run.short_description = f"{description} (with the note)"
-    return run
+    return admin.action(description=f"{description} (with the note)")(run)
 
 
 @admin.register(Network)

@@ -15,7 +15,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from common.nn import canary
-from server.files import StoredFiles, sha256_of
+from server.files import StoredFiles, sha256_of, stored_name
 from server.networks.models import Network, NetworkCanary
 
 log = logging.getLogger(__name__)
@@ -38,7 +38,8 @@ def compute_canary(network: Network) -> NetworkCanary:
     if network.is_random or not network.file:
         raise ValueError(f"network {network.name} is the random network: it has no outputs to check")
     try:
-        model = model_of(decode_model(read_file(network.file.name), network.file.name), "cpu")
+        name = stored_name(network.file)
+        model = model_of(decode_model(read_file(name), name), "cpu")
     except ModelFileError as e:
         raise ValueError(f"network {network.name}: {e}") from None
     started = time.perf_counter()

@@ -15,7 +15,7 @@ from django.utils import timezone
 from common.protocol import NETWORK_NAME_PATTERN
 
 
-class NetworkQuerySet(models.QuerySet):
+class NetworkQuerySet(models.QuerySet["Network"]):
     def create_random(self, run) -> Network:
         return self.create(
             name=f"{run.name}-random",

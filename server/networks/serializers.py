@@ -6,6 +6,7 @@ from rest_framework.reverse import reverse
 
 from common.protocol import NETWORK_NAME_PATTERN
 from server.networks.models import Network, NetworkCanary
+from server.runs.models import Run
 
 
 class RatingSerializer(serializers.Serializer):
@@ -29,20 +30,24 @@ class GatingSerializer(serializers.Serializer):
 class EventSerializer(serializers.Serializer):
     kind = serializers.CharField()
     note = serializers.CharField()
-    data = serializers.JSONField(allow_null=True)
+    # a declared field, not the serializer's data property: DRF's metaclass takes it out of the class
+    data = serializers.JSONField(allow_null=True)  # type: ignore[assignment]
     created_at = serializers.DateTimeField()
 
 
 class NetworkSerializer(serializers.ModelSerializer):
-    run = serializers.SlugRelatedField(slug_field="name", read_only=True)
-    parent = serializers.SlugRelatedField(slug_field="name", read_only=True)
+    run: serializers.SlugRelatedField[Run] = serializers.SlugRelatedField(slug_field="name", read_only=True)
+    # a declared field, not Field.parent: DRF's metaclass takes it out of the class
+    parent: serializers.SlugRelatedField[Network] = serializers.SlugRelatedField(  # type: ignore[assignment]
+        slug_field="name", read_only=True
+    )
     file_url = serializers.SerializerMethodField(help_text="where to download the file (null: the random network)")
     rating = serializers.SerializerMethodField()
     gating = serializers.SerializerMethodField()
 
     class Meta:
         model = Network
-        fields = (
+        fields: tuple[str, ...] = (
             "name",
             "run",
             "parent",
@@ -124,7 +129,7 @@ def network_ref(network: Network, request) -> dict:
 class NetworkUploadSerializer(serializers.Serializer):
     name = serializers.RegexField(f"^{NETWORK_NAME_PATTERN}$", max_length=64)
     run = serializers.CharField(max_length=32)
-    parent = serializers.CharField(max_length=64, required=False, allow_blank=True)
+    parent = serializers.CharField(max_length=64, required=False, allow_blank=True)  # type: ignore[assignment]  # see above
     train_step = serializers.IntegerField(min_value=0, default=0)
     rows_seen = serializers.IntegerField(min_value=0, default=0)
     sha256 = serializers.RegexField(

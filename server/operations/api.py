@@ -10,11 +10,13 @@ from rest_framework.views import APIView
 
 from server.api.errors import invalid
 from server.downloads import stored_file_response
+from server.files import stored_name
 from server.operations.models import DataExport
+from server.runs.models import Run
 
 
 class DataExportSerializer(serializers.ModelSerializer):
-    run = serializers.SlugRelatedField(slug_field="name", read_only=True)
+    run: serializers.SlugRelatedField[Run] = serializers.SlugRelatedField(slug_field="name", read_only=True)
     url = serializers.SerializerMethodField(help_text="where to download the archive")
     filename = serializers.CharField(read_only=True)
 
@@ -58,4 +60,6 @@ class DataExportFile(APIView):
     @extend_schema(responses={(200, "application/octet-stream"): bytes, (206, "application/octet-stream"): bytes})
     def get(self, request, pk: int):
         export = get_object_or_404(DataExport.objects.select_related("run"), pk=pk)
-        return stored_file_response(request, export.file.name, export.size_bytes, export.sha256, export.filename)
+        return stored_file_response(
+            request, stored_name(export.file), export.size_bytes, export.sha256, export.filename
+        )

@@ -19,7 +19,9 @@ import logging
 import tarfile
 import tempfile
 import zipfile
+from collections.abc import Callable
 from datetime import UTC, date, datetime, time, timedelta
+from typing import Any
 
 from django.core.files import File
 from django.core.files.storage import default_storage
@@ -70,7 +72,7 @@ def _write_npz(out, run, day: date) -> int:
     return count
 
 
-WRITERS = {DataExport.Kind.SGF: _write_sgf, DataExport.Kind.NPZ: _write_npz}
+WRITERS: dict[str, Callable[[Any, Any, date], int]] = {DataExport.Kind.SGF: _write_sgf, DataExport.Kind.NPZ: _write_npz}
 
 
 def export_day(run, day: date, kind: str, force: bool = False) -> DataExport | None:

@@ -132,7 +132,10 @@ def measure(
     from server.games.models import RatingGame, TrainingGame
     from server.ratings.services import refit
 
-    settings = run.current_settings().settings
+    current = run.current_settings()
+    if current is None:
+        raise ValueError(f"run {run.name} has no settings yet")
+    settings = current.settings
     board = settings.selfplay.board_sizes[0]
     progress("rating the generations")
     refit(run)

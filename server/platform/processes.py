@@ -49,11 +49,11 @@ class Child:
     name: str
     argv: list[str]
     log_path: Path
+    process: subprocess.Popen = field(repr=False)
     stop_signal: int = signal.SIGTERM
-    process: subprocess.Popen | None = field(default=None, repr=False)
 
     def running(self) -> bool:
-        return self.process is not None and self.process.poll() is None
+        return self.process.poll() is None
 
     def log_tail(self, lines: int = 15) -> str:
         try:
@@ -74,11 +74,11 @@ class Supervisor:
     def start(
         self, name: str, argv: list[str], stop_signal: int = signal.SIGTERM, env: dict[str, str] | None = None
     ) -> Child:
-        child = Child(name, argv, self.logs / f"{name}.log", stop_signal)
-        with open(child.log_path, "ab") as out:
+        log_path = self.logs / f"{name}.log"
+        with open(log_path, "ab") as out:
             out.write(f"\n--- {time.strftime('%Y-%m-%d %H:%M:%S')} starting: {' '.join(argv)}\n".encode())
             out.flush()
-            child.process = subprocess.Popen(
+            process = subprocess.Popen(
                 argv,
                 cwd=ROOT,
                 env={**self.env, **(env or {})},
@@ -88,6 +88,7 @@ class Supervisor:
                 start_new_session=True,
                 preexec_fn=_terminate_with_parent if sys.platform == "linux" else None,
             )
+        child = Child(name, argv, log_path, process, stop_signal)
         self.children.append(child)
         return child
 

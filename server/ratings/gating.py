@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
+from typing import Any
 
 from common.settings import GatingSettings
 
@@ -69,7 +70,7 @@ def fixed_rule(wins: int, draws: int, losses: int, games_needed: int, wins_neede
     games = wins + draws + losses
     points = wins + 0.5 * draws
     remaining = max(0, games_needed - games)
-    common = dict(rule="fixed", games=games, wins=wins, draws=draws, losses=losses)
+    common: dict[str, Any] = dict(rule="fixed", games=games, wins=wins, draws=draws, losses=losses)
     if points >= wins_needed:
         return Verdict(
             ACCEPT,
@@ -98,7 +99,9 @@ def sprt(
     llr = won * math.log(p1 / p0) + lost * math.log((1.0 - p1) / (1.0 - p0))
     lower = math.log(beta / (1.0 - alpha))
     upper = math.log((1.0 - beta) / alpha)
-    common = dict(rule="sprt", games=games, wins=wins, draws=draws, losses=losses, llr=llr, lower=lower, upper=upper)
+    common: dict[str, Any] = dict(
+        rule="sprt", games=games, wins=wins, draws=draws, losses=losses, llr=llr, lower=lower, upper=upper
+    )
     hypotheses = f"H0 {elo0:+g} Elo, H1 {elo1:+g} Elo"
     if llr >= upper:
         return Verdict(ACCEPT, reason=f"LLR {llr:.2f} reached {upper:.2f} after {games} games ({hypotheses})", **common)

@@ -40,7 +40,8 @@ class RunSerializer(serializers.ModelSerializer):
         )
 
     def _current(self, run: Run):
-        cache = self.context.setdefault("current_settings", {})
+        # DRF's context is one dict shared by the list serializer's items; its stubs say Mapping
+        cache = self.context.setdefault("current_settings", {})  # type: ignore[attr-defined]
         if run.pk not in cache:
             cache[run.pk] = run.current_settings()
         return cache[run.pk]

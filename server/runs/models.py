@@ -152,7 +152,8 @@ class Run(models.Model):
             )
         return None
 
-    def current_settings(self) -> RunSettingsVersion:
+    def current_settings(self) -> RunSettingsVersion | None:
+        """The newest settings version; None only for a run just made, before its first."""
         return self.settings_versions.order_by("-version").first()
 
     @transaction.atomic

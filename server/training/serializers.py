@@ -2,11 +2,12 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
+from server.networks.models import Network
 from server.training.models import TrainingLine
 
 
 class TrainingLineSerializer(serializers.ModelSerializer):
-    last_export = serializers.SlugRelatedField(slug_field="name", read_only=True)
+    last_export: serializers.SlugRelatedField[Network] = serializers.SlugRelatedField(slug_field="name", read_only=True)
 
     class Meta:
         model = TrainingLine

@@ -157,6 +157,15 @@ def test_missing_fields_are_named(run, alice, task, game, missing):
     assert_nothing_stored(task["id"])
 
 
+def test_a_field_is_given_once_required():
+    from server.games.ingest import _given
+
+    assert _given(b"(;)") == b"(;)"
+    assert _given("") == ""
+    with pytest.raises(ValueError, match="before it was required"):
+        _given(None)
+
+
 @pytest.mark.parametrize(("field", "limit"), [("sgf", "sgf_bytes"), ("npz", "npz_bytes")])
 def test_files_above_the_size_limits_are_refused(run, alice, task, game, settings, field, limit):
     settings.SENTE_LIMITS = dict(settings.SENTE_LIMITS, **{limit: 100})

@@ -608,3 +608,14 @@ def test_unknown_network_file(db):
     """The file of an unknown network gets 404."""
     response = _file("nosuch")
     assert response.status_code == 404
+
+
+def test_a_stored_name_is_the_fields_and_an_empty_field_has_none():
+    from server.files import stored_name
+    from server.networks.models import Network
+
+    assert (
+        stored_name(Network(name="n", file="networks/ab/cd/abcd.safetensors").file) == "networks/ab/cd/abcd.safetensors"
+    )
+    with pytest.raises(FileNotFoundError, match="holds no file"):
+        stored_name(Network(name="random").file)

@@ -78,7 +78,8 @@ class Command(BaseCommand):
             run, credentials = ensure_demo(data / "platform.json", options["board"], options["architecture"], document)
         except SettingsError as e:
             raise CommandError(f"settings file {options['settings_file']}: {e}") from None
-        if document is not None and run.current_settings().document != document:
+        current = run.current_settings() if document is not None else None
+        if current is not None and current.document != document:
             self.stderr.write(f"run {run.name} exists already: it keeps its settings (not {options['settings_file']})")
 
         url = f"http://127.0.0.1:{port}"

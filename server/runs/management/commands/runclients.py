@@ -57,7 +57,7 @@ class Command(BaseCommand):
             if missing:
                 raise CommandError(f"--remove-build {', '.join(missing)}: not among the run's builds")
             builds = set() if any_build else (builds | set(add_build)) - set(remove_build)
-            changed = {"client_builds": sorted(builds)}
+            changed: dict[str, object] = {"client_builds": sorted(builds)}
             if min_version is not None:
                 changed["min_client_version"] = min_version
             if max_version is not None or no_max_version:
