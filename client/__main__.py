@@ -79,7 +79,7 @@ def gtp_player_kind(args) -> str:
 def gtp_engine(args):
     """The GTP engine the ``gtp`` command's arguments ask for (not started yet)."""
     from client.gtp.engine import GtpEngine
-    from client.gtp.players import PolicyPlayer, RandomPlayer
+    from client.gtp.players import Player, PolicyPlayer, RandomPlayer
     from client.gtp.search_player import SearchPlayer
     from common.go.rules import Rules, RulesError
 
@@ -95,7 +95,7 @@ def gtp_engine(args):
     if player_kind == "policy":
         if not hasattr(evaluator, "evaluate"):
             raise _UsageError("--player policy needs a network file, not --model random")
-        player = PolicyPlayer(evaluator)
+        player: Player = PolicyPlayer(evaluator)
     elif player_kind == "search":
         player = SearchPlayer(
             evaluator, args.visits or GTP_VISITS, seed=args.seed or 0, max_analysis_visits=args.max_analysis_visits
@@ -145,6 +145,9 @@ def _katago(argv: list[str]) -> int:
     if command.mode == "version":
         print(f"Sente {__version__}: KataGo's analysis engine protocol (katago analysis) on Sente's search")
         return 0
+    if command.model is None:  # the parser requires it in every mode but version
+        print("error: -model FILE is required", file=sys.stderr)
+        return 1
     evaluator = _load_evaluator(command.model, command.device, command.seed)
     return run_analysis(
         evaluator,
@@ -201,7 +204,8 @@ def _match(args) -> int:
     except SettingsError as e:
         raise _UsageError(str(e)) from None
     evaluators = [_load_evaluator(m, args.device, args.seed, compile=args.compile) for m in (args.first, args.second)]
-    names = tuple("random" if m == "random" else Path(m).name for m in (args.first, args.second))
+    first, second = ("random" if m == "random" else Path(m).name for m in (args.first, args.second))
+    names = (first, second)
     if names[0] == names[1]:
         names = (names[0] + " (1)", names[1] + " (2)")
     summary = run_match(

@@ -20,7 +20,7 @@ import logging
 import random
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -106,7 +106,7 @@ class Evaluator:
         self.model = model.to(self.device).eval()
         # torch.compile fuses the many small operations of a forward pass (several times faster on
         # the CPU at small batches) at the price of compiling once per input shape.
-        self.net = self.model
+        self.net: Callable[..., ModelOutput] = self.model
         if compile:
             # One compilation per (batch, board) shape: allow as many as a client meets.
             torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, COMPILED_SHAPES)
@@ -218,14 +218,14 @@ class Evaluator:
         nr = [no_result_possible(g.rules.ko, g.rules.scoring) for g in games]
         ev = interpret(out, legal_t, white, nr, model_version=self.model.config.version)
         if perspective == "white":
-            win, loss, lead = ev.white_win, ev.white_loss, ev.white_lead
-            mean, own = ev.white_score_selfplay, ev.white_ownership
+            win_t, loss_t, lead_t = ev.white_win, ev.white_loss, ev.white_lead
+            mean_t, own_t = ev.white_score_selfplay, ev.white_ownership
         else:
-            win, loss, lead, mean, own = ev.win, ev.loss, ev.lead, ev.score_mean, ev.ownership
+            win_t, loss_t, lead_t, mean_t, own_t = ev.win, ev.loss, ev.lead, ev.score_mean, ev.ownership
         policy = ev.policy_full.float().cpu().numpy()
-        own_np = own.float().cpu().numpy().reshape(n, NN_AREA)
-        win, loss, nr_p = win.cpu().numpy(), loss.cpu().numpy(), ev.no_result.cpu().numpy()
-        mean, stdev, msq, lead = (t.cpu().numpy() for t in (mean, ev.score_stdev, ev.score_mean_sq, lead))
+        own_np = own_t.float().cpu().numpy().reshape(n, NN_AREA)
+        win, loss, nr_p = win_t.cpu().numpy(), loss_t.cpu().numpy(), ev.no_result.cpu().numpy()
+        mean, stdev, msq, lead = (t.cpu().numpy() for t in (mean_t, ev.score_stdev, ev.score_mean_sq, lead_t))
         results = []
         for i, (game, s) in enumerate(zip(games, syms)):
             pol, own_i = policy[i], own_np[i]

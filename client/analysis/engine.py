@@ -267,7 +267,7 @@ class AnalysisEngine:
             return
         self.player.settings = req.config.search_settings()
         start = time.monotonic()
-        report = None
+        on_report: Callable[[SearchResult], None] | None = None
         if req.report_every is not None or req.first_report is not None or req.config.max_time is not None:
             due = [req.first_report if req.first_report is not None else req.report_every]
 
@@ -280,7 +280,8 @@ class AnalysisEngine:
                     self._emit(self._answer(req, result, during=True))
                     due[0] = elapsed + req.report_every if req.report_every is not None else None
 
-        result = self.player.run_search(game, req.visits, report, REPORT_TICK if report else 0.0, req.stop)
+            on_report = report
+        result = self.player.run_search(game, req.visits, on_report, REPORT_TICK if on_report else 0.0, req.stop)
         if result.moves.size == 0 or result.root_visits == 0:
             self._emit({"id": req.id, "isDuringSearch": False, "noResults": True, "turnNumber": req.turn})
             return

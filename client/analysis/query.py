@@ -16,6 +16,7 @@ import math
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from client.gtp.search_player import gtp_search_settings
 from common.go.game import Game, IllegalMoveError
@@ -44,7 +45,7 @@ class AnalysisConfig:
     def with_settings(self, settings: Mapping[str, object]) -> tuple[AnalysisConfig, list[str]]:
         """These settings (KataGo's names; values as JSON or config-file text) applied; also the keys
         this engine does not use. ValueError names the key of a bad value."""
-        changes: dict[str, object] = {}
+        changes: dict[str, Any] = {}
         unused = []
         for key, value in settings.items():
             text = str(value).strip().strip('"')

@@ -19,6 +19,7 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
+from typing import Any
 
 from common.files import atomic_write
 
@@ -49,7 +50,7 @@ class ClientConfig:
     def merged(self, values: Mapping[str, object], source: str) -> ClientConfig:
         """These settings with the given ones (None values skipped) on top, each checked."""
         known = {f.name for f in fields(self)}
-        changes = {}
+        changes: dict[str, Any] = {}
         for key, value in values.items():
             if key not in known:
                 raise ConfigError(f"{source}: unknown setting {key!r} (known: {', '.join(sorted(known))})")
@@ -113,12 +114,12 @@ def save(config: ClientConfig, path: Path | None = None) -> Path:
     )
 
 
-def _checked(key: str, value: object, where: str) -> object:
+def _checked(key: str, value: Any, where: str) -> Any:
     if key == "parallel":
         if isinstance(value, bool):
             raise ConfigError(f"{where}: {value!r} is not a whole number of games")
         try:
-            n = int(value)  # type: ignore[arg-type]
+            n = int(value)
         except (TypeError, ValueError):
             raise ConfigError(f"{where}: {value!r} is not a whole number of games") from None
         if n < 1 or (isinstance(value, float) and value != n):

@@ -138,7 +138,7 @@ class NetworkCache:
                 path.unlink(missing_ok=True)
             problems = []
             for _ in range(self.attempts):
-                problem = self._download(ref)
+                problem = self._download(ref, ref.url, ref.sha256)
                 if problem is None:
                     os.replace(self._partial(ref.name), path)
                     fsync_dir(self.directory)
@@ -155,9 +155,9 @@ class NetworkCache:
     def _matches(self, path: Path, ref: NetworkRef) -> bool:
         return path.stat().st_size == ref.size and _sha256(path) == ref.sha256
 
-    def _download(self, ref: NetworkRef) -> str | None:
-        """Fetch (the rest of) ref's file into its partial file; returns what is wrong with the
-        result, or None when it is whole and right."""
+    def _download(self, ref: NetworkRef, url: str, sha256: str) -> str | None:
+        """Fetch (the rest of) ref's file from ``url`` (ref's) into its partial file; returns what is
+        wrong with the result (``sha256``: ref's), or None when it is whole and right."""
         partial = self._partial(ref.name)
         have = partial.stat().st_size if partial.exists() else 0
         if have > ref.size:
@@ -167,7 +167,7 @@ class NetworkCache:
         if 0 < have < ref.size:
             headers["Range"] = f"bytes={have}-"  # no If-Range: see the module docstring
         if have < ref.size:
-            with self.session.get(ref.url, headers=headers, stream=True, timeout=self.timeout) as response:
+            with self.session.get(url, headers=headers, stream=True, timeout=self.timeout) as response:
                 status = response.status_code
                 if status == 416:  # what we have is not a prefix of the file
                     return f"the server refused the range from byte {have} (416)"
@@ -177,7 +177,7 @@ class NetworkCache:
                     response.raise_for_status()  # the server's trouble: the caller waits and asks again
                 if status not in (200, 206):
                     raise NetworkFileError(
-                        f"network {ref.name} from {ref.url}: the server answered {status} {response.reason}"
+                        f"network {ref.name} from {url}: the server answered {status} {response.reason}"
                     )
                 resume = response.status_code == 206 and _range_start(response) == have
                 with open(partial, "ab" if resume else "wb") as f:
@@ -190,8 +190,8 @@ class NetworkCache:
         if size != ref.size:
             return f"{size} bytes, not the {ref.size} the server announced"
         digest = _sha256(partial)
-        if digest != ref.sha256:
-            return f"its sha256 is {digest[:16]}..., not the announced {ref.sha256[:16]}..."
+        if digest != sha256:
+            return f"its sha256 is {digest[:16]}..., not the announced {sha256[:16]}..."
         return None
 
     # --- housekeeping -----------------------------------------------------------------------------

@@ -33,6 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import Literal
 
 import requests
 
@@ -227,7 +228,7 @@ class TaskQueue:
             self._cond.notify_all()
             return task, number
 
-    def next_selfplay(self, timeout: float) -> Task | bool | None:
+    def next_selfplay(self, timeout: float) -> Task | Literal[False] | None:
         """The self-play task whose games are handed out next (left in hand); None when there is none
         yet (after waiting up to timeout), False when none will come."""
         with self._cond:
@@ -237,7 +238,7 @@ class TaskQueue:
                 return self._selfplay[0]
             return False if self._closed else None
 
-    def take_rating(self, timeout: float) -> Task | bool | None:
+    def take_rating(self, timeout: float) -> Task | Literal[False] | None:
         """The next rating task (waiting up to timeout); None: none yet; False: none will come."""
         with self._cond:
             self._cond.wait_for(lambda: self._rating or self._closed, timeout)

@@ -41,6 +41,7 @@ import uuid
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -51,6 +52,11 @@ from client.contribute.outbox import Outbox
 from client.contribute.server import ServerClient
 from client.contribute.sizing import Sizing
 from client.contribute.tasks import CANARY, PROTOCOL, Fatal, Task, TaskQueue
+
+if TYPE_CHECKING:  # imported where they are used: they bring in torch
+    from client.evaluator import Evaluator
+    from client.search.engine import NullEvaluator
+    from client.selfplay.run import SelfPlayDriver
 
 log = logging.getLogger(__name__)
 
@@ -149,7 +155,7 @@ class Worker:
         self._evaluators_lock = threading.Lock()
         self._lock = threading.Lock()
         self.sessions: list[_Session] = []
-        self.finished_before = {"games": 0, "moves": 0, "evals": 0, "offered": 0}
+        self.finished_before: dict[str, float] = {"games": 0, "moves": 0, "evals": 0, "offered": 0}
         self.rating_playing = 0
         self.selfplay_playing = 0  # self-play games handed to the sessions and not finished
         self.rating_finished = 0
@@ -298,7 +304,7 @@ class Worker:
             if ref.is_random or path is None:
                 from client.search.engine import NullEvaluator
 
-                evaluator = NullEvaluator()
+                evaluator: Evaluator | NullEvaluator = NullEvaluator()
             else:
                 from client.evaluator import Evaluator
                 from common.nn.katago_import import KataGoModelError
@@ -391,7 +397,7 @@ class Worker:
             live = s.driver.live() if s.driver is not None else None
             if live is None:
                 continue
-            playing += live["playing"]
+            playing += int(live["playing"])
             for k in ("moves", "evals", "offered"):
                 totals[k] += live[k]
             totals["games"] += live["games"]
@@ -470,7 +476,7 @@ class _Session:
         self.task = task
         self.key = task.key
         self.draining = threading.Event()
-        self.driver = None
+        self.driver: SelfPlayDriver | None = None
         self.thread = threading.Thread(
             target=worker._guard, args=(self._run,), name=f"selfplay-{task.key[0]}", daemon=True
         )

@@ -17,7 +17,7 @@ from typing import TextIO
 import numpy as np
 
 from client.gtp.players import Player
-from client.gtp.search_player import analysis_line, best_move
+from client.gtp.search_player import SearchPlayer, analysis_line, best_move
 from common import __version__
 from common.go.game import Game, IllegalMoveError
 from common.go.geometry import (
@@ -52,6 +52,8 @@ class GtpEngine:
         self, player: Player, name: str = "Sente", rules: Rules | None = None, komi: float | None = None, evaluator=None
     ) -> None:
         self.player = player
+        # the analysis commands need a player that searches
+        self.searcher = player if isinstance(player, SearchPlayer) else None
         self.evaluator = evaluator  # a client.evaluator.Evaluator, for kata-raw-nn
         self.name = name
         self.rules = rules or Rules()
@@ -92,7 +94,7 @@ class GtpEngine:
             "kata-set-rule": self.cmd_kata_set_rule,
             "kata-raw-nn": self.cmd_kata_raw_nn,
         }
-        if hasattr(player, "run_search"):
+        if self.searcher is not None:
             self.commands["kata-analyze"] = self.cmd_kata_analyze
             self.commands["kata-genmove_analyze"] = self.cmd_kata_genmove_analyze
         self.out: TextIO | None = None
@@ -518,7 +520,14 @@ class GtpEngine:
                 raise GtpError(f"unknown analysis key {key!r}")
         return color, max(interval, 0.01), max_moves, ownership
 
+    def _search_player(self) -> SearchPlayer:
+        """The player of the analysis commands, which are there only when the player searches."""
+        if self.searcher is None:
+            raise RuntimeError("analysis needs a player that searches")
+        return self.searcher
+
     def _report(self, position: Game, max_moves: int, ownership: bool):
+        searcher = self._search_player()
         own = None
         if ownership and self.evaluator is not None:
             own = self.evaluator.evaluate([position])[0].ownership
@@ -526,14 +535,15 @@ class GtpEngine:
         def report(result) -> None:
             if self.out is None or result.moves.size == 0 or result.visits.sum() == 0:
                 return
-            self.out.write(analysis_line(result, position, self.player.principal_variation, max_moves, own) + "\n")
+            self.out.write(analysis_line(result, position, searcher.principal_variation, max_moves, own) + "\n")
             self.out.flush()
 
         return report
 
     def cmd_kata_analyze(self, args: list[str]) -> str:
+        searcher = self._search_player()
         color, interval, max_moves, ownership = self._analysis_args(args)
-        position = self.player.position_for(self.game, color)
+        position = searcher.position_for(self.game, color)
         if self.out is None or position.is_over:
             return ""  # nothing to analyze (or no stream to write to): an empty response
         report = self._report(position, max_moves, ownership)
@@ -541,7 +551,7 @@ class GtpEngine:
 
         def analyze() -> None:
             try:
-                result = self.player.run_search(position, self.player.max_analysis_visits, report, interval, stop)
+                result = searcher.run_search(position, searcher.max_analysis_visits, report, interval, stop)
                 report(result)
             except Exception:  # an analysis that fails ends quietly; the next command still works
                 log.exception("analysis failed")
@@ -565,8 +575,9 @@ class GtpEngine:
             self.out.flush()
 
     def cmd_kata_genmove_analyze(self, args: list[str]) -> str:
+        searcher = self._search_player()
         color, interval, max_moves, ownership = self._analysis_args(args)
-        position = self.player.position_for(self.game, color)
+        position = searcher.position_for(self.game, color)
         if position.is_over:
             move = PASS
         else:
@@ -574,7 +585,7 @@ class GtpEngine:
             if self.out is not None:
                 self.out.write(f"={self._ident}\n")
                 self.out.flush()
-            result = self.player.run_search(position, self.player.visits, report, interval)
+            result = searcher.run_search(position, searcher.visits, report, interval)
             move = best_move(result)
         self.game.play(move, color)
         if self.out is None:

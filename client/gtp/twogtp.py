@@ -18,8 +18,10 @@ import random
 import shlex
 import subprocess
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO, cast
 
 from common.files import atomic_write
 from common.go import playout
@@ -45,6 +47,9 @@ class GtpProcess:
             self.proc = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
         except OSError as e:
             raise GtpProcessError(f"cannot start engine {self.argv!r}: {e.strerror}") from None
+        # both are pipes (PIPE above), never None
+        self._to_engine = cast(IO[str], self.proc.stdin)
+        self._from_engine = cast(IO[str], self.proc.stdout)
 
     def send(self, command: str) -> str:
         """Send one command; the response text, or GtpProcessError on '?' or a broken pipe."""
@@ -55,13 +60,13 @@ class GtpProcess:
 
     def try_send(self, command: str) -> tuple[bool, str]:
         try:
-            self.proc.stdin.write(command + "\n")
-            self.proc.stdin.flush()
+            self._to_engine.write(command + "\n")
+            self._to_engine.flush()
         except (BrokenPipeError, OSError):
             raise GtpProcessError(f"{self.name} is not running (sending {command!r})") from None
-        lines = []
+        lines: list[str] = []
         while True:
-            line = self.proc.stdout.readline()
+            line = self._from_engine.readline()
             if line == "":
                 raise GtpProcessError(f"{self.name} closed its output (after {command!r})")
             line = line.rstrip("\r\n")
@@ -125,7 +130,7 @@ def play_match(
     rules: Rules | None = None,
     komi: float = 7.0,
     max_moves: int | None = None,
-    opening: list[int] = (),
+    opening: Sequence[int] = (),
 ) -> MatchResult:
     """Play one game between two engines, from the ``opening`` moves (played for both sides)."""
     rules = rules or Rules()
@@ -169,7 +174,8 @@ def play_match(
             break
         other.send(f"play {color_name(color)} {'pass' if loc == PASS else answer}")
     record = GameRecord.from_game(game, black_player=black.name, white_player=white.name)
-    return MatchResult(game, record, reason or game.result.reason)
+    outcome = game.result  # the game is over here: by the rules, the move limit or a resignation
+    return MatchResult(game, record, reason or (outcome.reason if outcome is not None else ""))
 
 
 def main(args) -> int:

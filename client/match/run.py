@@ -23,6 +23,7 @@ import numpy as np
 
 from client.search.engine import BatchedSearch
 from client.search.targets import choose_move
+from client.stop import Stop
 from common.files import atomic_write
 from common.go.game import Game
 from common.go.geometry import BLACK, WHITE
@@ -111,7 +112,7 @@ def run_match(
     leaves_per_game: int = 1,
     name: str | None = None,
     on_game=None,
-    stop: threading.Event | None = None,
+    stop: Stop | None = None,
     more=None,
     paused=None,
 ) -> MatchSummary:
@@ -126,7 +127,7 @@ def run_match(
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
     name = name or f"match-{seed}"
-    stop = stop or threading.Event()
+    stop = stop if stop is not None else threading.Event()
     parallel = min(parallel, games)
     engines = [
         BatchedSearch(ev, parallel, settings.visits, leaves_per_game, seed=seed + k, history=settings.max_moves + 8)
@@ -222,7 +223,9 @@ def run_match(
             if not engine.n_searching:
                 continue
             for i in engine.step():
-                play(int(i), slots[int(i)], engine)
+                m = slots[int(i)]
+                if m is not None:  # a slot searching holds a game
+                    play(int(i), m, engine)
                 launch(int(i))
     summary.seconds = time.perf_counter() - t0
     if out is not None:

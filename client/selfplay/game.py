@@ -59,7 +59,7 @@ class SelfPlayGame:
     rng: np.random.Generator
     encoder: Encoder
     phase: str = HANDICAP
-    game: Game | None = None
+    game: Game = field(init=False)  # made by __post_init__ from start
     handicap_stones: list[int] = field(default_factory=list)
     compensation_rounds: int = 0
     opening_played: int = 0

@@ -17,8 +17,10 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 
 import numba
 import numpy as np
@@ -26,6 +28,7 @@ import numpy as np
 from client.search.engine import BatchedSearch
 from client.selfplay.game import PLAY, SelfPlayGame
 from client.selfplay.init import draw_start
+from client.stop import Stop
 from common.data.rows import game_rows_npz
 from common.files import atomic_write
 from common.go.geometry import BLACK, WHITE
@@ -151,7 +154,7 @@ class SelfPlayDriver:
         self,
         next_game,
         finished,
-        stop: threading.Event | None = None,
+        stop: Stop | None = None,
         paused=None,
         time_limit: float | None = None,
         on_tick=None,
@@ -159,7 +162,7 @@ class SelfPlayDriver:
         """Play until the feed runs dry (every slot empty), `stop` is set, or `time_limit` seconds
         passed; games unfinished then are dropped. While ``paused()`` is true no step is taken.
         ``on_tick()`` is called after each step of any group (from its thread)."""
-        stop = stop or threading.Event()
+        stop = stop if stop is not None else threading.Event()
         summary = self.summary
         t0 = time.perf_counter()
 
@@ -221,7 +224,7 @@ class SelfPlayDriver:
             if len(self.groups) > 1:
                 _short_switch_interval(False)
             for g in self.groups:
-                g.next_game = g.finish = None  # the caller's closures: no cycle outlives the run
+                del g.next_game, g.finish  # the caller's closures: no cycle outlives the run
         if errors:
             raise errors[0]
         summary.seconds = time.perf_counter() - t0
@@ -286,7 +289,8 @@ def run_selfplay(
 
     def finished(game: SelfPlayGame, order: GameOrder) -> int | None:
         # Each game's files are its own: written by its group's thread, outside any lock.
-        made = game_rows_npz(game.training_record(), np.random.default_rng([seed, order.tag, 1]))
+        number = cast(int, order.tag)  # next_game's: the game's number
+        made = game_rows_npz(game.training_record(), np.random.default_rng([seed, number, 1]))
         count = None
         if made is not None:
             files.append(atomic_write(out / f"{game.game_id}.npz", made[0]))
@@ -371,6 +375,10 @@ class _Group:
     # How long an idle group waits before asking its feed again (the feed said LATER).
     IDLE_SECONDS = 0.05
 
+    # the run's feed and the sink of its finished games, from begin() to the run's end
+    next_game: Callable[[int], GameOrder | str | None]
+    finish: Callable[[SelfPlayGame, GameOrder], None]
+
     def __init__(self, index: int, settings: SelfPlaySettings, engine: BatchedSearch) -> None:
         self.index = index
         self.engine = engine
@@ -378,7 +386,6 @@ class _Group:
         self.encoder = Encoder()  # each thread its own scratch
         self.slots: list[tuple[SelfPlayGame, GameOrder] | None] = [None] * engine.games
         self.waiting: set[int] = set()  # empty slots whose feed said LATER
-        self.next_game = self.finish = None
 
     def new_game(self, i: int) -> tuple[SelfPlayGame, GameOrder] | None:
         order = self.next_game(self.index)
@@ -392,7 +399,9 @@ class _Group:
         game = SelfPlayGame(order.game_id, self.settings, draw_start(self.settings, order.rng), order.rng, self.encoder)
         return game, order
 
-    def begin(self, next_game, finish) -> None:
+    def begin(
+        self, next_game: Callable[[int], GameOrder | str | None], finish: Callable[[SelfPlayGame, GameOrder], None]
+    ) -> None:
         self.next_game = next_game
         self.finish = finish
         for i in range(len(self.slots)):
@@ -425,7 +434,7 @@ class _Group:
                 return
             _take_result(engine, i, game)  # a cheap search whose reused tree was big enough already
 
-    def run(self, stop: threading.Event, paused, t0: float, time_limit: float | None, on_tick) -> None:
+    def run(self, stop: Stop, paused, t0: float, time_limit: float | None, on_tick) -> None:
         engine = self.engine
         while (engine.n_searching or self.waiting) and not stop.is_set():
             if time_limit is not None and time.perf_counter() - t0 > time_limit:
@@ -441,9 +450,10 @@ class _Group:
                     stop.wait(self.IDLE_SECONDS)
                     continue
             for i in engine.step():
-                i = int(i)
-                _take_result(engine, i, self.slots[i][0])
-                self.launch(i)
+                entry = self.slots[int(i)]
+                if entry is not None:  # a slot searching holds a game
+                    _take_result(engine, int(i), entry[0])
+                self.launch(int(i))
             if on_tick is not None:
                 on_tick()
 
