@@ -181,10 +181,10 @@ def load(games: int, rating_games: int, networks: int, users: int) -> dict:
                   n.parent_id
            FROM networks_network n WHERE n.run_id = %(run)s AND NOT n.is_random""",
         # tasks: one per contributor and day
-        """INSERT INTO distribution_task (id, kind, games, games_received, client_version, client_instance_id,
-                                          created_at, expires_at, network_id, network_a_id, network_b_id, run_id,
-                                          settings_version_id, user_id)
-           SELECT md5('task' || u.id || '-' || d)::uuid, 'selfplay', 1000, 0, '0.1.0', 'bench',
+        """INSERT INTO distribution_task (id, kind, games, games_received, client_version, client_build,
+                                          client_instance_id, created_at, expires_at, network_id, network_a_id,
+                                          network_b_id, run_id, settings_version_id, user_id)
+           SELECT md5('task' || u.id || '-' || d)::uuid, 'selfplay', 1000, 0, '0.1.0', '', 'bench',
                   now() - d * interval '1 day', now() - d * interval '1 day' + interval '6 hours',
                   %(random)s, NULL, NULL, %(run)s, %(version)s, u.id
            FROM accounts_user u, generate_series(0, %(days)s) d WHERE u.username LIKE 'user%%'""",
