@@ -32,11 +32,12 @@ def test_rating_games_in_play_leave_self_play_only_the_rest_of_parallel(tmp_path
     assert worker.room_for_selfplay()
 
 
-def _wait_on_stop(stop) -> None:
+def _wait_on_stop(stop, waiting) -> None:
     import threading
 
     from client.contribute.worker import _StopView
 
+    waiting.set()
     _StopView(stop, threading.Event()).wait(60)
 
 
@@ -48,9 +49,11 @@ def test_a_worker_killed_while_it_waits_does_not_block_the_supervisors_stop():
 
     context = multiprocessing.get_context("spawn")
     control = Control(context)
-    process = context.Process(target=_wait_on_stop, args=(control.stopping,))
+    waiting = context.Event()
+    process = context.Process(target=_wait_on_stop, args=(control.stopping, waiting))
     process.start()
-    time.sleep(3)  # well inside its wait
+    assert waiting.wait(60)
+    time.sleep(0.5)  # well inside its wait
     os.kill(process.pid, signal.SIGKILL)
     process.join()
     setter = threading.Thread(target=control.stopping.set, daemon=True)
