@@ -50,7 +50,13 @@ def wait_for_warmup() -> None:
 
 
 def _needs_kernels(item: pytest.Item) -> bool:
-    return item.get_closest_marker("slow") is not None or "selfplay_games" in getattr(item, "fixturenames", ())
+    """Whether the test runs the kernels the warm-up compiles: the end-to-end tests, those marked
+    ``kernels`` (they play games, or evaluate a network), and those given the session's games."""
+    return (
+        item.get_closest_marker("slow") is not None
+        or item.get_closest_marker("kernels") is not None
+        or "selfplay_games" in getattr(item, "fixturenames", ())
+    )
 
 
 @pytest.hookimpl(trylast=True)

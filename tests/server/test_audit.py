@@ -11,6 +11,8 @@ import pytest
 
 from tests.server import audit_data, helpers
 
+pytestmark = pytest.mark.kernels  # every test uses the games played with a network
+
 # Full searches of 32 visits on 7x7 (the shared test settings' 12 visits leave the search little
 # room to follow its network; docs/data-integrity.md has the figures for both); games of at most
 # 60 moves keep the other network's games (it rarely passes) short.

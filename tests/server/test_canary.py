@@ -30,6 +30,7 @@ def _body(response) -> bytes:
     return b"".join(response.streaming_content) if response.streaming else response.content
 
 
+@pytest.mark.kernels
 def test_upload_queues_the_canary_which_the_task_computes_and_the_api_serves(
     run, trainer, tiny_network_file, django_capture_on_commit_callbacks
 ):

@@ -105,6 +105,7 @@ HONEST = {
 }
 
 
+@pytest.mark.kernels
 @pytest.mark.parametrize("name", HONEST)
 def test_honest_games_of_every_draw_pass_every_check(tmp_path, name):
     from common.data.validate import load_rows

@@ -22,6 +22,8 @@ from tests.server import helpers
 from tests.server.conftest import new_task, stored_files
 from tests.server.helpers import PlayedGame, upload_fields
 
+pytestmark = pytest.mark.kernels  # most tests upload games played by the client's search
+
 TRAINING = "/api/v1/games/training/"
 RATING = "/api/v1/games/rating/"
 

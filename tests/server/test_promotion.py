@@ -199,6 +199,7 @@ def test_staff_decide_by_hand_from_the_admin_with_a_note(run, client):
     ]
 
 
+@pytest.mark.kernels
 def test_an_uploaded_rating_game_counts_into_the_gating(run, alice, tmp_path):
     from server.ratings.models import Gating
     from tests.server.test_games import RATING, post

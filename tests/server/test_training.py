@@ -21,7 +21,7 @@ from django.core.management import call_command
 from common.settings import TrainingSettings
 from tests.server import helpers
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.kernels]  # most use the self-play games of training_games
 
 TRAIN = TrainingSettings(
     architecture="tiny",
