@@ -17,21 +17,25 @@ _warmup: list[subprocess.Popen] = []
 
 
 def pytest_sessionstart(session):
-    """Compile the search's numba kernels in a second process while the first tests run: on a clean
-    checkout numba's cache is empty, compiling them takes minutes of one core, and the first tests
-    (the server's, which need no kernels) leave the other core free. With the cache filled it takes
-    seconds. SENTE_NO_WARMUP=1 turns it off."""
+    """Compile numba's kernels in other processes (``tests/warmup.py``, one per family of kernels)
+    while the first tests run: on a clean checkout numba's cache is empty and compiling takes minutes
+    of processor time, which the two families share between the cores; the first tests (the server's
+    that need no kernels) are short. With the cache filled it takes seconds. SENTE_NO_WARMUP=1 turns
+    it off."""
+    from tests.warmup import FAMILIES
+
     if os.environ.get("SENTE_NO_WARMUP") or hasattr(session.config, "workerinput"):
         return
-    _warmup.append(
-        subprocess.Popen(
-            [sys.executable, "-m", "tests.warmup"],
-            cwd=ROOT,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+    for family in FAMILIES:
+        _warmup.append(
+            subprocess.Popen(
+                [sys.executable, "-m", "tests.warmup", family],
+                cwd=ROOT,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
         )
-    )
 
 
 def pytest_sessionfinish(session, exitstatus):
@@ -42,8 +46,8 @@ def pytest_sessionfinish(session, exitstatus):
 
 
 def wait_for_warmup() -> None:
-    """Let the compiling process finish before a test compiles the same kernels beside it (both would
-    then compile them, each at half speed); afterwards they load from the cache."""
+    """Let the compiling processes finish before a test compiles the same kernels beside them (they
+    would compile them twice, sharing the cores); afterwards they load from the cache."""
     for process in _warmup:
         with contextlib.suppress(subprocess.TimeoutExpired):
             process.wait(timeout=900)

@@ -1,10 +1,15 @@
-"""Compile the search's numba kernels into numba's cache: a tiny GTP game, a tiny match and two tiny
-self-play games with the null network. The test run starts this in a second process, so that on a
-clean checkout (an empty cache) the minutes of compiling use the core the first tests leave free.
-The GTP game comes first: the first tests play a match in a client process, which compiles the
-match's kernels itself, and play over GTP after it.
+"""Compile numba's kernels into numba's cache, one family per process so that both cores compile:
 
-Run from the project root: .venv/bin/python -m tests.warmup
+- ``search``: the search's kernels, with the null network: a tiny GTP game, two tiny self-play games
+  and a tiny match. The GTP game comes first: the first tests play a match in a client process, which
+  compiles the match's kernels itself, and play over GTP after it.
+- ``network``: the kernels a network's evaluation and a finished game use outside the search: a tiny
+  network evaluates the canary's positions (set up with stones) and a game's, and the game is scored.
+  The search compiles these late (its self-play games write rows): by then this process has saved them.
+
+The test run starts both at once; on a clean checkout (an empty cache) compiling takes minutes.
+
+Run from the project root: .venv/bin/python -m tests.warmup [search|network]
 """
 
 from __future__ import annotations
@@ -15,8 +20,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+FAMILIES = ("search", "network")
 
-def main() -> None:
+
+def search() -> None:
     from client.gtp.engine import GtpEngine
     from client.gtp.search_player import SearchPlayer
     from client.match.run import run_match
@@ -34,5 +41,26 @@ def main() -> None:
         run_match([NullEvaluator(), NullEvaluator()], ("a", "b"), match, games=2, parallel=2, out_dir=None)
 
 
+def network() -> None:
+    from client.evaluator import Evaluator
+    from common.go.game import Game
+    from common.nn import canary
+    from common.nn.model import Model, named_config
+
+    model = Model(named_config("tiny")).eval()
+    canary.evaluate(model)
+    game = Game(7)
+    for _ in range(12):
+        moves = game.legal_moves()
+        game.play(moves[len(moves) // 2])
+    Evaluator(model, device="cpu").evaluate([game])
+    game.ownership("scoring")
+
+
+def main(families: list[str]) -> None:
+    for family in families or FAMILIES:
+        {"search": search, "network": network}[family]()
+
+
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])
