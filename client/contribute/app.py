@@ -134,12 +134,13 @@ class _Contributor:
                 EXIT_USAGE,
                 "no server: give --server URL and --username NAME the first time (both are kept for later starts)",
             )
+        self.server_url = self.config.server  # logging in keeps it: every later config has this server
         self.data_dir = self.config.data_path()
         self.ctx = multiprocessing.get_context("spawn")
         self.control = Control(self.ctx)
         self.messages = self.ctx.Queue()
         self.log_queue = self.ctx.Queue()
-        self.status: Status | None = None
+        self.status: Status  # made by _contribute before anything reads it
         self.fatal: tuple[int, str] | None = None
         self._interrupts = 0
         self._signalled: list[str] = []  # what signal handlers noted, for the main loop
@@ -204,12 +205,13 @@ class _Contributor:
 
     def _login(self) -> None:
         cfg = self.config
-        if not cfg.username:
+        username = cfg.username
+        if not username:
             raise Stop(EXIT_USAGE, f"no client token for {cfg.server}: give --username NAME to log in once")
-        password = self._password(cfg.username, cfg.server)
-        server = ServerClient(cfg.server, instance_id=cfg.instance_id or "sente-client")
+        password = self._password(username, self.server_url)
+        server = ServerClient(self.server_url, instance_id=cfg.instance_id or "sente-client")
         try:
-            login = patiently(lambda: server.login(cfg.username, password, f"client on {socket.gethostname()}"[:100]))
+            login = patiently(lambda: server.login(username, password, f"client on {socket.gethostname()}"[:100]))
         except AuthError as e:
             raise Stop(
                 EXIT_AUTH,
@@ -285,7 +287,7 @@ class _Contributor:
         """A client of the server that took the token (logging in again if it refused the kept one
         and can), and the account the server says it is."""
         cfg = self.config
-        server = ServerClient(cfg.server, cfg.token, instance_id=cfg.instance_id)
+        server = self._client()
         try:
             try:
                 return server, patiently(server.me)
@@ -299,7 +301,7 @@ class _Contributor:
                 )
                 self._login()
                 cfg = self.config
-                server = ServerClient(cfg.server, cfg.token, instance_id=cfg.instance_id)
+                server = self._client()
                 return server, patiently(server.me)
         except AuthError as e:
             raise Stop(
@@ -316,6 +318,12 @@ class _Contributor:
                 f"cannot reach the server at {cfg.server} ({describe_error(e)}); check the "
                 "address and the network connection, then start again",
             ) from None
+
+    def _client(self) -> ServerClient:
+        """A client of the server with the kept token (none: the server refuses it)."""
+        instance_id = self.config.instance_id
+        assert instance_id is not None, "_check_server has given the installation its id"
+        return ServerClient(self.server_url, self.config.token, instance_id=instance_id)
 
     def _check_run(self, server: ServerClient) -> None:
         """Ends the command when the server's run does not take this client; a server without a run
@@ -360,7 +368,7 @@ class _Contributor:
         outbox = Outbox(self.data_dir / "outbox", backoff_start=self.args.retry_seconds)
         cache = NetworkCache(self.data_dir / "networks")
         cache.prune()
-        self.status = Status(server=self.config.server, username=self.username)
+        self.status = Status(server=self.server_url, username=self.username)
         self.status.outbox = outbox.counts
         if outbox.counts.pending:
             log.warning(
@@ -391,13 +399,15 @@ class _Contributor:
     def _specs(self, devices: list[str]) -> list[WorkerSpec]:
         """One worker per device."""
         cfg = self.config
+        token, instance_id = cfg.token, cfg.instance_id
+        assert token is not None and instance_id is not None, "the server has taken both (_check_server)"
         return [
             WorkerSpec(
                 index=i,
                 device=d,
-                server=cfg.server,
-                token=cfg.token,
-                instance_id=cfg.instance_id,
+                server=self.server_url,
+                token=token,
+                instance_id=instance_id,
                 parallel=cfg.parallel or (DEFAULT_PARALLEL_CPU if d == "cpu" else DEFAULT_PARALLEL_GPU),
                 data_dir=str(self.data_dir),
                 retry_start=self.args.retry_seconds,

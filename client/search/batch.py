@@ -111,7 +111,7 @@ class Batch(NamedTuple):
     spatial: np.ndarray  # float32[G * L * 22 * 361], viewed as [G * L, 22, W * W] for a crop of W
     glob: np.ndarray  # float32[G * L, 19]
     legal: np.ndarray  # uint8[G * L, 362], board layout (y * 19 + x, pass last)
-    index: np.ndarray  # int32[G * L, 362]: board position -> network output index (crop, symmetry)
+    places: np.ndarray  # int32[G * L, 362]: board position -> network output index (crop, symmetry)
     keys: np.ndarray  # int64[G * L]
     probs: np.ndarray  # float32[G * L, 362]: the leaves' priors once evaluated
     values: np.ndarray  # float32[G * L, V_LEN]
@@ -130,9 +130,9 @@ class Selection(NamedTuple):
 
 
 @structref.register
-class _StepStateType(types.StructRef):
+class _StepStateType(types.StructRef):  # type: ignore[name-defined]  # numba's stubs leave it out
     def preprocess_fields(self, fields):
-        return tuple((name, types.unliteral(typ)) for name, typ in fields)
+        return tuple((name, types.unliteral(typ)) for name, typ in fields)  # type: ignore[attr-defined]  # numba's stubs leave it out
 
 
 class StepState(structref.StructRefProxy):
@@ -191,7 +191,7 @@ def new_batch(games: int, leaves: int) -> Batch:
         spatial=np.zeros(n * NUM_SPATIAL * NN_AREA, np.float32),
         glob=np.zeros((n, NUM_GLOBAL), np.float32),
         legal=np.zeros((n, NN_AREA + 1), np.uint8),
-        index=np.zeros((n, NN_AREA + 1), np.int32),
+        places=np.zeros((n, NN_AREA + 1), np.int32),
         keys=np.zeros(n, np.int64),
         probs=np.zeros((n, NN_AREA + 1), np.float32),
         values=np.zeros((n, V_LEN), np.float32),
@@ -289,7 +289,7 @@ def _encode_leaf(t, r, b, sel, i, slot, pos, path, plen, scratch):
     x_size = pos.b[M_XSIZE]
     y_size = pos.b[M_YSIZE]
     sym = rand_below(t.rng[i], 8) if sel.random_sym else 0
-    index = b.index[slot]
+    index = b.places[slot]
     symmetry_index(x_size, y_size, sym, sel.width, index)
     draw_equiv = 0.5 * (t.params[i].draw_wl + 1.0)
     fill_row_at(
@@ -416,7 +416,7 @@ def _apply_game(t, r, w, b, policy, value, misc, i, leaves, lane):
         path = w.path[i, j]
         leaf = path[plen - 1]
         probs = b.probs[slot]
-        policy_softmax(policy[row], b.index[slot], b.legal[slot], x_size, y_size, probs)
+        policy_softmax(policy[row], b.places[slot], b.legal[slot], x_size, y_size, probs)
         interpret_values(value[row], misc[row], no_result_allowed, vals)
         sign = 1.0 if t.pla[i, leaf] == WHITE else -1.0
         mean = vals[R_SCORE_MEAN]

@@ -19,6 +19,7 @@ import math
 import os
 import weakref
 from dataclasses import dataclass
+from typing import cast
 
 import numba
 import numpy as np
@@ -171,7 +172,8 @@ def search_params(settings: SearchSettings, game: Game, visits: int, draw_equiva
     p["noise_total"] = settings.noise_total_concentration
     p["forced_coeff"] = settings.forced_playout_coeff
     p["draw_wl"] = 2.0 * draw_equivalent_wins - 1.0
-    return p[()]
+    # the stubs type every index of an array as an array; () of a 0-d record array is its record
+    return cast(np.void, p[()])
 
 
 class BatchedSearch:
@@ -293,8 +295,9 @@ class BatchedSearch:
         `previous` (None: unknown): the moves played since are walked down the tree, keeping the
         subtree; if the tree does not lead there, it starts afresh. Returns whether a tree was kept."""
         moves = game.move_list
-        kept = previous is not None and moves[: len(previous)] == previous
-        if kept:
+        kept = False
+        if previous is not None and moves[: len(previous)] == previous:
+            kept = True
             for _, loc in moves[len(previous) :]:
                 kept = self.advance(i, loc, keep=True) and kept
         if not kept:

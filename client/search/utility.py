@@ -39,8 +39,8 @@ def _build_table() -> np.ndarray:
     # Narrow spreads: the integrand is smooth in z over the Gaussian's width.
     nodes, weights = np.polynomial.hermite_e.hermegauss(96)
     weights = weights / weights.sum()
-    x = m[:, None, None] + s[None, small, None] * nodes[None, None, :]
-    table[:, small] = (np.arctan(x) * weights).sum(axis=2)
+    samples = m[:, None, None] + s[None, small, None] * nodes[None, None, :]
+    table[:, small] = (np.arctan(samples) * weights).sum(axis=2)
     # Wide spreads: convolve atan with each Gaussian on the m grid (the kernel spans >= 80 steps).
     reach = TABLE_M_MAX + 8.0 * TABLE_S_MAX
     n_half = round(reach / TABLE_STEP)

@@ -226,9 +226,9 @@ class GameRecord:
         ):
             if value < 0:
                 raise ValueError(f"{label} {value} is negative")
-        board_mask = np.zeros((DATA_LEN, DATA_LEN), dtype=bool)
-        board_mask[: self.y_size, : self.x_size] = True
-        board_mask = board_mask.reshape(-1)
+        on_board = np.zeros((DATA_LEN, DATA_LEN), dtype=bool)
+        on_board[: self.y_size, : self.x_size] = True
+        board_mask = on_board.reshape(-1)
         for i, turn in enumerate(self.turns):
             where = f"turn {i}"
             if turn.player not in (BLACK, WHITE):

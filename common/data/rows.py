@@ -295,7 +295,8 @@ def game_to_rows(
     full_area = _board_map("final_full_area", game.final_full_area, game, ternary=True)
     scoring = _board_map("final_scoring", game.final_scoring, game, ternary=False)
     final_stones = _board_map("final_stones", game.final_stones, game, ternary=True)
-    boards: list[np.ndarray | None] = [_board_from_inputs(t) for t in game.turns] + [final_stones]
+    boards: list[np.ndarray | None] = [_board_from_inputs(t) for t in game.turns]
+    boards.append(final_stones)
     final_white_score = white_targets[n, 3]
 
     hash_chunks = game_hash_chunks(game.hash128())
@@ -367,11 +368,11 @@ def game_to_rows(
             score = white_value(player, final_white_score)
             base[GT_FINAL_SCORE] = np.clip(score, -SCORE_TARGET_CAP, SCORE_TARGET_CAP)  # KataGo leaves it uncapped
             distr = score_distribution(score)
-        future = [boards[min(i + k, n)] for k in FUTURE_BOARD_TURNS]
-        if all(b is not None for b in future):
+        future_8, future_32 = (boards[min(i + k, n)] for k in FUTURE_BOARD_TURNS)
+        if future_8 is not None and future_32 is not None:
             base[GT_FUTURE_BOARD_WEIGHT] = 1.0
-            value_spatial[VT_FUTURE_8] = _side_view(future[0], player)
-            value_spatial[VT_FUTURE_32] = _side_view(future[1], player)
+            value_spatial[VT_FUTURE_8] = _side_view(future_8, player)
+            value_spatial[VT_FUTURE_32] = _side_view(future_32, player)
         side_scoring = None
         if scoring is not None and not no_result:
             base[GT_SCORING_WEIGHT] = 1.0
@@ -434,7 +435,7 @@ def rows_npz(rows: Mapping[str, np.ndarray]) -> bytes:
         name: np.ascontiguousarray(rows[name], dtype=SCHEMA_BY_NAME[name].dtype) for name in ARRAY_NAMES if name in rows
     }
     buffer = io.BytesIO()
-    np.savez_compressed(buffer, **arrays)
+    np.savez_compressed(buffer, **arrays)  # type: ignore[arg-type]  # the stubs take every keyword for allow_pickle
     return buffer.getvalue()
 
 

@@ -18,7 +18,7 @@ Grid = TypeVar("Grid")  # a numpy array or a torch tensor
 
 def _flip(a: Grid, axis: int) -> Grid:
     # torch tensors have .flip (a copy); numpy arrays get a view
-    return a.flip(axis) if hasattr(a, "flip") else np.flip(a, axis)  # type: ignore[attr-defined,return-value]
+    return a.flip(axis) if hasattr(a, "flip") else np.flip(a, axis)  # type: ignore[call-overload]
 
 
 def turn(a: Grid, symmetry: int) -> Grid:

@@ -169,7 +169,7 @@ def new_scratch() -> EncodeScratch:
 class InputRow(NamedTuple):
     """Where :func:`fill_row_at` writes one position's inputs, and in which layout."""
 
-    index: np.ndarray  # int32[362]: board position y * 19 + x -> its place in a plane (crop, symmetry)
+    places: np.ndarray  # int32[362]: board position y * 19 + x -> its place in a plane (crop, symmetry)
     spatial: np.ndarray  # float32[22, P]
     glob: np.ndarray  # float32[19]
     legal: np.ndarray  # uint8[362], board layout: 1 where the player may play, pass last
@@ -180,7 +180,7 @@ class InputRow(NamedTuple):
 def fill_row_at(pos, pla, draw_equiv_white, pda, lad_prev1, lad_prev2, row, scratch):
     """Write the inputs of position pos (:class:`common.go.gamestate.Position`) for player pla into
     row (:class:`InputRow`): spatial[22, P] and glob[19] (both zeroed here), board position
-    p = y * 19 + x going to index[p] of each plane (a crop of the grid, a symmetry), and, in board
+    p = y * 19 + x going to places[p] of each plane (a crop of the grid, a symmetry), and, in board
     layout, the legal moves and this position's ladder plane.
 
     lad_prev1 and lad_prev2 [361] are the ladder planes (as :func:`ladder_plane`) of the positions

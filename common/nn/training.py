@@ -28,7 +28,7 @@ from __future__ import annotations
 import logging
 import math
 import os
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable
 from dataclasses import dataclass
 
 import torch
@@ -165,7 +165,7 @@ class Lockstep:
         self.stop = stop
         self.stopped = False
 
-    def __iter__(self) -> Iterator:
+    def __iter__(self) -> Generator:
         end = object()
         items = iter(self.batches)
         try:
