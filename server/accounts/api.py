@@ -14,6 +14,7 @@ from server.accounts.models import ClientToken
 from server.accounts.selectors import contributed
 from server.api.errors import ApiError
 from server.api.throttling import password_check_wait
+from server.api.users import request_user
 
 
 class TokenRequest(serializers.Serializer):
@@ -78,7 +79,7 @@ class MeView(APIView):
         }
     )
     def get(self, request: Request) -> Response:
-        user = request.user
+        user = request_user(request)
         return Response(
             {
                 "username": user.username,

@@ -17,6 +17,7 @@ from django.utils import timezone
 from rest_framework import authentication, exceptions
 
 from server.accounts.models import ClientToken, User, hash_token
+from server.sql import quoted_column
 
 # last_used_at is written at most this often per token, not on every request.
 LAST_USED_RESOLUTION = timedelta(minutes=5)
@@ -50,12 +51,12 @@ def _converters() -> list[tuple[int, object, list]]:
 def _lookup_sql() -> str:
     quote = connection.ops.quote_name
     token_fields, user_fields = _fields()
-    columns = [f"t.{quote(f.column)}" for f in token_fields] + [f"u.{quote(f.column)}" for f in user_fields]
+    columns = [f"t.{quoted_column(f)}" for f in token_fields] + [f"u.{quoted_column(f)}" for f in user_fields]
     return (
         f"SELECT {', '.join(columns)} FROM {quote(ClientToken._meta.db_table)} t "
-        f"JOIN {quote(User._meta.db_table)} u ON u.{quote(User._meta.pk.column)} = t."
-        f"{quote(ClientToken._meta.get_field('user').column)} "
-        f"WHERE t.{quote(ClientToken._meta.get_field('key_hash').column)} = %s"
+        f"JOIN {quote(User._meta.db_table)} u ON u.{quoted_column(User._meta.pk)} = t."
+        f"{quoted_column(ClientToken._meta.get_field('user'))} "
+        f"WHERE t.{quoted_column(ClientToken._meta.get_field('key_hash'))} = %s"
     )
 
 

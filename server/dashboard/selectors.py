@@ -74,7 +74,7 @@ def ancestors(network: Network, depth: int) -> list[Network]:
         cursor.execute(sql, [network.parent_id, depth])
         depths = dict(cursor.fetchall())
     found = Network.objects.select_related("rating").in_bulk(list(depths))
-    return [found[i] for i in sorted(depths, key=depths.get) if i in found]
+    return [found[i] for i in sorted(depths, key=depths.__getitem__) if i in found]
 
 
 def elo_columns(run: Run) -> dict[str, list[Any]]:

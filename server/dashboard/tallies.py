@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 
@@ -173,8 +174,8 @@ def count_days(run, state: RunTally, end: date) -> int:
     )
     networks = list(per_network)
     for k in range(0, len(networks), 5000):
-        for total in NetworkTotal.objects.filter(network_id__in=networks[k : k + 5000]):
-            per_network[total.network_id] += total.training_games
+        for network_total in NetworkTotal.objects.filter(network_id__in=networks[k : k + 5000]):
+            per_network[network_total.network_id] += network_total.training_games
     NetworkTotal.objects.bulk_create(
         [NetworkTotal(network_id=network_id, run=run, training_games=n) for network_id, n in per_network.items()],
         update_conflicts=True,
@@ -246,6 +247,7 @@ def per_user(
     mine = {} if user is None else {"user": user}
     out: dict[int, Counts] = {}
     if days is not None:
+        sums: Iterable[tuple[int, int | None, int | None, int | None]]
         if since is None:  # every counted day: the contributors' totals
             sums = ContributionTotal.objects.filter(run=run, **mine).values_list(
                 "user_id", "training_games", "rows", "rating_games"

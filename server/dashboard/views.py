@@ -20,12 +20,14 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
+from common.go.rules import Rules
 from server.accounts.models import User
 from server.dashboard import selectors, services, tallies
 from server.dashboard.paging import choice, friendly, paginate
 from server.dashboard.replay import ReplayError, replay_sgf
 from server.dashboard.templatetags.sente import to_rules
-from server.games.models import RatingGame, TrainingGame
+from server.files import stored_name
+from server.games.models import Game, RatingGame, TrainingGame
 from server.networks.models import Network
 from server.operations.models import DataExport
 from server.ratings.models import NetworkEvent, RatingFit
@@ -52,7 +54,7 @@ GAME_LIST_FIELDS = ("id", "created_at", "board_x_size", "board_y_size", "komi", 
 class GameKind:
     """What the pages of one kind of game (self-play or rating) read."""
 
-    model: type
+    model: type[TrainingGame] | type[RatingGame]
     what: str  # in messages: "there is no {what} 12"
     networks: tuple[str, ...]  # the network fields: both sides' for a rating game
     list_fields: tuple[str, ...]  # read for the lists besides GAME_LIST_FIELDS
@@ -127,8 +129,6 @@ def home(request: HttpRequest) -> HttpResponse:
         if numbers["network"]:
             network = Network.objects.select_related("rating").filter(name=numbers["network"]).first()
         lines = list(TrainingLine.objects.filter(run=run).select_related("last_export").order_by("created_at", "id"))
-        for line in lines:
-            line.loss_items = sorted((k, v) for k, v in (line.losses or {}).items() if isinstance(v, (int, float)))
         context.update(
             {
                 "numbers": numbers,
@@ -274,13 +274,13 @@ def games(request: HttpRequest, kind: str) -> HttpResponse:
     )
 
 
-def _replay(game) -> tuple[dict | None, str | None, object, float]:
+def _replay(game: Game) -> tuple[dict | None, str | None, Rules | None, float | None]:
     """The game's positions for the board, or why there are none; and the rules and komi it was
     played by: the record's, by which it is replayed (the row's only when the record is missing,
     does not name them or cannot be read)."""
     rules, komi = to_rules(game.rules), game.komi
     try:
-        with default_storage.open(game.sgf.name, "rb") as f:
+        with default_storage.open(stored_name(game.sgf), "rb") as f:
             data = f.read()
     except (FileNotFoundError, OSError) as e:
         log.warning("game %s: its SGF %s cannot be read: %s", game.pk, game.sgf.name, e)
@@ -320,7 +320,7 @@ def game_sgf(request: HttpRequest, pk: int, kind: str) -> FileResponse:
     of = KINDS[kind]
     game = get_object_or_404(of.model.objects.only("id", "sgf", "client_game_id"), pk=_id(pk, of.what))
     try:
-        f = default_storage.open(game.sgf.name, "rb")
+        f = default_storage.open(stored_name(game.sgf), "rb")
     except (FileNotFoundError, OSError):
         raise Http404(f"the record of {of.what} {game.pk} is missing from storage") from None
     response = FileResponse(f, content_type="application/x-go-sgf")
@@ -337,7 +337,8 @@ def contributors(request: HttpRequest) -> HttpResponse:
     page = paginator = state = None
     if run is not None:
         state = tallies.tally_state(run)
-        since = timezone.now() - PERIODS[period] if PERIODS[period] else None
+        span = PERIODS[period]
+        since = timezone.now() - span if span else None
         page, paginator = paginate(request, selectors.ranking(run, since, state))
         names = User.objects.in_bulk([uid for uid, _ in page.object_list])
         window = state.window_users or {}

@@ -13,6 +13,7 @@ from rest_framework.reverse import reverse
 from rest_framework.views import APIView
 
 from common.protocol import TASK_KINDS
+from server.api.users import request_user
 from server.distribution.models import Task
 from server.distribution.services import give_up_games, issue_task
 from server.distribution.task_request import TaskRequest, read_task_request
@@ -33,10 +34,11 @@ def task_body(task: Task, request: Request) -> dict:
             "game-training-upload" if task.kind == Task.Kind.SELFPLAY else "game-rating-upload", request=request
         ),
     }
+    refs = [network_ref(network, request) for network in task.networks()]
     if task.kind == Task.Kind.SELFPLAY:
-        body["network"] = network_ref(task.network, request)
+        body["network"] = refs[0]
     else:
-        body["networks"] = [network_ref(task.network_a, request), network_ref(task.network_b, request)]
+        body["networks"] = refs
     return body
 
 
@@ -79,7 +81,7 @@ class TaskView(APIView):
         },
     )
     def post(self, request: Request) -> Response:
-        task = issue_task(request.user, read_task_request(request.data))
+        task = issue_task(request_user(request), read_task_request(request.data))
         return Response(task_body(task, request), status=status.HTTP_201_CREATED)
 
     @extend_schema(
@@ -104,5 +106,7 @@ class TaskView(APIView):
         all (never fewer than it has received, never more than it had)."""
         data = ReleaseRequest(data=request.data)
         data.is_valid(raise_exception=True)
-        done = give_up_games(request.user, ((item["id"], item["games"]) for item in data.validated_data["tasks"]))
+        done = give_up_games(
+            request_user(request), ((item["id"], item["games"]) for item in data.validated_data["tasks"])
+        )
         return Response({"given_up": done.given_up, "tasks": done.tasks, "unknown": done.unknown})

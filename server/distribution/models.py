@@ -2,10 +2,14 @@ from __future__ import annotations
 
 import uuid
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
+
+if TYPE_CHECKING:
+    from server.networks.models import Network
 
 
 class Task(models.Model):
@@ -71,5 +75,10 @@ class Task(models.Model):
         """The last moment a game of this task is taken."""
         return self.expires_at + timedelta(seconds=settings.SENTE_TASK_GRACE_SECONDS)
 
-    def networks(self) -> list:
-        return [self.network] if self.kind == self.Kind.SELFPLAY else [self.network_a, self.network_b]
+    def networks(self) -> list[Network]:
+        """The network a self-play task plays, or both sides of a rating task's match."""
+        wanted = [self.network] if self.kind == self.Kind.SELFPLAY else [self.network_a, self.network_b]
+        networks = [n for n in wanted if n is not None]
+        if len(networks) != len(wanted):
+            raise ValueError(f"{self.kind} task {self.id} lacks a network of its kind")
+        return networks

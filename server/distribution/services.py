@@ -28,6 +28,7 @@ from server.distribution.models import Task
 from server.distribution.task_request import TaskRequestValues
 from server.ratings.scheduling import choose_pair
 from server.runs.models import current_state
+from server.sql import quoted_column
 
 
 def issue_task(user: User, request: TaskRequestValues) -> Task:
@@ -77,7 +78,8 @@ def issue_task(user: User, request: TaskRequestValues) -> Task:
             raise ApiError(
                 f"run {run.name} has no network to play yet; try again later", code="no_network", status_code=503
             )
-        task.kind, task.network = Task.Kind.SELFPLAY, state.network
+        task.kind = Task.Kind.SELFPLAY
+        task.network = state.network
     _insert(task)
     return task
 
@@ -97,7 +99,7 @@ def _insert(task: Task) -> None:
 def _insert_sql() -> str:
     quote = connection.ops.quote_name
     fields = Task._meta.concrete_fields
-    columns = ", ".join(quote(f.column) for f in fields)
+    columns = ", ".join(quoted_column(f) for f in fields)
     return f"INSERT INTO {quote(Task._meta.db_table)} ({columns}) VALUES ({', '.join(['%s'] * len(fields))})"
 
 

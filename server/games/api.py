@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TypeVar
 
 from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers, status
@@ -14,6 +15,7 @@ from rest_framework.views import APIView
 
 from server.accounts.models import User
 from server.api.errors import ApiError
+from server.api.users import request_user
 from server.games.ingest import Upload, record_refusal, take_rating_game, take_training_game
 from server.games.models import Game as GameRow
 from server.games.models import RatingGame, TrainingGame
@@ -33,11 +35,16 @@ def _upload(request) -> Upload:
     )
 
 
-def _take(take: Callable[[User, Upload], tuple[GameRow, bool]], kind: str, request: Request) -> tuple[GameRow, bool]:
+StoredGame = TypeVar("StoredGame", bound=GameRow)
+
+
+def _take(
+    take: Callable[[User, Upload], tuple[StoredGame, bool]], kind: str, request: Request
+) -> tuple[StoredGame, bool]:
     """The game and whether it is new; a refusal is recorded (apart from the failed upload's
     transaction) before its error goes back to the client."""
     try:
-        return take(request.user, _upload(request))
+        return take(request_user(request), _upload(request))
     except ApiError as e:
         record_refusal(kind, request.user if request.user.is_authenticated else None, e)
         raise

@@ -13,7 +13,9 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from server.api.errors import ApiError, invalid
+from server.api.users import request_user
 from server.downloads import stored_file_response
+from server.files import stored_name
 from server.networks.models import Network, NetworkCanary
 from server.networks.serializers import NetworkDetailSerializer, NetworkSerializer, NetworkUploadSerializer
 from server.networks.services import NetworkUpload, take_upload
@@ -64,7 +66,7 @@ class NetworkList(generics.ListCreateAPIView):
     def post(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         data = NetworkUploadSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        network = take_upload(request.user, NetworkUpload(**data.validated_data))
+        network = take_upload(request_user(request), NetworkUpload(**data.validated_data))
         body = NetworkSerializer(network, context={"request": request}).data
         return Response(body, status=status.HTTP_201_CREATED)
 
@@ -94,7 +96,7 @@ class NetworkFile(APIView):
                 status_code=404,
             )
         return stored_file_response(
-            request, network.file.name, network.size_bytes, network.sha256, f"{network.name}.safetensors"
+            request, stored_name(network.file), network.size_bytes, network.sha256, f"{network.name}.safetensors"
         )
 
 
@@ -109,4 +111,6 @@ class NetworkCanaryFile(APIView):
         ref = NetworkCanary.objects.filter(network=network).first()
         if ref is None:
             raise ApiError(f"network {name!r} has no canary reference yet", code="no_canary", status_code=404)
-        return stored_file_response(request, ref.file.name, ref.size_bytes, ref.sha256, f"{network.name}-canary.npz")
+        return stored_file_response(
+            request, stored_name(ref.file), ref.size_bytes, ref.sha256, f"{network.name}-canary.npz"
+        )

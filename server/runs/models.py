@@ -12,6 +12,7 @@ import threading
 import time
 from dataclasses import dataclass
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 from django.conf import settings as django_settings
 from django.core.exceptions import ValidationError
@@ -22,6 +23,9 @@ from django.utils import timezone
 from common import __version__
 from common.protocol import parse_version
 from common.settings import RunSettings, SettingsError
+
+if TYPE_CHECKING:
+    from server.networks.models import Network
 
 BUILD_PATTERN = r"[0-9a-f]{16}"  # a client's build: the first 16 hex digits of its hash (client.build)
 
@@ -246,7 +250,7 @@ class RunState:
 
     run: Run
     settings_version: RunSettingsVersion
-    network: object  # server.networks.models.Network, or None
+    network: Network | None
 
 
 _STATE: tuple[float, RunState | None] | None = None

@@ -57,3 +57,8 @@ class TrainingLine(models.Model):
 
     def __str__(self) -> str:
         return f"{self.run.name}: {self.architecture} ({self.role})"
+
+    @property
+    def loss_items(self) -> list[tuple[str, float]]:
+        """The numeric logged losses as (head, value), by head."""
+        return sorted((k, v) for k, v in (self.losses or {}).items() if isinstance(v, (int, float)))

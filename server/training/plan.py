@@ -41,6 +41,12 @@ class Chunk:
                 setattr(self, name, getattr(settings, name))
         return self
 
+    def layout(self) -> tuple[int, int, bool]:
+        """(batch_size, shuffle_rows, symmetries), once :meth:`with_layout` has filled them in."""
+        batch_size, shuffle_rows, symmetries = self.batch_size, self.shuffle_rows, self.symmetries
+        assert batch_size is not None and shuffle_rows is not None and symmetries is not None, "call with_layout first"
+        return batch_size, shuffle_rows, symmetries
+
     def to_dict(self) -> dict:
         d = asdict(self)
         d["files"] = [[f.name, f.rows] for f in self.files]

@@ -41,6 +41,7 @@ import time
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 from django.core.files.base import ContentFile
 from django.db import (
@@ -67,6 +68,7 @@ from common.nn.training import (
     to_tensors,
 )
 from common.settings import TrainingSettings
+from server.files import stored_name
 from server.networks.models import Network
 from server.networks.services import store_network
 from server.runs.models import Run
@@ -137,8 +139,9 @@ class TrainingWorker:
         self.seen: set[str] = set()  # the lines this trainer looked after
         self.starts: dict[str, LineStart] = {}  # how each line not trained yet will start
         self.states: dict[str, dict] = {}  # the checkpoints process 0 read to plan, until their lines start
-        self.settings: TrainingSettings | None = None
-        self.run_row: Run | None = None
+        # set from each plan before any line trains; run_row by _plan, on process 0 only
+        self.settings: TrainingSettings
+        self.run_row: Run
         self.writer = None
         if options.tensorboard is not None and self.dist.main:
             try:
@@ -202,7 +205,9 @@ class TrainingWorker:
         if run is None:
             raise TrainerError(f"there is no run {self.options.run!r}")
         self.run_row = run
-        settings = run.current_settings().settings.training
+        version = run.current_settings()
+        assert version is not None, "create_run gives a run its settings as it makes it"
+        settings = version.settings.training
         total = total_rows(run, settings)
         rows = {row.architecture: row for row in self._sync_lines(run, settings, total)}
         lines = [self._line_state(run, row) for row in rows.values()]
@@ -283,7 +288,7 @@ class TrainingWorker:
                 export.name,
                 export.train_step,
             )
-            return FromExport(export.train_step, export.file.name)
+            return FromExport(export.train_step, stored_name(export.file))
         if row.samples:
             log.warning(
                 "%s: no checkpoint at %s and no export: the %d samples trained are lost; starting afresh",
@@ -322,13 +327,14 @@ class TrainingWorker:
     def _train_chunk(self, line: Line, chunk: Chunk) -> None:
         trainer, world = line.trainer, self.dist.world
         line.chunk = chunk = chunk.with_layout(self.settings)
+        batch_size, shuffle_rows, symmetries = chunk.layout()
         passes = ShuffledPass(
             chunk.files,
             read_file,
-            chunk.batch_size,
+            batch_size,
             chunk.seed,
-            block_rows=chunk.shuffle_rows,
-            symmetries=chunk.symmetries,
+            block_rows=shuffle_rows,
+            symmetries=symmetries,
             drop_last=True,
             transform=self._transform(),
         )
@@ -479,7 +485,7 @@ class TrainingWorker:
             candidate = row.role == TrainingLine.Role.CURRENT
             if row.role == TrainingLine.Role.NEXT:
                 candidate = self._overtakes(row, validation, held_out)
-            fields = {
+            fields: dict[str, Any] = {
                 "validation": {k: round(v, 6) for k, v in validation.items()},
                 "status": TrainingLine.Status.TRAINING,
                 "status_note": "",
@@ -535,7 +541,8 @@ class TrainingWorker:
     def _stored_model(self, network: Network) -> Model:
         """A stored network, on this trainer's device (read through the file storage, which may be
         object storage: ``common.nn.modelfile.load_model`` reads only paths)."""
-        return model_of(decode_model(read_file(network.file.name), network.file.name), self.device)
+        name = stored_name(network.file)
+        return model_of(decode_model(read_file(name), name), self.device)
 
     def _register(self, row: TrainingLine, model, chunk: Chunk) -> Network:
         """The export as a candidate network of the run."""
@@ -595,7 +602,7 @@ class TrainingWorker:
 
     def _mark_stopped(self) -> None:
         for row in TrainingLine.objects.filter(run__name=self.options.run, architecture__in=self.seen):
-            fields = {
+            fields: dict[str, Any] = {
                 "status": TrainingLine.Status.STOPPED,
                 "status_note": "the trainer stopped; it continues from its checkpoint when started again",
             }

@@ -50,6 +50,14 @@ def _with_settings(run, **gating):
     return run.set_settings(document)
 
 
+def test_a_task_names_the_networks_its_games_are_played_by():
+    a, b = Network(name="a"), Network(name="b")
+    assert Task(kind=Task.Kind.SELFPLAY, network=a).networks() == [a]
+    assert Task(kind=Task.Kind.RATING, network_a=a, network_b=b).networks() == [a, b]
+    with pytest.raises(ValueError, match="lacks a network"):
+        Task(kind=Task.Kind.RATING, network_a=a).networks()
+
+
 # --- self-play tasks ---------------------------------------------------------------------------------
 def test_selfplay_task(run, alice):
     """A self-play task names the run's random network, carries the full settings document and its

@@ -131,6 +131,14 @@ def test_the_window_grows_as_the_paper_says():
     assert (np.diff(steps) <= 1).all()  # ever slower (sublinear)
 
 
+def test_a_line_shows_its_numeric_losses_by_head():
+    from server.training.models import TrainingLine
+
+    line = TrainingLine(losses={"value": 0.5, "policy": 2, "note": "nan", "skipped": None})
+    assert line.loss_items == [("policy", 2), ("value", 0.5)]
+    assert TrainingLine(losses={}).loss_items == []
+
+
 def test_the_rows_counted_and_the_window(run, alice, bob, training_games):
     from server.networks.models import Network
     from server.training.window import is_held_out, total_rows, training_window, validation_files

@@ -86,6 +86,15 @@ def test_a_line_in_a_chunk_goes_on_with_it():
     assert plan.waiting == ()
 
 
+def test_a_chunk_keeps_its_own_layout_and_takes_the_settings_where_it_has_none():
+    older = Chunk(seed=7, files=FILES, end_samples=250, total_rows=400, window_rows=250)
+    assert older.with_layout(SETTINGS).layout() == (32, 600, SETTINGS.symmetries)
+    planned = Chunk(
+        seed=7, files=FILES, end_samples=250, total_rows=400, window_rows=250, batch_size=64, shuffle_rows=50
+    )
+    assert planned.with_layout(SETTINGS).layout() == (64, 50, SETTINGS.symmetries)
+
+
 def test_a_line_waits_for_the_first_window():
     lines = [state()]
     assert not needs_window(SETTINGS, 299, 1, lines)
