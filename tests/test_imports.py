@@ -1,12 +1,15 @@
-"""The server's modules import each other without cycles, counting imports inside functions too: a
-cycle dodged by an import in a function still ties the modules together."""
+"""The layout's import rules: within each of common, client and server the modules import each other
+without cycles, counting imports inside functions too (a cycle dodged by an import in a function
+still ties the modules together), and client and server never import each other."""
 
 from __future__ import annotations
 
 import ast
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _module(path: Path) -> str:
@@ -51,8 +54,41 @@ def test_cycle_from_finds_a_cycle_and_only_a_cycle() -> None:
     assert cycle_from(graph, "d") is None
 
 
-def test_no_import_cycles_in_the_server() -> None:
-    graph = import_graph()
-    assert "server.dashboard.views" in graph and "server.dashboard.tallies" in graph["server.dashboard.views"]
+def test_the_graph_sees_imports_at_the_top_and_in_functions() -> None:
+    graph = import_graph("server")
+    assert "server.dashboard.tallies" in graph["server.dashboard.views"]
+    assert "server.audit.evaluate" in graph["server.audit.services"]  # imported inside a function
+
+
+@pytest.mark.parametrize("package", ["common", "client", "server"])
+def test_no_import_cycles(package: str) -> None:
+    graph = import_graph(package)
     cycles = [cycle for cycle in (cycle_from(graph, m) for m in sorted(graph)) if cycle]
     assert not cycles, " ; ".join(" -> ".join(c) for c in cycles)
+
+
+def _imported_packages(package: str) -> dict[str, set[str]]:
+    """Each module of the package and the top-level packages it imports."""
+    found: dict[str, set[str]] = {}
+    for path in (ROOT / package).rglob("*.py"):
+        tops: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                tops.add(node.module.split(".")[0])
+            elif isinstance(node, ast.Import):
+                tops.update(alias.name.split(".")[0] for alias in node.names)
+        found[_module(path)] = tops
+    return found
+
+
+@pytest.mark.parametrize(
+    ("package", "forbidden"),
+    [
+        ("common", {"client", "server", "django", "rest_framework", "requests"}),
+        ("client", {"server", "django"}),
+        ("server", {"client"}),
+    ],
+)
+def test_packages_keep_to_their_side(package: str, forbidden: set[str]) -> None:
+    crossing = {m: sorted(t & forbidden) for m, t in _imported_packages(package).items() if t & forbidden}
+    assert not crossing, crossing
