@@ -20,10 +20,11 @@ $(VENV)/.installed-dev: requirements.txt requirements-dev.txt | $(BIN)/python
 run: $(VENV)/.installed-run
 	$(BIN)/python manage.py platform
 
-## test: install, then check the format and the lint, and run every test (`$(BIN)/python -m pytest -m slow` runs the end-to-end part alone)
+## test: install, then check the format, the lint and the types, and run every test (`$(BIN)/python -m pytest -m slow` runs the end-to-end part alone)
 test: $(VENV)/.installed-dev
 	$(BIN)/ruff format --check .
 	$(BIN)/ruff check .
+	$(BIN)/mypy
 	$(BIN)/python -m pytest
 
 ## bench: the speed benchmarks
