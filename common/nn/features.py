@@ -423,18 +423,61 @@ class Encoder:
             ladder_plane(prev2, self.lad[1], self.scratch)
             s = 0 if symmetries is None else symmetries[i]
             symmetry_index(game.x_size, game.y_size, s, NN_LEN, self.index)
-            fill_row_at(
-                gs.Position(game.g, game.b, game.hist, game.moves, game.table),
+            _fill_row_from_python(
+                game.g,
+                game.b,
+                game.hist,
+                game.moves,
+                game.table,
                 pla,
                 draw_equiv_white,
                 pda,
                 self.lad[0],
                 self.lad[1],
-                InputRow(self.index, spatial[i], glob[i], self.legal, self.lad[2]),
+                self.index,
+                spatial[i],
+                glob[i],
+                self.legal,
+                self.lad[2],
                 self.scratch,
             )
             if legal is not None:
                 _scatter_legal(self.legal, self.index, game.x_size, game.y_size, legal[i])
+
+
+@njit(cache=True, _nrt=False)
+def _fill_row_from_python(
+    g,
+    b,
+    hist,
+    moves,
+    table,
+    pla,
+    draw_equiv_white,
+    pda,
+    lad_prev1,
+    lad_prev2,
+    places,
+    spatial,
+    glob,
+    legal,
+    lad_now,
+    scratch,
+):
+    """:func:`fill_row_at` for a caller in Python, with the records' arrays loose: numba types a
+    record passed from Python field by field in Python on every call (about 2 us), which the
+    encoder, called for every turn of every uploaded game, should not pay; built here, the records
+    cost nothing."""
+    fill_row_at(
+        gs.Position(g, b, hist, moves, table),
+        pla,
+        draw_equiv_white,
+        pda,
+        lad_prev1,
+        lad_prev2,
+        InputRow(places, spatial, glob, legal, lad_now),
+        scratch,
+    )
 
 
 @njit(cache=True, _nrt=False)
