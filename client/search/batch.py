@@ -149,7 +149,7 @@ def new_roots(games: int, history: int, table_size: int) -> Roots:
         boards=np.zeros((games, BOARD_LEN), np.int32),
         states=np.zeros((games, gs.G_LEN), np.int64),
         hists=np.zeros((games, history + 1), np.int64),
-        moves=np.zeros((games, history, 2), np.int32),
+        moves=np.zeros((games, history, gs.MOVE_COLS), np.int32),
         tables=np.zeros((games, table_size), np.int64),
         prev_ladder=np.zeros((games, 2, NN_AREA), np.uint8),
     )

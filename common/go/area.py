@@ -511,8 +511,8 @@ def _life_step(result, ws, n, owner, qt):
 
 
 @njit(cache=True, _nrt=False)
-def _independent_life(b, keep_stones, flags, result, ws):
-    """independent_life_area, keep_stones an int64 and the analysis' options as flags."""
+def _independent_life(b, keep_stones, keep_territories, flags, result, ws):
+    """independent_life_area, keep_stones and keep_territories int64s and the analysis' options as flags."""
     _area(b, flags, ws)
     for i in range(ARR):
         result[i] = EMPTY
@@ -561,6 +561,10 @@ def _independent_life(b, keep_stones, flags, result, ws):
                 qt = _life_step(result, ws, p - 1, owner, qt)
                 qt = _life_step(result, ws, p + 1, owner, qt)
                 qt = _life_step(result, ws, p + STRIDE, owner, qt)
+    if keep_territories:
+        for i in range(board_end(b)):
+            o = ws[W_OWNER + i]
+            result[i] = o if (o != EMPTY) & (o != b[COLOR + i]) else result[i]
     if keep_stones:
         for i in range(board_end(b)):
             o = ws[W_OWNER + i]
@@ -569,20 +573,25 @@ def _independent_life(b, keep_stones, flags, result, ws):
 
 
 @njit(cache=True, _nrt=False)
-def independent_life_area_ws(b, keep_stones, multi_stone_suicide_legal, result, ws):
+def independent_life_area_ws(b, keep_stones, multi_stone_suicide_legal, result, ws, keep_territories=False):
     """independent_life_area with a workspace from new_area_workspace (allocates nothing)."""
-    return _independent_life(b, np.int64(keep_stones), _flags(True, True, True, multi_stone_suicide_legal), result, ws)
+    flags = _flags(True, True, True, multi_stone_suicide_legal)
+    return _independent_life(b, np.int64(keep_stones), np.int64(keep_territories), flags, result, ws)
 
 
 @njit(cache=True)
-def independent_life_area(b, keep_stones, multi_stone_suicide_legal, result):
+def independent_life_area(b, keep_stones, multi_stone_suicide_legal, result, keep_territories=False):
     """Area in regions of independent life, as counted under seki and group-tax rules.
 
     A connected area of one owner (from ``area`` with every option on) is not independent life
     when it touches a neutral empty point or holds one of the owner's chains in atari. Returns
     the number of independent-life regions of white minus those of black (for group tax).
+    keep_stones adds every stone the owner holds, keep_territories every other point owned
+    (territory scoring without tax counts territory outside independent life too).
     """
-    return independent_life_area_ws(b, keep_stones, multi_stone_suicide_legal, result, new_area_workspace())
+    return independent_life_area_ws(
+        b, keep_stones, multi_stone_suicide_legal, result, new_area_workspace(), keep_territories
+    )
 
 
 @njit(cache=True, _nrt=False)

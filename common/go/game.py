@@ -79,11 +79,17 @@ def _legal_mask(g, b, table, pla, out):
         if gs.is_legal(g, b, table, loc, pla):
             out[n] = loc
             n += 1
+    if g[gs.G_NBLOCKS] != 0:
+        # In the encore a move on a blocked stone is a pass for ko.
+        for loc in range(ARR):
+            if b[bk.COLOR + loc] == 3 - pla and gs.pass_for_ko_target(g, b, loc, pla) == loc:
+                out[n] = loc
+                n += 1
     return n
 
 
 class Game:
-    """A game of Go under area scoring, with its rules, komi and history."""
+    """A game of Go with its rules (area or territory scoring), komi and history."""
 
     def __init__(
         self,
@@ -136,7 +142,7 @@ class Game:
     def _alloc(self, cap: int) -> None:
         self.cap = cap
         self.hist = np.zeros(cap + 1, dtype=np.int64)
-        self.moves = np.zeros((cap, 2), dtype=np.int32)
+        self.moves = np.zeros((cap, gs.MOVE_COLS), dtype=np.int32)
         self.table = gs.new_table(cap)
 
     def _ensure_room(self) -> None:
@@ -156,6 +162,7 @@ class Game:
         g[gs.G_TAX] = _TAX[rules.tax]
         g[gs.G_BUTTON_RULE] = int(rules.has_button)
         g[gs.G_WHB] = _WHB[rules.white_handicap_bonus]
+        g[gs.G_SCORING] = gs.SCORING_TERRITORY if rules.scoring == "TERRITORY" else gs.SCORING_AREA
 
     def copy(self) -> Game:
         other = Game.__new__(Game)
@@ -196,7 +203,7 @@ class Game:
     @property
     def move_list(self) -> list[tuple[int, int]]:
         """(colour, location) of every move since the start (or since the last setup)."""
-        return [(int(c), int(loc)) for loc, c in self.moves[: self.num_moves]]
+        return [(int(c), int(loc)) for loc, c in self.moves[: self.num_moves, :2]]
 
     @property
     def last_move(self) -> int | None:
@@ -229,6 +236,23 @@ class Game:
     @property
     def consecutive_passes(self) -> int:
         return int(self.g[gs.G_PASSES])
+
+    @property
+    def encore_phase(self) -> int:
+        """0 in the main phase; 1 or 2 in the encore phases of territory scoring."""
+        return int(self.g[gs.G_ENCORE])
+
+    def is_pass_for_ko(self, loc: int, color: int | None = None) -> bool:
+        """Would color's move at loc be an encore pass for ko (the board stays, the block goes)?"""
+        color = self.to_move if color is None else color
+        if loc == PASS or not self._on_board(loc):
+            return False
+        return int(gs.pass_for_ko_target(self.g, self.b, loc, color)) != bk.NO_LOC if self.encore_phase else False
+
+    def pass_for_ko_turns(self) -> list[int]:
+        """The turns (0-based) that were passes for ko."""
+        kinds = self.moves[: self.num_moves, gs.MV_KIND]
+        return [int(i) for i in np.flatnonzero(kinds == gs.KIND_PASS_FOR_KO)]
 
     def captures(self, color: int) -> int:
         """Stones captured by color."""
@@ -280,6 +304,8 @@ class Game:
             return "point is off the board"
         if self.b[bk.COLOR + loc] != EMPTY:
             return "point is occupied"
+        if self.encore_phase and gs.has_bit(self.g, gs.G_BANNED, loc):
+            return "encore ko: this ko was captured from this position before in this phase"
         if loc == self.b[bk.M_KO]:
             return "ko: the capture cannot be retaken immediately"
         if bk.is_illegal_suicide(self.b, loc, color, self._rules.suicide):

@@ -5,16 +5,31 @@ A game is a board array (``common.go.board``) plus:
 - ``hist``: int64[cap + 1], the ko hash of the position after each turn (index 0 is the start);
   the ko hash is the position hash, plus the side to move under situational superko and simple
   ko (whose long-cycle detection counts situations);
-- ``moves``: int32[cap, 2], the location and the colour of each turn;
+- ``moves``: int32[cap, MOVE_COLS], the location, the colour and the kind of each turn (MV_*);
 - ``table``: int64[T], an open-addressing multiset of hist[G_HSTART..], so a superko test
   is O(1).
 
-The behaviour follows KataGo's BoardHistory for area scoring: positional superko bans recreating any
-board since the start; situational bans recreating a board with the same player to move; the
-simple-ko point is banned under every ko rule; the button goes to the first player to pass and
-its pass clears the ko history; under simple ko a pass clears the history, a pass in a situation
-where that player already passed ends the game, and a third occurrence of a situation without a
-pass between ends the game without result. Two consecutive passes end the game.
+The behaviour follows KataGo's BoardHistory: positional superko bans recreating any board since
+the start; situational bans recreating a board with the same player to move; the simple-ko point
+is banned under every ko rule; the button goes to the first player to pass and its pass clears the
+ko history; under simple ko a pass clears the history, a pass in a situation where that player
+already passed ends the phase, and a third occurrence of a situation without a pass between ends
+the game without result. Two consecutive passes end the phase.
+
+Under area scoring the main phase is the whole game. Under territory scoring (KataGo's encore) the
+end of the main phase starts encore phase 1, whose end starts encore phase 2, whose end ends the
+game. In the encore phases:
+- ko works as under simple ko for passes and cycles, but with ko-recapture blocks instead of the
+  simple-ko point: a stone that captures a ko is blocked, and the opponent cannot retake the ko;
+  their move at the recapture point, or on the blocked stone, is a "pass for ko", which leaves the
+  board unchanged and lifts the block. A block goes with its stone when the stone is captured;
+- a player may capture a given ko from a given position only once in a phase;
+- the second phase records the stones on the board at its start: at the end only those still
+  standing count as points for their colour (a stone placed in the second phase counts nothing).
+Territory counting is area counting "chilled": every stone played in the main phase or the first
+encore gives the opponent a point (``G_WBONUS2``), which makes the area count equal territory plus
+captures. The score counts territory as KataGo does: pass-alive and (with tax NONE) other owned
+regions, under seki and group tax only regions of independent life.
 """
 
 from __future__ import annotations
@@ -24,9 +39,25 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from common.go.area import all_pass_alive, area_score_ws, new_area_workspace
+from common.go.area import (
+    TAX_ALL,
+    TAX_NONE,
+    all_pass_alive,
+    area_score_ws,
+    independent_life_area_ws,
+    new_area_workspace,
+)
 from common.go.board import (
+    COLOR,
+    HEAD,
+    LIBS,
+    M_CAPS_BLACK,
+    M_CAPS_WHITE,
+    M_KO,
     M_NEMPTY,
+    M_XSIZE,
+    M_YSIZE,
+    NSTONES,
     ZOBRIST_TO_MOVE,
     board_clear,
     get_hash,
@@ -34,7 +65,7 @@ from common.go.board import (
     is_pseudo_legal,
     play,
 )
-from common.go.geometry import ARR, BLACK, PASS, WHITE
+from common.go.geometry import ADJ, ARR, BLACK, EMPTY, NO_LOC, PASS, STRIDE, WALL, WHITE
 
 
 class Position(NamedTuple):
@@ -43,9 +74,12 @@ class Position(NamedTuple):
     g: np.ndarray  # int64[G_LEN]
     b: np.ndarray  # int32[BOARD_LEN]
     hist: np.ndarray  # int64[cap + 1]
-    moves: np.ndarray  # int32[cap, 2]
+    moves: np.ndarray  # int32[cap, MOVE_COLS]
     table: np.ndarray  # int64[T]
 
+
+SCORING_AREA = 0
+SCORING_TERRITORY = 1
 
 KO_SIMPLE = 0
 KO_POSITIONAL = 1
@@ -86,7 +120,34 @@ G_END = 18  # END_* reason
 G_SCORED = 19  # 1 once a finished game's score is in G_SCORE2 (see game_finish)
 G_RECENT = 20  # recent turns that count as the network's move history (KataGo's "valid turns")
 G_MIN_EMPTY = 21  # fewest empty points of a position in the ko history (hist[G_HSTART..])
-G_LEN = 24
+G_SCORING = 22  # SCORING_AREA or SCORING_TERRITORY
+G_ENCORE = 23  # 0 in the main phase; 1 or 2 in an encore phase (territory scoring)
+G_PHASE_START = 24  # first turn of the current phase
+G_KRB = 25  # hash of the ko-recapture blocks (0 when there are none)
+G_NBLOCKS = 26  # ko-recapture-blocked stones
+G_KOCAPS = 27  # ko captures in this encore phase (turns of kind KIND_KO_CAPTURE)
+BITSET_WORDS = (ARR + 63) // 64  # one bit per location
+G_BLOCKED = 28  # [BITSET_WORDS] the ko-recapture-blocked stones
+G_BANNED = G_BLOCKED + BITSET_WORDS  # [BITSET_WORDS] encore: ko captures the side to move made here before
+G_E2_BLACK = G_BANNED + BITSET_WORDS  # [BITSET_WORDS] black stones at the start of encore phase 2
+G_E2_WHITE = G_E2_BLACK + BITSET_WORDS  # [BITSET_WORDS] white stones at the start of encore phase 2
+G_LEN = G_E2_WHITE + BITSET_WORDS
+
+# --- columns of moves ----------------------------------------------------------------------------
+MV_LOC = 0
+MV_COLOR = 1
+MV_KIND = 2  # KIND_*
+MV_HASH_LO = 3  # of a ko capture in the encore: the position hash before it (low, high 32 bits)
+MV_HASH_HI = 4
+MOVE_COLS = 5
+KIND_PLAY = 0  # a move or a pass
+KIND_KO_CAPTURE = 1  # a ko capture in an encore phase (its stone is then recapture-blocked)
+KIND_PASS_FOR_KO = 2  # an encore move at a blocked ko: the board stays, the block goes
+
+# Keys of the ko-recapture blocks' hash (own generator: the board's keys stay as they were).
+_rng = np.random.Generator(np.random.PCG64(0xE2C0))
+ZOBRIST_KO_BLOCK = _rng.integers(-(2**63), 2**63 - 1, size=ARR, dtype=np.int64)
+del _rng
 
 
 def new_table(cap: int) -> np.ndarray:
@@ -224,10 +285,105 @@ def table_rebuild(g, hist, table):
 # --- the game ------------------------------------------------------------------------------------
 @njit(cache=True, inline="always", _nrt=False)
 def ko_hash(g, b, to_move):
-    h = get_hash(b)
-    if g[G_KO_RULE] != KO_POSITIONAL:
+    h = get_hash(b) ^ g[G_KRB]
+    if g[G_KO_RULE] != KO_POSITIONAL or g[G_ENCORE] > 0:
         h ^= ZOBRIST_TO_MOVE[to_move]
     return h
+
+
+# --- bitsets in g --------------------------------------------------------------------------------
+@njit(cache=True, inline="always", _nrt=False)
+def has_bit(g, base, loc):
+    return (g[base + (loc >> 6)] >> (loc & 63)) & 1 != 0
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _set_bit(g, base, loc):
+    g[base + (loc >> 6)] |= np.int64(1) << (loc & 63)
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _clear_bit(g, base, loc):
+    g[base + (loc >> 6)] &= ~(np.int64(1) << (loc & 63))
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _clear_bits(g, base):
+    for w in range(BITSET_WORDS):
+        g[base + w] = 0
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _unblock(g, loc):
+    _clear_bit(g, G_BLOCKED, loc)
+    g[G_KRB] ^= ZOBRIST_KO_BLOCK[loc]
+    g[G_NBLOCKS] -= 1
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _clear_blocks(g):
+    _clear_bits(g, G_BLOCKED)
+    g[G_KRB] = 0
+    g[G_NBLOCKS] = 0
+
+
+# --- the encore's ko rules -----------------------------------------------------------------------
+@njit(cache=True, inline="always", _nrt=False)
+def ko_capture_loc(b, loc, pla):
+    """The single opponent stone pla would capture in a ko shape by playing at the empty point loc
+    (every neighbour an opponent stone or the edge, exactly one of them in atari, alone), else NO_LOC."""
+    if b[COLOR + loc] != EMPTY:
+        return NO_LOC
+    opp = 3 - pla
+    found = NO_LOC
+    for d in range(4):
+        n = loc + ADJ[d]
+        c = b[COLOR + n]
+        if c != WALL and c != opp:
+            return NO_LOC
+        if c == opp and b[LIBS + b[HEAD + n]] == 1:
+            if found != NO_LOC:
+                return NO_LOC
+            found = n
+    if found == NO_LOC or b[NSTONES + b[HEAD + found]] != 1:
+        return NO_LOC
+    return found
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def pass_for_ko_target(g, b, loc, pla):
+    """In an encore phase, the blocked stone a move of pla at loc would pass for (the move is on it,
+    alone and in atari, or at the point that would capture it), else NO_LOC."""
+    if g[G_NBLOCKS] == 0 or loc == PASS:
+        return NO_LOC
+    opp = 3 - pla
+    if b[COLOR + loc] == opp:
+        if has_bit(g, G_BLOCKED, loc) and b[NSTONES + b[HEAD + loc]] == 1 and b[LIBS + b[HEAD + loc]] == 1:
+            return loc
+        return NO_LOC
+    k = ko_capture_loc(b, loc, pla)
+    if k != NO_LOC and has_bit(g, G_BLOCKED, k):
+        return k
+    return NO_LOC
+
+
+@njit(cache=True, _nrt=False)
+def _mark_encore_bans(g, b, moves, n, pla):
+    """G_BANNED: the points where pla captured a ko before, in this phase, from this position."""
+    _clear_bits(g, G_BANNED)
+    if g[G_KOCAPS] == 0:
+        return
+    h = get_hash(b)
+    lo = np.int32((h << 32) >> 32)
+    hi = np.int32(h >> 32)
+    for i in range(g[G_PHASE_START], n):
+        if (
+            moves[i, MV_KIND] == KIND_KO_CAPTURE
+            and moves[i, MV_COLOR] == pla
+            and moves[i, MV_HASH_LO] == lo
+            and moves[i, MV_HASH_HI] == hi
+        ):
+            _set_bit(g, G_BANNED, moves[i, MV_LOC])
 
 
 @njit(cache=True, _nrt=False)
@@ -243,6 +399,21 @@ def game_start(g, b, hist, table, to_move):
     g[G_WBONUS2] = 0
     _clear_end(g)
     g[G_RECENT] = 0
+    g[G_ENCORE] = 0
+    g[G_PHASE_START] = 0
+    g[G_KOCAPS] = 0
+    _clear_blocks(g)
+    _clear_bits(g, G_BANNED)
+    _clear_bits(g, G_E2_BLACK)
+    _clear_bits(g, G_E2_WHITE)
+    if g[G_SCORING] == SCORING_TERRITORY:
+        # The stones already on the board were played: each gives the opponent a point, as do the
+        # stones captured before (white's captured stones were white moves, and so on).
+        for y in range(b[M_YSIZE]):
+            for x in range(b[M_XSIZE]):
+                c = b[COLOR + (y + 1) * STRIDE + x + 1]
+                g[G_WBONUS2] += 2 if c == BLACK else (-2 if c == WHITE else 0)
+        g[G_WBONUS2] -= 2 * (b[M_CAPS_BLACK] - b[M_CAPS_WHITE])
     hist[0] = ko_hash(g, b, to_move)
     table_add(table, hist[0])
     g[G_MIN_EMPTY] = b[M_NEMPTY]
@@ -261,6 +432,10 @@ def is_legal(g, b, table, loc, pla):
     """Is loc (or PASS) a legal move for pla now, superko included?"""
     if loc == PASS:
         return True
+    if g[G_ENCORE] > 0:
+        if pass_for_ko_target(g, b, loc, pla) != NO_LOC:
+            return True
+        return is_pseudo_legal(b, loc, pla, g[G_SUICIDE] != 0) and not has_bit(g, G_BANNED, loc)
     if not is_pseudo_legal(b, loc, pla, g[G_SUICIDE] != 0):
         return False
     if g[G_KO_RULE] != KO_SIMPLE:
@@ -283,10 +458,49 @@ def handicap_bonus(g):
 
 
 @njit(cache=True, _nrt=False)
+def territory_board_score_ws(g, b, result, ws):
+    """White-minus-black territory count of the board (before komi, bonuses and the points the
+    stones played give: see G_WBONUS2); result gets the points counted for each player.
+
+    Owned regions count (with tax NONE every owned region, else only regions of independent life);
+    a stone not in the opponent's count counts for its colour unless the second encore phase
+    began without it there."""
+    tax = g[G_TAX]
+    regions = independent_life_area_ws(b, False, g[G_SUICIDE] != 0, result, ws, tax == TAX_NONE)
+    e2 = g[G_ENCORE] >= 2
+    score = np.int64(0)
+    for y in range(b[M_YSIZE]):
+        for x in range(b[M_XSIZE]):
+            loc = (y + 1) * STRIDE + x + 1
+            o = result[loc]
+            if o == WHITE:
+                score += 1
+            elif o == BLACK:
+                score -= 1
+            else:
+                c = b[COLOR + loc]
+                if c == WHITE and (not e2 or has_bit(g, G_E2_WHITE, loc)):
+                    score += 1
+                    result[loc] = WHITE
+                elif c == BLACK and (not e2 or has_bit(g, G_E2_BLACK, loc)):
+                    score -= 1
+                    result[loc] = BLACK
+    if tax == TAX_ALL:
+        score -= 2 * regions
+    return score
+
+
+@njit(cache=True, _nrt=False)
 def final_score2_ws(g, b, result, ws):
     """White-minus-black score in half points, komi and bonuses included; result gets the owners
-    (ws: an area workspace)."""
-    board = area_score_ws(b, g[G_TAX], g[G_SUICIDE] != 0, result, ws)
+    (ws: an area workspace).
+
+    A territory game ended because every point is pass-alive is counted by area, as KataGo does
+    (with the stones' points in G_WBONUS2 that is the same count), except under the group tax."""
+    if g[G_SCORING] == SCORING_TERRITORY and not (g[G_END] == END_ALL_PASS_ALIVE and g[G_TAX] != TAX_ALL):
+        board = territory_board_score_ws(g, b, result, ws)
+    else:
+        board = area_score_ws(b, g[G_TAX], g[G_SUICIDE] != 0, result, ws)
     return 2 * board + g[G_KOMI2] + g[G_WBONUS2] + 2 * handicap_bonus(g)
 
 
@@ -355,7 +569,7 @@ def end_without_result(g, reason):
 
 @njit(cache=True, _nrt=False)
 def game_play(g, b, hist, moves, table, loc, pla):
-    """Play a legal move (or PASS) for pla and update the history and the game's end.
+    """Play a legal move (or PASS) for pla and update the history, the phase and the game's end.
 
     The caller checks legality and that hist and moves have room for one more turn, and calls
     game_finish once the game is over to score it.
@@ -366,6 +580,7 @@ def game_play(g, b, hist, moves, table, loc, pla):
         g[G_RECENT] = min(g[G_RECENT], 1)
     g[G_RECENT] += 1
     _clear_end(g)
+    encore = g[G_ENCORE]
     repeated_pass = False
     if loc != PASS:
         g[G_PASSES] = 0
@@ -379,33 +594,96 @@ def game_play(g, b, hist, moves, table, loc, pla):
         g[G_PSTART] = n + 1
     else:
         before = hist[n]
-        if g[G_KO_RULE] == KO_SIMPLE:
+        if g[G_KO_RULE] == KO_SIMPLE or encore > 0:
             table_remove_history(g, hist, table)
             g[G_HSTART] = n + 1
             for i in range(g[G_PSTART], n):
-                if moves[i, 0] == PASS and moves[i, 1] == pla and hist[i] == before:
+                if moves[i, MV_LOC] == PASS and moves[i, MV_COLOR] == pla and hist[i] == before:
                     repeated_pass = True
                     break
         g[G_PASSES] += 1
 
-    play(b, loc, pla)
+    kind = KIND_PLAY
+    hash_before = get_hash(b)
+    target = pass_for_ko_target(g, b, loc, pla) if encore > 0 else NO_LOC
+    if target != NO_LOC:
+        kind = KIND_PASS_FOR_KO
+        _unblock(g, target)
+        b[M_KO] = NO_LOC
+    else:
+        play(b, loc, pla)
+        if encore > 0:
+            if b[M_KO] != NO_LOC:
+                # A ko capture: its stone is blocked from recapture instead of the ko point.
+                kind = KIND_KO_CAPTURE
+                _set_bit(g, G_BLOCKED, loc)
+                g[G_KRB] ^= ZOBRIST_KO_BLOCK[loc]
+                g[G_NBLOCKS] += 1
+                g[G_KOCAPS] += 1
+                b[M_KO] = NO_LOC
+            if g[G_NBLOCKS] != 0:
+                # A block goes with its stone.
+                for y in range(b[M_YSIZE]):
+                    for x in range(b[M_XSIZE]):
+                        at = (y + 1) * STRIDE + x + 1
+                        if b[COLOR + at] == EMPTY and has_bit(g, G_BLOCKED, at):
+                            _unblock(g, at)
+        if g[G_SCORING] == SCORING_TERRITORY and encore <= 1 and loc != PASS:
+            g[G_WBONUS2] += 2 if pla == BLACK else -2
+
     opp = 3 - pla
     after = ko_hash(g, b, opp)
     hist[n + 1] = after
-    moves[n, 0] = loc
-    moves[n, 1] = pla
+    moves[n, MV_LOC] = loc
+    moves[n, MV_COLOR] = pla
+    moves[n, MV_KIND] = kind
+    moves[n, MV_HASH_LO] = np.int32((hash_before << 32) >> 32)
+    moves[n, MV_HASH_HI] = np.int32(hash_before >> 32)
     g[G_NMOVES] = n + 1
     g[G_TO_MOVE] = opp
     occurrences = table_add(table, after)
     nempty = b[M_NEMPTY]
     g[G_MIN_EMPTY] = nempty if g[G_HSTART] == n + 1 else min(g[G_MIN_EMPTY], nempty)
+    if encore > 0:
+        _mark_encore_bans(g, b, moves, n + 1, opp)
 
-    if g[G_PASSES] >= 2:
-        _end(g, END_PASSES, 0)
-    elif repeated_pass:
-        _end(g, END_REPEATED_PASS, 0)
-    elif loc != PASS and g[G_KO_RULE] == KO_SIMPLE and occurrences >= 3:
+    if g[G_PASSES] >= 2 or repeated_pass:
+        if g[G_SCORING] == SCORING_AREA or encore >= 2:
+            _end(g, END_PASSES if g[G_PASSES] >= 2 else END_REPEATED_PASS, 0)
+        else:
+            _next_phase(g, b, hist, table, n + 1, opp)
+    elif loc != PASS and (g[G_KO_RULE] == KO_SIMPLE or encore > 0) and occurrences >= 3:
         end_without_result(g, END_CYCLE)
+
+
+@njit(cache=True, _nrt=False)
+def _next_phase(g, b, hist, table, start, to_move):
+    """Start the next encore phase at turn start (the turn after the pass that ended the last)."""
+    encore = g[G_ENCORE] + 1
+    g[G_ENCORE] = encore
+    g[G_PHASE_START] = start
+    g[G_RECENT] = 0
+    if encore == 2:
+        _clear_bits(g, G_E2_BLACK)
+        _clear_bits(g, G_E2_WHITE)
+        for y in range(b[M_YSIZE]):
+            for x in range(b[M_XSIZE]):
+                loc = (y + 1) * STRIDE + x + 1
+                c = b[COLOR + loc]
+                if c == BLACK:
+                    _set_bit(g, G_E2_BLACK, loc)
+                elif c == WHITE:
+                    _set_bit(g, G_E2_WHITE, loc)
+    g[G_PASSES] = 0
+    g[G_PSTART] = start
+    g[G_KOCAPS] = 0
+    _clear_blocks(g)
+    _clear_bits(g, G_BANNED)
+    table_remove_history(g, hist, table)
+    g[G_HSTART] = start
+    hist[start] = ko_hash(g, b, to_move)
+    table_add(table, hist[start])
+    g[G_MIN_EMPTY] = b[M_NEMPTY]
 
 
 @njit(cache=True)

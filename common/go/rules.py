@@ -6,9 +6,9 @@
 KataGo's compact string (``koPOSITIONALscoreAREAtaxNONEsui1``). Rules print back as JSON or as
 the compact string.
 
-Territory scoring parses and prints, so games under Japanese rules can be read and stored, but
-playing or scoring it needs encore phases that are not built yet: ``check_playable`` refuses it
-with ``UnsupportedRulesError``, and every player of games calls it.
+Every rule KataGo plays is played here, territory scoring through KataGo's encore phases
+(``common.go.gamestate``), except the SPIGHT ko rule: ``check_playable`` refuses it with
+``UnsupportedRulesError``, and every player of games calls it.
 """
 
 from __future__ import annotations
@@ -136,12 +136,6 @@ class Rules:
 
     # --- what this engine plays ------------------------------------------------------------------
     def unsupported_reason(self) -> str | None:
-        if self.scoring == "TERRITORY":
-            return (
-                "territory scoring (japanese, korean and other TERRITORY rules) is not yet "
-                "supported: it needs encore phases; use an area-scoring ruleset such as "
-                "chinese or tromp-taylor"
-            )
         if self.ko == "SPIGHT":
             return "the SPIGHT ko rule is not yet supported; use SIMPLE, POSITIONAL or SITUATIONAL"
         return None

@@ -177,9 +177,11 @@ def test_rules_commands_in_katago_format():
     assert json.loads(ok(e, "kata-get-rules"))["ko"] == "SITUATIONAL"
     ok(e, "kata-set-rule hasButton true")
     assert json.loads(ok(e, "kata-get-rules"))["hasButton"] is True
-    assert "territory scoring" in err(e, "kata-set-rules japanese")
-    assert "territory scoring" in err(e, "kata-set-rule scoring TERRITORY")
+    ok(e, "kata-set-rules japanese")
+    assert json.loads(ok(e, "kata-get-rules"))["scoring"] == "TERRITORY"
+    ok(e, "kata-set-rule scoring AREA")
     assert json.loads(ok(e, "kata-get-rules"))["scoring"] == "AREA"
+    assert "SPIGHT" in err(e, "kata-set-rule ko SPIGHT")
     assert err(e, "kata-set-rules fischer").startswith("Unknown rules 'fischer'")
     assert err(e, "kata-set-rule colour red").startswith("unknown rules option")
 
@@ -231,7 +233,7 @@ def test_printsgf_and_loadsgf(tmp_path):
     japanese = tmp_path / "japanese.sgf"
     japanese.write_text("(;SZ[9]RU[Japanese]KM[6.5];B[ee];W[cc])")
     ok(e2, f"loadsgf {japanese}")
-    assert json.loads(ok(e2, "kata-get-rules"))["scoring"] == "AREA"
+    assert json.loads(ok(e2, "kata-get-rules"))["scoring"] == "TERRITORY"
     assert ok(e2, "list_stones white") == "C7"
 
 

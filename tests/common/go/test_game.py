@@ -249,13 +249,12 @@ def test_set_rules_replays_and_refuses_what_becomes_illegal():
     assert g.color_at(v(g, "H2")) == BLACK
 
 
-def test_territory_rules_are_refused_everywhere_in_the_engine():
-    for name in ("japanese", "korean"):
-        rules = Rules.from_text(name)
-        with pytest.raises(UnsupportedRulesError, match=r"territory scoring .* not yet supported"):
-            Game(9, rules=rules)
-        with pytest.raises(UnsupportedRulesError):
-            Game(9).set_rules(rules)
+def test_spight_ko_is_refused_everywhere_in_the_engine():
+    rules = Rules(ko="SPIGHT")
+    with pytest.raises(UnsupportedRulesError, match="SPIGHT"):
+        Game(9, rules=rules)
+    with pytest.raises(UnsupportedRulesError):
+        Game(9).set_rules(rules)
 
 
 def test_komi_change_rescores_a_finished_game():

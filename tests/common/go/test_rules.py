@@ -39,11 +39,10 @@ def test_area_presets(name, ko, suicide, whb, button, tax, komi):
 
 
 @pytest.mark.parametrize("name", ["japanese", "korean", "Japanese", "ancient-territory"])
-def test_territory_presets_parse_but_are_refused(name):
+def test_territory_presets_parse_and_are_played(name):
     rules, komi = Rules.parse(name)
     assert rules.scoring == "TERRITORY" and komi == 6.5
-    with pytest.raises(UnsupportedRulesError, match=r"territory scoring .* not yet supported"):
-        rules.check_playable()
+    rules.check_playable()
 
 
 def test_json_round_trip_in_katagos_form():

@@ -8,7 +8,7 @@ import pytest
 
 from common.go.game import Game
 from common.go.geometry import BLACK, PASS, WHITE, loc_of, parse_color, parse_gtp_vertex
-from common.go.rules import Rules, UnsupportedRulesError
+from common.go.rules import Rules
 from common.go.sgf import (
     MAX_VARIATION_DEPTH,
     GameRecord,
@@ -42,8 +42,7 @@ def test_main_line_of_a_tree_with_variations():
     assert rec.comment.startswith("A game with variations")
     assert rec.nodes[2].comment == "main line"
     assert rec.rules.scoring == "TERRITORY"
-    with pytest.raises(UnsupportedRulesError):
-        rec.to_game()
+    assert rec.to_game().rules.scoring == "TERRITORY"
     game = rec.to_game(rules=Rules.from_text("chinese"))
     assert game.is_over and game.num_moves == 7
 
