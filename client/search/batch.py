@@ -405,7 +405,10 @@ def _select_ranges(t, r, w, b, cache, sel, bounds):
 def _apply_game(t, r, w, b, policy, value, misc, i, leaves, lane):
     vals = w.vals[lane]
     own = w.own[lane]
-    no_result_allowed = r.states[i, gs.G_KO_RULE] == gs.KO_SIMPLE
+    # KataGo lets the network's no-result stand where long cycles can end a game without result.
+    no_result_allowed = (r.states[i, gs.G_KO_RULE] == gs.KO_SIMPLE) | (
+        r.states[i, gs.G_SCORING] == gs.SCORING_TERRITORY
+    )
     x_size = r.boards[i, M_XSIZE]
     y_size = r.boards[i, M_YSIZE]
     status = t.status[i]

@@ -4,22 +4,27 @@ Spatial planes (side to move "own", the other "opp"; a board smaller than 19x19 
 top-left corner of the 19x19 grid, position ``y * 19 + x``):
 
  0 on board              1 own stone            2 opp stone
- 3-5 chain has 1, 2, 3 liberties                6 ko or superko banned for the side to move
- 7, 8 encore only (zero under area scoring)     9-13 the last five moves (most recent first)
+ 3-5 chain has 1, 2, 3 liberties
+ 6 ko or superko banned for the side to move (in the encore: ko captures it made here before)
+ 7 encore: ko-recapture-blocked stones          8 unused (zero)
+ 9-13 the last five moves (most recent first)
 14 stones in a chain capturable by ladder now   15, 16 the same one and two turns ago
 17 moves that start a working ladder on an opp chain with two liberties
-18, 19 own and opp area (KataGo's scoring area; under seki/group tax, independent life)
-20, 21 encore only (zero)
+18, 19 own and opp area (KataGo's scoring area; under seki/group tax, independent life; under
+       territory scoring only in the second encore phase, as that phase's count would score it)
+20, 21 own and opp stones at the start of the second encore phase
 
-Global values: 0-4 the last five moves were passes; 5 komi from the side to move / 20; 6, 7 ko
-rule (simple 0,0; positional 1,0.5; situational 1,-0.5); 8 multi-stone suicide legal; 9
-territory scoring (0); 10, 11 tax seki (1,0) / all (1,1); 12, 13 encore (0); 14 a pass would end
-the game; 15, 16 playout doubling advantage; 17 the button is still on the table; 18 the komi
-parity wave.
+Global values: 0-4 the last five moves were passes; 5 komi from the side to move / 20 (with the
+points played stones gave under territory scoring); 6, 7 ko rule (simple 0,0; positional 1,0.5;
+situational 1,-0.5); 8 multi-stone suicide legal; 9 territory scoring; 10, 11 tax seki (1,0) /
+all (1,1); 12, 13 encore phase > 0, > 1; 14 a pass would end the phase; 15, 16 playout doubling
+advantage; 17 the button is still on the table; 18 the komi parity wave (under territory scoring
+only in the second encore phase).
 
 History (moves, their ladders, pass flags) reaches back at most five turns, one once the game is
-over; after play goes on past an end only the ending move and later ones count (KataGo's "valid
-turns"); and it stops where moves do not alternate colours back from the side to move.
+over, none before the first move of an encore phase; after play goes on past an end only the
+ending move and later ones count (KataGo's "valid turns"); and it stops where moves do not
+alternate colours back from the side to move.
 
 ``fill_row_at`` is the numba kernel over a position's arrays (``gamestate.Position``), writing
 straight into a crop of the grid under a symmetry (the search calls it for every leaf, with the
@@ -37,7 +42,7 @@ import numpy as np
 from numba import njit
 
 from common.go import gamestate as gs
-from common.go.area import TAX_NONE, area_ws, independent_life_area_ws, new_area_workspace
+from common.go.area import TAX_ALL, TAX_NONE, area_ws, independent_life_area_ws, new_area_workspace
 from common.go.board import (
     COLOR,
     HEAD,
@@ -52,7 +57,7 @@ from common.go.board import (
     is_pseudo_legal,
 )
 from common.go.game import Game
-from common.go.geometry import ADJ, ARR, BLACK, EMPTY, PASS, STRIDE, WHITE
+from common.go.geometry import ADJ, ARR, BLACK, EMPTY, NO_LOC, PASS, STRIDE, WHITE
 from common.nn.ladders import W_SOLVED, ladder_captured, ladder_captured_attacker_first, new_buf
 
 NUM_SPATIAL = 22
@@ -121,17 +126,19 @@ def _quiet_point(b, loc, opp):
 
 
 @njit(cache=True, _nrt=False)
-def pass_would_end_game(g, hist, moves, pla):
-    """Would a pass by pla now end the game (two passes, or simple ko's repeated pass)?"""
+def pass_would_end_phase(g, hist, moves, pla):
+    """Would a pass by pla now end the phase (two passes, or a repeated pass where passes clear the
+    ko history: simple ko, the encore)? Under area scoring the phase is the game, and under
+    territory scoring the second encore phase is the last."""
     if g[gs.G_BUTTON] != 0:
         return False  # that pass would take the button
     if g[gs.G_PASSES] + 1 >= 2:
         return True
-    if g[gs.G_KO_RULE] == gs.KO_SIMPLE:
+    if g[gs.G_KO_RULE] == gs.KO_SIMPLE or g[gs.G_ENCORE] > 0:
         n = g[gs.G_NMOVES]
         before = hist[n]
         for i in range(g[gs.G_PSTART], n):
-            if moves[i, 0] == PASS and moves[i, 1] == pla and hist[i] == before:
+            if moves[i, gs.MV_LOC] == PASS and moves[i, gs.MV_COLOR] == pla and hist[i] == before:
                 return True
     return False
 
@@ -196,6 +203,7 @@ def fill_row_at(pos, pla, draw_equiv_white, pda, lad_prev1, lad_prev2, row, scra
     y_size = b[M_YSIZE]
     suicide = g[gs.G_SUICIDE] != 0
     superko = g[gs.G_KO_RULE] != gs.KO_SIMPLE
+    encore = g[gs.G_ENCORE]
     # A move that captures nothing adds a stone: it can only recreate a position of the ko history
     # with one empty point fewer than now, and there is none unless captures have brought the
     # board below a position of that history (most often there is nothing to look up).
@@ -226,6 +234,8 @@ def fill_row_at(pos, pla, draw_equiv_white, pda, lad_prev1, lad_prev2, row, scra
                     spatial[4, q] = 1.0
                 elif libs == 3:
                     spatial[5, q] = 1.0
+            if encore > 0:
+                _encore_point(g, b, loc, pla, c, q, p, suicide, spatial, legal)
             elif c == EMPTY:
                 # Ko and superko bans for the side to move; the legal moves on the way.
                 if loc == ko:
@@ -281,21 +291,57 @@ def fill_row_at(pos, pla, draw_equiv_white, pda, lad_prev1, lad_prev2, row, scra
             spatial[15, q] = p1[p]
             spatial[16, q] = p2[p]
 
-    # Area.
+    # Area: what the count would score now. Territory scoring shows it only in the second encore
+    # phase, with the stones standing since that phase began; there too, those stones.
     owner = scratch.owner
-    if g[gs.G_TAX] == TAX_NONE:
-        area_ws(b, True, True, True, suicide, owner, scratch.area_ws)
-    else:
-        independent_life_area_ws(b, True, suicide, owner, scratch.area_ws)
-    for y in range(y_size):
-        for x in range(x_size):
-            o = owner[(y + 1) * STRIDE + x + 1]
-            if o == pla:
-                spatial[18, index[y * NN_LEN + x]] = 1.0
-            elif o == opp:
-                spatial[19, index[y * NN_LEN + x]] = 1.0
+    territory = g[gs.G_SCORING] == gs.SCORING_TERRITORY
+    if not territory or encore >= 2:
+        if territory:
+            independent_life_area_ws(b, False, suicide, owner, scratch.area_ws, g[gs.G_TAX] == TAX_NONE)
+        elif g[gs.G_TAX] == TAX_NONE:
+            area_ws(b, True, True, True, suicide, owner, scratch.area_ws)
+        else:
+            independent_life_area_ws(b, True, suicide, owner, scratch.area_ws)
+        pla_e2 = gs.G_E2_BLACK if pla == BLACK else gs.G_E2_WHITE
+        opp_e2 = gs.G_E2_WHITE if pla == BLACK else gs.G_E2_BLACK
+        for y in range(y_size):
+            for x in range(x_size):
+                loc = (y + 1) * STRIDE + x + 1
+                o = owner[loc]
+                q = index[y * NN_LEN + x]
+                if territory:
+                    c = b[COLOR + loc]
+                    if gs.has_bit(g, pla_e2, loc):
+                        spatial[20, q] = 1.0
+                    elif gs.has_bit(g, opp_e2, loc):
+                        spatial[21, q] = 1.0
+                    if o == EMPTY:
+                        if c == pla and gs.has_bit(g, pla_e2, loc):
+                            o = pla
+                        elif c == opp and gs.has_bit(g, opp_e2, loc):
+                            o = opp
+                if o == pla:
+                    spatial[18, q] = 1.0
+                elif o == opp:
+                    spatial[19, q] = 1.0
 
     _fill_global(g, hist, moves, pla, draw_equiv_white, pda, x_size, y_size, glob)
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _encore_point(g, b, loc, pla, c, q, p, suicide, spatial, legal):
+    """Planes 6 and 7 and the legal move at loc in an encore phase: the ko captures banned here, the
+    recapture-blocked stones, and passes for ko (a move on a blocked stone is one)."""
+    if c == EMPTY:
+        banned = gs.has_bit(g, gs.G_BANNED, loc)
+        if banned:
+            spatial[6, q] = 1.0
+        if gs.pass_for_ko_target(g, b, loc, pla) != NO_LOC or (not banned and is_pseudo_legal(b, loc, pla, suicide)):
+            legal[p] = 1
+    elif g[gs.G_NBLOCKS] != 0 and gs.has_bit(g, gs.G_BLOCKED, loc):
+        spatial[7, q] = 1.0
+        if c == 3 - pla and gs.pass_for_ko_target(g, b, loc, pla) == loc:
+            legal[p] = 1
 
 
 @njit(cache=True, _nrt=False)
@@ -321,11 +367,17 @@ def _fill_global(g, hist, moves, pla, draw_equiv_white, pda, x_size, y_size, glo
         glob[7] = -0.5
     if g[gs.G_SUICIDE] != 0:
         glob[8] = 1.0
+    if g[gs.G_SCORING] == gs.SCORING_TERRITORY:
+        glob[9] = 1.0
     if g[gs.G_TAX] != TAX_NONE:
         glob[10] = 1.0
-        if g[gs.G_TAX] == 2:
+        if g[gs.G_TAX] == TAX_ALL:
             glob[11] = 1.0
-    if pass_would_end_game(g, hist, moves, pla):
+    if g[gs.G_ENCORE] > 0:
+        glob[12] = 1.0
+    if g[gs.G_ENCORE] > 1:
+        glob[13] = 1.0
+    if pass_would_end_phase(g, hist, moves, pla):
         glob[14] = 1.0
     if pda != 0.0:
         glob[15] = 1.0
@@ -333,7 +385,10 @@ def _fill_global(g, hist, moves, pla, draw_equiv_white, pda, x_size, y_size, glo
     if g[gs.G_BUTTON] != 0:
         glob[17] = 1.0
 
-    # Komi parity wave: a triangle wave of period 2 around the komis where a draw is possible.
+    # Komi parity wave: a triangle wave of period 2 around the komis where a draw is possible
+    # (under territory scoring the count's parity is known only once the second encore began).
+    if g[gs.G_SCORING] == gs.SCORING_TERRITORY and g[gs.G_ENCORE] < 2:
+        return
     if (x_size * y_size) % 2 == 0:
         komi_floor = np.float32(math.floor(self_komi / np.float32(2.0))) * np.float32(2.0)
     else:
@@ -375,9 +430,17 @@ def position_key(g, b, hist, moves, pla, symmetry, extra):
         gs.G_WHB,
         gs.G_BUTTON,
         gs.G_OVER,
+        gs.G_SCORING,
+        gs.G_ENCORE,
+        gs.G_KRB,
     ):
         h = _mix(h, g[k])
-    h = _mix(h, 1 if pass_would_end_game(g, hist, moves, pla) else 0)
+    if g[gs.G_ENCORE] > 0:
+        for w in range(gs.BITSET_WORDS):
+            h = _mix(h, g[gs.G_BANNED + w])
+            h = _mix(h, g[gs.G_E2_BLACK + w])
+            h = _mix(h, g[gs.G_E2_WHITE + w])
+    h = _mix(h, 1 if pass_would_end_phase(g, hist, moves, pla) else 0)
     n = g[gs.G_NMOVES]
     reach = min(1 if g[gs.G_OVER] != 0 else 5, g[gs.G_RECENT], n)
     h = _mix(h, reach)

@@ -27,20 +27,34 @@ def g170(shared):
     return Evaluator.from_file(shared / G170, device="cpu")
 
 
-def golden_positions(shared):
-    for line in (shared / "golden" / "katago_rawnn_sample.jsonl").read_text().splitlines():
+def golden_positions(shared, name="katago_rawnn_sample.jsonl"):
+    for line in (shared / "golden" / name).read_text().splitlines():
         d = json.loads(line)
         size = d["size"]
-        game = Game(size, rules=Rules.from_text(json.dumps(d["rules"])), komi=d["komi"])
+        game = Game(size, rules=Rules.from_text(json.dumps(d["rules"])), komi=d["komi"], capacity=512)
+        if d.get("setup_black"):
+            # Handicap stones, then Black moves first, as KataGo's self-play starts such games.
+            game.setup(black=[parse_gtp_vertex(x, size, size) for x in d["setup_black"]], to_move=BLACK)
         for c, vertex in d["moves"]:
             game.play(parse_gtp_vertex(vertex, size, size), parse_color(c))
         assert game.to_move == parse_color(d["next_color"])
+        assert game.encore_phase == d.get("encore_phase", 0)
         yield game, d
 
 
-def test_g170_matches_katagos_raw_outputs(shared, g170):
-    """kata-raw-nn 0 of real KataGo on 15 positions (7x7 to 19x19, all ko rules, passes)."""
-    pairs = list(golden_positions(shared))
+@pytest.mark.parametrize(
+    "name",
+    [
+        # 15 positions: 7x7 to 19x19, all ko rules, passes.
+        "katago_rawnn_sample.jsonl",
+        # 16 positions under territory scoring: main phase and both encore phases, every tax, a
+        # ko-recapture block, a pass for ko, after the end, handicap, 13x13.
+        "katago_territory_rawnn_sample.jsonl",
+    ],
+)
+def test_g170_matches_katagos_raw_outputs(shared, g170, name):
+    """kata-raw-nn 0 of real KataGo, within the canary's tolerances."""
+    pairs = list(golden_positions(shared, name))
     evals = g170.evaluate([g for g, _ in pairs], perspective="white")
     for (_, d), ev in zip(pairs, evals):
         k = d["katago_raw_nn"]
