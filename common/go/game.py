@@ -476,7 +476,8 @@ class Game:
         return bool(gs.end_if_all_pass_alive(self.g, self.b))
 
     def score(self) -> float:
-        """White-minus-black area score of the position now, komi and bonuses included."""
+        """White-minus-black score of the position now by the game's rules (area, or territory
+        as the current phase would count it), komi and bonuses included."""
         g = self.g.copy()
         if g[gs.G_BUTTON]:
             g[gs.G_WBONUS2] += 1 if self.to_move == WHITE else -1
@@ -488,13 +489,14 @@ class Game:
 
         method: "katago" (pass-alive territory counts with any dead stones in it, then stones,
         then one-colour empty regions), "tromp-taylor" (stones and one-colour empty regions),
-        "pass-alive" (pass-alive stones and territory only), "scoring" (what the game's score
-        counts: "katago", or independent life under a seki or all tax).
+        "pass-alive" (pass-alive stones and territory only), "scoring" (the points the game's
+        score counts for each player: "katago", or independent life under a seki or all tax;
+        under territory scoring the territory and the stones that count).
         """
         result = np.empty(ARR, dtype=np.int8)
         sui = self._rules.suicide
         if method == "scoring":
-            area_kernels.area_score(self.b, self.g[gs.G_TAX], sui, result)
+            gs.final_score2(self.g, self.b, result)
         elif method == "katago":
             area_kernels.area(self.b, True, True, True, sui, result)
         elif method == "tromp-taylor":

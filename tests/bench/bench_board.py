@@ -84,7 +84,7 @@ def replay_sgfmill(size: int, records: list[np.ndarray]) -> float:
     converted = []
     for rec in records:
         moves = []
-        for loc, color in rec:
+        for loc, color in rec[:, :2]:
             if loc == PASS:
                 continue
             x, y = xy_of(int(loc))

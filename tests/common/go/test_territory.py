@@ -112,5 +112,7 @@ def test_territory_counts_territory_captures_and_komi():
     play_all(game, "B B2", "W pass", "B D2", "W pass", "B C1")  # captures C2
     assert game.captures(BLACK) == 1
     play_all(game, "W pass", "B pass", "W pass", "B pass", "W pass", "B pass")
-    # 21 points of territory and one prisoner for Black, 6.5 komi for White.
+    # 21 points of territory and one prisoner for Black, 6.5 komi for White: as counted, 25 points
+    # of area (the whole board) less the 3 stones Black played more than White.
     assert game.is_over and game.result.sgf() == "B+15.5"
+    assert (game.ownership("scoring") == BLACK).sum() == 25 and game.score() == -15.5
