@@ -101,9 +101,16 @@ def _convert(value: Any, hint: Any, path: str) -> Any:
     raise TypeError(f"unsupported settings type {hint!r}")
 
 
+@functools.cache
+def _hints(cls: type) -> dict[str, Any]:
+    """A settings class's field types, resolved once: resolving them compiles every annotation, and
+    every upload reads its task's settings."""
+    return get_type_hints(cls)
+
+
 def _from_dict(cls: type, data: Any, path: str) -> Any:
     _need(isinstance(data, dict), path or "(top level)", f"must be an object, got {type(data).__name__}")
-    hints = get_type_hints(cls)
+    hints = _hints(cls)
     names = {f.name for f in fields(cls)}
     for key in data:
         _need(key in names, f"{path}.{key}" if path else key, f"unknown key (known: {', '.join(sorted(names))})")
