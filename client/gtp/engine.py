@@ -22,7 +22,6 @@ from common import __version__
 from common.go.game import Game, IllegalMoveError
 from common.go.geometry import (
     BLACK,
-    EMPTY,
     GTP_COLUMNS,
     PASS,
     WHITE,
@@ -35,8 +34,12 @@ from common.go.geometry import (
 from common.go.handicap import fixed_handicap_locs, max_fixed_handicap
 from common.go.rules import Rules, RulesError, check_komi, default_komi
 from common.go.sgf import SGFError, read_sgf, write_sgf
+from common.go.status import final_status
 
 log = logging.getLogger(__name__)
+
+
+_STATUSES = ("alive", "dead", "seki", "black_territory", "white_territory", "dame")
 
 
 class GtpError(Exception):
@@ -314,7 +317,11 @@ class GtpEngine:
 
     # --- scoring ---------------------------------------------------------------------------------
     def cmd_final_score(self, args: list[str]) -> str:
-        score = self.game.score()
+        """The finished game's result by its rules; before the end, the position counted as it stands
+        (territory scoring: territory and captures, with the points of the encore so far)."""
+        result = self.game.result
+        scored = result is not None and not result.no_result and not result.resignation
+        score = result.score if result is not None and scored else self.game.score()
         if score > 0:
             return f"W+{score:g}"
         if score < 0:
@@ -323,29 +330,9 @@ class GtpEngine:
 
     def cmd_final_status_list(self, args: list[str]) -> str:
         (status,) = self._args(args, 1, "a status (alive, dead, seki, black_territory, white_territory, dame)")
-        game = self.game
-        dead = set(game.dead_stones())
-        seki = set(game.seki_stones())
-        stones = [loc for loc in game.locs() if game.color_at(loc) != EMPTY]
-        if status == "alive":
-            return self._vertices(loc for loc in stones if loc not in dead and loc not in seki)
-        if status == "dead":
-            return self._vertices(loc for loc in stones if loc in dead)
-        if status == "seki":
-            return self._vertices(loc for loc in stones if loc in seki)
-        if status in ("black_territory", "white_territory", "dame"):
-            # Territory: points a colour owns that are empty or hold dead stones; dame: empty
-            # points nobody owns.
-            owner = {"black_territory": BLACK, "white_territory": WHITE, "dame": EMPTY}[status]
-            own = game.ownership("katago")
-            points = []
-            for loc in game.locs():
-                x, y = xy_of(loc)
-                empty = game.color_at(loc) == EMPTY
-                if own[y, x] == owner and (empty or (owner != EMPTY and loc in dead)):
-                    points.append(loc)
-            return self._vertices(points)
-        raise GtpError(f"invalid status {status!r}")
+        if status not in _STATUSES:
+            raise GtpError(f"invalid status {status!r}")
+        return self._vertices(getattr(final_status(self.game), status))
 
     # --- SGF -------------------------------------------------------------------------------------
     def cmd_loadsgf(self, args: list[str]) -> str:
@@ -613,5 +600,8 @@ class GtpEngine:
                 line += "     " + side[y]
             lines.append(line)
         lines.append(f"   {cols}")
-        lines.append(f"{color_name(game.to_move).capitalize()} to move; rules {self.rules.name()}, komi {game.komi:g}")
+        phase = f"; encore phase {game.encore_phase}" if game.encore_phase else ""
+        lines.append(
+            f"{color_name(game.to_move).capitalize()} to move; rules {self.rules.name()}, komi {game.komi:g}{phase}"
+        )
         return "\n".join(lines)
