@@ -14,8 +14,9 @@ Differences from KataGo: one position is searched at a time, highest ``priority`
 the order asked (``-analysis-threads`` is accepted and has no effect); ownership is the network's
 for the root position and, per move, for the position after the move, not an average over the tree;
 ``avoidMoves``, ``allowMoves``, ``includePVVisits`` and the ownership deviations are not supported
-(a warning says so); rules with territory scoring, which the engine does not play yet, are analyzed
-under area scoring with a warning (KataGo does the same for rules a network does not support).
+(a warning says so). Territory rules (``japanese``, ``korean``) are analyzed as such, through the
+encore phases; the SPIGHT ko rule, which the engine does not play, is analyzed under situational
+superko with a warning (KataGo does the same for rules a network does not support).
 """
 
 from __future__ import annotations

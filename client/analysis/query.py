@@ -296,8 +296,6 @@ def _parse_rules(q: dict, warnings: list[tuple[str, str]]) -> tuple[Rules, float
     if komi is None:
         komi = default_komi(rules)
     playable = rules
-    if playable.scoring == "TERRITORY":
-        playable = dataclasses.replace(playable, scoring="AREA")
     if playable.ko == "SPIGHT":
         playable = dataclasses.replace(playable, ko="SITUATIONAL")
     if playable != rules:
