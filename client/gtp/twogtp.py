@@ -2,7 +2,9 @@
 
 Each engine runs as a child process. The referee keeps its own Game under the chosen rules, checks
 every move it is given, relays it to the other engine, and ends the game by the rules (two
-passes), by resignation, by an illegal move (which loses) or at a move limit (no result).
+passes; under territory rules, two passes in each of the main phase and KataGo's two encore phases,
+a pass for ko relayed by its vertex), by resignation, by an illegal move (which loses) or at a move
+limit (no result).
 
 Engines that always answer the same position with the same move would play the same two games over
 and over; ``--openings N`` starts each pair of games (the same opening, colours swapped) from N

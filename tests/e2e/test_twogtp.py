@@ -30,6 +30,23 @@ def test_twogtp_plays_a_whole_9x9_game_and_prints_sgf():
     assert f"{rec.result} after {game.num_moves} moves" in proc.stderr
 
 
+def test_a_game_under_japanese_rules_ends_after_the_encore():
+    proc = subprocess.run(
+        [sys.executable, "-m", "client", "twogtp", "--size", "7", "--seed", "3", "--rules", "japanese", "--komi", "6"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    rec = read_sgf(proc.stdout)
+    assert rec.rules == Rules.from_text("japanese")
+    game = rec.to_game()
+    # Both engines and the referee went through both encore phases: the game ended in the second,
+    # counted by territory.
+    assert game.is_over and game.encore_phase == 2 and game.result.sgf() == rec.result
+    assert rec.result.startswith(("B+", "W+")) and not rec.result.endswith("R")
+
+
 def test_an_engine_that_breaks_the_rules_loses():
     cheat = [
         sys.executable,
