@@ -1,7 +1,8 @@
-"""A stored game's record replayed for the game page: the stones after every move.
+"""A stored game's record replayed for the game page: the stones after every move, the phase each
+move was played in (territory scoring's encore), the passes for ko, and the result by the rules.
 
-The SGF is read with ``common.go.sgf`` and played move by move in ``common.go.game`` (so captures
-are the rules engine's); the page's script only draws what this gives it.
+The SGF is read with ``common.go.sgf`` and played move by move in ``common.go.game`` (so captures,
+phases and passes for ko are the rules engine's); the page's script only draws what this gives it.
 """
 
 from __future__ import annotations
@@ -26,6 +27,9 @@ class Replay:
     positions: list[str]  # after each move (0: the start); rows top first, '.', 'b' or 'w' per point
     moves: list[dict]  # {"c": "B"/"W", "v": GTP vertex or "pass", "x", "y" (None for a pass)}
     captures: list[list[int]] = field(default_factory=list)  # stones captured [by black, by white] after each move
+    phases: list[int] = field(default_factory=list)  # the phase each move was played in: 0 main, 1 or 2 encore
+    ko_passes: list[int] = field(default_factory=list)  # the moves (numbered from 1) that were passes for ko
+    result: str | None = None  # the result by the rules when the moves end the game ("B+3.5"), else None
     record: GameRecord | None = None
     rules: Rules | None = None  # the rules the moves were played by (the record's, else the row's)
     komi: float | None = None  # likewise
@@ -38,6 +42,10 @@ class Replay:
             "positions": self.positions,
             "moves": self.moves,
             "captures": self.captures,
+            "phases": self.phases,
+            "ko_passes": self.ko_passes,
+            "scoring": (self.rules.scoring if self.rules is not None else "AREA").lower(),
+            "result": self.result,
         }
 
     def json(self) -> str:
@@ -68,7 +76,12 @@ def replay_sgf(data: bytes, rules: Rules | None = None, komi: float | None = Non
     positions = [_position(game)]
     captures = [[0, 0]]
     moves: list[dict[str, str | int | None]] = []
+    phases: list[int] = []
+    ko_passes: list[int] = []
     for number, (color, loc) in enumerate(record.moves, start=1):
+        phases.append(game.encore_phase)
+        if game.is_pass_for_ko(loc, color):
+            ko_passes.append(number)
         try:
             game.play(loc, color)
         except ValueError as e:
@@ -81,4 +94,17 @@ def replay_sgf(data: bytes, rules: Rules | None = None, komi: float | None = Non
             moves.append({"c": letter, "v": gtp_vertex(loc, game.x_size, game.y_size), "x": x, "y": y})
         positions.append(_position(game))
         captures.append([game.captures(BLACK), game.captures(WHITE)])
-    return Replay(game.x_size, game.y_size, positions, moves, captures, record, game.rules, game.komi)
+    result = game.result.sgf() if game.result is not None else None
+    return Replay(
+        game.x_size,
+        game.y_size,
+        positions,
+        moves,
+        captures,
+        phases,
+        ko_passes,
+        result,
+        record,
+        game.rules,
+        game.komi,
+    )

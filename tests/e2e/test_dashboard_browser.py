@@ -45,6 +45,11 @@ CAPTURE_SGF = (
     b";B[ab];W[bb];B[ba];W[dd];B[cb];W[ee];B[bc])"
 )  # black captures the white stone at bb (B6)
 NINE_SGF = b"(;FF[4]GM[1]SZ[9]KM[7]RU[Chinese]PB[net]PW[net]RE[W+R];B[ee];W[cc])"
+# Japanese rules: Black takes a ko in encore phase 1 (move 11, C4), White passes for ko at B4 (move 12)
+TERRITORY_SGF = (
+    b"(;FF[4]GM[1]SZ[5]KM[0.5]RU[Japanese]PB[net]PW[net]RE[B+0.5]"
+    b";B[ba];W[ca];B[ab];W[bb];B[bc];W[db];B[ee];W[cc];B[];W[];B[cb];W[bb];B[];W[];B[];W[])"
+)
 
 
 @pytest.fixture(scope="module")
@@ -163,7 +168,18 @@ def _data(run_name: str, selfplay: list[helpers.PlayedGame]) -> dict:
     nine.board_x_size = nine.board_y_size = 9
     nine.moves, nine.result, nine.komi = 2, "W+R", 7.0
     nine.save()
-    return {"networks": networks, "capture_game": capture.pk, "game": games[1].pk, "nine_game": nine.pk}
+    territory = games[3]
+    territory.sgf = StoredFiles().put("games", TERRITORY_SGF, ".sgf")
+    territory.board_x_size = territory.board_y_size = 5
+    territory.moves, territory.result, territory.score, territory.komi = 16, "B+0.5", -0.5, 0.5
+    territory.save()
+    return {
+        "networks": networks,
+        "capture_game": capture.pk,
+        "game": games[1].pk,
+        "nine_game": nine.pk,
+        "territory_game": territory.pk,
+    }
 
 
 def test_the_website_in_a_browser(server, chromium, tmp_path, settings):
@@ -367,6 +383,30 @@ def _browse(browser, url: str, data: dict, screens: Screens) -> tuple[list[str],
         page.keyboard.press("PageUp")
         assert page.get_attribute("#board", "data-move") == "0"
         page.set_viewport_size({"width": 1280, "height": 900})
+
+        # a game under Japanese rules: the phase of each move, a pass for ko marked on its point, and
+        # the result by territory counting at the end
+        page.goto(url + f"/games/{data['territory_game']}/")
+        board = page.locator("#board")
+        assert (board.get_attribute("data-move"), board.get_attribute("data-phase")) == ("16", "2")
+        info = page.inner_text("#move-info")
+        assert "Move 16 of 16 (encore phase 2): white pass" in info and "result B+0.5 by territory counting" in info
+        assert "counted by territory" in page.inner_text(".game-info")
+        board.click()
+        for _ in range(4):
+            page.keyboard.press("ArrowLeft")
+        assert (board.get_attribute("data-move"), board.get_attribute("data-phase")) == ("12", "1")
+        assert page.locator('#board polygon.ko-pass[data-vertex="B4"]').count() == 1
+        assert page.locator('#board circle.stone.black[data-vertex="C4"]').count() == 1  # the board stays
+        assert "Move 12 of 16 (encore phase 1): white passes for ko at B4" in page.inner_text("#move-info")
+        screens.take(page, "territory-game")
+        page.keyboard.press("ArrowLeft")
+        assert page.locator("#board polygon.ko-pass").count() == 0
+        assert "(encore phase 1): black C4" in page.inner_text("#move-info")
+        page.keyboard.press("Home")
+        assert board.get_attribute("data-phase") == "0" and "Move 0 of 16 (main phase): the start" in page.inner_text(
+            "#move-info"
+        )
 
         # sign up, then make a client token, which the API takes
         page.goto(url + "/accounts/signup/")

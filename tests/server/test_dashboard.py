@@ -24,6 +24,13 @@ CAPTURE_SGF = (
     b";B[ab];W[bb];B[ba];W[dd];B[cb];W[ee];B[bc])"
 )  # black captures the white stone at bb
 
+# Japanese rules on 5x5: a ko captured in encore phase 1 (move 11, C4), White's pass for ko at the
+# recapture point (move 12, B4), then passes through encore phase 2 to the end.
+TERRITORY_SGF = (
+    b"(;FF[4]GM[1]SZ[5]KM[0.5]RU[Japanese]PB[net]PW[net]RE[B+0.5]"
+    b";B[ba];W[ca];B[ab];W[bb];B[bc];W[db];B[ee];W[cc];B[];W[];B[cb];W[bb];B[];W[];B[];W[])"
+)
+
 
 @pytest.fixture
 def web() -> Client:
@@ -498,6 +505,24 @@ def test_game_page_shows_captures_and_rules(web, run, alice, selfplay_games):
     text = _text(response)
     # the row's rules are empty here: the record's (simple ko, no suicide) are shown
     assert "ko: simple" in text and "multi-stone suicide: not allowed" in text
+
+
+def test_game_page_shows_the_encore_phases_passes_for_ko_and_the_territory_result(web, run, alice, selfplay_games):
+    from server.files import StoredFiles
+    from server.games.models import TrainingGame
+
+    game = helpers.store_training_games(run, alice[0], selfplay_games[:1])[0]
+    TrainingGame.objects.filter(pk=game.pk).update(
+        sgf=StoredFiles().put("games", TERRITORY_SGF, ".sgf"), result="B+0.5", score=-0.5, komi=0.5, moves=16
+    )
+    response = web.get(f"/games/{game.pk}/")
+    board = response.context["board"]
+    assert board["phases"] == [0] * 10 + [1] * 4 + [2] * 2
+    assert board["ko_passes"] == [12] and board["moves"][11]["v"] == "B4"
+    assert board["positions"][12] == board["positions"][11]  # a pass for ko leaves the board
+    assert (board["scoring"], board["result"]) == ("territory", "B+0.5")
+    text = _text(response)
+    assert "scoring: territory" in text and "counted by territory and prisoners" in text
 
 
 def test_rating_game_page(web, run, alice, selfplay_games, django_assert_num_queries):

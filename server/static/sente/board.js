@@ -1,6 +1,7 @@
 // The game page's board: draws, in SVG, the positions the server computed for every move (the JSON
 // in #board-data: board size, one string per position with '.', 'b' or 'w' per point, rows from the
-// top, the moves and the captures). Buttons, the slider and the keys step through the game: the
+// top, the moves, the captures, the phase each move was played in (territory scoring's encore), the
+// passes for ko, marked with a triangle, and the result by the rules). Buttons, the slider and the keys step through the game: the
 // arrows whenever no field has the focus; Page Up/Down, Home and End only while the board or its
 // buttons have it (elsewhere they scroll the page). The script only draws.
 (function () {
@@ -16,6 +17,10 @@
   var slider = document.getElementById("move-slider");
   var info = document.getElementById("move-info");
   var current = last;
+  var phases = data.phases || [];
+  var koPass = {};
+  (data.ko_passes || []).forEach(function (n) { koPass[n] = true; });
+  var PHASES = ["main phase", "encore phase 1", "encore phase 2"];
 
   function node(name, attrs, parent) {
     var e = document.createElementNS(NS, name);
@@ -79,20 +84,34 @@
       }, stoneLayer);
     }
     var move = current > 0 ? data.moves[current - 1] : null;
-    if (move && move.x !== null) {
+    var forKo = move !== null && koPass[current] === true;
+    if (forKo) {
+      // a pass for ko leaves the board as it was: a triangle on its point, as KataGo's records mark it
+      var tx = px(move.x), ty = px(move.y), r = CELL * 0.28;
+      node("polygon", {
+        points: tx + "," + (ty - r) + " " + (tx - r * 0.87) + "," + (ty + r / 2) + " " + (tx + r * 0.87) + "," + (ty + r / 2),
+        fill: "none", stroke: "#c0392b", "stroke-width": 0.9, "class": "ko-pass", "data-vertex": move.v,
+      }, stoneLayer);
+    } else if (move && move.x !== null) {
       var onBlack = position.charAt(move.y * W + move.x) === "b";
       node("circle", { cx: px(move.x), cy: px(move.y), r: CELL * 0.2, fill: "none", "class": "last-move",
                        stroke: onBlack ? "#fff" : "#000", "stroke-width": 0.9 }, stoneLayer);
     }
+    var phase = current > 0 ? (phases[current - 1] || 0) : 0;
     holder.setAttribute("data-move", String(current));
+    holder.setAttribute("data-phase", String(phase));
     holder.setAttribute("data-black", String(blacks));
     holder.setAttribute("data-white", String(whites));
     if (slider) slider.value = String(current);
     if (info) {
       var caps = data.captures[current] || [0, 0];
-      var what = move ? (move.c === "B" ? "black " : "white ") + move.v : "the start";
-      info.textContent = "Move " + current + " of " + last + ": " + what + " · captured: " + caps[0] +
-        " by black, " + caps[1] + " by white";
+      var what = move ? (move.c === "B" ? "black " : "white ") + (forKo ? "passes for ko at " : "") + move.v
+                      : "the start";
+      var when = data.scoring === "territory" ? " (" + PHASES[phase] + ")" : "";
+      var end = current === last && data.result ? " · result " + data.result +
+        (data.scoring === "territory" ? " by territory counting" : "") : "";
+      info.textContent = "Move " + current + " of " + last + when + ": " + what + " · captured: " + caps[0] +
+        " by black, " + caps[1] + " by white" + end;
     }
   }
 
