@@ -258,6 +258,39 @@ def test_a_position_in_the_encore_is_analyzed_by_territory_counting():
     assert [a["turnNumber"] for a in answers] == [11, 12]
     assert "B4" in {m["move"] for m in answers[0]["moveInfos"]}
     assert answers[1]["rootInfo"]["currentPlayer"] == "B"
+    # White retakes, Black recaptures, White passes: Black's capture at C4 from this same position
+    # was made before in this phase, and the search leaves it out.
+    again = [*ko, ("W", "B4"), ("B", "pass"), ("W", "B4"), ("B", "C4"), ("W", "pass")]
+    (answer,) = ask(make_engine(), query("ban", again, size=(5, 5), rules="japanese", maxVisits=100))
+    assert answer["rootInfo"]["currentPlayer"] == "B" and "C4" not in {m["move"] for m in answer["moveInfos"]}
+
+
+def test_g170_analyzes_katagos_territory_game_in_the_encore_to_its_result(shared):
+    """KataGo's 7x7 game under Japanese-style rules (W+2), analyzed with its own network at the start
+    of each encore phase and before the pass that ends it: pass is best, and the lead is the result."""
+    from client.evaluator import Evaluator
+    from tests.client.test_evaluator import G170
+
+    r = json.loads((shared / "golden" / "katago_territory_games_sample.jsonl").read_text().splitlines()[0])
+    phases = r["encore_phase_before_each_move"]
+    turns = [phases.index(1), phases.index(2), len(r["moves"]) - 1]
+    engine = make_engine(Evaluator.from_file(shared / G170, device="cpu"), report_as=WHITE)
+    q = {
+        "id": "encore",
+        "moves": r["moves"],
+        "rules": r["rules"],
+        "komi": r["komi"],
+        "boardXSize": r["size"],
+        "boardYSize": r["size"],
+        "maxVisits": 100,
+        "analyzeTurns": turns,
+    }
+    answers = ask(engine, q)
+    assert [a["turnNumber"] for a in answers] == turns and r["white_minus_black"] == 2
+    for a in answers:
+        assert a["moveInfos"][0]["move"] == "pass", a["turnNumber"]
+        assert abs(a["rootInfo"]["scoreLead"] - 2) < 0.5, a["turnNumber"]
+    assert answers[-1]["moveInfos"][0]["scoreLead"] == 2.0  # White's pass ends the game: counted exactly
 
 
 def test_initial_stones_and_player():
