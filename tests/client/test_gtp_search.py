@@ -86,6 +86,26 @@ def test_genmove_for_the_side_not_to_move_and_after_the_end():
     assert engine.handle("genmove b") == "= pass\n\n"
 
 
+def test_genmove_with_katagos_network_plays_japanese_rules_through_the_encore(shared):
+    from client.evaluator import Evaluator
+    from tests.client.test_evaluator import G170
+
+    g170 = Evaluator.from_file(shared / G170, device="cpu")
+    engine = GtpEngine(SearchPlayer(g170, 16, seed=1), evaluator=g170)
+    for line in ("boardsize 5", "kata-set-rules japanese", "komi 0.5"):
+        assert engine.handle(line) == "=\n\n"
+    phases = []
+    while not engine.game.is_over and len(phases) < 100:
+        phases.append(engine.game.encore_phase)
+        assert engine.handle(f"genmove {'b' if len(phases) % 2 else 'w'}").startswith("= ")
+    # Two passes end each phase; the game ends in the second encore, counted by territory.
+    assert engine.game.is_over and set(phases) == {0, 1, 2} and phases[-2:] == [2, 2]
+    assert engine.game.move_list[-1][1] == engine.game.move_list[-2][1] == 0  # two passes
+    result = engine.game.result
+    assert engine.handle("final_score") == f"= {result.sgf()}\n\n"
+    assert engine.handle("showboard").rstrip().endswith("encore phase 2")
+
+
 def test_analysis_line_format():
     player = SearchPlayer(NullEvaluator(), 200, seed=3)
     game = Game(9)
