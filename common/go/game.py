@@ -116,6 +116,7 @@ class Game:
         self._undo: list[tuple[np.ndarray, np.ndarray, bool]] = []
         self.setup_black: list[int] = []
         self.setup_white: list[int] = []
+        self.start_encore_phase = 0
         self._start(BLACK)
 
     @classmethod
@@ -418,9 +419,23 @@ class Game:
             raise ValueError("the side to move can only be chosen before the first move")
         self._start(color)
 
+    def begin_in_encore(self, phase: int) -> None:
+        """Start the game in encore phase 1 or 2 of territory scoring (0: the main phase), from the
+        position on the board, as KataGo's cleanup training does; allowed before the first move."""
+        if phase not in (0, 1, 2):
+            raise ValueError(f"encore phase {phase} does not exist: a game starts in phase 0, 1 or 2")
+        if phase and self._rules.scoring != "TERRITORY":
+            raise ValueError(
+                f"a game under {self._rules.scoring.lower()} scoring has no encore phase {phase} to begin in"
+            )
+        if self.num_moves:
+            raise ValueError("the phase a game begins in can only be chosen before the first move")
+        self.start_encore_phase = phase
+        self._start(self.to_move)
+
     def _start(self, color: int) -> None:
         self.start_to_move = color
-        gs.game_start(self.g, self.b, self.hist, self.table, color)
+        gs.game_start(self.g, self.b, self.hist, self.table, color, self.start_encore_phase)
 
     def set_rules(self, rules: Rules) -> None:
         """Change the rules, replaying the game under them; refused if a move becomes illegal."""
@@ -430,6 +445,8 @@ class Game:
             replay.setup(self.setup_black, self.setup_white, to_move=self.start_to_move)
         else:
             replay.set_to_move(self.start_to_move)
+        if self.start_encore_phase:
+            replay.begin_in_encore(self.start_encore_phase)
         replay.g[gs.G_HANDICAP] = self.g[gs.G_HANDICAP]
         replay._played = self._played
         for i, (color, loc) in enumerate(self.move_list):

@@ -387,25 +387,44 @@ def _mark_encore_bans(g, b, moves, n, pla):
 
 
 @njit(cache=True, _nrt=False)
-def game_start(g, b, hist, table, to_move):
-    """Start the game's history from the current position with to_move to play."""
+def _mark_second_encore_stones(g, b):
+    """G_E2_BLACK/G_E2_WHITE: the stones on the board as the second encore phase starts."""
+    _clear_bits(g, G_E2_BLACK)
+    _clear_bits(g, G_E2_WHITE)
+    for y in range(b[M_YSIZE]):
+        for x in range(b[M_XSIZE]):
+            loc = (y + 1) * STRIDE + x + 1
+            c = b[COLOR + loc]
+            if c == BLACK:
+                _set_bit(g, G_E2_BLACK, loc)
+            elif c == WHITE:
+                _set_bit(g, G_E2_WHITE, loc)
+
+
+@njit(cache=True, _nrt=False)
+def game_start(g, b, hist, table, to_move, encore):
+    """Start the game's history from the current position with to_move to play, in the main phase
+    (encore 0) or, under territory scoring, in encore phase 1 or 2 (as KataGo's cleanup training
+    starts a game: the stones on the board then are the second phase's starting stones)."""
     table_remove_history(g, hist, table)
     g[G_TO_MOVE] = to_move
     g[G_NMOVES] = 0
     g[G_HSTART] = 0
     g[G_PSTART] = 0
     g[G_PASSES] = 0
-    g[G_BUTTON] = g[G_BUTTON_RULE]
+    g[G_BUTTON] = g[G_BUTTON_RULE] if encore == 0 else 0
     g[G_WBONUS2] = 0
     _clear_end(g)
     g[G_RECENT] = 0
-    g[G_ENCORE] = 0
+    g[G_ENCORE] = encore
     g[G_PHASE_START] = 0
     g[G_KOCAPS] = 0
     _clear_blocks(g)
     _clear_bits(g, G_BANNED)
     _clear_bits(g, G_E2_BLACK)
     _clear_bits(g, G_E2_WHITE)
+    if encore == 2:
+        _mark_second_encore_stones(g, b)
     if g[G_SCORING] == SCORING_TERRITORY:
         # The stones already on the board were played: each gives the opponent a point, as do the
         # stones captured before (white's captured stones were white moves, and so on).
@@ -424,7 +443,7 @@ def game_new(g, b, hist, table, x_size, y_size):
     """Reuse a game's arrays for a new game on an empty board, black to move, same rules."""
     board_clear(b, x_size, y_size)
     g[G_HANDICAP] = 0
-    game_start(g, b, hist, table, BLACK)
+    game_start(g, b, hist, table, BLACK, 0)
 
 
 @njit(cache=True, inline="always", _nrt=False)
@@ -664,16 +683,7 @@ def _next_phase(g, b, hist, table, start, to_move):
     g[G_PHASE_START] = start
     g[G_RECENT] = 0
     if encore == 2:
-        _clear_bits(g, G_E2_BLACK)
-        _clear_bits(g, G_E2_WHITE)
-        for y in range(b[M_YSIZE]):
-            for x in range(b[M_XSIZE]):
-                loc = (y + 1) * STRIDE + x + 1
-                c = b[COLOR + loc]
-                if c == BLACK:
-                    _set_bit(g, G_E2_BLACK, loc)
-                elif c == WHITE:
-                    _set_bit(g, G_E2_WHITE, loc)
+        _mark_second_encore_stones(g, b)
     g[G_PASSES] = 0
     g[G_PSTART] = start
     g[G_KOCAPS] = 0

@@ -3,6 +3,8 @@ encore's ko rules, phases and counting on small positions."""
 
 import json
 
+import pytest
+
 from common.go import gamestate as gs
 from common.go.game import Game
 from common.go.geometry import BLACK, PASS, WHITE, parse_color
@@ -116,3 +118,36 @@ def test_territory_counts_territory_captures_and_komi():
     # of area (the whole board) less the 3 stones Black played more than White.
     assert game.is_over and game.result.sgf() == "B+15.5"
     assert (game.ownership("scoring") == BLACK).sum() == 25 and game.score() == -15.5
+
+
+def test_a_game_begins_in_an_encore_phase_as_katagos_cleanup_training_does():
+    board = """
+        .XO..
+        .XO..
+        .XO..
+        .XO..
+        .XO..
+    """
+    scores = []
+    for phase in (1, 2):
+        game = Game.from_diagram(board, rules=Rules.from_text("japanese"), komi=0.5, to_move=WHITE)
+        game.begin_in_encore(phase)
+        assert (game.encore_phase, game.start_to_move, game.button_available) == (phase, WHITE, False)
+        play_all(game, "W pass", "B A3", "W pass", "B pass")
+        assert game.is_over == (phase == 2)
+        play_all(game, *(("W pass", "B pass") if phase == 1 else ()))
+        scores.append(game.result.score)
+    # The stone Black played costs a point in the first encore phase, not in the second; the stones
+    # on the board when the second began count.
+    assert scores == [6.5, 5.5]
+
+
+def test_only_a_territory_game_begins_in_an_encore_phase_and_only_before_its_first_move():
+    with pytest.raises(ValueError, match="area scoring has no encore phase 1"):
+        Game(5, rules=Rules.from_text("chinese")).begin_in_encore(1)
+    game = Game(5, rules=Rules.from_text("japanese"))
+    with pytest.raises(ValueError, match="phase 3 does not exist"):
+        game.begin_in_encore(3)
+    game.play(v(game, "C3"))
+    with pytest.raises(ValueError, match="before the first move"):
+        game.begin_in_encore(1)
