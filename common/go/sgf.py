@@ -6,6 +6,15 @@ of each game (the first variation at every branch) as a ``GameRecord``: size (sq
 komi, rules (KataGo's strings and the common names), handicap, setup stones, moves (passes as
 ``B[]`` or ``B[tt]``), result, players, date and comments. ``GameRecord.to_sgf`` writes FF[4].
 
+Territory games need two things SGF has no property for, written as KataGo writes them:
+- a pass for ko (a move in an encore phase at a ko-recapture-blocked point, which leaves the board
+  as it is: ``Game.is_pass_for_ko``) is a pass ``B[]`` with ``TR[point]`` and a comment that begins
+  ``Pass for ko``. Other programs see a pass, which leaves the board as it is too; read as a plain
+  pass it would not lift the block, so the record keeps it as the move at that point.
+- a game that begins in an encore phase (KataGo's cleanup training) says so in KataGo's root
+  comment (``...,gtype=cleanuptraining,beganInEncorePhase=1``); this module writes and reads the
+  root property ``ENCORE[1]`` for it, which other programs ignore, and reads KataGo's comment too.
+
 sgfmill was considered for the parsing: it reports no position for syntax errors and does not
 accept rectangular boards, both of which this module needs, so the (small) grammar is parsed here.
 """
@@ -244,14 +253,22 @@ class Setup:
         return bool(self.black or self.white or self.empty)
 
 
+PASS_FOR_KO_NOTE = "Pass for ko"  # how KataGo's comment of a pass for ko begins
+ENCORE_PROPERTY = "ENCORE"  # the encore phase a game begins in, when not the main phase
+_KATAGO_ENCORE_START = re.compile(r"(?:^|,)beganInEncorePhase=(\d+)(?=[,\s]|$)")
+
+
 @dataclass
 class Node:
-    """One node of the main line: setup stones, a move, the side to move and a comment."""
+    """One node of the main line: setup stones, a move, the side to move and a comment.
+
+    A pass for ko is the move at its point with ``pass_for_ko`` set (written as a pass with TR)."""
 
     move: tuple[int, int] | None = None  # (colour, location or PASS)
     setup: Setup | None = None
     to_move: int | None = None
     comment: str | None = None
+    pass_for_ko: bool = False
 
 
 @dataclass
@@ -267,6 +284,7 @@ class GameRecord:
     white_player: str | None = None
     date: str | None = None
     game_name: str | None = None
+    encore_phase: int = 0  # the encore phase the game begins in (territory scoring; 0: the main phase)
     nodes: list[Node] = field(default_factory=lambda: [Node()])
 
     @property
@@ -311,6 +329,8 @@ class GameRecord:
                 game.setup(node.setup.black, node.setup.white, node.setup.empty, to_move=to_move)
             elif i == 0:
                 game.set_to_move(self.first_to_move())
+            if i == 0 and self.encore_phase:
+                game.begin_in_encore(self.encore_phase)
             if node.move is None:
                 continue
             if upto is not None and played >= upto:
@@ -318,6 +338,11 @@ class GameRecord:
             color, loc = node.move
             if visit is not None:
                 visit(game, played)
+            if node.pass_for_ko and not game.is_pass_for_ko(loc, color):
+                raise IllegalMoveError(
+                    f"move {played + 1}: {color_letter(color)} is written as a pass for ko at "
+                    f"{game.vertex(loc)}, but no ko-recapture block is there to pass for"
+                )
             try:
                 game.play(loc, color)
             except IllegalMoveError as e:
@@ -334,11 +359,13 @@ class GameRecord:
         if self.komi is not None:
             root.append(("KM", [f"{self.komi:g}"]))
         if self.rules is not None:
-            root.append(("RU", [self.rules.name()]))
+            root.append(("RU", [_rules_value(self.rules_text, self.rules)]))
         elif self.rules_text:
             root.append(("RU", [self.rules_text]))
         if self.handicap:
             root.append(("HA", [str(self.handicap)]))
+        if self.encore_phase:
+            root.append((ENCORE_PROPERTY, [str(self.encore_phase)]))
         for key, value in (
             ("PB", self.black_player),
             ("PW", self.white_player),
@@ -365,16 +392,30 @@ class GameRecord:
             komi=game.komi,
             rules=game.rules,
             handicap=game.handicap,
+            encore_phase=game.start_encore_phase,
             nodes=[root],
             **meta,
         )
         if game.start_to_move != rec.first_to_move():
             root.to_move = game.start_to_move
-        for color, loc in game.move_list:
-            rec.nodes.append(Node(move=(color, loc)))
+        for_ko = set(game.pass_for_ko_turns())
+        for turn, (color, loc) in enumerate(game.move_list):
+            rec.nodes.append(Node(move=(color, loc), pass_for_ko=turn in for_ko))
         if rec.result is None and game.result is not None:
             rec.result = game.result.sgf()
         return rec
+
+
+def _rules_value(text: str | None, rules: Rules) -> str:
+    """RU for these rules: the text read from a file when it names them (written back as it was),
+    else the rules' name."""
+    if text:
+        try:
+            if Rules.from_text(text) == rules:
+                return text
+        except RulesError:
+            pass
+    return rules.name()
 
 
 def _escape(value: str) -> str:
@@ -393,11 +434,18 @@ def _node_props(node: Node) -> list[tuple[str, list[str]]]:
                 out.append((key, [sgf_point(loc) for loc in locs]))
     if node.to_move is not None:
         out.append(("PL", [color_letter(node.to_move)]))
+    comment = node.comment
     if node.move is not None:
         color, loc = node.move
-        out.append((color_letter(color), ["" if loc == PASS else sgf_point(loc)]))
-    if node.comment:
-        out.append(("C", [node.comment]))
+        if node.pass_for_ko:
+            # As KataGo writes it: a pass, the point marked, the comment saying why.
+            out.append((color_letter(color), [""]))
+            out.append(("TR", [sgf_point(loc)]))
+            comment = PASS_FOR_KO_NOTE + (" " + comment if comment else "")
+        else:
+            out.append((color_letter(color), ["" if loc == PASS else sgf_point(loc)]))
+    if comment:
+        out.append(("C", [comment]))
     return out
 
 
@@ -503,6 +551,7 @@ def record_from_tree(root: SGFNode) -> GameRecord:
     rec.white_player = root.get("PW")
     rec.date = root.get("DT")
     rec.game_name = root.get("GN")
+    rec.encore_phase = _encore_phase(root)
     for sgf_node in _main_line(root):
         node = Node(comment=sgf_node.get("C"))
         props = sgf_node.properties
@@ -518,8 +567,41 @@ def record_from_tree(root: SGFNode) -> GameRecord:
         if moves:
             color, key = moves[0]
             node.move = (color, _point(props[key][0], x_size, y_size, sgf_node, key, True))
+            if node.move[1] == PASS:
+                _read_pass_for_ko(node, color, sgf_node, x_size, y_size)
         rec.nodes.append(node)
     return rec
+
+
+def _read_pass_for_ko(node: Node, color: int, sgf_node: SGFNode, x_size: int, y_size: int) -> None:
+    """A pass of color that KataGo marks as a pass for ko (TR on one point, the comment beginning
+    with the note) becomes the move at that point; the note leaves the comment, which the writer
+    puts back."""
+    comment = node.comment or ""
+    marks = sgf_node.properties.get("TR", [])
+    if len(marks) != 1 or ":" in marks[0] or not comment.startswith(PASS_FOR_KO_NOTE):
+        return
+    rest = comment[len(PASS_FOR_KO_NOTE) :]
+    if rest and not rest.startswith(" "):
+        return
+    node.move = (color, _point(marks[0], x_size, y_size, sgf_node, "TR", False))
+    node.pass_for_ko = True
+    node.comment = rest[1:] or None
+
+
+def _encore_phase(root: SGFNode) -> int:
+    """The encore phase the game begins in: ENCORE, or KataGo's root comment; 0 when neither says."""
+    value = root.get(ENCORE_PROPERTY)
+    where = f"{ENCORE_PROPERTY}[{value}]"
+    if value is None:
+        comment = root.get("C") or ""
+        m = _KATAGO_ENCORE_START.search(comment.split(" ", 1)[0]) if comment.startswith("startTurnIdx=") else None
+        if m is None:
+            return 0
+        value, where = m.group(1), f"the root comment's beganInEncorePhase={m.group(1)}"
+    if value.strip() not in ("0", "1", "2"):
+        raise SGFError(f"{where} is not an encore phase (0, 1 or 2)", root.line, root.column)
+    return int(value)
 
 
 def read_sgf(data: str | bytes) -> GameRecord:
