@@ -16,8 +16,9 @@ The checks, in order (each failure is an :class:`~server.api.errors.ApiError` na
 7. what the game drew (:mod:`server.games.drawn`): the settings it says it played with are the
    task's, and its size, komi, handicap, searches and visits are ones those settings produce;
 8. the replay: every move is legal in the rules engine; a game ended by passes (or by every point
-   being pass-alive) has the result the area count gives, any other is void at the move limit (or,
-   in rating games, a resignation); and, while it replays, every training row is held against the
+   being pass-alive) has the result its rules count (area scoring, or territory scoring after the
+   encore's phases, passes for ko included), any other is void at the move limit (or, in rating
+   games, a resignation); and, while it replays, every training row is held against the
    game (:mod:`common.data.gamecheck`): its position, the move played, the outcome, the ownership,
    and that the rows come from the game's full searches, no more of them than those can give.
 
@@ -219,8 +220,10 @@ def _replay(rec: GameRecord, visit=None) -> Game:
         raise invalid("sgf", f"cannot be replayed: {e}", "illegal_move") from None
 
 
-def _check_result(game: Game, declared: str, pass_alive_end: bool, max_moves: int, resign_allowed: bool) -> None:
-    """The declared result against the replayed game."""
+def _check_result(
+    game: Game, declared: str, pass_alive_end: bool, max_moves: int, resign_allowed: bool, game_id: str
+) -> None:
+    """The declared result against the replayed game (``game_id`` names it in the error)."""
     if not game.is_over and pass_alive_end:
         game.end_if_all_pass_alive()
     outcome = game.result  # None while the game goes on
@@ -229,7 +232,8 @@ def _check_result(game: Game, declared: str, pass_alive_end: bool, max_moves: in
         if declared != actual:
             raise invalid(
                 "sgf",
-                f"the game ended ({outcome.reason}) with {actual} by the area count, but declares {declared}",
+                f"game {game_id!r} ended ({outcome.reason}) with {actual} by {game.rules.scoring.lower()} "
+                f"scoring, but declares {declared}",
                 "wrong_result",
             )
         return
@@ -237,15 +241,17 @@ def _check_result(game: Game, declared: str, pass_alive_end: bool, max_moves: in
         if game.num_moves < max_moves:
             raise invalid(
                 "sgf",
-                f"declares no result (Void) after {game.num_moves} moves, before the move limit of {max_moves}",
+                f"game {game_id!r} declares no result (Void) after {game.num_moves} moves, before the move "
+                f"limit of {max_moves}",
                 "wrong_result",
             )
         return
     if resign_allowed and declared in ("B+R", "W+R"):
         return
+    ending = "no two passes" if game.rules.scoring == "AREA" else "no two passes ended its second encore phase"
     raise invalid(
         "sgf",
-        f"declares {declared!r} but the game did not end (no two passes, not every point pass-alive)",
+        f"game {game_id!r} declares {declared!r} but did not end ({ending}, not every point pass-alive)",
         "wrong_result",
     )
 
@@ -311,7 +317,9 @@ def check_selfplay_game(
         rows, rec.x_size, rec.y_size, rec.moves, game_id, rec.handicap, settings.draw_equivalent_wins
     )
     game = _replay(rec, check.visit)
-    _check_result(game, result, settings.end_when_all_pass_alive, settings.max_moves, resign_allowed=False)
+    _check_result(
+        game, result, settings.end_when_all_pass_alive, settings.max_moves, resign_allowed=False, game_id=game_id
+    )
     drawn.check_selfplay(draws, rec, settings, result)
     try:
         # the replay's komi: the record's, which the replay checked (or the rules' when it names none)
@@ -487,7 +495,9 @@ def take_rating_game(user, upload: Upload) -> tuple[RatingGame, bool]:
         raise invalid("sgf", "rating games have no handicap", "not_in_settings")
     _players(rec, meta.black_network, meta.white_network)
     game = _replay(rec)
-    _check_result(game, meta.result, rating.end_when_all_pass_alive, rating.max_moves, resign_allowed=True)
+    _check_result(
+        game, meta.result, rating.end_when_all_pass_alive, rating.max_moves, resign_allowed=True, game_id=meta.game_id
+    )
     by_name = {task.network_a.name: task.network_a, task.network_b.name: task.network_b}
     fields = dict(
         client_game_id=meta.game_id,

@@ -367,7 +367,9 @@ def check_costs(games: list[helpers.PlayedGame], settings, rounds: int = 3) -> d
         for i, (rec, rows, meta) in enumerate(records):
             t0 = time.perf_counter()
             game = rec.to_game()
-            _check_result(game, meta["result"], settings.end_when_all_pass_alive, settings.max_moves, False)
+            _check_result(
+                game, meta["result"], settings.end_when_all_pass_alive, settings.max_moves, False, meta["game_id"]
+            )
             t1 = time.perf_counter()
             check_selfplay_game(rec, rec.rules, rows, meta["game_id"], meta["result"], settings)
             t2 = time.perf_counter()
