@@ -208,6 +208,13 @@ def _check_record(rec: GameRecord, meta, sizes: tuple[int, ...], rules_choice: R
         raise invalid("sgf", f"result {rec.result!r} differs from the metadata's {meta.result!r}", "mismatch")
     if len(rec.moves) != meta.moves:
         raise invalid("sgf", f"has {len(rec.moves)} moves, the metadata says {meta.moves}", "mismatch")
+    if rec.encore_phase:
+        # KataGo's cleanup training begins games there; our self-play and matches never do.
+        raise invalid(
+            "sgf",
+            f"begins in encore phase {rec.encore_phase}; the task's games begin in the main phase",
+            "not_in_settings",
+        )
     return rec.rules
 
 

@@ -397,6 +397,15 @@ def test_rules_outside_the_settings_are_refused(run, alice, task, game):
     assert_nothing_stored(task["id"])
 
 
+def test_a_game_that_begins_in_an_encore_phase_is_refused(run, alice, task, game):
+    sgf = game.sgf.replace(b"SZ[7]", b"SZ[7]ENCORE[1]", 1)
+    assert read_sgf(sgf).encore_phase == 1
+    response = post(alice[1], TRAINING, upload_fields(task["id"], with_sgf(game, sgf)))
+    assert_refused(response, "sgf", "not_in_settings")
+    assert "begins in encore phase 1" in response.json()["error"]["message"]
+    assert_nothing_stored(task["id"])
+
+
 def test_players_must_be_the_tasks_network(run, alice, task, game):
     response = post(alice[1], TRAINING, upload_fields(task["id"], with_sgf(game, sgf_prop(game.sgf, "PB", "me"))))
     assert_refused(response, "sgf", "mismatch")
