@@ -5,7 +5,9 @@
   (:class:`StartNote`); ``move_limit_reached``.
 - Every searched move's comment is its :class:`SearchNote`: ``full 600 visits, winrate 0.512, white
   score +1.5`` (a full search, recorded for training) or ``cheap 100 visits, ...`` (played for
-  strength only). Moves of the handicap and the opening, drawn from the raw policy, have none.
+  strength only). Moves of the handicap and the opening, drawn from the raw policy, have none. A
+  pass for ko's comment begins with KataGo's ``Pass for ko`` before the note; :mod:`common.go.sgf`
+  writes that part and takes it off when reading, so the note reads the same.
 
 The client writes them (``client.selfplay.game``); the server's upload checks read them to know which
 moves were full searches, with how many visits, and how the game started, and hold them against the

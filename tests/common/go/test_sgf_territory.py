@@ -5,6 +5,7 @@ import re
 
 import pytest
 
+from common.data.selfplay_sgf import SearchNote, read_search_note
 from common.go.game import Game, IllegalMoveError
 from common.go.geometry import BLACK, PASS, WHITE
 from common.go.rules import Rules
@@ -93,10 +94,11 @@ def test_our_passes_for_ko_are_written_as_katago_writes_them():
     again = rec.to_game()
     assert again.pass_for_ko_turns() == [3] and again.hash == game.hash and again.result == game.result
     assert rec.result == game.result.sgf()
-    # A comment of our own follows the note, and comes back without it.
-    rec.nodes[4].comment = "cheap 10 visits"
-    assert "C[Pass for ko cheap 10 visits]" in rec.to_sgf()
-    assert read_sgf(rec.to_sgf()).nodes[4].comment == "cheap 10 visits"
+    # A self-play search note follows KataGo's, and comes back alone, as the upload's checks read it.
+    note = SearchNote(full=True, visits=12, winrate=0.25, score=-1.5)
+    rec.nodes[4].comment = note.text()
+    assert f"C[Pass for ko {note.text()}]" in rec.to_sgf()
+    assert read_search_note(read_sgf(rec.to_sgf()).nodes[4].comment) == note
 
 
 def test_a_move_marked_as_a_pass_for_ko_where_there_is_no_block_is_refused():
