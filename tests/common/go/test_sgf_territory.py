@@ -158,3 +158,12 @@ def test_results_round_trip(result):
     rec = read_sgf(f"(;SZ[9]RU[koSIMPLEscoreTERRITORYtaxSEKIsui0]RE[{result}];B[ee])")
     assert rec.result == result and read_sgf(rec.to_sgf()).result == result
     assert "RU[koSIMPLEscoreTERRITORYtaxSEKIsui0]" in rec.to_sgf()  # the rules text as it was read
+
+
+@pytest.mark.parametrize("name", ["Japanese", "Korean", "japanese"])
+def test_presets_in_ru_are_territory_rules_written_back_as_read(name):
+    rec = read_sgf(f"(;SZ[5]RU[{name}];B[cc];W[];B[];W[];B[];W[];B[])")
+    assert rec.rules == Rules.from_text("japanese") and rec.komi is None
+    assert f"RU[{name}]" in rec.to_sgf()
+    # No komi given: the preset's 6.5; Black's lone stone owns the board, 24 points of territory.
+    assert rec.to_game().result.sgf() == "B+17.5"
