@@ -43,47 +43,51 @@ def _rows_by_game(npz, sgf_lines):
         yield line, rows
 
 
-def test_features_match_katagos_training_rows(shared):
-    """The 9x9 self-play npz holds KataGo's inputs for real positions of the games in the .sgfs.
-
-    Area-scored games are compared on every plane and global value. Territory-scored games (not
-    playable here) are replayed under area rules with the same ko and suicide rules and compared
-    up to their first pass (after which the encore may begin) on what does not depend on scoring:
-    stones, liberties, ko, history and ladders. Rows of side positions (channel 62 = 0) are not
-    in the SGF main line.
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        # Area and territory games, territory ones through the encore, cleanup games included.
+        ("katago_selfplay_9x9", {"area": 59, "territory": 190}),
+        # Territory games only, 37 of their main-line rows in the encore.
+        ("katago_territory_selfplay_sample", {"area": 0, "territory": 212}),
+    ],
+)
+def test_features_match_katagos_training_rows(shared, name, expected):
+    """KataGo's self-play npz holds its inputs for real positions of the games in the .sgfs: every
+    plane and global value must be ours. Rows of side positions (channel 62 = 0) are not in the
+    SGF main line. Cleanup games begin in an encore phase from a setup position.
     """
-    npz = np.load(shared / "golden" / "katago_selfplay_9x9.npz")
+    npz = np.load(shared / "golden" / f"{name}.npz")
     bits = np.unpackbits(npz["binaryInputNCHWPacked"], axis=2)[:, :, :NN_AREA].astype(np.float32)
     glob_in = npz["globalInputNC"]
     targets = npz["globalTargetsNC"]
-    lines = [x for x in (shared / "golden" / "katago_selfplay_9x9.sgfs").read_text().splitlines() if x.strip()]
+    lines = [x for x in (shared / "golden" / f"{name}.sgfs").read_text().splitlines() if x.strip()]
     enc = Encoder()
     spatial, glob, legal = new_batch(1)
     compared = {"area": 0, "territory": 0}
+    phases = {0: 0, 1: 0, 2: 0}
     for line, rows in _rows_by_game(npz, lines):
-        if "gtype=normal" not in line:
-            continue  # cleanup games start in the encore of territory scoring
         rec = read_sgf(line)
         area = rec.rules.scoring == "AREA"
-        rules = rec.rules if area else Rules(ko=rec.rules.ko, suicide=rec.rules.suicide)
-        first_pass = next((i for i, (_, loc) in enumerate(rec.moves) if loc == PASS), len(rec.moves))
         for r in rows:
             turn = int(targets[r, 51])
-            if targets[r, 62] != 1 or (not area and turn > first_pass):
+            if targets[r, 62] != 1:
                 continue
-            game = rec.to_game(rules=rules, upto=turn)
+            game = rec.to_game(upto=turn)
             enc.encode([game], spatial, glob, legal)
-            planes = range(22) if area else [*range(0, 7), *range(9, 18)]
-            for p in planes:
-                assert np.array_equal(spatial[0, p], bits[r, p]), (rec.rules.to_compact(), turn, p)
-            globals_ = list(range(19)) if area else [0, 1, 2, 3, 4, 6, 7, 8, 15, 16, 17]
+            where = (rec.rules.to_compact(), turn, game.encore_phase)
+            for p in range(22):
+                assert np.array_equal(spatial[0, p], bits[r, p]), (*where, p)
+            globals_ = list(range(19))
             if rec.komi == int(rec.komi):
                 # Self-play draws a random draw value for integer komi, which shifts the komi input.
                 globals_ = [i for i in globals_ if i not in (5, 18)]
             for i in globals_:
-                assert glob[0, i] == pytest.approx(glob_in[r, i], abs=1e-6), (rec.rules.to_compact(), turn, i)
+                assert glob[0, i] == pytest.approx(glob_in[r, i], abs=1e-6), (*where, i)
             compared["area" if area else "territory"] += 1
-    assert compared == {"area": 59, "territory": 146}
+            phases[game.encore_phase] += 1
+    assert compared == expected
+    assert name != "katago_territory_selfplay_sample" or phases == {0: 175, 1: 8, 2: 29}
 
 
 LADDER = """
