@@ -14,8 +14,9 @@ phases, with the paper's Appendix C and section 6.1:
    has been far ahead for a few turns; moves are drawn from the (pruned) visits at a temperature
    decaying from early to late with a half-life of one board length.
 
-The game ends by two passes (or the other ways the rules end it), when every point is pass-alive
-or pass-alive territory, or at the move limit (no result).
+The game ends by two passes (under territory scoring: the passes that end the second encore phase;
+or the other ways the rules end it), when every point is pass-alive or pass-alive territory, or at
+the move limit (no result).
 """
 
 from __future__ import annotations
@@ -257,6 +258,8 @@ class SelfPlayGame:
                 reduced=reduced,
                 visits=result.root_visits,
                 q_targets=q if full else None,
+                encore_phase=game.encore_phase,
+                white_bonus=game.white_bonus,
             )
         )
 
@@ -264,6 +267,7 @@ class SelfPlayGame:
     def training_record(self) -> GameRecord:
         game = self.game
         res = game.result
+        full_area = None
         if res is None or res.no_result:
             result = GameResult.without_result()
             ownership = None
@@ -271,6 +275,10 @@ class SelfPlayGame:
             result = GameResult.from_score(res.score)
             own = game.ownership("scoring")
             ownership = (own == WHITE).astype(np.float32) - (own == BLACK).astype(np.float32)
+            # What would be owned with every stone alive that is not pass-dead: where the score owns
+            # nothing of it, the rows' seki target.
+            area = game.ownership("katago")
+            full_area = (area == WHITE).astype(np.float32) - (area == BLACK).astype(np.float32)
         colors = game.colors()
         stones = (colors == WHITE).astype(np.float32) - (colors == BLACK).astype(np.float32)
         return GameRecord(
@@ -281,6 +289,8 @@ class SelfPlayGame:
             result=result,
             turns=self.turns,
             final_ownership=ownership,
+            final_full_area=full_area,
+            final_white_bonus=game.white_bonus,
             game_id=self.game_id,
             final_stones=stones,
             mode=GAME_MODE_HANDICAP if self.start.extra_black else GAME_MODE_NORMAL,

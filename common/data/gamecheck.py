@@ -11,7 +11,8 @@ record and recomputes, for every row:
 - the move played: the row's policy target holds it (a search plays a move it visited), and a row's
   next-turn target is the next turn's own target where that turn has rows too;
 - the outcome: the final win/loss/no-result and score, the final score's distribution, the final
-  ownership, the boards 8 and 32 moves on, all from the side to move;
+  ownership and seki, the boards 8 and 32 moves on, the bonus points still to come, all from the
+  side to move; the scoring flag of the turn's encore phase;
 - the game: its hash (the game id's), first recorded turn, handicap, mode, move limit, scoring and
   weights, the same on every row and as the record says;
 - the turns: a row comes only from a full search (the record's :class:`~common.data.selfplay_sgf.SearchNote`),
@@ -33,13 +34,20 @@ import numpy.typing as npt
 from common.data.records import GameRecord as RowsGame
 from common.data.records import GameResult as RowsResult
 from common.data.records import game_id_hash
-from common.data.rows import dummy_score_distribution, game_hash_chunks, score_distribution
+from common.data.rows import (
+    area_scoring_flag,
+    bonus_points_target,
+    dummy_score_distribution,
+    game_hash_chunks,
+    score_distribution,
+)
 from common.data.schema import (
     DATA_LEN,
     FUTURE_BOARD_TURNS,
     GAME_MODE_HANDICAP,
     GAME_MODE_NORMAL,
     GT_AREA_SCORING,
+    GT_BONUS_POINTS,
     GT_EARLIER_NET,
     GT_EXTRA_BLACK,
     GT_FINAL_SCORE,
@@ -149,6 +157,8 @@ class RowsAgainstGame:
         self._packed = np.zeros((n, *rows["binaryInputNCHWPacked"].shape[1:]), np.uint8)
         self._glob = np.zeros((n, NUM_GLOBAL), np.float32)
         self._player = np.zeros(n, np.int64)
+        self._encore = np.zeros(n, np.int64)
+        self._white_bonus = np.zeros(n, np.float64)
         self._seen = np.zeros(n, bool)
         self._encoder = Encoder()
         self._spatial_buf = np.zeros((1, NUM_SPATIAL, NN_AREA), np.float32)
@@ -208,6 +218,8 @@ class RowsAgainstGame:
         self._packed[d] = np.packbits(self._spatial_buf[0].astype(np.uint8), axis=1, bitorder="big")  # 0/1 planes
         self._glob[d] = self._glob_buf[0]
         self._player[d] = game.to_move
+        self._encore[d] = game.encore_phase
+        self._white_bonus[d] = game.white_bonus
         self._seen[d] = True
 
     # --- after the replay ---------------------------------------------------------------------------
@@ -300,6 +312,7 @@ class RowsAgainstGame:
     def _check_outcome(
         self, of_row: np.ndarray, game: Game, result: str, komi: float, rules: Rules, move_limit_reached: bool
     ) -> None:
+        full_area = None
         if result == "Void":
             outcome, ownership = RowsResult.without_result(), None
         else:
@@ -308,6 +321,8 @@ class RowsAgainstGame:
             outcome = RowsResult.from_score(game.result.score)
             own = game.ownership("scoring")
             ownership = (own == WHITE).astype(np.int8) - (own == BLACK).astype(np.int8)
+            area = game.ownership("katago")
+            full_area = (area == WHITE).astype(np.int8) - (area == BLACK).astype(np.int8)
         values = RowsGame(
             self.x_size,
             self.y_size,
@@ -329,17 +344,21 @@ class RowsAgainstGame:
         by_side_score = np.zeros(2, np.float32)
         by_side_distr = np.stack([dummy_score_distribution()] * 2)
         by_side_own = np.zeros((2, DATA_LEN, DATA_LEN), np.int8)
-        if ownership is not None:
+        by_side_seki = np.zeros((2, DATA_LEN, DATA_LEN), np.int8)
+        if ownership is not None and full_area is not None:
             by_side_score[:] = capped
             by_side_distr = np.stack([score_distribution(v) for v in scores])
+            seki = np.where((full_area != 0) & (ownership == 0), full_area, 0).astype(np.int8)
             for k, side in enumerate(sides):
                 by_side_own[k, :y, :x] = _side(ownership, side)
+                by_side_seki[k, :y, :x] = _side(seki, side)
         side = (self._player == WHITE).astype(np.int64)  # per turn: 0 black, 1 white
         final, final_score, distr = by_side_final[side], by_side_score[side], by_side_distr[side]
         n_moves = len(self.moves)
         n = len(self.turns)
         planes = np.zeros((n, *self.rows["valueTargetsNCHW"].shape[1:]), np.int8)
         planes[:, VT_OWNERSHIP] = by_side_own[side]
+        planes[:, VT_SEKI] = by_side_seki[side]
         index = grid_index(x, y)
         sign = np.where(side == 1, 1, -1).astype(np.int8)
         for d, turn in enumerate(self.turns):
@@ -368,7 +387,6 @@ class RowsAgainstGame:
             GT_POLICY_WEIGHT: 1.0,
             GT_FUTURE_BOARD_WEIGHT: 1.0,
             GT_SCORING_WEIGHT: 0.0,
-            GT_AREA_SCORING: 1.0 if rules.scoring == "AREA" else 0.0,
             GT_EARLIER_NET: 0.0,
             GT_NETS_BEHIND: 0.0,
             GT_HIT_TURN_LIMIT: 1.0 if move_limit_reached else 0.0,
@@ -387,6 +405,22 @@ class RowsAgainstGame:
             return f"globalTargetsNC channel {c} is {gt[r, c]:g}, the game gives {constants[c]:g}"
 
         self._fail(differ.any(axis=1), differing_channel)
+        area_flag = np.array([area_scoring_flag(rules.scoring, int(e)) for e in self._encore])
+        self._fail(
+            gt[:, GT_AREA_SCORING] != area_flag[of_row],
+            lambda r: (
+                f"its area-scoring flag is {gt[r, GT_AREA_SCORING]:g}; in encore phase {self._encore[of_row[r]]} "
+                f"under {rules.scoring} scoring it is {area_flag[of_row[r]]:g}"
+            ),
+        )
+        bonus = np.array(
+            [bonus_points_target(int(p), game.white_bonus, float(w)) for p, w in zip(self._player, self._white_bonus)],
+            np.float32,
+        )
+        self._fail(
+            gt[:, GT_BONUS_POINTS].astype(np.float32) != bonus[of_row],
+            lambda r: f"its bonus points to come are {gt[r, GT_BONUS_POINTS]:g}, the game gives {bonus[of_row[r]]:g}",
+        )
         self._fail(
             gt[:, GT_NEXT_POLICY_WEIGHT] != next_weight[of_row],
             lambda r: (

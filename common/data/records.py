@@ -78,6 +78,9 @@ class TurnRecord:
       reduced the search (:func:`common.data.weights.soft_resignation_weight`); ``reduced`` says it did.
     - ``visits``: the search's root visits.
     - ``q_targets`` [3, 362] or None: per move the child's win-loss (in [-1, 1]), score and visits.
+    - ``encore_phase``: 0 in the main phase, 1 or 2 in KataGo's encore (territory scoring).
+    - ``white_bonus``: white's bonus points before the move (``common.go.game.Game.white_bonus``);
+      with the game's ``final_white_bonus`` it gives the bonus points still to come.
     """
 
     spatial: np.ndarray
@@ -95,6 +98,8 @@ class TurnRecord:
     reduced: bool = False
     visits: int = 0
     q_targets: np.ndarray | None = None
+    encore_phase: int = 0
+    white_bonus: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -144,7 +149,9 @@ class GameRecord:
     derived from the id), ``mode`` a GAME_MODE_*, ``start_turn`` the moves made before the first
     record, ``initial_turn_number`` the turn number the history started at, ``extra_black`` handicap
     stones, ``hit_turn_limit`` whether the move limit ended it, ``net_switch_turns`` the turn indices
-    at which a newer network took over, ``training_weight`` the weight every row carries.
+    at which a newer network took over, ``training_weight`` the weight every row carries,
+    ``final_white_bonus`` white's bonus points at the end (the button's and, under territory
+    scoring, the stones' points; see ``TurnRecord.white_bonus``).
     """
 
     x_size: int
@@ -167,6 +174,7 @@ class GameRecord:
     draw_equivalent_wins_for_white: float = 0.5
     training_weight: float = 1.0
     net_switch_turns: tuple[int, ...] = field(default_factory=tuple)
+    final_white_bonus: float = 0.0
 
     @property
     def num_turns(self) -> int:
@@ -219,6 +227,9 @@ class GameRecord:
             raise ValueError("training_weight must be finite and >= 0")
         if not math.isfinite(self.komi):
             raise ValueError(f"komi {self.komi!r} is not finite")
+        if not math.isfinite(self.final_white_bonus):
+            raise ValueError(f"final_white_bonus {self.final_white_bonus!r} is not finite")
+        encore_possible = self.rules.scoring == "TERRITORY"
         for label, value in (
             ("start_turn", self.start_turn),
             ("initial_turn_number", self.initial_turn_number),
@@ -248,6 +259,10 @@ class GameRecord:
                 raise ValueError(f"{where}: move {turn.move} is not a grid position or pass")
             if turn.visits < 0:
                 raise ValueError(f"{where}: visits {turn.visits} is negative")
+            if turn.encore_phase not in ((0, 1, 2) if encore_possible else (0,)):
+                raise ValueError(f"{where}: encore phase {turn.encore_phase} under {self.rules.scoring} scoring")
+            if not math.isfinite(turn.white_bonus):
+                raise ValueError(f"{where}: white_bonus {turn.white_bonus!r} is not finite")
             if not (math.isfinite(turn.weight) and 0.0 <= turn.weight <= 1.0):
                 raise ValueError(f"{where}: weight {turn.weight} is not within [0, 1]")
             s = turn.search

@@ -27,6 +27,7 @@ from common.data.schema import (
     DATA_LEN,
     FUTURE_BOARD_TURNS,
     GT_AREA_SCORING,
+    GT_BONUS_POINTS,
     GT_EARLIER_NET,
     GT_EXTRA_BLACK,
     GT_FINAL_SCORE,
@@ -197,6 +198,19 @@ def game_hash_chunks(hash128: int) -> list[int]:
     return chunks
 
 
+def area_scoring_flag(scoring: str, encore_phase: int) -> float:
+    """globalTargetsNC GT_AREA_SCORING: 1 under area scoring and in the second encore phase, where
+    territory scoring counts the stones standing since its start like area scoring (trainingwrite.cpp)."""
+    return 1.0 if scoring == "AREA" or encore_phase == 2 else 0.0
+
+
+def bonus_points_target(player: int, final_white_bonus: float, white_bonus: float) -> float:
+    """globalTargetsNC GT_BONUS_POINTS: the bonus points still to come from the side to move's view
+    (the button, and under territory scoring the points the stones played from here on give)."""
+    to_come = white_value(player, final_white_bonus - white_bonus)
+    return to_come if to_come != 0 else 0.0  # never a negative zero, as KataGo
+
+
 # --- Value targets in white's view --------------------------------------------------------------------
 def _td_targets(white_targets: np.ndarray, now_factor: float) -> np.ndarray:
     """fillValueTDTargets for every turn at once, white's view: T[n] = v[n], T[i] = f v[i] + (1-f) T[i+1]."""
@@ -337,7 +351,7 @@ def game_to_rows(
         base[GT_ONE_MINUS_VALUE_WEIGHT] = 0.0
         base[GT_GAME_HASH] = hash_chunks
         base[GT_SELF_KOMI] = float(global_inputs[5]) * 20.0  # fillRowV7 writes selfKomi / 20 there
-        base[GT_AREA_SCORING] = 1.0 if game.rules.scoring == "AREA" else 0.0
+        base[GT_AREA_SCORING] = area_scoring_flag(game.rules.scoring, turn.encore_phase)
         base[GT_EARLIER_NET] = 1.0 if switches else 0.0
         base[GT_NETS_BEHIND] = sum(1 for s in switches if s > turn_index)
         base[GT_TURN_INDEX] = turn_index
@@ -352,6 +366,7 @@ def game_to_rows(
             turn.raw_policy_entropy if turn.raw_policy_entropy is not None else turn.policy_entropy
         )
         base[GT_UNREDUCED_VISITS] = turn.visits
+        base[GT_BONUS_POINTS] = bonus_points_target(player, game.final_white_bonus, turn.white_bonus)
         base[GT_GAME_FINISHED] = 0.0 if game.hit_turn_limit else 1.0
         base[GT_FORMAT_VERSION] = KATAGO_FORMAT_VERSION
         base[GT_SENTE_VERSION] = SENTE_ROWS_VERSION

@@ -69,7 +69,10 @@ QVALUE_SCORE_SCALE = 60.0
 QVALUE_MAX = 32000
 
 KATAGO_FORMAT_VERSION = 3  # globalTargetsNC channel 63 (KataGo v1.17, 80 channels)
-SENTE_ROWS_VERSION = 1  # globalTargetsNC channel 79: our schema version (0 = not written by Sente)
+# globalTargetsNC channel 79: our schema version (0 = not written by Sente). 2: the seki target
+# (valueTargetsNCHW C1), the bonus points to come (channel 61) and territory scoring's encore are
+# filled; version 1 rows have zeros there.
+SENTE_ROWS_VERSION = 2
 MAX_ROWS_PER_FILE = 10000  # KataGo's maxRowsPerTrainFile in selfplay1.cfg
 
 # KataGo's FinishedGameData modes (globalTargetsNC channel 55).
@@ -116,7 +119,7 @@ GT_HISTORY_MASK_FIRST = 36
 GT_GAME_HASH = slice(41, 47)  # the 128-bit game hash in 22/22/20-bit chunks of each 64-bit half
 GT_GAME_HASH_FIRST = 41
 GT_SELF_KOMI = 47  # komi from the side to move (KataGo's currentSelfKomi)
-GT_AREA_SCORING = 48  # 1 under area scoring
+GT_AREA_SCORING = 48  # 1 under area scoring and in the encore's second phase
 GT_EARLIER_NET = 49  # 1 when a newer network took over during the game
 GT_NETS_BEHIND = 50  # how many network switches came after this turn
 GT_TURN_INDEX = 51  # moves made before this turn
@@ -129,7 +132,7 @@ GT_RAW_WIN_LOSS = 57  # raw network win - loss
 GT_RAW_SCORE = 58  # raw network score mean
 GT_RAW_POLICY_ENTROPY = 59  # entropy of the raw network policy
 GT_UNREDUCED_VISITS = 60  # root visits of the search
-GT_BONUS_POINTS = 61  # bonus points still to come (territory scoring, button): left 0
+GT_BONUS_POINTS = 61  # bonus points still to come (the button; territory scoring's stone points)
 GT_GAME_FINISHED = 62  # 1 when the game ended (not by the turn limit) and the row is not a side position
 GT_FORMAT_VERSION = 63  # KATAGO_FORMAT_VERSION
 GT_REANALYZED = 64  # 64-67: reanalysis of cheap searches (KataGo v1.17): left 0

@@ -235,6 +235,13 @@ class Game:
         return bool(self.g[gs.G_BUTTON])
 
     @property
+    def white_bonus(self) -> float:
+        """White's bonus points so far, as the score adds them to the board's count: the button once
+        taken and, under territory scoring, a point for each stone the opponent played (KataGo's
+        whiteBonusScore; handicap bonus apart)."""
+        return float(self.g[gs.G_WBONUS2]) / 2
+
+    @property
     def consecutive_passes(self) -> int:
         return int(self.g[gs.G_PASSES])
 

@@ -263,6 +263,23 @@ def test_optional_maps_left_out_give_zero_with_zero_weight():
     assert (gt[:, 27] == 0).all() and (gt[:, 20] == 0).all()
 
 
+def test_territory_rows_carry_the_encore_phase_and_the_bonus_points_to_come():
+    game = make_game(rules=Rules(scoring="TERRITORY"), final_white_bonus=3.0)
+    # Turns 0-2 (the rows): the main phase, then the two encore phases; white's bonus points so far.
+    for turn, phase, bonus in zip(game.turns, (0, 1, 2, 2), (-1.0, 0.0, 2.0, 3.0)):
+        turn.encore_phase, turn.white_bonus = phase, bonus
+    gt = rows_of(game)["globalTargetsNC"]
+    assert gt.shape[0] == 3
+    players = [player for player, _ in MOVES[:3]]
+    assert list(gt[:, 48]) == [0.0, 0.0, 1.0]  # area-like only in the second encore phase
+    assert list(gt[:, 61]) == [(4.0 if p == WHITE else -4.0) * f for p, f in zip(players, (1.0, 0.75, 0.25))]
+    # The writer refuses an encore under area scoring.
+    area = make_game()
+    area.turns[1].encore_phase = 1
+    with pytest.raises(ValueError, match="encore phase 1 under AREA"):
+        rows_of(area)
+
+
 def test_future_boards_come_from_the_later_turns_inputs():
     """With 40 turns, the board 8 turns on is read from turn i+8's input planes."""
     turns = []
