@@ -19,7 +19,7 @@ import reprlib
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, get_args, get_origin, get_type_hints
 
-from common.go.rules import HANDICAP_BONUS_RULES, KO_RULES, TAX_RULES, Rules, round_komi
+from common.go.rules import HANDICAP_BONUS_RULES, KO_RULES, SCORING_RULES, TAX_RULES, Rules, round_komi
 from common.nn.config import NAMED_SIZES
 
 SETTINGS_VERSION = 1
@@ -248,18 +248,22 @@ def _cheap_search_settings(settings: SearchSettings) -> SearchSettings:
 # --- self-play games -------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class RulesChoice(_Settings):
-    """Rules drawn uniformly per game from each list (Appendix C: positional vs situational superko,
-    multi-stone suicide on or off; area scoring)."""
+    """Rules drawn per game, each uniformly from its list, as KataGo's self-play draws them (its
+    selfplay1.cfg: ``koRules``, ``scoringRules``, ``taxRules``, ``multiStoneSuicideLegals``,
+    ``hasButtons``); a value listed twice is drawn twice as often. The button is drawn only for
+    area scoring: a territory game never has one (KataGo's GameInitializer does the same)."""
 
-    ko: tuple[str, ...] = ("POSITIONAL", "SITUATIONAL")
+    ko: tuple[str, ...] = ("SIMPLE", "POSITIONAL", "SITUATIONAL")
+    scoring: tuple[str, ...] = ("AREA", "TERRITORY")
+    tax: tuple[str, ...] = ("NONE", "NONE", "SEKI", "SEKI", "ALL")
     suicide: tuple[bool, ...] = (False, True)
-    tax: tuple[str, ...] = ("NONE",)
-    button: tuple[bool, ...] = (False,)
+    button: tuple[bool, ...] = (False, False, True)
     white_handicap_bonus: tuple[str, ...] = ("0",)
 
     def validate(self, path: str = "") -> None:
         for name, values, allowed in (
             ("ko", self.ko, KO_RULES),
+            ("scoring", self.scoring, SCORING_RULES),
             ("tax", self.tax, TAX_RULES),
             ("white_handicap_bonus", self.white_handicap_bonus, HANDICAP_BONUS_RULES),
         ):
@@ -267,22 +271,56 @@ class RulesChoice(_Settings):
             for i, v in enumerate(values):
                 _need(v in allowed, f"{_p(path, name)}[{i}]", f"{v!r} is not one of {', '.join(allowed)}")
         for i, v in enumerate(self.ko):
-            _need(v != "SPIGHT", f"{_p(path, 'ko')}[{i}]", "SPIGHT needs territory scoring, which is not played")
+            _need(
+                v != "SPIGHT",
+                f"{_p(path, 'ko')}[{i}]",
+                "SPIGHT is not played by the rules engine; use SIMPLE, POSITIONAL or SITUATIONAL",
+            )
         _need(len(self.suicide) > 0, _p(path, "suicide"), "must not be empty")
         _need(len(self.button) > 0, _p(path, "button"), "must not be empty")
+        _need(
+            "AREA" in self.scoring or not any(self.button),
+            _p(path, "button"),
+            f"a button is drawn only for area scoring, and scoring {list(self.scoring)} has none: use [false]",
+        )
 
     def draw(self, rng) -> Rules:
         def pick(values):
             return values[int(rng.integers(len(values)))]
 
+        ko = pick(self.ko)
+        scoring = pick(self.scoring)
+        tax = pick(self.tax)
+        suicide = bool(pick(self.suicide))
+        button = bool(pick(self.button)) if scoring == "AREA" else False
         return Rules(
-            ko=pick(self.ko),
-            scoring="AREA",
-            tax=pick(self.tax),
-            suicide=bool(pick(self.suicide)),
-            has_button=bool(pick(self.button)),
+            ko=ko,
+            scoring=scoring,
+            tax=tax,
+            suicide=suicide,
+            has_button=button,
             white_handicap_bonus=pick(self.white_handicap_bonus),
         )
+
+    def allows(self, rules: Rules) -> str | None:
+        """Why these choices never draw ``rules`` (None: they can)."""
+        for name, value, allowed in (
+            ("ko", rules.ko, self.ko),
+            ("scoring", rules.scoring, self.scoring),
+            ("tax", rules.tax, self.tax),
+            ("suicide", rules.suicide, self.suicide),
+            ("white_handicap_bonus", rules.white_handicap_bonus, self.white_handicap_bonus),
+        ):
+            if value not in allowed:
+                return f"{name} {value!r} is not among the task's {list(allowed)}"
+        if rules.scoring != "AREA":
+            if rules.has_button:
+                return f"a button under {rules.scoring} scoring, which never has one"
+        elif rules.has_button not in self.button:
+            return f"button {rules.has_button!r} is not among the task's {list(self.button)}"
+        if rules.friendly_pass_ok:
+            return "friendlyPassOk, which self-play never draws"
+        return None
 
 
 def _paper_size_weights() -> tuple[float, ...]:
@@ -303,6 +341,7 @@ class SelfPlaySettings(_Settings):
     full_search_prob: float = 0.25  # p
     board_sizes: tuple[int, ...] = tuple(range(9, 20))
     board_size_weights: tuple[float, ...] = field(default_factory=_paper_size_weights)
+    rectangle_prob: float = 0.1  # a board of two sides drawn apart (KataGo's allowRectangleProb)
     komi_mean: float = 7.0
     komi_stdev: float = 1.0
     komi_big_stdev_prob: float = 0.05
@@ -336,6 +375,7 @@ class SelfPlaySettings(_Settings):
         )
         _prob(_p(path, "full_search_prob"), self.full_search_prob)
         _check_sizes(path, self.board_sizes, self.board_size_weights)
+        _prob(_p(path, "rectangle_prob"), self.rectangle_prob)
         _in_range(_p(path, "komi_mean"), self.komi_mean, -150.0, 150.0)
         _in_range(_p(path, "komi_stdev"), self.komi_stdev, 0.0, 100.0)
         _prob(_p(path, "komi_big_stdev_prob"), self.komi_big_stdev_prob)
@@ -386,9 +426,16 @@ class SelfPlaySettings(_Settings):
     def sizes_in_play(self) -> tuple[int, ...]:
         return sizes_in_play(self.board_sizes, self.board_size_weights)
 
+    def draws_board(self, x_size: int, y_size: int) -> bool:
+        """Whether a game can be drawn on an x_size by y_size board: each side a size in play, and
+        two different sides only with a rectangle probability above zero."""
+        sizes = self.sizes_in_play()
+        return x_size in sizes and y_size in sizes and (x_size == y_size or self.rectangle_prob > 0)
+
     @staticmethod
     def max_handicap(size: int) -> int:
-        """Appendix C: no handicap on 9 and 10, at most 1, 2, 3 extra black moves on 11-14, 15-18, 19."""
+        """Appendix C: no handicap on 9 and 10, at most 1, 2, 3 extra black moves on 11-14, 15-18, 19
+        (a rectangle by its shorter side)."""
         if size <= 10:
             return 0
         if size <= 14:
@@ -448,6 +495,10 @@ class MatchSettings(_Settings):
 
     def sizes_in_play(self) -> tuple[int, ...]:
         return sizes_in_play(self.board_sizes, self.board_size_weights)
+
+    def draws_board(self, x_size: int, y_size: int) -> bool:
+        """Whether a match game can be drawn on an x_size by y_size board: square, of a size in play."""
+        return x_size == y_size and x_size in self.sizes_in_play()
 
 
 # --- gating and the run's settings document ---------------------------------------------------------

@@ -1,5 +1,6 @@
-"""How a self-play game starts (paper Appendix C): board size, komi, rules, handicap and the number
-of opening moves, all drawn from the settings with the game's own generator.
+"""How a self-play game starts (paper Appendix C): board size (square, or with ``rectangle_prob`` a
+rectangle), komi, rules, handicap and the number of opening moves, all drawn from the settings with
+the game's own generator.
 
 The draws that need the network (where the handicap stones go, the komi compensation, the opening
 moves) happen during the game, through the search engine with one visit; this module only decides
@@ -40,17 +41,32 @@ def draw_komi(settings: SelfPlaySettings, rng: np.random.Generator) -> float:
     return round_komi(settings.komi_mean + sd * z)
 
 
-def draw_start(settings: SelfPlaySettings, rng: np.random.Generator) -> GameStart:
+def draw_board(settings: SelfPlaySettings, rng: np.random.Generator) -> tuple[int, int]:
+    """The board's sides (x, y): with ``rectangle_prob`` each drawn apart from the size weights (they
+    may still agree), else one size for both, as KataGo's self-play draws them (allowRectangleProb)."""
     weights = np.asarray(settings.board_size_weights, dtype=np.float64)
-    size = int(settings.board_sizes[int(rng.choice(len(weights), p=weights / weights.sum()))])
+    p = weights / weights.sum()
+
+    def side() -> int:
+        return int(settings.board_sizes[int(rng.choice(len(weights), p=p))])
+
+    if settings.rectangle_prob > 0 and rng.random() < settings.rectangle_prob:
+        x_size = side()
+        return x_size, side()
+    size = side()
+    return size, size
+
+
+def draw_start(settings: SelfPlaySettings, rng: np.random.Generator) -> GameStart:
+    x_size, y_size = draw_board(settings, rng)
     komi = draw_komi(settings, rng)
     rules = settings.rules.draw(rng)
     extra_black = 0
     compensate = False
-    most = settings.max_handicap(size)
+    most = settings.max_handicap(min(x_size, y_size))
     if most > 0 and rng.random() < settings.handicap_prob:
         extra_black = int(rng.integers(1, most + 1))
         compensate = bool(rng.random() < settings.handicap_compensate_komi_prob)
-    mean = settings.opening_area_prop * size * size
+    mean = settings.opening_area_prop * x_size * y_size
     opening = math.floor(rng.exponential(mean)) if mean > 0 else 0
-    return GameStart(size, size, komi, rules, extra_black, compensate, opening)
+    return GameStart(x_size, y_size, komi, rules, extra_black, compensate, opening)

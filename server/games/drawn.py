@@ -88,20 +88,22 @@ def check_selfplay(draws: SelfPlayDraws, rec: GameRecord, settings: SelfPlaySett
     """The self-play record's draws against the task's self-play settings."""
     info, start = draws.info, draws.info.start
     _played_with(info.settings, settings.to_dict(), "self-play")
-    size = rec.x_size
-    if size not in settings.sizes_in_play():
+    board = f"{rec.x_size}x{rec.y_size}"
+    if not settings.draws_board(rec.x_size, rec.y_size):
         raise _refuse(
-            f"a {size}x{size} board is not drawn by the task's settings (sizes {list(settings.sizes_in_play())})"
+            f"a {board} board is not drawn by the task's settings (sizes {list(settings.sizes_in_play())}, "
+            f"rectangles with probability {settings.rectangle_prob:g})"
         )
+    most = settings.max_handicap(min(rec.x_size, rec.y_size))
     expected_handicap = start.extra_black + 1 if start.extra_black else 0
     if rec.handicap != expected_handicap:
         raise _refuse(
             f"handicap {rec.handicap} disagrees with the {start.extra_black} extra black moves its start records"
         )
-    if start.extra_black and (settings.handicap_prob <= 0 or start.extra_black > settings.max_handicap(size)):
+    if start.extra_black and (settings.handicap_prob <= 0 or start.extra_black > most):
         raise _refuse(
-            f"a handicap of {rec.handicap} stones on {size}x{size} is not drawn by the task's settings "
-            f"(probability {settings.handicap_prob:g}, at most {settings.max_handicap(size) + 1} stones)"
+            f"a handicap of {rec.handicap} stones on {board} is not drawn by the task's settings "
+            f"(probability {settings.handicap_prob:g}, at most {most + 1} stones)"
         )
     low, high = settings.komi_bounds()
     if not low <= start.komi_drawn <= high:
@@ -184,8 +186,8 @@ def check_rating(rec: GameRecord, settings: MatchSettings) -> None:
             "sgf", "the root comment must be a JSON object holding the match settings it was played with", "bad_record"
         )
     _played_with(data["settings"], settings.to_dict(), "match")
-    if rec.x_size not in settings.sizes_in_play():
+    if rec.x_size != rec.y_size or rec.x_size not in settings.sizes_in_play():
         raise _refuse(
-            f"a {rec.x_size}x{rec.x_size} board is not drawn by the task's settings (sizes "
+            f"a {rec.x_size}x{rec.y_size} board is not drawn by the task's settings (sizes "
             f"{list(settings.sizes_in_play())})"
         )

@@ -32,6 +32,7 @@ import io
 import logging
 import uuid
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -163,31 +164,16 @@ def _record(sgf: bytes) -> GameRecord:
         raise invalid("sgf", str(e), "bad_sgf") from None
 
 
-def _rules_allowed(rules: Rules, choice: RulesChoice) -> str | None:
-    for name, value, allowed in (
-        ("ko", rules.ko, choice.ko),
-        ("tax", rules.tax, choice.tax),
-        ("suicide", rules.suicide, choice.suicide),
-        ("button", rules.has_button, choice.button),
-        ("white_handicap_bonus", rules.white_handicap_bonus, choice.white_handicap_bonus),
-    ):
-        if value not in allowed:
-            return f"{name} {value!r} is not among the task's {list(allowed)}"
-    if rules.scoring != "AREA":
-        return f"scoring {rules.scoring} is not played"
-    return None
-
-
-def _check_record(rec: GameRecord, meta, sizes: tuple[int, ...], rules_choice: RulesChoice) -> Rules:
+def _check_record(rec: GameRecord, meta, draws_board: Callable[[int, int], bool], rules_choice: RulesChoice) -> Rules:
     if (rec.x_size, rec.y_size) != (meta.board_x_size, meta.board_y_size):
         raise invalid(
             "sgf",
             f"the board is {rec.x_size}x{rec.y_size}, the metadata says {meta.board_x_size}x{meta.board_y_size}",
             "mismatch",
         )
-    if rec.x_size != rec.y_size or rec.x_size not in sizes:
+    if not draws_board(rec.x_size, rec.y_size):
         raise invalid(
-            "sgf", f"a {rec.x_size}x{rec.y_size} board is not among the task's sizes {list(sizes)}", "not_in_settings"
+            "sgf", f"a {rec.x_size}x{rec.y_size} board is not one the task's settings draw", "not_in_settings"
         )
     if rec.komi is None or rec.komi != meta.komi:
         raise invalid("sgf", f"komi {rec.komi} differs from the metadata's {meta.komi}", "mismatch")
@@ -201,7 +187,7 @@ def _check_record(rec: GameRecord, meta, sizes: tuple[int, ...], rules_choice: R
         raise invalid(
             "sgf", f"rules {rec.rules.to_compact()} differ from the metadata's {declared.to_compact()}", "mismatch"
         )
-    problem = _rules_allowed(rec.rules, rules_choice)
+    problem = rules_choice.allows(rec.rules)
     if problem:
         raise invalid("sgf", f"rules: {problem}", "not_in_settings")
     if (rec.result or "") != meta.result:
@@ -448,7 +434,7 @@ def take_training_game(user, upload: Upload) -> tuple[TrainingGame, bool]:
     npz, sgf = _given(upload.npz), _given(upload.sgf)
     arrays = _rows(npz, meta)
     rec = _record(sgf)
-    rules = _check_record(rec, meta, selfplay.board_sizes, selfplay.rules)
+    rules = _check_record(rec, meta, selfplay.draws_board, selfplay.rules)
     if rec.handicap != meta.handicap:
         raise invalid("sgf", f"handicap {rec.handicap} differs from the metadata's {meta.handicap}", "mismatch")
     _players(rec, task.network.name, task.network.name)
@@ -494,7 +480,7 @@ def take_rating_game(user, upload: Upload) -> tuple[RatingGame, bool]:
     rating: MatchSettings = task.settings_version.settings.rating
     sgf = _given(upload.sgf)
     rec = _record(sgf)
-    rules = _check_record(rec, meta, rating.board_sizes, rating.rules)
+    rules = _check_record(rec, meta, rating.draws_board, rating.rules)
     drawn.check_rating(rec, rating)
     if rec.komi != rating.komi:
         raise invalid("sgf", f"komi {rec.komi} is not the rating games' {rating.komi}", "not_in_settings")

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from client.search.engine import NullEvaluator
-from client.selfplay.init import draw_komi, draw_start
+from client.selfplay.init import draw_board, draw_komi, draw_start
 from client.selfplay.run import run_selfplay
-from common.data.schema import GT_TURN_INDEX, GT_UNREDUCED_VISITS
+from common.data.schema import GT_AREA_SCORING, GT_BONUS_POINTS, GT_TURN_INDEX, GT_UNREDUCED_VISITS, unpack_spatial
 from common.data.validate import validate_rows
 from common.go.geometry import BLACK
 from common.go.sgf import read_sgf
@@ -123,14 +124,82 @@ def test_game_starts_follow_the_settings():
     assert all(s.extra_black == 0 for s in starts if s.x_size <= 10)
     handicap = [s for s in starts if s.extra_black]
     assert len(handicap) / len(starts) == pytest.approx(0.05 * np.mean(sizes > 10), abs=0.015)
-    assert all(1 <= s.extra_black <= settings.max_handicap(s.x_size) for s in handicap)
-    opening = np.array([s.opening_moves for s in starts if s.x_size == 19])
+    assert all(1 <= s.extra_black <= settings.max_handicap(min(s.x_size, s.y_size)) for s in handicap)
+    opening = np.array([s.opening_moves for s in starts if s.x_size == s.y_size == 19])
     assert opening.mean() == pytest.approx(0.04 * 361, rel=0.1)
     komi = np.array([draw_komi(settings, rng) for _ in range(20000)])
     assert np.all(komi * 2 == np.round(komi * 2))
     assert np.median(komi) == 7.0
     assert np.mean(np.abs(komi - 7.0) <= 3.0) == pytest.approx(0.95 + 0.05 * 0.23, abs=0.01)
     assert komi.max() <= 7.0 + 30.0 and komi.min() >= 7.0 - 30.0
+
+
+def test_boards_are_rectangles_as_often_as_katagos_selfplay_makes_them():
+    settings = SelfPlaySettings(board_sizes=(7, 9, 13), board_size_weights=(1.0, 3.0, 6.0), rectangle_prob=0.3)
+    rng = np.random.default_rng(2)
+    boards = [draw_board(settings, rng) for _ in range(40000)]
+    w = {7: 0.1, 9: 0.3, 13: 0.6}
+    count = Counter(boards)
+    # KataGo's allowRectangleProb: (1 - r) w_x for squares (x = y), plus r w_x w_y for every pair.
+    for (x, y), n in count.items():
+        expected = 0.3 * w[x] * w[y] + (0.7 * w[x] if x == y else 0.0)
+        assert n / len(boards) == pytest.approx(expected, abs=0.01), (x, y)
+    assert len(count) == 9
+    squares = SelfPlaySettings(rectangle_prob=0.0)
+    assert all(x == y for x, y in (draw_board(squares, rng) for _ in range(2000)))
+
+
+def test_a_rectangular_game_plays_end_to_end(tmp_path):
+    settings = FAST.replace(board_sizes=(7, 9), board_size_weights=(1.0, 1.0), rectangle_prob=1.0)
+    _, sgfs, _ = play(tmp_path, settings, games=6, parallel=3, seed=4)
+    shapes = set()
+    for sgf_path in sgfs:
+        record = read_sgf(sgf_path.read_text())
+        game = record.to_game()
+        shapes.add((record.x_size, record.y_size))
+        npz = sgf_path.with_suffix(".npz")
+        if not npz.exists():
+            continue
+        report = validate_rows(npz)
+        assert report.ok, report.errors
+        with np.load(npz) as z:
+            on_board = unpack_spatial(z["binaryInputNCHWPacked"])[:, 0].reshape(-1, 19, 19)
+            policy = z["policyTargetsNCMove"][:, 0, :361].reshape(-1, 19, 19)
+        expected = np.zeros((19, 19), np.uint8)
+        expected[: game.y_size, : game.x_size] = 1  # y rows of x points, in the grid's top-left corner
+        assert (on_board == expected).all()
+        assert not policy[:, expected == 0].any()
+    assert any(x != y for x, y in shapes)
+
+
+def test_territory_games_play_through_the_encore_and_their_rows_validate(tmp_path):
+    settings = FAST.replace(
+        board_sizes=(5,),
+        board_size_weights=(1.0,),
+        full_search_prob=1.0,
+        end_when_all_pass_alive=False,
+        rules=RulesChoice(scoring=("TERRITORY",), button=(False,)),
+    )
+    _, sgfs, _ = play(tmp_path, settings, games=4, parallel=2, seed=6)
+    phases_in_rows: set[float] = set()
+    bonus_to_come: set[float] = set()
+    through_encore = 0
+    for sgf_path in sgfs:
+        record = read_sgf(sgf_path.read_text())
+        assert record.rules.scoring == "TERRITORY"
+        game = record.to_game()
+        through_encore += game.is_over and game.encore_phase == 2 and game.result.reason == "two passes"
+        npz = sgf_path.with_suffix(".npz")
+        if npz.exists():
+            report = validate_rows(npz)
+            assert report.ok, report.errors
+            with np.load(npz) as z:
+                gt = z["globalTargetsNC"]
+            phases_in_rows.update(gt[:, GT_AREA_SCORING].tolist())
+            bonus_to_come.update(gt[:, GT_BONUS_POINTS].tolist())
+    assert through_encore >= 1
+    assert phases_in_rows == {0.0, 1.0}  # rows of the main phase and of the second encore phase
+    assert len(bonus_to_come) > 2  # the stones still to be played give points
 
 
 @pytest.mark.parametrize(

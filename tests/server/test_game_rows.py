@@ -21,6 +21,7 @@ from common.data.schema import (
     GT_WIN,
     PASS_POS,
     VT_OWNERSHIP,
+    unpack_spatial,
 )
 from common.data.selfplay_sgf import read_search_note
 from common.go.game import Game
@@ -93,6 +94,27 @@ HONEST = {
             white_handicap_bonus=("0", "N", "N-1"),
         ),
     ),
+    "territory": SelfPlaySettings(
+        board_sizes=(6,),
+        board_size_weights=(1.0,),
+        visits=8,
+        cheap_visits=3,
+        full_search_prob=0.5,
+        max_moves=300,
+        reduced_visits_min=4,
+        end_when_all_pass_alive=False,  # so that the games are played through the encore
+        rules=RulesChoice(scoring=("TERRITORY",)),
+    ),
+    "rectangle": SelfPlaySettings(
+        board_sizes=(7, 9),
+        board_size_weights=(1.0, 1.0),
+        rectangle_prob=1.0,
+        visits=8,
+        cheap_visits=3,
+        full_search_prob=0.5,
+        max_moves=200,
+        reduced_visits_min=4,
+    ),
     "move limit": SelfPlaySettings(
         board_sizes=(5,),
         board_size_weights=(1.0,),
@@ -117,8 +139,15 @@ def test_honest_games_of_every_draw_pass_every_check(tmp_path, name):
     for game in games:
         rec = read_sgf(game.sgf)
         check_selfplay_game(rec, rec.rules, load_rows(game.npz), game.metadata["game_id"], rec.result, settings)
+    records = [read_sgf(g.sgf) for g in games]
     if name == "handicap":
-        assert any(read_sgf(g.sgf).handicap for g in games)
+        assert any(rec.handicap for rec in records)
+    elif name == "territory":
+        ended = [rec.to_game() for rec in records]
+        # played through the encore: ended by the second encore phase's passes
+        assert any(game.encore_phase == 2 and game.is_over and game.result.reason == "two passes" for game in ended)
+    elif name == "rectangle":
+        assert any(rec.x_size != rec.y_size for rec in records)
     else:
         assert any(g.metadata["result"] == "Void" for g in games)
 
@@ -147,7 +176,9 @@ def test_a_row_that_contradicts_the_game_is_refused_naming_it(run, alice, task, 
     arrays = arrays_of(long_game.npz)
     r = arrays["globalTargetsNC"].shape[0] // 2
     if change == "stone":
-        arrays["binaryInputNCHWPacked"][r, 1, 0] ^= 0x80  # the own-stone plane's first point
+        planes = unpack_spatial(arrays["binaryInputNCHWPacked"][r])
+        p = int(np.flatnonzero((planes[0] == 1) & (planes[1] == 0) & (planes[2] == 0))[0])  # an empty point
+        arrays["binaryInputNCHWPacked"][r, 1, p // 8] ^= 0x80 >> (p % 8)  # an own stone there
     elif change == "outcome":
         gt = arrays["globalTargetsNC"]
         gt[r, [GT_WIN, GT_LOSS]] = gt[r, [GT_LOSS, GT_WIN]]  # the other side won

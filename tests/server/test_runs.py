@@ -116,6 +116,52 @@ def test_set_settings_stores_the_canonical_document(run):
     assert version.document["selfplay"] == RunSettings().selfplay.to_dict()
 
 
+def _settings_migration():
+    import importlib
+
+    return importlib.import_module("migrations.runs.0003_settings_keep_earlier_rules")
+
+
+def test_stored_documents_keep_the_rules_their_runs_played(run):
+    """A document stored before territory scoring and rectangles were drawn keeps area scoring on
+    square boards, and its run's games go on as before; a document that leaves out the rules lists
+    keeps the earlier defaults' lists."""
+    migration = _settings_migration()
+    earlier = RunSettings().to_dict()
+    for part in ("selfplay", "rating"):
+        del earlier[part]["rules"]["scoring"]
+        earlier[part]["rules"].update(ko=["POSITIONAL"], tax=["SEKI"], button=[True])
+    del earlier["selfplay"]["rectangle_prob"]
+    kept = RunSettings.from_dict(migration._keep(earlier))
+    for rules in (kept.selfplay.rules, kept.rating.rules):
+        assert (rules.scoring, rules.ko, rules.tax, rules.button) == (("AREA",), ("POSITIONAL",), ("SEKI",), (True,))
+    assert kept.selfplay.rectangle_prob == 0.0
+    bare = RunSettings.from_dict(migration._keep({"gating": {"rule": "sprt"}}))
+    assert bare.selfplay.rules.scoring == ("AREA",) and bare.selfplay.rules.ko == ("POSITIONAL", "SITUATIONAL")
+    assert bare.selfplay.rules.tax == ("NONE",) and bare.selfplay.rules.button == (False,)
+    assert bare.gating.rule == "sprt"
+    # Back: the earlier settings cannot say territory scoring, so such a document stops the way back.
+    assert "scoring" not in migration._drop(kept.to_dict(), "v1")["selfplay"]["rules"]
+    with pytest.raises(RuntimeError, match="TERRITORY"):
+        migration._drop(RunSettings().to_dict(), "run x settings v2")
+
+
+def test_migrating_the_stored_versions_keeps_the_run_on_its_rules(run):
+    migration = _settings_migration()
+    version = run.current_settings()
+    document = dict(version.document)
+    selfplay = dict(document["selfplay"], rules=dict(document["selfplay"]["rules"]))
+    del selfplay["rules"]["scoring"], selfplay["rectangle_prob"]
+    RunSettingsVersion.objects.filter(pk=version.pk).update(document=dict(document, selfplay=selfplay))
+    from django.apps import apps
+
+    migration.keep_earlier_rules(apps, None)
+    stored = RunSettingsVersion.objects.get(pk=version.pk).document
+    assert stored["selfplay"]["rules"]["scoring"] == ["AREA"] and stored["selfplay"]["rectangle_prob"] == 0.0
+    assert stored["rating"]["rules"] == document["rating"]["rules"]  # it said its scoring already
+    assert RunSettings.from_dict(stored).selfplay.rules.scoring == ("AREA",)
+
+
 @pytest.mark.parametrize(
     ("document", "path"),
     [
