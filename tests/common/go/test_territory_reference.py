@@ -326,3 +326,32 @@ def test_encore_ko_blocks_passes_for_ko_and_the_capture_ban_as_in_the_reference(
     start = passes_first
     assert ref.pass_for_ko_turns == [start + 1, start + 4]
     assert refused == [start + 6]
+
+
+@pytest.mark.parametrize("ko", ["POSITIONAL", "SITUATIONAL"])
+def test_taking_the_button_forgets_the_superko_history_as_in_the_reference(ko):
+    x_size, y_size, black, white = _diagram(KO)
+    geo = Geometry(x_size, y_size)
+    # Black captures, White takes the button, Black passes, and White's retake brings back the
+    # starting position, which superko would forbid had the button not been taken in between.
+    script, refused = _script(geo, [(2, 1), None, None, (1, 1)])
+    rules = RefRules(ko=ko, scoring="AREA", tax="NONE", button=True)
+    ref = play_both(x_size, y_size, rules, 7.0, (black, white, BLACK), script)
+    start = RefGame(x_size, y_size, rules, 7.0, black=black, white=white)
+    assert refused == [] and ref.board == start.board and ref.turns == 6
+
+
+@pytest.mark.parametrize("ko", ["SIMPLE", "POSITIONAL"])
+@pytest.mark.parametrize("passes_first", [0, 2, 4])
+def test_passing_again_from_the_same_state_ends_the_phase_as_in_the_reference(ko, passes_first):
+    x_size, y_size, black, white = _diagram(SUICIDE_CYCLE)
+    geo = Geometry(x_size, y_size)
+    # Black passes; White takes off its two corner stones; Black passes; White puts them back;
+    # Black passes again from the state of its first pass.
+    script, refused = _script(geo, [None] * passes_first + [None, (3, 4), None, (4, 4), None])
+    rules = RefRules(ko=ko, scoring="TERRITORY", tax="NONE", suicide=True)
+    ref = play_both(x_size, y_size, rules, 0.5, (black, white, BLACK), script)
+    # In the main phase only simple ko lets the board come back; in the encore it always can.
+    repeated = ko == "SIMPLE" or passes_first > 0
+    assert ref.endings[passes_first // 2] == ("repeated pass" if repeated else "passes")
+    assert bool(refused) == (not repeated)
