@@ -226,7 +226,13 @@ def independent_life(
         region = flood(geo, p, lambda q, owner=owner: basic[q] == owner)
         done |= region
         touches_dame = any(board[q] == EMPTY and basic[q] == EMPTY for r in region for q in geo.neighbors(r))
-        in_atari = any(board[r] == owner and len(liberties(geo, board, chain(geo, board, r))) == 1 for r in region)
+        in_atari = False
+        stones_seen: set[int] = set()
+        for r in region:
+            if board[r] == owner and r not in stones_seen:
+                stones = chain(geo, board, r)
+                stones_seen |= stones
+                in_atari = in_atari or len(liberties(geo, board, stones)) == 1
         if touches_dame or in_atari:
             continue
         count += 1 if owner == WHITE else -1
@@ -435,25 +441,32 @@ class RefGame:
             self.result = RefResult(no_result=True, score=0.0, winner=EMPTY)
 
     # --- counting ---
-    def board_score(self) -> int:
-        """White minus black on the board alone (territory: before chilling)."""
+    def scoring_owners(self) -> tuple[Board, int]:
+        """Who each point counts for if the game were scored now, and the white-minus-black count
+        of independent-life regions (0 when no tax needs it)."""
         geo, board, tax, suicide = self.geo, self.board, self.rules.tax, self.rules.suicide
         if self.rules.scoring == "AREA":
             if tax == "NONE":
-                return white_minus_black(area(geo, board, suicide, stones=True, safe_big=True, unsafe_big=True))
-            owners, count = independent_life(geo, board, suicide, keep_territories=False, keep_stones=True)
-            return white_minus_black(owners) - (2 * count if tax == "ALL" else 0)
+                return area(geo, board, suicide, stones=True, safe_big=True, unsafe_big=True), 0
+            return independent_life(geo, board, suicide, keep_territories=False, keep_stones=True)
         owners, count = independent_life(geo, board, suicide, keep_territories=tax == "NONE", keep_stones=False)
-        score = 0
         for p in geo.points:
-            owner = owners[p]
             # A stone outside the independent-life regions counts if it stood there (in its colour)
             # when the second encore began, or if the game ended before that.
             stood = self.phase < 2 or (self.second_encore_start and self.second_encore_start[p] == board[p])
-            if owner == EMPTY and board[p] != EMPTY and stood:
-                owner = board[p]
-            score += 1 if owner == WHITE else -1 if owner == BLACK else 0
-        return score - (2 * count if tax == "ALL" else 0)
+            if owners[p] == EMPTY and board[p] != EMPTY and stood:
+                owners[p] = board[p]
+        return owners, count
+
+    def scoring(self) -> tuple[Board, float]:
+        """Who each point counts for, and the white-minus-black score (komi and bonuses included),
+        if the game were scored now."""
+        owners, count = self.scoring_owners()
+        tax = 2 * count if self.rules.tax == "ALL" else 0
+        return owners, white_minus_black(owners) - tax + self._bonuses()
+
+    def score_now(self) -> float:
+        return self.scoring()[1]
 
     def _bonuses(self) -> float:
         button = 0.0
@@ -467,7 +480,7 @@ class RefGame:
 
     def _score(self) -> None:
         self.over = True
-        self.result = self._scored(self.board_score() + self._bonuses())
+        self.result = self._scored(self.score_now())
 
     def is_all_pass_alive(self) -> bool:
         owners = area(self.geo, self.board, self.rules.suicide, stones=False, safe_big=False, unsafe_big=False)
@@ -481,5 +494,5 @@ class RefGame:
         if EMPTY in owners:
             return None
         if self.rules.tax == "ALL":
-            return self._scored(self.board_score() + self._bonuses())
+            return self._scored(self.score_now())
         return self._scored(white_minus_black(owners) + self._bonuses())

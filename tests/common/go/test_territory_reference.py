@@ -182,9 +182,10 @@ def play_both(
 ) -> RefGame:
     """Play a game in our engine and in the reference at once, the moves chosen by choose(reference,
     legal moves) (None passes; only passes after MAX_TURNS), checking at every turn the side to
-    move, the phase, the legal moves, the passes for ko and whether every point is pass-alive (and
-    if so the score KataGo's self-play would end the game with), and at the end the result; returns
-    the reference's finished game."""
+    move, the phase, the legal moves, the passes for ko, who each point would count for and the
+    score if the game were scored now, whether every point is pass-alive (and if so the score
+    KataGo's self-play would end the game with), and at the end the result; returns the
+    reference's finished game."""
     geo = Geometry(x_size, y_size)
     black, white, to_move = setup
     ref = RefGame(x_size, y_size, rules, komi, black=black, white=white, to_move=to_move)
@@ -205,6 +206,10 @@ def play_both(
         assert sorted(_ref_point(geo, loc) for loc in game.legal_moves(color)) == legal, where()
         unblocks = [p for p in geo.points if game.is_pass_for_ko(_loc(geo, p), color)]
         assert unblocks == ref.passes_for_ko(), where()
+        owners, score = ref.scoring()
+        ours = game.ownership("scoring")
+        assert [int(ours[geo.xy(p)[1], geo.xy(p)[0]]) for p in geo.points] == owners, where()
+        assert game.score() == score, where()
         adjudicated = ref.all_pass_alive_result()
         assert game.is_all_pass_alive() == (adjudicated is not None), where()
         if adjudicated is not None:
