@@ -451,12 +451,11 @@ def is_legal(g, b, table, loc, pla):
     """Is loc (or PASS) a legal move for pla now, superko included?"""
     if loc == PASS:
         return True
-    if g[G_ENCORE] > 0:
-        if pass_for_ko_target(g, b, loc, pla) != NO_LOC:
-            return True
-        return is_pseudo_legal(b, loc, pla, g[G_SUICIDE] != 0) and not has_bit(g, G_BANNED, loc)
     if not is_pseudo_legal(b, loc, pla, g[G_SUICIDE] != 0):
-        return False
+        # In the encore a move on a blocked stone is a pass for ko.
+        return g[G_ENCORE] > 0 and 0 < loc < ARR and pass_for_ko_target(g, b, loc, pla) != NO_LOC
+    if g[G_ENCORE] > 0:
+        return not has_bit(g, G_BANNED, loc) or pass_for_ko_target(g, b, loc, pla) != NO_LOC
     if g[G_KO_RULE] != KO_SIMPLE:
         h = hash_after_move(b, loc, pla)
         if g[G_KO_RULE] == KO_SITUATIONAL:
@@ -622,32 +621,12 @@ def game_play(g, b, hist, moves, table, loc, pla):
                     break
         g[G_PASSES] += 1
 
-    kind = KIND_PLAY
-    hash_before = get_hash(b)
-    target = pass_for_ko_target(g, b, loc, pla) if encore > 0 else NO_LOC
-    if target != NO_LOC:
-        kind = KIND_PASS_FOR_KO
-        _unblock(g, target)
-        b[M_KO] = NO_LOC
+    if encore > 0:
+        kind = _encore_move(g, b, moves, n, loc, pla)
     else:
+        kind = KIND_PLAY
         play(b, loc, pla)
-        if encore > 0:
-            if b[M_KO] != NO_LOC:
-                # A ko capture: its stone is blocked from recapture instead of the ko point.
-                kind = KIND_KO_CAPTURE
-                _set_bit(g, G_BLOCKED, loc)
-                g[G_KRB] ^= ZOBRIST_KO_BLOCK[loc]
-                g[G_NBLOCKS] += 1
-                g[G_KOCAPS] += 1
-                b[M_KO] = NO_LOC
-            if g[G_NBLOCKS] != 0:
-                # A block goes with its stone.
-                for y in range(b[M_YSIZE]):
-                    for x in range(b[M_XSIZE]):
-                        at = (y + 1) * STRIDE + x + 1
-                        if b[COLOR + at] == EMPTY and has_bit(g, G_BLOCKED, at):
-                            _unblock(g, at)
-        if g[G_SCORING] == SCORING_TERRITORY and encore <= 1 and loc != PASS:
+        if g[G_SCORING] == SCORING_TERRITORY and loc != PASS:
             g[G_WBONUS2] += 2 if pla == BLACK else -2
 
     opp = 3 - pla
@@ -656,8 +635,6 @@ def game_play(g, b, hist, moves, table, loc, pla):
     moves[n, MV_LOC] = loc
     moves[n, MV_COLOR] = pla
     moves[n, MV_KIND] = kind
-    moves[n, MV_HASH_LO] = np.int32((hash_before << 32) >> 32)
-    moves[n, MV_HASH_HI] = np.int32(hash_before >> 32)
     g[G_NMOVES] = n + 1
     g[G_TO_MOVE] = opp
     occurrences = table_add(table, after)
@@ -673,6 +650,42 @@ def game_play(g, b, hist, moves, table, loc, pla):
             _next_phase(g, b, hist, table, n + 1, opp)
     elif loc != PASS and (g[G_KO_RULE] == KO_SIMPLE or encore > 0) and occurrences >= 3:
         end_without_result(g, END_CYCLE)
+
+
+@njit(cache=True, _nrt=False)
+def _encore_move(g, b, moves, n, loc, pla):
+    """The board's part of turn n in an encore phase: a pass for ko (the board stays, the block
+    goes) or a move or pass, a ko capture blocking its stone; blocks go with captured stones. Returns
+    the turn's kind (KIND_*); a ko capture's turn gets the position hash before it."""
+    target = pass_for_ko_target(g, b, loc, pla)
+    if target != NO_LOC:
+        _unblock(g, target)
+        b[M_KO] = NO_LOC
+        return KIND_PASS_FOR_KO
+    kind = KIND_PLAY
+    before = get_hash(b)
+    play(b, loc, pla)
+    if b[M_KO] != NO_LOC:
+        # A ko capture: its stone is blocked from recapture instead of the ko point.
+        kind = KIND_KO_CAPTURE
+        moves[n, MV_HASH_LO] = np.int32((before << 32) >> 32)
+        moves[n, MV_HASH_HI] = np.int32(before >> 32)
+        _set_bit(g, G_BLOCKED, loc)
+        g[G_KRB] ^= ZOBRIST_KO_BLOCK[loc]
+        g[G_NBLOCKS] += 1
+        g[G_KOCAPS] += 1
+        b[M_KO] = NO_LOC
+    if g[G_NBLOCKS] != 0:
+        # A block goes with its stone.
+        for y in range(b[M_YSIZE]):
+            for x in range(b[M_XSIZE]):
+                at = (y + 1) * STRIDE + x + 1
+                if b[COLOR + at] == EMPTY and has_bit(g, G_BLOCKED, at):
+                    _unblock(g, at)
+    if g[G_ENCORE] == 1 and loc != PASS:
+        # Stones played in the first encore give the opponent a point, as in the main phase.
+        g[G_WBONUS2] += 2 if pla == BLACK else -2
+    return kind
 
 
 @njit(cache=True, _nrt=False)
