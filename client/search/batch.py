@@ -80,7 +80,7 @@ class Roots(NamedTuple):
     boards: np.ndarray  # int32[G, BOARD_LEN]
     states: np.ndarray  # int64[G, G_LEN]
     hists: np.ndarray  # int64[G, H + 1]
-    moves: np.ndarray  # int32[G, H, 2]
+    moves: np.ndarray  # int32[G, H, MOVE_COLS]
     tables: np.ndarray  # int64[G, T]
     prev_ladder: np.ndarray  # uint8[G, 2, 361]: ladder planes one and two turns before the root
 

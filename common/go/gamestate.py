@@ -451,11 +451,10 @@ def is_legal(g, b, table, loc, pla):
     """Is loc (or PASS) a legal move for pla now, superko included?"""
     if loc == PASS:
         return True
-    if not is_pseudo_legal(b, loc, pla, g[G_SUICIDE] != 0):
-        # In the encore a move on a blocked stone is a pass for ko.
-        return g[G_ENCORE] > 0 and 0 < loc < ARR and pass_for_ko_target(g, b, loc, pla) != NO_LOC
     if g[G_ENCORE] > 0:
-        return not has_bit(g, G_BANNED, loc) or pass_for_ko_target(g, b, loc, pla) != NO_LOC
+        return _is_legal_encore(g, b, loc, pla)
+    if not is_pseudo_legal(b, loc, pla, g[G_SUICIDE] != 0):
+        return False
     if g[G_KO_RULE] != KO_SIMPLE:
         h = hash_after_move(b, loc, pla)
         if g[G_KO_RULE] == KO_SITUATIONAL:
@@ -463,6 +462,15 @@ def is_legal(g, b, table, loc, pla):
         if table_contains(table, h):
             return False
     return True
+
+
+@njit(cache=True, _nrt=False)
+def _is_legal_encore(g, b, loc, pla):
+    """is_legal in an encore phase, for a point on the board or off it."""
+    if not is_pseudo_legal(b, loc, pla, g[G_SUICIDE] != 0):
+        # A move on a blocked stone is a pass for ko.
+        return 0 < loc < ARR and pass_for_ko_target(g, b, loc, pla) != NO_LOC
+    return not has_bit(g, G_BANNED, loc) or pass_for_ko_target(g, b, loc, pla) != NO_LOC
 
 
 @njit(cache=True, _nrt=False)
@@ -585,6 +593,25 @@ def end_without_result(g, reason):
     _end(g, reason, 1)
 
 
+@njit(cache=True, inline="always", _nrt=False)
+def passes_clear_history(g):
+    """Does a pass clear the ko history (simple ko and the encore phases; then a repeated pass
+    ends the phase and a third occurrence of a situation ends the game without result)?"""
+    return g[G_KO_RULE] == KO_SIMPLE or g[G_ENCORE] > 0
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def passed_here_before(g, hist, moves, pla):
+    """Did pla pass before in the current situation, since the turn passes last started to count
+    (G_PSTART)? Where passes clear the ko history such a pass ends the phase."""
+    n = g[G_NMOVES]
+    now = hist[n]
+    for i in range(g[G_PSTART], n):
+        if moves[i, MV_LOC] == PASS and moves[i, MV_COLOR] == pla and hist[i] == now:
+            return True
+    return False
+
+
 @njit(cache=True, _nrt=False)
 def game_play(g, b, hist, moves, table, loc, pla):
     """Play a legal move (or PASS) for pla and update the history, the phase and the game's end.
@@ -592,17 +619,60 @@ def game_play(g, b, hist, moves, table, loc, pla):
     The caller checks legality and that hist and moves have room for one more turn, and calls
     game_finish once the game is over to score it.
     """
+    if g[G_SCORING] != SCORING_AREA:
+        _territory_turn(g, b, hist, moves, table, loc, pla)
+        return
+    repeated_pass = _begin_turn(g, hist, moves, table, loc, pla)
+    play(b, loc, pla)
+    occurrences = _record_turn(g, b, hist, moves, table, loc, pla, KIND_PLAY)
+    if g[G_PASSES] >= 2 or repeated_pass:
+        _end_by_passes(g)
+    elif loc != PASS and g[G_KO_RULE] == KO_SIMPLE and occurrences >= 3:
+        end_without_result(g, END_CYCLE)
+
+
+@njit(cache=True, _nrt=False)
+def _territory_turn(g, b, hist, moves, table, loc, pla):
+    """game_play under territory scoring: the end of the main phase or of encore phase 1 starts the
+    next phase, the end of encore phase 2 ends the game."""
+    n = g[G_NMOVES]
+    encore = g[G_ENCORE]
+    repeated_pass = _begin_turn(g, hist, moves, table, loc, pla)
+    if encore > 0:
+        kind = _encore_move(g, b, moves, n, loc, pla)
+    else:
+        kind = KIND_PLAY
+        play(b, loc, pla)
+        if loc != PASS:
+            # Every stone played gives the opponent a point (chilled counting: see the top).
+            g[G_WBONUS2] += 2 if pla == BLACK else -2
+    occurrences = _record_turn(g, b, hist, moves, table, loc, pla, kind)
+    if encore > 0:
+        _mark_encore_bans(g, b, moves, n + 1, 3 - pla)
+    if g[G_PASSES] >= 2 or repeated_pass:
+        if encore >= 2:
+            _end_by_passes(g)
+        else:
+            _next_phase(g, b, hist, table, n + 1, 3 - pla)
+    elif loc != PASS and passes_clear_history(g) and occurrences >= 3:
+        end_without_result(g, END_CYCLE)
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _begin_turn(g, hist, moves, table, loc, pla):
+    """The history's part of a turn before the board changes: a move resets the passes; a pass
+    takes the button, or counts, clearing the ko history where passes do. Returns whether the turn
+    is a repeated pass (see passed_here_before)."""
     n = g[G_NMOVES]
     if g[G_OVER] != 0:
         # Play goes on after the end: of the history only the move that ended the game counts.
         g[G_RECENT] = min(g[G_RECENT], 1)
+        _clear_end(g)
     g[G_RECENT] += 1
-    _clear_end(g)
-    encore = g[G_ENCORE]
-    repeated_pass = False
     if loc != PASS:
         g[G_PASSES] = 0
-    elif g[G_BUTTON] != 0:
+        return False
+    if g[G_BUTTON] != 0:
         g[G_BUTTON] = 0
         g[G_WBONUS2] += 1 if pla == WHITE else -1
         g[G_PASSES] = 0
@@ -610,25 +680,21 @@ def game_play(g, b, hist, moves, table, loc, pla):
         table_remove_history(g, hist, table)
         g[G_HSTART] = n + 1
         g[G_PSTART] = n + 1
-    else:
-        before = hist[n]
-        if g[G_KO_RULE] == KO_SIMPLE or encore > 0:
-            table_remove_history(g, hist, table)
-            g[G_HSTART] = n + 1
-            for i in range(g[G_PSTART], n):
-                if moves[i, MV_LOC] == PASS and moves[i, MV_COLOR] == pla and hist[i] == before:
-                    repeated_pass = True
-                    break
-        g[G_PASSES] += 1
+        return False
+    repeated_pass = False
+    if passes_clear_history(g):
+        repeated_pass = passed_here_before(g, hist, moves, pla)
+        table_remove_history(g, hist, table)
+        g[G_HSTART] = n + 1
+    g[G_PASSES] += 1
+    return repeated_pass
 
-    if encore > 0:
-        kind = _encore_move(g, b, moves, n, loc, pla)
-    else:
-        kind = KIND_PLAY
-        play(b, loc, pla)
-        if g[G_SCORING] == SCORING_TERRITORY and loc != PASS:
-            g[G_WBONUS2] += 2 if pla == BLACK else -2
 
+@njit(cache=True, inline="always", _nrt=False)
+def _record_turn(g, b, hist, moves, table, loc, pla, kind):
+    """The history's part of a turn after the board changed: the turn, the new situation and its
+    count in the ko history, which is returned."""
+    n = g[G_NMOVES]
     opp = 3 - pla
     after = ko_hash(g, b, opp)
     hist[n + 1] = after
@@ -640,16 +706,12 @@ def game_play(g, b, hist, moves, table, loc, pla):
     occurrences = table_add(table, after)
     nempty = b[M_NEMPTY]
     g[G_MIN_EMPTY] = nempty if g[G_HSTART] == n + 1 else min(g[G_MIN_EMPTY], nempty)
-    if encore > 0:
-        _mark_encore_bans(g, b, moves, n + 1, opp)
+    return occurrences
 
-    if g[G_PASSES] >= 2 or repeated_pass:
-        if g[G_SCORING] == SCORING_AREA or encore >= 2:
-            _end(g, END_PASSES if g[G_PASSES] >= 2 else END_REPEATED_PASS, 0)
-        else:
-            _next_phase(g, b, hist, table, n + 1, opp)
-    elif loc != PASS and (g[G_KO_RULE] == KO_SIMPLE or encore > 0) and occurrences >= 3:
-        end_without_result(g, END_CYCLE)
+
+@njit(cache=True, inline="always", _nrt=False)
+def _end_by_passes(g):
+    _end(g, END_PASSES if g[G_PASSES] >= 2 else END_REPEATED_PASS, 0)
 
 
 @njit(cache=True, _nrt=False)

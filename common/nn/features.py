@@ -134,13 +134,7 @@ def pass_would_end_phase(g, hist, moves, pla):
         return False  # that pass would take the button
     if g[gs.G_PASSES] + 1 >= 2:
         return True
-    if g[gs.G_KO_RULE] == gs.KO_SIMPLE or g[gs.G_ENCORE] > 0:
-        n = g[gs.G_NMOVES]
-        before = hist[n]
-        for i in range(g[gs.G_PSTART], n):
-            if moves[i, gs.MV_LOC] == PASS and moves[i, gs.MV_COLOR] == pla and hist[i] == before:
-                return True
-    return False
+    return gs.passes_clear_history(g) and gs.passed_here_before(g, hist, moves, pla)
 
 
 @njit(cache=True, _nrt=False)
