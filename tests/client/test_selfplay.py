@@ -30,6 +30,17 @@ def play(tmp: Path, settings: SelfPlaySettings = FAST, games: int = 4, parallel:
     return summary, sorted(tmp.glob("*.sgf")), sorted(tmp.glob("*.npz"))
 
 
+def _validated_rows(sgf_path: Path) -> dict[str, np.ndarray] | None:
+    """The training rows written beside a game, once the validator accepted them (None: none)."""
+    npz = sgf_path.with_suffix(".npz")
+    if not npz.exists():
+        return None
+    report = validate_rows(npz)
+    assert report.ok, report.errors
+    with np.load(npz) as z:
+        return {key: z[key] for key in z.files}
+
+
 def test_selfplay_writes_valid_rows_and_legal_games(tmp_path):
     summary, sgfs, npzs = play(tmp_path)
     assert summary.games == 4
@@ -51,13 +62,10 @@ def test_selfplay_writes_valid_rows_and_legal_games(tmp_path):
         full_turns = {i for i, note in enumerate(notes) if note.startswith("full")}
         cheap_turns = {i for i, note in enumerate(notes) if note.startswith("cheap")}
         kinds.update(("full",) * len(full_turns) + ("cheap",) * len(cheap_turns))
-        npz = sgf_path.with_suffix(".npz")
-        if not npz.exists():
+        rows = _validated_rows(sgf_path)
+        if rows is None:
             continue
-        report = validate_rows(npz)
-        assert report.ok, report.errors
-        with np.load(npz) as z:
-            gt = z["globalTargetsNC"]
+        gt = rows["globalTargetsNC"]
         total_rows += gt.shape[0]
         turns = set(gt[:, GT_TURN_INDEX].astype(int))
         assert turns <= full_turns  # cheap searches write no rows
@@ -157,14 +165,11 @@ def test_a_rectangular_game_plays_end_to_end(tmp_path):
         record = read_sgf(sgf_path.read_text())
         game = record.to_game()
         shapes.add((record.x_size, record.y_size))
-        npz = sgf_path.with_suffix(".npz")
-        if not npz.exists():
+        rows = _validated_rows(sgf_path)
+        if rows is None:
             continue
-        report = validate_rows(npz)
-        assert report.ok, report.errors
-        with np.load(npz) as z:
-            on_board = unpack_spatial(z["binaryInputNCHWPacked"])[:, 0].reshape(-1, 19, 19)
-            policy = z["policyTargetsNCMove"][:, 0, :361].reshape(-1, 19, 19)
+        on_board = unpack_spatial(rows["binaryInputNCHWPacked"])[:, 0].reshape(-1, 19, 19)
+        policy = rows["policyTargetsNCMove"][:, 0, :361].reshape(-1, 19, 19)
         expected = np.zeros((19, 19), np.uint8)
         expected[: game.y_size, : game.x_size] = 1  # y rows of x points, in the grid's top-left corner
         assert (on_board == expected).all()
@@ -189,12 +194,9 @@ def test_territory_games_play_through_the_encore_and_their_rows_validate(tmp_pat
         assert record.rules.scoring == "TERRITORY"
         game = record.to_game()
         through_encore += game.is_over and game.encore_phase == 2 and game.result.reason == "two passes"
-        npz = sgf_path.with_suffix(".npz")
-        if npz.exists():
-            report = validate_rows(npz)
-            assert report.ok, report.errors
-            with np.load(npz) as z:
-                gt = z["globalTargetsNC"]
+        rows = _validated_rows(sgf_path)
+        if rows is not None:
+            gt = rows["globalTargetsNC"]
             phases_in_rows.update(gt[:, GT_AREA_SCORING].tolist())
             bonus_to_come.update(gt[:, GT_BONUS_POINTS].tolist())
     assert through_encore >= 1

@@ -1,6 +1,15 @@
 from common.go.game import Game
 from common.go.geometry import parse_gtp_vertex
 
+# A ko on a 5x5 board: Black at C4 captures White's B4 stone, the simplest encore ko.
+ENCORE_KO = """
+    .XO..
+    XO.O.
+    .XO..
+    .....
+    .....
+"""
+
 
 def v(game: Game, vertex: str) -> int:
     """Location of a GTP vertex on the game's board."""

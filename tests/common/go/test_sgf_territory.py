@@ -10,7 +10,7 @@ from common.go.game import Game, IllegalMoveError
 from common.go.geometry import BLACK, PASS, WHITE
 from common.go.rules import Rules
 from common.go.sgf import GameRecord, SGFError, read_sgf, write_sgf
-from tests.common.go.helpers import play_all
+from tests.common.go.helpers import ENCORE_KO, play_all
 
 
 def _golden_territory_sgfs(shared) -> list[str]:
@@ -69,17 +69,8 @@ def test_a_pass_for_ko_read_as_a_plain_pass_is_another_game(shared):
         _replayed(plain)
 
 
-KO = """
-    .XO..
-    XO.O.
-    .XO..
-    .....
-    .....
-"""
-
-
 def _game_with_a_pass_for_ko() -> Game:
-    game = Game.from_diagram(KO, rules=Rules.from_text("japanese"), komi=0.5, to_move=BLACK)
+    game = Game.from_diagram(ENCORE_KO, rules=Rules.from_text("japanese"), komi=0.5, to_move=BLACK)
     play_all(game, "B pass", "W pass", "B C4", "W B4", "B E1", "W pass", "B pass", "W pass", "B pass")
     assert game.pass_for_ko_turns() == [3] and game.is_over
     return game

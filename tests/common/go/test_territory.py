@@ -9,7 +9,7 @@ from common.go import gamestate as gs
 from common.go.game import Game
 from common.go.geometry import BLACK, PASS, WHITE, parse_color
 from common.go.rules import Rules
-from tests.common.go.helpers import play_all, v
+from tests.common.go.helpers import ENCORE_KO, play_all, v
 
 
 def _golden_games(shared):
@@ -60,17 +60,8 @@ def test_passes_lead_through_both_encore_phases_to_the_end():
     assert game.is_over and game.result.score == -23.5 and game.result.sgf() == "B+23.5"
 
 
-KO = """
-    .XO..
-    XO.O.
-    .XO..
-    .....
-    .....
-"""
-
-
 def test_a_ko_captured_in_the_encore_is_blocked_until_the_other_side_passes_for_it():
-    game = Game.from_diagram(KO, rules=Rules.from_text("japanese"), komi=0.5, to_move=BLACK)
+    game = Game.from_diagram(ENCORE_KO, rules=Rules.from_text("japanese"), komi=0.5, to_move=BLACK)
     play_all(game, "B pass", "W pass")
     assert game.encore_phase == 1
     play_all(game, "B C4")  # captures the ko stone at B4
@@ -88,7 +79,7 @@ def test_a_ko_captured_in_the_encore_is_blocked_until_the_other_side_passes_for_
 
 
 def test_a_ko_capture_from_the_same_position_is_allowed_once_per_phase():
-    game = Game.from_diagram(KO, rules=Rules.from_text("japanese"), komi=0.5, to_move=BLACK)
+    game = Game.from_diagram(ENCORE_KO, rules=Rules.from_text("japanese"), komi=0.5, to_move=BLACK)
     play_all(game, "B pass", "W pass", "B C4", "W B4", "B pass", "W B4", "B C4", "W pass")
     assert game.pass_for_ko_turns() == [3, 6]
     # The board is as before Black's capture, Black to move, no block: the capture is banned.
