@@ -1,26 +1,41 @@
 """Benchmark of the rules engine: random games on 9x9 and 19x19.
 
 For each size, the random player's policy (uniform among legal moves that fill no own eye) plays
-whole games on our engine, one core. The same games are then replayed, move by move, on sgfmill's
-Board (sgfmill 1.1, pure Python) and on our engine with full legality checks. Printed figures:
-moves/s and games/s of each. The ratio against sgfmill compares our policy games (which also
-choose moves and check legality and eyes) with sgfmill merely replaying them.
+whole games on our engine, one core; the copies of the games' moves kept for the replays are not
+timed (their cost is the benchmark's, not the engine's). The same games are then replayed, move by
+move, on sgfmill's Board (sgfmill 1.1, pure Python) and on our engine with full legality checks.
+Printed figures: moves/s and games/s of each. The ratio against sgfmill compares our policy games
+(which also choose moves and check legality and eyes) with sgfmill merely replaying them.
 
 This machine's speed drifts by up to a quarter from one second to the next, so the three
 measurements run in interleaved rounds and each keeps its fastest round.
 
-Run from the project root: .venv/bin/python tests/bench/bench_board.py
+``--against REV`` compares the engine with the one at git revision REV instead: REV's
+``common/go`` is loaded beside today's in the same process, and the two play and replay the same
+games in alternating rounds (separate processes are no fair comparison: the same code runs up to a
+tenth faster or slower from one process to the next, as its compiled code lands elsewhere in
+memory). Printed: each side's median and best figures and the median of the per-round ratios.
+
+Run from the project root: .venv/bin/python tests/bench/bench_board.py [--against REV]
 The last line is one JSON object with the figures.
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
+import importlib
 import json
 import os
+import re
+import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
+from types import ModuleType
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
@@ -29,53 +44,112 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from sgfmill.boards import Board as SgfmillBoard
 
-from common.go import gamestate as gs
-from common.go import playout
-from common.go.game import Game
 from common.go.geometry import BLACK, PASS, xy_of
-from common.go.rules import Rules
 
-RULES = Rules(ko="SIMPLE", suicide=False)  # GNU Go's rules; the random games end by passes
+ROOT = Path(__file__).resolve().parents[2]
 GAMES = {9: 3000, 19: 400}
 ROUNDS = 3
 MAX_MOVES = 4000
 
 
-@njit(cache=True)
-def _replay(g, b, hist, moves, table, recorded, n):
-    """Replay recorded moves with full legality checks; returns the number of illegal moves."""
-    bad = 0
-    for i in range(n):
-        loc = recorded[i, 0]
-        pla = recorded[i, 1]
-        if not gs.is_legal(g, b, table, loc, pla):
-            bad += 1
-        gs.game_play(g, b, hist, moves, table, loc, pla)
-    return bad
+class Engine(NamedTuple):
+    """One version of the rules engine: its modules, and a replay kernel compiled over them."""
+
+    name: str
+    gamestate: ModuleType
+    playout: ModuleType
+    game: ModuleType
+    rules: ModuleType
+    replay: object
 
 
-def _fresh(size: int) -> Game:
-    return Game(size, rules=RULES, capacity=MAX_MOVES + 1)
+def _engine(name: str, package: str) -> Engine:
+    gs = importlib.import_module(f"{package}.gamestate")
+    is_legal, game_play = gs.is_legal, gs.game_play
+
+    @njit
+    def replay(g, b, hist, moves, table, recorded, n):
+        """Replay recorded moves with full legality checks; returns the number of illegal moves."""
+        bad = 0
+        for i in range(n):
+            loc = recorded[i, 0]
+            pla = recorded[i, 1]
+            if not is_legal(g, b, table, loc, pla):
+                bad += 1
+            game_play(g, b, hist, moves, table, loc, pla)
+        return bad
+
+    return Engine(
+        name,
+        gs,
+        importlib.import_module(f"{package}.playout"),
+        importlib.import_module(f"{package}.game"),
+        importlib.import_module(f"{package}.rules"),
+        replay,
+    )
 
 
-def play_random_games(size: int, count: int, seed: int) -> tuple[float, list[np.ndarray]]:
-    rng = playout.new_rng(seed)
+def current_engine() -> Engine:
+    return _engine("today", "common.go")
+
+
+def engine_at(rev: str, folder: Path) -> Engine:
+    """The engine of git revision rev: its common/go, copied into folder as a package of its own."""
+    commit = subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", "--verify", "--short", f"{rev}^{{commit}}"],
+        capture_output=True,
+        text=True,
+    )
+    if commit.returncode != 0:
+        raise SystemExit(f"--against {rev}: not a revision of this repository ({commit.stderr.strip()})")
+    short = commit.stdout.strip()
+    package = f"engine_{short}"
+    names = subprocess.run(
+        ["git", "-C", str(ROOT), "ls-tree", "--name-only", short, "common/go/"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    (folder / package).mkdir()
+    for path in names:
+        if not path.endswith(".py"):
+            continue
+        text = subprocess.run(
+            ["git", "-C", str(ROOT), "show", f"{short}:{path}"], capture_output=True, text=True, check=True
+        ).stdout
+        text = re.sub(r"\bcommon\.go\b", package, text)
+        (folder / package / Path(path).name).write_text(text)
+    sys.path.insert(0, str(folder))
+    return _engine(short, package)
+
+
+def _fresh(engine: Engine, size: int):
+    rules = engine.rules.Rules(ko="SIMPLE", suicide=False)  # GNU Go's rules; the games end by passes
+    return engine.game.Game(size, rules=rules, capacity=MAX_MOVES + 1)
+
+
+def play_random_games(engine: Engine, size: int, count: int, seed: int) -> tuple[float, list[np.ndarray]]:
+    gs, po = engine.gamestate, engine.playout
+    rng = po.new_rng(seed)
     records = []
-    g = _fresh(size)  # one set of arrays, reset for every game, as self-play does
-    start = time.perf_counter()
+    g = _fresh(engine, size)  # one set of arrays, reset for every game, as self-play does
+    elapsed = 0.0
     for _ in range(count):
+        start = time.perf_counter()
         gs.game_new(g.g, g.b, g.hist, g.table, size, size)
-        n = playout.play_random_game(g.g, g.b, g.hist, g.moves, g.table, MAX_MOVES, rng)
-        records.append(g.moves[:n].copy())
-    return time.perf_counter() - start, records
+        n = po.play_random_game(g.g, g.b, g.hist, g.moves, g.table, MAX_MOVES, rng)
+        elapsed += time.perf_counter() - start
+        records.append(g.moves[:n, :2].copy())  # location and colour
+    return elapsed, records
 
 
-def replay_ours(size: int, records: list[np.ndarray]) -> float:
-    g = _fresh(size)
+def replay_ours(engine: Engine, size: int, records: list[np.ndarray]) -> float:
+    gs = engine.gamestate
+    g = _fresh(engine, size)
     start = time.perf_counter()
     for rec in records:
         gs.game_new(g.g, g.b, g.hist, g.table, size, size)
-        if _replay(g.g, g.b, g.hist, g.moves, g.table, rec, len(rec)):
+        if engine.replay(g.g, g.b, g.hist, g.moves, g.table, rec, len(rec)):
             raise AssertionError("a recorded random move was illegal on replay")
     return time.perf_counter() - start
 
@@ -98,20 +172,16 @@ def replay_sgfmill(size: int, records: list[np.ndarray]) -> float:
     return time.perf_counter() - start
 
 
-def main() -> None:
-    with contextlib.suppress(AttributeError, OSError):
-        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})  # one core
-    # Compile and warm up outside the timings.
-    _, warm = play_random_games(9, 5, 1)
-    replay_ours(9, warm)
+def measure(engine: Engine) -> dict[str, float]:
+    """This engine's figures, and sgfmill's on the same games."""
     figures: dict[str, float] = {}
     print(f"{'size':>4} {'engine':<28} {'games':>6} {'moves':>9} {'moves/s':>12} {'games/s':>10}")
     for size, count in GAMES.items():
         t_ours = t_replay = t_sgfmill = float("inf")
         for _ in range(ROUNDS):
-            t, records = play_random_games(size, count, seed=size)  # the same games every round
+            t, records = play_random_games(engine, size, count, seed=size)  # the same games every round
             t_ours = min(t_ours, t)
-            t_replay = min(t_replay, replay_ours(size, records))
+            t_replay = min(t_replay, replay_ours(engine, size, records))
             t_sgfmill = min(t_sgfmill, replay_sgfmill(size, records))
         n_moves = sum(len(r) for r in records)
         rows = [
@@ -127,6 +197,55 @@ def main() -> None:
         figures[f"sgfmill_moves_per_s_{size}"] = round(n_moves / t_sgfmill)
         figures[f"sgfmill_ratio_{size}"] = round(t_sgfmill / t_ours, 1)
         figures[f"mean_game_length_{size}"] = round(n_moves / count, 1)
+    return figures
+
+
+def compare(today: Engine, other: Engine, rounds: int) -> dict[str, float | str]:
+    """Both engines on the same games in alternating rounds: medians, bests and per-round ratios."""
+    figures: dict[str, float | str] = {"against": other.name}
+    header = f"{'today med':>11} {'best':>11} {other.name + ' med':>13} {'best':>11} {'ratio':>7}"
+    print(f"{'size':>4} {'figure':<22} {header}")
+    for size, count in GAMES.items():
+        speeds: dict[tuple[str, str], list[float]] = {}
+        for r in range(rounds):
+            recorded = []
+            for engine in (today, other) if r % 2 == 0 else (other, today):
+                t, records = play_random_games(engine, size, count, seed=size)
+                n_moves = sum(len(rec) for rec in records)
+                speeds.setdefault((engine.name, "moves_per_s"), []).append(n_moves / t)
+                t = replay_ours(engine, size, records)
+                speeds.setdefault((engine.name, "replay_moves_per_s"), []).append(n_moves / t)
+                recorded.append(records)
+            if any(len(a) != len(b) or (a != b).any() for a, b in zip(*recorded)):
+                raise SystemExit(f"the engines play different random games on {size}x{size}: no comparison")
+        for figure in ("moves_per_s", "replay_moves_per_s"):
+            ours, theirs = speeds[(today.name, figure)], speeds[(other.name, figure)]
+            ratio = statistics.median(a / b for a, b in zip(ours, theirs))
+            print(
+                f"{size:>4} {figure:<22} {statistics.median(ours):>11,.0f} {max(ours):>11,.0f}"
+                f" {statistics.median(theirs):>13,.0f} {max(theirs):>11,.0f} {ratio:>7.3f}"
+            )
+            figures[f"{figure}_{size}"] = round(max(ours))
+            figures[f"against_{figure}_{size}"] = round(max(theirs))
+            figures[f"ratio_{figure}_{size}"] = round(ratio, 4)
+    return figures
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--against", metavar="REV", help="compare with the engine at this git revision")
+    parser.add_argument("--rounds", type=int, default=15, help="alternating rounds of --against (15)")
+    args = parser.parse_args()
+    with contextlib.suppress(AttributeError, OSError):
+        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})  # one core
+    with tempfile.TemporaryDirectory() as folder:
+        engines = [current_engine()]
+        if args.against:
+            engines.append(engine_at(args.against, Path(folder)))
+        for engine in engines:  # compile and warm up outside the timings
+            _, warm = play_random_games(engine, 9, 5, 1)
+            replay_ours(engine, 9, warm)
+        figures = compare(engines[0], engines[1], args.rounds) if args.against else measure(engines[0])
     print(json.dumps(figures))
 
 
