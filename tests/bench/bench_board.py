@@ -33,6 +33,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 from typing import NamedTuple
@@ -60,7 +61,7 @@ class Engine(NamedTuple):
     playout: ModuleType
     game: ModuleType
     rules: ModuleType
-    replay: object
+    replay: Callable[..., int]
 
 
 def _engine(name: str, package: str) -> Engine:
@@ -93,34 +94,34 @@ def current_engine() -> Engine:
     return _engine("today", "common.go")
 
 
-def engine_at(rev: str, folder: Path) -> Engine:
-    """The engine of git revision rev: its common/go, copied into folder as a package of its own."""
-    commit = subprocess.run(
-        ["git", "-C", str(ROOT), "rev-parse", "--verify", "--short", f"{rev}^{{commit}}"],
-        capture_output=True,
-        text=True,
-    )
-    if commit.returncode != 0:
-        raise SystemExit(f"--against {rev}: not a revision of this repository ({commit.stderr.strip()})")
-    short = commit.stdout.strip()
-    package = f"engine_{short}"
-    names = subprocess.run(
-        ["git", "-C", str(ROOT), "ls-tree", "--name-only", short, "common/go/"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.split()
+def engine_copy(name: str, sources: dict[str, str], folder: Path) -> Engine:
+    """An engine from the sources of common/go's modules (file name: text), as a package of its own
+    in folder."""
+    package = f"engine_{name}"
     (folder / package).mkdir()
-    for path in names:
-        if not path.endswith(".py"):
-            continue
-        text = subprocess.run(
-            ["git", "-C", str(ROOT), "show", f"{short}:{path}"], capture_output=True, text=True, check=True
-        ).stdout
-        text = re.sub(r"\bcommon\.go\b", package, text)
-        (folder / package / Path(path).name).write_text(text)
-    sys.path.insert(0, str(folder))
-    return _engine(short, package)
+    for file, text in sources.items():
+        (folder / package / file).write_text(re.sub(r"\bcommon\.go\b", package, text))
+    if str(folder) not in sys.path:
+        sys.path.insert(0, str(folder))
+    return _engine(name, package)
+
+
+def sources_at(rev: str) -> tuple[str, dict[str, str]]:
+    """The short commit of git revision rev and the sources of its common/go."""
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True, check=True).stdout
+
+    try:
+        commit = git("rev-parse", "--verify", "--short", f"{rev}^{{commit}}").strip()
+    except subprocess.CalledProcessError as e:
+        raise SystemExit(f"--against {rev}: not a revision of this repository ({e.stderr.strip()})") from None
+    paths = [p for p in git("ls-tree", "--name-only", commit, "common/go/").split() if p.endswith(".py")]
+    return commit, {Path(p).name: git("show", f"{commit}:{p}") for p in paths}
+
+
+def sources_today() -> dict[str, str]:
+    return {p.name: p.read_text() for p in sorted((ROOT / "common" / "go").glob("*.py"))}
 
 
 def _fresh(engine: Engine, size: int):
@@ -200,27 +201,50 @@ def measure(engine: Engine) -> dict[str, float]:
     return figures
 
 
-def compare(today: Engine, other: Engine, rounds: int) -> dict[str, float | str]:
-    """Both engines on the same games in alternating rounds: medians, bests and per-round ratios."""
-    figures: dict[str, float | str] = {"against": other.name}
-    header = f"{'today med':>11} {'best':>11} {other.name + ' med':>13} {'best':>11} {'ratio':>7}"
-    print(f"{'size':>4} {'figure':<22} {header}")
+FIGURES = ("moves_per_s", "replay_moves_per_s")
+
+
+def alternate(today: Engine, other: Engine, rounds: int) -> dict[str, list[list[float]]]:
+    """Both engines on the same games in alternating rounds: per figure and size, the speeds of
+    each round, [today's, the other's]."""
+    speeds: dict[str, list[list[float]]] = {}
     for size, count in GAMES.items():
-        speeds: dict[tuple[str, str], list[float]] = {}
         for r in range(rounds):
             recorded = []
+            got: dict[str, list[float]] = {}
             for engine in (today, other) if r % 2 == 0 else (other, today):
                 t, records = play_random_games(engine, size, count, seed=size)
                 n_moves = sum(len(rec) for rec in records)
-                speeds.setdefault((engine.name, "moves_per_s"), []).append(n_moves / t)
-                t = replay_ours(engine, size, records)
-                speeds.setdefault((engine.name, "replay_moves_per_s"), []).append(n_moves / t)
+                got.setdefault(f"moves_per_s_{size}", []).append(n_moves / t)
+                got.setdefault(f"replay_moves_per_s_{size}", []).append(n_moves / replay_ours(engine, size, records))
                 recorded.append(records)
             if any(len(a) != len(b) or (a != b).any() for a, b in zip(*recorded)):
                 raise SystemExit(f"the engines play different random games on {size}x{size}: no comparison")
-        for figure in ("moves_per_s", "replay_moves_per_s"):
-            ours, theirs = speeds[(today.name, figure)], speeds[(other.name, figure)]
-            ratio = statistics.median(a / b for a, b in zip(ours, theirs))
+            first_is_today = r % 2 == 0
+            for key, (a, b) in got.items():
+                speeds.setdefault(key, []).append([a, b] if first_is_today else [b, a])
+    return speeds
+
+
+def compare(rev: str, rounds: int) -> dict[str, float | str]:
+    """Today's engine against rev's in two processes, each loading one side first (where compiled
+    code lands in memory shifts a kernel's speed by a few hundredths), with alternating rounds in
+    each: medians, bests and the median of the per-round ratios."""
+    commit, _ = sources_at(rev)
+    speeds: dict[str, list[list[float]]] = {}
+    for order in ("today-first", "rev-first"):
+        child = [sys.executable, __file__, "--against", commit, "--rounds", str(rounds), "--order", order]
+        out = subprocess.run(child, capture_output=True, text=True, check=True).stdout
+        for key, pairs in json.loads(out.splitlines()[-1]).items():
+            speeds.setdefault(key, []).extend(pairs)
+    figures: dict[str, float | str] = {"against": commit}
+    header = f"{'today med':>11} {'best':>11} {commit + ' med':>13} {'best':>11} {'ratio':>7}"
+    print(f"{'size':>4} {'figure':<22} {header}")
+    for size in GAMES:
+        for figure in FIGURES:
+            pairs = speeds[f"{figure}_{size}"]
+            ours, theirs = [a for a, _ in pairs], [b for _, b in pairs]
+            ratio = statistics.median(a / b for a, b in pairs)
             print(
                 f"{size:>4} {figure:<22} {statistics.median(ours):>11,.0f} {max(ours):>11,.0f}"
                 f" {statistics.median(theirs):>13,.0f} {max(theirs):>11,.0f} {ratio:>7.3f}"
@@ -234,19 +258,32 @@ def compare(today: Engine, other: Engine, rounds: int) -> dict[str, float | str]
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--against", metavar="REV", help="compare with the engine at this git revision")
-    parser.add_argument("--rounds", type=int, default=15, help="alternating rounds of --against (15)")
+    parser.add_argument("--rounds", type=int, default=10, help="alternating rounds per process of --against (10)")
+    parser.add_argument("--order", choices=("today-first", "rev-first"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     with contextlib.suppress(AttributeError, OSError):
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})  # one core
+    if args.against and not args.order:
+        print(json.dumps(compare(args.against, args.rounds)))
+        return
     with tempfile.TemporaryDirectory() as folder:
-        engines = [current_engine()]
-        if args.against:
-            engines.append(engine_at(args.against, Path(folder)))
+        if args.order:
+            # One process of --against: both sides are copies of common/go, loaded in this order.
+            commit, sources = sources_at(args.against)
+            loads = [("today", sources_today()), (commit, sources)]
+            if args.order == "rev-first":
+                loads.reverse()
+            copies = {name: engine_copy(name, text, Path(folder)) for name, text in loads}
+            engines = [copies["today"], copies[commit]]
+        else:
+            engines = [current_engine()]
         for engine in engines:  # compile and warm up outside the timings
             _, warm = play_random_games(engine, 9, 5, 1)
             replay_ours(engine, 9, warm)
-        figures = compare(engines[0], engines[1], args.rounds) if args.against else measure(engines[0])
-    print(json.dumps(figures))
+        if args.order:
+            print(json.dumps(alternate(engines[0], engines[1], args.rounds)))
+        else:
+            print(json.dumps(measure(engines[0])))
 
 
 if __name__ == "__main__":
