@@ -88,7 +88,7 @@ class SearchResult:
 
     Per root edge (pass included): ``moves`` (board locations, PASS = 0), ``visits``, ``priors``
     (after temperature and noise), ``raw_priors`` (the network's), and the children's mean
-    ``utility``, ``winloss``, ``score``, ``lead`` and ``score_sq`` (0 where unvisited).
+    ``utility``, ``winloss``, ``score``, ``lead``, ``score_sq`` and ``utility_sq`` (0 where unvisited).
     ``root_*``: the root's averages over the whole search; ``raw_*``: the network at the root.
     """
 
@@ -102,6 +102,7 @@ class SearchResult:
     score: np.ndarray
     lead: np.ndarray
     score_sq: np.ndarray
+    utility_sq: np.ndarray
     root_visits: int
     root_utility: float
     root_winloss: float
@@ -438,10 +439,10 @@ class BatchedSearch:
         n = int(t.edge_count[i, 0]) if t.state[i, 0] == tr.EXPANDED else 0
         moves = np.zeros(n, np.int64)
         visits = np.zeros(n, np.int64)
-        floats = np.zeros((7, n), np.float64)
+        floats = np.zeros((8, n), np.float64)
         if n:
             tr.root_children(t, i, moves, visits, *floats)
-        prior, raw, util, wl, score, lead, sq = floats
+        prior, raw, util, wl, score, lead, sq, util_sq = floats
         root_n = max(int(t.n_visits[i, 0]), 1)
         sign = 1.0 if t.pla[i, 0] == WHITE else -1.0
         own = t.own[i, 0]
@@ -457,6 +458,7 @@ class BatchedSearch:
             score=score,
             lead=lead,
             score_sq=sq,
+            utility_sq=util_sq,
             root_visits=int(t.n_visits[i, 0]),
             root_utility=sign * float(t.util_sum[i, 0]) / root_n,
             root_winloss=sign * float(t.wl_sum[i, 0]) / root_n,

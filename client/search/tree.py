@@ -8,7 +8,7 @@ PUCT value only depends on its prior, so selection looks at the touched children
 not at every legal move.
 
 Statistics are sums over the visits that went through a node, from white's point of view: win minus
-loss, score mean, score mean square, lead and utility. A node counts its own evaluation as one
+loss, score mean, score mean square, lead, utility and utility square. A node counts its own evaluation as one
 visit (a finished game's node counts every visit), so after every backup a non-terminal node has
 ``N = 1 + sum of its children's N``. Each node also keeps its own evaluation (``own``) so that
 utilities can be recomputed when the score utility is re-centred on a reused tree.
@@ -88,6 +88,7 @@ class Trees(NamedTuple):
     n_visits: np.ndarray  # int32[G, C]
     n_inflight: np.ndarray  # int32[G, C]
     util_sum: np.ndarray  # float64[G, C]
+    util_sq_sum: np.ndarray  # float64[G, C]: of the visits' squared utilities
     wl_sum: np.ndarray  # float64[G, C]
     score_sum: np.ndarray  # float64[G, C]
     sq_sum: np.ndarray  # float64[G, C]
@@ -117,6 +118,7 @@ def new_trees(games: int, nodes: int, edges: int, score_table: np.ndarray) -> Tr
         n_visits=np.zeros((g, nodes), np.int32),
         n_inflight=np.zeros((g, nodes), np.int32),
         util_sum=np.zeros((g, nodes), np.float64),
+        util_sq_sum=np.zeros((g, nodes), np.float64),
         wl_sum=np.zeros((g, nodes), np.float64),
         score_sum=np.zeros((g, nodes), np.float64),
         sq_sum=np.zeros((g, nodes), np.float64),
@@ -158,19 +160,24 @@ def node_own_utility(t, i, node):
 
 @njit(cache=True, _nrt=False)
 def recompute_utilities(t, i):
-    """Recompute every node's utility sum with the current score centre (children have higher
+    """Recompute every node's utility sums with the current score centre (children have higher
     indices than their parents, so one backward sweep adds subtrees up)."""
     n = t.status[i].nodes
     for k in range(n):
         st = t.state[i, k]
+        u = node_own_utility(t, i, k)
         if st == EXPANDED:
-            t.util_sum[i, k] = node_own_utility(t, i, k)
+            t.util_sum[i, k] = u
+            t.util_sq_sum[i, k] = u * u
         elif st == TERMINAL:
-            t.util_sum[i, k] = node_own_utility(t, i, k) * t.n_visits[i, k]
+            t.util_sum[i, k] = u * t.n_visits[i, k]
+            t.util_sq_sum[i, k] = u * u * t.n_visits[i, k]
         else:
             t.util_sum[i, k] = 0.0
+            t.util_sq_sum[i, k] = 0.0
     for k in range(n - 1, 0, -1):
         t.util_sum[i, t.parent[i, k]] += t.util_sum[i, k]
+        t.util_sq_sum[i, t.parent[i, k]] += t.util_sq_sum[i, k]
 
 
 @njit(cache=True, inline="always", _nrt=False)
@@ -191,6 +198,8 @@ def backup(t, i, path, plen, inflight):
     sq_sum = t.sq_sum[i]
     lead_sum = t.lead_sum[i]
     util_sum = t.util_sum[i]
+    util_sq_sum = t.util_sq_sum[i]
+    util_sq = util * util
     for d in range(plen):
         node = path[d]
         visits[node] += 1
@@ -201,6 +210,7 @@ def backup(t, i, path, plen, inflight):
         sq_sum[node] += sq
         lead_sum[node] += lead
         util_sum[node] += util
+        util_sq_sum[node] += util_sq
 
 
 # --- trees -------------------------------------------------------------------------------------------
@@ -219,6 +229,7 @@ def _clear_node(t, i, node, parent, pla):
     t.n_visits[i, node] = 0
     t.n_inflight[i, node] = 0
     t.util_sum[i, node] = 0.0
+    t.util_sq_sum[i, node] = 0.0
     t.wl_sum[i, node] = 0.0
     t.score_sum[i, node] = 0.0
     t.sq_sum[i, node] = 0.0
@@ -486,6 +497,7 @@ def _compact(t, i, new_root):
         t.n_visits[i, d] = t.n_visits[i, k]
         t.n_inflight[i, d] = t.n_inflight[i, k]
         t.util_sum[i, d] = t.util_sum[i, k]
+        t.util_sq_sum[i, d] = t.util_sq_sum[i, k]
         t.wl_sum[i, d] = t.wl_sum[i, k]
         t.score_sum[i, d] = t.score_sum[i, k]
         t.sq_sum[i, d] = t.sq_sum[i, k]
@@ -525,7 +537,9 @@ def _compact(t, i, new_root):
 
 
 @njit(cache=True, _nrt=False)
-def root_children(t, i, out_move, out_visits, out_prior, out_raw_prior, out_util, out_wl, out_score, out_lead, out_sq):
+def root_children(
+    t, i, out_move, out_visits, out_prior, out_raw_prior, out_util, out_wl, out_score, out_lead, out_sq, out_util_sq
+):
     """The root's edges (root priors, and the raw network priors); children's statistics are
     averages from the root player's point of view (score and lead stay white's). Returns the count."""
     start = t.edge_start[i, 0]
@@ -545,12 +559,14 @@ def root_children(t, i, out_move, out_visits, out_prior, out_raw_prior, out_util
             out_score[k] = t.score_sum[i, c] / v
             out_lead[k] = t.lead_sum[i, c] / v
             out_sq[k] = t.sq_sum[i, c] / v
+            out_util_sq[k] = t.util_sq_sum[i, c] / v
         else:
             out_util[k] = 0.0
             out_wl[k] = 0.0
             out_score[k] = 0.0
             out_lead[k] = 0.0
             out_sq[k] = 0.0
+            out_util_sq[k] = 0.0
     return n
 
 

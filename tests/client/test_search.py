@@ -51,18 +51,29 @@ class PeakedEvaluator:
 
 
 def check_tree(search: BatchedSearch, i: int) -> None:
-    """Every evaluated node has one visit of its own plus its children's; nothing is in flight."""
+    """Every evaluated node has one visit of its own plus its children's, and so have its utility
+    and squared utility sums; nothing is in flight."""
     t = search.trees
     for k in range(int(t.status[i]["nodes"])):
         assert t.n_inflight[i, k] == 0
+        own = tr.node_own_utility(t, i, k)
+        n = int(t.n_visits[i, k])
         if t.state[i, k] == tr.EXPANDED:
             start, count = int(t.edge_start[i, k]), int(t.edge_count[i, k])
             children = [int(c) for c in t.e_child[i, start : start + count] if c >= 0]
             assert len(children) == t.n_touched[i, k]
-            assert t.n_visits[i, k] == 1 + sum(int(t.n_visits[i, c]) for c in children)
+            assert n == 1 + sum(int(t.n_visits[i, c]) for c in children)
+            assert t.util_sum[i, k] == pytest.approx(own + sum(t.util_sum[i, c] for c in children), abs=1e-9)
+            assert t.util_sq_sum[i, k] == pytest.approx(
+                own * own + sum(t.util_sq_sum[i, c] for c in children), abs=1e-9
+            )
             for c in children:
                 assert t.parent[i, c] == k
                 assert t.pla[i, c] == 3 - t.pla[i, k]
+        elif t.state[i, k] == tr.TERMINAL:
+            assert t.util_sq_sum[i, k] == pytest.approx(own * own * n, abs=1e-9)
+        if n:
+            assert n * t.util_sq_sum[i, k] >= t.util_sum[i, k] ** 2 - 1e-9  # a variance is never negative
 
 
 def mid_game(size: int, moves: int, seed: int) -> Game:
@@ -191,6 +202,7 @@ def test_pruning_keeps_children_puct_would_have_chosen():
             score=z,
             lead=z,
             score_sq=z,
+            utility_sq=z,
             root_visits=sum(visits) + 1,
             root_utility=0.0,
             root_winloss=0.0,
