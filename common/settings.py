@@ -209,6 +209,12 @@ class SearchSettings(_Settings):
     score_utility_factor: float = 0.5  # c_score (section 5.4: 0.5, annealed to 0.4 and 0.3)
     virtual_loss: float = 1.0  # utility each in-flight visit counts as losing
     symmetries: str = "random"  # network input symmetry per evaluation: "random" or "none"
+    # The move to play (not the policy target) by lower confidence bound, as KataGo's match and GTP
+    # play: among moves with at least lcb_min_visit_prop of the top visits, the best utility minus
+    # lcb_stdevs standard errors (KataGo's useLcbForSelection, lcbStdevs, minVisitPropForLCB).
+    lcb_for_selection: bool = False
+    lcb_stdevs: float = 5.0
+    lcb_min_visit_prop: float = 0.15
 
     def validate(self, path: str = "") -> None:
         _in_range(_p(path, "cpuct"), self.cpuct, 0.0, lo_open=True)
@@ -223,6 +229,8 @@ class SearchSettings(_Settings):
         _in_range(_p(path, "forced_playout_coeff"), self.forced_playout_coeff, 0.0)
         _in_range(_p(path, "score_utility_factor"), self.score_utility_factor, 0.0, 10.0)
         _in_range(_p(path, "virtual_loss"), self.virtual_loss, 0.0, 10.0)
+        _in_range(_p(path, "lcb_stdevs"), self.lcb_stdevs, 0.0, 100.0, lo_open=True)
+        _prob(_p(path, "lcb_min_visit_prop"), self.lcb_min_visit_prop)
         _need(
             self.symmetries in ("random", "none"),
             _p(path, "symmetries"),

@@ -294,7 +294,7 @@ class AnalysisEngine:
         view = pla if req.config.report_as is None else req.config.report_as
         flip = view != pla  # values are the side to move's until here
         pv_len = req.config.pv_len + 1
-        infos = move_infos(result, game, self.player.principal_variation)
+        infos = move_infos(result, game, self.player.principal_variation, self.player.settings)
         own_after = self._ownership_after(game, infos) if req.moves_ownership else None
         sign = -1.0 if flip else 1.0
 

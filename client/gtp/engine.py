@@ -522,7 +522,9 @@ class GtpEngine:
         def report(result) -> None:
             if self.out is None or result.moves.size == 0 or result.visits.sum() == 0:
                 return
-            self.out.write(analysis_line(result, position, searcher.principal_variation, max_moves, own) + "\n")
+            self.out.write(
+                analysis_line(result, position, searcher.principal_variation, searcher.settings, max_moves, own) + "\n"
+            )
             self.out.flush()
 
         return report
@@ -573,7 +575,7 @@ class GtpEngine:
                 self.out.write(f"={self._ident}\n")
                 self.out.flush()
             result = searcher.run_search(position, searcher.visits, report, interval)
-            move = best_move(result)
+            move = best_move(result, searcher.settings)
         self.game.play(move, color)
         if self.out is None:
             return f"play {self._vertex(move)}"

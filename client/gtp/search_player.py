@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from client.search.engine import BatchedSearch, SearchResult
+from client.search.targets import play_values, utility_lcb
 from common.go.game import Game
 from common.go.geometry import BLACK, EMPTY, PASS, WHITE
 from common.settings import SearchSettings
@@ -120,7 +121,7 @@ class SearchPlayer:
         if position.is_over:
             return PASS
         result = self.run_search(position, self.visits)
-        return best_move(result)
+        return best_move(result, self.settings)
 
     def choose_handicap(self, game: Game, count: int, exclude: set[int]) -> list[int]:
         free = [loc for loc in game.locs() if game.color_at(loc) == EMPTY and loc not in exclude]
@@ -130,10 +131,12 @@ class SearchPlayer:
         return self.search.principal_variation(0, move)
 
 
-def best_move(result: SearchResult) -> int:
+def best_move(result: SearchResult, settings: SearchSettings) -> int:
+    """The move to play: the highest play value (visits, or with the settings' lower confidence
+    bounds; ties: higher prior), PASS when the search has no move."""
     if result.moves.size == 0:
         return PASS
-    return int(result.moves[result.best_index()])
+    return int(result.moves[np.lexsort((-result.priors, -play_values(result, settings)))[0]])
 
 
 @dataclass
@@ -158,10 +161,23 @@ class MoveInfo:
     pv: list[str]
 
 
-def move_infos(result: SearchResult, game: Game, pv: Callable[[int], list[int]], max_moves: int = 0) -> list[MoveInfo]:
-    """The visited root moves, best first (most visits; ties: higher prior), at most max_moves (0: all)."""
+def move_infos(
+    result: SearchResult,
+    game: Game,
+    pv: Callable[[int], list[int]],
+    settings: SearchSettings,
+    max_moves: int = 0,
+) -> list[MoveInfo]:
+    """The visited root moves, best first (play value: see best_move), at most max_moves (0: all).
+
+    As KataGo reports them, ``utility_lcb`` is the utility's lower confidence bound (``lcb_stdevs``
+    standard errors) and ``lcb`` the winrate less that radius scaled to the winrate's share of the
+    utility."""
     side = 1.0 if result.pla == WHITE else -1.0
-    order = [int(k) for k in np.lexsort((-result.priors, -result.visits)) if result.visits[k] > 0]
+    values = play_values(result, settings)
+    order = [int(k) for k in np.lexsort((-result.priors, -values)) if result.visits[k] > 0]
+    utility_lcb_, radius = utility_lcb(result, settings.score_utility_factor, settings.lcb_stdevs)
+    winrate_share = 0.5 / (1.0 + settings.score_utility_factor)
     if max_moves > 0:
         order = order[:max_moves]
     infos = []
@@ -180,8 +196,8 @@ def move_infos(result: SearchResult, game: Game, pv: Callable[[int], list[int]],
                 score_stdev=math.sqrt(max(0.0, result.score_sq[k] - result.score[k] ** 2)),
                 lead=side * result.lead[k],
                 prior=float(result.raw_priors[k]),
-                lcb=winrate,
-                utility_lcb=utility,
+                lcb=winrate - winrate_share * float(radius[k]),
+                utility_lcb=float(utility_lcb_[k]),
                 order=rank,
                 pv=[game.vertex(m) for m in pv(move)],
             )
@@ -193,13 +209,14 @@ def analysis_line(
     result: SearchResult,
     game: Game,
     pv: Callable[[int], list[int]],
+    settings: SearchSettings,
     max_moves: int = 0,
     ownership: np.ndarray | None = None,
 ) -> str:
     """KataGo's ``info move ...`` line for a search result (from the side to move). As in KataGo,
     ``scoreMean`` is the lead (the name kept for older tools) and ``scoreSelfplay`` the score mean."""
     parts = []
-    for m in move_infos(result, game, pv, max_moves):
+    for m in move_infos(result, game, pv, settings, max_moves):
         parts.append(
             f"info move {m.vertex} visits {m.visits} edgeVisits {m.visits} "
             f"utility {_num(m.utility)} winrate {_num(m.winrate)} scoreMean {_num(m.lead)} "

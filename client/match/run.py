@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from client.search.engine import BatchedSearch
-from client.search.targets import choose_move
+from client.search.targets import choose_move, play_values
 from client.stop import Stop
 from common.files import atomic_write
 from common.go.game import Game
@@ -170,7 +170,7 @@ def run_match(
         result = engine.result(i)
         game = m.game
         temperature = settings.move_temperature_at(game.num_moves, math.sqrt(game.x_size * game.y_size))
-        move = int(result.moves[choose_move(result.visits.astype(np.float64), temperature, m.rng)])
+        move = int(result.moves[choose_move(play_values(result, settings.search), temperature, m.rng)])
         black_winrate = 0.5 * (1.0 + (result.root_winloss if game.to_move == BLACK else -result.root_winloss))
         m.black_winrates.append(black_winrate)
         game.play(move)

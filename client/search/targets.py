@@ -7,6 +7,15 @@ to zero. What remains is the playouts PUCT would have given c on its own, withou
 
 Move choice (Appendix C): proportional to the visit distribution (pruned for full searches) raised
 to 1/T; T = 0 plays the most visited move.
+
+Lower confidence bounds (KataGo's match and GTP play, not self-play targets): each child's utility
+minus ``lcb_stdevs`` standard errors, the variance taken from its visits' utilities with a prior of
+the largest variance the utility's range allows, weighted 1/N^2 so that it only matters for a few
+visits. Among the children with at least ``lcb_min_visit_prop`` of the most visits, the one of best
+bound has its play value raised until no child it beats on the bound outweighs it: a child c it
+beats by a margin m, with bound radius r, is pretended to have ((r + m) / (r + m/5))^2 times its
+visits, as many as would make its bound as wide as that margin (searchresults.cpp in KataGo's
+repository does the same).
 """
 
 from __future__ import annotations
@@ -16,6 +25,7 @@ import math
 import numpy as np
 
 from client.search.engine import SearchResult
+from common.settings import SearchSettings
 
 
 def pruned_visits(result: SearchResult, cpuct: float, forced_coeff: float) -> np.ndarray:
@@ -57,3 +67,40 @@ def choose_move(visits: np.ndarray, temperature: float, rng: np.random.Generator
     cdf = np.cumsum(w)
     k = min(int(np.searchsorted(cdf, rng.random() * cdf[-1], side="right")), v.size - 1)
     return k if w[k] > 0 else top  # the clamp can only land on an unvisited edge by rounding
+
+
+def utility_lcb(result: SearchResult, score_factor: float, stdevs: float) -> tuple[np.ndarray, np.ndarray]:
+    """Each root child's lower confidence bound on its utility (root player's view) and the bound's
+    radius; an unvisited child's bound lies at the bottom of the utility's range."""
+    span = 1.0 + score_factor  # the utility's largest magnitude: win-loss plus the score utility
+    n = result.visits.astype(np.float64)
+    radius = np.full(n.size, 2.0 * span * stdevs)
+    lcb = -radius.copy()
+    seen = n > 0
+    if seen.any():
+        v = n[seen]
+        mean = result.utility[seen]
+        sq = np.maximum(result.utility_sq[seen], mean * mean + 1e-8)
+        prior = 1.0 / (v * v)  # weight of the widest variance: sum / ess^3 with unit weights
+        sq = (sq * v + (sq + span * span) * prior) / (v + prior)
+        ess = (v + prior) ** 2 / (v + prior * prior)
+        radius[seen] = np.sqrt((sq - mean * mean) / ess) * stdevs
+        lcb[seen] = mean - radius[seen]
+    return lcb, radius
+
+
+def play_values(result: SearchResult, settings: SearchSettings) -> np.ndarray:
+    """What the move to play is chosen by (float64, one per root edge): the visits, with the best
+    lower confidence bound raised above them when ``settings.lcb_for_selection``."""
+    values = result.visits.astype(np.float64)
+    if not settings.lcb_for_selection or values.size == 0 or values.max() <= 0:
+        return values
+    lcb, radius = utility_lcb(result, settings.score_utility_factor, settings.lcb_stdevs)
+    eligible = (values > 0) & (values >= settings.lcb_min_visit_prop * values.max())
+    best = int(np.argmax(np.where(eligible, lcb, -np.inf)))
+    margin = lcb[best] - lcb
+    beaten = margin >= 0
+    beaten[best] = False
+    factor = (radius[beaten] + margin[beaten]) / (radius[beaten] + 0.2 * margin[beaten])
+    values[best] = max(values[best], float((factor * factor * values[beaten]).max(initial=0.0)))
+    return values

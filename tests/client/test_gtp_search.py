@@ -110,7 +110,9 @@ def test_analysis_line_format():
     player = SearchPlayer(NullEvaluator(), 200, seed=3)
     game = Game(9)
     result = player.run_search(game, 200)
-    line = analysis_line(result, game, player.principal_variation, max_moves=5, ownership=np.zeros((9, 9)))
+    line = analysis_line(
+        result, game, player.principal_variation, player.settings, max_moves=5, ownership=np.zeros((9, 9))
+    )
     entries = parse_info(line)
     assert len(entries) == 5
     assert [e["order"] for e in entries] == list(range(5))
