@@ -208,6 +208,13 @@ class SearchSettings(_Settings):
     forced_playout_coeff: float = 2.0  # k in n_forced = sqrt(k P(c) sum N)
     score_utility_factor: float = 0.5  # c_score (section 5.4: 0.5, annealed to 0.4 and 0.3)
     virtual_loss: float = 1.0  # utility each in-flight visit counts as losing
+    # Dynamic variance-scaled cPUCT (methods page): each node's cPUCT times
+    # 1 + scale * (stdev / prior - 1), stdev its visits' utility deviation with a prior of
+    # cpuct_utility_stdev_prior weighing cpuct_utility_stdev_prior_weight visits; scale 0 keeps cPUCT
+    # constant (KataGo's match and GTP play: scale 0.85, prior 0.40, weight 2).
+    cpuct_utility_stdev_scale: float = 0.0
+    cpuct_utility_stdev_prior: float = 0.40
+    cpuct_utility_stdev_prior_weight: float = 2.0
     symmetries: str = "random"  # network input symmetry per evaluation: "random" or "none"
     # The move to play (not the policy target) by lower confidence bound, as KataGo's match and GTP
     # play: among moves with at least lcb_min_visit_prop of the top visits, the best utility minus
@@ -229,6 +236,9 @@ class SearchSettings(_Settings):
         _in_range(_p(path, "forced_playout_coeff"), self.forced_playout_coeff, 0.0)
         _in_range(_p(path, "score_utility_factor"), self.score_utility_factor, 0.0, 10.0)
         _in_range(_p(path, "virtual_loss"), self.virtual_loss, 0.0, 10.0)
+        _in_range(_p(path, "cpuct_utility_stdev_scale"), self.cpuct_utility_stdev_scale, 0.0, 1.0)
+        _in_range(_p(path, "cpuct_utility_stdev_prior"), self.cpuct_utility_stdev_prior, 0.0, 10.0, lo_open=True)
+        _in_range(_p(path, "cpuct_utility_stdev_prior_weight"), self.cpuct_utility_stdev_prior_weight, 0.0, 1e6)
         _in_range(_p(path, "lcb_stdevs"), self.lcb_stdevs, 0.0, 100.0, lo_open=True)
         _prob(_p(path, "lcb_min_visit_prop"), self.lcb_min_visit_prop)
         _need(

@@ -105,6 +105,7 @@ class SearchResult:
     utility_sq: np.ndarray
     root_visits: int
     root_utility: float
+    root_utility_sq: float
     root_winloss: float
     root_score: float
     root_score_sq: float
@@ -164,6 +165,9 @@ def search_params(settings: SearchSettings, game: Game, visits: int, draw_equiva
     p["forced"] = settings.forced_playouts
     p["board_len"] = board_len
     p["cpuct"] = settings.cpuct
+    p["cpuct_stdev_scale"] = settings.cpuct_utility_stdev_scale
+    p["cpuct_stdev_prior"] = settings.cpuct_utility_stdev_prior
+    p["cpuct_stdev_prior_weight"] = settings.cpuct_utility_stdev_prior_weight
     p["fpu"] = settings.fpu_reduction
     p["root_fpu"] = settings.root_fpu_reduction
     p["score_factor"] = settings.score_utility_factor
@@ -461,6 +465,7 @@ class BatchedSearch:
             utility_sq=util_sq,
             root_visits=int(t.n_visits[i, 0]),
             root_utility=sign * float(t.util_sum[i, 0]) / root_n,
+            root_utility_sq=float(t.util_sq_sum[i, 0]) / root_n,
             root_winloss=sign * float(t.wl_sum[i, 0]) / root_n,
             root_score=float(t.score_sum[i, 0]) / root_n,
             root_score_sq=float(t.sq_sum[i, 0]) / root_n,

@@ -25,19 +25,45 @@ from common.go.geometry import WHITE
 
 
 @njit(cache=True, inline="always", _nrt=False)
+def cpuct_stdev_factor(visits, util_sum, util_sq_sum, prior, prior_weight, scale):
+    """The factor of dynamic variance-scaled cPUCT (methods page) for a node with these visits and
+    sums of its visits' utilities and squared utilities: 1 + scale * (stdev / prior - 1), the
+    stdev mixing the visits' utility variance with prior^2 weighing prior_weight visits (as
+    searchexplorehelpers.cpp in KataGo's repository does; a node of one visit or none: the prior)."""
+    if scale == 0.0:
+        return 1.0
+    stdev = prior
+    if visits > 1:
+        mean = util_sum / visits
+        mean_sq = mean * mean
+        sq = max(util_sq_sum / visits, mean_sq)
+        variance = ((mean_sq + prior * prior) * prior_weight + sq * visits) / (prior_weight + visits - 1.0) - mean_sq
+        stdev = math.sqrt(max(0.0, variance))
+    return 1.0 + scale * (stdev / prior - 1.0)
+
+
+@njit(cache=True, inline="always", _nrt=False)
 def puct_edge(rows, params, node):
     """PUCT (paper section 5.1), with forced playouts at the root when the search has them
-    (section 5.3) and first-play urgency for the untouched children; virtual loss counts each
-    in-flight visit as a loss for the player choosing."""
+    (section 5.3), first-play urgency for the untouched children and cPUCT scaled by the node's
+    utility deviation when the search asks for it; virtual loss counts each in-flight visit as a
+    loss for the player choosing."""
     root = node == 0
     start = rows.edge_start[node]
     count = rows.edge_count[node]
     priors = rows.root_prior if root else rows.e_prior
     offset = start if root else 0
-    cpuct = params.cpuct
     vloss = params.virtual_loss
     sign = 1.0 if rows.players[node] == WHITE else -1.0
     n_node = rows.visits[node]
+    cpuct = params.cpuct * cpuct_stdev_factor(
+        n_node,
+        rows.utils[node],
+        rows.util_sqs[node],
+        params.cpuct_stdev_prior,
+        params.cpuct_stdev_prior_weight,
+        params.cpuct_stdev_scale,
+    )
     children_n = n_node - 1 + rows.inflights[node]
     sqrt_total = math.sqrt(children_n + 0.01)
     forced_k = params.forced_coeff * children_n if root and params.forced else -1.0

@@ -25,11 +25,22 @@ import math
 import numpy as np
 
 from client.search.engine import SearchResult
+from client.search.selection import cpuct_stdev_factor
 from common.settings import SearchSettings
 
 
-def pruned_visits(result: SearchResult, cpuct: float, forced_coeff: float) -> np.ndarray:
-    """The root's visits with forced playouts taken out (float64, one per root edge)."""
+def pruned_visits(result: SearchResult, settings: SearchSettings) -> np.ndarray:
+    """The root's visits with forced playouts taken out (float64, one per root edge), with the
+    root's cPUCT as the search had it."""
+    forced_coeff = settings.forced_playout_coeff
+    cpuct = settings.cpuct * cpuct_stdev_factor(
+        result.root_visits,
+        result.root_utility * result.root_visits,
+        result.root_utility_sq * result.root_visits,
+        settings.cpuct_utility_stdev_prior,
+        settings.cpuct_utility_stdev_prior_weight,
+        settings.cpuct_utility_stdev_scale,
+    )
     v = result.visits.astype(np.float64)
     total = float(v.sum()) if v.size else 0.0
     if total <= 0:

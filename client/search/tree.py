@@ -52,6 +52,9 @@ SEARCH_PARAMS = np.dtype(
         ("forced", np.bool_),  # forced playouts at the root
         ("board_len", np.float64),  # B, the board length
         ("cpuct", np.float64),
+        ("cpuct_stdev_scale", np.float64),  # dynamic variance-scaled cPUCT (0: a constant cPUCT)
+        ("cpuct_stdev_prior", np.float64),
+        ("cpuct_stdev_prior_weight", np.float64),
         ("fpu", np.float64),
         ("root_fpu", np.float64),
         ("score_factor", np.float64),  # c_score
@@ -363,6 +366,7 @@ class GameRows(NamedTuple):
     visits: np.ndarray
     inflights: np.ndarray
     utils: np.ndarray
+    util_sqs: np.ndarray
     players: np.ndarray
     edge_start: np.ndarray
     edge_count: np.ndarray
@@ -380,6 +384,7 @@ def game_rows(t, i):
         t.n_visits[i],
         t.n_inflight[i],
         t.util_sum[i],
+        t.util_sq_sum[i],
         t.pla[i],
         t.edge_start[i],
         t.edge_count[i],

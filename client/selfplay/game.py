@@ -163,11 +163,7 @@ class SelfPlayGame:
         game = self.game
         pla = game.to_move
         if full:
-            visits = (
-                pruned_visits(result, s.search.cpuct, s.search.forced_playout_coeff)
-                if s.search.forced_playouts
-                else result.visits.astype(np.float64)
-            )
+            visits = pruned_visits(result, s.search) if s.search.forced_playouts else result.visits.astype(np.float64)
             self.full_searches += 1
         else:
             visits = result.visits.astype(np.float64)

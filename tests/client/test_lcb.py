@@ -38,6 +38,7 @@ def result(visits, utility, spread=0.1, priors=None) -> SearchResult:
         utility_sq=np.where(np.array(visits) > 0, utility**2 + spread**2, 0.0),
         root_visits=sum(visits) + 1,
         root_utility=0.0,
+        root_utility_sq=0.0,
         root_winloss=0.0,
         root_score=0.0,
         root_score_sq=0.0,

@@ -174,7 +174,7 @@ def test_forced_playouts_happen_and_pruning_takes_them_out():
 
     r = results[True]
     best = r.best_index()
-    pruned = pruned_visits(r, 1.1, 2.0)
+    pruned = pruned_visits(r, SearchSettings())
     assert pruned[best] == r.visits[best]
     assert np.all(pruned <= r.visits)
     assert np.all((pruned == 0) | (pruned > 1))
@@ -205,6 +205,7 @@ def test_pruning_keeps_children_puct_would_have_chosen():
             utility_sq=z,
             root_visits=sum(visits) + 1,
             root_utility=0.0,
+            root_utility_sq=0.0,
             root_winloss=0.0,
             root_score=0.0,
             root_score_sq=0.0,
@@ -221,7 +222,7 @@ def test_pruning_keeps_children_puct_would_have_chosen():
 
     # A child as good as the best keeps everything; a bad one with only forced playouts is pruned away.
     r = result([300, 100, 3], [0.5, 0.2, 0.02], [0.1, 0.1, -0.6])
-    p = pruned_visits(r, 1.1, 2.0)
+    p = pruned_visits(r, SearchSettings())
     assert p[0] == 300
     assert p[1] == 100
     assert p[2] == 0
@@ -231,7 +232,7 @@ def test_pruning_keeps_children_puct_would_have_chosen():
     best = 0.1 + 1.1 * 0.5 * math.sqrt(total + 0.01) / 301
     n_forced = math.sqrt(2 * 0.3 * total)
     for utility in (-0.2, -0.05):
-        p = pruned_visits(result([300, 100, 40], [0.5, 0.2, 0.3], [0.1, 0.1, utility]), 1.1, 2.0)
+        p = pruned_visits(result([300, 100, 40], [0.5, 0.2, 0.3], [0.1, 0.1, utility]), SearchSettings())
         n_min = 1.1 * 0.3 * math.sqrt(total + 0.01) / (best - utility) - 1
         assert p[2] == pytest.approx(max(40 - n_forced, n_min))
         assert p[2] < 40
@@ -443,3 +444,31 @@ def test_thread_count_does_not_change_the_search():
         outcomes.append(([search.result(i).visits.tolist() for i in range(6)], search.cache.keys.copy()))
     assert outcomes[0][0] == outcomes[1][0]
     np.testing.assert_array_equal(outcomes[0][1], outcomes[1][1])
+
+
+class VaryingEvaluator:
+    """A stand-in network whose value swings from position to position (a fixed random linear map
+    of the inputs) under a flat policy."""
+
+    def __init__(self, seed: int = 0) -> None:
+        self.weights = np.random.default_rng(seed).normal(size=22 * 361).astype(np.float32)
+
+    def forward_raw(self, spatial, glob, width):
+        n = spatial.shape[0]
+        swing = 3.0 * np.sin(spatial.reshape(n, -1)[:, : self.weights.size] @ self.weights[: spatial[0].size])
+        value = np.stack([swing, -swing, np.full(n, -5.0)], axis=1).astype(np.float32)
+        return np.zeros((n, width * width + 1), np.float32), value, np.zeros((n, 4), np.float32)
+
+
+def test_variance_scaled_cpuct_keeps_the_tree_and_moves_the_visits():
+    game = mid_game(9, 20, 1)
+    visits = {}
+    for scale in (0.0, 0.85):
+        search = BatchedSearch(VaryingEvaluator(), 1, 400, seed=4)
+        search.start(0, game, 400, SearchSettings(root_noise=False, cpuct_utility_stdev_scale=scale))
+        search.run()
+        check_tree(search, 0)
+        r = search.result(0)
+        assert r.root_visits == 400
+        visits[scale] = r.visits
+    assert not np.array_equal(visits[0.0], visits[0.85])

@@ -6,18 +6,20 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 
 from client.search import tree as tr
 from client.search.engine import search_params
-from client.search.selection import puct_edge
+from client.search.selection import cpuct_stdev_factor, puct_edge
 from common.go.game import Game
 from common.go.geometry import BLACK, WHITE
 from common.settings import SearchSettings
 
 
-def rows(players, visits, utils, touched, priors, root_priors=None) -> tr.GameRows:
+def rows(players, visits, utils, touched, priors, root_priors=None, util_sqs=None) -> tr.GameRows:
     """Node 0 (the root) and node 1, each with the edges 0..2 (root) and 3..5 (node 1), children
-    2.. in edge order where touched."""
+    2.. in edge order where touched; squared utility sums as if every visit had the mean's utility
+    unless given."""
     nodes = len(visits)
     e_child = np.full(6, -1, np.int32)
     child = 2
@@ -30,6 +32,11 @@ def rows(players, visits, utils, touched, priors, root_priors=None) -> tr.GameRo
         visits=np.array(visits, np.int32),
         inflights=np.zeros(nodes, np.int32),
         utils=np.array(utils, np.float64),
+        util_sqs=(
+            np.array(utils, np.float64) ** 2 / np.maximum(np.array(visits), 1)
+            if util_sqs is None
+            else np.array(util_sqs, np.float64)
+        ),
         players=np.array(players, np.int8),
         edge_start=np.array([0, 3] + [0] * (nodes - 2), np.int32),
         edge_count=np.array([3, 3] + [0] * (nodes - 2), np.int32),
@@ -102,3 +109,54 @@ def test_search_params_follow_the_settings():
     assert p["noise_total"] == settings.noise_total_concentration
     assert p["forced_coeff"] == settings.forced_playout_coeff
     assert p["draw_wl"] == 0.5
+    assert p["cpuct_stdev_scale"] == 0.0  # a constant cPUCT unless asked
+    dynamic = SearchSettings(cpuct_utility_stdev_scale=0.85)
+    p = search_params(dynamic, Game(9), 123, 0.5)
+    assert p["cpuct_stdev_scale"] == 0.85
+    assert p["cpuct_stdev_prior"] == dynamic.cpuct_utility_stdev_prior
+    assert p["cpuct_stdev_prior_weight"] == dynamic.cpuct_utility_stdev_prior_weight
+
+
+def katago_stdev_factor(visits, mean, sq_mean, prior, prior_weight, scale):
+    """KataGo's getFpuValueForChildrenAssumeVisited for unit weights, step by step."""
+    if visits <= 1:
+        stdev = prior
+    else:
+        sq_mean = max(sq_mean, mean * mean)
+        stdev = math.sqrt(
+            max(
+                0.0,
+                ((mean * mean + prior * prior) * prior_weight + sq_mean * visits) / (prior_weight + visits - 1.0)
+                - mean * mean,
+            )
+        )
+    return 1.0 + scale * (stdev / prior - 1.0)
+
+
+def test_the_cpuct_factor_is_katagos():
+    for visits, mean, spread in ((1, 0.3, 0.0), (2, -0.1, 0.5), (40, 0.2, 0.05), (400, -0.7, 0.9), (10, 0.0, 0.0)):
+        sq_mean = mean * mean + spread * spread
+        got = cpuct_stdev_factor(visits, mean * visits, sq_mean * visits, 0.4, 2.0, 0.85)
+        assert got == pytest.approx(katago_stdev_factor(visits, mean, sq_mean, 0.4, 2.0, 0.85), rel=1e-12)
+    # Scale 0 is a constant cPUCT; a deviation equal to the prior leaves cPUCT as it is.
+    assert cpuct_stdev_factor(40, 8.0, 9.0, 0.4, 2.0, 0.0) == 1.0
+    assert cpuct_stdev_factor(1, 0.3, 0.09, 0.4, 2.0, 0.85) == 1.0
+
+
+def test_volatile_nodes_explore_and_stable_ones_exploit():
+    # Node 1 (white to move, 21 visits): child 2 has 19 visits at utility 0.1 and prior 0.6, child 3
+    # one visit at -0.05 and prior 0.1. A constant cPUCT of 1 revisits child 2; scaled by the
+    # deviation of the node's visits, widely varying ones explore child 3, steady ones stay on 2.
+    def choice(spread, scale):
+        utils = [0.0, 0.1 * 19 - 0.05, 0.1 * 19, -0.05]
+        mean = utils[1] / 21
+        sq = [0.0, (mean**2 + spread**2) * 21, (0.01 + spread**2) * 19, 0.0025]
+        r = rows(
+            [BLACK, WHITE, BLACK, BLACK], [1, 21, 19, 1], utils, (0, 2), [0.4, 0.3, 0.3, 0.6, 0.1, 0.01], util_sqs=sq
+        )
+        p = params(fpu=0.2, cpuct_stdev_scale=scale, cpuct_stdev_prior=0.4, cpuct_stdev_prior_weight=2.0)
+        return puct_edge(r, p, 1)
+
+    assert choice(0.0, 0.0) == choice(1.0, 0.0) == 3
+    assert choice(1.0, 0.85) == 4
+    assert choice(0.0, 0.85) == 3
