@@ -208,6 +208,10 @@ class SearchSettings(_Settings):
     forced_playout_coeff: float = 2.0  # k in n_forced = sqrt(k P(c) sum N)
     score_utility_factor: float = 0.5  # c_score (section 5.4: 0.5, annealed to 0.4 and 0.3)
     virtual_loss: float = 1.0  # utility each in-flight visit counts as losing
+    # The exploration term's power of the parent's visits: 0.5 is PUCT's square root; Cazenave's
+    # Generalized PUCT (GPUCT, his section 3.2) takes 0.737 (with c = 0.057 on his value scale), so
+    # that the best constant stays the same as the visits grow.
+    puct_exponent: float = 0.5
     # Dynamic variance-scaled cPUCT (methods page): each node's cPUCT times
     # 1 + scale * (stdev / prior - 1), stdev its visits' utility deviation with a prior of
     # cpuct_utility_stdev_prior weighing cpuct_utility_stdev_prior_weight visits; scale 0 keeps cPUCT
@@ -236,6 +240,7 @@ class SearchSettings(_Settings):
         _in_range(_p(path, "forced_playout_coeff"), self.forced_playout_coeff, 0.0)
         _in_range(_p(path, "score_utility_factor"), self.score_utility_factor, 0.0, 10.0)
         _in_range(_p(path, "virtual_loss"), self.virtual_loss, 0.0, 10.0)
+        _in_range(_p(path, "puct_exponent"), self.puct_exponent, 0.0, 1.0, lo_open=True)
         _in_range(_p(path, "cpuct_utility_stdev_scale"), self.cpuct_utility_stdev_scale, 0.0, 1.0)
         _in_range(_p(path, "cpuct_utility_stdev_prior"), self.cpuct_utility_stdev_prior, 0.0, 10.0, lo_open=True)
         _in_range(_p(path, "cpuct_utility_stdev_prior_weight"), self.cpuct_utility_stdev_prior_weight, 0.0, 1e6)

@@ -165,6 +165,7 @@ def search_params(settings: SearchSettings, game: Game, visits: int, draw_equiva
     p["forced"] = settings.forced_playouts
     p["board_len"] = board_len
     p["cpuct"] = settings.cpuct
+    p["puct_exponent"] = settings.puct_exponent
     p["cpuct_stdev_scale"] = settings.cpuct_utility_stdev_scale
     p["cpuct_stdev_prior"] = settings.cpuct_utility_stdev_prior
     p["cpuct_stdev_prior_weight"] = settings.cpuct_utility_stdev_prior_weight

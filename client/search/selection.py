@@ -25,6 +25,15 @@ from common.go.geometry import WHITE
 
 
 @njit(cache=True, inline="always", _nrt=False)
+def explore_scale(total, exponent):
+    """The exploration term's power of the parent's visits to its children: PUCT's square root
+    for exponent 0.5, Cazenave's Generalized PUCT (GPUCT) for others (0.01 keeps it above 0)."""
+    if exponent == 0.5:
+        return math.sqrt(total + 0.01)
+    return math.exp(exponent * math.log(total + 0.01))
+
+
+@njit(cache=True, inline="always", _nrt=False)
 def cpuct_stdev_factor(visits, util_sum, util_sq_sum, prior, prior_weight, scale):
     """The factor of dynamic variance-scaled cPUCT (methods page) for a node with these visits and
     sums of its visits' utilities and squared utilities: 1 + scale * (stdev / prior - 1), the
@@ -45,9 +54,9 @@ def cpuct_stdev_factor(visits, util_sum, util_sq_sum, prior, prior_weight, scale
 @njit(cache=True, inline="always", _nrt=False)
 def puct_edge(rows, params, node):
     """PUCT (paper section 5.1), with forced playouts at the root when the search has them
-    (section 5.3), first-play urgency for the untouched children and cPUCT scaled by the node's
-    utility deviation when the search asks for it; virtual loss counts each in-flight visit as a
-    loss for the player choosing."""
+    (section 5.3), first-play urgency for the untouched children, and when the search asks for
+    them GPUCT's power of the visits and cPUCT scaled by the node's utility deviation; virtual loss
+    counts each in-flight visit as a loss for the player choosing."""
     root = node == 0
     start = rows.edge_start[node]
     count = rows.edge_count[node]
@@ -65,7 +74,7 @@ def puct_edge(rows, params, node):
         params.cpuct_stdev_scale,
     )
     children_n = n_node - 1 + rows.inflights[node]
-    sqrt_total = math.sqrt(children_n + 0.01)
+    explore = explore_scale(children_n, params.puct_exponent)
     forced_k = params.forced_coeff * children_n if root and params.forced else -1.0
     best = -1
     best_value = -np.inf
@@ -79,7 +88,7 @@ def puct_edge(rows, params, node):
         n = rows.visits[c] + inflight
         if n * n < forced_k * prior:
             return e
-        value = (sign * rows.utils[c] - vloss * inflight) / n + cpuct * prior * sqrt_total / (1.0 + n)
+        value = (sign * rows.utils[c] - vloss * inflight) / n + cpuct * prior * explore / (1.0 + n)
         if value > best_value:
             best_value = value
             best = e
@@ -88,7 +97,7 @@ def puct_edge(rows, params, node):
         e = start + touched
         fpu = params.root_fpu if root else params.fpu
         value = sign * rows.utils[node] / n_node - fpu * math.sqrt(visited_policy)
-        value += cpuct * priors[e - offset] * sqrt_total
+        value += cpuct * priors[e - offset] * explore
         if value > best_value:
             best = e
     return best

@@ -20,12 +20,10 @@ repository does the same).
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from client.search.engine import SearchResult
-from client.search.selection import cpuct_stdev_factor
+from client.search.selection import cpuct_stdev_factor, explore_scale
 from common.settings import SearchSettings
 
 
@@ -46,16 +44,17 @@ def pruned_visits(result: SearchResult, settings: SearchSettings) -> np.ndarray:
     if total <= 0:
         return v
     best = result.best_index()
-    sqrt_total = math.sqrt(total + 0.01)
+    explore = explore_scale(total, settings.puct_exponent)
     prior = result.priors.astype(np.float64)
     util = result.utility
-    best_value = util[best] + cpuct * prior[best] * sqrt_total / (1.0 + v[best])
+    best_value = util[best] + cpuct * prior[best] * explore / (1.0 + v[best])
     n_forced = np.sqrt(forced_coeff * prior * total)
     gap = best_value - util
-    # PUCT(c) with n playouts stays below PUCT(c*) while n > cpuct P sqrt_total / gap - 1; a child
-    # with gap <= 0 is at least as urgent as c* even with every playout it got, and keeps them all.
+    # PUCT(c) with n playouts stays below PUCT(c*) while n > cpuct P explore / gap - 1 (explore: the
+    # power of the visits); a child with gap <= 0 is at least as urgent as c* even with every
+    # playout it got, and keeps them all.
     with np.errstate(divide="ignore", invalid="ignore"):
-        n_min = np.where(gap > 0, cpuct * prior * sqrt_total / gap - 1.0, np.inf)
+        n_min = np.where(gap > 0, cpuct * prior * explore / gap - 1.0, np.inf)
     out = np.minimum(v, np.maximum(v - n_forced, n_min))
     out[out <= 1.0] = 0.0
     keep = (v <= 0) | (gap <= 0)

@@ -52,6 +52,7 @@ SEARCH_PARAMS = np.dtype(
         ("forced", np.bool_),  # forced playouts at the root
         ("board_len", np.float64),  # B, the board length
         ("cpuct", np.float64),
+        ("puct_exponent", np.float64),  # of the parent's visits in the exploration term: 0.5 (PUCT) or GPUCT's
         ("cpuct_stdev_scale", np.float64),  # dynamic variance-scaled cPUCT (0: a constant cPUCT)
         ("cpuct_stdev_prior", np.float64),
         ("cpuct_stdev_prior_weight", np.float64),

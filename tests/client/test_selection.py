@@ -10,7 +10,7 @@ import pytest
 
 from client.search import tree as tr
 from client.search.engine import search_params
-from client.search.selection import cpuct_stdev_factor, puct_edge
+from client.search.selection import cpuct_stdev_factor, explore_scale, puct_edge
 from common.go.game import Game
 from common.go.geometry import BLACK, WHITE
 from common.settings import SearchSettings
@@ -51,6 +51,7 @@ def rows(players, visits, utils, touched, priors, root_priors=None, util_sqs=Non
 def params(**fields) -> np.void:
     p = np.zeros((), tr.SEARCH_PARAMS)
     p["cpuct"] = 1.0
+    p["puct_exponent"] = 0.5
     for name, value in fields.items():
         p[name] = value
     return p[()]
@@ -110,6 +111,7 @@ def test_search_params_follow_the_settings():
     assert p["forced_coeff"] == settings.forced_playout_coeff
     assert p["draw_wl"] == 0.5
     assert p["cpuct_stdev_scale"] == 0.0  # a constant cPUCT unless asked
+    assert p["puct_exponent"] == 0.5  # PUCT unless asked
     dynamic = SearchSettings(cpuct_utility_stdev_scale=0.85)
     p = search_params(dynamic, Game(9), 123, 0.5)
     assert p["cpuct_stdev_scale"] == 0.85
@@ -160,3 +162,15 @@ def test_volatile_nodes_explore_and_stable_ones_exploit():
     assert choice(0.0, 0.0) == choice(1.0, 0.0) == 3
     assert choice(1.0, 0.85) == 4
     assert choice(0.0, 0.85) == 3
+
+
+def test_gpucts_exploration_is_a_power_of_the_visits():
+    # As test_the_puct_value_is_the_papers, with Cazenave's exponent 0.737 in place of the root.
+    scale = math.exp(0.737 * math.log(2 + 0.01))
+    untouched = 0.0 / 3 - 0.2 * math.sqrt(0.5) + 1.0 * 0.5 * scale
+    tie = untouched - 1.0 * 0.5 * scale / (1 + 1)
+    for delta, expected in ((1e-6, 3), (-1e-6, 4)):
+        r = rows([BLACK, WHITE, BLACK], [1, 3, 1], [0.0, 0.0, tie + delta], (0, 1), [0.4, 0.3, 0.3, 0.5, 0.5, 0.0])
+        assert puct_edge(r, params(fpu=0.2, puct_exponent=0.737), 1) == expected
+    assert explore_scale(99.99, 0.5) == math.sqrt(100.0)
+    assert explore_scale(99.99, 0.737) == pytest.approx(100.0**0.737)
