@@ -28,7 +28,7 @@ from common.files import atomic_write
 from common.go.game import Game
 from common.go.geometry import BLACK, WHITE
 from common.go.sgf import GameRecord as SgfRecord
-from common.settings import MatchSettings
+from common.settings import MatchSettings, SearchSettings
 
 
 @dataclass
@@ -115,12 +115,14 @@ def run_match(
     stop: Stop | None = None,
     more=None,
     paused=None,
+    searches: tuple[SearchSettings, SearchSettings] | None = None,
 ) -> MatchSummary:
     """Play `games` games, `parallel` at a time. Game k is named ``<name>-<k>`` (name: ``match-<seed>``);
     each finished game's SGF goes to out_dir (when given) as ``<game name>.sgf``, with the summary as
     ``<name>-summary.json``, and to ``on_game(game_name, sgf_bytes)``. A set `stop` ends the match at
     once (unfinished games are dropped); while ``more()`` is false no new game starts; while
-    ``paused()`` is true no step is taken."""
+    ``paused()`` is true no step is taken. ``searches`` gives each network search settings of its
+    own (default: both the settings' ``search``), to measure a search method against another."""
     if games < 1 or parallel < 1:
         raise ValueError("games and parallel must be at least 1")
     out = Path(out_dir) if out_dir is not None else None
@@ -133,6 +135,9 @@ def run_match(
         BatchedSearch(ev, parallel, settings.visits, leaves_per_game, seed=seed + k, history=settings.max_moves + 8)
         for k, ev in enumerate(evaluators)
     ]
+    side_search = searches if searches is not None else (settings.search, settings.search)
+    for k, search in enumerate(side_search):
+        search.validate(f"searches[{k}]")
     summary = MatchSummary(names=names)
     slots: list[_MatchGame | None] = [None] * parallel
     started = 0
@@ -161,7 +166,7 @@ def run_match(
             engine = engines[k]
             reuse = engine.follow(i, m.game, m.searched[k])
             m.searched[k] = m.game.move_list
-            engine.start(i, m.game, settings.visits, settings.search, full=True, reuse=reuse)
+            engine.start(i, m.game, settings.visits, side_search[k], full=True, reuse=reuse)
             if engine.is_searching(i):
                 return
             play(i, m, engine)
@@ -170,7 +175,8 @@ def run_match(
         result = engine.result(i)
         game = m.game
         temperature = settings.move_temperature_at(game.num_moves, math.sqrt(game.x_size * game.y_size))
-        move = int(result.moves[choose_move(play_values(result, settings.search), temperature, m.rng)])
+        search = side_search[m.network_to_move()]
+        move = int(result.moves[choose_move(play_values(result, search), temperature, m.rng)])
         black_winrate = 0.5 * (1.0 + (result.root_winloss if game.to_move == BLACK else -result.root_winloss))
         m.black_winrates.append(black_winrate)
         game.play(move)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -230,6 +231,22 @@ def test_match_resigns_only_when_both_sides_agree(tmp_path):
         seed=3,
     )
     assert summary.resignations == 0
+
+
+def test_each_side_of_a_match_may_search_its_own_way(tmp_path):
+    settings = MatchSettings(visits=12, board_sizes=(5,), board_size_weights=(1.0,), max_moves=30)
+
+    def moves(searches=None) -> list:
+        out = tmp_path / str(len(list(tmp_path.iterdir())))
+        run_match([NullEvaluator(), NullEvaluator()], ("a", "b"), settings, 2, 2, out, seed=5, searches=searches)
+        return [read_sgf(p.read_text()).moves for p in sorted(out.glob("*.sgf"))]
+
+    same = moves()
+    assert moves((settings.search, settings.search)) == same
+    greedy = settings.search.replace(cpuct=0.001)  # nearly no exploration for network a
+    assert moves((greedy, settings.search)) != same
+    with pytest.raises(ValueError, match=r"searches\[1\]\.cpuct"):
+        moves((settings.search, dataclasses.replace(settings.search, cpuct=-1.0)))
 
 
 def test_match_summary_elo():

@@ -1,0 +1,153 @@
+"""Strength benchmark of the search methods: each method on against off, at equal visits.
+
+For each method, a match of our batched match play between two copies of KataGo's g170 b6c96
+network on 9x9 (komi 7, area scoring, the gating settings: no noise, tree reuse, move temperature
+0.5 down to 0.2), one side searching with the method and the other without, colours alternating,
+at 100 and at 400 visits per move. Printed per method and visits: the on side's Elo gain with its
+95% interval (normal approximation of the score), beside what the seeds claim, and the method's
+cost in visits per second (the same searches timed both ways, interleaved).
+
+The methods and their settings (each a key of the run's search settings):
+- ``lcb``: the move of best lower confidence bound (KataGo's match and GTP play: 5 standard
+  errors, moves with at least 15% of the top visits). The seeds give no figure.
+- ``dynamic_cpuct``: dynamic variance-scaled cPUCT (methods page: scale 0.85, prior 0.40 of
+  weight 2). The page measures about +75 Elo for it together with uncertainty-weighted playouts,
+  which need the short-term error heads g170 does not have.
+- ``gpuct``: Cazenave's Generalized PUCT, exponent 0.737 with his c = 0.057 brought to our value
+  scale by the ratio of our PUCT constant to his best one on average (1.1 / 0.15): c = 0.418. His
+  Table 2 has it 5-25 points of score above PUCT at 256 to 1024 descents (+35 to +90 Elo).
+- ``subtree_bias`` (methods page, +30 to +60 Elo) is not built yet: printed as null.
+
+About 200 games per method and visits give an interval of +-50 Elo; that takes hours on a CPU, so
+``--games`` sets the count (the interval is printed with every figure).
+
+Run from the project root: .venv/bin/python tests/bench/bench_methods.py [--games 200]
+[--visits 100,400] [--methods lcb,dynamic_cpuct,gpuct] [--parallel 16]
+The last line is one JSON object: elo_<method> and elo_<method>_ci95 for each method (at the
+highest visits run; per visits under "by_visits"), and visits_per_s_<method> with its off side.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from client.evaluator import Evaluator  # noqa: E402
+from client.match.run import run_match  # noqa: E402
+from client.search.engine import BatchedSearch  # noqa: E402
+from common.go.game import Game  # noqa: E402
+from common.settings import MatchSettings, RulesChoice, SearchSettings  # noqa: E402
+
+MODEL = ROOT.parent / "shared" / "models" / "g170-b6c96-s175395328-d26788732.bin.gz"
+OFF = MatchSettings().search
+METHODS: dict[str, tuple[SearchSettings | None, str]] = {
+    "subtree_bias": (None, "+30 to +60 (methods page)"),
+    "dynamic_cpuct": (
+        OFF.replace(
+            cpuct_utility_stdev_scale=0.85, cpuct_utility_stdev_prior=0.40, cpuct_utility_stdev_prior_weight=2.0
+        ),
+        "about +75 with uncertainty weighting (methods page)",
+    ),
+    "lcb": (OFF.replace(lcb_for_selection=True), "no figure in the seeds"),
+    "gpuct": (OFF.replace(puct_exponent=0.737, cpuct=0.057 * 1.1 / 0.15), "+35 to +90 at 256-1024 descents (Cazenave)"),
+}
+
+
+def match_settings(visits: int) -> MatchSettings:
+    return MatchSettings().replace(
+        visits=visits,
+        board_sizes=(9,),
+        board_size_weights=(1.0,),
+        komi=7.0,
+        rules=RulesChoice(scoring=("AREA",), ko=("POSITIONAL",), suicide=(False,), tax=("NONE",), button=(False,)),
+        max_moves=200,
+    )
+
+
+def elo_gain(evaluator, on: SearchSettings, visits: int, games: int, parallel: int, seed: int) -> tuple[float, float]:
+    settings = match_settings(visits)
+    summary = run_match(
+        [evaluator, evaluator],
+        ("on", "off"),
+        settings,
+        games=games,
+        parallel=parallel,
+        out_dir=None,
+        seed=seed,
+        searches=(on, settings.search),
+    )
+    return summary.elo()
+
+
+def visits_per_second(evaluator, searches: list[SearchSettings], visits: int, rounds: int = 3) -> list[float]:
+    """Visits/s of each settings on the same 16 positions, interleaved, best of rounds."""
+    games = []
+    for k in range(16):
+        game = Game(9, komi=7.0)
+        rng = torch.Generator().manual_seed(k)
+        while game.num_moves < 10 + k:
+            legal = game.legal_moves()
+            game.play(legal[int(torch.randint(len(legal), (1,), generator=rng))])
+        games.append(game)
+    best = [0.0] * len(searches)
+    for _ in range(rounds):
+        for j, search in enumerate(searches):
+            engine = BatchedSearch(evaluator, len(games), visits, 1, seed=j)
+            start = time.perf_counter()
+            for i, game in enumerate(games):
+                engine.start(i, game, visits, search, full=True)
+            engine.run()
+            best[j] = max(best[j], len(games) * visits / (time.perf_counter() - start))
+    return best
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--games", type=int, default=200, help="games per method and visits (200)")
+    parser.add_argument("--visits", default="100,400", help="visits per move, comma separated (100,400)")
+    parser.add_argument("--methods", default="lcb,dynamic_cpuct,gpuct,subtree_bias", help="methods to run")
+    parser.add_argument("--parallel", type=int, default=16, help="games played at once (16)")
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args()
+    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    for m in methods:
+        if m not in METHODS:
+            raise SystemExit(f"--methods: unknown method {m!r} (known: {', '.join(METHODS)})")
+    visits_levels = sorted(int(v) for v in args.visits.split(","))
+    torch.set_num_threads(2)
+    evaluator = Evaluator.from_file(MODEL, device="cpu", compile=True, cache_size=0)
+    figures: dict[str, object] = {"games": args.games, "by_visits": {}}
+    print(f"{'method':<15} {'visits':>6} {'games':>6} {'Elo gain':>9} {'95%':>6}  seeds' claim")
+    for m in methods:
+        on, claim = METHODS[m]
+        figures[f"elo_{m}"] = figures[f"elo_{m}_ci95"] = None
+        if on is None:
+            print(f"{m:<15} {'':>6} {'':>6} {'-':>9} {'':>6}  {claim}; not built yet")
+            continue
+        for visits in visits_levels:
+            start = time.perf_counter()
+            elo, half = elo_gain(evaluator, on, visits, args.games, args.parallel, args.seed)
+            minutes = (time.perf_counter() - start) / 60
+            print(f"{m:<15} {visits:>6} {args.games:>6} {elo:>+9.0f} {half:>6.0f}  {claim} ({minutes:.0f} min)")
+            finite = math.isfinite(elo) and math.isfinite(half)
+            figures["by_visits"][f"{m}_{visits}"] = {"elo": elo if finite else None, "ci95": half if finite else None}  # type: ignore[index]
+            figures[f"elo_{m}"] = round(elo, 1) if finite else None
+            figures[f"elo_{m}_ci95"] = round(half, 1) if finite else None
+        speed_on, speed_off = visits_per_second(evaluator, [on, OFF], visits_levels[0])
+        figures[f"visits_per_s_{m}"] = round(speed_on, 1)
+        figures[f"visits_per_s_{m}_off"] = round(speed_off, 1)
+        print(f"{m:<15} visits/s on {speed_on:,.0f}, off {speed_off:,.0f}")
+    print(json.dumps(figures))
+
+
+if __name__ == "__main__":
+    main()
