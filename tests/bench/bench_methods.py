@@ -136,6 +136,7 @@ def main() -> None:
         for visits in visits_levels:
             start = time.perf_counter()
             elo, half = elo_gain(evaluator, on, visits, args.games, args.parallel, args.seed)
+            elo += 0.0  # an even score is +0, not -0
             minutes = (time.perf_counter() - start) / 60
             print(f"{m:<15} {visits:>6} {args.games:>6} {elo:>+9.0f} {half:>6.0f}  {claim} ({minutes:.0f} min)")
             finite = math.isfinite(elo) and math.isfinite(half)
