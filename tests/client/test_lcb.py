@@ -11,47 +11,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from client.gtp.search_player import best_move
-from client.search.engine import SearchResult
 from client.search.targets import play_values, utility_lcb
 from common.settings import SearchSettings
+from tests.client.results import root_result
 
 LCB = SearchSettings(lcb_for_selection=True)
 
 
-def result(visits, utility, spread=0.1, priors=None) -> SearchResult:
+def result(visits, utility, spread=0.1, priors=None):
     """Root children with these visits and mean utilities, each visit's utility spread around its
     mean by the given standard deviation."""
-    n = len(visits)
-    utility = np.array(utility, np.float64)
-    z = np.zeros(n)
-    return SearchResult(
-        pla=1,
-        moves=np.arange(1, n + 1),
-        visits=np.array(visits),
-        priors=np.full(n, 1.0 / n) if priors is None else np.array(priors, np.float64),
-        raw_priors=np.full(n, 1.0 / n),
-        utility=utility,
-        winloss=utility,
-        score=z,
-        lead=z,
-        score_sq=z,
-        utility_sq=np.where(np.array(visits) > 0, utility**2 + spread**2, 0.0),
-        root_visits=sum(visits) + 1,
-        root_utility=0.0,
-        root_utility_sq=0.0,
-        root_winloss=0.0,
-        root_score=0.0,
-        root_score_sq=0.0,
-        root_lead=0.0,
-        raw_winloss=0.0,
-        raw_score=0.0,
-        raw_score_stdev=0.0,
-        raw_lead=0.0,
-        nn_evals=0,
-        cache_hits=0,
-        terminal_visits=0,
-        collisions=0,
-    )
+    u = np.array(utility, np.float64)
+    return root_result(visits, u, priors=priors, utility_sq=np.where(np.array(visits) > 0, u**2 + spread**2, 0.0))
 
 
 def katago_lcb(visits: int, mean: float, sq_mean: float, range_radius: float, stdevs: float) -> float:

@@ -34,6 +34,7 @@ from common.nn.interpret import (
 )
 from common.nn.outputs import ModelOutput
 from common.settings import SearchSettings
+from tests.client.results import root_result
 
 
 class PeakedEvaluator:
@@ -186,39 +187,8 @@ def test_forced_playouts_happen_and_pruning_takes_them_out():
 
 
 def test_pruning_keeps_children_puct_would_have_chosen():
-    from client.search.engine import SearchResult
-
     def result(visits, priors, utility):
-        n = len(visits)
-        z = np.zeros(n)
-        return SearchResult(
-            pla=1,
-            moves=np.arange(1, n + 1),
-            visits=np.array(visits),
-            priors=np.array(priors),
-            raw_priors=np.array(priors),
-            utility=np.array(utility),
-            winloss=z,
-            score=z,
-            lead=z,
-            score_sq=z,
-            utility_sq=z,
-            root_visits=sum(visits) + 1,
-            root_utility=0.0,
-            root_utility_sq=0.0,
-            root_winloss=0.0,
-            root_score=0.0,
-            root_score_sq=0.0,
-            root_lead=0.0,
-            raw_winloss=0.0,
-            raw_score=0.0,
-            raw_score_stdev=0.0,
-            raw_lead=0.0,
-            nn_evals=0,
-            cache_hits=0,
-            terminal_visits=0,
-            collisions=0,
-        )
+        return root_result(visits, utility, priors=priors)
 
     # A child as good as the best keeps everything; a bad one with only forced playouts is pruned away.
     r = result([300, 100, 3], [0.5, 0.2, 0.02], [0.1, 0.1, -0.6])
