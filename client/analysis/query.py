@@ -14,7 +14,7 @@ import dataclasses
 import json
 import math
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,7 +33,8 @@ class AnalysisConfig:
     """The engine's defaults, each one a KataGo setting a query may override (``overrideSettings``):
     maxVisits, maxTime (seconds; None: no limit), reportAnalysisWinratesAs (BLACK, WHITE or None for
     the side to move), analysisPVLen (moves after the first of a pv), rootPolicyTemperature and
-    rootFpuReductionMax (None: the GTP search's)."""
+    rootFpuReductionMax (None: the GTP search's), and the search methods KataGo's configs name
+    (``search``: see SEARCH_KEYS)."""
 
     max_visits: int = 500
     max_time: float | None = None
@@ -41,6 +42,7 @@ class AnalysisConfig:
     pv_len: int = 15
     root_policy_temperature: float | None = None
     root_fpu_reduction: float | None = None
+    search: tuple[tuple[str, Any], ...] = ()  # (SearchSettings field, value), applied in order
 
     def with_settings(self, settings: Mapping[str, object]) -> tuple[AnalysisConfig, list[str]]:
         """These settings (KataGo's names; values as JSON or config-file text) applied; also the keys
@@ -65,6 +67,9 @@ class AnalysisConfig:
                     changes["root_policy_temperature"] = _ranged(float(text), 0.01, 100.0)
                 elif key == "rootFpuReductionMax":
                     changes["root_fpu_reduction"] = _ranged(float(text), 0.0, 2.0)
+                elif key in SEARCH_KEYS:
+                    name, parse = SEARCH_KEYS[key]
+                    changes["search"] = (*changes.get("search", self.search), (name, parse(text)))
                 else:
                     unused.append(key)
             except ValueError as e:
@@ -81,7 +86,29 @@ class AnalysisConfig:
             )
         if self.root_fpu_reduction is not None:
             settings = dataclasses.replace(settings, root_fpu_reduction=self.root_fpu_reduction)
+        if self.search:
+            settings = dataclasses.replace(settings, **dict(self.search))
         return settings
+
+
+def _bool(text: str) -> bool:
+    if text.lower() in ("true", "1"):
+        return True
+    if text.lower() in ("false", "0"):
+        return False
+    raise ValueError("expected true or false")
+
+
+# KataGo's names of the search methods' settings (its gtp and analysis example configs), with our
+# SearchSettings field and the value's parser.
+SEARCH_KEYS: dict[str, tuple[str, Callable[[str], Any]]] = {
+    "useLcbForSelection": ("lcb_for_selection", _bool),
+    "lcbStdevs": ("lcb_stdevs", lambda t: _ranged(float(t), 0.01, 100.0)),
+    "minVisitPropForLCB": ("lcb_min_visit_prop", lambda t: _ranged(float(t), 0.0, 1.0)),
+    "cpuctUtilityStdevScale": ("cpuct_utility_stdev_scale", lambda t: _ranged(float(t), 0.0, 1.0)),
+    "cpuctUtilityStdevPrior": ("cpuct_utility_stdev_prior", lambda t: _ranged(float(t), 0.01, 10.0)),
+    "cpuctUtilityStdevPriorWeight": ("cpuct_utility_stdev_prior_weight", lambda t: _ranged(float(t), 0.0, 1e6)),
+}
 
 
 def _ranged(value, lo, hi):
