@@ -10,6 +10,16 @@ ENCORE_KO = """
     .....
 """
 
+# A 5x5 board split by a black wall and a white wall, black owning column A, white columns D and E:
+# the tests begin games on it in an encore phase (as KataGo's cleanup training begins games).
+SPLIT_BOARD = """
+    .XO..
+    .XO..
+    .XO..
+    .XO..
+    .XO..
+"""
+
 
 def v(game: Game, vertex: str) -> int:
     """Location of a GTP vertex on the game's board."""

@@ -10,7 +10,7 @@ from common.go.game import Game, IllegalMoveError
 from common.go.geometry import BLACK, PASS, WHITE
 from common.go.rules import Rules
 from common.go.sgf import GameRecord, SGFError, read_sgf, write_sgf
-from tests.common.go.helpers import ENCORE_KO, play_all
+from tests.common.go.helpers import ENCORE_KO, SPLIT_BOARD, play_all
 
 
 def _golden_territory_sgfs(shared) -> list[str]:
@@ -105,15 +105,8 @@ def test_a_triangle_without_the_note_is_markup_on_a_plain_pass():
 
 
 def test_a_game_begun_in_an_encore_phase_round_trips_and_replays():
-    board = """
-        .XO..
-        .XO..
-        .XO..
-        .XO..
-        .XO..
-    """
     for phase, result in ((1, "W+6.5"), (2, "W+5.5")):
-        game = Game.from_diagram(board, rules=Rules.from_text("japanese"), komi=0.5, to_move=WHITE)
+        game = Game.from_diagram(SPLIT_BOARD, rules=Rules.from_text("japanese"), komi=0.5, to_move=WHITE)
         game.begin_in_encore(phase)
         assert game.encore_phase == phase and game.start_to_move == WHITE
         play_all(game, "W pass", "B A3", "W pass", "B pass")

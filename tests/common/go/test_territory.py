@@ -9,7 +9,7 @@ from common.go import gamestate as gs
 from common.go.game import Game
 from common.go.geometry import BLACK, PASS, WHITE, parse_color
 from common.go.rules import Rules
-from tests.common.go.helpers import ENCORE_KO, play_all, v
+from tests.common.go.helpers import ENCORE_KO, SPLIT_BOARD, play_all, v
 
 
 def _golden_games(shared):
@@ -112,16 +112,9 @@ def test_territory_counts_territory_captures_and_komi():
 
 
 def test_a_game_begins_in_an_encore_phase_as_katagos_cleanup_training_does():
-    board = """
-        .XO..
-        .XO..
-        .XO..
-        .XO..
-        .XO..
-    """
     scores = []
     for phase in (1, 2):
-        game = Game.from_diagram(board, rules=Rules.from_text("japanese"), komi=0.5, to_move=WHITE)
+        game = Game.from_diagram(SPLIT_BOARD, rules=Rules.from_text("japanese"), komi=0.5, to_move=WHITE)
         game.begin_in_encore(phase)
         assert (game.encore_phase, game.start_to_move, game.button_available) == (phase, WHITE, False)
         play_all(game, "W pass", "B A3", "W pass", "B pass")
