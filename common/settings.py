@@ -219,6 +219,13 @@ class SearchSettings(_Settings):
     cpuct_utility_stdev_scale: float = 0.0
     cpuct_utility_stdev_prior: float = 0.40
     cpuct_utility_stdev_prior_weight: float = 2.0
+    # Subtree value bias correction (methods page): a node's utility corrected by lambda = factor times
+    # the average error of the network against the subtrees of the nodes sharing its local pattern,
+    # each weighing its child visits to the power exponent (the page's lambda 0.35, alpha 0.8);
+    # free_prop of a discarded node's share leaves its bucket at a move (KataGo's 0.8). 0: off.
+    subtree_value_bias_factor: float = 0.0
+    subtree_value_bias_exponent: float = 0.8
+    subtree_value_bias_free_prop: float = 0.8
     symmetries: str = "random"  # network input symmetry per evaluation: "random" or "none"
     # The move to play (not the policy target) by lower confidence bound, as KataGo's match and GTP
     # play: among moves with at least lcb_min_visit_prop of the top visits, the best utility minus
@@ -244,6 +251,9 @@ class SearchSettings(_Settings):
         _in_range(_p(path, "cpuct_utility_stdev_scale"), self.cpuct_utility_stdev_scale, 0.0, 1.0)
         _in_range(_p(path, "cpuct_utility_stdev_prior"), self.cpuct_utility_stdev_prior, 0.0, 10.0, lo_open=True)
         _in_range(_p(path, "cpuct_utility_stdev_prior_weight"), self.cpuct_utility_stdev_prior_weight, 0.0, 1e6)
+        _in_range(_p(path, "subtree_value_bias_factor"), self.subtree_value_bias_factor, 0.0, 1.0)
+        _in_range(_p(path, "subtree_value_bias_exponent"), self.subtree_value_bias_exponent, 0.0, 2.0)
+        _prob(_p(path, "subtree_value_bias_free_prop"), self.subtree_value_bias_free_prop)
         _in_range(_p(path, "lcb_stdevs"), self.lcb_stdevs, 0.0, 100.0, lo_open=True)
         _prob(_p(path, "lcb_min_visit_prop"), self.lcb_min_visit_prop)
         _need(

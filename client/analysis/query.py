@@ -108,6 +108,9 @@ SEARCH_KEYS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "cpuctUtilityStdevScale": ("cpuct_utility_stdev_scale", lambda t: _ranged(float(t), 0.0, 1.0)),
     "cpuctUtilityStdevPrior": ("cpuct_utility_stdev_prior", lambda t: _ranged(float(t), 0.01, 10.0)),
     "cpuctUtilityStdevPriorWeight": ("cpuct_utility_stdev_prior_weight", lambda t: _ranged(float(t), 0.0, 1e6)),
+    "subtreeValueBiasFactor": ("subtree_value_bias_factor", lambda t: _ranged(float(t), 0.0, 1.0)),
+    "subtreeValueBiasWeightExponent": ("subtree_value_bias_exponent", lambda t: _ranged(float(t), 0.0, 2.0)),
+    "subtreeValueBiasFreeProp": ("subtree_value_bias_free_prop", lambda t: _ranged(float(t), 0.0, 1.0)),
 }
 
 

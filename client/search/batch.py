@@ -47,9 +47,10 @@ from client.search.tree import (
     search_done,
     set_terminal,
 )
+from client.search.valuebias import bucket_key, bucket_slot
 from common.go import gamestate as gs
 from common.go.board import BOARD_LEN, M_XSIZE, M_YSIZE, copy_board
-from common.go.geometry import WHITE
+from common.go.geometry import NO_LOC, PASS, WHITE
 from common.go.playout import rand_below
 from common.nn.features import (
     NN_AREA,
@@ -252,6 +253,24 @@ def _replay_path(r, i, pos, pmove, plen):
 
 
 @njit(cache=True, inline="always", _nrt=False)
+def _replay_path_bucketed(t, r, i, pos, path, pmove, plen):
+    """_replay_path for a search with subtree value bias correction: the leaf's bucket is found on
+    the board its move is played on (none for a pass, the root, or a first move)."""
+    _replay_path(r, i, pos, pmove, plen - 1)
+    last = pmove[plen - 1]
+    if plen >= 3:
+        prev = pmove[plen - 2]
+    else:
+        n = r.states[i, gs.G_NMOVES]
+        prev = r.moves[i, n - 1, gs.MV_LOC] if n > 0 else NO_LOC
+    pla = pos.g[gs.G_TO_MOVE]
+    key = bucket_key(pos.b, last, prev, pla) if last != PASS and prev != NO_LOC else 0
+    gs.game_play(pos.g, pos.b, pos.hist, pos.moves, pos.table, last, pla)
+    if key != 0 and pos.g[gs.G_OVER] == 0:
+        t.bias_slot[i, path[plen - 1]] = bucket_slot(t, i, key)
+
+
+@njit(cache=True, inline="always", _nrt=False)
 def _restore_root(r, i, pos):
     """Take the replayed path's positions out of the root's history arrays."""
     gs.table_restore(r.states[i], pos.hist, pos.table, pos.g[gs.G_NMOVES], pos.g[gs.G_HSTART])
@@ -330,7 +349,10 @@ def _select_game(t, r, w, b, cache, sel, i, lane):
             break
         if kind == DESCEND_FULL:
             break
-        _replay_path(r, i, pos, pmove, plen)
+        if t.params[i].bias_factor != 0.0 and plen >= 2:
+            _replay_path_bucketed(t, r, i, pos, path, pmove, plen)
+        else:
+            _replay_path(r, i, pos, pmove, plen)
         if pos.g[gs.G_OVER] != 0:
             _finish_terminal(t, w, i, pos, path, plen, lane)
             _restore_root(r, i, pos)

@@ -178,6 +178,9 @@ def search_params(settings: SearchSettings, game: Game, visits: int, draw_equiva
     p["noise_total"] = settings.noise_total_concentration
     p["forced_coeff"] = settings.forced_playout_coeff
     p["draw_wl"] = 2.0 * draw_equivalent_wins - 1.0
+    p["bias_factor"] = settings.subtree_value_bias_factor
+    p["bias_exponent"] = settings.subtree_value_bias_exponent
+    p["bias_free_prop"] = settings.subtree_value_bias_free_prop
     # the stubs type every index of an array as an array; () of a 0-d record array is its record
     return cast(np.void, p[()])
 

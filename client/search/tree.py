@@ -28,6 +28,7 @@ from numba import njit
 from client.search.noise import add_noise, apply_temperature
 from client.search.selection import puct_edge
 from client.search.utility import expected_score_value
+from client.search.valuebias import bucket_bias, clear_buckets, keep_buckets, observe, table_size
 from common.go.geometry import PASS, STRIDE, WHITE
 from common.nn.features import NN_AREA, NN_LEN
 
@@ -65,6 +66,9 @@ SEARCH_PARAMS = np.dtype(
         ("noise_total", np.float64),
         ("forced_coeff", np.float64),
         ("draw_wl", np.float64),  # white's win-loss value of a draw: 2 * draw-equivalent wins - 1
+        ("bias_factor", np.float64),  # subtree value bias correction's lambda (0: off)
+        ("bias_exponent", np.float64),  # its alpha, the power of a node's child visits weighing it
+        ("bias_free_prop", np.float64),  # of a discarded node's contribution taken back from its bucket
     ],
     align=True,
 )
@@ -83,6 +87,7 @@ SEARCH_STATUS = np.dtype(
         ("cache_hits", np.int64),
         ("terminal_visits", np.int64),
         ("collisions", np.int64),
+        ("buckets", np.int64),  # subtree value bias buckets in the table
     ],
     align=True,
 )
@@ -114,6 +119,16 @@ class Trees(NamedTuple):
     rng: np.ndarray  # uint64[G, 1]: per game generator (noise, symmetries)
     scratch: np.ndarray  # float64[G, 2, 362]: the root's priors and noise while they are derived
     score_table: np.ndarray  # float64[M, S]: see client.search.utility
+    # Subtree value bias correction (client.search.valuebias): per node, the correction its own
+    # utility carries, its bucket's slot (-1: none) and its contribution to the bucket; per game, the
+    # buckets' hash table of K slots.
+    bias: np.ndarray  # float64[G, C]
+    bias_slot: np.ndarray  # int32[G, C]
+    bias_delta: np.ndarray  # float64[G, C]
+    bias_weight: np.ndarray  # float64[G, C]
+    bucket_key: np.ndarray  # int64[G, K]: 0 for a free slot
+    bucket_delta: np.ndarray  # float64[G, K]
+    bucket_weight: np.ndarray  # float64[G, K]
 
 
 def new_trees(games: int, nodes: int, edges: int, score_table: np.ndarray) -> Trees:
@@ -144,6 +159,13 @@ def new_trees(games: int, nodes: int, edges: int, score_table: np.ndarray) -> Tr
         rng=np.ones((g, 1), np.uint64),
         scratch=np.zeros((g, 2, NN_AREA + 1), np.float64),
         score_table=score_table,
+        bias=np.zeros((g, nodes), np.float64),
+        bias_slot=np.full((g, nodes), -1, np.int32),
+        bias_delta=np.zeros((g, nodes), np.float64),
+        bias_weight=np.zeros((g, nodes), np.float64),
+        bucket_key=np.zeros((g, table_size(nodes)), np.int64),
+        bucket_delta=np.zeros((g, table_size(nodes)), np.float64),
+        bucket_weight=np.zeros((g, table_size(nodes)), np.float64),
     )
 
 
@@ -167,10 +189,13 @@ def recompute_utilities(t, i):
     """Recompute every node's utility sums with the current score centre (children have higher
     indices than their parents, so one backward sweep adds subtrees up)."""
     n = t.status[i].nodes
+    biased = t.params[i].bias_factor != 0.0
     for k in range(n):
         st = t.state[i, k]
         u = node_own_utility(t, i, k)
         if st == EXPANDED:
+            if biased:
+                u += t.bias[i, k]
             t.util_sum[i, k] = u
             t.util_sq_sum[i, k] = u * u
         elif st == TERMINAL:
@@ -188,6 +213,9 @@ def recompute_utilities(t, i):
 def backup(t, i, path, plen, inflight):
     """Add the evaluation of the path's last node to every node of the path (removing the virtual
     loss when the visit was in flight)."""
+    if t.params[i].bias_factor != 0.0:
+        _backup_biased(t, i, path, plen, inflight)
+        return
     leaf = path[plen - 1]
     wl = t.own[i, leaf, OWN_WL]
     score = t.own[i, leaf, OWN_SCORE]
@@ -217,6 +245,55 @@ def backup(t, i, path, plen, inflight):
         util_sq_sum[node] += util_sq
 
 
+@njit(cache=True, _nrt=False)
+def _backup_biased(t, i, path, plen, inflight):
+    """backup with subtree value bias correction (:mod:`client.search.valuebias`): a new leaf takes
+    its bucket's correction; then, from the leaf up, each node with a bucket and children
+    contributes its subtree's error to the bucket and takes the bucket's correction again, and the
+    change of its own utility goes into its sums and those of every node above it."""
+    params = t.params[i]
+    factor = params.bias_factor
+    leaf = path[plen - 1]
+    wl = t.own[i, leaf, OWN_WL]
+    score = t.own[i, leaf, OWN_SCORE]
+    sd = t.own[i, leaf, OWN_SD]
+    sq = score * score + sd * sd
+    lead = t.own[i, leaf, OWN_LEAD]
+    util = utility(t, i, wl, score, sd)
+    if t.state[i, leaf] == EXPANDED:
+        if t.n_visits[i, leaf] == 0 and t.bias_slot[i, leaf] >= 0:
+            t.bias[i, leaf] = bucket_bias(t, i, t.bias_slot[i, leaf], factor)
+        util += t.bias[i, leaf]
+    util_sq = util * util
+    carried = 0.0  # the change of the own utilities below, on the path
+    carried_sq = 0.0
+    for d in range(plen - 1, -1, -1):
+        node = path[d]
+        t.n_visits[i, node] += 1
+        if inflight:
+            t.n_inflight[i, node] -= 1
+        t.wl_sum[i, node] += wl
+        t.score_sum[i, node] += score
+        t.sq_sum[i, node] += sq
+        t.lead_sum[i, node] += lead
+        t.util_sum[i, node] += util + carried
+        t.util_sq_sum[i, node] += util_sq + carried_sq
+        if d == plen - 1 or t.bias_slot[i, node] < 0:
+            continue
+        nn = node_own_utility(t, i, node)
+        old = nn + t.bias[i, node]
+        child_visits = t.n_visits[i, node] - 1
+        observe(t, i, node, nn, (t.util_sum[i, node] - old) / child_visits, float(child_visits), params.bias_exponent)
+        t.bias[i, node] = bucket_bias(t, i, t.bias_slot[i, node], factor)
+        new = nn + t.bias[i, node]
+        change = new - old
+        change_sq = new * new - old * old
+        t.util_sum[i, node] += change
+        t.util_sq_sum[i, node] += change_sq
+        carried += change
+        carried_sq += change_sq
+
+
 # --- trees -------------------------------------------------------------------------------------------
 @njit(cache=True, _nrt=False)
 def reset_tree(t, i, pla):
@@ -226,6 +303,7 @@ def reset_tree(t, i, pla):
     t.status[i].ready = False
     t.status[i].full = False
     _clear_node(t, i, 0, -1, pla)
+    clear_buckets(t, i)
 
 
 @njit(cache=True, inline="always", _nrt=False)
@@ -244,6 +322,10 @@ def _clear_node(t, i, node, parent, pla):
     t.edge_start[i, node] = 0
     t.edge_count[i, node] = 0
     t.n_touched[i, node] = 0
+    t.bias[i, node] = 0.0
+    t.bias_slot[i, node] = -1
+    t.bias_delta[i, node] = 0.0
+    t.bias_weight[i, node] = 0.0
 
 
 @njit(cache=True, inline="always", _nrt=False)
@@ -495,6 +577,7 @@ def _compact(t, i, new_root):
         if p >= 0 and remap[p] >= 0:
             remap[k] = kept
             kept += 1
+    keep_buckets(t, i, remap >= 0, t.params[i].bias_free_prop)
     # Nodes move to lower or equal indices, in increasing order: nothing is overwritten unread.
     for k in range(new_root, n):
         d = remap[k]
@@ -516,6 +599,10 @@ def _compact(t, i, new_root):
         t.edge_count[i, d] = t.edge_count[i, k]
         t.n_touched[i, d] = t.n_touched[i, k]
         t.ladder[i, d, :] = t.ladder[i, k, :]
+        t.bias[i, d] = t.bias[i, k]
+        t.bias_slot[i, d] = t.bias_slot[i, k]
+        t.bias_delta[i, d] = t.bias_delta[i, k]
+        t.bias_weight[i, d] = t.bias_weight[i, k]
     t.status[i].nodes = kept
     # Edges: pack the kept nodes' ranges in order of their old start, so moves only go down.
     owners = np.empty(kept, np.int64)

@@ -551,18 +551,27 @@ def test_katago_command_lines():
 
 def test_katagos_search_method_keys_set_the_search(tmp_path):
     cfg = tmp_path / "analysis.cfg"
-    cfg.write_text("useLcbForSelection = true\nlcbStdevs = 4.0\ncpuctUtilityStdevScale = 0.85  # volatile: explore\n")
+    cfg.write_text(
+        "useLcbForSelection = true\nlcbStdevs = 4.0\ncpuctUtilityStdevScale = 0.85  # volatile: explore\n"
+        "subtreeValueBiasFactor = 0.35\nsubtreeValueBiasWeightExponent = 0.8\n"
+    )
     c = parse_katago_command(
         ["analysis", "-model", "m", "-config", str(cfg), "-override-config", "minVisitPropForLCB=0.2"]
     )
     search = c.config.search_settings()
     assert search.lcb_for_selection and search.lcb_stdevs == 4.0 and search.lcb_min_visit_prop == 0.2
     assert search.cpuct_utility_stdev_scale == 0.85
+    assert search.subtree_value_bias_factor == 0.35 and search.subtree_value_bias_exponent == 0.8
     assert not any("useLcbForSelection" in w or "lcbStdevs" in w for w in c.warnings)
     # A query's overrideSettings changes them for that query, and a bad value names its key.
     config, unused = c.config.with_settings({"useLcbForSelection": False, "cpuctUtilityStdevPrior": "0.3"})
     assert not unused and not config.search_settings().lcb_for_selection
     assert config.search_settings().cpuct_utility_stdev_prior == 0.3
-    for key, value in (("useLcbForSelection", "maybe"), ("lcbStdevs", "-1"), ("cpuctUtilityStdevScale", "2")):
+    for key, value in (
+        ("useLcbForSelection", "maybe"),
+        ("lcbStdevs", "-1"),
+        ("cpuctUtilityStdevScale", "2"),
+        ("subtreeValueBiasFreeProp", "1.5"),
+    ):
         with pytest.raises(ValueError, match=key):
             c.config.with_settings({key: value})

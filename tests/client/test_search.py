@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 import torch
 
-from client.search import tree as tr
 from client.search.engine import BatchedSearch, NullEvaluator, move_positions
 from client.search.noise import add_noise, apply_temperature, dirichlet_alphas, rand_gamma
 from client.search.targets import choose_move, pruned_visits
@@ -35,6 +34,7 @@ from common.nn.interpret import (
 from common.nn.outputs import ModelOutput
 from common.settings import SearchSettings
 from tests.client.results import root_result
+from tests.client.trees import VaryingEvaluator, check_tree, mid_game
 
 
 class PeakedEvaluator:
@@ -49,41 +49,6 @@ class PeakedEvaluator:
         policy = np.full((n, width * width + 1), -6.0, np.float32)
         policy[:, self.favourite] = 6.0
         return policy, np.tile(self.value, (n, 1)), np.zeros((n, 4), np.float32)
-
-
-def check_tree(search: BatchedSearch, i: int) -> None:
-    """Every evaluated node has one visit of its own plus its children's, and so have its utility
-    and squared utility sums; nothing is in flight."""
-    t = search.trees
-    for k in range(int(t.status[i]["nodes"])):
-        assert t.n_inflight[i, k] == 0
-        own = tr.node_own_utility(t, i, k)
-        n = int(t.n_visits[i, k])
-        if t.state[i, k] == tr.EXPANDED:
-            start, count = int(t.edge_start[i, k]), int(t.edge_count[i, k])
-            children = [int(c) for c in t.e_child[i, start : start + count] if c >= 0]
-            assert len(children) == t.n_touched[i, k]
-            assert n == 1 + sum(int(t.n_visits[i, c]) for c in children)
-            assert t.util_sum[i, k] == pytest.approx(own + sum(t.util_sum[i, c] for c in children), abs=1e-9)
-            assert t.util_sq_sum[i, k] == pytest.approx(
-                own * own + sum(t.util_sq_sum[i, c] for c in children), abs=1e-9
-            )
-            for c in children:
-                assert t.parent[i, c] == k
-                assert t.pla[i, c] == 3 - t.pla[i, k]
-        elif t.state[i, k] == tr.TERMINAL:
-            assert t.util_sq_sum[i, k] == pytest.approx(own * own * n, abs=1e-9)
-        if n:
-            assert n * t.util_sq_sum[i, k] >= t.util_sum[i, k] ** 2 - 1e-9  # a variance is never negative
-
-
-def mid_game(size: int, moves: int, seed: int) -> Game:
-    rng = np.random.default_rng(seed)
-    game = Game(size, rules=Rules(ko="POSITIONAL", suicide=False))
-    while game.num_moves < moves:
-        legal = game.legal_moves()
-        game.play(int(rng.choice(legal)))
-    return game
 
 
 @pytest.mark.parametrize("leaves", [1, 4])
@@ -414,20 +379,6 @@ def test_thread_count_does_not_change_the_search():
         outcomes.append(([search.result(i).visits.tolist() for i in range(6)], search.cache.keys.copy()))
     assert outcomes[0][0] == outcomes[1][0]
     np.testing.assert_array_equal(outcomes[0][1], outcomes[1][1])
-
-
-class VaryingEvaluator:
-    """A stand-in network whose value swings from position to position (a fixed random linear map
-    of the inputs) under a flat policy."""
-
-    def __init__(self, seed: int = 0) -> None:
-        self.weights = np.random.default_rng(seed).normal(size=22 * 361).astype(np.float32)
-
-    def forward_raw(self, spatial, glob, width):
-        n = spatial.shape[0]
-        swing = 3.0 * np.sin(spatial.reshape(n, -1)[:, : self.weights.size] @ self.weights[: spatial[0].size])
-        value = np.stack([swing, -swing, np.full(n, -5.0)], axis=1).astype(np.float32)
-        return np.zeros((n, width * width + 1), np.float32), value, np.zeros((n, 4), np.float32)
 
 
 def test_variance_scaled_cpuct_keeps_the_tree_and_moves_the_visits():
