@@ -4,7 +4,9 @@
 line and column where the text breaks. ``read_sgf``/``read_sgf_collection`` interpret the main line
 of each game (the first variation at every branch) as a ``GameRecord``: size (square or "W:H"),
 komi, rules (KataGo's strings and the common names), handicap, setup stones, moves (passes as
-``B[]`` or ``B[tt]``), result, players, date and comments. ``GameRecord.to_sgf`` writes FF[4].
+``B[]`` or ``B[tt]``), result, players, date and comments. The other variations that branch off the
+main line are kept on the main line's node they stand in for (``Node.variations``), each as its own
+first line (self-play records its side positions as such lines). ``GameRecord.to_sgf`` writes FF[4].
 
 Territory games need two things SGF has no property for, written as KataGo writes them:
 - a pass for ko (a move in an encore phase at a ko-recapture-blocked point, which leaves the board
@@ -262,13 +264,16 @@ _KATAGO_ENCORE_START = re.compile(r"(?:^|,)beganInEncorePhase=(\d+)(?=[,\s]|$)")
 class Node:
     """One node of the main line: setup stones, a move, the side to move and a comment.
 
-    A pass for ko is the move at its point with ``pass_for_ko`` set (written as a pass with TR)."""
+    A pass for ko is the move at its point with ``pass_for_ko`` set (written as a pass with TR).
+    ``variations``: lines of play branching off before this node, in its place (each a list of
+    move nodes; a line's own branches are not kept)."""
 
     move: tuple[int, int] | None = None  # (colour, location or PASS)
     setup: Setup | None = None
     to_move: int | None = None
     comment: str | None = None
     pass_for_ko: bool = False
+    variations: list[list[Node]] = field(default_factory=list)
 
 
 @dataclass
@@ -376,9 +381,36 @@ class GameRecord:
             if value:
                 root.append((key, [value]))
         parts = ["(;" + _props(root + _node_props(self.nodes[0]))]
+        # A node with variations opens a group holding the rest of the main line; the variations
+        # follow when the group closes, after the main line's end (innermost first).
+        branches: list[list[list[Node]]] = []
         for node in self.nodes[1:]:
+            if node.variations:
+                parts.append("(")
+                branches.append(node.variations)
             parts.append(";" + _props(_node_props(node)))
+        for variations in reversed(branches):
+            parts.append(
+                ")" + "".join("(" + "".join(";" + _props(_node_props(n)) for n in line) + ")" for line in variations)
+            )
         return "\n".join(parts) + ")\n"
+
+    def variation_game(self, node: int, line: int, upto: int | None = None, rules: Rules | None = None) -> Game:
+        """The game along variation `line` of main-line node `node`: the main line's moves before that
+        node, then the variation's (its first `upto` moves when given)."""
+        before = sum(1 for n in self.nodes[:node] if n.move is not None)
+        game = self.to_game(rules=rules, upto=before)
+        for k, n in enumerate(self.nodes[node].variations[line][:upto]):
+            if n.move is None:
+                continue
+            color, loc = n.move
+            try:
+                game.play(loc, color)
+            except IllegalMoveError as e:
+                raise IllegalMoveError(
+                    f"variation {line + 1} before move {before + 1}, its move {k + 1}: {e}"
+                ) from None
+        return game
 
     @classmethod
     def from_game(cls, game: Game, **meta) -> GameRecord:
@@ -552,25 +584,32 @@ def record_from_tree(root: SGFNode) -> GameRecord:
     rec.date = root.get("DT")
     rec.game_name = root.get("GN")
     rec.encore_phase = _encore_phase(root)
-    for sgf_node in _main_line(root):
-        node = Node(comment=sgf_node.get("C"))
-        props = sgf_node.properties
-        if any(k in props for k in ("AB", "AW", "AE")):
-            node.setup = Setup(
-                *(_point_list(props.get(k, []), x_size, y_size, sgf_node, k) for k in ("AB", "AW", "AE"))
-            )
-        if "PL" in props:
-            node.to_move = _color_value(props["PL"][0], sgf_node)
-        moves = [(c, key) for c, key in ((BLACK, "B"), (WHITE, "W")) if key in props]
-        if len(moves) > 1:
-            raise SGFError("a node has both a black and a white move", sgf_node.line, sgf_node.column)
-        if moves:
-            color, key = moves[0]
-            node.move = (color, _point(props[key][0], x_size, y_size, sgf_node, key, True))
-            if node.move[1] == PASS:
-                _read_pass_for_ko(node, color, sgf_node, x_size, y_size)
+    line = _main_line(root)
+    for i, sgf_node in enumerate(line):
+        node = _read_node(sgf_node, x_size, y_size)
+        if i > 0:
+            for first in line[i - 1].children[1:]:
+                node.variations.append([_read_node(n, x_size, y_size) for n in _main_line(first)])
         rec.nodes.append(node)
     return rec
+
+
+def _read_node(sgf_node: SGFNode, x_size: int, y_size: int) -> Node:
+    node = Node(comment=sgf_node.get("C"))
+    props = sgf_node.properties
+    if any(k in props for k in ("AB", "AW", "AE")):
+        node.setup = Setup(*(_point_list(props.get(k, []), x_size, y_size, sgf_node, k) for k in ("AB", "AW", "AE")))
+    if "PL" in props:
+        node.to_move = _color_value(props["PL"][0], sgf_node)
+    moves = [(c, key) for c, key in ((BLACK, "B"), (WHITE, "W")) if key in props]
+    if len(moves) > 1:
+        raise SGFError("a node has both a black and a white move", sgf_node.line, sgf_node.column)
+    if moves:
+        color, key = moves[0]
+        node.move = (color, _point(props[key][0], x_size, y_size, sgf_node, key, True))
+        if node.move[1] == PASS:
+            _read_pass_for_ko(node, color, sgf_node, x_size, y_size)
+    return node
 
 
 def _read_pass_for_ko(node: Node, color: int, sgf_node: SGFNode, x_size: int, y_size: int) -> None:

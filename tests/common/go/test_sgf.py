@@ -45,6 +45,40 @@ def test_main_line_of_a_tree_with_variations():
     assert rec.to_game().rules.scoring == "TERRITORY"
     game = rec.to_game(rules=Rules.from_text("chinese"))
     assert game.is_over and game.num_moves == 7
+    # The other branches stay on the main-line node they stand in for, each its own first line.
+    assert [len(n.variations) for n in rec.nodes] == [0, 0, 1, 0, 1, 0, 0, 0]
+    assert [n.move for n in rec.nodes[2].variations[0]] == [(WHITE, pt("gg")), (BLACK, pt("cc"))]
+    assert rec.nodes[4].variations[0][0].comment == "second variation of move 4"
+    side = rec.variation_game(2, 0)
+    assert side.move_list == [(BLACK, pt("ee")), (WHITE, pt("gg")), (BLACK, pt("cc"))]
+    assert rec.variation_game(4, 0, upto=0).move_list == rec.moves[:3]
+
+
+def test_variations_written_and_read_back():
+    rec = read_sgf((FIXTURES / "variations.sgf").read_bytes())
+    again = read_sgf(rec.to_sgf())
+    assert again.moves == rec.moves
+    for a, b in zip(rec.nodes, again.nodes):
+        assert [[(n.move, n.comment) for n in line] for line in a.variations] == [
+            [(n.move, n.comment) for n in line] for line in b.variations
+        ]
+    # Many branch points nest the main line once each; a viewer reads the same tree.
+    game = Game(9)
+    for x in range(9):
+        game.play(loc_of(x, x % 2))
+    many = GameRecord.from_game(game)
+    for node in many.nodes[1:]:
+        node.variations.append([type(node)(move=(node.move[0], loc_of(node.move[1] % 20 - 1, 6)))])
+    back = read_sgf(many.to_sgf())
+    assert back.moves == many.moves
+    assert [n.variations[0][0].move for n in back.nodes[1:]] == [n.variations[0][0].move for n in many.nodes[1:]]
+
+
+def test_an_illegal_variation_move_is_named():
+    rec = read_sgf((FIXTURES / "variations.sgf").read_bytes())
+    rec.nodes[2].variations[0][1].move = (BLACK, pt("ee"))  # occupied
+    with pytest.raises(ValueError, match="variation 1 before move 2, its move 2"):
+        rec.variation_game(2, 0)
 
 
 def test_setup_handicap_and_both_pass_forms():
