@@ -395,6 +395,20 @@ class SelfPlaySettings(_Settings):
     end_when_all_pass_alive: bool = True
     max_moves: int = 1600
     draw_equivalent_wins: float = 0.5
+    # Game branching (section 6.2.2). Side positions: at this share of the searched turns a move off
+    # the game's line, drawn from the raw policy (70% at temperature 1, 25% at 2, else any legal
+    # move), is searched fully for a row of its own, and side_position_continue_prob of those go one
+    # move further (the search's reply, then another such move).
+    side_position_prob: float = 0.025
+    side_position_continue_prob: float = 0.25
+    # Early forks: this share of the even games gives the next game its start: the game's first r
+    # moves, r ~ Exp(mean early_fork_move_prop * B^2), then the best for the player to move of
+    # fork_min_choices..fork_max_choices random legal moves by one network evaluation each, the komi
+    # moved by handicap_compensation_rounds network queries to make it fair.
+    early_fork_prob: float = 0.05
+    early_fork_move_prop: float = 0.025
+    fork_min_choices: int = 3
+    fork_max_choices: int = 10
 
     def validate(self, path: str = "") -> None:
         self.search.validate(_p(path, "search"))
@@ -426,6 +440,17 @@ class SelfPlaySettings(_Settings):
         _prob(_p(path, "reduced_visits_weight"), self.reduced_visits_weight)
         _in_range(_p(path, "max_moves"), self.max_moves, 1, 100_000)
         _prob(_p(path, "draw_equivalent_wins"), self.draw_equivalent_wins)
+        _prob(_p(path, "side_position_prob"), self.side_position_prob)
+        _prob(_p(path, "side_position_continue_prob"), self.side_position_continue_prob)
+        _prob(_p(path, "early_fork_prob"), self.early_fork_prob)
+        _in_range(_p(path, "early_fork_move_prop"), self.early_fork_move_prop, 0.0, 1.0)
+        _in_range(_p(path, "fork_min_choices"), self.fork_min_choices, 1, 361)
+        _in_range(_p(path, "fork_max_choices"), self.fork_max_choices, 1, 361)
+        _need(
+            self.fork_min_choices <= self.fork_max_choices,
+            _p(path, "fork_max_choices"),
+            f"must not be below fork_min_choices ({self.fork_min_choices}), got {self.fork_max_choices}",
+        )
 
     def move_temperature_at(self, turn: int, board_length: float) -> float:
         return decayed(self.move_temperature_early, self.move_temperature, turn, board_length)

@@ -17,6 +17,19 @@ phases, with the paper's Appendix C and section 6.1:
 The game ends by two passes (under territory scoring: the passes that end the second encore phase;
 or the other ways the rules end it), when every point is pass-alive or pass-alive territory, or at
 the move limit (no result).
+
+Game branching (section 6.2.2) adds two phases after the end:
+
+4. side positions: at a share of the searched turns a move off the game's line was drawn from the
+   raw policy; each such position now gets a full search of its own, recorded as a side row whose
+   value targets are the search's, and some lines go one move further (the search's reply, then
+   another move off the line);
+5. early fork: some even games choose their next game's start: the game's first r moves and the best
+   (by one network evaluation each) of a few random legal moves, whose komi that game then makes fair
+   as a handicap game's.
+
+A game that starts from a fork plays the fork's moves as its opening, then moves komi by the
+network's score, then plays on as any game.
 """
 
 from __future__ import annotations
@@ -28,20 +41,26 @@ import numpy as np
 
 from client.search.engine import SearchResult, move_positions
 from client.search.targets import choose_move, pruned_visits
-from client.selfplay.init import GameStart
-from common.data.records import GameRecord, GameResult, NetValues, SearchValues, TurnRecord
+from client.selfplay.init import Fork, GameStart
+from common.data.records import GameRecord, GameResult, NetValues, SearchValues, SideTurn, TurnRecord
 from common.data.rows import policy_surprise_and_entropy
-from common.data.schema import GAME_MODE_HANDICAP, GAME_MODE_NORMAL
-from common.data.selfplay_sgf import RootInfo, SearchNote, StartNote
+from common.data.schema import GAME_MODE_FORK, GAME_MODE_HANDICAP, GAME_MODE_NORMAL
+from common.data.selfplay_sgf import BRANCH_NOTE, ForkNote, RootInfo, SearchNote, StartNote
 from common.data.weights import soft_resignation_weight
 from common.go.game import Game
 from common.go.geometry import BLACK, PASS, WHITE
 from common.go.rules import round_komi
 from common.go.sgf import GameRecord as SgfRecord
+from common.go.sgf import Node
 from common.nn.features import NN_AREA, NUM_GLOBAL, NUM_SPATIAL, Encoder
 from common.settings import SelfPlaySettings
 
 HANDICAP, COMPENSATE, OPENING, PLAY, OVER = "handicap", "compensate", "opening", "play", "over"
+SIDE, FORK = "side", "fork"
+
+# A side position's move off the line (play.cpp chooseRandomForkingMove): from the raw policy at
+# temperature 1 with this probability, at temperature 2 up to the next, else any legal move.
+BRANCH_TEMPERATURES = ((0.70, 1.0), (0.95, 2.0))
 
 
 @dataclass(frozen=True)
@@ -50,6 +69,20 @@ class SearchRequest:
     visits: int
     full: bool  # noise and forced playouts (the settings' search); else a cheap search
     reuse: bool  # keep the tree the previous move left
+
+
+@dataclass
+class SideLine:
+    """A side position's line: it branches off before the game's move `turn`; `nodes` are its moves
+    as the SGF will show them, `game` the position they lead to. The position waits for its full
+    search, or (`searched`, after a continued reply) for the network's policy to draw the next move
+    off the line. `records` are the rows of its searches."""
+
+    turn: int
+    game: Game
+    nodes: list[Node] = field(default_factory=list)
+    searched: bool = False
+    records: list[SideTurn] = field(default_factory=list)
 
 
 @dataclass
@@ -72,7 +105,14 @@ class SelfPlayGame:
     hit_move_limit: bool = False
     full_searches: int = 0
     cheap_searches: int = 0
+    side_searches: int = 0
     visits: int = 0
+    side_lines: list[SideLine] = field(default_factory=list)  # every one, in the order made
+    side_queue: list[SideLine] = field(default_factory=list)  # the ones still to search
+    fork_base: Game | None = None  # the position an early fork branches from, while it is chosen
+    fork_candidates: list[int] = field(default_factory=list)
+    fork_scores: list[float] = field(default_factory=list)
+    fork: GameStart | None = None  # the start this game gives the next one (an early fork)
 
     def __post_init__(self) -> None:
         s = self.start
@@ -81,6 +121,12 @@ class SelfPlayGame:
         self._glob = np.zeros((1, NUM_GLOBAL), np.float32)
         self.phase = HANDICAP if s.extra_black > 0 else OPENING
         self.compensation_rounds = self.settings.handicap_compensation_rounds if s.compensate_komi else 0
+        if s.fork is not None:
+            for color, loc in s.fork.moves:
+                self.game.play(loc, color)
+                self.notes.append(None)
+            self.opening_played = len(s.fork.moves)
+            self.phase = COMPENSATE
         self._advance_phase()
 
     @property
@@ -113,7 +159,19 @@ class SelfPlayGame:
                     visits = max(1, round(visits + proportion * (min(s.reduced_visits_min, visits) - visits)))
             self.pending_full = full
             return SearchRequest(self.game, visits, full, not full)
+        if self.phase == SIDE:
+            line = self.side_queue[0]
+            if line.searched:
+                return SearchRequest(line.game, 1, False, False)
+            return SearchRequest(line.game, self.settings.visits, True, False)
+        if self.phase == FORK:
+            position = self._fork_position(self.fork_candidates[len(self.fork_scores)])
+            return SearchRequest(position, 1, False, False)
         return None
+
+    def wants_inputs(self) -> bool:
+        """Does the next result become a row (its root's network inputs are wanted)?"""
+        return self.phase == PLAY or (self.phase == SIDE and not self.side_queue[0].searched)
 
     # --- results ---------------------------------------------------------------------------------
     def on_result(self, result: SearchResult) -> int | None:
@@ -138,6 +196,14 @@ class SelfPlayGame:
             return move
         if self.phase == PLAY:
             return self._play_searched(result)
+        if self.phase == SIDE:
+            self._side_result(result)
+            return None
+        if self.phase == FORK:
+            self.fork_scores.append(result.raw_score)
+            if len(self.fork_scores) == len(self.fork_candidates):
+                self._choose_fork()
+            return None
         raise RuntimeError(f"game {self.game_id}: no search was asked for in phase {self.phase}")
 
     def _advance_phase(self) -> None:
@@ -147,6 +213,11 @@ class SelfPlayGame:
             self.phase = PLAY
             self.start_turn = self.game.num_moves
         if self.phase == PLAY and self.game.is_over:
+            self.phase = SIDE
+        if self.phase == SIDE and not self.side_queue:
+            self.phase = FORK
+            self._draw_fork()
+        if self.phase == FORK and not self.fork_candidates:
             self.phase = OVER
 
     def _raw_policy_move(self, result: SearchResult, allow_pass: bool) -> int:
@@ -171,7 +242,9 @@ class SelfPlayGame:
         self.visits += result.root_visits
         temperature = s.move_temperature_at(game.num_moves, self.board_length)
         move = int(result.moves[choose_move(visits, temperature, self.rng)])
-        self._record_turn(result, visits, move, full)
+        self.turns.append(self._turn_record(game, result, visits, move, full, side=False))
+        if s.side_position_prob > 0 and self.rng.random() < s.side_position_prob:
+            self._branch_off(result, move)
         sign = 1.0 if pla == WHITE else -1.0
         self.white_winloss.append(sign * result.root_winloss)
         winrate = 0.5 * (1.0 + result.root_winloss)
@@ -188,10 +261,138 @@ class SelfPlayGame:
             game.end_without_result()
             self.hit_move_limit = True
         if game.is_over:
-            self.phase = OVER
+            self._advance_phase()
 
-    def _record_turn(self, result: SearchResult, visits: np.ndarray, move: int, full: bool) -> None:
-        game = self.game
+    # --- side positions --------------------------------------------------------------------------
+    def _branch_move(self, result: SearchResult, banned: int | None) -> int | None:
+        """A move off the line at the searched position (play.cpp chooseRandomForkingMove): from the
+        raw policy at temperature 1 or 2, or any legal move; never `banned` (the move the game plays)."""
+        moves = result.moves
+        allowed = moves != banned if banned is not None else np.ones(moves.size, bool)
+        if not allowed.any():
+            return None
+        r = self.rng.random()
+        for share, temperature in BRANCH_TEMPERATURES:
+            if r < share:
+                weights = np.where(allowed, result.raw_priors.astype(np.float64) ** (1.0 / temperature), 0.0)
+                if weights.sum() > 0:
+                    return int(moves[self.rng.choice(moves.size, p=weights / weights.sum())])
+                break
+        return int(moves[self.rng.choice(np.flatnonzero(allowed))])
+
+    def _branch_off(self, result: SearchResult, played: int) -> None:
+        """Start a side line at the game's position (before `played` is played on it)."""
+        move = self._branch_move(result, played)
+        if move is None:
+            return
+        line = SideLine(self.game.num_moves, self.game.copy())
+        self._extend_line(line, move, BRANCH_NOTE)
+        if not line.game.is_over:
+            self.side_lines.append(line)
+            self.side_queue.append(line)
+
+    @staticmethod
+    def _extend_line(line: SideLine, move: int, comment: str) -> None:
+        color = line.game.to_move
+        line.game.play(move)
+        line.nodes.append(Node(move=(color, move), comment=comment))
+
+    def _side_result(self, result: SearchResult) -> None:
+        s = self.settings
+        line = self.side_queue[0]
+        game = line.game
+        if line.searched:  # the reply was played: draw the next move off the line
+            move = self._branch_move(result, None)
+            line.searched = False
+            if move is not None:
+                self._extend_line(line, move, BRANCH_NOTE)
+            if move is None or game.is_over:
+                self.side_queue.pop(0)
+            self._advance_phase()
+            return
+        visits = pruned_visits(result, s.search) if s.search.forced_playouts else result.visits.astype(np.float64)
+        reply = int(
+            result.moves[choose_move(visits, s.move_temperature_at(game.num_moves, self.board_length), self.rng)]
+        )
+        line.records.append(SideTurn(game.num_moves, self._turn_record(game, result, visits, reply, True, side=True)))
+        self.side_searches += 1
+        self.visits += result.root_visits
+        winrate = 0.5 * (1.0 + result.root_winloss)
+        note = SearchNote(True, result.root_visits, winrate, result.root_score, side=True).text()
+        # (a line goes on again and again at random: the game's move limit bounds it)
+        go_on = game.num_moves + 2 <= s.max_moves and s.side_position_continue_prob > 0
+        go_on = go_on and self.rng.random() < s.side_position_continue_prob
+        if go_on:
+            self._extend_line(line, reply, note)
+            line.searched = not game.is_over
+        else:
+            color = game.to_move
+            line.nodes.append(Node(move=(color, reply), comment=note))
+        if not line.searched:
+            self.side_queue.pop(0)
+        self._advance_phase()
+
+    # --- early fork ------------------------------------------------------------------------------
+    def _draw_fork(self) -> None:
+        """Decide whether this game forks (an even game, with early_fork_prob) and where; the
+        candidate moves are then evaluated one by one."""
+        s = self.settings
+        if s.early_fork_prob <= 0 or self.start.extra_black or self.start.fork is not None:
+            return
+        if self.rng.random() >= s.early_fork_prob:
+            return
+        turn = math.floor(self.rng.exponential(s.early_fork_move_prop * self.start.x_size * self.start.y_size))
+        if turn >= self.game.num_moves:
+            return
+        base = self._replay(turn)
+        choices = int(self.rng.integers(s.fork_min_choices, s.fork_max_choices + 1))
+        legal = [loc for loc in base.legal_moves() if loc != PASS]
+        if not legal:
+            return
+        picked = self.rng.choice(len(legal), size=min(choices, len(legal)), replace=False)
+        self.fork_base = base
+        # (a stone's move cannot end a game, but a game's end is no start: make sure)
+        self.fork_candidates = [m for m in (legal[int(k)] for k in picked) if not self._fork_position(m).is_over]
+        self.fork_scores = []
+
+    def _replay(self, moves: int) -> Game:
+        s = self.start
+        game = Game(s.x_size, s.y_size, s.rules, s.komi, capacity=self.settings.max_moves + 8)
+        for color, loc in self.game.move_list[:moves]:
+            game.play(loc, color)
+        return game
+
+    def _fork_position(self, move: int) -> Game:
+        assert self.fork_base is not None
+        position = self.fork_base.copy()
+        position.play(move)
+        return position
+
+    def _choose_fork(self) -> None:
+        """The candidate the network likes best for the player who plays it starts the next game."""
+        assert self.fork_base is not None
+        base = self.fork_base
+        sign = 1.0 if base.to_move == WHITE else -1.0
+        best = max(range(len(self.fork_candidates)), key=lambda k: sign * self.fork_scores[k])
+        moves = (*base.move_list, (base.to_move, self.fork_candidates[best]))
+        s = self.start
+        self.fork = GameStart(
+            s.x_size,
+            s.y_size,
+            s.komi,
+            s.rules,
+            0,
+            self.settings.handicap_compensation_rounds > 0,
+            len(moves),
+            Fork(self.game_id, moves, len(self.fork_candidates)),
+        )
+        self.fork_base = None
+        self.fork_candidates = []
+        self.phase = OVER
+
+    def _turn_record(
+        self, game: Game, result: SearchResult, visits: np.ndarray, move: int, full: bool, side: bool
+    ) -> TurnRecord:
         if result.inputs is not None:
             spatial, glob = result.inputs
         else:
@@ -211,7 +412,7 @@ class SelfPlayGame:
         reduced = False
         if full:
             weight = 1.0
-            if self.settings.reduce_visits:
+            if self.settings.reduce_visits and not side:
                 proportion, weight = soft_resignation_weight(
                     self.white_winloss,
                     1.0,
@@ -222,41 +423,39 @@ class SelfPlayGame:
                 reduced = proportion > 0
         wl = result.root_winloss
         raw_wl = result.raw_winloss
-        side = 1.0 if game.to_move == WHITE else -1.0
+        sign = 1.0 if game.to_move == WHITE else -1.0
         q = np.zeros((3, NN_AREA + 1), np.float32)
         pos = move_positions(result.moves)
         seen = result.visits > 0
         q[0, pos[seen]] = result.winloss[seen]
-        q[1, pos[seen]] = side * result.score[seen]
+        q[1, pos[seen]] = sign * result.score[seen]
         q[2, pos[seen]] = result.visits[seen]
-        self.turns.append(
-            TurnRecord(
-                spatial=spatial.astype(np.uint8),
-                global_inputs=glob.copy(),
-                player=game.to_move,
-                move=int(move_positions(np.array([move]))[0]),
-                policy_target=target,
-                search=SearchValues(
-                    win=0.5 * (1.0 + wl),
-                    loss=0.5 * (1.0 - wl),
-                    no_result=0.0,
-                    score=side * result.root_score,
-                    lead=side * result.root_lead,
-                ),
-                raw=NetValues(
-                    win=0.5 * (1.0 + raw_wl), loss=0.5 * (1.0 - raw_wl), no_result=0.0, score=side * result.raw_score
-                ),
-                policy_surprise=surprise,
-                policy_entropy=prior_entropy,
-                search_entropy=search_entropy,
-                raw_policy_entropy=raw_entropy,
-                weight=weight,
-                reduced=reduced,
-                visits=result.root_visits,
-                q_targets=q if full else None,
-                encore_phase=game.encore_phase,
-                white_bonus=game.white_bonus,
-            )
+        return TurnRecord(
+            spatial=spatial.astype(np.uint8),
+            global_inputs=glob.copy(),
+            player=game.to_move,
+            move=int(move_positions(np.array([move]))[0]),
+            policy_target=target,
+            search=SearchValues(
+                win=0.5 * (1.0 + wl),
+                loss=0.5 * (1.0 - wl),
+                no_result=0.0,
+                score=sign * result.root_score,
+                lead=sign * result.root_lead,
+            ),
+            raw=NetValues(
+                win=0.5 * (1.0 + raw_wl), loss=0.5 * (1.0 - raw_wl), no_result=0.0, score=sign * result.raw_score
+            ),
+            policy_surprise=surprise,
+            policy_entropy=prior_entropy,
+            search_entropy=search_entropy,
+            raw_policy_entropy=raw_entropy,
+            weight=weight,
+            reduced=reduced,
+            visits=result.root_visits,
+            q_targets=q if full else None,
+            encore_phase=game.encore_phase,
+            white_bonus=game.white_bonus,
         )
 
     # --- the record ------------------------------------------------------------------------------
@@ -289,19 +488,31 @@ class SelfPlayGame:
             final_white_bonus=game.white_bonus,
             game_id=self.game_id,
             final_stones=stones,
-            mode=GAME_MODE_HANDICAP if self.start.extra_black else GAME_MODE_NORMAL,
+            mode=self.mode,
             start_turn=self.start_turn,
             extra_black=self.start.extra_black,
             hit_turn_limit=self.hit_move_limit,
             draw_equivalent_wins_for_white=self.settings.draw_equivalent_wins,
+            side_turns=[side for line in self.side_lines for side in line.records],
         )
+
+    @property
+    def mode(self) -> int:
+        """KataGo's game mode of the rows."""
+        if self.start.fork is not None:
+            return GAME_MODE_FORK
+        return GAME_MODE_HANDICAP if self.start.extra_black else GAME_MODE_NORMAL
 
     def sgf(self, player: str) -> str:
         game = self.game
         record = SgfRecord.from_game(game, black_player=player, white_player=player, game_name=self.game_id)
-        start = StartNote(self.start.komi, self.start.extra_black, self.start.compensate_komi, self.opening_played)
+        s = self.start
+        fork = None if s.fork is None else ForkNote(s.fork.of, len(s.fork.moves) - 1, s.fork.choices)
+        start = StartNote(s.komi, s.extra_black, s.compensate_komi, self.opening_played, fork)
         record.nodes[0].comment = RootInfo(self.settings.to_dict(), start, self.hit_move_limit).to_comment()
         for node, note in zip(record.nodes[1:], self.notes):
             if note is not None:
                 node.comment = note.text()
+        for line in self.side_lines:
+            record.nodes[line.turn + 1].variations.append(line.nodes)
         return record.to_sgf()

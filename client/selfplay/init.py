@@ -19,14 +19,24 @@ from common.settings import SelfPlaySettings
 
 
 @dataclass(frozen=True)
+class Fork:
+    """An early fork of a finished game (paper section 6.2.2): its first moves and the fork's move."""
+
+    of: str  # the game forked from
+    moves: tuple[tuple[int, int], ...]  # (colour, location): the game's first moves, then the fork's
+    choices: int  # the candidate moves the fork's move was the best of
+
+
+@dataclass(frozen=True)
 class GameStart:
     x_size: int
     y_size: int
     komi: float
     rules: Rules
     extra_black: int  # free black moves before white's first (a handicap of extra_black + 1 stones)
-    compensate_komi: bool  # move komi by the network's predicted score once the handicap is placed
-    opening_moves: int  # moves played straight from the raw policy, before any search
+    compensate_komi: bool  # move komi by the network's predicted score once the handicap (or fork) is placed
+    opening_moves: int  # moves played before any search: from the raw policy, or a fork's
+    fork: Fork | None = None  # a game that starts from another's early fork
 
 
 def draw_komi(settings: SelfPlaySettings, rng: np.random.Generator) -> float:

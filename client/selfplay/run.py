@@ -11,6 +11,7 @@ exactly.
 
 from __future__ import annotations
 
+import collections
 import gc
 import logging
 import os
@@ -26,8 +27,8 @@ import numba
 import numpy as np
 
 from client.search.engine import BatchedSearch
-from client.selfplay.game import PLAY, SelfPlayGame
-from client.selfplay.init import draw_start
+from client.selfplay.game import SelfPlayGame
+from client.selfplay.init import GameStart, draw_start
 from client.stop import Stop
 from common.data.rows import game_rows_npz
 from common.files import atomic_write
@@ -49,6 +50,8 @@ class SelfPlaySummary:
     games_without_rows: int = 0
     full_searches: int = 0
     cheap_searches: int = 0
+    side_searches: int = 0  # side positions searched (game branching)
+    forked: int = 0  # games started from an early fork
     visits: int = 0
     nn_evals: int = 0
     seconds: float = 0.0
@@ -66,8 +69,9 @@ class SelfPlaySummary:
             f"games {self.games} (black {self.black_wins}, white {self.white_wins}, "
             f"draw or no result {self.draws_or_no_result}), moves {self.moves}, training rows {self.rows}"
             + (f" ({self.games_without_rows} games had none)" if self.games_without_rows else ""),
-            f"searches: {self.full_searches} full, {self.cheap_searches} cheap; {self.search_visits} visits, "
-            f"{self.nn_evals} network evaluations",
+            f"searches: {self.full_searches} full, {self.cheap_searches} cheap, {self.side_searches} of side "
+            f"positions; {self.search_visits} visits, {self.nn_evals} network evaluations"
+            + (f"; {self.forked} games from early forks" if self.forked else ""),
             f"time {self.seconds:.1f} s: {self.moves / s:.1f} moves/s, {self.search_visits / s:.0f} visits/s, "
             f"{self.nn_evals / s:.0f} evaluations/s, average batch fill {100 * self.batch_fill:.0f}%",
         ]
@@ -174,6 +178,8 @@ class SelfPlayDriver:
                 summary.moves += game.game.num_moves
                 summary.full_searches += game.full_searches
                 summary.cheap_searches += game.cheap_searches
+                summary.side_searches += game.side_searches
+                summary.forked += game.start.fork is not None
                 summary.visits += game.visits
                 if res is not None and not res.no_result and res.winner == BLACK:
                     summary.black_wins += 1
@@ -386,6 +392,7 @@ class _Group:
         self.encoder = Encoder()  # each thread its own scratch
         self.slots: list[tuple[SelfPlayGame, GameOrder] | None] = [None] * engine.games
         self.waiting: set[int] = set()  # empty slots whose feed said LATER
+        self.forks: collections.deque[GameStart] = collections.deque()  # starts the group's games forked
 
     def new_game(self, i: int) -> tuple[SelfPlayGame, GameOrder] | None:
         order = self.next_game(self.index)
@@ -396,7 +403,8 @@ class _Group:
                 self.waiting.discard(i)  # the feed is done with this slot
             return None
         self.waiting.discard(i)
-        game = SelfPlayGame(order.game_id, self.settings, draw_start(self.settings, order.rng), order.rng, self.encoder)
+        start = self.forks.popleft() if self.forks else draw_start(self.settings, order.rng)
+        game = SelfPlayGame(order.game_id, self.settings, start, order.rng, self.encoder)
         return game, order
 
     def begin(
@@ -418,6 +426,8 @@ class _Group:
             game = entry[0]
             request = game.next_search()
             if request is None:
+                if game.fork is not None:
+                    self.forks.append(game.fork)
                 self.finish(game, entry[1])
                 self.slots[i] = self.new_game(i)
                 continue
@@ -470,7 +480,7 @@ def _fill(groups: list[_Group]) -> float:
 
 
 def _take_result(engine: BatchedSearch, i: int, game: SelfPlayGame) -> None:
-    move = game.on_result(engine.result(i, inputs=game.phase == PLAY))
+    move = game.on_result(engine.result(i, inputs=game.wants_inputs()))
     if move is not None:
         engine.advance(i, move, keep=True)
 

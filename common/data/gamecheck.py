@@ -19,6 +19,11 @@ record and recomputes, for every row:
   with that search's visits, and the game holds no more rows than its full searches' weights can
   give (see :meth:`RowsAgainstGame.check_count`).
 
+Side positions (game branching) come last, each one row (channel ``GT_SIDE_POSITION``), and are held
+against the record's variations (:meth:`RowsAgainstGame.check_side_positions`): each row is, in order,
+the position before a variation's move searched for it, with that move in its policy target, its
+visits, and no target the game's end would give (outcome, ownership, later boards, next move).
+
 A row that is not a position of this game, or whose targets contradict it, is a :class:`RowMismatch`
 naming the row and what differs. Checking costs about one feature encoding per turn with rows.
 """
@@ -66,8 +71,10 @@ from common.data.schema import (
     GT_SCORE,
     GT_SCORING_WEIGHT,
     GT_SELF_KOMI,
+    GT_SIDE_POSITION,
     GT_TURN_INDEX,
     GT_UNREDUCED_VISITS,
+    GT_VARIANCE_TIME,
     GT_WIN,
     PASS_POS,
     POLICY_TARGET_MAX,
@@ -97,6 +104,16 @@ class RowMismatch(ValueError):
 
 
 @dataclass(frozen=True)
+class SidePosition:
+    """A side position as the record shows it: the position searched, the move its search chose
+    there, and the search's visits."""
+
+    game: Game
+    reply: int
+    visits: int
+
+
+@dataclass(frozen=True)
 class TurnRows:
     """The rows of one turn: the turn (moves before it), where its rows are (first index, count) and
     the visits its search had."""
@@ -121,7 +138,8 @@ class RowsAgainstGame:
     ``visit`` (``common.go.sgf.GameRecord.to_game``), then call :meth:`finish` with the game's end.
 
     ``moves`` are the record's moves (colour, location); ``game_id`` the id the rows were made under;
-    ``handicap`` the record's handicap stones; ``draw_equivalent_wins`` the settings' value. Whatever
+    ``handicap`` the record's handicap stones; ``draw_equivalent_wins`` the settings' value; ``mode``
+    KataGo's game mode the rows must give (None: normal, or handicap for a handicap). Whatever
     is found wrong before :meth:`finish` is raised by it, so that the replay's own errors (an illegal
     move, a wrong result) are reported first. The replay only records each turn's position; the rows
     are compared with them all at once at the end.
@@ -136,16 +154,25 @@ class RowsAgainstGame:
         game_id: str,
         handicap: int,
         draw_equivalent_wins: float,
+        mode: int | None = None,
     ) -> None:
-        self.rows = rows
         self.x_size, self.y_size = x_size, y_size
         self.moves = moves
         self.game_id = game_id
         self.extra_black = max(0, handicap - 1)
         self.draw_equivalent_wins = draw_equivalent_wins
-        self.gt = np.asarray(rows["globalTargetsNC"], dtype=np.float64)
-        self.n_rows = self.gt.shape[0]
+        self.mode = mode if mode is not None else GAME_MODE_HANDICAP if self.extra_black else GAME_MODE_NORMAL
         self._problem: RowMismatch | None = None
+        side = np.asarray(rows["globalTargetsNC"])[:, GT_SIDE_POSITION] == 1
+        n_main = int(np.argmax(side)) if side.any() else side.size
+        if side[n_main:].size and not side[n_main:].all():
+            self._problem = RowMismatch(
+                f"row {n_main + int(np.argmin(side[n_main:]))}: a game's row after its side positions' (they come last)"
+            )
+        self.rows = {name: a[:n_main] for name, a in rows.items()}
+        self.side_rows = {name: a[n_main:] for name, a in rows.items()}
+        self.gt = np.asarray(self.rows["globalTargetsNC"], dtype=np.float64)
+        self.n_rows = self.gt.shape[0]
         try:
             self.turns = self._turns()
         except RowMismatch as e:  # raised by finish, after the replay
@@ -393,7 +420,7 @@ class RowsAgainstGame:
             GT_GAME_FINISHED: 0.0 if move_limit_reached else 1.0,
             GT_EXTRA_BLACK: float(self.extra_black),
             GT_INITIAL_TURN: 0.0,
-            GT_GAME_MODE: float(GAME_MODE_HANDICAP if self.extra_black else GAME_MODE_NORMAL),
+            GT_GAME_MODE: float(self.mode),
             GT_OWNERSHIP_WEIGHT: 0.0 if ownership is None else 1.0,
         }
         channels = list(constants)
@@ -449,6 +476,79 @@ class RowsAgainstGame:
             differ.any(axis=(1, 2, 3)),
             lambda r: f"its {names[int(np.argmax(differ[r].any(axis=(1, 2))))]} target contradicts the game",
         )
+
+    # --- side positions ---------------------------------------------------------------------------
+    def check_side_positions(self, sides: list[SidePosition], move_limit_reached: bool) -> None:
+        """The side rows against the record's side positions, in order: one row each."""
+        gt = np.asarray(self.side_rows["globalTargetsNC"], np.float64)
+        n = gt.shape[0]
+        base = self.n_rows
+        if n != len(sides):
+            raise RowMismatch(f"the rows hold {n} side positions, the record's variations {len(sides)}")
+        if n == 0:
+            return
+        packed = np.asarray(self.side_rows["binaryInputNCHWPacked"])
+        glob = np.asarray(self.side_rows["globalInputNC"], np.float32)
+        policies = np.asarray(self.side_rows["policyTargetsNCMove"])
+        first_turn = self.gt[0, GT_FIRST_TRAINING_TURN] if self.n_rows else gt[0, GT_FIRST_TRAINING_TURN]
+        constants = {
+            GT_ROW_WEIGHT: 1.0,
+            GT_POLICY_WEIGHT: 1.0,
+            GT_NEXT_POLICY_WEIGHT: 0.0,
+            GT_OWNERSHIP_WEIGHT: 0.0,
+            GT_FUTURE_BOARD_WEIGHT: 0.0,
+            GT_SCORING_WEIGHT: 0.0,
+            GT_FINAL_SCORE: 0.0,
+            GT_VARIANCE_TIME: 0.0,
+            GT_BONUS_POINTS: 0.0,
+            GT_GAME_FINISHED: 0.0,
+            GT_EARLIER_NET: 0.0,
+            GT_NETS_BEHIND: 0.0,
+            GT_HIT_TURN_LIMIT: 1.0 if move_limit_reached else 0.0,
+            GT_EXTRA_BLACK: float(self.extra_black),
+            GT_INITIAL_TURN: 0.0,
+            GT_GAME_MODE: float(self.mode),
+            GT_FIRST_TRAINING_TURN: float(first_turn),
+        }
+        chunks = np.asarray(game_hash_chunks(game_id_hash(self.game_id)), np.float64)
+        for j, side in enumerate(sides):
+            r = base + j
+            where = f"row {r} (side position {j + 1}, turn {side.game.num_moves})"
+            game = side.game
+            self._encoder.encode([game], self._spatial_buf, self._glob_buf, draw_equiv_white=self.draw_equivalent_wins)
+            expected = np.packbits(self._spatial_buf[0].astype(np.uint8), axis=1, bitorder="big")
+            if not np.array_equal(packed[j], expected) or not np.array_equal(glob[j], self._glob_buf[0]):
+                raise RowMismatch(f"{where}: its inputs are not the position of the record's side position")
+            if gt[j, GT_TURN_INDEX] != game.num_moves:
+                raise RowMismatch(f"{where}: its turn is {gt[j, GT_TURN_INDEX]:g}")
+            if gt[j, GT_UNREDUCED_VISITS] != side.visits:
+                raise RowMismatch(
+                    f"{where}: its search had {gt[j, GT_UNREDUCED_VISITS]:g} visits, the record says {side.visits}"
+                )
+            pos = PASS_POS if side.reply == PASS else xy_of(side.reply)[1] * DATA_LEN + xy_of(side.reply)[0]
+            if policies[j, 0, pos] <= 0 and policies[j, 0].max() < POLICY_TARGET_MAX:
+                raise RowMismatch(f"{where}: its policy target has nothing on the move its search chose")
+            if np.any(policies[j, 1] != 1):
+                raise RowMismatch(f"{where}: a side position has no next-move policy target (all ones)")
+            values = gt[j, GT_WIN : GT_SCORE + 1]
+            for k in range(1, 5):
+                if np.any(gt[j, 4 * k : 4 * k + 4] != values):
+                    raise RowMismatch(f"{where}: its value targets differ between horizons (all are its search's)")
+            for c, v in constants.items():
+                if gt[j, c] != v:
+                    raise RowMismatch(
+                        f"{where}: globalTargetsNC channel {c} is {gt[j, c]:g}, a side position gives {v:g}"
+                    )
+            if gt[j, GT_AREA_SCORING] != area_scoring_flag(game.rules.scoring, game.encore_phase):
+                raise RowMismatch(f"{where}: its area-scoring flag contradicts the position")
+            if np.any(gt[j, GT_GAME_HASH] != chunks):
+                raise RowMismatch(f"{where}: its game hash is not the hash of game id {self.game_id!r}")
+            if np.float32(gt[j, GT_SELF_KOMI]) != glob[j, 5] * np.float32(20.0):
+                raise RowMismatch(f"{where}: its self komi is not its input's")
+            if np.any(np.asarray(self.side_rows["scoreDistrN"][j]) != dummy_score_distribution()):
+                raise RowMismatch(f"{where}: a side position has no final score distribution")
+            if np.asarray(self.side_rows["valueTargetsNCHW"][j]).any():
+                raise RowMismatch(f"{where}: a side position has no ownership or later-board targets")
 
     # --- the count --------------------------------------------------------------------------------
     def check_count(self, full_weight: float, full_turns: int) -> None:

@@ -102,6 +102,16 @@ class TurnRecord:
     white_bonus: float = 0.0
 
 
+@dataclass
+class SideTurn:
+    """A side position (game branching, paper section 6.2.2): a position off the game's line, a
+    move or three away from it, searched once for a policy row whose value targets are the search's.
+    ``turn`` is the moves made before it (the game's before the branch, and the branch's)."""
+
+    turn: int
+    record: TurnRecord
+
+
 @dataclass(frozen=True)
 class GameResult:
     """How the game ended: ``white_score`` is white's points minus black's (komi included), ``winner``
@@ -151,7 +161,8 @@ class GameRecord:
     stones, ``hit_turn_limit`` whether the move limit ended it, ``net_switch_turns`` the turn indices
     at which a newer network took over, ``training_weight`` the weight every row carries,
     ``final_white_bonus`` white's bonus points at the end (the button's and, under territory
-    scoring, the stones' points; see ``TurnRecord.white_bonus``).
+    scoring, the stones' points; see ``TurnRecord.white_bonus``). ``side_turns``: the game's side
+    positions, each one row after the game's own.
     """
 
     x_size: int
@@ -175,6 +186,7 @@ class GameRecord:
     training_weight: float = 1.0
     net_switch_turns: tuple[int, ...] = field(default_factory=tuple)
     final_white_bonus: float = 0.0
+    side_turns: list[SideTurn] = field(default_factory=list)
 
     @property
     def num_turns(self) -> int:
@@ -241,51 +253,60 @@ class GameRecord:
         on_board[: self.y_size, : self.x_size] = True
         board_mask = on_board.reshape(-1)
         for i, turn in enumerate(self.turns):
-            where = f"turn {i}"
-            if turn.player not in (BLACK, WHITE):
-                raise ValueError(f"{where}: player {turn.player!r} is not BLACK or WHITE")
-            spatial = np.asarray(turn.spatial)
-            if spatial.shape != (NUM_SPATIAL_INPUTS, DATA_AREA):
-                raise ValueError(f"{where}: spatial inputs have shape {spatial.shape}")
-            if not np.array_equal(spatial[0] != 0, board_mask):
-                raise ValueError(
-                    f"{where}: input plane 0 (on board) is not the top-left {self.x_size}x{self.y_size} corner "
-                    "of the 19x19 grid"
-                )
-            g = np.asarray(turn.global_inputs)
-            if g.shape != (NUM_GLOBAL_INPUTS,) or not np.all(np.isfinite(g)):
-                raise ValueError(f"{where}: global inputs must be {NUM_GLOBAL_INPUTS} finite values")
-            if not 0 <= turn.move < POLICY_LEN:
-                raise ValueError(f"{where}: move {turn.move} is not a grid position or pass")
-            if turn.visits < 0:
-                raise ValueError(f"{where}: visits {turn.visits} is negative")
-            if turn.encore_phase not in ((0, 1, 2) if encore_possible else (0,)):
-                raise ValueError(f"{where}: encore phase {turn.encore_phase} under {self.rules.scoring} scoring")
-            if not math.isfinite(turn.white_bonus):
-                raise ValueError(f"{where}: white_bonus {turn.white_bonus!r} is not finite")
-            if not (math.isfinite(turn.weight) and 0.0 <= turn.weight <= 1.0):
-                raise ValueError(f"{where}: weight {turn.weight} is not within [0, 1]")
-            s = turn.search
-            raw = turn.raw
-            for label, wld in (("search", (s.win, s.loss, s.no_result)), ("raw", (raw.win, raw.loss, raw.no_result))):
-                if not all(math.isfinite(v) and -1e-6 <= v <= 1 + 1e-6 for v in wld) or abs(sum(wld) - 1.0) > 1e-3:
-                    raise ValueError(f"{where}: {label} win/loss/no-result {wld} are not probabilities summing to 1")
-            if not (math.isfinite(s.score) and math.isfinite(turn.raw.score)):
-                raise ValueError(f"{where}: score is not finite")
-            if s.lead is not None and not math.isfinite(s.lead):
-                raise ValueError(f"{where}: lead is not finite")
-            for label, v in (("policy_surprise", turn.policy_surprise), ("policy_entropy", turn.policy_entropy)):
-                if not (math.isfinite(v) and v >= 0):
-                    raise ValueError(f"{where}: {label} {v} must be finite and >= 0")
-            if turn.policy_target is not None:
-                target = np.asarray(turn.policy_target, dtype=np.float64)
-                if target.shape != (POLICY_LEN,):
-                    raise ValueError(f"{where}: policy target has shape {target.shape}; expected ({POLICY_LEN},)")
-                off_board = np.concatenate((spatial[0] == 0, [False]))
-                if np.any(target[off_board] != 0):
-                    raise ValueError(f"{where}: policy target has mass off the board")
-            if turn.q_targets is not None and np.asarray(turn.q_targets).shape != (NUM_QVALUE, POLICY_LEN):
-                raise ValueError(f"{where}: q_targets has shape {np.asarray(turn.q_targets).shape}")
+            self._check_turn(f"turn {i}", turn, board_mask, encore_possible)
+        for i, side in enumerate(self.side_turns):
+            where = f"side position {i}"
+            if side.turn <= self.start_turn:
+                raise ValueError(f"{where}: turn {side.turn} is not after the first recorded turn {self.start_turn}")
+            if side.record.policy_target is None:
+                raise ValueError(f"{where}: a side position's row needs its search's policy target")
+            self._check_turn(where, side.record, board_mask, encore_possible)
+
+    def _check_turn(self, where: str, turn: TurnRecord, board_mask: np.ndarray, encore_possible: bool) -> None:
+        if turn.player not in (BLACK, WHITE):
+            raise ValueError(f"{where}: player {turn.player!r} is not BLACK or WHITE")
+        spatial = np.asarray(turn.spatial)
+        if spatial.shape != (NUM_SPATIAL_INPUTS, DATA_AREA):
+            raise ValueError(f"{where}: spatial inputs have shape {spatial.shape}")
+        if not np.array_equal(spatial[0] != 0, board_mask):
+            raise ValueError(
+                f"{where}: input plane 0 (on board) is not the top-left {self.x_size}x{self.y_size} corner "
+                "of the 19x19 grid"
+            )
+        g = np.asarray(turn.global_inputs)
+        if g.shape != (NUM_GLOBAL_INPUTS,) or not np.all(np.isfinite(g)):
+            raise ValueError(f"{where}: global inputs must be {NUM_GLOBAL_INPUTS} finite values")
+        if not 0 <= turn.move < POLICY_LEN:
+            raise ValueError(f"{where}: move {turn.move} is not a grid position or pass")
+        if turn.visits < 0:
+            raise ValueError(f"{where}: visits {turn.visits} is negative")
+        if turn.encore_phase not in ((0, 1, 2) if encore_possible else (0,)):
+            raise ValueError(f"{where}: encore phase {turn.encore_phase} under {self.rules.scoring} scoring")
+        if not math.isfinite(turn.white_bonus):
+            raise ValueError(f"{where}: white_bonus {turn.white_bonus!r} is not finite")
+        if not (math.isfinite(turn.weight) and 0.0 <= turn.weight <= 1.0):
+            raise ValueError(f"{where}: weight {turn.weight} is not within [0, 1]")
+        s = turn.search
+        raw = turn.raw
+        for label, wld in (("search", (s.win, s.loss, s.no_result)), ("raw", (raw.win, raw.loss, raw.no_result))):
+            if not all(math.isfinite(v) and -1e-6 <= v <= 1 + 1e-6 for v in wld) or abs(sum(wld) - 1.0) > 1e-3:
+                raise ValueError(f"{where}: {label} win/loss/no-result {wld} are not probabilities summing to 1")
+        if not (math.isfinite(s.score) and math.isfinite(turn.raw.score)):
+            raise ValueError(f"{where}: score is not finite")
+        if s.lead is not None and not math.isfinite(s.lead):
+            raise ValueError(f"{where}: lead is not finite")
+        for label, v in (("policy_surprise", turn.policy_surprise), ("policy_entropy", turn.policy_entropy)):
+            if not (math.isfinite(v) and v >= 0):
+                raise ValueError(f"{where}: {label} {v} must be finite and >= 0")
+        if turn.policy_target is not None:
+            target = np.asarray(turn.policy_target, dtype=np.float64)
+            if target.shape != (POLICY_LEN,):
+                raise ValueError(f"{where}: policy target has shape {target.shape}; expected ({POLICY_LEN},)")
+            off_board = np.concatenate((spatial[0] == 0, [False]))
+            if np.any(target[off_board] != 0):
+                raise ValueError(f"{where}: policy target has mass off the board")
+        if turn.q_targets is not None and np.asarray(turn.q_targets).shape != (NUM_QVALUE, POLICY_LEN):
+            raise ValueError(f"{where}: q_targets has shape {np.asarray(turn.q_targets).shape}")
 
 
 def game_id_hash(game_id: str) -> int:

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from common.data.records import GameRecord, TurnRecord, white_value
+from common.data.records import GameRecord, SideTurn, TurnRecord, white_value
 from common.data.schema import (
     ARRAY_NAMES,
     DATA_LEN,
@@ -58,6 +58,7 @@ from common.data.schema import (
     GT_SEARCH_ENTROPY,
     GT_SELF_KOMI,
     GT_SENTE_VERSION,
+    GT_SIDE_POSITION,
     GT_TURN_INDEX,
     GT_UNREDUCED_VISITS,
     GT_VARIANCE_TIME,
@@ -292,7 +293,7 @@ def game_to_rows(
     if n == 0:
         return empty_rows(0)
     counts = stochastic_row_counts(frequency_weights(game, policy_surprise_weight, value_surprise_weight), gen)
-    total = int(counts.sum())
+    total = int(counts.sum()) + len(game.side_turns)
     rows = empty_rows(total)
     if total == 0:
         return rows
@@ -323,53 +324,20 @@ def game_to_rows(
             continue
         player = turn.player
         turn_index = game.start_turn + i
-        packed = pack_spatial(np.asarray(turn.spatial))
-        global_inputs = np.asarray(turn.global_inputs, dtype=np.float32)
 
-        base = np.zeros(NUM_GLOBAL_TARGETS, dtype=np.float64)
+        base = _turn_targets(game, turn, turn_index, hash_chunks, switches)
         for k, group in enumerate(td):
             win, loss, nores, score = group[i]
             if player == BLACK:
                 win, loss, score = loss, win, -score
             base[4 * k : 4 * k + 4] = (win, loss, nores, np.clip(score, -SCORE_TARGET_CAP, SCORE_TARGET_CAP))
         base[GT_VARIANCE_TIME] = variance_times[i]
-        base[GT_ONE_MINUS_TD_WEIGHT] = 0.0
-        base[GT_ROW_WEIGHT] = game.training_weight
         plane0, w0 = policy_planes[i]
         plane1, w1 = policy_planes[i + 1] if i + 1 < n else _policy_plane(None)
         base[GT_POLICY_WEIGHT] = w0
         base[GT_NEXT_POLICY_WEIGHT] = w1
-        if turn.search.lead is not None and not no_result:
-            base[GT_LEAD] = np.clip(turn.search.lead, -SCORE_TARGET_CAP, SCORE_TARGET_CAP)
-            base[GT_LEAD_WEIGHT] = 1.0
-        base[GT_POLICY_SURPRISE] = turn.policy_surprise
-        base[GT_POLICY_ENTROPY] = turn.policy_entropy
-        if turn.search_entropy is not None:
-            base[GT_SEARCH_ENTROPY] = turn.search_entropy
-        elif turn.policy_target is not None:
-            base[GT_SEARCH_ENTROPY] = _entropy(np.asarray(turn.policy_target, dtype=np.float64))
-        base[GT_ONE_MINUS_VALUE_WEIGHT] = 0.0
-        base[GT_GAME_HASH] = hash_chunks
-        base[GT_SELF_KOMI] = float(global_inputs[5]) * 20.0  # fillRowV7 writes selfKomi / 20 there
-        base[GT_AREA_SCORING] = area_scoring_flag(game.rules.scoring, turn.encore_phase)
-        base[GT_EARLIER_NET] = 1.0 if switches else 0.0
-        base[GT_NETS_BEHIND] = sum(1 for s in switches if s > turn_index)
-        base[GT_TURN_INDEX] = turn_index
-        base[GT_HIT_TURN_LIMIT] = 1.0 if game.hit_turn_limit else 0.0
-        base[GT_FIRST_TRAINING_TURN] = game.start_turn
-        base[GT_EXTRA_BLACK] = game.extra_black
-        base[GT_GAME_MODE] = game.mode
-        base[GT_INITIAL_TURN] = game.initial_turn_number
-        base[GT_RAW_WIN_LOSS] = turn.raw.win - turn.raw.loss
-        base[GT_RAW_SCORE] = turn.raw.score
-        base[GT_RAW_POLICY_ENTROPY] = (
-            turn.raw_policy_entropy if turn.raw_policy_entropy is not None else turn.policy_entropy
-        )
-        base[GT_UNREDUCED_VISITS] = turn.visits
         base[GT_BONUS_POINTS] = bonus_points_target(player, game.final_white_bonus, turn.white_bonus)
         base[GT_GAME_FINISHED] = 0.0 if game.hit_turn_limit else 1.0
-        base[GT_FORMAT_VERSION] = KATAGO_FORMAT_VERSION
-        base[GT_SENTE_VERSION] = SENTE_ROWS_VERSION
 
         value_spatial = np.zeros((NUM_VALUE_SPATIAL, DATA_LEN, DATA_LEN), dtype=np.int8)
         if ownership is None or no_result:
@@ -392,31 +360,112 @@ def game_to_rows(
         if scoring is not None and not no_result:
             base[GT_SCORING_WEIGHT] = 1.0
             side_scoring = _side_view(scoring, player) * SCORING_SCALE
-        q_source = None if turn.q_targets is None else np.asarray(turn.q_targets, dtype=np.float64)
-
         for _ in range(int(counts[i])):
-            row_targets = base.copy()
-            keep = True
-            for h in range(5):
-                keep = keep and bool(gen.random() < history_keep_prob)
-                row_targets[GT_HISTORY_MASK_FIRST + h] = 1.0 if keep else 0.0
-            rows["binaryInputNCHWPacked"][r] = packed
-            rows["globalInputNC"][r] = global_inputs
-            rows["policyTargetsNCMove"][r, 0] = plane0
-            rows["policyTargetsNCMove"][r, 1] = plane1
-            rows["globalTargetsNC"][r] = row_targets
-            rows["scoreDistrN"][r] = distr
-            rows["valueTargetsNCHW"][r] = value_spatial
+            _put_row(rows, r, turn, base, (plane0, plane1), distr, value_spatial, gen, history_keep_prob)
             if side_scoring is not None:
                 rows["valueTargetsNCHW"][r, VT_SCORING] = stochastic_round(
                     side_scoring, gen, -SCORING_SCALE, SCORING_SCALE
                 )
-            if q_source is not None:
-                rows["qValueTargetsNCMove"][r] = _q_plane(q_source, gen)
             r += 1
+    for side in game.side_turns:
+        _side_row(rows, r, game, side, hash_chunks, switches, gen, history_keep_prob)
+        r += 1
     assert r == total
-    log.debug("game %s: %d turns -> %d rows", game.game_id or "?", n, total)
+    log.debug("game %s: %d turns, %d side positions -> %d rows", game.game_id or "?", n, len(game.side_turns), total)
     return rows
+
+
+def _turn_targets(
+    game: GameRecord, turn: TurnRecord, turn_index: int, hash_chunks: list[int], switches: list[int]
+) -> np.ndarray:
+    """globalTargetsNC of a turn's row as far as the turn and the game give them, not the value,
+    policy weights or outcome channels."""
+    base = np.zeros(NUM_GLOBAL_TARGETS, dtype=np.float64)
+    base[GT_ONE_MINUS_TD_WEIGHT] = 0.0
+    base[GT_ROW_WEIGHT] = game.training_weight
+    if turn.search.lead is not None and not game.result.no_result:
+        base[GT_LEAD] = np.clip(turn.search.lead, -SCORE_TARGET_CAP, SCORE_TARGET_CAP)
+        base[GT_LEAD_WEIGHT] = 1.0
+    base[GT_POLICY_SURPRISE] = turn.policy_surprise
+    base[GT_POLICY_ENTROPY] = turn.policy_entropy
+    if turn.search_entropy is not None:
+        base[GT_SEARCH_ENTROPY] = turn.search_entropy
+    elif turn.policy_target is not None:
+        base[GT_SEARCH_ENTROPY] = _entropy(np.asarray(turn.policy_target, dtype=np.float64))
+    base[GT_ONE_MINUS_VALUE_WEIGHT] = 0.0
+    base[GT_GAME_HASH] = hash_chunks
+    base[GT_SELF_KOMI] = float(turn.global_inputs[5]) * 20.0  # fillRowV7 writes selfKomi / 20 there
+    base[GT_AREA_SCORING] = area_scoring_flag(game.rules.scoring, turn.encore_phase)
+    base[GT_EARLIER_NET] = 1.0 if switches else 0.0
+    base[GT_NETS_BEHIND] = sum(1 for s in switches if s > turn_index)
+    base[GT_TURN_INDEX] = turn_index
+    base[GT_HIT_TURN_LIMIT] = 1.0 if game.hit_turn_limit else 0.0
+    base[GT_FIRST_TRAINING_TURN] = game.start_turn
+    base[GT_EXTRA_BLACK] = game.extra_black
+    base[GT_GAME_MODE] = game.mode
+    base[GT_INITIAL_TURN] = game.initial_turn_number
+    base[GT_RAW_WIN_LOSS] = turn.raw.win - turn.raw.loss
+    base[GT_RAW_SCORE] = turn.raw.score
+    base[GT_RAW_POLICY_ENTROPY] = (
+        turn.raw_policy_entropy if turn.raw_policy_entropy is not None else turn.policy_entropy
+    )
+    base[GT_UNREDUCED_VISITS] = turn.visits
+    base[GT_FORMAT_VERSION] = KATAGO_FORMAT_VERSION
+    base[GT_SENTE_VERSION] = SENTE_ROWS_VERSION
+    return base
+
+
+def _put_row(
+    rows: RowArrays,
+    r: int,
+    turn: TurnRecord,
+    targets: np.ndarray,
+    planes: tuple[np.ndarray, np.ndarray],
+    distr: np.ndarray,
+    value_spatial: np.ndarray,
+    gen: np.random.Generator,
+    history_keep_prob: float,
+) -> None:
+    """Write row r: the turn's inputs and q-values, these targets with fresh history masks."""
+    row_targets = targets.copy()
+    keep = True
+    for h in range(5):
+        keep = keep and bool(gen.random() < history_keep_prob)
+        row_targets[GT_HISTORY_MASK_FIRST + h] = 1.0 if keep else 0.0
+    rows["binaryInputNCHWPacked"][r] = pack_spatial(np.asarray(turn.spatial))
+    rows["globalInputNC"][r] = np.asarray(turn.global_inputs, dtype=np.float32)
+    rows["policyTargetsNCMove"][r, 0] = planes[0]
+    rows["policyTargetsNCMove"][r, 1] = planes[1]
+    rows["globalTargetsNC"][r] = row_targets
+    rows["scoreDistrN"][r] = distr
+    rows["valueTargetsNCHW"][r] = value_spatial
+    if turn.q_targets is not None:
+        rows["qValueTargetsNCMove"][r] = _q_plane(np.asarray(turn.q_targets, dtype=np.float64), gen)
+
+
+def _side_row(
+    rows: RowArrays,
+    r: int,
+    game: GameRecord,
+    side: SideTurn,
+    hash_chunks: list[int],
+    switches: list[int],
+    gen: np.random.Generator,
+    history_keep_prob: float,
+) -> None:
+    """A side position's row (trainingwrite.cpp's side rows): every value target is its search's, its
+    policy target the search's; no next policy, outcome, ownership, later boards or bonus points."""
+    turn = side.record
+    base = _turn_targets(game, turn, side.turn, hash_chunks, switches)
+    s = turn.search
+    values = (s.win, s.loss, s.no_result, np.clip(s.score, -SCORE_TARGET_CAP, SCORE_TARGET_CAP))
+    for k in range(5):
+        base[4 * k : 4 * k + 4] = values
+    base[GT_POLICY_WEIGHT] = 1.0
+    base[GT_SIDE_POSITION] = 1.0
+    planes = (_policy_plane(turn.policy_target)[0], _policy_plane(None)[0])
+    value_spatial = np.zeros((NUM_VALUE_SPATIAL, DATA_LEN, DATA_LEN), dtype=np.int8)
+    _put_row(rows, r, turn, base, planes, dummy_score_distribution(), value_spatial, gen, history_keep_prob)
 
 
 def _q_plane(q: np.ndarray, gen: np.random.Generator) -> np.ndarray:

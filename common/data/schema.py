@@ -71,8 +71,8 @@ QVALUE_MAX = 32000
 KATAGO_FORMAT_VERSION = 3  # globalTargetsNC channel 63 (KataGo v1.17, 80 channels)
 # globalTargetsNC channel 79: our schema version (0 = not written by Sente). 2: the seki target
 # (valueTargetsNCHW C1), the bonus points to come (channel 61) and territory scoring's encore are
-# filled; version 1 rows have zeros there.
-SENTE_ROWS_VERSION = 2
+# filled; version 1 rows have zeros there. 3: side positions say so in channel 78.
+SENTE_ROWS_VERSION = 3
 MAX_ROWS_PER_FILE = 10000  # KataGo's maxRowsPerTrainFile in selfplay1.cfg
 
 # KataGo's FinishedGameData modes (globalTargetsNC channel 55).
@@ -137,6 +137,10 @@ GT_GAME_FINISHED = 62  # 1 when the game ended (not by the turn limit) and the r
 GT_FORMAT_VERSION = 63  # KATAGO_FORMAT_VERSION
 GT_REANALYZED = 64  # 64-67: reanalysis of cheap searches (KataGo v1.17): left 0
 GT_PASS_ALIVE_SUICIDE = 68  # 1 if pass-alive inputs assumed suicide legal; 0: ours follow the game's rule
+# 1 on a side position's row (game branching, paper section 6.2.2: a move off the game's line, searched
+# once): its value targets are that search's, and it has no outcome, ownership, later-board or next
+# policy target. KataGo marks such rows only by channel 62 being 0.
+GT_SIDE_POSITION = 78
 GT_SENTE_VERSION = 79  # SENTE_ROWS_VERSION (KataGo leaves 69-79 zero)
 
 # valueTargetsNCHW channels.

@@ -8,6 +8,12 @@
   strength only). Moves of the handicap and the opening, drawn from the raw policy, have none. A
   pass for ko's comment begins with KataGo's ``Pass for ko`` before the note; :mod:`common.go.sgf`
   writes that part and takes it off when reading, so the note reads the same.
+- Side positions (game branching) are variations off the main line: each begins with a move drawn
+  off the game's line, commented ``branch``; the move the side position's search then chose follows,
+  with its note ``side 600 visits, ...``; a continued line repeats the two.
+- A game that starts from another's early fork says so in ``start.fork``: the game it forked from,
+  the moves of that game it kept, and how many candidate moves the fork's move was the best of; its
+  opening is those moves and the fork's move.
 
 The client writes them (``client.selfplay.game``); the server's upload checks read them to know which
 moves were full searches, with how many visits, and how the game started, and hold them against the
@@ -33,15 +39,30 @@ class SelfPlayRecordError(ValueError):
 
 
 @dataclass(frozen=True)
+class ForkNote:
+    """An early fork: the game forked from, its moves kept (the fork's move follows them) and the
+    number of candidate moves the fork's move was chosen among."""
+
+    of: str
+    turn: int
+    choices: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"of": self.of, "turn": self.turn, "choices": self.choices}
+
+
+@dataclass(frozen=True)
 class StartNote:
     """How a self-play game began: the komi drawn, the handicap's free black moves (a handicap of
     ``extra_black + 1`` stones), whether the komi was then moved to compensate white, the moves played
-    from the raw policy, and the first move that was searched (1-based: ``opening_moves + 1``)."""
+    before any search (from the raw policy, or a fork's), the first move that was searched (1-based:
+    ``opening_moves + 1``), and the fork it started from, if any."""
 
     komi_drawn: float
     extra_black: int
     komi_compensated: bool
     opening_moves: int
+    fork: ForkNote | None = None
 
     @property
     def first_recorded_move(self) -> int:
@@ -54,6 +75,7 @@ class StartNote:
             "komi_compensated": self.komi_compensated,
             "opening_moves": self.opening_moves,
             "first_recorded_move": self.first_recorded_move,
+            "fork": None if self.fork is None else self.fork.to_dict(),
         }
 
 
@@ -99,12 +121,18 @@ def read_root_comment(text: str | None) -> RootInfo:
     start = data["start"]
     _need(isinstance(start, dict), "start must be an object")
     keys = ("komi_drawn", "extra_black", "komi_compensated", "opening_moves", "first_recorded_move")
-    _need(set(start) == set(keys), f"start must have exactly the keys {', '.join(keys)}")
+    _need(set(start) - {"fork"} == set(keys), f"start must have exactly the keys {', '.join(keys)} (and perhaps fork)")
     komi = start["komi_drawn"]
     _need(type(komi) in (int, float) and math.isfinite(komi), f"start.komi_drawn {komi!r} is not a number")
     _need(type(start["komi_compensated"]) is bool, "start.komi_compensated must be true or false")
     opening = _whole(start["opening_moves"], "opening_moves")
-    game_start = StartNote(float(komi), _whole(start["extra_black"], "extra_black"), start["komi_compensated"], opening)
+    game_start = StartNote(
+        float(komi),
+        _whole(start["extra_black"], "extra_black"),
+        start["komi_compensated"],
+        opening,
+        _fork(start.get("fork")),
+    )
     _need(
         start["first_recorded_move"] == game_start.first_recorded_move,
         f"start.first_recorded_move {start['first_recorded_move']!r} is not opening_moves + 1 "
@@ -113,24 +141,40 @@ def read_root_comment(text: str | None) -> RootInfo:
     return RootInfo(data["settings"], game_start, data["move_limit_reached"])
 
 
+def _fork(value: Any) -> ForkNote | None:
+    if value is None:
+        return None
+    _need(
+        isinstance(value, dict) and set(value) == {"of", "turn", "choices"},
+        "start.fork must be null or an object of of, turn, choices",
+    )
+    _need(isinstance(value["of"], str) and 0 < len(value["of"]) <= 200, "start.fork.of must be a game id")
+    turn = _whole(value["turn"], "fork.turn")
+    choices = _whole(value["choices"], "fork.choices")
+    _need(choices >= 1, "start.fork.choices must be at least 1")
+    return ForkNote(value["of"], turn, choices)
+
+
 @dataclass(frozen=True)
 class SearchNote:
     """What the search of one move was: full (recorded for training) or cheap, its root visits, the
-    win rate of the player who moved and white's score."""
+    win rate of the player who moved and white's score; ``side`` for the full search of a side
+    position (on a variation)."""
 
     full: bool
     visits: int
     winrate: float
     score: float
+    side: bool = False
 
     def text(self) -> str:
-        return (
-            f"{'full' if self.full else 'cheap'} {self.visits} visits, winrate {self.winrate:.3f}, "
-            f"white score {self.score:+.1f}"
-        )
+        kind = "side" if self.side else "full" if self.full else "cheap"
+        return f"{kind} {self.visits} visits, winrate {self.winrate:.3f}, white score {self.score:+.1f}"
 
 
-_NOTE = re.compile(r"(full|cheap) (\d{1,9}) visits, winrate (\d\.\d{3}), white score ([+-]\d{1,4}\.\d)")
+BRANCH_NOTE = "branch"  # the comment of a side position's move off the game's line
+
+_NOTE = re.compile(r"(full|cheap|side) (\d{1,9}) visits, winrate (\d\.\d{3}), white score ([+-]\d{1,4}\.\d)")
 
 
 def read_search_note(text: str | None) -> SearchNote | None:
@@ -143,4 +187,5 @@ def read_search_note(text: str | None) -> SearchNote | None:
         raise SelfPlayRecordError(
             f"move comment {text[:80]!r} is not a search note ('full N visits, winrate W, white score S')"
         )
-    return SearchNote(m.group(1) == "full", int(m.group(2)), float(m.group(3)), float(m.group(4)))
+    side = m.group(1) == "side"
+    return SearchNote(side or m.group(1) == "full", int(m.group(2)), float(m.group(3)), float(m.group(4)), side)

@@ -52,6 +52,7 @@ from common.data.schema import (
     GT_ONE_MINUS_VALUE_WEIGHT,
     GT_POLICY_WEIGHT,
     GT_SENTE_VERSION,
+    GT_SIDE_POSITION,
     GT_TURN_INDEX,
     GT_VARIANCE_TIME,
     KATAGO_FORMAT_VERSION,
@@ -431,6 +432,10 @@ def _check_global_targets(t: np.ndarray, report: ValidationReport) -> None:
     else:
         report.sente_version = int(sente[0])
 
+    side = t[:, GT_SIDE_POSITION]
+    bad = (side != 0) & (side != 1)
+    if bad.any():
+        report.error(name, f"channel {GT_SIDE_POSITION} (side position) is not 0 or 1 ({_rows_text(bad)})")
     value_weight = 1.0 - t[:, GT_ONE_MINUS_VALUE_WEIGHT]
     for first in VALUE_TRIPLES:
         triple = t[:, first : first + 3]

@@ -5,7 +5,9 @@ A client draws each game's board size, komi, rules, handicap and opening, and ea
 root comment (the settings it played with, how the game started) and each searched move's note
 (:mod:`common.data.selfplay_sgf`). Every drawn value must be one the settings can produce, and the
 share of full searches must be one the settings' probability gives but with odds below
-:data:`FULL_SEARCH_ODDS`. Each failure is an :class:`~server.api.errors.ApiError` on the ``sgf``
+:data:`FULL_SEARCH_ODDS`; so must the share of searched turns that branched off to side positions
+(the record's variations) and of those that went on, and an early fork's start must be one the
+settings make. Each failure is an :class:`~server.api.errors.ApiError` on the ``sgf``
 field with code ``not_in_settings`` (or ``not_selfplay`` for a record without what self-play writes).
 """
 
@@ -15,7 +17,15 @@ import math
 from dataclasses import dataclass
 
 from common import boundedjson
-from common.data.selfplay_sgf import RootInfo, SearchNote, SelfPlayRecordError, read_root_comment, read_search_note
+from common.data.gamecheck import SidePosition
+from common.data.selfplay_sgf import (
+    BRANCH_NOTE,
+    RootInfo,
+    SearchNote,
+    SelfPlayRecordError,
+    read_root_comment,
+    read_search_note,
+)
 from common.go.sgf import GameRecord
 from common.settings import MatchSettings, SelfPlaySettings
 from server.api.errors import ApiError, invalid
@@ -28,12 +38,39 @@ def _refuse(message: str) -> ApiError:
 
 
 @dataclass(frozen=True)
+class SideDraw:
+    """A side position's search in the record: main-line node `node`'s variation `line`, its move
+    `depth` (the move the search chose), with the search's note."""
+
+    node: int
+    line: int
+    depth: int
+    note: SearchNote
+
+
+@dataclass(frozen=True)
 class SelfPlayDraws:
-    """What a self-play record drew: its root comment and each move's search note (None for the moves
-    of the opening)."""
+    """What a self-play record drew: its root comment, each move's search note (None for the moves
+    of the opening), its side positions' searches, its variations and how many of their searches
+    went on."""
 
     info: RootInfo
     notes: list[SearchNote | None]
+    sides: list[SideDraw]
+    lines: int = 0
+    continued: int = 0
+
+    def side_positions(self, rec: GameRecord) -> list[SidePosition]:
+        """The positions the side searches searched, replayed (the record's illegal moves raise
+        IllegalMoveError)."""
+        out = []
+        for side in self.sides:
+            move = rec.nodes[side.node].variations[side.line][side.depth].move
+            assert move is not None  # read as a searched move
+            out.append(
+                SidePosition(rec.variation_game(side.node, side.line, upto=side.depth), move[1], side.note.visits)
+            )
+        return out
 
     def full_turns(self) -> dict[int, int]:
         """Turn (moves before it) -> visits, for every full search."""
@@ -41,21 +78,54 @@ class SelfPlayDraws:
 
 
 def _notes(rec: GameRecord) -> list[SearchNote | None]:
-    notes = []
+    notes: list[SearchNote | None] = []
     for i, node in enumerate(rec.nodes):
         if i and node.setup:
             raise invalid(
                 "sgf", f"node {i} places stones during the game; self-play places them only at the start", "bad_record"
             )
         if node.move is not None:
-            notes.append(read_search_note(node.comment))
+            note = read_search_note(node.comment)
+            if note is not None and note.side:
+                raise SelfPlayRecordError(f"move {len(notes) + 1} of the game has a side position's note")
+            notes.append(note)
     return notes
+
+
+def _sides(rec: GameRecord) -> tuple[list[SideDraw], int, int]:
+    """The side positions' searches of the record's variations: each variation is a move off the line
+    (commented ``branch``), the move its search chose (with the search's note), and again for a line
+    that went on. Also the number of variations and of searches that went on."""
+    sides: list[SideDraw] = []
+    lines = continued = 0
+    for i, node in enumerate(rec.nodes):
+        for k, line in enumerate(node.variations):
+            if node.move is None:
+                raise SelfPlayRecordError(f"node {i} has variations but no move they stand in for")
+            lines += 1
+            color = node.move[0]
+            for depth, v in enumerate(line):
+                where = f"variation {k + 1} before node {i}, its move {depth + 1}"
+                if v.move is None or v.setup or v.move[0] != color:
+                    raise SelfPlayRecordError(f"{where}: not a move in turn")
+                color = 3 - color
+                if depth % 2 == 0:
+                    if v.comment != BRANCH_NOTE:
+                        raise SelfPlayRecordError(f"{where}: a move off the line is commented {BRANCH_NOTE!r}")
+                    continued += depth > 0
+                    continue
+                note = read_search_note(v.comment)
+                if note is None or not note.side:
+                    raise SelfPlayRecordError(f"{where}: the move a side position's search chose needs its note")
+                sides.append(SideDraw(i, k, depth, note))
+    return sides, lines, continued
 
 
 def selfplay_draws(rec: GameRecord) -> SelfPlayDraws:
     """The record's account of its draws."""
     try:
-        return SelfPlayDraws(read_root_comment(rec.comment), _notes(rec))
+        sides, lines, continued = _sides(rec)
+        return SelfPlayDraws(read_root_comment(rec.comment), _notes(rec), sides, lines, continued)
     except SelfPlayRecordError as e:
         raise invalid("sgf", str(e), "bad_record") from None
 
@@ -110,13 +180,15 @@ def check_selfplay(draws: SelfPlayDraws, rec: GameRecord, settings: SelfPlaySett
         raise _refuse(
             f"komi {start.komi_drawn:g} was not drawn by the task's settings (they draw from {low:g} to {high:g})"
         )
-    if start.komi_compensated:
+    if start.fork is not None:
+        _check_fork(draws, settings)
+    elif start.komi_compensated:
         if not (
             start.extra_black
             and settings.handicap_compensate_komi_prob > 0
             and settings.handicap_compensation_rounds > 0
         ):
-            raise _refuse("its komi was compensated, which the task's settings do only for handicap games")
+            raise _refuse("its komi was compensated, which the task's settings do only for handicap games and forks")
     elif rec.komi != start.komi_drawn:
         raise _refuse(f"komi {rec.komi:g} is not the {start.komi_drawn:g} it drew (and it was not compensated)")
     moves = len(draws.notes)
@@ -128,6 +200,61 @@ def check_selfplay(draws: SelfPlayDraws, rec: GameRecord, settings: SelfPlaySett
             f"is {result!r}"
         )
     _check_searches(draws, settings)
+    _check_sides(draws, settings)
+
+
+def _check_fork(draws: SelfPlayDraws, settings: SelfPlaySettings) -> None:
+    start = draws.info.start
+    fork = start.fork
+    assert fork is not None
+    if settings.early_fork_prob <= 0:
+        raise _refuse("it starts from an early fork, which the task's settings do not make")
+    if start.extra_black:
+        raise _refuse("it starts from an early fork of a handicap game; forks are of even games")
+    if fork.turn + 1 != start.opening_moves:
+        raise _refuse(
+            f"its fork kept {fork.turn} moves, so its opening is {fork.turn + 1} moves, not {start.opening_moves}"
+        )
+    if fork.choices > settings.fork_max_choices:
+        raise _refuse(
+            f"its fork's move was the best of {fork.choices} candidates; the task's settings take at most "
+            f"{settings.fork_max_choices}"
+        )
+    if start.komi_compensated != (settings.handicap_compensation_rounds > 0):
+        raise _refuse("a fork's komi is compensated exactly when the task's settings have compensation rounds")
+
+
+def _upper_odds(k: int, n: int, p: float) -> float:
+    """The odds of k or more of n at probability p (1 when k is not above n p)."""
+    return _binomial_odds(k, n, p) if k > n * p else 1.0
+
+
+def _check_sides(draws: SelfPlayDraws, settings: SelfPlaySettings) -> None:
+    """Side positions: made only with the settings' probability (no more often than it gives but
+    with odds below FULL_SEARCH_ODDS), each searched with the full visits."""
+    if draws.lines == 0:
+        return
+    if settings.side_position_prob <= 0:
+        raise _refuse("it has side positions, which the task's settings do not make")
+    for side in draws.sides:
+        if side.note.visits != settings.visits:
+            raise _refuse(
+                f"a side position before move {side.node} was searched with {side.note.visits} visits, not the "
+                f"task's {settings.visits}"
+            )
+    searched = sum(note is not None for note in draws.notes)
+    odds = _upper_odds(draws.lines, searched, settings.side_position_prob)
+    if odds < FULL_SEARCH_ODDS:
+        raise _refuse(
+            f"{draws.lines} of its {searched} searched turns branched off to side positions; the task's "
+            f"settings branch with probability {settings.side_position_prob:g} (odds below {odds:.1e})"
+        )
+    odds = _upper_odds(draws.continued, len(draws.sides), settings.side_position_continue_prob)
+    if odds < FULL_SEARCH_ODDS:
+        raise _refuse(
+            f"{draws.continued} of its {len(draws.sides)} side positions went on; the task's settings go on "
+            f"with probability {settings.side_position_continue_prob:g} (odds below {odds:.1e})"
+        )
 
 
 def _check_searches(draws: SelfPlayDraws, settings: SelfPlaySettings) -> None:

@@ -42,7 +42,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from common.data.gamecheck import RowMismatch, RowsAgainstGame
-from common.data.schema import unpack_spatial
+from common.data.schema import GAME_MODE_FORK, unpack_spatial
 from common.data.validate import RowValidationError, load_rows
 from common.go.game import Game, IllegalMoveError
 from common.go.rules import Rules, RulesError
@@ -306,10 +306,15 @@ def check_selfplay_game(
     """A self-play game's own checks, once its record and rows were read: the replay with its rows
     held against it, the declared result, the draws against the settings. Returns the replayed game."""
     draws = drawn.selfplay_draws(rec)
+    mode = GAME_MODE_FORK if draws.info.start.fork is not None else None
     check = RowsAgainstGame(
-        rows, rec.x_size, rec.y_size, rec.moves, game_id, rec.handicap, settings.draw_equivalent_wins
+        rows, rec.x_size, rec.y_size, rec.moves, game_id, rec.handicap, settings.draw_equivalent_wins, mode
     )
     game = _replay(rec, check.visit)
+    try:
+        sides = draws.side_positions(rec)
+    except IllegalMoveError as e:
+        raise invalid("sgf", f"{e}", "illegal_move") from None
     _check_result(
         game, result, settings.end_when_all_pass_alive, settings.max_moves, resign_allowed=False, game_id=game_id
     )
@@ -318,6 +323,7 @@ def check_selfplay_game(
         # the replay's komi: the record's, which the replay checked (or the rules' when it names none)
         check.finish(game, result, game.komi, rules, draws.info.move_limit_reached)
         _rows_of_searches(check, draws, settings)
+        check.check_side_positions(sides, draws.info.move_limit_reached)
     except RowMismatch as e:
         raise invalid("npz", f"the training rows are not this game's: {e}", "rows_not_of_game") from None
     return game

@@ -12,7 +12,14 @@ import pytest
 from client.search.engine import NullEvaluator
 from client.selfplay.init import draw_board, draw_komi, draw_start
 from client.selfplay.run import run_selfplay
-from common.data.schema import GT_AREA_SCORING, GT_BONUS_POINTS, GT_TURN_INDEX, GT_UNREDUCED_VISITS, unpack_spatial
+from common.data.schema import (
+    GT_AREA_SCORING,
+    GT_BONUS_POINTS,
+    GT_SIDE_POSITION,
+    GT_TURN_INDEX,
+    GT_UNREDUCED_VISITS,
+    unpack_spatial,
+)
 from common.data.validate import validate_rows
 from common.go.geometry import BLACK
 from common.go.sgf import read_sgf
@@ -67,8 +74,9 @@ def test_selfplay_writes_valid_rows_and_legal_games(tmp_path):
             continue
         gt = rows["globalTargetsNC"]
         total_rows += gt.shape[0]
-        turns = set(gt[:, GT_TURN_INDEX].astype(int))
-        assert turns <= full_turns  # cheap searches write no rows
+        own = gt[gt[:, GT_SIDE_POSITION] == 0]
+        turns = set(own[:, GT_TURN_INDEX].astype(int))
+        assert turns <= full_turns  # cheap searches write no rows (side positions are rows of their own)
         assert set(gt[:, GT_UNREDUCED_VISITS].astype(int)) <= {FAST.visits, FAST.reduced_visits_min}
     assert total_rows == summary.rows
     assert kinds == {"full", "cheap"}

@@ -39,9 +39,15 @@ class PlayedGame:
 
 
 def selfplay_games(
-    out: Path, network: str, count: int = 6, seed: int = 1, settings: SelfPlaySettings = SELFPLAY
+    out: Path,
+    network: str,
+    count: int = 6,
+    seed: int = 1,
+    settings: SelfPlaySettings = SELFPLAY,
+    parallel: int | None = None,
 ) -> list[PlayedGame]:
-    """Self-play games of the random network as the client plays them, with their metadata."""
+    """Self-play games of the random network as the client plays them, with their metadata (all at
+    once unless `parallel` says fewer: then early forks start some of the later games)."""
     from client.search.engine import NullEvaluator
     from client.selfplay.run import run_selfplay
 
@@ -49,7 +55,7 @@ def selfplay_games(
         NullEvaluator(),
         settings,
         games=count,
-        parallel=count,
+        parallel=parallel or count,
         out_dir=out,
         seed=seed,
         progress=False,

@@ -16,6 +16,7 @@ from common.data.rows import rows_npz
 from common.data.schema import (
     DATA_LEN,
     GT_LOSS,
+    GT_SIDE_POSITION,
     GT_TURN_INDEX,
     GT_UNREDUCED_VISITS,
     GT_WIN,
@@ -124,6 +125,18 @@ HONEST = {
         max_moves=18,
         end_when_all_pass_alive=False,
     ),
+    "branching": SelfPlaySettings(
+        board_sizes=(7,),
+        board_size_weights=(1.0,),
+        visits=8,
+        cheap_visits=3,
+        full_search_prob=0.5,
+        max_moves=120,
+        reduced_visits_min=4,
+        side_position_prob=0.2,
+        side_position_continue_prob=0.5,
+        early_fork_prob=1.0,
+    ),
 }
 
 
@@ -134,7 +147,7 @@ def test_honest_games_of_every_draw_pass_every_check(tmp_path, name):
     from server.games.ingest import check_selfplay_game
 
     settings = HONEST[name]
-    games = helpers.selfplay_games(tmp_path, helpers.RANDOM_NET, count=8, settings=settings)
+    games = helpers.selfplay_games(tmp_path, helpers.RANDOM_NET, count=8, settings=settings, parallel=4)
     assert games
     for game in games:
         rec = read_sgf(game.sgf)
@@ -148,6 +161,10 @@ def test_honest_games_of_every_draw_pass_every_check(tmp_path, name):
         assert any(game.encore_phase == 2 and game.is_over and game.result.reason == "two passes" for game in ended)
     elif name == "rectangle":
         assert any(rec.x_size != rec.y_size for rec in records)
+    elif name == "branching":
+        assert sum(len(node.variations) for rec in records for node in rec.nodes) > 10
+        assert any(json.loads(rec.comment)["start"]["fork"] for rec in records)
+        assert any(len(line) > 2 for rec in records for node in rec.nodes for line in node.variations)
     else:
         assert any(g.metadata["result"] == "Void" for g in games)
 
@@ -257,3 +274,89 @@ def test_a_record_without_its_settings_is_refused(run, alice, task, long_game):
         rec.nodes[0].comment = None
 
     refused(alice, task, with_record(long_game, no_comment), "sgf", "bad_record")
+
+
+# --- side positions and forks -------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def side_game(selfplay_games) -> PlayedGame:
+    """A game of the run's settings with side positions (they branch at 2.5% of the searched turns)."""
+    return max(selfplay_games, key=lambda g: sum(len(n.variations) for n in read_sgf(g.sgf).nodes))
+
+
+def side_rows(arrays) -> np.ndarray:
+    return np.flatnonzero(arrays["globalTargetsNC"][:, GT_SIDE_POSITION] == 1)
+
+
+def test_a_game_with_side_positions_goes_in(run, alice, task, side_game):
+    assert side_rows(arrays_of(side_game.npz)).size > 0
+    response = post(alice[1], TRAINING, upload_fields(task["id"], side_game))
+    assert response.status_code == 201, response.content
+
+
+@pytest.mark.parametrize("change", ["dropped", "values", "position", "reply", "order"])
+def test_a_side_row_that_contradicts_the_record_is_refused(run, alice, task, side_game, change):
+    arrays = arrays_of(side_game.npz)
+    sides = side_rows(arrays)
+    r = int(sides[0])
+    if change == "dropped":
+        arrays = {name: np.delete(a, r, axis=0) for name, a in arrays.items()}
+    elif change == "values":
+        gt = arrays["globalTargetsNC"]
+        gt[r, 4:7] = [1.0, 0.0, 0.0] if gt[r, 4] != 1 else [0.0, 1.0, 0.0]  # one horizon says otherwise
+    elif change == "position":
+        arrays["binaryInputNCHWPacked"][r] = arrays["binaryInputNCHWPacked"][0]
+    elif change == "reply":
+        arrays["policyTargetsNCMove"][r, 0] = 0
+        arrays["policyTargetsNCMove"][r, 0, 0] = 1
+    elif change == "order":  # the side row first: the game's rows come after it
+        arrays = {name: a[np.r_[r, np.delete(np.arange(a.shape[0]), r)]] for name, a in arrays.items()}
+    message = refused(alice, task, with_rows(side_game, arrays), "npz", "rows_not_of_game")
+    assert "side position" in message or "row" in message
+
+
+def test_side_positions_the_record_does_not_show_are_refused(run, alice, task, side_game):
+    def no_variations(rec):
+        for node in rec.nodes:
+            node.variations = []
+
+    message = refused(alice, task, with_record(side_game, no_variations), "npz", "rows_not_of_game")
+    assert "side positions" in message
+
+
+def test_a_side_search_of_other_visits_than_the_settings_is_refused(run, alice, task, side_game):
+    def other_visits(rec):
+        line = next(line for node in rec.nodes for line in node.variations)
+        note = read_search_note(line[1].comment)
+        line[1].comment = dataclasses.replace(note, visits=note.visits + 1).text()
+
+    message = refused(alice, task, with_record(side_game, other_visits), "sgf", "not_in_settings")
+    assert "side position" in message
+
+
+def test_a_variation_that_is_no_side_position_is_refused(run, alice, task, side_game):
+    def bare(rec):
+        line = next(line for node in rec.nodes for line in node.variations)
+        line[0].comment = None
+
+    assert "branch" in refused(alice, task, with_record(side_game, bare), "sgf", "bad_record")
+
+
+@pytest.mark.kernels
+def test_branching_more_often_than_the_settings_say_is_refused(tmp_path):
+    from common.data.validate import load_rows
+    from server.api.errors import ApiError
+    from server.games.ingest import check_selfplay_game
+
+    settings = HONEST["branching"]
+    games = helpers.selfplay_games(tmp_path, helpers.RANDOM_NET, count=4, settings=settings, parallel=2)
+    game = max(games, key=lambda g: sum(len(n.variations) for n in read_sgf(g.sgf).nodes))
+    rarely = settings.replace(side_position_prob=0.001)
+    unforked = settings.replace(early_fork_prob=0.0)
+    fork_game = next(g for g in games if json.loads(read_sgf(g.sgf).comment)["start"]["fork"])
+    for played, claimed, words in ((game, rarely, "branched off"), (fork_game, unforked, "early fork")):
+        rec = read_sgf(played.sgf)
+        info = json.loads(rec.comment)
+        info["settings"] = claimed.to_dict()
+        rec.nodes[0].comment = json.dumps(info, sort_keys=True)
+        with pytest.raises(ApiError, match=words):
+            check_selfplay_game(rec, rec.rules, load_rows(played.npz), played.metadata["game_id"], rec.result, claimed)

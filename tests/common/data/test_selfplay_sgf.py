@@ -1,0 +1,32 @@
+"""What a self-play SGF says beyond its moves: the search notes (side positions' too) and the root
+comment's start (an early fork's too), written and read back."""
+
+import json
+
+import pytest
+
+from common.data.selfplay_sgf import (
+    ForkNote,
+    RootInfo,
+    SearchNote,
+    SelfPlayRecordError,
+    StartNote,
+    read_root_comment,
+    read_search_note,
+)
+
+
+def test_side_and_start_notes_read_back():
+    side = SearchNote(True, 600, 0.512, -1.5, side=True)
+    assert side.text().startswith("side 600 visits") and read_search_note(side.text()) == side
+    assert not read_search_note(SearchNote(True, 600, 0.5, 0.0).text()).side
+    fork = StartNote(6.5, 0, True, 4, ForkNote("s1-g000003", 3, 7))
+    assert read_root_comment(RootInfo({}, fork, False).to_comment()).start == fork
+    plain = StartNote(7.0, 0, False, 2)
+    info = json.loads(RootInfo({}, plain, False).to_comment())
+    assert info["start"]["fork"] is None
+    del info["start"]["fork"]  # records written before forks have no such key
+    assert read_root_comment(json.dumps(info)).start == plain
+    info["start"]["fork"] = {"of": "x", "turn": -1, "choices": 3}
+    with pytest.raises(SelfPlayRecordError, match=r"fork\.turn"):
+        read_root_comment(json.dumps(info))
