@@ -100,6 +100,7 @@ class GtpEngine:
         if self.searcher is not None:
             self.commands["kata-analyze"] = self.cmd_kata_analyze
             self.commands["kata-genmove_analyze"] = self.cmd_kata_genmove_analyze
+            self.commands["clear_cache"] = self.cmd_clear_cache
         self.out: TextIO | None = None
         self._analysis: tuple[threading.Thread, threading.Event] | None = None
         self._ident = ""
@@ -528,6 +529,11 @@ class GtpEngine:
             self.out.flush()
 
         return report
+
+    def cmd_clear_cache(self, args: list[str]) -> str:
+        """KataGo's clear_cache: forget the network's evaluations and the search tree."""
+        self._search_player().clear_cache()
+        return ""
 
     def cmd_kata_analyze(self, args: list[str]) -> str:
         searcher = self._search_player()

@@ -76,6 +76,19 @@ def test_genmove_searches_and_keeps_its_tree():
     assert player.search.result(0).root_visits == 60
 
 
+def test_clear_cache_forgets_the_evaluations_and_the_tree():
+    player = SearchPlayer(NullEvaluator(), 40, seed=1)
+    engine = GtpEngine(player)
+    engine.handle("boardsize 9")
+    engine.handle("genmove b")
+    assert player.search.cache.keys.any() and player.search.trees.status[0]["nodes"] > 1
+    assert engine.handle("clear_cache") == "=\n\n"
+    assert not player.search.cache.keys.any() and player.search.trees.status[0]["nodes"] == 1
+    assert engine.handle("known_command clear_cache") == "= true\n\n"
+    engine.handle("genmove w")
+    assert player.search.result(0).root_visits == 40
+
+
 def test_genmove_for_the_side_not_to_move_and_after_the_end():
     engine = GtpEngine(SearchPlayer(NullEvaluator(), 20, seed=1))
     engine.handle("boardsize 5")
