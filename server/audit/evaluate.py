@@ -20,7 +20,11 @@ Per row this gives:
 - ``raw_error``: |recorded raw value - network value|: the row records the network's own win minus
   loss at the root (channel 57), which the named network must reproduce up to the symmetry drawn.
 
-Rows whose policy target has weight 0 have NaN for the policy figures. Torch is imported here only:
+Rows whose policy target has weight 0 have NaN for the policy figures, and side positions (game
+branching) NaN for every figure: their positions follow a move off the game's line, drawn from the
+raw policy at a high temperature or at random, where a network's predictions are not those of the
+game's own positions the thresholds were measured on, and a contributor has more or fewer of them
+by chance. Torch is imported here only:
 the web server never imports this module (the audit runs in the task worker or ``manage.py audit``).
 """
 
@@ -32,7 +36,7 @@ import numpy as np
 import torch
 
 from common.data.loader import decode_rows, make_batch
-from common.data.schema import GT_MCTS_VALUE, GT_POLICY_WEIGHT, GT_RAW_WIN_LOSS
+from common.data.schema import GT_MCTS_VALUE, GT_POLICY_WEIGHT, GT_RAW_WIN_LOSS, GT_SIDE_POSITION
 from common.data.symmetry import NUM_SYMMETRIES, turn, unturn
 from common.nn.model import Model
 
@@ -112,7 +116,8 @@ def _figures(model: Model, batch, device: torch.device) -> RowFigures:
 
     target = batch.policy[:, 0, :].astype(np.float64) * legal
     total = target.sum(axis=1)
-    weighted = (batch.global_targets[:, GT_POLICY_WEIGHT] > 0) & (total > 0)
+    main = batch.global_targets[:, GT_SIDE_POSITION] == 0
+    weighted = (batch.global_targets[:, GT_POLICY_WEIGHT] > 0) & (total > 0) & main
     target = np.divide(target, total[:, None], out=np.zeros_like(target), where=total[:, None] > 0)
     logp = np.log(np.maximum(policy, PROBABILITY_FLOOR))
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -130,6 +135,6 @@ def _figures(model: Model, batch, device: torch.device) -> RowFigures:
         policy_gain=np.where(weighted, gain, nan),
         top_agree=top_agree,
         top_missed=top_missed,
-        value_error=np.abs(search_value - value),
-        raw_error=np.abs(gt[:, GT_RAW_WIN_LOSS] - value),
+        value_error=np.where(main, np.abs(search_value - value), nan),
+        raw_error=np.where(main, np.abs(gt[:, GT_RAW_WIN_LOSS] - value), nan),
     )

@@ -22,6 +22,12 @@ The methods and their settings (each a key of the run's search settings):
 About 200 games per method and visits give an interval of +-50 Elo; that takes hours on a CPU, so
 ``--games`` sets the count (the interval is printed with every figure).
 
+``--sweep`` measures instead Cazenave's claim that GPUCT's best constant stays the same as the
+visits grow where PUCT's drifts upward (his Tables 1 and 2): at each visits level, PUCT (exponent
+0.5) and GPUCT (0.737) with their constants times 0.5, 0.7, 1, 1.4 and 2 each play the default
+search (PUCT, c = 1.1); printed per rule and visits: each constant's Elo and the best one. The JSON
+holds ``sweep`` (rule -> visits -> multiplier -> Elo) and ``best_multiplier`` (rule -> visits).
+
 Run from the project root: .venv/bin/python tests/bench/bench_methods.py [--games 200]
 [--visits 100,400] [--methods lcb,dynamic_cpuct,gpuct] [--parallel 16]
 The last line is one JSON object: elo_<method> and elo_<method>_ci95 for each method (at the
@@ -114,6 +120,30 @@ def visits_per_second(evaluator, searches: list[SearchSettings], visits: int, ro
     return best
 
 
+MULTIPLIERS = (0.5, 0.7, 1.0, 1.4, 2.0)
+RULES = {"puct": (0.5, OFF.cpuct), "gpuct": (0.737, METHODS["gpuct"][0].cpuct)}
+
+
+def sweep(evaluator, visits_levels: list[int], games: int, parallel: int, seed: int) -> dict:
+    """Each rule's constants against the default search at each visits level (see the docstring)."""
+    table: dict[str, dict[str, dict[str, float | None]]] = {}
+    best: dict[str, dict[str, float]] = {}
+    for rule, (exponent, c) in RULES.items():
+        table[rule], best[rule] = {}, {}
+        for visits in visits_levels:
+            row: dict[str, float | None] = {}
+            for m in MULTIPLIERS:
+                settings = OFF.replace(puct_exponent=exponent, cpuct=c * m)
+                elo, half = elo_gain(evaluator, settings, visits, games, parallel, seed)
+                row[f"{m:g}"] = round(elo, 1) if math.isfinite(elo) else None
+                print(f"{rule:<6} c {c * m:.3f} (x{m:g}) {visits:>5} visits: {elo:+.0f} +- {half:.0f} Elo")
+            table[rule][str(visits)] = row
+            scored = {k: v for k, v in row.items() if v is not None}
+            best[rule][str(visits)] = float(max(scored, key=lambda k: scored[k])) if scored else math.nan
+            print(f"{rule:<6} {visits:>5} visits: best multiplier {best[rule][str(visits)]:g}")
+    return {"games": games, "sweep": table, "best_multiplier": best}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--games", type=int, default=200, help="games per method and visits (200)")
@@ -121,6 +151,7 @@ def main() -> None:
     parser.add_argument("--methods", default="lcb,dynamic_cpuct,gpuct,subtree_bias", help="methods to run")
     parser.add_argument("--parallel", type=int, default=16, help="games played at once (16)")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--sweep", action="store_true", help="the constants of PUCT and GPUCT over the visits")
     args = parser.parse_args()
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
     for m in methods:
@@ -129,6 +160,9 @@ def main() -> None:
     visits_levels = sorted(int(v) for v in args.visits.split(","))
     torch.set_num_threads(2)
     evaluator = Evaluator.from_file(MODEL, device="cpu", compile=True, cache_size=0)
+    if args.sweep:
+        print(json.dumps(sweep(evaluator, visits_levels, args.games, args.parallel, args.seed)))
+        return
     figures: dict[str, object] = {"games": args.games, "by_visits": {}}
     print(f"{'method':<15} {'visits':>6} {'games':>6} {'Elo gain':>9} {'95%':>6}  seeds' claim")
     for m in methods:
