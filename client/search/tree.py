@@ -210,6 +210,16 @@ def recompute_utilities(t, i):
 
 
 @njit(cache=True, inline="always", _nrt=False)
+def _leaf_values(t, i, leaf):
+    """What a backup adds of the leaf's own evaluation: white's win-loss, score, score square (mean
+    square plus variance), lead and utility."""
+    wl = t.own[i, leaf, OWN_WL]
+    score = t.own[i, leaf, OWN_SCORE]
+    sd = t.own[i, leaf, OWN_SD]
+    return wl, score, score * score + sd * sd, t.own[i, leaf, OWN_LEAD], utility(t, i, wl, score, sd)
+
+
+@njit(cache=True, inline="always", _nrt=False)
 def backup(t, i, path, plen, inflight):
     """Add the evaluation of the path's last node to every node of the path (removing the virtual
     loss when the visit was in flight)."""
@@ -217,12 +227,7 @@ def backup(t, i, path, plen, inflight):
         _backup_biased(t, i, path, plen, inflight)
         return
     leaf = path[plen - 1]
-    wl = t.own[i, leaf, OWN_WL]
-    score = t.own[i, leaf, OWN_SCORE]
-    sd = t.own[i, leaf, OWN_SD]
-    sq = score * score + sd * sd
-    lead = t.own[i, leaf, OWN_LEAD]
-    util = utility(t, i, wl, score, sd)
+    wl, score, sq, lead, util = _leaf_values(t, i, leaf)
     visits = t.n_visits[i]
     inflights = t.n_inflight[i]
     wl_sum = t.wl_sum[i]
@@ -254,12 +259,7 @@ def _backup_biased(t, i, path, plen, inflight):
     params = t.params[i]
     factor = params.bias_factor
     leaf = path[plen - 1]
-    wl = t.own[i, leaf, OWN_WL]
-    score = t.own[i, leaf, OWN_SCORE]
-    sd = t.own[i, leaf, OWN_SD]
-    sq = score * score + sd * sd
-    lead = t.own[i, leaf, OWN_LEAD]
-    util = utility(t, i, wl, score, sd)
+    wl, score, sq, lead, util = _leaf_values(t, i, leaf)
     if t.state[i, leaf] == EXPANDED:
         if t.n_visits[i, leaf] == 0 and t.bias_slot[i, leaf] >= 0:
             t.bias[i, leaf] = bucket_bias(t, i, t.bias_slot[i, leaf], factor)
