@@ -19,13 +19,14 @@ from tests.server import helpers
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
 
 # Games end by passes through both encore phases (not once every point is pass-alive, which would
-# end most of them before the encore).
+# end most of them before the encore); the random network's games through the encore often run past
+# 200 moves, so the limit is 300 and six games are played for two with a counted result.
 TERRITORY = replace(
     helpers.SETTINGS,
     selfplay=replace(
         helpers.SELFPLAY,
         end_when_all_pass_alive=False,
-        max_moves=200,
+        max_moves=300,
         rules=RulesChoice(
             ko=("SIMPLE", "POSITIONAL", "SITUATIONAL"),
             scoring=("TERRITORY",),
@@ -73,7 +74,7 @@ def test_a_territory_game_is_taken_and_one_with_a_wrong_result_refused(server, t
     ).json()
     assert task["settings_version"] == version
 
-    played = helpers.selfplay_games(tmp_path / "games", helpers.RANDOM_NET, count=4, settings=TERRITORY.selfplay)
+    played = helpers.selfplay_games(tmp_path / "games", helpers.RANDOM_NET, count=6, settings=TERRITORY.selfplay)
     games = [
         helpers.PlayedGame(
             g.sgf, g.npz, helpers.training_metadata(g.sgf, g.npz, helpers.RANDOM_NET, g.metadata["game_id"], version)
