@@ -29,7 +29,7 @@ search (PUCT, c = 1.1); printed per rule and visits: each constant's Elo and the
 holds ``sweep`` (rule -> visits -> multiplier -> Elo) and ``best_multiplier`` (rule -> visits).
 
 Run from the project root: .venv/bin/python tests/bench/bench_methods.py [--games 200]
-[--visits 100,400] [--methods lcb,dynamic_cpuct,gpuct] [--parallel 16]
+[--visits 100,400] [--methods lcb,dynamic_cpuct,gpuct] [--parallel 16] [--results FILE]
 The last line is one JSON object: elo_<method> and elo_<method>_ci95 for each method (at the
 highest visits run; per visits under "by_visits"), and visits_per_s_<method> with its off side.
 """
@@ -51,6 +51,7 @@ sys.path.insert(0, str(ROOT))
 from client.evaluator import Evaluator  # noqa: E402
 from client.match.run import run_match  # noqa: E402
 from client.search.engine import BatchedSearch  # noqa: E402
+from common.files import atomic_write  # noqa: E402
 from common.go.game import Game  # noqa: E402
 from common.settings import MatchSettings, RulesChoice, SearchSettings  # noqa: E402
 
@@ -144,6 +145,16 @@ def sweep(evaluator, visits_levels: list[int], games: int, parallel: int, seed: 
     return {"games": games, "sweep": table, "best_multiplier": best}
 
 
+def _earlier(path: Path | None, games: int, seed: int) -> dict:
+    """The matches a results file holds for these games and seed (none for another count or seed)."""
+    if path is None or not path.exists():
+        return {}
+    data = json.loads(path.read_text())
+    if data.get("games") != games or data.get("seed") != seed:
+        return {}
+    return dict(data.get("by_visits", {}))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--games", type=int, default=200, help="games per method and visits (200)")
@@ -152,6 +163,12 @@ def main() -> None:
     parser.add_argument("--parallel", type=int, default=16, help="games played at once (16)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--sweep", action="store_true", help="the constants of PUCT and GPUCT over the visits")
+    parser.add_argument(
+        "--results",
+        type=Path,
+        help="a JSON file kept up to date with each match's figure as it finishes; a run with the same "
+        "games and seed takes the matches already there from it (a long run can span sittings)",
+    )
     args = parser.parse_args()
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
     for m in methods:
@@ -164,20 +181,30 @@ def main() -> None:
         print(json.dumps(sweep(evaluator, visits_levels, args.games, args.parallel, args.seed)))
         return
     figures: dict[str, object] = {"games": args.games, "by_visits": {}}
+    done = _earlier(args.results, args.games, args.seed)
     print(f"{'method':<15} {'visits':>6} {'games':>6} {'Elo gain':>9} {'95%':>6}  seeds' claim")
     for m in methods:
         on, claim = METHODS[m]
         figures[f"elo_{m}"] = figures[f"elo_{m}_ci95"] = None
         for visits in visits_levels:
             start = time.perf_counter()
-            elo, half = elo_gain(evaluator, on, visits, args.games, args.parallel, args.seed)
+            key = f"{m}_{visits}"
+            if key in done:
+                elo, half = (math.nan if v is None else float(v) for v in (done[key]["elo"], done[key]["ci95"]))
+            else:
+                elo, half = elo_gain(evaluator, on, visits, args.games, args.parallel, args.seed)
             elo += 0.0  # an even score is +0, not -0
             minutes = (time.perf_counter() - start) / 60
             print(f"{m:<15} {visits:>6} {args.games:>6} {elo:>+9.0f} {half:>6.0f}  {claim} ({minutes:.0f} min)")
             finite = math.isfinite(elo) and math.isfinite(half)
-            figures["by_visits"][f"{m}_{visits}"] = {"elo": elo if finite else None, "ci95": half if finite else None}  # type: ignore[index]
+            figures["by_visits"][key] = {"elo": elo if finite else None, "ci95": half if finite else None}  # type: ignore[index]
             figures[f"elo_{m}"] = round(elo, 1) if finite else None
             figures[f"elo_{m}_ci95"] = round(half, 1) if finite else None
+            if args.results is not None:
+                done[key] = figures["by_visits"][key]  # type: ignore[index]
+                atomic_write(
+                    args.results, json.dumps({"games": args.games, "seed": args.seed, "by_visits": done}).encode()
+                )
         speed_on, speed_off = visits_per_second(evaluator, [on, OFF], visits_levels[0])
         figures[f"visits_per_s_{m}"] = round(speed_on, 1)
         figures[f"visits_per_s_{m}_off"] = round(speed_off, 1)
