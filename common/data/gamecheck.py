@@ -128,6 +128,14 @@ def _side(grid: np.ndarray, player: int) -> np.ndarray:
     return grid if player == WHITE else -grid
 
 
+def _policy_pos(loc: int) -> int:
+    """A move's entry in a policy target: y * 19 + x, or pass."""
+    if loc == PASS:
+        return PASS_POS
+    x, y = xy_of(loc)
+    return y * DATA_LEN + x
+
+
 def _first(bad: npt.ArrayLike) -> int | None:
     where = np.flatnonzero(bad)
     return int(where[0]) if where.size else None
@@ -241,9 +249,7 @@ class RowsAgainstGame:
             self._problem = RowMismatch(
                 f"{self._where(self.turns[d].first_row)}: the record's move there is played out of turn"
             )
-        self._encoder.encode([game], self._spatial_buf, self._glob_buf, draw_equiv_white=self.draw_equivalent_wins)
-        self._packed[d] = np.packbits(self._spatial_buf[0].astype(np.uint8), axis=1, bitorder="big")  # 0/1 planes
-        self._glob[d] = self._glob_buf[0]
+        self._packed[d], self._glob[d] = self._inputs(game)
         self._player[d] = game.to_move
         self._encore[d] = game.encore_phase
         self._white_bonus[d] = game.white_bonus
@@ -293,12 +299,14 @@ class RowsAgainstGame:
             ),
         )
 
+    def _inputs(self, game: Game) -> tuple[np.ndarray, np.ndarray]:
+        """The game's position as a row holds it: packed input planes and global inputs."""
+        self._encoder.encode([game], self._spatial_buf, self._glob_buf, draw_equiv_white=self.draw_equivalent_wins)
+        packed = np.packbits(self._spatial_buf[0].astype(np.uint8), axis=1, bitorder="big")  # 0/1 planes
+        return packed, self._glob_buf[0].copy()
+
     def _move_pos(self, turn: int) -> int:
-        loc = self.moves[turn][1]
-        if loc == PASS:
-            return PASS_POS
-        x, y = xy_of(loc)
-        return y * DATA_LEN + x
+        return _policy_pos(self.moves[turn][1])
 
     def _check_policies(self, of_row: np.ndarray) -> None:
         """A row's target holds the move played (a search plays a move it visited; only a target scaled
@@ -515,9 +523,8 @@ class RowsAgainstGame:
             r = base + j
             where = f"row {r} (side position {j + 1}, turn {side.game.num_moves})"
             game = side.game
-            self._encoder.encode([game], self._spatial_buf, self._glob_buf, draw_equiv_white=self.draw_equivalent_wins)
-            expected = np.packbits(self._spatial_buf[0].astype(np.uint8), axis=1, bitorder="big")
-            if not np.array_equal(packed[j], expected) or not np.array_equal(glob[j], self._glob_buf[0]):
+            expected_packed, expected_glob = self._inputs(game)
+            if not np.array_equal(packed[j], expected_packed) or not np.array_equal(glob[j], expected_glob):
                 raise RowMismatch(f"{where}: its inputs are not the position of the record's side position")
             if gt[j, GT_TURN_INDEX] != game.num_moves:
                 raise RowMismatch(f"{where}: its turn is {gt[j, GT_TURN_INDEX]:g}")
@@ -525,7 +532,7 @@ class RowsAgainstGame:
                 raise RowMismatch(
                     f"{where}: its search had {gt[j, GT_UNREDUCED_VISITS]:g} visits, the record says {side.visits}"
                 )
-            pos = PASS_POS if side.reply == PASS else xy_of(side.reply)[1] * DATA_LEN + xy_of(side.reply)[0]
+            pos = _policy_pos(side.reply)
             if policies[j, 0, pos] <= 0 and policies[j, 0].max() < POLICY_TARGET_MAX:
                 raise RowMismatch(f"{where}: its policy target has nothing on the move its search chose")
             if np.any(policies[j, 1] != 1):
