@@ -360,8 +360,9 @@ def game_to_rows(
         if scoring is not None and not no_result:
             base[GT_SCORING_WEIGHT] = 1.0
             side_scoring = _side_view(scoring, player) * SCORING_SCALE
+        packed = pack_spatial(np.asarray(turn.spatial))
         for _ in range(int(counts[i])):
-            _put_row(rows, r, turn, base, (plane0, plane1), distr, value_spatial, gen, history_keep_prob)
+            _put_row(rows, r, turn, packed, base, (plane0, plane1), distr, value_spatial, gen, history_keep_prob)
             if side_scoring is not None:
                 rows["valueTargetsNCHW"][r, VT_SCORING] = stochastic_round(
                     side_scoring, gen, -SCORING_SCALE, SCORING_SCALE
@@ -419,6 +420,7 @@ def _put_row(
     rows: RowArrays,
     r: int,
     turn: TurnRecord,
+    packed: np.ndarray,
     targets: np.ndarray,
     planes: tuple[np.ndarray, np.ndarray],
     distr: np.ndarray,
@@ -426,13 +428,14 @@ def _put_row(
     gen: np.random.Generator,
     history_keep_prob: float,
 ) -> None:
-    """Write row r: the turn's inputs and q-values, these targets with fresh history masks."""
+    """Write row r: the turn's inputs (its planes packed once for all its rows) and q-values, these
+    targets with fresh history masks."""
     row_targets = targets.copy()
     keep = True
     for h in range(5):
         keep = keep and bool(gen.random() < history_keep_prob)
         row_targets[GT_HISTORY_MASK_FIRST + h] = 1.0 if keep else 0.0
-    rows["binaryInputNCHWPacked"][r] = pack_spatial(np.asarray(turn.spatial))
+    rows["binaryInputNCHWPacked"][r] = packed
     rows["globalInputNC"][r] = np.asarray(turn.global_inputs, dtype=np.float32)
     rows["policyTargetsNCMove"][r, 0] = planes[0]
     rows["policyTargetsNCMove"][r, 1] = planes[1]
@@ -465,7 +468,8 @@ def _side_row(
     base[GT_SIDE_POSITION] = 1.0
     planes = (_policy_plane(turn.policy_target)[0], _policy_plane(None)[0])
     value_spatial = np.zeros((NUM_VALUE_SPATIAL, DATA_LEN, DATA_LEN), dtype=np.int8)
-    _put_row(rows, r, turn, base, planes, dummy_score_distribution(), value_spatial, gen, history_keep_prob)
+    packed = pack_spatial(np.asarray(turn.spatial))
+    _put_row(rows, r, turn, packed, base, planes, dummy_score_distribution(), value_spatial, gen, history_keep_prob)
 
 
 def _q_plane(q: np.ndarray, gen: np.random.Generator) -> np.ndarray:
