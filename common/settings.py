@@ -384,6 +384,10 @@ class SelfPlaySettings(_Settings):
     handicap_prob: float = 0.05
     handicap_compensate_komi_prob: float = 0.9
     handicap_compensation_rounds: int = 3  # network queries to move komi by the expected score
+    # KataGo's komiAuto: every game whose komi is not compensated after its handicap (or fork) first
+    # finds the network's fair komi for its empty board, from komi_mean by
+    # handicap_compensation_rounds queries, and plays that plus its draw's offset from komi_mean.
+    komi_auto: bool = False
     opening_area_prop: float = 0.04  # opening moves from the raw policy: Exp(mean prop * B^2)
     move_temperature_early: float = 0.8
     move_temperature: float = 0.2  # half-life from early to late: one board length in turns
@@ -431,6 +435,11 @@ class SelfPlaySettings(_Settings):
         _prob(_p(path, "handicap_prob"), self.handicap_prob)
         _prob(_p(path, "handicap_compensate_komi_prob"), self.handicap_compensate_komi_prob)
         _in_range(_p(path, "handicap_compensation_rounds"), self.handicap_compensation_rounds, 0, 20)
+        _need(
+            not self.komi_auto or self.handicap_compensation_rounds > 0,
+            _p(path, "komi_auto"),
+            "needs handicap_compensation_rounds above 0 (the network queries that find the fair komi)",
+        )
         _in_range(_p(path, "opening_area_prop"), self.opening_area_prop, 0.0, 1.0)
         _in_range(_p(path, "move_temperature_early"), self.move_temperature_early, 0.0, 10.0)
         _in_range(_p(path, "move_temperature"), self.move_temperature, 0.0, 10.0)
@@ -463,6 +472,11 @@ class SelfPlaySettings(_Settings):
             sd = self.komi_big_stdev
         spread = self.komi_truncation * sd
         return round_komi(self.komi_mean - spread), round_komi(self.komi_mean + spread)
+
+    def auto_komi(self, fair: float, drawn: float) -> float:
+        """``komi_auto``'s komi of a game: the network's fair komi for the empty board plus the
+        draw's offset from the mean (KataGo's komiAuto), rounded to a half point."""
+        return round_komi(fair + drawn - self.komi_mean)
 
     def full_search_visits(self) -> tuple[int, int]:
         """The least and greatest visits of a full search: soft resignation lowers them toward

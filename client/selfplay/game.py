@@ -4,6 +4,9 @@ A :class:`SelfPlayGame` says what to search next (:meth:`next_search`) and takes
 search's result (:meth:`on_result`); the driver runs the searches of many games in lock step. The
 phases, with the paper's Appendix C and section 6.1:
 
+0. fair komi (with ``komi_auto``, KataGo's komiAuto, for games whose komi is not compensated
+   after their handicap): from the settings' mean, komi moves by the network's predicted score on
+   the empty board a few times over; the game plays that plus its draw's offset from the mean;
 1. handicap: black's extra stones, each drawn from the raw policy (a one-visit search's network
    priors) with black to move; then, for most handicap games, komi moves by the network's predicted
    score, a few times over, to compensate white;
@@ -55,7 +58,7 @@ from common.go.sgf import Node
 from common.nn.features import NN_AREA, NUM_GLOBAL, NUM_SPATIAL, Encoder
 from common.settings import SelfPlaySettings
 
-HANDICAP, COMPENSATE, OPENING, PLAY, OVER = "handicap", "compensate", "opening", "play", "over"
+FAIR, HANDICAP, COMPENSATE, OPENING, PLAY, OVER = "fair", "handicap", "compensate", "opening", "play", "over"
 SIDE, FORK = "side", "fork"
 
 # A side position's move off the line (play.cpp chooseRandomForkingMove): from the raw policy at
@@ -96,6 +99,8 @@ class SelfPlayGame:
     game: Game = field(init=False)  # made by __post_init__ from start
     handicap_stones: list[int] = field(default_factory=list)
     compensation_rounds: int = 0
+    fair_komi: float | None = None  # komi_auto: the empty board's fair komi (while found, then found)
+    fair_rounds: int = 0
     opening_played: int = 0
     start_turn: int = 0
     turns: list[TurnRecord] = field(default_factory=list)
@@ -121,6 +126,10 @@ class SelfPlayGame:
         self._glob = np.zeros((1, NUM_GLOBAL), np.float32)
         self.phase = HANDICAP if s.extra_black > 0 else OPENING
         self.compensation_rounds = self.settings.handicap_compensation_rounds if s.compensate_komi else 0
+        if s.komi_auto and s.fork is None:
+            self.fair_komi = round_komi(self.settings.komi_mean)
+            self.fair_rounds = self.settings.handicap_compensation_rounds
+            self.phase = FAIR
         if s.fork is not None:
             for color, loc in s.fork.moves:
                 self.game.play(loc, color)
@@ -136,8 +145,12 @@ class SelfPlayGame:
     # --- what to search --------------------------------------------------------------------------
     def next_search(self) -> SearchRequest | None:
         """The next search this game needs, or None once it is over."""
+        if self.phase == FAIR:
+            assert self.fair_komi is not None
+            position = Game(self.start.x_size, self.start.y_size, self.start.rules, self.fair_komi)
+            return SearchRequest(position, 1, False, False)
         if self.phase == HANDICAP:
-            position = Game(self.start.x_size, self.start.y_size, self.start.rules, self.start.komi)
+            position = Game(self.start.x_size, self.start.y_size, self.start.rules, self.game.komi)
             if self.handicap_stones:
                 position.setup(black=self.handicap_stones, to_move=BLACK)
             return SearchRequest(position, 1, False, False)
@@ -176,6 +189,9 @@ class SelfPlayGame:
     # --- results ---------------------------------------------------------------------------------
     def on_result(self, result: SearchResult) -> int | None:
         """Take a finished search; returns the move played on self.game (None if none was)."""
+        if self.phase == FAIR:
+            self._fair_result(result)
+            return None
         if self.phase == HANDICAP:
             self.handicap_stones.append(self._raw_policy_move(result, allow_pass=False))
             if len(self.handicap_stones) == self.start.extra_black + 1:
@@ -205,6 +221,19 @@ class SelfPlayGame:
                 self._choose_fork()
             return None
         raise RuntimeError(f"game {self.game_id}: no search was asked for in phase {self.phase}")
+
+    def _fair_result(self, result: SearchResult) -> None:
+        """One query of the empty board's fair komi (kept within the board's area); after the last,
+        the game's komi is that plus the draw's offset from the settings' mean, as KataGo's komiAuto."""
+        assert self.fair_komi is not None
+        area = self.start.x_size * self.start.y_size
+        self.fair_komi = round_komi(min(area, max(-area, self.fair_komi - result.raw_score)))
+        self.fair_rounds -= 1
+        if self.fair_rounds > 0:
+            return
+        self.game.komi = self.settings.auto_komi(self.fair_komi, self.start.komi)
+        self.phase = HANDICAP if self.start.extra_black > 0 else OPENING
+        self._advance_phase()
 
     def _advance_phase(self) -> None:
         if self.phase == COMPENSATE and self.compensation_rounds <= 0:
@@ -357,7 +386,7 @@ class SelfPlayGame:
 
     def _replay(self, moves: int) -> Game:
         s = self.start
-        game = Game(s.x_size, s.y_size, s.rules, s.komi, capacity=self.settings.max_moves + 8)
+        game = Game(s.x_size, s.y_size, s.rules, self.game.komi, capacity=self.settings.max_moves + 8)
         for color, loc in self.game.move_list[:moves]:
             game.play(loc, color)
         return game
@@ -508,7 +537,7 @@ class SelfPlayGame:
         record = SgfRecord.from_game(game, black_player=player, white_player=player, game_name=self.game_id)
         s = self.start
         fork = None if s.fork is None else ForkNote(s.fork.of, len(s.fork.moves) - 1, s.fork.choices)
-        start = StartNote(s.komi, s.extra_black, s.compensate_komi, self.opening_played, fork)
+        start = StartNote(s.komi, s.extra_black, s.compensate_komi, self.opening_played, fork, self.fair_komi)
         record.nodes[0].comment = RootInfo(self.settings.to_dict(), start, self.hit_move_limit).to_comment()
         for node, note in zip(record.nodes[1:], self.notes):
             if note is not None:

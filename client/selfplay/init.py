@@ -2,9 +2,9 @@
 rectangle), komi, rules, handicap and the number of opening moves, all drawn from the settings with
 the game's own generator.
 
-The draws that need the network (where the handicap stones go, the komi compensation, the opening
-moves) happen during the game, through the search engine with one visit; this module only decides
-how many of each there will be.
+The draws that need the network (the fair komi for the empty board, where the handicap stones go,
+the komi compensation, the opening moves) happen during the game, through the search engine with one
+visit; this module only decides how many of each there will be.
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ class GameStart:
     compensate_komi: bool  # move komi by the network's predicted score once the handicap (or fork) is placed
     opening_moves: int  # moves played before any search: from the raw policy, or a fork's
     fork: Fork | None = None  # a game that starts from another's early fork
+    komi_auto: bool = False  # find the network's fair komi for the empty board first (KataGo's komiAuto)
 
 
 def draw_komi(settings: SelfPlaySettings, rng: np.random.Generator) -> float:
@@ -79,4 +80,5 @@ def draw_start(settings: SelfPlaySettings, rng: np.random.Generator) -> GameStar
         compensate = bool(rng.random() < settings.handicap_compensate_komi_prob)
     mean = settings.opening_area_prop * x_size * y_size
     opening = math.floor(rng.exponential(mean)) if mean > 0 else 0
-    return GameStart(x_size, y_size, komi, rules, extra_black, compensate, opening)
+    auto = settings.komi_auto and not compensate
+    return GameStart(x_size, y_size, komi, rules, extra_black, compensate, opening, komi_auto=auto)

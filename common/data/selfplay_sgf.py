@@ -56,13 +56,15 @@ class StartNote:
     """How a self-play game began: the komi drawn, the handicap's free black moves (a handicap of
     ``extra_black + 1`` stones), whether the komi was then moved to compensate white, the moves played
     before any search (from the raw policy, or a fork's), the first move that was searched (1-based:
-    ``opening_moves + 1``), and the fork it started from, if any."""
+    ``opening_moves + 1``), the fork it started from, if any, and with ``komi_auto`` the fair komi
+    the network found for the empty board (the game's komi is that plus the draw's offset)."""
 
     komi_drawn: float
     extra_black: int
     komi_compensated: bool
     opening_moves: int
     fork: ForkNote | None = None
+    komi_fair: float | None = None
 
     @property
     def first_recorded_move(self) -> int:
@@ -76,7 +78,7 @@ class StartNote:
             "opening_moves": self.opening_moves,
             "first_recorded_move": self.first_recorded_move,
             "fork": None if self.fork is None else self.fork.to_dict(),
-        }
+        } | ({} if self.komi_fair is None else {"komi_fair": self.komi_fair})
 
 
 @dataclass(frozen=True)
@@ -121,9 +123,12 @@ def read_root_comment(text: str | None) -> RootInfo:
     start = data["start"]
     _need(isinstance(start, dict), "start must be an object")
     keys = ("komi_drawn", "extra_black", "komi_compensated", "opening_moves", "first_recorded_move")
-    _need(set(start) - {"fork"} == set(keys), f"start must have exactly the keys {', '.join(keys)} (and perhaps fork)")
-    komi = start["komi_drawn"]
-    _need(type(komi) in (int, float) and math.isfinite(komi), f"start.komi_drawn {komi!r} is not a number")
+    _need(
+        set(start) - {"fork", "komi_fair"} == set(keys),
+        f"start must have exactly the keys {', '.join(keys)} (and perhaps fork and komi_fair)",
+    )
+    komi = _komi(start["komi_drawn"], "komi_drawn")
+    fair = start.get("komi_fair")
     _need(type(start["komi_compensated"]) is bool, "start.komi_compensated must be true or false")
     opening = _whole(start["opening_moves"], "opening_moves")
     game_start = StartNote(
@@ -132,6 +137,7 @@ def read_root_comment(text: str | None) -> RootInfo:
         start["komi_compensated"],
         opening,
         _fork(start.get("fork")),
+        None if fair is None else _komi(fair, "komi_fair"),
     )
     _need(
         start["first_recorded_move"] == game_start.first_recorded_move,
@@ -139,6 +145,11 @@ def read_root_comment(text: str | None) -> RootInfo:
         f"({game_start.first_recorded_move})",
     )
     return RootInfo(data["settings"], game_start, data["move_limit_reached"])
+
+
+def _komi(value: Any, name: str) -> float:
+    _need(type(value) in (int, float) and math.isfinite(value), f"start.{name} {value!r} is not a number")
+    return float(value)
 
 
 def _fork(value: Any) -> ForkNote | None:

@@ -23,6 +23,7 @@ from common.data.selfplay_sgf import (
     RootInfo,
     SearchNote,
     SelfPlayRecordError,
+    StartNote,
     read_root_comment,
     read_search_note,
 )
@@ -180,6 +181,8 @@ def check_selfplay(draws: SelfPlayDraws, rec: GameRecord, settings: SelfPlaySett
         raise _refuse(
             f"komi {start.komi_drawn:g} was not drawn by the task's settings (they draw from {low:g} to {high:g})"
         )
+    if start.komi_fair is not None and (start.fork is not None or start.komi_compensated):
+        raise _refuse("its komi was both compensated and made fair for the empty board")
     if start.fork is not None:
         _check_fork(draws, settings)
     elif start.komi_compensated:
@@ -189,6 +192,10 @@ def check_selfplay(draws: SelfPlayDraws, rec: GameRecord, settings: SelfPlaySett
             and settings.handicap_compensation_rounds > 0
         ):
             raise _refuse("its komi was compensated, which the task's settings do only for handicap games and forks")
+    elif settings.komi_auto:
+        _check_fair_komi(start, rec, settings)
+    elif start.komi_fair is not None:
+        raise _refuse("its komi was made fair for the empty board, which the task's settings do not do (komi_auto)")
     elif rec.komi != start.komi_drawn:
         raise _refuse(f"komi {rec.komi:g} is not the {start.komi_drawn:g} it drew (and it was not compensated)")
     moves = len(draws.notes)
@@ -201,6 +208,25 @@ def check_selfplay(draws: SelfPlayDraws, rec: GameRecord, settings: SelfPlaySett
         )
     _check_searches(draws, settings)
     _check_sides(draws, settings)
+
+
+def _check_fair_komi(start: StartNote, rec: GameRecord, settings: SelfPlaySettings) -> None:
+    """komi_auto: a fair komi for the empty board within the board's area, and the game's komi that
+    plus the draw's offset from the mean."""
+    if start.komi_fair is None:
+        raise _refuse("its komi was not made fair for the empty board, which the task's settings do (komi_auto)")
+    area = rec.x_size * rec.y_size
+    if abs(start.komi_fair) > area or start.komi_fair * 2 != int(start.komi_fair * 2):
+        raise _refuse(
+            f"the fair komi {start.komi_fair:g} it found for the empty board is not a half point within the "
+            f"board's area (±{area})"
+        )
+    expected = settings.auto_komi(start.komi_fair, start.komi_drawn)
+    if rec.komi != expected:
+        raise _refuse(
+            f"komi {rec.komi:g} is not the fair {start.komi_fair:g} plus its draw's offset from the mean "
+            f"({start.komi_drawn:g} - {settings.komi_mean:g}), {expected:g}"
+        )
 
 
 def _check_fork(draws: SelfPlayDraws, settings: SelfPlaySettings) -> None:

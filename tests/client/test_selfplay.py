@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections import Counter
 from pathlib import Path
@@ -22,8 +23,10 @@ from common.data.schema import (
 )
 from common.data.validate import validate_rows
 from common.go.geometry import BLACK
+from common.go.rules import round_komi
 from common.go.sgf import read_sgf
-from common.settings import RulesChoice, SelfPlaySettings
+from common.settings import RulesChoice, SelfPlaySettings, SettingsError
+from tests.client.evaluators import KomiAwareEvaluator
 
 FAST = SelfPlaySettings(
     board_sizes=(7,), board_size_weights=(1.0,), visits=24, cheap_visits=6, full_search_prob=0.5, max_moves=200
@@ -330,3 +333,64 @@ def test_a_driver_fed_game_by_game_waits_for_games_and_ends_when_its_feed_does()
     assert sorted(finished) == sorted(handed) and len(handed) == 4
     assert summary.games == 4 and summary.rows == 4 and driver.live()["playing"] == 0
     assert sys.getswitchinterval() == switch
+
+
+def _start(record) -> dict:
+    return json.loads(record.comment)["start"]
+
+
+def test_komi_auto_plays_the_networks_fair_komi_plus_the_draws_offset(tmp_path):
+    settings = FAST.replace(komi_auto=True, komi_stdev=2.0, max_moves=8, end_when_all_pass_alive=False)
+    run_selfplay(KomiAwareEvaluator(9.5), settings, games=6, parallel=3, out_dir=tmp_path, seed=3, progress=False)
+    offsets = set()
+    for p in sorted(tmp_path.glob("*.sgf")):
+        record = read_sgf(p.read_text())
+        start = _start(record)
+        assert start["komi_fair"] == 9.5  # found from komi_mean 7 by the network's score
+        assert record.komi == round_komi(9.5 + start["komi_drawn"] - 7.0)
+        offsets.add(start["komi_drawn"] - 7.0)
+    assert len(offsets) > 1  # the draw's spread is kept around the fair komi
+
+
+def test_komi_auto_leaves_compensated_handicap_games_to_their_compensation(tmp_path):
+    base = FAST.replace(
+        board_sizes=(13,),
+        board_size_weights=(1.0,),
+        handicap_prob=1.0,
+        komi_auto=True,
+        max_moves=4,
+        end_when_all_pass_alive=False,
+    )
+    for compensate, out in ((0.0, tmp_path / "uncompensated"), (1.0, tmp_path / "compensated")):
+        settings = base.replace(handicap_compensate_komi_prob=compensate)
+        run_selfplay(KomiAwareEvaluator(6.0), settings, games=2, parallel=2, out_dir=out, seed=4, progress=False)
+        for p in sorted(out.glob("*.sgf")):
+            record = read_sgf(p.read_text())
+            start = _start(record)
+            assert record.handicap == 2
+            if compensate:
+                assert start["komi_compensated"] and "komi_fair" not in start
+            else:
+                # fair for the empty board first (KataGo's komiAuto), then the stones are placed
+                assert not start["komi_compensated"] and start["komi_fair"] == 6.0
+                assert record.komi == round_komi(6.0 + start["komi_drawn"] - 7.0)
+
+
+def test_without_komi_auto_a_game_plays_the_komi_it_drew_and_says_nothing_of_fairness(tmp_path):
+    run_selfplay(
+        KomiAwareEvaluator(9.5),
+        FAST.replace(max_moves=6),
+        games=2,
+        parallel=2,
+        out_dir=tmp_path,
+        seed=3,
+        progress=False,
+    )
+    for p in sorted(tmp_path.glob("*.sgf")):
+        record = read_sgf(p.read_text())
+        assert "komi_fair" not in _start(record) and record.komi == _start(record)["komi_drawn"]
+
+
+def test_komi_auto_needs_rounds_to_find_the_fair_komi():
+    with pytest.raises(SettingsError, match="komi_auto"):
+        dataclasses.replace(FAST, komi_auto=True, handicap_compensation_rounds=0).validate()

@@ -45,14 +45,16 @@ def selfplay_games(
     seed: int = 1,
     settings: SelfPlaySettings = SELFPLAY,
     parallel: int | None = None,
+    evaluator=None,
 ) -> list[PlayedGame]:
-    """Self-play games of the random network as the client plays them, with their metadata (all at
-    once unless `parallel` says fewer: then early forks start some of the later games)."""
+    """Self-play games of the random network (or of `evaluator`) as the client plays them, with their
+    metadata (all at once unless `parallel` says fewer: then early forks start some of the later
+    games)."""
     from client.search.engine import NullEvaluator
     from client.selfplay.run import run_selfplay
 
     run_selfplay(
-        NullEvaluator(),
+        evaluator or NullEvaluator(),
         settings,
         games=count,
         parallel=parallel or count,

@@ -63,6 +63,42 @@ def test_komi_other_than_drawn_without_compensation_is_refused(selfplay_games):
     assert "is not the" in refusal(rec, helpers.SELFPLAY)
 
 
+AUTO = dataclasses.replace(helpers.SELFPLAY, komi_auto=True)
+
+
+def fair_record(game, settings: SelfPlaySettings = AUTO, fair: float = 9.5, **start):
+    """The game's record as komi_auto would have made it: fair komi found, its komi that plus the offset."""
+    rec = record_with(game, settings, komi_fair=fair, **start)
+    rec.komi = AUTO.auto_komi(fair, json.loads(rec.nodes[0].comment)["start"]["komi_drawn"])
+    return rec
+
+
+def test_a_komi_made_fair_for_the_empty_board_passes_with_komi_auto(selfplay_games):
+    check(fair_record(selfplay_games[0]), AUTO)
+    check(fair_record(selfplay_games[0], fair=-49.0), AUTO)  # whatever the network says, within the board
+
+
+def test_komi_auto_refuses_a_game_whose_komi_was_not_made_fair(selfplay_games):
+    assert "was not made fair" in refusal(record_with(selfplay_games[0], AUTO), AUTO)
+
+
+def test_komi_auto_refuses_a_komi_other_than_the_fair_plus_the_offset(selfplay_games):
+    rec = fair_record(selfplay_games[0])
+    rec.komi += 0.5
+    assert "is not the fair 9.5 plus its draw's offset" in refusal(rec, AUTO)
+
+
+@pytest.mark.parametrize("fair", [49.5, -50.0, 7.25])
+def test_komi_auto_refuses_a_fair_komi_no_board_can_have(selfplay_games, fair):
+    assert "within the board's area (±49)" in refusal(fair_record(selfplay_games[0], fair=fair), AUTO)
+
+
+def test_a_fair_komi_is_refused_without_komi_auto_or_beside_a_compensation(selfplay_games):
+    assert "do not do (komi_auto)" in refusal(fair_record(selfplay_games[0], helpers.SELFPLAY), helpers.SELFPLAY)
+    rec = fair_record(selfplay_games[0], komi_compensated=True)
+    assert "both compensated and made fair" in refusal(rec, AUTO)
+
+
 @pytest.mark.parametrize(
     ("k", "n", "p", "plausible"),
     [

@@ -29,6 +29,7 @@ from common.go.game import Game
 from common.go.geometry import PASS, xy_of
 from common.go.sgf import read_sgf
 from common.settings import RulesChoice, SelfPlaySettings
+from tests.client.evaluators import KomiAwareEvaluator
 from tests.server import helpers
 from tests.server.conftest import new_task
 from tests.server.helpers import PlayedGame, upload_fields
@@ -167,6 +168,22 @@ def test_honest_games_of_every_draw_pass_every_check(tmp_path, name):
         assert any(len(line) > 2 for rec in records for node in rec.nodes for line in node.variations)
     else:
         assert any(g.metadata["result"] == "Void" for g in games)
+
+
+@pytest.mark.kernels
+def test_komi_auto_games_pass_every_check_with_the_komi_they_found(tmp_path):
+    from common.data.validate import load_rows
+    from server.games.ingest import check_selfplay_game
+
+    settings = dataclasses.replace(helpers.SELFPLAY, komi_auto=True, max_moves=40)
+    games = helpers.selfplay_games(
+        tmp_path, helpers.RANDOM_NET, count=3, settings=settings, evaluator=KomiAwareEvaluator(9.5)
+    )
+    assert games
+    for game in games:
+        rec = read_sgf(game.sgf)
+        assert rec.komi != json.loads(rec.comment)["start"]["komi_drawn"]
+        check_selfplay_game(rec, rec.rules, load_rows(game.npz), game.metadata["game_id"], rec.result, settings)
 
 
 # --- rows that are not the game's ---------------------------------------------------------------------

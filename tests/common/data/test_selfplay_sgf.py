@@ -30,3 +30,14 @@ def test_side_and_start_notes_read_back():
     info["start"]["fork"] = {"of": "x", "turn": -1, "choices": 3}
     with pytest.raises(SelfPlayRecordError, match=r"fork\.turn"):
         read_root_comment(json.dumps(info))
+
+
+def test_a_fair_komi_reads_back_and_only_a_number_is_one():
+    fair = StartNote(8.5, 0, False, 3, komi_fair=10.5)
+    assert read_root_comment(RootInfo({}, fair, False).to_comment()).start == fair
+    assert "komi_fair" not in json.loads(RootInfo({}, StartNote(7.0, 0, False, 2), False).to_comment())["start"]
+    info = json.loads(RootInfo({}, fair, False).to_comment())
+    for bad in ("10.5", True, [10.5]):
+        info["start"]["komi_fair"] = bad
+        with pytest.raises(SelfPlayRecordError, match=r"start\.komi_fair"):
+            read_root_comment(json.dumps(info))
