@@ -388,6 +388,13 @@ class SelfPlaySettings(_Settings):
     # finds the network's fair komi for its empty board, from komi_mean by
     # handicap_compensation_rounds queries, and plays that plus its draw's offset from komi_mean.
     komi_auto: bool = False
+    # KataGo's asymmetric playouts: with this probability a handicap game (white) or an even game
+    # (either side, at random) gives one side 2^d times the other's visits, d uniform below
+    # log2(max_asymmetric_ratio), the total of both kept; the network is told d as its playout
+    # doubling advantage, so that it learns how a stronger player plays (and rows say so).
+    handicap_asymmetric_playout_prob: float = 0.0
+    normal_asymmetric_playout_prob: float = 0.0
+    max_asymmetric_ratio: float = 8.0
     opening_area_prop: float = 0.04  # opening moves from the raw policy: Exp(mean prop * B^2)
     move_temperature_early: float = 0.8
     move_temperature: float = 0.2  # half-life from early to late: one board length in turns
@@ -440,6 +447,9 @@ class SelfPlaySettings(_Settings):
             _p(path, "komi_auto"),
             "needs handicap_compensation_rounds above 0 (the network queries that find the fair komi)",
         )
+        _prob(_p(path, "handicap_asymmetric_playout_prob"), self.handicap_asymmetric_playout_prob)
+        _prob(_p(path, "normal_asymmetric_playout_prob"), self.normal_asymmetric_playout_prob)
+        _in_range(_p(path, "max_asymmetric_ratio"), self.max_asymmetric_ratio, 1.0, 64.0)
         _in_range(_p(path, "opening_area_prop"), self.opening_area_prop, 0.0, 1.0)
         _in_range(_p(path, "move_temperature_early"), self.move_temperature_early, 0.0, 10.0)
         _in_range(_p(path, "move_temperature"), self.move_temperature, 0.0, 10.0)
@@ -477,6 +487,25 @@ class SelfPlaySettings(_Settings):
         """``komi_auto``'s komi of a game: the network's fair komi for the empty board plus the
         draw's offset from the mean (KataGo's komiAuto), rounded to a half point."""
         return round_komi(fair + drawn - self.komi_mean)
+
+    def max_doublings(self) -> float:
+        """The playout doubling advantages asymmetric playouts draw lie below this: log2 of the ratio."""
+        return math.log2(self.max_asymmetric_ratio)
+
+    @staticmethod
+    def asymmetric_visits(visits: int, doublings: float, advantaged: bool) -> int:
+        """A search's visits in a game of asymmetric playouts (KataGo's): with f = 2^doublings the
+        advantaged side searches 2f/(f+1) times the visits, the other 2/(f+1) times (at least 2, one
+        child's visit for a policy target; KataGo refuses fewer than 5)."""
+        f = 2.0**doublings
+        return max(min(visits, 2), round(visits * 2.0 * (f if advantaged else 1.0) / (f + 1.0)))
+
+    def max_search_visits(self) -> int:
+        """The most visits any search of a game can have (asymmetric playouts give one side more)."""
+        most = max(self.visits, self.cheap_visits)
+        if self.handicap_asymmetric_playout_prob > 0 or self.normal_asymmetric_playout_prob > 0:
+            return self.asymmetric_visits(most, self.max_doublings(), True)
+        return most
 
     def full_search_visits(self) -> tuple[int, int]:
         """The least and greatest visits of a full search: soft resignation lowers them toward

@@ -43,7 +43,7 @@ from client.search.utility import score_table
 from common.go import gamestate as gs
 from common.go.board import BOARD_LEN, M_HASH_HI, M_HASH_LO, M_KO, M_XSIZE, M_YSIZE
 from common.go.game import Game
-from common.go.geometry import PASS, STRIDE, WHITE
+from common.go.geometry import BLACK, PASS, STRIDE, WHITE
 from common.go.playout import new_rng
 from common.nn.features import (
     NN_AREA,
@@ -154,9 +154,12 @@ def move_positions(moves: np.ndarray) -> np.ndarray:
     return np.where(moves == PASS, NN_AREA, pos)
 
 
-def search_params(settings: SearchSettings, game: Game, visits: int, draw_equivalent_wins: float) -> np.void:
+def search_params(
+    settings: SearchSettings, game: Game, visits: int, draw_equivalent_wins: float, pda_black: float = 0.0
+) -> np.void:
     """The tree's SEARCH_PARAMS record of a search of game's position until its root has `visits`
-    visits, with draws worth draw_equivalent_wins wins to white."""
+    visits, with draws worth draw_equivalent_wins wins to white and black's playout doubling
+    advantage pda_black told to the network."""
     board_len = math.sqrt(game.x_size * game.y_size)
     p = np.zeros((), tr.SEARCH_PARAMS)
     p["target"] = visits
@@ -178,6 +181,7 @@ def search_params(settings: SearchSettings, game: Game, visits: int, draw_equiva
     p["noise_total"] = settings.noise_total_concentration
     p["forced_coeff"] = settings.forced_playout_coeff
     p["draw_wl"] = 2.0 * draw_equivalent_wins - 1.0
+    p["pda_black"] = pda_black
     p["bias_factor"] = settings.subtree_value_bias_factor
     p["bias_exponent"] = settings.subtree_value_bias_exponent
     p["bias_free_prop"] = settings.subtree_value_bias_free_prop
@@ -334,13 +338,16 @@ class BatchedSearch:
         full: bool = True,
         reuse: bool = False,
         draw_equivalent_wins: float = 0.5,
+        pda_black: float = 0.0,
     ) -> None:
         """Start searching game i's position (game) until its root has `visits` visits.
 
         full: noise and forced playouts as the settings say (a full search); otherwise neither, and
         the root's first-play urgency is the tree's (a cheap search, section 6.1). reuse: keep the
         tree if it was searched on this same game object and :meth:`advance` brought it along every
-        move since; otherwise (or without reuse) a fresh tree.
+        move since; otherwise (or without reuse) a fresh tree. pda_black: black's playout doubling
+        advantage (KataGo's asymmetric playouts), an input of every evaluation, white's the opposite;
+        a tree searched under another is not reused.
         """
         if game.is_over:
             raise ValueError(f"game {i}: the game is over, there is nothing to search")
@@ -354,11 +361,12 @@ class BatchedSearch:
             not reuse
             or t.state[i, 0] != tr.EXPANDED
             or t.pla[i, 0] != game.to_move
+            or t.params[i]["pda_black"] != pda_black
             or not self._tree_continues(i, game)
         ):
             tr.reset_tree(t, i, game.to_move)
         self._tree_owner[i] = (weakref.ref(game), game.num_moves)
-        t.params[i] = search_params(settings, game, visits, draw_equivalent_wins)
+        t.params[i] = search_params(settings, game, visits, draw_equivalent_wins, pda_black)
         status = t.status[i]
         status["ready"] = False
         status["full"] = False
@@ -494,12 +502,14 @@ class BatchedSearch:
         spatial = np.zeros((NUM_SPATIAL, NN_AREA), np.float32)
         glob = np.zeros(NUM_GLOBAL, np.float32)
         state = r.states[i]
-        draw_equiv = 0.5 * (float(self.trees.params[i]["draw_wl"]) + 1.0)
+        params = self.trees.params[i]
+        draw_equiv = 0.5 * (float(params["draw_wl"]) + 1.0)
+        to_move = int(state[gs.G_TO_MOVE])
         fill_row_at(
             gs.Position(state, r.boards[i], r.hists[i], r.moves[i], r.tables[i]),
-            int(state[gs.G_TO_MOVE]),
+            to_move,
             draw_equiv,
-            0.0,
+            float(params["pda_black"]) * (1.0 if to_move == BLACK else -1.0),
             r.prev_ladder[i, 0],
             r.prev_ladder[i, 1],
             InputRow(self._identity, spatial, glob, self._legal, self._lad_now),

@@ -66,6 +66,7 @@ SEARCH_PARAMS = np.dtype(
         ("noise_total", np.float64),
         ("forced_coeff", np.float64),
         ("draw_wl", np.float64),  # white's win-loss value of a draw: 2 * draw-equivalent wins - 1
+        ("pda_black", np.float64),  # black's playout doubling advantage, a network input (0: none)
         ("bias_factor", np.float64),  # subtree value bias correction's lambda (0: off)
         ("bias_exponent", np.float64),  # its alpha, the power of a node's child visits weighing it
         ("bias_free_prop", np.float64),  # of a discarded node's contribution taken back from its bucket

@@ -33,6 +33,9 @@ Game branching (section 6.2.2) adds two phases after the end:
 
 A game that starts from a fork plays the fork's moves as its opening, then moves komi by the
 network's score, then plays on as any game.
+
+A game of asymmetric playouts (KataGo's) gives one side 2^d times the other's visits in every search
+of phases 3 and 4, each from a fresh tree, and tells the network d (the other side's positions -d).
 """
 
 from __future__ import annotations
@@ -47,7 +50,7 @@ from client.search.targets import choose_move, pruned_visits
 from client.selfplay.init import Fork, GameStart
 from common.data.records import GameRecord, GameResult, NetValues, SearchValues, SideTurn, TurnRecord
 from common.data.rows import policy_surprise_and_entropy
-from common.data.schema import GAME_MODE_FORK, GAME_MODE_HANDICAP, GAME_MODE_NORMAL
+from common.data.schema import GAME_MODE_ASYM, GAME_MODE_FORK, GAME_MODE_HANDICAP, GAME_MODE_NORMAL
 from common.data.selfplay_sgf import BRANCH_NOTE, ForkNote, RootInfo, SearchNote, StartNote
 from common.data.weights import soft_resignation_weight
 from common.go.game import Game
@@ -72,6 +75,7 @@ class SearchRequest:
     visits: int
     full: bool  # noise and forced playouts (the settings' search); else a cheap search
     reuse: bool  # keep the tree the previous move left
+    pda_black: float = 0.0  # black's playout doubling advantage, told to the network
 
 
 @dataclass
@@ -171,12 +175,16 @@ class SelfPlayGame:
                 if proportion > 0:
                     visits = max(1, round(visits + proportion * (min(s.reduced_visits_min, visits) - visits)))
             self.pending_full = full
+            if self.start.playouts:  # each from a fresh tree, as KataGo's: the other side's was bigger
+                visits = self._asymmetric(visits, self.game)
+                return SearchRequest(self.game, visits, full, False, self.start.pda_of(BLACK))
             return SearchRequest(self.game, visits, full, not full)
         if self.phase == SIDE:
             line = self.side_queue[0]
+            pda_black = self.start.pda_of(BLACK)
             if line.searched:
-                return SearchRequest(line.game, 1, False, False)
-            return SearchRequest(line.game, self.settings.visits, True, False)
+                return SearchRequest(line.game, 1, False, False, pda_black)
+            return SearchRequest(line.game, self._asymmetric(self.settings.visits, line.game), True, False, pda_black)
         if self.phase == FORK:
             position = self._fork_position(self.fork_candidates[len(self.fork_scores)])
             return SearchRequest(position, 1, False, False)
@@ -248,6 +256,13 @@ class SelfPlayGame:
             self._draw_fork()
         if self.phase == FORK and not self.fork_candidates:
             self.phase = OVER
+
+    def _asymmetric(self, visits: int, game: Game) -> int:
+        """The visits of a search of game's position: as given, or with asymmetric playouts its side's share."""
+        playouts = self.start.playouts
+        if playouts is None:
+            return visits
+        return self.settings.asymmetric_visits(visits, playouts.doublings, game.to_move == playouts.player)
 
     def _raw_policy_move(self, result: SearchResult, allow_pass: bool) -> int:
         p = result.raw_priors.astype(np.float64)
@@ -425,7 +440,7 @@ class SelfPlayGame:
         if result.inputs is not None:
             spatial, glob = result.inputs
         else:
-            self.encoder.encode([game], self._spatial, self._glob)
+            self.encoder.encode([game], self._spatial, self._glob, pda=self.start.pda_of(game.to_move))
             spatial, glob = self._spatial[0], self._glob[0]
         target = result.policy_target(visits)
         if target.sum() <= 0:
@@ -530,6 +545,8 @@ class SelfPlayGame:
         """KataGo's game mode of the rows."""
         if self.start.fork is not None:
             return GAME_MODE_FORK
+        if self.start.playouts is not None:
+            return GAME_MODE_ASYM
         return GAME_MODE_HANDICAP if self.start.extra_black else GAME_MODE_NORMAL
 
     def sgf(self, player: str) -> str:
@@ -537,7 +554,9 @@ class SelfPlayGame:
         record = SgfRecord.from_game(game, black_player=player, white_player=player, game_name=self.game_id)
         s = self.start
         fork = None if s.fork is None else ForkNote(s.fork.of, len(s.fork.moves) - 1, s.fork.choices)
-        start = StartNote(s.komi, s.extra_black, s.compensate_komi, self.opening_played, fork, self.fair_komi)
+        start = StartNote(
+            s.komi, s.extra_black, s.compensate_komi, self.opening_played, fork, self.fair_komi, s.playouts
+        )
         record.nodes[0].comment = RootInfo(self.settings.to_dict(), start, self.hit_move_limit).to_comment()
         for node, note in zip(record.nodes[1:], self.notes):
             if note is not None:

@@ -14,7 +14,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from common.data.selfplay_sgf import PlayoutAdvantage
+from common.go.geometry import BLACK, WHITE
 from common.go.rules import Rules, round_komi
+from common.nn.features import PDA_STEPS
 from common.settings import SelfPlaySettings
 
 
@@ -38,6 +41,11 @@ class GameStart:
     opening_moves: int  # moves played before any search: from the raw policy, or a fork's
     fork: Fork | None = None  # a game that starts from another's early fork
     komi_auto: bool = False  # find the network's fair komi for the empty board first (KataGo's komiAuto)
+    playouts: PlayoutAdvantage | None = None  # asymmetric playouts
+
+    def pda_of(self, color: int) -> float:
+        """The playout doubling advantage the network is told for `color`'s positions (0: even playouts)."""
+        return 0.0 if self.playouts is None else self.playouts.of(color)
 
 
 def draw_komi(settings: SelfPlaySettings, rng: np.random.Generator) -> float:
@@ -81,4 +89,17 @@ def draw_start(settings: SelfPlaySettings, rng: np.random.Generator) -> GameStar
     mean = settings.opening_area_prop * x_size * y_size
     opening = math.floor(rng.exponential(mean)) if mean > 0 else 0
     auto = settings.komi_auto and not compensate
-    return GameStart(x_size, y_size, komi, rules, extra_black, compensate, opening, komi_auto=auto)
+    playouts = draw_asymmetry(settings, extra_black, rng)
+    return GameStart(x_size, y_size, komi, rules, extra_black, compensate, opening, None, auto, playouts)
+
+
+def draw_asymmetry(settings: SelfPlaySettings, extra_black: int, rng: np.random.Generator) -> PlayoutAdvantage | None:
+    """Asymmetric playouts (KataGo's): with the settings' probability for a handicap game or an even
+    one, a playout doubling advantage uniform below log2(max_asymmetric_ratio), in steps of
+    1/PDA_STEPS, for white in a handicap game, else for either side (None: even playouts)."""
+    prob = settings.handicap_asymmetric_playout_prob if extra_black else settings.normal_asymmetric_playout_prob
+    if prob <= 0 or rng.random() >= prob:
+        return None
+    doublings = math.floor(rng.random() * settings.max_doublings() * PDA_STEPS) / PDA_STEPS
+    player = WHITE if extra_black or rng.random() < 0.5 else BLACK
+    return PlayoutAdvantage(player, doublings) if doublings > 0 else None

@@ -130,7 +130,7 @@ class SelfPlayDriver:
                 BatchedSearch(
                     evaluator,
                     parallel * (k + 1) // groups - parallel * k // groups,
-                    max(settings.visits, settings.cheap_visits),
+                    settings.max_search_visits(),
                     leaves_per_game,
                     cache_entries=-(-cache_entries // groups),
                     seed=seed * groups + k if groups > 1 else seed,
@@ -439,6 +439,7 @@ class _Group:
                 full=request.full,
                 reuse=request.reuse,
                 draw_equivalent_wins=self.settings.draw_equivalent_wins,
+                pda_black=request.pda_black,
             )
             if engine.is_searching(i):
                 return

@@ -147,7 +147,8 @@ class RowsAgainstGame:
 
     ``moves`` are the record's moves (colour, location); ``game_id`` the id the rows were made under;
     ``handicap`` the record's handicap stones; ``draw_equivalent_wins`` the settings' value; ``mode``
-    KataGo's game mode the rows must give (None: normal, or handicap for a handicap). Whatever
+    KataGo's game mode the rows must give (None: normal, or handicap for a handicap); ``pda_black``
+    black's playout doubling advantage in a game of asymmetric playouts (an input). Whatever
     is found wrong before :meth:`finish` is raised by it, so that the replay's own errors (an illegal
     move, a wrong result) are reported first. The replay only records each turn's position; the rows
     are compared with them all at once at the end.
@@ -163,12 +164,14 @@ class RowsAgainstGame:
         handicap: int,
         draw_equivalent_wins: float,
         mode: int | None = None,
+        pda_black: float = 0.0,
     ) -> None:
         self.x_size, self.y_size = x_size, y_size
         self.moves = moves
         self.game_id = game_id
         self.extra_black = max(0, handicap - 1)
         self.draw_equivalent_wins = draw_equivalent_wins
+        self.pda_black = pda_black
         self.mode = mode if mode is not None else GAME_MODE_HANDICAP if self.extra_black else GAME_MODE_NORMAL
         self._problem: RowMismatch | None = None
         side = np.asarray(rows["globalTargetsNC"])[:, GT_SIDE_POSITION] == 1
@@ -301,7 +304,10 @@ class RowsAgainstGame:
 
     def _inputs(self, game: Game) -> tuple[np.ndarray, np.ndarray]:
         """The game's position as a row holds it: packed input planes and global inputs."""
-        self._encoder.encode([game], self._spatial_buf, self._glob_buf, draw_equiv_white=self.draw_equivalent_wins)
+        pda = self.pda_black if game.to_move == BLACK else -self.pda_black  # white's: the opposite
+        self._encoder.encode(
+            [game], self._spatial_buf, self._glob_buf, draw_equiv_white=self.draw_equivalent_wins, pda=pda
+        )
         packed = np.packbits(self._spatial_buf[0].astype(np.uint8), axis=1, bitorder="big")  # 0/1 planes
         return packed, self._glob_buf[0].copy()
 

@@ -14,6 +14,9 @@
 - A game that starts from another's early fork says so in ``start.fork``: the game it forked from,
   the moves of that game it kept, and how many candidate moves the fork's move was the best of; its
   opening is those moves and the fork's move.
+- A game of asymmetric playouts says so in ``start.playout_advantage``: the player with more visits
+  and the playout doubling advantage the network was told (each search's note has the visits it had);
+  a game whose komi the network made fair for its empty board gives that komi in ``start.komi_fair``.
 
 The client writes them (``client.selfplay.game``); the server's upload checks read them to know which
 moves were full searches, with how many visits, and how the game started, and hold them against the
@@ -29,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from common import boundedjson
+from common.go.geometry import BLACK, WHITE
 
 ROOT_KEYS = ("settings", "start", "move_limit_reached")
 
@@ -52,6 +56,21 @@ class ForkNote:
 
 
 @dataclass(frozen=True)
+class PlayoutAdvantage:
+    """Asymmetric playouts: ``player`` (BLACK or WHITE) searches 2^doublings times the other's visits."""
+
+    player: int
+    doublings: float
+
+    def of(self, color: int) -> float:
+        """The playout doubling advantage of `color`, as the network is told it (the other's: its opposite)."""
+        return self.doublings if color == self.player else -self.doublings
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"player": "B" if self.player == BLACK else "W", "doublings": self.doublings}
+
+
+@dataclass(frozen=True)
 class StartNote:
     """How a self-play game began: the komi drawn, the handicap's free black moves (a handicap of
     ``extra_black + 1`` stones), whether the komi was then moved to compensate white, the moves played
@@ -65,6 +84,12 @@ class StartNote:
     opening_moves: int
     fork: ForkNote | None = None
     komi_fair: float | None = None
+    playouts: PlayoutAdvantage | None = None
+
+    @property
+    def pda_black(self) -> float:
+        """Black's playout doubling advantage (white's is its opposite; 0 without asymmetric playouts)."""
+        return 0.0 if self.playouts is None else self.playouts.of(BLACK)
 
     @property
     def first_recorded_move(self) -> int:
@@ -78,7 +103,10 @@ class StartNote:
             "opening_moves": self.opening_moves,
             "first_recorded_move": self.first_recorded_move,
             "fork": None if self.fork is None else self.fork.to_dict(),
-        } | ({} if self.komi_fair is None else {"komi_fair": self.komi_fair})
+        } | (
+            ({} if self.komi_fair is None else {"komi_fair": self.komi_fair})
+            | ({} if self.playouts is None else {"playout_advantage": self.playouts.to_dict()})
+        )
 
 
 @dataclass(frozen=True)
@@ -124,8 +152,8 @@ def read_root_comment(text: str | None) -> RootInfo:
     _need(isinstance(start, dict), "start must be an object")
     keys = ("komi_drawn", "extra_black", "komi_compensated", "opening_moves", "first_recorded_move")
     _need(
-        set(start) - {"fork", "komi_fair"} == set(keys),
-        f"start must have exactly the keys {', '.join(keys)} (and perhaps fork and komi_fair)",
+        set(start) - {"fork", "komi_fair", "playout_advantage"} == set(keys),
+        f"start must have exactly the keys {', '.join(keys)} (and perhaps fork, komi_fair, playout_advantage)",
     )
     komi = _komi(start["komi_drawn"], "komi_drawn")
     fair = start.get("komi_fair")
@@ -138,6 +166,7 @@ def read_root_comment(text: str | None) -> RootInfo:
         opening,
         _fork(start.get("fork")),
         None if fair is None else _komi(fair, "komi_fair"),
+        _playouts(start.get("playout_advantage")),
     )
     _need(
         start["first_recorded_move"] == game_start.first_recorded_move,
@@ -150,6 +179,21 @@ def read_root_comment(text: str | None) -> RootInfo:
 def _komi(value: Any, name: str) -> float:
     _need(type(value) in (int, float) and math.isfinite(value), f"start.{name} {value!r} is not a number")
     return float(value)
+
+
+def _playouts(value: Any) -> PlayoutAdvantage | None:
+    if value is None:
+        return None
+    _need(
+        isinstance(value, dict) and set(value) == {"player", "doublings"} and value["player"] in ("B", "W"),
+        "start.playout_advantage must be null or an object of player (B or W) and doublings",
+    )
+    doublings = value["doublings"]
+    _need(
+        type(doublings) in (int, float) and math.isfinite(doublings) and doublings > 0,
+        f"start.playout_advantage.doublings {doublings!r} is not a number above 0",
+    )
+    return PlayoutAdvantage(BLACK if value["player"] == "B" else WHITE, float(doublings))
 
 
 def _fork(value: Any) -> ForkNote | None:

@@ -64,6 +64,9 @@ NUM_SPATIAL = 22
 NUM_GLOBAL = 19
 NN_LEN = 19
 NN_AREA = NN_LEN * NN_LEN
+# A playout doubling advantage (global inputs 15-16) is a multiple of 1 / PDA_STEPS: exact in the
+# float32 inputs, in JSON and as a whole number in a position's key.
+PDA_STEPS = 1024
 
 
 @njit(cache=True, inline="always", _nrt=False)

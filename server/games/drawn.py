@@ -27,7 +27,9 @@ from common.data.selfplay_sgf import (
     read_root_comment,
     read_search_note,
 )
+from common.go.geometry import WHITE
 from common.go.sgf import GameRecord
+from common.nn.features import PDA_STEPS
 from common.settings import MatchSettings, SelfPlaySettings
 from server.api.errors import ApiError, invalid
 
@@ -47,6 +49,7 @@ class SideDraw:
     line: int
     depth: int
     note: SearchNote
+    color: int  # the player whose search it was
 
 
 @dataclass(frozen=True)
@@ -57,6 +60,7 @@ class SelfPlayDraws:
 
     info: RootInfo
     notes: list[SearchNote | None]
+    colors: list[int]  # the player of each move
     sides: list[SideDraw]
     lines: int = 0
     continued: int = 0
@@ -77,9 +81,30 @@ class SelfPlayDraws:
         """Turn (moves before it) -> visits, for every full search."""
         return {t: n.visits for t, n in enumerate(self.notes) if n is not None and n.full}
 
+    def visits_for(self, settings: SelfPlaySettings, visits: int, color: int) -> int:
+        """The visits a search of `color`'s with the settings' `visits` has in this game: the same, or
+        with asymmetric playouts its side's share (more for the advantaged side, fewer for the other)."""
+        playouts = self.info.start.playouts
+        if playouts is None:
+            return visits
+        return settings.asymmetric_visits(visits, playouts.doublings, color == playouts.player)
 
-def _notes(rec: GameRecord) -> list[SearchNote | None]:
+    def base_visits(self, settings: SelfPlaySettings, visits: int, color: int) -> int:
+        """The most visits a search could have been asked for before its side's share was taken
+        (the inverse of :meth:`visits_for`, which rounds): `visits` without asymmetric playouts."""
+        if self.info.start.playouts is None:
+            return visits
+        base = max(1, visits)
+        while self.visits_for(settings, base, color) > visits and base > 1:
+            base -= 1
+        while self.visits_for(settings, base + 1, color) <= visits:
+            base += 1
+        return base
+
+
+def _notes(rec: GameRecord) -> tuple[list[SearchNote | None], list[int]]:
     notes: list[SearchNote | None] = []
+    colors: list[int] = []
     for i, node in enumerate(rec.nodes):
         if i and node.setup:
             raise invalid(
@@ -90,7 +115,8 @@ def _notes(rec: GameRecord) -> list[SearchNote | None]:
             if note is not None and note.side:
                 raise SelfPlayRecordError(f"move {len(notes) + 1} of the game has a side position's note")
             notes.append(note)
-    return notes
+            colors.append(node.move[0])
+    return notes, colors
 
 
 def _sides(rec: GameRecord) -> tuple[list[SideDraw], int, int]:
@@ -118,7 +144,7 @@ def _sides(rec: GameRecord) -> tuple[list[SideDraw], int, int]:
                 note = read_search_note(v.comment)
                 if note is None or not note.side:
                     raise SelfPlayRecordError(f"{where}: the move a side position's search chose needs its note")
-                sides.append(SideDraw(i, k, depth, note))
+                sides.append(SideDraw(i, k, depth, note, v.move[0]))
     return sides, lines, continued
 
 
@@ -126,7 +152,8 @@ def selfplay_draws(rec: GameRecord) -> SelfPlayDraws:
     """The record's account of its draws."""
     try:
         sides, lines, continued = _sides(rec)
-        return SelfPlayDraws(read_root_comment(rec.comment), _notes(rec), sides, lines, continued)
+        notes, colors = _notes(rec)
+        return SelfPlayDraws(read_root_comment(rec.comment), notes, colors, sides, lines, continued)
     except SelfPlayRecordError as e:
         raise invalid("sgf", str(e), "bad_record") from None
 
@@ -206,6 +233,7 @@ def check_selfplay(draws: SelfPlayDraws, rec: GameRecord, settings: SelfPlaySett
             f"it says the move limit was {'' if info.move_limit_reached else 'not '}reached, but its result "
             f"is {result!r}"
         )
+    _check_playouts(draws, settings)
     _check_searches(draws, settings)
     _check_sides(draws, settings)
 
@@ -250,6 +278,31 @@ def _check_fork(draws: SelfPlayDraws, settings: SelfPlaySettings) -> None:
         raise _refuse("a fork's komi is compensated exactly when the task's settings have compensation rounds")
 
 
+def _check_playouts(draws: SelfPlayDraws, settings: SelfPlaySettings) -> None:
+    """Asymmetric playouts: only where the settings give them, of an advantage they draw (in a
+    handicap game, white's)."""
+    start = draws.info.start
+    playouts = start.playouts
+    if playouts is None:
+        return
+    kind = "handicap" if start.extra_black else "normal"
+    if getattr(settings, f"{kind}_asymmetric_playout_prob") <= 0:
+        raise _refuse(
+            f"it has asymmetric playouts, which the task's settings do not give a {kind} game "
+            f"({kind}_asymmetric_playout_prob 0)"
+        )
+    if start.fork is not None:
+        raise _refuse("it starts from an early fork and has asymmetric playouts; forks are played evenly")
+    d = playouts.doublings
+    if not 0 < d < settings.max_doublings() or d * PDA_STEPS != int(d * PDA_STEPS):
+        raise _refuse(
+            f"its playout doubling advantage {d:g} is not one the task's settings draw (a multiple of "
+            f"1/{PDA_STEPS} below log2 of max_asymmetric_ratio {settings.max_asymmetric_ratio:g})"
+        )
+    if start.extra_black and playouts.player != WHITE:
+        raise _refuse("in a handicap game of asymmetric playouts white has the advantage, not black")
+
+
 def _upper_odds(k: int, n: int, p: float) -> float:
     """The odds of k or more of n at probability p (1 when k is not above n p)."""
     return _binomial_odds(k, n, p) if k > n * p else 1.0
@@ -263,10 +316,11 @@ def _check_sides(draws: SelfPlayDraws, settings: SelfPlaySettings) -> None:
     if settings.side_position_prob <= 0:
         raise _refuse("it has side positions, which the task's settings do not make")
     for side in draws.sides:
-        if side.note.visits != settings.visits:
+        visits = draws.visits_for(settings, settings.visits, side.color)
+        if side.note.visits != visits:
             raise _refuse(
                 f"a side position before move {side.node} was searched with {side.note.visits} visits, not the "
-                f"task's {settings.visits}"
+                f"task's {visits}"
             )
     searched = sum(note is not None for note in draws.notes)
     odds = _upper_odds(draws.lines, searched, settings.side_position_prob)
@@ -298,18 +352,19 @@ def _check_searches(draws: SelfPlayDraws, settings: SelfPlaySettings) -> None:
                     else "has a search note, though it is a move of the opening"
                 )
             )
-    low, high = settings.full_search_visits()
     full = 0
     searches = [note for note in notes[opening:] if note is not None]  # every one: checked above
     for turn, note in enumerate(searches, start=opening):
+        color = draws.colors[turn]
         if note.full:
             full += 1
+            low, high = (draws.visits_for(settings, v, color) for v in settings.full_search_visits())
             if not low <= note.visits <= high:
                 raise _refuse(
                     f"move {turn + 1}: a full search of {note.visits} visits; the task's settings search "
                     f"{low}" + (f" to {high}" if high != low else "") + " visits"
                 )
-        elif note.visits > max(settings.visits, settings.cheap_visits):
+        elif note.visits > draws.visits_for(settings, max(settings.visits, settings.cheap_visits), color):
             raise _refuse(
                 f"move {turn + 1}: a cheap search of {note.visits} visits, more than the task's settings allow"
             )
@@ -325,7 +380,10 @@ def _check_searches(draws: SelfPlayDraws, settings: SelfPlaySettings) -> None:
 def full_weight(draws: SelfPlayDraws, settings: SelfPlaySettings) -> float:
     """The most training weight the record's full searches can carry (one each, less where soft
     resignation reduced the search)."""
-    return sum(settings.full_search_weight(v) for v in draws.full_turns().values())
+    return sum(
+        settings.full_search_weight(draws.base_visits(settings, v, draws.colors[t]))
+        for t, v in draws.full_turns().items()
+    )
 
 
 def check_rating(rec: GameRecord, settings: MatchSettings) -> None:

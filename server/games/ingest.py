@@ -42,7 +42,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from common.data.gamecheck import RowMismatch, RowsAgainstGame
-from common.data.schema import GAME_MODE_FORK, unpack_spatial
+from common.data.schema import GAME_MODE_ASYM, GAME_MODE_FORK, unpack_spatial
 from common.data.validate import RowValidationError, load_rows
 from common.go.game import Game, IllegalMoveError
 from common.go.rules import Rules, RulesError
@@ -306,9 +306,18 @@ def check_selfplay_game(
     """A self-play game's own checks, once its record and rows were read: the replay with its rows
     held against it, the declared result, the draws against the settings. Returns the replayed game."""
     draws = drawn.selfplay_draws(rec)
-    mode = GAME_MODE_FORK if draws.info.start.fork is not None else None
+    start = draws.info.start
+    mode = GAME_MODE_FORK if start.fork is not None else GAME_MODE_ASYM if start.playouts is not None else None
     check = RowsAgainstGame(
-        rows, rec.x_size, rec.y_size, rec.moves, game_id, rec.handicap, settings.draw_equivalent_wins, mode
+        rows,
+        rec.x_size,
+        rec.y_size,
+        rec.moves,
+        game_id,
+        rec.handicap,
+        settings.draw_equivalent_wins,
+        mode,
+        start.pda_black,
     )
     game = _replay(rec, check.visit)
     try:

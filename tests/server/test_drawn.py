@@ -8,6 +8,8 @@ import json
 
 import pytest
 
+from common.data.selfplay_sgf import PlayoutAdvantage, RootInfo, StartNote
+from common.go.geometry import BLACK, WHITE
 from common.go.sgf import read_sgf
 from common.settings import SelfPlaySettings
 from server.api.errors import ApiError
@@ -97,6 +99,42 @@ def test_a_fair_komi_is_refused_without_komi_auto_or_beside_a_compensation(selfp
     assert "do not do (komi_auto)" in refusal(fair_record(selfplay_games[0], helpers.SELFPLAY), helpers.SELFPLAY)
     rec = fair_record(selfplay_games[0], komi_compensated=True)
     assert "both compensated and made fair" in refusal(rec, AUTO)
+
+
+ASYM = dataclasses.replace(helpers.SELFPLAY, normal_asymmetric_playout_prob=0.5)
+
+
+def playouts_draws(settings: SelfPlaySettings, extra_black: int = 0, player: int = WHITE, doublings: float = 1.0):
+    start = StartNote(7.0, extra_black, False, 0, playouts=PlayoutAdvantage(player, doublings))
+    return drawn.SelfPlayDraws(RootInfo(settings.to_dict(), start, False), [], [], [])
+
+
+def playouts_refusal(draws, settings: SelfPlaySettings) -> str:
+    with pytest.raises(ApiError) as e:
+        drawn._check_playouts(draws, settings)
+    return e.value.message
+
+
+def test_asymmetric_playouts_are_refused_where_the_settings_give_none():
+    drawn._check_playouts(playouts_draws(ASYM), ASYM)
+    assert "do not give a normal game" in playouts_refusal(playouts_draws(helpers.SELFPLAY), helpers.SELFPLAY)
+    assert "do not give a handicap game" in playouts_refusal(playouts_draws(ASYM, extra_black=1), ASYM)
+
+
+@pytest.mark.parametrize("doublings", [3.0, 4.5, 0.3])
+def test_a_playout_advantage_the_settings_cannot_draw_is_refused(doublings):
+    assert "not one the task's settings draw" in playouts_refusal(playouts_draws(ASYM, doublings=doublings), ASYM)
+
+
+def test_in_a_handicap_game_only_white_has_the_playout_advantage():
+    settings = dataclasses.replace(ASYM, handicap_asymmetric_playout_prob=0.5)
+    drawn._check_playouts(playouts_draws(settings, extra_black=1), settings)
+    assert "white has the advantage" in playouts_refusal(playouts_draws(settings, 1, BLACK), settings)
+
+
+def test_an_asymmetric_game_whose_searches_had_the_even_visits_is_refused(selfplay_games):
+    rec = record_with(selfplay_games[0], ASYM, playout_advantage={"player": "W", "doublings": 2.0})
+    assert "visits; the task's settings search" in refusal(rec, ASYM)
 
 
 @pytest.mark.parametrize(

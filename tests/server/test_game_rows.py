@@ -126,6 +126,19 @@ HONEST = {
         max_moves=18,
         end_when_all_pass_alive=False,
     ),
+    "asymmetric": SelfPlaySettings(
+        board_sizes=(7, 13),
+        board_size_weights=(1.0, 1.0),
+        visits=8,
+        cheap_visits=3,
+        full_search_prob=0.5,
+        max_moves=60,
+        reduced_visits_min=4,
+        handicap_prob=0.5,
+        handicap_asymmetric_playout_prob=1.0,
+        normal_asymmetric_playout_prob=0.5,
+        side_position_prob=0.1,
+    ),
     "branching": SelfPlaySettings(
         board_sizes=(7,),
         board_size_weights=(1.0,),
@@ -160,6 +173,10 @@ def test_honest_games_of_every_draw_pass_every_check(tmp_path, name):
         ended = [rec.to_game() for rec in records]
         # played through the encore: ended by the second encore phase's passes
         assert any(game.encore_phase == 2 and game.is_over and game.result.reason == "two passes" for game in ended)
+    elif name == "asymmetric":
+        advantages = [json.loads(rec.comment)["start"].get("playout_advantage") for rec in records]
+        assert any(a and a["player"] == "W" for a, rec in zip(advantages, records, strict=True) if rec.handicap)
+        assert any(a for a, rec in zip(advantages, records, strict=True) if not rec.handicap)
     elif name == "rectangle":
         assert any(rec.x_size != rec.y_size for rec in records)
     elif name == "branching":
