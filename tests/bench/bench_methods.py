@@ -125,7 +125,33 @@ MULTIPLIERS = (0.5, 0.7, 1.0, 1.4, 2.0)
 RULES = {"puct": (0.5, OFF.cpuct), "gpuct": (0.737, METHODS["gpuct"][0].cpuct)}
 
 
-def sweep(evaluator, visits_levels: list[int], games: int, parallel: int, seed: int) -> dict:
+class Results:
+    """Each match's figure (Elo, 95% half-interval; None where a match gave no finite figure), kept
+    in a file when one is given: a run with the same games and seed takes the matches it holds."""
+
+    def __init__(self, path: Path | None, games: int, seed: int) -> None:
+        self.path, self.games, self.seed = path, games, seed
+        self.done: dict[str, dict[str, float | None]] = {}
+        if path is not None and path.exists():
+            data = json.loads(path.read_text())
+            if data.get("games") == games and data.get("seed") == seed:
+                self.done = dict(data.get("by_visits", {}))
+
+    def match(self, key: str, play) -> tuple[float, float]:
+        """The figure of match `key`: the file's, or play() it and keep it."""
+        if key in self.done:
+            elo, half = (self.done[key][k] for k in ("elo", "ci95"))
+            return (math.nan if elo is None else elo), (math.nan if half is None else half)
+        elo, half = play()
+        finite = math.isfinite(elo) and math.isfinite(half)
+        self.done[key] = {"elo": elo if finite else None, "ci95": half if finite else None}
+        if self.path is not None:
+            data = {"games": self.games, "seed": self.seed, "by_visits": self.done}
+            atomic_write(self.path, json.dumps(data).encode())
+        return elo, half
+
+
+def sweep(evaluator, visits_levels: list[int], games: int, parallel: int, seed: int, results: Results) -> dict:
     """Each rule's constants against the default search at each visits level (see the docstring)."""
     table: dict[str, dict[str, dict[str, float | None]]] = {}
     best: dict[str, dict[str, float]] = {}
@@ -135,7 +161,10 @@ def sweep(evaluator, visits_levels: list[int], games: int, parallel: int, seed: 
             row: dict[str, float | None] = {}
             for m in MULTIPLIERS:
                 settings = OFF.replace(puct_exponent=exponent, cpuct=c * m)
-                elo, half = elo_gain(evaluator, settings, visits, games, parallel, seed)
+                elo, half = results.match(
+                    f"sweep_{rule}_x{m:g}_{visits}",
+                    lambda s=settings, v=visits: elo_gain(evaluator, s, v, games, parallel, seed),
+                )
                 row[f"{m:g}"] = round(elo, 1) if math.isfinite(elo) else None
                 print(f"{rule:<6} c {c * m:.3f} (x{m:g}) {visits:>5} visits: {elo:+.0f} +- {half:.0f} Elo")
             table[rule][str(visits)] = row
@@ -143,16 +172,6 @@ def sweep(evaluator, visits_levels: list[int], games: int, parallel: int, seed: 
             best[rule][str(visits)] = float(max(scored, key=lambda k: scored[k])) if scored else math.nan
             print(f"{rule:<6} {visits:>5} visits: best multiplier {best[rule][str(visits)]:g}")
     return {"games": games, "sweep": table, "best_multiplier": best}
-
-
-def _earlier(path: Path | None, games: int, seed: int) -> dict:
-    """The matches a results file holds for these games and seed (none for another count or seed)."""
-    if path is None or not path.exists():
-        return {}
-    data = json.loads(path.read_text())
-    if data.get("games") != games or data.get("seed") != seed:
-        return {}
-    return dict(data.get("by_visits", {}))
 
 
 def main() -> None:
@@ -177,34 +196,27 @@ def main() -> None:
     visits_levels = sorted(int(v) for v in args.visits.split(","))
     torch.set_num_threads(2)
     evaluator = Evaluator.from_file(MODEL, device="cpu", compile=True, cache_size=0)
+    results = Results(args.results, args.games, args.seed)
     if args.sweep:
-        print(json.dumps(sweep(evaluator, visits_levels, args.games, args.parallel, args.seed)))
+        print(json.dumps(sweep(evaluator, visits_levels, args.games, args.parallel, args.seed, results)))
         return
     figures: dict[str, object] = {"games": args.games, "by_visits": {}}
-    done = _earlier(args.results, args.games, args.seed)
     print(f"{'method':<15} {'visits':>6} {'games':>6} {'Elo gain':>9} {'95%':>6}  seeds' claim")
     for m in methods:
         on, claim = METHODS[m]
         figures[f"elo_{m}"] = figures[f"elo_{m}_ci95"] = None
         for visits in visits_levels:
             start = time.perf_counter()
-            key = f"{m}_{visits}"
-            if key in done:
-                elo, half = (math.nan if v is None else float(v) for v in (done[key]["elo"], done[key]["ci95"]))
-            else:
-                elo, half = elo_gain(evaluator, on, visits, args.games, args.parallel, args.seed)
+            elo, half = results.match(
+                f"{m}_{visits}", lambda s=on, v=visits: elo_gain(evaluator, s, v, args.games, args.parallel, args.seed)
+            )
             elo += 0.0  # an even score is +0, not -0
             minutes = (time.perf_counter() - start) / 60
             print(f"{m:<15} {visits:>6} {args.games:>6} {elo:>+9.0f} {half:>6.0f}  {claim} ({minutes:.0f} min)")
             finite = math.isfinite(elo) and math.isfinite(half)
-            figures["by_visits"][key] = {"elo": elo if finite else None, "ci95": half if finite else None}  # type: ignore[index]
+            figures["by_visits"][f"{m}_{visits}"] = results.done[f"{m}_{visits}"]  # type: ignore[index]
             figures[f"elo_{m}"] = round(elo, 1) if finite else None
             figures[f"elo_{m}_ci95"] = round(half, 1) if finite else None
-            if args.results is not None:
-                done[key] = figures["by_visits"][key]  # type: ignore[index]
-                atomic_write(
-                    args.results, json.dumps({"games": args.games, "seed": args.seed, "by_visits": done}).encode()
-                )
         speed_on, speed_off = visits_per_second(evaluator, [on, OFF], visits_levels[0])
         figures[f"visits_per_s_{m}"] = round(speed_on, 1)
         figures[f"visits_per_s_{m}_off"] = round(speed_off, 1)
