@@ -92,9 +92,12 @@ class SelfPlayDraws:
     def base_visits(self, settings: SelfPlaySettings, visits: int, color: int) -> int:
         """The most visits a search could have been asked for before its side's share was taken
         (the inverse of :meth:`visits_for`, which rounds): `visits` without asymmetric playouts."""
-        if self.info.start.playouts is None:
+        playouts = self.info.start.playouts
+        if playouts is None:
             return visits
-        base = max(1, visits)
+        f = 2.0**playouts.doublings
+        share = 2.0 * (f if color == playouts.player else 1.0) / (f + 1.0)
+        base = max(1, int(visits / share))  # then a step or two each way, past the rounding
         while self.visits_for(settings, base, color) > visits and base > 1:
             base -= 1
         while self.visits_for(settings, base + 1, color) <= visits:

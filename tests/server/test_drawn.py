@@ -11,6 +11,7 @@ import pytest
 from common.data.selfplay_sgf import PlayoutAdvantage, RootInfo, StartNote
 from common.go.geometry import BLACK, WHITE
 from common.go.sgf import read_sgf
+from common.nn.features import PDA_STEPS
 from common.settings import SelfPlaySettings
 from server.api.errors import ApiError
 from server.games import drawn
@@ -152,3 +153,17 @@ def test_an_asymmetric_game_whose_searches_had_the_even_visits_is_refused(selfpl
 )
 def test_the_share_of_full_searches_is_judged_by_its_odds(k, n, p, plausible):
     assert (drawn._binomial_odds(k, n, p) >= drawn.FULL_SEARCH_ODDS) == plausible
+
+
+@pytest.mark.parametrize("doublings", [1 / PDA_STEPS, 1.0, 2.999])
+@pytest.mark.parametrize("player", [BLACK, WHITE])
+def test_the_visits_before_a_sides_share_are_the_most_that_give_it(doublings, player):
+    """The row weights are bounded by the visits a search was asked for before its side's share:
+    the largest that give the share the record shows, whatever the rounding."""
+    draws = playouts_draws(ASYM, player=player, doublings=doublings)
+    for asked in (1, 2, 3, 5, 12, 100, 599, 600, 100_000):
+        for color in (BLACK, WHITE):
+            shown = draws.visits_for(ASYM, asked, color)
+            base = draws.base_visits(ASYM, shown, color)
+            assert base >= asked
+            assert draws.visits_for(ASYM, base, color) <= shown < draws.visits_for(ASYM, base + 1, color)
