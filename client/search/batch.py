@@ -50,7 +50,7 @@ from client.search.tree import (
 from client.search.valuebias import bucket_key, bucket_slot
 from common.go import gamestate as gs
 from common.go.board import BOARD_LEN, M_XSIZE, M_YSIZE, copy_board
-from common.go.geometry import BLACK, NO_LOC, PASS, WHITE
+from common.go.geometry import NO_LOC, PASS, WHITE
 from common.go.playout import rand_below
 from common.nn.features import (
     NN_AREA,
@@ -61,6 +61,7 @@ from common.nn.features import (
     InputRow,
     fill_row_at,
     new_scratch,
+    player_pda,
     position_key,
     symmetry_index,
 )
@@ -303,13 +304,6 @@ def _expand_cached(t, cache, hit, i, pos, path, plen):
 
 
 @njit(cache=True, inline="always", _nrt=False)
-def _leaf_pda(t, i, pos):
-    """The playout doubling advantage of the player to move at the leaf (black's, or its opposite)."""
-    pda = t.params[i].pda_black
-    return pda if pos.g[gs.G_TO_MOVE] == BLACK else -pda
-
-
-@njit(cache=True, inline="always", _nrt=False)
 def _encode_leaf(t, r, b, sel, i, slot, pos, path, plen, scratch):
     """Encode the leaf's position into batch slot `slot`, in the batch's crop and under a symmetry
     (random when the step asks for it), its history ladder planes taken from its ancestors."""
@@ -323,7 +317,7 @@ def _encode_leaf(t, r, b, sel, i, slot, pos, path, plen, scratch):
         pos,
         pos.g[gs.G_TO_MOVE],
         draw_equiv,
-        _leaf_pda(t, i, pos),
+        player_pda(t.params[i].pda_black, pos.g[gs.G_TO_MOVE]),
         _ancestor_ladder(t, r, i, path, plen, 1),
         _ancestor_ladder(t, r, i, path, plen, 2),
         InputRow(index, sel.spatial[slot], b.glob[slot], b.legal[slot], t.ladder[i, path[plen - 1]]),
@@ -365,7 +359,9 @@ def _select_game(t, r, w, b, cache, sel, i, lane):
             _finish_terminal(t, w, i, pos, path, plen, lane)
             _restore_root(r, i, pos)
             continue
-        pda_key = np.int64(round(_leaf_pda(t, i, pos) * PDA_STEPS))  # an input of the network: of the key too
+        pda_key = np.int64(
+            round(player_pda(t.params[i].pda_black, pos.g[gs.G_TO_MOVE]) * PDA_STEPS)
+        )  # an input of the network: of the key too
         key = position_key(pos.g, pos.b, pos.hist, pos.moves, pos.g[gs.G_TO_MOVE], 0, pda_key)
         hit = cache_find(cache, key) if sel.use_cache else -1
         if hit >= 0:

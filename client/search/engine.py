@@ -43,7 +43,7 @@ from client.search.utility import score_table
 from common.go import gamestate as gs
 from common.go.board import BOARD_LEN, M_HASH_HI, M_HASH_LO, M_KO, M_XSIZE, M_YSIZE
 from common.go.game import Game
-from common.go.geometry import BLACK, PASS, STRIDE, WHITE
+from common.go.geometry import PASS, STRIDE, WHITE
 from common.go.playout import new_rng
 from common.nn.features import (
     NN_AREA,
@@ -54,6 +54,7 @@ from common.nn.features import (
     fill_row_at,
     ladder_plane,
     new_scratch,
+    player_pda,
     symmetry_index,
 )
 from common.settings import SearchSettings
@@ -509,7 +510,7 @@ class BatchedSearch:
             gs.Position(state, r.boards[i], r.hists[i], r.moves[i], r.tables[i]),
             to_move,
             draw_equiv,
-            float(params["pda_black"]) * (1.0 if to_move == BLACK else -1.0),
+            player_pda(float(params["pda_black"]), to_move),
             r.prev_ladder[i, 0],
             r.prev_ladder[i, 1],
             InputRow(self._identity, spatial, glob, self._legal, self._lad_now),

@@ -90,7 +90,7 @@ from common.go.board import COLOR
 from common.go.game import Game
 from common.go.geometry import ARR, BLACK, PASS, WHITE, grid_index, xy_of
 from common.go.rules import Rules
-from common.nn.features import NN_AREA, NUM_GLOBAL, NUM_SPATIAL, Encoder
+from common.nn.features import NN_AREA, NUM_GLOBAL, NUM_SPATIAL, Encoder, player_pda
 
 # How far the rows may exceed the weight of the game's full searches: the writer rounds each turn's
 # weight up or down at random (common.data.weights.stochastic_row_counts), so the count exceeds the
@@ -304,9 +304,12 @@ class RowsAgainstGame:
 
     def _inputs(self, game: Game) -> tuple[np.ndarray, np.ndarray]:
         """The game's position as a row holds it: packed input planes and global inputs."""
-        pda = self.pda_black if game.to_move == BLACK else -self.pda_black  # white's: the opposite
         self._encoder.encode(
-            [game], self._spatial_buf, self._glob_buf, draw_equiv_white=self.draw_equivalent_wins, pda=pda
+            [game],
+            self._spatial_buf,
+            self._glob_buf,
+            draw_equiv_white=self.draw_equivalent_wins,
+            pda=player_pda(self.pda_black, game.to_move),
         )
         packed = np.packbits(self._spatial_buf[0].astype(np.uint8), axis=1, bitorder="big")  # 0/1 planes
         return packed, self._glob_buf[0].copy()

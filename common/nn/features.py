@@ -70,6 +70,13 @@ PDA_STEPS = 1024
 
 
 @njit(cache=True, inline="always", _nrt=False)
+def player_pda(pda_black, pla):
+    """The playout doubling advantage the network is told for pla's positions, from black's
+    (white's is its opposite)."""
+    return pda_black if pla == BLACK else -pda_black
+
+
+@njit(cache=True, inline="always", _nrt=False)
 def _pos(loc):
     return (loc // STRIDE - 1) * NN_LEN + (loc % STRIDE - 1)
 
