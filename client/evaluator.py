@@ -30,6 +30,7 @@ import torch
 from common.go.game import Game
 from common.go.geometry import BLACK, WHITE
 from common.nn import canary
+from common.nn.config import OPTIMISTIC_POLICY_CHANNEL, POLICY_CHANNEL
 from common.nn.device import resolve_device
 from common.nn.features import (
     NN_AREA,
@@ -112,6 +113,9 @@ class Evaluator:
             torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, COMPILED_SHAPES)
             self.net = torch.compile(self.model, dynamic=False)
         self.max_batch = max_batch
+        # The search mixes the optimistic policy into its priors when the network has that head
+        # (common.nn.config; the short-term errors it finds by the misc outputs' width).
+        self.optimistic_policy = model.config.policy_channels > OPTIMISTIC_POLICY_CHANNEL
         self.cache_size = cache_size
         self.cache: OrderedDict[int, PositionEval] = OrderedDict()
         self.encoder = Encoder()
@@ -249,11 +253,13 @@ class Evaluator:
         return results
 
     def forward_raw(
-        self, spatial: np.ndarray, glob: np.ndarray, width: int
+        self, spatial: np.ndarray, glob: np.ndarray, width: int, optimistic: bool = False
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The network's raw outputs for encoded rows (the search's path): spatial [n, 22, W * W]
         (a W x W crop of the grid), glob [n, 19]. Returns float32 numpy arrays: the move policy
-        logits [n, W * W + 1] (pass last), value logits [n, 3] and misc outputs [n, M].
+        logits [n, W * W + 1] (pass last; with optimistic, [n, 2, W * W + 1]: the move policy and
+        the optimistic policy, for a network that has it), value logits [n, 3] and misc outputs
+        [n, M].
 
         With a compiled network the batch is padded to a multiple of 8 rows, so that varying batch
         sizes share a few compiled shapes."""
@@ -266,7 +272,10 @@ class Evaluator:
             g = torch.cat([g, g.new_zeros((pad, g.shape[1]))])
         with self._lock:
             out = self._run(x, g)
-            policy = out.policy[:n, 0, :].float().cpu().numpy()
+            if optimistic:
+                policy = out.policy[:n, [POLICY_CHANNEL, OPTIMISTIC_POLICY_CHANNEL], :].float().cpu().numpy()
+            else:
+                policy = out.policy[:n, POLICY_CHANNEL, :].float().cpu().numpy()
             value = out.value[:n].float().cpu().numpy()
             misc = out.misc[:n].float().cpu().numpy()
             self.misses += n

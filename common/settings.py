@@ -226,6 +226,19 @@ class SearchSettings(_Settings):
     subtree_value_bias_factor: float = 0.0
     subtree_value_bias_exponent: float = 0.8
     subtree_value_bias_free_prop: float = 0.8
+    # Uncertainty-weighted playouts (methods page): with a network that predicts its short-term
+    # errors, each visit weighs coeff / (u^exponent + coeff / max_weight), u the evaluation's
+    # utility uncertainty (KataGo's useUncertainty, uncertaintyCoeff 0.25, uncertaintyExponent 1,
+    # uncertaintyMaxWeight 8); without such heads every visit weighs 1 as before.
+    uncertainty_weighted: bool = False
+    uncertainty_coeff: float = 0.25
+    uncertainty_exponent: float = 1.0
+    uncertainty_max_weight: float = 8.0
+    # The optimistic policy (methods page): with a network that has the head, the priors come from
+    # logits p + optimism * (p_optimistic - p), root_policy_optimism at the root and policy_optimism
+    # below it (KataGo's policyOptimism and rootPolicyOptimism; its GTP play takes 1 and 0.2).
+    policy_optimism: float = 0.0
+    root_policy_optimism: float = 0.0
     symmetries: str = "random"  # network input symmetry per evaluation: "random" or "none"
     # The move to play (not the policy target) by lower confidence bound, as KataGo's match and GTP
     # play: among moves with at least lcb_min_visit_prop of the top visits, the best utility minus
@@ -254,6 +267,11 @@ class SearchSettings(_Settings):
         _in_range(_p(path, "subtree_value_bias_factor"), self.subtree_value_bias_factor, 0.0, 1.0)
         _in_range(_p(path, "subtree_value_bias_exponent"), self.subtree_value_bias_exponent, 0.0, 2.0)
         _prob(_p(path, "subtree_value_bias_free_prop"), self.subtree_value_bias_free_prop)
+        _in_range(_p(path, "uncertainty_coeff"), self.uncertainty_coeff, 0.0, 100.0, lo_open=True)
+        _in_range(_p(path, "uncertainty_exponent"), self.uncertainty_exponent, 0.0, 2.0, lo_open=True)
+        _in_range(_p(path, "uncertainty_max_weight"), self.uncertainty_max_weight, 1.0, 1000.0)
+        _prob(_p(path, "policy_optimism"), self.policy_optimism)
+        _prob(_p(path, "root_policy_optimism"), self.root_policy_optimism)
         _in_range(_p(path, "lcb_stdevs"), self.lcb_stdevs, 0.0, 100.0, lo_open=True)
         _prob(_p(path, "lcb_min_visit_prop"), self.lcb_min_visit_prop)
         _need(

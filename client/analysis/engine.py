@@ -307,7 +307,7 @@ class AnalysisEngine:
                 "move": m.vertex,
                 "visits": m.visits,
                 "edgeVisits": m.visits,
-                "weight": float(m.visits),
+                "weight": m.weight,
                 "winrate": _r(rate(m.winrate)),
                 "scoreMean": _r(sign * m.lead),
                 "scoreLead": _r(sign * m.lead),

@@ -111,6 +111,12 @@ SEARCH_KEYS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "subtreeValueBiasFactor": ("subtree_value_bias_factor", lambda t: _ranged(float(t), 0.0, 1.0)),
     "subtreeValueBiasWeightExponent": ("subtree_value_bias_exponent", lambda t: _ranged(float(t), 0.0, 2.0)),
     "subtreeValueBiasFreeProp": ("subtree_value_bias_free_prop", lambda t: _ranged(float(t), 0.0, 1.0)),
+    "useUncertainty": ("uncertainty_weighted", _bool),
+    "uncertaintyCoeff": ("uncertainty_coeff", lambda t: _ranged(float(t), 1e-6, 100.0)),
+    "uncertaintyExponent": ("uncertainty_exponent", lambda t: _ranged(float(t), 0.01, 2.0)),
+    "uncertaintyMaxWeight": ("uncertainty_max_weight", lambda t: _ranged(float(t), 1.0, 1000.0)),
+    "policyOptimism": ("policy_optimism", lambda t: _ranged(float(t), 0.0, 1.0)),
+    "rootPolicyOptimism": ("root_policy_optimism", lambda t: _ranged(float(t), 0.0, 1.0)),
 }
 
 

@@ -144,11 +144,13 @@ class MoveInfo:
     """One root move of a search as KataGo's analysis reports it, values from the side to move:
     winrate and its lcb in [0, 1], utility, score (the self-play score mean), its standard
     deviation, lead, the network's prior, the rank (``order``, 0 = best) and the principal variation
-    (vertices, starting with the move)."""
+    (vertices, starting with the move); ``weight`` is the sum of its visits' weights (the visits
+    unless playouts are weighted)."""
 
     loc: int
     vertex: str
     visits: int
+    weight: float
     utility: float
     winrate: float
     score: float
@@ -190,6 +192,7 @@ def move_infos(
                 loc=move,
                 vertex=game.vertex(move),
                 visits=int(result.visits[k]),
+                weight=float(result.weights[k]),
                 utility=utility,
                 winrate=winrate,
                 score=side * result.score[k],
@@ -222,7 +225,7 @@ def analysis_line(
             f"utility {_num(m.utility)} winrate {_num(m.winrate)} scoreMean {_num(m.lead)} "
             f"scoreStdev {_num(m.score_stdev)} scoreLead {_num(m.lead)} scoreSelfplay {_num(m.score)} "
             f"prior {_num(m.prior)} lcb {_num(m.lcb)} utilityLcb {_num(m.utility_lcb)} "
-            f"weight {_num(float(m.visits))} order {m.order} pv {' '.join(m.pv)}"
+            f"weight {_num(m.weight)} order {m.order} pv {' '.join(m.pv)}"
         )
     text = " ".join(parts)
     if ownership is not None:

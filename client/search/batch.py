@@ -33,13 +33,23 @@ from numba import njit, prange
 from numba.core import types
 from numba.experimental import structref
 
-from client.search.cache import V_LEN, cache_find, cache_put, cache_slot, copy_board_points, copy_into, stored_key
+from client.search.cache import (
+    V_LEN,
+    V_SCORE,
+    V_SCORE_ERROR,
+    V_WL_ERROR,
+    cache_find,
+    cache_put,
+    cache_slot,
+    copy_board_points,
+    copy_into,
+    stored_key,
+)
 from client.search.tree import (
     DESCEND_COLLISION,
     DESCEND_FULL,
     DESCEND_TERMINAL,
     EXPANDED,
-    OWN_LEN,
     backup,
     descend,
     expand,
@@ -71,10 +81,14 @@ from common.nn.interpret import (
     R_LOSS,
     R_SCORE_MEAN,
     R_SCORE_MEAN_SQ,
+    R_SHORTTERM_SCORE_ERROR,
+    R_SHORTTERM_WL_ERROR,
     R_WIN,
     interpret_values,
     policy_softmax,
 )
+
+OPTIMISM_STEPS = 1 << 20  # the optimistic policy's share, as the position cache's key tells shares apart
 
 
 class Roots(NamedTuple):
@@ -100,7 +114,7 @@ class Work(NamedTuple):
     owner: np.ndarray  # int8[T, ARR]
     planes: np.ndarray  # float32[T, 18, 361]
     vals: np.ndarray  # float64[T, R_LEN]: a leaf's network values, interpreted
-    own: np.ndarray  # float32[T, OWN_LEN]: the same as the leaf's own evaluation
+    own: np.ndarray  # float32[T, V_LEN]: the same as the leaf's own evaluation, as the cache keeps it
     path: np.ndarray  # int32[G, L, D]: node indices from the root
     path_move: np.ndarray  # int16[G, L, D]: the move into each node
     path_len: np.ndarray  # int32[G, L]
@@ -179,7 +193,7 @@ def new_work(games: int, leaves: int, depth: int, lanes: int = 1) -> Work:
         owner=np.stack([s.owner for s in scratch]),
         planes=np.stack([s.planes for s in scratch]),
         vals=lane_rows(R_LEN, np.float64),
-        own=lane_rows(OWN_LEN, np.float32),
+        own=lane_rows(V_LEN, np.float32),
         path=np.zeros((games, leaves, depth), np.int32),
         path_move=np.zeros((games, leaves, depth), np.int16),
         path_len=np.zeros((games, leaves), np.int32),
@@ -295,10 +309,10 @@ def _expand_cached(t, cache, hit, i, pos, path, plen):
     x_size = pos.b[M_XSIZE]
     y_size = pos.b[M_YSIZE]
     copy_board_points(t.ladder[i, leaf], cache.ladder[hit], x_size, y_size)
+    status = t.status[i]
+    if leaf == 0 and not status.ready:
+        status.x0 = cache.values[hit, V_SCORE]
     if expand(t, i, leaf, cache.policy[hit], x_size, y_size, cache.values[hit]):
-        status = t.status[i]
-        if leaf == 0 and not status.ready:
-            status.x0 = cache.values[hit, 1]
         backup(t, i, path, plen, False)
         status.cache_hits += 1
 
@@ -359,10 +373,13 @@ def _select_game(t, r, w, b, cache, sel, i, lane):
             _finish_terminal(t, w, i, pos, path, plen, lane)
             _restore_root(r, i, pos)
             continue
-        pda_key = np.int64(
-            round(player_pda(t.params[i].pda_black, pos.g[gs.G_TO_MOVE]) * PDA_STEPS)
-        )  # an input of the network: of the key too
-        key = position_key(pos.g, pos.b, pos.hist, pos.moves, pos.g[gs.G_TO_MOVE], 0, pda_key)
+        # The playout doubling advantage is an input of the network, the optimistic policy's share
+        # shapes the priors: both go into the key.
+        extra = np.int64(round(player_pda(t.params[i].pda_black, pos.g[gs.G_TO_MOVE]) * PDA_STEPS))
+        optimism = t.params[i].root_optimism if plen == 1 else t.params[i].optimism
+        if optimism != 0.0:
+            extra += np.int64(round(optimism * OPTIMISM_STEPS)) << 32
+        key = position_key(pos.g, pos.b, pos.hist, pos.moves, pos.g[gs.G_TO_MOVE], 0, extra)
         hit = cache_find(cache, key) if sel.use_cache else -1
         if hit >= 0:
             _expand_cached(t, cache, hit, i, pos, path, plen)
@@ -454,6 +471,8 @@ def _apply_game(t, r, w, b, policy, value, misc, i, leaves, lane):
         own[1] = sign * mean
         own[2] = math.sqrt(max(0.0, vals[R_SCORE_MEAN_SQ] - mean * mean))
         own[3] = sign * vals[R_LEAD]
+        own[V_WL_ERROR] = vals[R_SHORTTERM_WL_ERROR]
+        own[V_SCORE_ERROR] = vals[R_SHORTTERM_SCORE_ERROR]
         for k in range(V_LEN):
             b.values[slot, k] = own[k]
         if leaf == 0 and not status.ready:

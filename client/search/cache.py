@@ -25,7 +25,9 @@ V_WL = 0  # win minus loss
 V_SCORE = 1  # score mean
 V_SD = 2  # score standard deviation
 V_LEAD = 3
-V_LEN = 4
+V_WL_ERROR = 4  # the short-term errors' predicted standard deviations (-1: the network has no such heads)
+V_SCORE_ERROR = 5
+V_LEN = 6
 
 
 class EvalCache(NamedTuple):

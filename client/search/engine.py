@@ -87,15 +87,20 @@ class NullEvaluator:
 class SearchResult:
     """A finished search, from the root player's point of view (score and lead: white's).
 
-    Per root edge (pass included): ``moves`` (board locations, PASS = 0), ``visits``, ``priors``
-    (after temperature and noise), ``raw_priors`` (the network's), and the children's mean
-    ``utility``, ``winloss``, ``score``, ``lead``, ``score_sq`` and ``utility_sq`` (0 where unvisited).
+    Per root edge (pass included): ``moves`` (board locations, PASS = 0), ``visits``, ``weights``
+    and ``weights_sq`` (the sums of the child's visits' weights and of their squares: the visits
+    again unless playouts are weighted, :mod:`client.search.tree`), ``priors`` (after temperature
+    and noise), ``raw_priors`` (the network's), and the children's weighted mean ``utility``,
+    ``winloss``, ``score``, ``lead``, ``score_sq`` and ``utility_sq`` (0 where unvisited).
     ``root_*``: the root's averages over the whole search; ``raw_*``: the network at the root.
+    The move to play and the policy target go by the weights, as KataGo's.
     """
 
     pla: int
     moves: np.ndarray
     visits: np.ndarray
+    weights: np.ndarray
+    weights_sq: np.ndarray
     priors: np.ndarray
     raw_priors: np.ndarray
     utility: np.ndarray
@@ -105,6 +110,7 @@ class SearchResult:
     score_sq: np.ndarray
     utility_sq: np.ndarray
     root_visits: int
+    root_weight: float
     root_utility: float
     root_utility_sq: float
     root_winloss: float
@@ -126,13 +132,14 @@ class SearchResult:
         return math.sqrt(max(0.0, self.root_score_sq - self.root_score**2))
 
     def best_index(self) -> int:
-        """The most visited edge (ties: higher prior)."""
-        order = np.lexsort((-self.priors, -self.visits))
+        """The edge of most weight, the most visited unless playouts are weighted (ties: higher
+        prior)."""
+        order = np.lexsort((-self.priors, -self.weights))
         return int(order[0])
 
     def policy_target(self, visits: np.ndarray | None = None) -> np.ndarray:
-        """Visits (by default the raw counts) on the 19x19 grid plus pass: float32[362]."""
-        v = self.visits if visits is None else visits
+        """Visits (by default the children's weights) on the 19x19 grid plus pass: float32[362]."""
+        v = self.weights if visits is None else visits
         out = np.zeros(NN_AREA + 1, np.float32)
         out[move_positions(self.moves)] = v
         return out
@@ -186,6 +193,11 @@ def search_params(
     p["bias_factor"] = settings.subtree_value_bias_factor
     p["bias_exponent"] = settings.subtree_value_bias_exponent
     p["bias_free_prop"] = settings.subtree_value_bias_free_prop
+    p["uncertainty_coeff"] = settings.uncertainty_coeff if settings.uncertainty_weighted else 0.0
+    p["uncertainty_exponent"] = settings.uncertainty_exponent
+    p["uncertainty_max_weight"] = settings.uncertainty_max_weight
+    p["optimism"] = settings.policy_optimism
+    p["root_optimism"] = settings.root_policy_optimism
     # the stubs type every index of an array as an array; () of a 0-d record array is its record
     return cast(np.void, p[()])
 
@@ -213,6 +225,7 @@ class BatchedSearch:
         if games < 1 or max_visits < 1 or leaves_per_game < 1:
             raise ValueError("games, max_visits and leaves_per_game must be at least 1")
         self.evaluator = evaluator
+        self.optimistic = bool(getattr(evaluator, "optimistic_policy", False))
         self.games = games
         self.leaves = leaves_per_game
         self.max_visits = max_visits
@@ -358,16 +371,22 @@ class BatchedSearch:
         t = self.trees
         if not full:
             settings = settings.for_cheap_search()
+        params = search_params(settings, game, visits, draw_equivalent_wins, pda_black)
+        if not self.optimistic:
+            params["optimism"] = params["root_optimism"] = 0.0
+        # A reused root was expanded as a child, with the priors of the optimism below the root.
         if (
             not reuse
             or t.state[i, 0] != tr.EXPANDED
             or t.pla[i, 0] != game.to_move
             or t.params[i]["pda_black"] != pda_black
+            or t.params[i]["optimism"] != params["optimism"]
+            or params["root_optimism"] != params["optimism"]
             or not self._tree_continues(i, game)
         ):
             tr.reset_tree(t, i, game.to_move)
         self._tree_owner[i] = (weakref.ref(game), game.num_moves)
-        t.params[i] = search_params(settings, game, visits, draw_equivalent_wins, pda_black)
+        t.params[i] = params
         status = t.status[i]
         status["ready"] = False
         status["full"] = False
@@ -421,7 +440,11 @@ class BatchedSearch:
                 rows = self._gathered[: n * spatial[0].size].reshape(n, *spatial.shape[1:])
                 x = np.take(spatial, order, axis=0, out=rows)
                 g = np.take(b.glob, order, axis=0, out=self._gathered_glob[:n])
-            policy, value, misc = self.evaluator.forward_raw(x, g, width)
+            if self.optimistic and (t.params["optimism"].any() or t.params["root_optimism"].any()):
+                policy, value, misc = self.evaluator.forward_raw(x, g, width, optimistic=True)
+                policy = self._mix_optimism(policy, n)
+            else:
+                policy, value, misc = self.evaluator.forward_raw(x, g, width)
             args = (
                 self.state,
                 np.ascontiguousarray(policy, dtype=np.float32),
@@ -443,6 +466,17 @@ class BatchedSearch:
         self.steps += 1
         return w.finished[:done].copy()
 
+    def _mix_optimism(self, policy: np.ndarray, n: int) -> np.ndarray:
+        """The priors' logits of the step's n rows from the move and optimistic policies [n, 2, L]:
+        p + optimism * (p_optimistic - p), with each game's root optimism for a root and its
+        optimism below."""
+        slots = self.batch.order[:n]
+        game, leaf = np.divmod(slots, self.leaves)
+        params = self.trees.params[game]
+        share = np.where(self.work.path_len[game, leaf] == 1, params["root_optimism"], params["optimism"])
+        base = policy[:, 0, :]
+        return base + share.astype(np.float32)[:, None] * (policy[:, 1, :] - base)
+
     def run(self) -> None:
         """Step until no game is searching."""
         while self.n_searching:
@@ -456,11 +490,11 @@ class BatchedSearch:
         n = int(t.edge_count[i, 0]) if t.state[i, 0] == tr.EXPANDED else 0
         moves = np.zeros(n, np.int64)
         visits = np.zeros(n, np.int64)
-        floats = np.zeros((8, n), np.float64)
+        floats = np.zeros((10, n), np.float64)
         if n:
             tr.root_children(t, i, moves, visits, *floats)
-        prior, raw, util, wl, score, lead, sq, util_sq = floats
-        root_n = max(int(t.n_visits[i, 0]), 1)
+        weights, weights_sq, prior, raw, util, wl, score, lead, sq, util_sq = floats
+        root_n = float(t.w_sum[i, 0]) if t.n_visits[i, 0] > 0 else 1.0
         sign = 1.0 if t.pla[i, 0] == WHITE else -1.0
         own = t.own[i, 0]
         status = t.status[i]
@@ -468,6 +502,8 @@ class BatchedSearch:
             pla=int(t.pla[i, 0]),
             moves=moves,
             visits=visits,
+            weights=weights,
+            weights_sq=weights_sq,
             priors=prior,
             raw_priors=raw,
             utility=util,
@@ -477,6 +513,7 @@ class BatchedSearch:
             score_sq=sq,
             utility_sq=util_sq,
             root_visits=int(t.n_visits[i, 0]),
+            root_weight=float(t.w_sum[i, 0]),
             root_utility=sign * float(t.util_sum[i, 0]) / root_n,
             root_utility_sq=float(t.util_sq_sum[i, 0]) / root_n,
             root_winloss=sign * float(t.wl_sum[i, 0]) / root_n,

@@ -34,19 +34,20 @@ def explore_scale(total, exponent):
 
 
 @njit(cache=True, inline="always", _nrt=False)
-def cpuct_stdev_factor(visits, util_sum, util_sq_sum, prior, prior_weight, scale):
-    """The factor of dynamic variance-scaled cPUCT (methods page) for a node with these visits and
-    sums of its visits' utilities and squared utilities: 1 + scale * (stdev / prior - 1), the
-    stdev mixing the visits' utility variance with prior^2 weighing prior_weight visits (as
-    searchexplorehelpers.cpp in KataGo's repository does; a node of one visit or none: the prior)."""
+def cpuct_stdev_factor(weight, util_sum, util_sq_sum, prior, prior_weight, scale):
+    """The factor of dynamic variance-scaled cPUCT (methods page) for a node whose visits weigh
+    weight in all (their count, unless playouts are weighted) with these weighted sums of their
+    utilities and squared utilities: 1 + scale * (stdev / prior - 1), the stdev mixing the visits'
+    utility variance with prior^2 weighing prior_weight visits (as searchexplorehelpers.cpp in
+    KataGo's repository does; a node of weight 1 or less: the prior)."""
     if scale == 0.0:
         return 1.0
     stdev = prior
-    if visits > 1:
-        mean = util_sum / visits
+    if weight > 1.0:
+        mean = util_sum / weight
         mean_sq = mean * mean
-        sq = max(util_sq_sum / visits, mean_sq)
-        variance = ((mean_sq + prior * prior) * prior_weight + sq * visits) / (prior_weight + visits - 1.0) - mean_sq
+        sq = max(util_sq_sum / weight, mean_sq)
+        variance = ((mean_sq + prior * prior) * prior_weight + sq * weight) / (prior_weight + weight - 1.0) - mean_sq
         stdev = math.sqrt(max(0.0, variance))
     return 1.0 + scale * (stdev / prior - 1.0)
 
@@ -56,7 +57,8 @@ def puct_edge(rows, params, node):
     """PUCT (paper section 5.1), with forced playouts at the root when the search has them
     (section 5.3), first-play urgency for the untouched children, and when the search asks for
     them GPUCT's power of the visits and cPUCT scaled by the node's utility deviation; virtual loss
-    counts each in-flight visit as a loss for the player choosing."""
+    counts each in-flight visit as a loss for the player choosing. Visits count by their weights
+    (:mod:`client.search.tree`), an in-flight visit as 1, as KataGo's virtual losses."""
     root = node == 0
     start = rows.edge_start[node]
     count = rows.edge_count[node]
@@ -64,7 +66,7 @@ def puct_edge(rows, params, node):
     offset = start if root else 0
     vloss = params.virtual_loss
     sign = 1.0 if rows.players[node] == WHITE else -1.0
-    n_node = rows.visits[node]
+    n_node = rows.w_sums[node]
     cpuct = params.cpuct * cpuct_stdev_factor(
         n_node,
         rows.utils[node],
@@ -73,7 +75,7 @@ def puct_edge(rows, params, node):
         params.cpuct_stdev_prior_weight,
         params.cpuct_stdev_scale,
     )
-    children_n = n_node - 1 + rows.inflights[node]
+    children_n = n_node - rows.weights[node] + rows.inflights[node]
     explore = explore_scale(children_n, params.puct_exponent)
     forced_k = params.forced_coeff * children_n if root and params.forced else -1.0
     best = -1
@@ -85,7 +87,7 @@ def puct_edge(rows, params, node):
         prior = priors[e - offset]
         visited_policy += prior
         inflight = rows.inflights[c]
-        n = rows.visits[c] + inflight
+        n = rows.w_sums[c] + inflight
         if n * n < forced_k * prior:
             return e
         value = (sign * rows.utils[c] - vloss * inflight) / n + cpuct * prior * explore / (1.0 + n)

@@ -1,5 +1,9 @@
 """What a finished search yields: the pruned policy target (paper section 5.3) and the move to play.
 
+Visits below are the children's weights (:class:`client.search.engine.SearchResult`): their visit
+counts, unless playouts are weighted by the network's uncertainty, where KataGo too chooses the move,
+prunes the target and bounds the utility by the weights.
+
 Policy target pruning: let c* be the most visited child. From every other child c, subtract up to
 n_forced(c) = sqrt(k P(c) sum N) playouts as long as that does not make PUCT(c) >= PUCT(c*), with both
 children's utilities held at their final values; children left with one playout or less are pruned
@@ -28,18 +32,18 @@ from common.settings import SearchSettings
 
 
 def pruned_visits(result: SearchResult, settings: SearchSettings) -> np.ndarray:
-    """The root's visits with forced playouts taken out (float64, one per root edge), with the
-    root's cPUCT as the search had it."""
+    """The root's visits (weights) with forced playouts taken out (float64, one per root edge), with
+    the root's cPUCT as the search had it."""
     forced_coeff = settings.forced_playout_coeff
     cpuct = settings.cpuct * cpuct_stdev_factor(
-        result.root_visits,
-        result.root_utility * result.root_visits,
-        result.root_utility_sq * result.root_visits,
+        result.root_weight,
+        result.root_utility * result.root_weight,
+        result.root_utility_sq * result.root_weight,
         settings.cpuct_utility_stdev_prior,
         settings.cpuct_utility_stdev_prior_weight,
         settings.cpuct_utility_stdev_scale,
     )
-    v = result.visits.astype(np.float64)
+    v = result.weights.copy()
     total = float(v.sum()) if v.size else 0.0
     if total <= 0:
         return v
@@ -83,26 +87,28 @@ def utility_lcb(result: SearchResult, score_factor: float, stdevs: float) -> tup
     """Each root child's lower confidence bound on its utility (root player's view) and the bound's
     radius; an unvisited child's bound lies at the bottom of the utility's range."""
     span = 1.0 + score_factor  # the utility's largest magnitude: win-loss plus the score utility
-    n = result.visits.astype(np.float64)
+    n = result.weights
     radius = np.full(n.size, 2.0 * span * stdevs)
     lcb = -radius.copy()
     seen = n > 0
     if seen.any():
         v = n[seen]
+        v_sq = result.weights_sq[seen]
         mean = result.utility[seen]
         sq = np.maximum(result.utility_sq[seen], mean * mean + 1e-8)
-        prior = 1.0 / (v * v)  # weight of the widest variance: sum / ess^3 with unit weights
+        ess = v * v / v_sq  # the visits with unit weights
+        prior = (v / ess) / (ess * ess)  # weight of the widest variance: sum / ess^3
         sq = (sq * v + (sq + span * span) * prior) / (v + prior)
-        ess = (v + prior) ** 2 / (v + prior * prior)
+        ess = (v + prior) ** 2 / (v_sq + prior * prior)
         radius[seen] = np.sqrt((sq - mean * mean) / ess) * stdevs
         lcb[seen] = mean - radius[seen]
     return lcb, radius
 
 
 def play_values(result: SearchResult, settings: SearchSettings) -> np.ndarray:
-    """What the move to play is chosen by (float64, one per root edge): the visits, with the best
-    lower confidence bound raised above them when ``settings.lcb_for_selection``."""
-    values = result.visits.astype(np.float64)
+    """What the move to play is chosen by (float64, one per root edge): the visits (weights), with
+    the best lower confidence bound raised above them when ``settings.lcb_for_selection``."""
+    values = result.weights.copy()
     if not settings.lcb_for_selection or values.size == 0 or values.max() <= 0:
         return values
     lcb, radius = utility_lcb(result, settings.score_utility_factor, settings.lcb_stdevs)

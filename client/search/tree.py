@@ -13,6 +13,12 @@ visit (a finished game's node counts every visit), so after every backup a non-t
 ``N = 1 + sum of its children's N``. Each node also keeps its own evaluation (``own``) so that
 utilities can be recomputed when the score utility is re-centred on a reused tree.
 
+Uncertainty-weighted playouts (methods page): each visit weighs its leaf's ``weight``, 1 unless the
+search weighs evaluations by the network's short-term error predictions (:func:`evaluation_weight`;
+a finished game's visits weigh 1). The sums above are weighted, ``w_sum`` and ``w_sq_sum`` add up the
+weights and their squares, and means divide by ``w_sum``: ``W = weight + sum of its children's W``.
+With every weight 1, ``w_sum`` equals ``N`` exactly and the weighted search is the unweighted one.
+
 Virtual loss: a leaf waiting for the network counts, on every node of its path, as an in-flight visit
 with utility -virtual_loss for the player choosing it, which steers the other leaves of the same
 game elsewhere.
@@ -20,11 +26,13 @@ game elsewhere.
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import numpy as np
 from numba import njit
 
+from client.search.cache import V_SCORE, V_SCORE_ERROR, V_WL_ERROR
 from client.search.noise import add_noise, apply_temperature
 from client.search.selection import puct_edge
 from client.search.utility import expected_score_value
@@ -67,6 +75,11 @@ SEARCH_PARAMS = np.dtype(
         ("forced_coeff", np.float64),
         ("draw_wl", np.float64),  # white's win-loss value of a draw: 2 * draw-equivalent wins - 1
         ("pda_black", np.float64),  # black's playout doubling advantage, a network input (0: none)
+        ("uncertainty_coeff", np.float64),  # uncertainty-weighted playouts (0: every weight 1)
+        ("uncertainty_exponent", np.float64),
+        ("uncertainty_max_weight", np.float64),
+        ("optimism", np.float64),  # the optimistic policy's share in the priors below the root
+        ("root_optimism", np.float64),  # at the root (both 0 when the network has no such head)
         ("bias_factor", np.float64),  # subtree value bias correction's lambda (0: off)
         ("bias_exponent", np.float64),  # its alpha, the power of a node's child visits weighing it
         ("bias_free_prop", np.float64),  # of a discarded node's contribution taken back from its bucket
@@ -97,6 +110,9 @@ SEARCH_STATUS = np.dtype(
 class Trees(NamedTuple):
     n_visits: np.ndarray  # int32[G, C]
     n_inflight: np.ndarray  # int32[G, C]
+    weight: np.ndarray  # float64[G, C]: the weight of the node's own evaluation
+    w_sum: np.ndarray  # float64[G, C]: of the visits' weights
+    w_sq_sum: np.ndarray  # float64[G, C]: of their squares
     util_sum: np.ndarray  # float64[G, C]
     util_sq_sum: np.ndarray  # float64[G, C]: of the visits' squared utilities
     wl_sum: np.ndarray  # float64[G, C]
@@ -137,6 +153,9 @@ def new_trees(games: int, nodes: int, edges: int, score_table: np.ndarray) -> Tr
     return Trees(
         n_visits=np.zeros((g, nodes), np.int32),
         n_inflight=np.zeros((g, nodes), np.int32),
+        weight=np.ones((g, nodes), np.float64),
+        w_sum=np.zeros((g, nodes), np.float64),
+        w_sq_sum=np.zeros((g, nodes), np.float64),
         util_sum=np.zeros((g, nodes), np.float64),
         util_sq_sum=np.zeros((g, nodes), np.float64),
         wl_sum=np.zeros((g, nodes), np.float64),
@@ -181,6 +200,27 @@ def utility(t, i, wl, score, sd):
 
 
 @njit(cache=True, inline="always", _nrt=False)
+def evaluation_weight(t, i, score, wl_error, score_error):
+    """The weight of an evaluation whose short-term errors the network predicts (KataGo's
+    computeWeightFromNNOutput): coeff / (u^exponent + coeff / max_weight), u the utility's
+    uncertainty, the win-loss error plus the score error times the score utility's slope at the
+    evaluation's score. 1 when the search does not weigh playouts or the network has no such heads
+    (errors -1)."""
+    p = t.params[i]
+    coeff = p.uncertainty_coeff
+    if coeff == 0.0 or wl_error < 0.0 or score_error < 0.0:
+        return 1.0
+    u = wl_error
+    c = p.score_factor
+    if c != 0.0:
+        b = p.board_len
+        m = (score - t.status[i].x0) / b
+        u += c * (2.0 / math.pi) / (b * (1.0 + m * m)) * score_error
+    powered = u if p.uncertainty_exponent == 1.0 else u**p.uncertainty_exponent
+    return coeff / (powered + coeff / p.uncertainty_max_weight)
+
+
+@njit(cache=True, inline="always", _nrt=False)
 def node_own_utility(t, i, node):
     return utility(t, i, t.own[i, node, OWN_WL], t.own[i, node, OWN_SCORE], t.own[i, node, OWN_SD])
 
@@ -197,11 +237,12 @@ def recompute_utilities(t, i):
         if st == EXPANDED:
             if biased:
                 u += t.bias[i, k]
-            t.util_sum[i, k] = u
-            t.util_sq_sum[i, k] = u * u
+            w = t.weight[i, k]
+            t.util_sum[i, k] = w * u
+            t.util_sq_sum[i, k] = w * u * u
         elif st == TERMINAL:
-            t.util_sum[i, k] = u * t.n_visits[i, k]
-            t.util_sq_sum[i, k] = u * u * t.n_visits[i, k]
+            t.util_sum[i, k] = u * t.w_sum[i, k]
+            t.util_sq_sum[i, k] = u * u * t.w_sum[i, k]
         else:
             t.util_sum[i, k] = 0.0
             t.util_sq_sum[i, k] = 0.0
@@ -229,20 +270,32 @@ def backup(t, i, path, plen, inflight):
         return
     leaf = path[plen - 1]
     wl, score, sq, lead, util = _leaf_values(t, i, leaf)
+    w = t.weight[i, leaf]
+    if w != 1.0:
+        wl *= w
+        score *= w
+        sq *= w
+        lead *= w
     visits = t.n_visits[i]
     inflights = t.n_inflight[i]
+    w_sum = t.w_sum[i]
+    w_sq_sum = t.w_sq_sum[i]
+    w_sq = w * w
     wl_sum = t.wl_sum[i]
     score_sum = t.score_sum[i]
     sq_sum = t.sq_sum[i]
     lead_sum = t.lead_sum[i]
     util_sum = t.util_sum[i]
     util_sq_sum = t.util_sq_sum[i]
-    util_sq = util * util
+    util_sq = w * util * util
+    util = w * util
     for d in range(plen):
         node = path[d]
         visits[node] += 1
         if inflight:
             inflights[node] -= 1
+        w_sum[node] += w
+        w_sq_sum[node] += w_sq
         wl_sum[node] += wl
         score_sum[node] += score
         sq_sum[node] += sq
@@ -256,7 +309,7 @@ def _backup_biased(t, i, path, plen, inflight):
     """backup with subtree value bias correction (:mod:`client.search.valuebias`): a new leaf takes
     its bucket's correction; then, from the leaf up, each node with a bucket and children
     contributes its subtree's error to the bucket and takes the bucket's correction again, and the
-    change of its own utility goes into its sums and those of every node above it."""
+    change of its own (weighted) utility goes into its sums and those of every node above it."""
     params = t.params[i]
     factor = params.bias_factor
     leaf = path[plen - 1]
@@ -265,7 +318,13 @@ def _backup_biased(t, i, path, plen, inflight):
         if t.n_visits[i, leaf] == 0 and t.bias_slot[i, leaf] >= 0:
             t.bias[i, leaf] = bucket_bias(t, i, t.bias_slot[i, leaf], factor)
         util += t.bias[i, leaf]
-    util_sq = util * util
+    w = t.weight[i, leaf]
+    wl *= w
+    score *= w
+    sq *= w
+    lead *= w
+    util_sq = w * util * util
+    util = w * util
     carried = 0.0  # the change of the own utilities below, on the path
     carried_sq = 0.0
     for d in range(plen - 1, -1, -1):
@@ -273,6 +332,8 @@ def _backup_biased(t, i, path, plen, inflight):
         t.n_visits[i, node] += 1
         if inflight:
             t.n_inflight[i, node] -= 1
+        t.w_sum[i, node] += w
+        t.w_sq_sum[i, node] += w * w
         t.wl_sum[i, node] += wl
         t.score_sum[i, node] += score
         t.sq_sum[i, node] += sq
@@ -283,12 +344,13 @@ def _backup_biased(t, i, path, plen, inflight):
             continue
         nn = node_own_utility(t, i, node)
         old = nn + t.bias[i, node]
-        child_visits = t.n_visits[i, node] - 1
-        observe(t, i, node, nn, (t.util_sum[i, node] - old) / child_visits, float(child_visits), params.bias_exponent)
+        own_w = t.weight[i, node]
+        child_w = t.w_sum[i, node] - own_w
+        observe(t, i, node, nn, (t.util_sum[i, node] - own_w * old) / child_w, child_w, params.bias_exponent)
         t.bias[i, node] = bucket_bias(t, i, t.bias_slot[i, node], factor)
         new = nn + t.bias[i, node]
-        change = new - old
-        change_sq = new * new - old * old
+        change = own_w * (new - old)
+        change_sq = own_w * (new * new - old * old)
         t.util_sum[i, node] += change
         t.util_sq_sum[i, node] += change_sq
         carried += change
@@ -311,6 +373,9 @@ def reset_tree(t, i, pla):
 def _clear_node(t, i, node, parent, pla):
     t.n_visits[i, node] = 0
     t.n_inflight[i, node] = 0
+    t.weight[i, node] = 1.0
+    t.w_sum[i, node] = 0.0
+    t.w_sq_sum[i, node] = 0.0
     t.util_sum[i, node] = 0.0
     t.util_sq_sum[i, node] = 0.0
     t.wl_sum[i, node] = 0.0
@@ -378,9 +443,10 @@ def _promote_best(t, i, node, use_root_prior):
 
 @njit(cache=True, inline="always", _nrt=False)
 def expand(t, i, node, probs, x_size, y_size, values):
-    """Give an evaluated node its edges (the moves with a positive prior, and pass) and its own
-    evaluation; values = (white wl, white score, score sd, white lead). False when the edge pool
-    is full (the node then stays a leaf: the search stops early)."""
+    """Give an evaluated node its edges (the moves with a positive prior, and pass), its own
+    evaluation and that evaluation's weight; values = (white wl, white score, score sd, white lead,
+    short-term win-loss error, short-term score error), as the cache keeps them (V_*). False when
+    the edge pool is full (the node then stays a leaf: the search stops early)."""
     start = t.status[i].edges
     cap = t.e_move.shape[1]
     count = 0
@@ -413,6 +479,7 @@ def expand(t, i, node, probs, x_size, y_size, values):
     t.n_touched[i, node] = 0
     for k in range(OWN_LEN):
         t.own[i, node, k] = values[k]
+    t.weight[i, node] = evaluation_weight(t, i, values[V_SCORE], values[V_WL_ERROR], values[V_SCORE_ERROR])
     t.state[i, node] = EXPANDED
     _promote_best(t, i, node, False)
     return True
@@ -424,6 +491,7 @@ def set_terminal(t, i, node, wl, score):
     t.own[i, node, OWN_SCORE] = score
     t.own[i, node, OWN_SD] = 0.0
     t.own[i, node, OWN_LEAD] = score
+    t.weight[i, node] = 1.0
     t.state[i, node] = TERMINAL
 
 
@@ -447,7 +515,8 @@ class GameRows(NamedTuple):
     which would cost more than the selection itself."""
 
     state: np.ndarray
-    visits: np.ndarray
+    weights: np.ndarray
+    w_sums: np.ndarray
     inflights: np.ndarray
     utils: np.ndarray
     util_sqs: np.ndarray
@@ -465,7 +534,8 @@ class GameRows(NamedTuple):
 def game_rows(t, i):
     return GameRows(
         t.state[i],
-        t.n_visits[i],
+        t.weight[i],
+        t.w_sum[i],
         t.n_inflight[i],
         t.util_sum[i],
         t.util_sq_sum[i],
@@ -586,6 +656,9 @@ def _compact(t, i, new_root):
             continue
         t.n_visits[i, d] = t.n_visits[i, k]
         t.n_inflight[i, d] = t.n_inflight[i, k]
+        t.weight[i, d] = t.weight[i, k]
+        t.w_sum[i, d] = t.w_sum[i, k]
+        t.w_sq_sum[i, d] = t.w_sq_sum[i, k]
         t.util_sum[i, d] = t.util_sum[i, k]
         t.util_sq_sum[i, d] = t.util_sq_sum[i, k]
         t.wl_sum[i, d] = t.wl_sum[i, k]
@@ -632,10 +705,24 @@ def _compact(t, i, new_root):
 
 @njit(cache=True, _nrt=False)
 def root_children(
-    t, i, out_move, out_visits, out_prior, out_raw_prior, out_util, out_wl, out_score, out_lead, out_sq, out_util_sq
+    t,
+    i,
+    out_move,
+    out_visits,
+    out_weight,
+    out_weight_sq,
+    out_prior,
+    out_raw_prior,
+    out_util,
+    out_wl,
+    out_score,
+    out_lead,
+    out_sq,
+    out_util_sq,
 ):
-    """The root's edges (root priors, and the raw network priors); children's statistics are
-    averages from the root player's point of view (score and lead stay white's). Returns the count."""
+    """The root's edges (root priors, and the raw network priors); children's visits, their weights'
+    sums and statistics, weighted averages from the root player's point of view (score and lead
+    stay white's). Returns the count."""
     start = t.edge_start[i, 0]
     n = t.edge_count[i, 0]
     sign = 1.0 if t.pla[i, 0] == WHITE else -1.0
@@ -648,13 +735,18 @@ def root_children(
         v = 0 if c < 0 else t.n_visits[i, c]
         out_visits[k] = v
         if v > 0:
-            out_util[k] = sign * t.util_sum[i, c] / v
-            out_wl[k] = sign * t.wl_sum[i, c] / v
-            out_score[k] = t.score_sum[i, c] / v
-            out_lead[k] = t.lead_sum[i, c] / v
-            out_sq[k] = t.sq_sum[i, c] / v
-            out_util_sq[k] = t.util_sq_sum[i, c] / v
+            w = t.w_sum[i, c]
+            out_weight[k] = w
+            out_weight_sq[k] = t.w_sq_sum[i, c]
+            out_util[k] = sign * t.util_sum[i, c] / w
+            out_wl[k] = sign * t.wl_sum[i, c] / w
+            out_score[k] = t.score_sum[i, c] / w
+            out_lead[k] = t.lead_sum[i, c] / w
+            out_sq[k] = t.sq_sum[i, c] / w
+            out_util_sq[k] = t.util_sq_sum[i, c] / w
         else:
+            out_weight[k] = 0.0
+            out_weight_sq[k] = 0.0
             out_util[k] = 0.0
             out_wl[k] = 0.0
             out_score[k] = 0.0
@@ -666,16 +758,17 @@ def root_children(
 
 @njit(cache=True, _nrt=False)
 def principal_variation(t, i, node, out):
-    """The most visited line from node: moves written to out, returns its length."""
+    """The line of most weight from node (the most visited unless playouts are weighted): moves
+    written to out, returns its length."""
     n = 0
     while n < out.shape[0] and t.state[i, node] == EXPANDED:
         start = t.edge_start[i, node]
         best = -1
-        best_n = 0
+        best_n = 0.0
         for e in range(start, start + t.n_touched[i, node]):
             c = t.e_child[i, e]
-            if c >= 0 and t.n_visits[i, c] > best_n:
-                best_n = t.n_visits[i, c]
+            if c >= 0 and t.w_sum[i, c] > best_n:
+                best_n = t.w_sum[i, c]
                 best = e
         if best < 0:
             break

@@ -278,10 +278,10 @@ class SelfPlayGame:
         game = self.game
         pla = game.to_move
         if full:
-            visits = pruned_visits(result, s.search) if s.search.forced_playouts else result.visits.astype(np.float64)
+            visits = pruned_visits(result, s.search) if s.search.forced_playouts else result.weights.copy()
             self.full_searches += 1
         else:
-            visits = result.visits.astype(np.float64)
+            visits = result.weights.copy()
             self.cheap_searches += 1
         self.visits += result.root_visits
         temperature = s.move_temperature_at(game.num_moves, self.board_length)
@@ -354,7 +354,7 @@ class SelfPlayGame:
                 self.side_queue.pop(0)
             self._advance_phase()
             return
-        visits = pruned_visits(result, s.search) if s.search.forced_playouts else result.visits.astype(np.float64)
+        visits = pruned_visits(result, s.search) if s.search.forced_playouts else result.weights.copy()
         reply = int(
             result.moves[choose_move(visits, s.move_temperature_at(game.num_moves, self.board_length), self.rng)]
         )

@@ -25,6 +25,15 @@ SCORE_MEAN_MULTIPLIER = 20.0  # score mean = 20 * misc[0]
 SCORE_STDEV_MULTIPLIER = 20.0  # score stdev = 20 * softplus(misc[1])
 LEAD_MULTIPLIER = 20.0  # lead = 20 * misc[2]
 VARIANCE_TIME_MULTIPLIER = 40.0  # variance time = 40 * softplus(misc[3])
+# Short-term error heads (methods page, "Uncertainty-Weighted MCTS Playouts"), when misc_values >= 10:
+# the predicted squared error of the short-term value (win-loss) and score targets, as
+# softplus(misc[k]) * multiplier (KataGo's model versions 10-13 and its default multipliers); the
+# search reads their square roots.
+MISC_SHORTTERM_VALUE_ERROR = 8
+MISC_SHORTTERM_SCORE_ERROR = 9
+SHORTTERM_MISC_VALUES = 10
+SHORTTERM_VALUE_ERROR_MULTIPLIER = 0.25
+SHORTTERM_SCORE_ERROR_MULTIPLIER = 30.0
 
 # Policy channels (see the module docstring).
 POLICY_CHANNEL = 0  # the move to play
@@ -34,6 +43,9 @@ SOFT_OPPONENT_POLICY_CHANNEL = 3  # the soft opponent policy target (training on
 MAX_POLICY_CHANNELS = 4
 OWN_POLICY_CHANNELS = 4  # our networks carry every channel above
 KATAGO_V8_POLICY_CHANNELS = 1  # KataGo's version 8 model files carry only the move to play
+# The optimistic policy (methods page, "Optimistic Policy"), where KataGo's training puts its
+# short-term optimistic policy; the search mixes its logits in when a network has the channel.
+OPTIMISTIC_POLICY_CHANNEL = 5
 
 # Global pooling constants (KataGo python/model.py global_pool / value_head_pool).
 POOL_CENTER_BOARD_LEN = 14.0

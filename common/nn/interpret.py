@@ -29,6 +29,13 @@ import torch
 import torch.nn.functional as F
 from numba import njit
 
+from common.nn.config import (
+    MISC_SHORTTERM_SCORE_ERROR,
+    MISC_SHORTTERM_VALUE_ERROR,
+    SHORTTERM_MISC_VALUES,
+    SHORTTERM_SCORE_ERROR_MULTIPLIER,
+    SHORTTERM_VALUE_ERROR_MULTIPLIER,
+)
 from common.nn.model import (
     LEAD_MULTIPLIER,
     MISC_LEAD,
@@ -52,7 +59,9 @@ R_SCORE_MEAN = 3
 R_SCORE_MEAN_SQ = 4
 R_SCORE_STDEV = 5
 R_LEAD = 6
-R_LEN = 7
+R_SHORTTERM_WL_ERROR = 7  # the short-term errors' predicted standard deviations (-1: no such heads)
+R_SHORTTERM_SCORE_ERROR = 8
+R_LEN = 9
 
 
 @dataclass(frozen=True)
@@ -220,7 +229,8 @@ def interpret(
 @njit(cache=True, _nrt=False)
 def interpret_values(value_logits, misc, no_result_allowed, out):
     """The post-processing of :func:`interpret` for one row's values, for a network with default
-    post-processing parameters (model version 8): out[R_*] from the side evaluated for."""
+    post-processing parameters (model version 8): out[R_*] from the side evaluated for, and the
+    short-term errors when the network has their heads (misc_values >= 10, version 10's decoding)."""
     a = np.float64(value_logits[0])
     b = np.float64(value_logits[1])
     m = max(a, b)
@@ -238,9 +248,7 @@ def interpret_values(value_logits, misc, no_result_allowed, out):
     no_result = ec / total
     has_result = 1.0 - no_result
     mean = np.float64(misc[MISC_SCORE_MEAN]) * SCORE_MEAN_MULTIPLIER
-    x = np.float64(misc[MISC_SCORE_STDEV])
-    softplus = x + math.log1p(math.exp(-x)) if x > 0.0 else math.log1p(math.exp(x))
-    stdev = softplus * SCORE_STDEV_MULTIPLIER
+    stdev = _softplus(np.float64(misc[MISC_SCORE_STDEV])) * SCORE_STDEV_MULTIPLIER
     out[R_WIN] = win
     out[R_LOSS] = loss
     out[R_NO_RESULT] = no_result
@@ -248,6 +256,21 @@ def interpret_values(value_logits, misc, no_result_allowed, out):
     out[R_SCORE_MEAN] = mean * has_result
     out[R_SCORE_STDEV] = stdev
     out[R_LEAD] = np.float64(misc[MISC_LEAD]) * LEAD_MULTIPLIER * has_result
+    if misc.shape[0] >= SHORTTERM_MISC_VALUES:
+        out[R_SHORTTERM_WL_ERROR] = math.sqrt(
+            _softplus(np.float64(misc[MISC_SHORTTERM_VALUE_ERROR])) * SHORTTERM_VALUE_ERROR_MULTIPLIER
+        )
+        out[R_SHORTTERM_SCORE_ERROR] = math.sqrt(
+            _softplus(np.float64(misc[MISC_SHORTTERM_SCORE_ERROR])) * SHORTTERM_SCORE_ERROR_MULTIPLIER
+        )
+    else:
+        out[R_SHORTTERM_WL_ERROR] = -1.0
+        out[R_SHORTTERM_SCORE_ERROR] = -1.0
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _softplus(x):
+    return x + math.log1p(math.exp(-x)) if x > 0.0 else math.log1p(math.exp(x))
 
 
 @njit(cache=True, _nrt=False)

@@ -44,6 +44,9 @@ pass, side to move):
  2    the soft policy target (channel 0's target       our networks; training only
       to the power 1/T, renormalised)
  3    the soft opponent policy target                  our networks; training only
+ 4    (reserved: KataGo's long-term optimistic policy) none yet
+ 5    the optimistic policy (methods page): channel    none yet; the search mixes it into the
+      0's target weighted by the short-term surprise   priors (``policy_optimism``) when present
 ==== ================================================ ==========================================
 
 Our named sizes have all four (:data:`OWN_POLICY_CHANNELS`); imported KataGo version 8 networks have
@@ -65,14 +68,19 @@ side to move, before the post-processing in :mod:`common.nn.interpret`):
       before softplus: variance of the root        the engine
       value between 1 and 4, 16, 64, 256 visits
       (present only when misc_values >= 8)
- 8+   unused
+ 8    short-term win-loss error: the predicted      sqrt(softplus(x) * 0.25): KataGo's version
+      squared error of the short-term value target  10 decoding; the search weighs playouts by
+      (present only when misc_values >= 10)          it (``uncertainty_weighted``)
+ 9    short-term score error, the same for score    sqrt(softplus(x) * 30)
+ 10+  unused
 ==== =========================================== ==========================================
 
 Columns 0-3 are KataGo's version 8 layout and are all an imported network has. The paper
 (Appendix A) put the root variances right after the score stdev; version 8 replaced those columns
 with lead and variance time, so ours come after them. KataGo's own training networks use the
-columns after 3 for other training-only outputs; the engine reads only columns 0-3, so the
-difference never reaches a KataGo program. The multipliers are :data:`SCORE_MEAN_MULTIPLIER`,
+columns after 3 for other training-only outputs; its engine reads columns 0-3 of version 8 files
+(and 4-5 of version 10 and later as the short-term errors, which ours keep in 8-9 after the root
+variances), so the difference never reaches a KataGo program. The multipliers are :data:`SCORE_MEAN_MULTIPLIER`,
 :data:`SCORE_STDEV_MULTIPLIER`, :data:`LEAD_MULTIPLIER` and :data:`VARIANCE_TIME_MULTIPLIER` (KataGo's
 ModelPostProcessParams defaults, cpp/neuralnet/desc.cpp, and python/katago/train/model_pytorch.py).
 """

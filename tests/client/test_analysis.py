@@ -554,6 +554,7 @@ def test_katagos_search_method_keys_set_the_search(tmp_path):
     cfg.write_text(
         "useLcbForSelection = true\nlcbStdevs = 4.0\ncpuctUtilityStdevScale = 0.85  # volatile: explore\n"
         "subtreeValueBiasFactor = 0.35\nsubtreeValueBiasWeightExponent = 0.8\n"
+        "useUncertainty = true\nuncertaintyMaxWeight = 4.0\npolicyOptimism = 1.0\nrootPolicyOptimism = 0.2\n"
     )
     c = parse_katago_command(
         ["analysis", "-model", "m", "-config", str(cfg), "-override-config", "minVisitPropForLCB=0.2"]
@@ -562,6 +563,8 @@ def test_katagos_search_method_keys_set_the_search(tmp_path):
     assert search.lcb_for_selection and search.lcb_stdevs == 4.0 and search.lcb_min_visit_prop == 0.2
     assert search.cpuct_utility_stdev_scale == 0.85
     assert search.subtree_value_bias_factor == 0.35 and search.subtree_value_bias_exponent == 0.8
+    assert search.uncertainty_weighted and search.uncertainty_max_weight == 4.0 and search.uncertainty_coeff == 0.25
+    assert search.policy_optimism == 1.0 and search.root_policy_optimism == 0.2
     assert not any("useLcbForSelection" in w or "lcbStdevs" in w for w in c.warnings)
     # A query's overrideSettings changes them for that query, and a bad value names its key.
     config, unused = c.config.with_settings({"useLcbForSelection": False, "cpuctUtilityStdevPrior": "0.3"})
@@ -572,6 +575,8 @@ def test_katagos_search_method_keys_set_the_search(tmp_path):
         ("lcbStdevs", "-1"),
         ("cpuctUtilityStdevScale", "2"),
         ("subtreeValueBiasFreeProp", "1.5"),
+        ("uncertaintyMaxWeight", "0.5"),
+        ("rootPolicyOptimism", "2"),
     ):
         with pytest.raises(ValueError, match=key):
             c.config.with_settings({key: value})

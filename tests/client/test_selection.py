@@ -16,10 +16,11 @@ from common.go.geometry import BLACK, WHITE
 from common.settings import SearchSettings
 
 
-def rows(players, visits, utils, touched, priors, root_priors=None, util_sqs=None) -> tr.GameRows:
+def rows(players, visits, utils, touched, priors, root_priors=None, util_sqs=None, weights=None) -> tr.GameRows:
     """Node 0 (the root) and node 1, each with the edges 0..2 (root) and 3..5 (node 1), children
     2.. in edge order where touched; squared utility sums as if every visit had the mean's utility
-    unless given."""
+    unless given; visits given as weight sums (floats) when weights (the nodes' own evaluations'
+    weights) are given, else every weight 1."""
     nodes = len(visits)
     e_child = np.full(6, -1, np.int32)
     child = 2
@@ -29,7 +30,8 @@ def rows(players, visits, utils, touched, priors, root_priors=None, util_sqs=Non
             child += 1
     return tr.GameRows(
         state=np.full(nodes, tr.EXPANDED, np.int8),
-        visits=np.array(visits, np.int32),
+        weights=np.ones(nodes) if weights is None else np.array(weights, np.float64),
+        w_sums=np.array(visits, np.float64),
         inflights=np.zeros(nodes, np.int32),
         utils=np.array(utils, np.float64),
         util_sqs=(
@@ -94,6 +96,45 @@ def test_forced_playouts_go_to_a_root_child_below_its_share():
     r = rows([BLACK, WHITE, WHITE, WHITE], [11, 1, 9, 1], [0.0, 0.0, -8.0, 1.0], (2, 0), [0.1, 0.8, 0.1, 0, 0, 0])
     assert puct_edge(r, params(forced=True, forced_coeff=2.0), 0) == 1
     assert puct_edge(r, params(forced=False, forced_coeff=2.0), 0) == 0
+
+
+def test_weighted_visits_count_by_their_weights():
+    # Node 1 (white to move) with two touched children of equal utility and prior: the one whose
+    # visits weigh less is explored first, as if it had fewer visits; the PUCT value is the
+    # paper's with the weights in place of the visit counts (parent: 2.5 of children's weight).
+    def choice(w2, w3):
+        r = rows(
+            [BLACK, WHITE, BLACK, BLACK],
+            [1, 1.0 + w2 + w3, w2, w3],
+            [0.0, 0.0, 0.1 * w2, 0.1 * w3],
+            (0, 2),
+            [0.4, 0.3, 0.3, 0.45, 0.45, 0.1],
+            weights=[1.0, 1.0, w2, w3],
+        )
+        return puct_edge(r, params(fpu=2.0), 1)
+
+    assert choice(0.5, 2.0) == 3
+    assert choice(2.0, 0.5) == 4
+    # One child of weight 3 against one of weight 1 and a better utility: the value's terms.
+    r = rows([BLACK, WHITE, BLACK, BLACK], [1, 5.0, 3.0, 1.0], [0.0, 0.0, 0.6, 0.3], (0, 2), [0] * 3 + [0.5, 0.4, 0.1])
+    explore = math.sqrt(4.0 + 0.01)
+    v3 = 0.6 / 3.0 + 1.1 * 0.5 * explore / 4.0
+    v4 = 0.3 / 1.0 + 1.1 * 0.4 * explore / 2.0
+    assert v4 > v3 > v4 - 0.3
+    assert puct_edge(r, params(fpu=2.0, cpuct=1.1), 1) == 4
+    # The same with the weights' roles swapped on the utilities: the heavier child's mean wins.
+    r = rows([BLACK, WHITE, BLACK, BLACK], [1, 5.0, 3.0, 1.0], [0.0, 0.0, 3.0, -0.5], (0, 2), [0] * 3 + [0.5, 0.4, 0.1])
+    assert 3.0 / 3.0 + 1.1 * 0.5 * explore / 4.0 > -0.5 + 1.1 * 0.4 * explore / 2.0
+    assert puct_edge(r, params(fpu=2.0, cpuct=1.1), 1) == 3
+
+
+def test_uncertainty_weighted_playouts_are_off_unless_asked():
+    p = search_params(SearchSettings(), Game(9), 10, 0.5)
+    assert p["uncertainty_coeff"] == 0.0 and p["optimism"] == 0.0 and p["root_optimism"] == 0.0
+    on = SearchSettings(uncertainty_weighted=True, policy_optimism=1.0, root_policy_optimism=0.2)
+    p = search_params(on, Game(9), 10, 0.5)
+    assert p["uncertainty_coeff"] == 0.25 and p["uncertainty_exponent"] == 1.0 and p["uncertainty_max_weight"] == 8.0
+    assert p["optimism"] == 1.0 and p["root_optimism"] == 0.2
 
 
 def test_search_params_follow_the_settings():

@@ -27,31 +27,38 @@ class VaryingEvaluator:
 
 
 def check_tree(search: BatchedSearch, i: int) -> None:
-    """Every evaluated node has one visit of its own plus its children's, and so have its utility
-    and squared utility sums (its own utility: the network's, plus its bias correction); nothing
-    is in flight."""
+    """Every evaluated node has one visit of its own plus its children's, its own evaluation's
+    weight plus its children's (and so for the squared weights), and its own weighted utility plus
+    its children's utility and squared utility sums (its own utility: the network's, plus its bias
+    correction); a finished game's visits weigh 1 each; nothing is in flight."""
     t = search.trees
     for k in range(int(t.status[i]["nodes"])):
         assert t.n_inflight[i, k] == 0
         own = tr.node_own_utility(t, i, k)
         n = int(t.n_visits[i, k])
+        w = float(t.weight[i, k])
+        assert w > 0
         if t.state[i, k] == tr.EXPANDED:
             own += t.bias[i, k]  # the subtree value bias correction (0 without it)
             start, count = int(t.edge_start[i, k]), int(t.edge_count[i, k])
             children = [int(c) for c in t.e_child[i, start : start + count] if c >= 0]
             assert len(children) == t.n_touched[i, k]
             assert n == 1 + sum(int(t.n_visits[i, c]) for c in children)
-            assert t.util_sum[i, k] == pytest.approx(own + sum(t.util_sum[i, c] for c in children), abs=1e-9)
+            assert t.w_sum[i, k] == pytest.approx(w + sum(t.w_sum[i, c] for c in children), abs=1e-9)
+            assert t.w_sq_sum[i, k] == pytest.approx(w * w + sum(t.w_sq_sum[i, c] for c in children), abs=1e-9)
+            assert t.util_sum[i, k] == pytest.approx(w * own + sum(t.util_sum[i, c] for c in children), abs=1e-9)
             assert t.util_sq_sum[i, k] == pytest.approx(
-                own * own + sum(t.util_sq_sum[i, c] for c in children), abs=1e-9
+                w * own * own + sum(t.util_sq_sum[i, c] for c in children), abs=1e-9
             )
             for c in children:
                 assert t.parent[i, c] == k
                 assert t.pla[i, c] == 3 - t.pla[i, k]
         elif t.state[i, k] == tr.TERMINAL:
+            assert w == 1.0 and t.w_sum[i, k] == n and t.w_sq_sum[i, k] == n
             assert t.util_sq_sum[i, k] == pytest.approx(own * own * n, abs=1e-9)
         if n:
-            assert n * t.util_sq_sum[i, k] >= t.util_sum[i, k] ** 2 - 1e-9  # a variance is never negative
+            # a variance is never negative
+            assert t.w_sum[i, k] * t.util_sq_sum[i, k] >= t.util_sum[i, k] ** 2 - 1e-9
 
 
 def mid_game(size: int, moves: int, seed: int) -> Game:
