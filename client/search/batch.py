@@ -318,6 +318,23 @@ def _expand_cached(t, cache, hit, i, pos, path, plen):
 
 
 @njit(cache=True, inline="always", _nrt=False)
+def _key_extra(t, i, pos, plen):
+    """What a leaf's evaluation depends on besides its position, for the cache's key: the playout
+    doubling advantage and the draws' value (inputs of the network; the value only when it is not
+    the default even split, so that the keys of the usual games stay as they were), and the
+    optimistic policy's share in the priors (the root's or the one below it), each whole number
+    in its own bits."""
+    params = t.params[i]
+    extra = np.int64(round(player_pda(params.pda_black, pos.g[gs.G_TO_MOVE]) * PDA_STEPS))
+    if params.draw_wl != 0.0:
+        extra += np.int64(round(params.draw_wl * PDA_STEPS)) << 16
+    optimism = params.root_optimism if plen == 1 else params.optimism
+    if optimism != 0.0:
+        extra += np.int64(round(optimism * OPTIMISM_STEPS)) << 32
+    return extra
+
+
+@njit(cache=True, inline="always", _nrt=False)
 def _encode_leaf(t, r, b, sel, i, slot, pos, path, plen, scratch):
     """Encode the leaf's position into batch slot `slot`, in the batch's crop and under a symmetry
     (random when the step asks for it), its history ladder planes taken from its ancestors."""
@@ -373,13 +390,7 @@ def _select_game(t, r, w, b, cache, sel, i, lane):
             _finish_terminal(t, w, i, pos, path, plen, lane)
             _restore_root(r, i, pos)
             continue
-        # The playout doubling advantage is an input of the network, the optimistic policy's share
-        # shapes the priors: both go into the key.
-        extra = np.int64(round(player_pda(t.params[i].pda_black, pos.g[gs.G_TO_MOVE]) * PDA_STEPS))
-        optimism = t.params[i].root_optimism if plen == 1 else t.params[i].optimism
-        if optimism != 0.0:
-            extra += np.int64(round(optimism * OPTIMISM_STEPS)) << 32
-        key = position_key(pos.g, pos.b, pos.hist, pos.moves, pos.g[gs.G_TO_MOVE], 0, extra)
+        key = position_key(pos.g, pos.b, pos.hist, pos.moves, pos.g[gs.G_TO_MOVE], 0, _key_extra(t, i, pos, plen))
         hit = cache_find(cache, key) if sel.use_cache else -1
         if hit >= 0:
             _expand_cached(t, cache, hit, i, pos, path, plen)

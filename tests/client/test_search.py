@@ -277,6 +277,25 @@ def test_cache_serves_transpositions_and_repeated_searches():
     assert uncached.result(0).cache_hits == 0
 
 
+def test_the_cache_keeps_evaluations_of_other_network_inputs_apart():
+    """The draws' value and the playout doubling advantage are inputs of the network: a search
+    under another of them finds nothing of the first in the cache, one under the same finds it."""
+    game = mid_game(9, 15, 4)
+    search = BatchedSearch(NullEvaluator(), 1, 200, seed=1)
+    settings = SearchSettings(root_noise=False)
+
+    def cache_hits(**kwargs) -> int:
+        search.start(0, game, 200, settings, **kwargs)
+        search.run()
+        return search.result(0).cache_hits
+
+    cache_hits()
+    assert cache_hits(draw_equivalent_wins=0.75) == 0
+    assert cache_hits(draw_equivalent_wins=0.75) > 150
+    assert cache_hits(pda_black=0.5) == 0
+    assert cache_hits() > 150
+
+
 def test_finished_games_are_scored_exactly_in_the_tree():
     # Two passes end the game: after black's pass, white passing wins by komi on an empty board.
     game = Game(5, rules=Rules(ko="POSITIONAL", suicide=False), komi=7.5)
