@@ -18,11 +18,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from client.gtp.search_player import gtp_search_settings
 from common.go.game import Game, IllegalMoveError
 from common.go.geometry import BLACK, MAX_SIZE, PASS, WHITE, color_letter, loc_of, parse_gtp_vertex
 from common.go.rules import Rules, RulesError, check_komi, default_komi
-from common.settings import SearchSettings
+from common.settings import SearchSettings, play_search
 
 COLORS = {"b": BLACK, "black": BLACK, "w": WHITE, "white": WHITE}  # a query's players, any case
 PERSPECTIVES = {**COLORS, "sidetomove": None}
@@ -77,7 +76,7 @@ class AnalysisConfig:
         return dataclasses.replace(self, **changes), unused
 
     def search_settings(self) -> SearchSettings:
-        settings = gtp_search_settings()
+        settings = play_search()
         if self.root_policy_temperature is not None:
             settings = dataclasses.replace(
                 settings,

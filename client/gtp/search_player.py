@@ -23,21 +23,9 @@ from client.search.engine import BatchedSearch, SearchResult
 from client.search.targets import play_values, utility_lcb
 from common.go.game import Game
 from common.go.geometry import BLACK, EMPTY, PASS, WHITE
-from common.settings import SearchSettings
+from common.settings import SearchSettings, play_search
 
 GTP_LEAVES = 8
-
-
-def gtp_search_settings() -> SearchSettings:
-    """Playing strength: no noise, no forced playouts, the tree's first-play urgency at the root
-    and the raw policy at the root (temperature 1)."""
-    return SearchSettings(
-        root_noise=False,
-        forced_playouts=False,
-        root_fpu_reduction=0.2,
-        root_policy_temperature_early=1.0,
-        root_policy_temperature=1.0,
-    )
 
 
 class SearchPlayer:
@@ -54,7 +42,7 @@ class SearchPlayer:
             raise ValueError(f"visits {visits}: must be at least 1")
         self.visits = visits
         self.max_analysis_visits = max(max_analysis_visits, visits)
-        self.settings = settings or gtp_search_settings()
+        self.settings = settings or play_search()
         self.search = BatchedSearch(evaluator, 1, self.max_analysis_visits, leaves_per_batch, seed=seed)
         self.rng = np.random.default_rng(seed)
         self._key: tuple | None = None

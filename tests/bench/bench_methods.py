@@ -1,11 +1,12 @@
 """Strength benchmark of the search methods: each method on against off, at equal visits.
 
 For each method, a match of our batched match play between two copies of KataGo's g170 b6c96
-network on 9x9 (komi 7, area scoring, the gating settings: no noise, tree reuse, move temperature
-0.5 down to 0.2), one side searching with the method and the other without, colours alternating,
-at 100 and at 400 visits per move. Printed per method and visits: the on side's Elo gain with its
-95% interval (normal approximation of the score), beside what the seeds claim, and the method's
-cost in visits per second (the same searches timed both ways, interleaved).
+network on 9x9 (komi 7, area scoring, the rating settings before LCB became their default: no
+noise, tree reuse, move temperature 0.5 down to 0.2), one side searching with the method and the
+other without, colours alternating, at 100 and at 400 visits per move. Printed per method and
+visits: the on side's Elo gain with its 95% interval (normal approximation of the score), beside
+what the seeds claim, and the method's cost in visits per second (the same searches timed both
+ways, interleaved).
 
 The methods and their settings (each a key of the run's search settings):
 - ``lcb``: the move of best lower confidence bound (KataGo's match and GTP play: 5 standard
@@ -56,7 +57,7 @@ from common.go.game import Game  # noqa: E402
 from common.settings import MatchSettings, RulesChoice, SearchSettings  # noqa: E402
 
 MODEL = ROOT.parent / "shared" / "models" / "g170-b6c96-s175395328-d26788732.bin.gz"
-OFF = MatchSettings().search
+OFF = MatchSettings().search.replace(lcb_for_selection=False)  # the play search before LCB
 METHODS: dict[str, tuple[SearchSettings, str]] = {
     "subtree_bias": (
         OFF.replace(subtree_value_bias_factor=0.35, subtree_value_bias_exponent=0.8),

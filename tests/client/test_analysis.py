@@ -566,6 +566,8 @@ def test_katagos_search_method_keys_set_the_search(tmp_path):
     assert search.uncertainty_weighted and search.uncertainty_max_weight == 4.0 and search.uncertainty_coeff == 0.25
     assert search.policy_optimism == 1.0 and search.root_policy_optimism == 0.2
     assert not any("useLcbForSelection" in w or "lcbStdevs" in w for w in c.warnings)
+    # As KataGo's, play takes the move by lower confidence bound unless told otherwise.
+    assert parse_katago_command(["analysis", "-model", "m"]).config.search_settings().lcb_for_selection
     # A query's overrideSettings changes them for that query, and a bad value names its key.
     config, unused = c.config.with_settings({"useLcbForSelection": False, "cpuctUtilityStdevPrior": "0.3"})
     assert not unused and not config.search_settings().lcb_for_selection
