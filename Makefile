@@ -25,7 +25,7 @@ test: $(VENV)/.installed-dev
 	$(BIN)/ruff format --check .
 	$(BIN)/ruff check .
 	$(BIN)/mypy
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest --durations=20
 
 ## bench: the speed benchmarks
 bench: $(VENV)/.installed-dev
