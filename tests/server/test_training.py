@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import io
 import logging
+import signal
 import threading
 from pathlib import Path
 
@@ -239,7 +240,10 @@ def test_the_trainer_waits_for_the_first_window(run, alice, training_games, tmp_
 
     use_training(run, TRAIN.replace(window_c=100_000))
     total = sum(g.rows for g in helpers.store_training_games(run, alice[0], training_games[:5]))
+    before = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
     call_command("train", run=helpers.RUN, once=True, checkpoints=tmp_path, device="cpu")
+    # Called in-process, it leaves the caller's Ctrl-C and SIGTERM handlers as they were.
+    assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before
     row = line()
     assert row.role == "current" and row.samples == 0
     assert row.status == "stopped"

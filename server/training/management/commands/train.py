@@ -68,9 +68,17 @@ class Command(BaseCommand):
             stop.set()
             self.stderr.write("stopping after the step at hand (again to stop at once)")
 
+        # Called in-process (call_command), the command leaves the caller's handlers as they were.
+        previous = {}
         if threading.current_thread() is threading.main_thread():
-            signal.signal(signal.SIGINT, on_signal)
-            signal.signal(signal.SIGTERM, on_signal)
+            previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            self._train(run, options, stop)
+        finally:
+            for s, handler in previous.items():
+                signal.signal(s, handler)
+
+    def _train(self, run: Run, options: dict, stop: threading.Event) -> None:
         trainer_options = TrainerOptions(
             run=run.name,
             checkpoints=options["checkpoints"] or Path(settings.DATA_DIR) / "training",
