@@ -26,8 +26,9 @@ About 200 games per method and visits give an interval of +-50 Elo; that takes h
 ``--sweep`` measures instead Cazenave's claim that GPUCT's best constant stays the same as the
 visits grow where PUCT's drifts upward (his Tables 1 and 2): at each visits level, PUCT (exponent
 0.5) and GPUCT (0.737) with their constants times 0.5, 0.7, 1, 1.4 and 2 each play the default
-search (PUCT, c = 1.1); printed per rule and visits: each constant's Elo and the best one. The JSON
-holds ``sweep`` (rule -> visits -> multiplier -> Elo) and ``best_multiplier`` (rule -> visits).
+search (PUCT, c = 1.1; PUCT times 1 is that search itself, 0 without a match); printed per rule
+and visits: each constant's Elo and the best one. The JSON holds ``sweep`` (rule -> visits ->
+multiplier -> Elo) and ``best_multiplier`` (rule -> visits).
 
 Run from the project root: .venv/bin/python tests/bench/bench_methods.py [--games 200]
 [--visits 100,400] [--methods lcb,dynamic_cpuct,gpuct] [--parallel 16] [--results FILE]
@@ -162,10 +163,13 @@ def sweep(evaluator, visits_levels: list[int], games: int, parallel: int, seed: 
             row: dict[str, float | None] = {}
             for m in MULTIPLIERS:
                 settings = OFF.replace(puct_exponent=exponent, cpuct=c * m)
-                elo, half = results.match(
-                    f"sweep_{rule}_x{m:g}_{visits}",
-                    lambda s=settings, v=visits: elo_gain(evaluator, s, v, games, parallel, seed),
-                )
+                if settings == OFF:  # the default search itself: 0 by definition, not a match
+                    elo, half = 0.0, 0.0
+                else:
+                    elo, half = results.match(
+                        f"sweep_{rule}_x{m:g}_{visits}",
+                        lambda s=settings, v=visits: elo_gain(evaluator, s, v, games, parallel, seed),
+                    )
                 row[f"{m:g}"] = round(elo, 1) if math.isfinite(elo) else None
                 print(f"{rule:<6} c {c * m:.3f} (x{m:g}) {visits:>5} visits: {elo:+.0f} +- {half:.0f} Elo")
             table[rule][str(visits)] = row
