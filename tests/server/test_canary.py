@@ -75,6 +75,7 @@ def test_upload_queues_the_canary_which_the_task_computes_and_the_api_serves(
     assert "every network has a current canary" in out.getvalue()
 
 
+@pytest.mark.kernels  # the fingerprint encodes the positions
 def test_canary_command_refuses_unknown_and_random_networks(run):
     with pytest.raises(CommandError, match="there is no network 'nope'"):
         call_command("canary", "--network", "nope")
