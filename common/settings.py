@@ -569,7 +569,7 @@ def play_search() -> SearchSettings:
     """The search that plays for strength: Appendix D's matches, GTP and analysis play. No noise,
     no forced playouts, first-play urgency 0.2 at the root too, the raw policy at the root
     (temperature 1), as KataGo's gatekeeper; and the move by lower confidence bound, as KataGo's
-    match, GTP and analysis play (it measured +40 +- 34 Elo on ours, docs/benchmarks.md)."""
+    match, GTP and analysis play (its gain on our search: docs/benchmarks.md)."""
     return SearchSettings(
         root_noise=False,
         forced_playouts=False,
