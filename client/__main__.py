@@ -244,6 +244,30 @@ def _convert_katago(args) -> int:
     return 0
 
 
+def _export_katago(args) -> int:
+    from common.nn.katago_export import SUFFIX, KataGoExportError, write_katago_model
+    from common.nn.modelfile import ModelFileError, read_model_file
+
+    if not args.output.lower().endswith(SUFFIX):
+        print(f"error: {args.output}: KataGo reads its binary format only from a file named *{SUFFIX}", file=sys.stderr)
+        return 1
+    try:
+        mf = read_model_file(args.input)
+        name = args.name or mf.name
+        digest = write_katago_model(args.output, mf.config, mf.state_dict, name)
+    except ModelFileError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    except KataGoExportError as e:
+        print(f"error: network file {args.input}: {e}", file=sys.stderr)
+        return 1
+    except OSError as e:
+        print(f"error: {args.output}: cannot write it: {e}", file=sys.stderr)
+        return 1
+    print(f"{args.output}: KataGo model version 8, network {name!r}, sha256 {digest}")
+    return 0
+
+
 def _twogtp(args) -> int:
     from client.gtp.twogtp import GtpProcessError, main
     from common.go.rules import RulesError
@@ -411,6 +435,14 @@ def build_parser() -> argparse.ArgumentParser:
     conv.add_argument("output", help="the .safetensors file to write")
     conv.add_argument("--name", help="network name (default: the name inside the KataGo file)")
     conv.set_defaults(func=_convert_katago)
+
+    exp = sub.add_parser(
+        "export-katago", help="export a network (.safetensors) to KataGo's model format (.bin.gz, version 8)"
+    )
+    exp.add_argument("input", help="our network file (.safetensors)")
+    exp.add_argument("output", help="the KataGo model file to write (*.bin.gz)")
+    exp.add_argument("--name", help="the name inside the KataGo file (default: the network's name)")
+    exp.set_defaults(func=_export_katago)
 
     two = sub.add_parser("twogtp", help="play two GTP engines against each other and print the SGF")
     two.add_argument("--black", help="command line of the black engine (default: the random player)")

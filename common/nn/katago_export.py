@@ -1,0 +1,193 @@
+"""Export our networks to KataGo's model format, so KataGo itself (and the programs built on it:
+KaTrain, Lizzie, Sabaki through KataGo's GTP) plays them at GPU speed.
+
+The file written is KataGo's model version 8 ``.bin.gz``, the format of its g170 networks, laid out
+as :mod:`common.nn.katago_import` describes (the importer reads back exactly what is written here).
+Version 8 because it is the version whose layers are exactly the paper's architecture that
+:class:`~common.nn.model.Model` implements (inputs version 7, four misc values, one policy
+channel); every KataGo release since 1.4 loads it.
+
+What a version 8 file cannot carry is left out, and nothing else: the policy channels other than
+the move to play (the opponent's reply, the soft policies, the optimistic policy), the misc values
+after column 3 (the root-variance and short-term error predictions) and the score belief head.
+KataGo's engine never computes those; the exported network's outputs in KataGo are the same as ours
+for the move, the value, the score and the ownership.
+
+The gzip is written without a timestamp, so the same network always exports to the same bytes
+(a server can cache the file under the network's sha256). The weights may be torch tensors (a
+model's state dict) or numpy arrays (a network file read with ``safetensors.numpy``): the web
+server exports without importing torch.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import logging
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from common.files import atomic_write
+from common.nn.config import MIN_MISC_VALUES, NUM_GLOBAL_INPUTS, NUM_SPATIAL_INPUTS, ModelConfig
+
+logger = logging.getLogger(__name__)
+
+EXPORT_VERSION = 8
+SUFFIX = ".bin.gz"
+
+
+class KataGoExportError(ValueError):
+    """A network that KataGo's version 8 format cannot describe; the message says why."""
+
+
+class _Writer:
+    """Tokens on lines, weights as ``@BIN@`` plus little-endian float32, as KataGo's .bin files."""
+
+    def __init__(self, state_dict: Mapping[str, Any], eps: float) -> None:
+        self.out = io.BytesIO()
+        self.sd = state_dict
+        self.eps = eps
+
+    def line(self, *tokens: object) -> None:
+        for token in tokens:
+            self.out.write(f"{token}\n".encode("ascii"))
+
+    def weights(self, values: np.ndarray) -> None:
+        self.out.write(b"@BIN@")
+        self.out.write(np.ascontiguousarray(values, dtype="<f4").tobytes())
+        self.out.write(b"\n")
+
+    def tensor(self, key: str) -> np.ndarray:
+        try:
+            value = self.sd[key]
+        except KeyError:
+            raise KataGoExportError(f"the network's weights lack {key}") from None
+        if hasattr(value, "detach"):  # a torch tensor
+            value = value.detach().cpu()
+        return np.asarray(value, dtype=np.float32)
+
+    def conv(self, name: str, key: str, out_rows: slice | None = None) -> None:
+        w = self.tensor(key)  # (out, in, ky, kx)
+        if out_rows is not None:
+            w = w[out_rows]
+        cout, cin, ky, kx = w.shape
+        self.line(name, ky, kx, cin, cout, 1, 1)
+        self.weights(w.transpose(2, 3, 1, 0))  # KataGo's order: y, x, in, out
+
+    def matmul(self, name: str, key: str, out_rows: slice | None = None) -> None:
+        w = self.tensor(key)  # (out, in)
+        if out_rows is not None:
+            w = w[out_rows]
+        cout, cin = w.shape
+        self.line(name, cin, cout)
+        self.weights(w.T)  # KataGo's order: in, out
+
+    def matbias(self, name: str, key: str, out_rows: slice | None = None) -> None:
+        b = self.tensor(key)
+        if out_rows is not None:
+            b = b[out_rows]
+        self.line(name, b.shape[0])
+        self.weights(b)
+
+    def batchnorm(self, name: str, prefix: str) -> None:
+        mean = self.tensor(f"{prefix}.running_mean")
+        # Scale and bias are always written: KataGo reads a missing bias as 1, not 0.
+        self.line(name, mean.shape[0], repr(float(self.eps)), 1, 1)
+        for part in ("running_mean", "running_var", "weight", "bias"):
+            self.weights(self.tensor(f"{prefix}.{part}"))
+
+    def activation(self, name: str) -> None:
+        self.line(name)
+
+
+def check_exportable(config: ModelConfig) -> None:
+    """Raise :class:`KataGoExportError` if ``config`` has no KataGo version 8 equivalent."""
+    dilated = config.mid_channels - config.regular_channels
+    if dilated <= 0:
+        raise KataGoExportError(
+            f"KataGo's version 8 format needs mid_channels ({config.mid_channels}) larger than "
+            f"regular_channels ({config.regular_channels}): it stores the difference as a positive count"
+        )
+    if (config.spatial_inputs, config.global_inputs) != (NUM_SPATIAL_INPUTS, NUM_GLOBAL_INPUTS):
+        raise KataGoExportError("KataGo's version 8 format needs inputs version 7 (22 spatial, 19 global)")
+
+
+def katago_model_text(config: ModelConfig, state_dict: Mapping[str, Any], name: str) -> bytes:
+    """The uncompressed bytes of a KataGo version 8 ``.bin`` model of our network."""
+    check_exportable(config)
+    token = "_".join(name.split())
+    if not token:
+        raise KataGoExportError("the network name must not be empty")
+    w = _Writer(state_dict, config.bn_epsilon)
+    c = config
+    w.line(token, EXPORT_VERSION, c.spatial_inputs, c.global_inputs)
+    w.line("trunk", c.num_blocks, c.trunk_channels, c.mid_channels, c.regular_channels)
+    w.line(c.mid_channels - c.regular_channels, c.gpool_channels)
+    w.conv("conv1", "conv_spatial.weight")
+    w.matmul("ginputw", "linear_global.weight")
+    for i, kind in enumerate(c.blocks):
+        p, n = f"blocks.{i}", f"rconv{i + 1}"
+        if kind == "regular":
+            w.line("ordinary_block", n)
+            w.batchnorm(f"{n}/norm1", f"{p}.norm1")
+            w.activation(f"{n}/actv1")
+            w.conv(f"{n}/w1", f"{p}.conv1.weight")
+        else:
+            w.line("gpool_block", n)
+            w.batchnorm(f"{n}/norm1", f"{p}.norm1")
+            w.activation(f"{n}/actv1")
+            w.conv(f"{n}/w1a", f"{p}.conv1_regular.weight")
+            w.conv(f"{n}/w1b", f"{p}.conv1_gpool.weight")
+            w.batchnorm(f"{n}/norm1b", f"{p}.norm_gpool")
+            w.activation(f"{n}/actv1b")
+            w.matmul(f"{n}/w1r", f"{p}.gpool_to_bias.weight")
+        w.batchnorm(f"{n}/norm2", f"{p}.norm2")
+        w.activation(f"{n}/actv2")
+        w.conv(f"{n}/w2", f"{p}.conv2.weight")
+    w.batchnorm("trunk/norm", "norm_trunk")
+    w.activation("trunk/actv")
+
+    move = slice(0, 1)  # the policy channel of the move to play
+    w.line("policyhead")
+    w.conv("p1/intermediate_conv/w", "policy_head.conv_p1.weight")
+    w.conv("g1/w", "policy_head.conv_g1.weight")
+    w.batchnorm("g1/norm", "policy_head.norm_g1")
+    w.activation("g1/actv")
+    w.matmul("matmulg2w", "policy_head.gpool_to_bias.weight")
+    w.batchnorm("p1/norm", "policy_head.norm_p1")
+    w.activation("p1/actv")
+    w.conv("p2/w", "policy_head.conv_p2.weight", move)
+    w.matmul("matmulpass", "policy_head.linear_pass.weight", move)
+
+    misc = slice(0, MIN_MISC_VALUES)  # version 8's score mean, score stdev, lead, variance time
+    w.line("valuehead")
+    w.conv("v1/w", "value_head.conv_v1.weight")
+    w.batchnorm("v1/norm", "value_head.norm_v1")
+    w.activation("v1/actv")
+    w.matmul("v2/w", "value_head.linear_v2.weight")
+    w.matbias("v2/b", "value_head.linear_v2.bias")
+    w.activation("v2/actv")
+    w.matmul("v3/w", "value_head.linear_v3.weight")
+    w.matbias("v3/b", "value_head.linear_v3.bias")
+    w.matmul("sv3/w", "value_head.linear_misc.weight", misc)
+    w.matbias("sv3/b", "value_head.linear_misc.bias", misc)
+    w.conv("vownership/w", "value_head.conv_ownership.weight")
+    return w.out.getvalue()
+
+
+def katago_model_bytes(config: ModelConfig, state_dict: Mapping[str, Any], name: str) -> bytes:
+    """The ``.bin.gz`` bytes: :func:`katago_model_text` gzipped without a timestamp (reproducible)."""
+    return gzip.compress(katago_model_text(config, state_dict, name), compresslevel=6, mtime=0)
+
+
+def write_katago_model(path: str | Path, config: ModelConfig, state_dict: Mapping[str, Any], name: str) -> str:
+    """Write the KataGo model file atomically; returns its sha256."""
+    data = katago_model_bytes(config, state_dict, name)
+    atomic_write(Path(path), data)
+    digest = hashlib.sha256(data).hexdigest()
+    logger.info("exported network %s to KataGo's format in %s (sha256 %s)", name, path, digest)
+    return digest

@@ -1,0 +1,242 @@
+"""Export to KataGo's model format: round trips through our importer, and, when ``SENTE_KATAGO``
+names a KataGo binary, KataGo's own raw outputs of the exported files against ours."""
+
+import gzip
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from common.nn.config import MIN_MISC_VALUES, ModelConfig, named_config
+from common.nn.katago_export import KataGoExportError, katago_model_bytes, write_katago_model
+from common.nn.katago_import import read_katago_model
+from common.nn.model import Model, board_mask
+from common.nn.modelfile import save_model
+from common.nn.outputs import NN_LEN
+
+G170 = "g170-b6c96-s175395328-d26788732"
+ROOT = Path(__file__).resolve().parents[3]
+
+
+@pytest.fixture(scope="module")
+def g170(shared):
+    return read_katago_model(shared / "models" / f"{G170}.bin.gz")
+
+
+def trained_like(name: str, seed: int) -> Model:
+    """A network of a named size with every weight and batch-norm statistic away from its initial
+    value, as a trained network's are (fresh ones have identity norms and zero output layers)."""
+    torch.manual_seed(seed)
+    model = Model(named_config(name))
+    with torch.no_grad():
+        for key, value in model.state_dict().items():
+            if key.endswith("running_var"):
+                value.copy_(torch.rand_like(value) + 0.5)
+            elif value.dim() > 1:  # weights: unit variance out for unit variance in
+                value.copy_(torch.randn_like(value) / (value[0].numel() ** 0.5))
+            elif value.is_floating_point():
+                value.copy_(torch.randn_like(value) * 0.5)
+    return model.eval()
+
+
+def inputs(seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """A batch of mixed board sizes with random stones, in the 19x19 tensor."""
+    g = torch.Generator().manual_seed(seed)
+    sizes = [(9, 9), (13, 13), (19, 19), (7, 11)]
+    mask = board_mask(sizes)
+    spatial = (torch.rand(len(sizes), 22, NN_LEN, NN_LEN, generator=g) < 0.15).float()
+    spatial[:, 0] = mask
+    spatial *= mask[:, None]
+    return spatial, torch.randn(len(sizes), 19, generator=g) * 0.5
+
+
+def test_g170_round_trip_gives_every_weight_back(g170, tmp_path):
+    path = tmp_path / "g170.bin.gz"
+    write_katago_model(path, g170.config, g170.state_dict, g170.name)
+    again = read_katago_model(path)
+    assert again.name == G170 and again.version == 8
+    assert again.config == g170.config
+    assert again.layers == g170.layers  # KataGo's own layer names, in its order
+    for key, value in g170.state_dict.items():
+        assert torch.equal(again.state_dict[key], value), key
+
+
+def test_export_is_reproducible_bytes(g170):
+    first = katago_model_bytes(g170.config, g170.state_dict, g170.name)
+    assert first == katago_model_bytes(g170.config, g170.state_dict, g170.name)
+    assert gzip.decompress(first).startswith(f"{G170}\n8\n22\n19\ntrunk\n".encode())
+
+
+@pytest.mark.parametrize("size", ["tiny", "b6c96"])
+def test_our_network_exported_and_read_back_gives_the_same_raw_outputs(size, tmp_path):
+    model = trained_like(size, seed=3)
+    path = tmp_path / f"{size}.bin.gz"
+    write_katago_model(path, model.config, model.state_dict(), f"sente-{size}")
+    imported = read_katago_model(path)
+    back = Model(imported.config, initialize=False)
+    back.load_state_dict(imported.state_dict)
+    back.eval()
+    spatial, global_inputs = inputs(seed=5)
+    with torch.no_grad():
+        ours, theirs = model(spatial, global_inputs), back(spatial, global_inputs)
+    # What a version 8 file carries: the move policy, the value, the four misc values, ownership.
+    assert theirs.policy.shape[1] == 1
+    torch.testing.assert_close(theirs.policy[:, 0], ours.policy[:, 0], rtol=0, atol=1e-5)
+    torch.testing.assert_close(theirs.value, ours.value, rtol=0, atol=1e-5)
+    torch.testing.assert_close(theirs.misc, ours.misc[:, :MIN_MISC_VALUES], rtol=0, atol=1e-5)
+    torch.testing.assert_close(theirs.ownership, ours.ownership, rtol=0, atol=1e-5)
+    assert ours.policy[:, 0].std() > 0.05 and ours.ownership.std() > 0.02  # outputs that differ by position
+
+
+def test_names_with_spaces_become_one_token(g170):
+    data = gzip.decompress(katago_model_bytes(g170.config, g170.state_dict, "my  net\tv2"))
+    assert data.startswith(b"my_net_v2\n8\n")
+
+
+def test_an_architecture_without_a_version_8_equivalent_is_refused():
+    config = ModelConfig.from_dict({**named_config("tiny").to_dict(), "regular_channels": 16})
+    model = Model(config)
+    with pytest.raises(KataGoExportError, match=r"mid_channels \(16\) larger than regular_channels \(16\)"):
+        katago_model_bytes(config, model.state_dict(), "net")
+
+
+def run_client(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "client", *args], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
+
+
+def test_export_command_writes_a_file_our_importer_and_the_name_agree_on(tmp_path):
+    model = trained_like("tiny", seed=1)
+    net = tmp_path / "net.safetensors"
+    save_model(model, net, "sente-tiny-7")
+    out = tmp_path / "out" / "net.bin.gz"
+    done = run_client("export-katago", str(net), str(out))
+    assert done.returncode == 0, done.stderr
+    assert "KataGo model version 8" in done.stdout and "'sente-tiny-7'" in done.stdout
+    assert read_katago_model(out).name == "sente-tiny-7"
+
+
+def test_export_command_refuses_bad_input_and_names_it(tmp_path):
+    junk = tmp_path / "junk.safetensors"
+    junk.write_bytes(b"not a network")
+    done = run_client("export-katago", str(junk), str(tmp_path / "x.bin.gz"))
+    assert done.returncode == 1 and str(junk) in done.stderr and "Traceback" not in done.stderr
+    done = run_client("export-katago", str(junk), str(tmp_path / "x.safetensors"))
+    assert done.returncode == 1 and "x.safetensors" in done.stderr and ".bin.gz" in done.stderr
+    assert not (tmp_path / "x.bin.gz").exists()
+
+
+# -- KataGo itself ------------------------------------------------------------------------------
+
+KATAGO = os.environ.get("SENTE_KATAGO")
+needs_katago = pytest.mark.skipif(not KATAGO, reason="SENTE_KATAGO does not name a KataGo binary")
+# Positions (9x9, Tromp-Taylor) as GTP moves from the empty board, kept apart from those the
+# importer's golden outputs cover.
+POSITIONS = [
+    [],
+    ["B E5"],
+    ["B C3", "W G7", "B C7", "W G3", "B E5"],
+    ["B E5", "W E4", "B D4", "W F5", "B F4", "W D5", "B E3", "W pass"],
+]
+
+
+class Gtp:
+    def __init__(self, argv: list[str], cwd: Path) -> None:
+        self.proc = subprocess.Popen(
+            argv, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+        )
+
+    def ask(self, command: str) -> str:
+        assert self.proc.stdin and self.proc.stdout
+        self.proc.stdin.write(command + "\n")
+        self.proc.stdin.flush()
+        lines = []
+        while True:
+            line = self.proc.stdout.readline()
+            if not line:
+                raise AssertionError(f"the engine ended while answering {command!r}")
+            if line.strip() == "" and lines:
+                break
+            if line.strip():
+                lines.append(line.rstrip("\n"))
+        answer = "\n".join(lines)
+        assert answer.startswith("="), f"{command!r}: {answer}"
+        return answer[1:].strip()
+
+    def close(self) -> None:
+        try:
+            self.ask("quit")
+        finally:
+            self.proc.wait(timeout=60)
+
+
+def raw_nn(text: str) -> dict[str, list[float]]:
+    """kata-raw-nn's answer as name -> numbers (NAN for illegal points kept as nan)."""
+    out: dict[str, list[float]] = {}
+    key = ""
+    for line in text.splitlines():
+        words = line.split()
+        if words and not _number(words[0]):
+            key = words[0]
+            out[key] = [float(w) for w in words[1:]]
+        else:
+            out[key].extend(float(w) for w in words)
+    return out
+
+
+def _number(word: str) -> bool:
+    try:
+        float(word)
+    except ValueError:
+        return False
+    return True
+
+
+def compare_in_katago(ours: Path, exported: Path, work: Path) -> None:
+    cfg = work / "gtp.cfg"
+    cfg.write_text(f"logDir = {work}\nrules = tromp-taylor\nnumSearchThreads = 1\n")
+    katago = Gtp([KATAGO, "gtp", "-model", str(exported), "-config", str(cfg)], work)
+    sente = Gtp([sys.executable, "-m", "client", "gtp", "--model", str(ours), "--device", "cpu"], ROOT)
+    try:
+        for moves in POSITIONS:
+            for engine in (katago, sente):
+                engine.ask("boardsize 9")
+                engine.ask("komi 7")
+                engine.ask("clear_board")
+                for move in moves:
+                    engine.ask(f"play {move}")
+            theirs, mine = raw_nn(katago.ask("kata-raw-nn 0")), raw_nn(sente.ask("kata-raw-nn 0"))
+            for key, tol in (("whiteWin", 0.003), ("whiteLead", 0.1), ("policyPass", 0.002)):
+                assert mine[key][0] == pytest.approx(theirs[key][0], abs=tol), (moves, key)
+            for key, tol in (("policy", 0.002), ("whiteOwnership", 0.01)):
+                pairs = [(a, b) for a, b in zip(mine[key], theirs[key], strict=True) if a == a]
+                assert max(abs(a - b) for a, b in pairs) <= tol, (moves, key)
+    finally:
+        katago.close()
+        sente.close()
+
+
+@needs_katago
+def test_katago_plays_our_exported_g170_as_the_original(shared, g170, tmp_path):
+    ours = tmp_path / "g170.safetensors"
+    from common.nn.modelfile import save_model_file
+
+    save_model_file(ours, g170.config, g170.state_dict, G170)
+    exported = tmp_path / "g170-export.bin.gz"
+    write_katago_model(exported, g170.config, g170.state_dict, G170)
+    compare_in_katago(ours, exported, tmp_path)
+
+
+@needs_katago
+@pytest.mark.parametrize("size", ["tiny", "b6c96"])
+def test_katago_reads_our_exported_networks_as_we_do(size, tmp_path):
+    ours = tmp_path / f"{size}.safetensors"
+    model = trained_like(size, seed=11)
+    save_model(model, ours, f"sente-{size}")
+    exported = tmp_path / f"{size}.bin.gz"
+    assert run_client("export-katago", str(ours), str(exported)).returncode == 0
+    compare_in_katago(ours, exported, tmp_path)
