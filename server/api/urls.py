@@ -7,7 +7,7 @@ from server.accounts.api import MeView, TokenView
 from server.api.errors import not_found
 from server.distribution.api import TaskView
 from server.games.api import RatingGameUpload, TrainingGameUpload
-from server.networks.api import NetworkCanaryFile, NetworkDetail, NetworkFile, NetworkList
+from server.networks.api import NetworkCanaryFile, NetworkDetail, NetworkFile, NetworkKataGoDownload, NetworkList
 from server.operations.api import DataExportFile, DataExportList
 from server.ratings.api import RatingsView
 from server.runs.api import CurrentRun, RunDetail, RunList
@@ -26,6 +26,7 @@ urlpatterns = [
     path("networks/<str:name>/", NetworkDetail.as_view(), name="network-detail"),
     path("networks/<str:name>/file", NetworkFile.as_view(), name="network-file"),
     path("networks/<str:name>/canary", NetworkCanaryFile.as_view(), name="network-canary"),
+    path("networks/<str:name>/katago", NetworkKataGoDownload.as_view(), name="network-katago-file"),
     path("ratings/", RatingsView.as_view(), name="ratings"),
     path("exports/", DataExportList.as_view(), name="export-list"),
     path("exports/<int:pk>/file", DataExportFile.as_view(), name="export-file"),

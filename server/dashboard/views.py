@@ -392,7 +392,11 @@ def contributor(request: HttpRequest, username: str) -> HttpResponse:
 @require_GET
 @friendly
 def releases(request: HttpRequest) -> HttpResponse:
-    items = Network.objects.filter(released=True).select_related("run", "rating").order_by("-created_at", "-id")
+    items = (
+        Network.objects.filter(released=True)
+        .select_related("run", "rating", "katago_file")
+        .order_by("-created_at", "-id")
+    )
     page, paginator = paginate(request, items, per_page=20)
     return render(request, "dashboard/releases.html", {"page": page, "paginator": paginator})
 

@@ -80,6 +80,18 @@ class NetworkDetail(generics.RetrieveAPIView):
     queryset = Network.objects.public().prefetch_related("events")
 
 
+def _network_with_file(name: str) -> Network:
+    """The network called ``name``; 404 if there is none or it is the random network (no file)."""
+    network = get_object_or_404(Network, name=name)
+    if network.is_random or not network.file:
+        raise ApiError(
+            f"network {name!r} has no file: it is the random network (a uniform policy)",
+            code="no_file",
+            status_code=404,
+        )
+    return network
+
+
 class NetworkFile(APIView):
     """The network's file, with ``ETag`` (its sha256) and single byte ranges (``Range``) to resume a
     download. In production the front server or object storage may serve it instead."""
@@ -88,15 +100,29 @@ class NetworkFile(APIView):
 
     @extend_schema(responses={(200, "application/octet-stream"): bytes, (206, "application/octet-stream"): bytes})
     def get(self, request, name: str):
-        network = get_object_or_404(Network, name=name)
-        if network.is_random or not network.file:
-            raise ApiError(
-                f"network {name!r} has no file: it is the random network (a uniform policy)",
-                code="no_file",
-                status_code=404,
-            )
+        network = _network_with_file(name)
         return stored_file_response(
             request, stored_name(network.file), network.size_bytes, network.sha256, f"{network.name}.safetensors"
+        )
+
+
+class NetworkKataGoDownload(APIView):
+    """The network in KataGo's model format (version 8, ``.bin.gz``), for KataGo and the programs
+    that run it; made on its first download, then served like the network's file (``ETag``, ranges)."""
+
+    permission_classes = [permissions.AllowAny]
+
+    @extend_schema(responses={(200, "application/octet-stream"): bytes, (206, "application/octet-stream"): bytes})
+    def get(self, request, name: str):
+        from server.networks.katago import katago_file
+
+        network = _network_with_file(name)
+        try:
+            exported = katago_file(network)
+        except ValueError as e:
+            raise ApiError(str(e), code="not_exportable", status_code=409) from None
+        return stored_file_response(
+            request, stored_name(exported.file), exported.size_bytes, exported.sha256, f"{network.name}.bin.gz"
         )
 
 

@@ -89,3 +89,18 @@ class NetworkCanary(models.Model):
 
     def __str__(self) -> str:
         return f"canary of {self.network.name}"
+
+
+class NetworkKataGoFile(models.Model):
+    """The network in KataGo's model format (``common.nn.katago_export``), for Go players who run
+    KataGo itself; made from the network's file on its first download (``server.networks.katago``)."""
+
+    network = models.OneToOneField(Network, on_delete=models.CASCADE, related_name="katago_file")
+    version = models.PositiveIntegerField(help_text="KataGo's model version of the file")
+    file = models.FileField(max_length=200, help_text="the .bin.gz file")
+    sha256 = models.CharField(max_length=64)
+    size_bytes = models.BigIntegerField()
+    created_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return f"KataGo file of {self.network.name}"

@@ -42,6 +42,9 @@ class NetworkSerializer(serializers.ModelSerializer):
         slug_field="name", read_only=True
     )
     file_url = serializers.SerializerMethodField(help_text="where to download the file (null: the random network)")
+    katago_file_url = serializers.SerializerMethodField(
+        help_text="where to download the network in KataGo's model format, .bin.gz (null: the random network)"
+    )
     rating = serializers.SerializerMethodField()
     gating = serializers.SerializerMethodField()
 
@@ -62,6 +65,7 @@ class NetworkSerializer(serializers.ModelSerializer):
             "released",
             "created_at",
             "file_url",
+            "katago_file_url",
             "notes",
             "rating",
             "gating",
@@ -72,6 +76,11 @@ class NetworkSerializer(serializers.ModelSerializer):
         if network.is_random or not network.file:
             return None
         return reverse("network-file", args=[network.name], request=self.context.get("request"))
+
+    def get_katago_file_url(self, network: Network) -> str | None:
+        if network.is_random or not network.file:
+            return None
+        return reverse("network-katago-file", args=[network.name], request=self.context.get("request"))
 
     @extend_schema_field(RatingSerializer(allow_null=True))
     def get_rating(self, network: Network) -> dict | None:

@@ -96,6 +96,24 @@ def rating_games(out: Path, black: str, white: str, count: int = 2, seed: int = 
     return games
 
 
+def upload_network(client, name: str, data: bytes):
+    """Upload a network file to the run (the client must be a trainer's)."""
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    fields = {
+        "name": name,
+        "run": RUN,
+        "file": SimpleUploadedFile(f"{name}.safetensors", data, content_type="application/octet-stream"),
+    }
+    return client.post("/api/v1/networks/", fields, format="multipart")
+
+
+def content(response) -> bytes:
+    """The body; a streamed body is read to its end, which closes the file (the test client closes the
+    response then: closing it again here would close the test's database connection)."""
+    return b"".join(response.streaming_content) if response.streaming else response.content
+
+
 def network_file(name: str, seed: int = 0) -> bytes:
     """A tiny random-weight network file named name."""
     import torch

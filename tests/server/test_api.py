@@ -39,6 +39,7 @@ ENDPOINTS = {
     "/api/v1/networks/{name}/": {"get"},
     "/api/v1/networks/{name}/file": {"get"},
     "/api/v1/networks/{name}/canary": {"get"},
+    "/api/v1/networks/{name}/katago": {"get"},
     "/api/v1/tasks/": {"post", "patch"},
     "/api/v1/games/training/": {"post"},
     "/api/v1/games/rating/": {"post"},

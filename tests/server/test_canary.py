@@ -7,7 +7,6 @@ import io
 
 import numpy as np
 import pytest
-from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command
 
 from common.nn import canary
@@ -15,19 +14,6 @@ from common.nn.model import Model
 from common.nn.modelfile import decode_model
 from server.networks.models import Network, NetworkCanary
 from tests.server import helpers
-
-
-def _upload(client, name: str, data: bytes):
-    fields = {
-        "name": name,
-        "run": helpers.RUN,
-        "file": SimpleUploadedFile(f"{name}.safetensors", data, content_type="application/octet-stream"),
-    }
-    return client.post("/api/v1/networks/", fields, format="multipart")
-
-
-def _body(response) -> bytes:
-    return b"".join(response.streaming_content) if response.streaming else response.content
 
 
 @pytest.mark.kernels
@@ -40,7 +26,7 @@ def test_upload_queues_the_canary_which_the_task_computes_and_the_api_serves(
 
     _, client = trainer
     with django_capture_on_commit_callbacks(execute=True):
-        assert _upload(client, "test-net1", tiny_network_file).status_code == 201
+        assert helpers.upload_network(client, "test-net1", tiny_network_file).status_code == 201
     network = Network.objects.get(name="test-net1")
     queued = DBTaskResult.objects.get()
     assert queued.task_path.endswith("compute_network_canary") and queued.args_kwargs["args"] == [network.pk]
@@ -52,7 +38,7 @@ def test_upload_queues_the_canary_which_the_task_computes_and_the_api_serves(
     assert info["fingerprint"] == canary.fingerprint() and info["version"] == canary.CANARY_VERSION
     response = client.get(info["url"])
     assert response.status_code == 200
-    data = _body(response)
+    data = helpers.content(response)
     assert len(data) == info["bytes"]
     reference = canary.CanaryOutputs.from_npz(data)
     # The reference is the network's own fp32 outputs: a fresh evaluation of the file agrees with it.

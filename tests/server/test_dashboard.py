@@ -947,6 +947,7 @@ def test_releases_page(web, run, django_assert_num_queries):
     n5 = networks[5]
     assert listed[0] == n5.name and len(listed) == 3
     assert f'href="/api/v1/networks/{n5.name}/file"' in html and n5.sha256 in text
+    assert f'href="/api/v1/networks/{n5.name}/katago"' in html and "katago gtp -model NAME.bin.gz" in text
     assert "Elo 500 ± 29" in text and "4.0 MB" in text
     # the engine's command (tests/e2e/test_gtp_network.py runs it); KaTrain runs bin/sente-katago
     assert ".venv/bin/python -m client gtp --model FILE.safetensors The engine searches 400 visits" in text

@@ -61,12 +61,6 @@ def _storage_path(sha256: str):
     )
 
 
-def _content(response) -> bytes:
-    """The body; a streamed body is read to its end, which closes the file (the test client closes the
-    response then: closing it again here would close the test's database connection)."""
-    return b"".join(response.streaming_content) if response.streaming else response.content
-
-
 @pytest.fixture
 def uploaded(run, trainer):
     """A network n1 uploaded by the trainer: (its name, its file's bytes)."""
@@ -497,7 +491,7 @@ def test_download_whole_file(uploaded):
     assert response["Content-Length"] == str(len(data))
     assert response["Content-Type"] == "application/octet-stream"
     assert f'filename="{name}.safetensors"' in response["Content-Disposition"]
-    assert _content(response) == data
+    assert helpers.content(response) == data
 
 
 def test_download_url_from_the_listing(uploaded):
@@ -506,7 +500,7 @@ def test_download_url_from_the_listing(uploaded):
     url = APIClient().get(f"/api/v1/networks/{name}/").json()["file_url"]
     response = APIClient().get(url)
     assert response.status_code == 200
-    assert _content(response) == data
+    assert helpers.content(response) == data
 
 
 def test_download_a_range(uploaded):
@@ -517,7 +511,7 @@ def test_download_a_range(uploaded):
     assert response["Content-Range"] == f"bytes 10-99/{len(data)}"
     assert response["Content-Length"] == "90"
     assert response["ETag"] == f'"{hashlib.sha256(data).hexdigest()}"'
-    assert _content(response) == data[10:100]
+    assert helpers.content(response) == data[10:100]
 
 
 def test_download_open_ended_range(uploaded):
@@ -526,7 +520,7 @@ def test_download_open_ended_range(uploaded):
     response = _file(name, HTTP_RANGE="bytes=100-")
     assert response.status_code == 206
     assert response["Content-Range"] == f"bytes 100-{len(data) - 1}/{len(data)}"
-    assert _content(response) == data[100:]
+    assert helpers.content(response) == data[100:]
 
 
 def test_download_suffix_range(uploaded):
@@ -535,7 +529,7 @@ def test_download_suffix_range(uploaded):
     response = _file(name, HTTP_RANGE="bytes=-50")
     assert response.status_code == 206
     assert response["Content-Range"] == f"bytes {len(data) - 50}-{len(data) - 1}/{len(data)}"
-    assert _content(response) == data[-50:]
+    assert helpers.content(response) == data[-50:]
 
 
 def test_download_range_past_the_end_is_clipped(uploaded):
@@ -545,10 +539,10 @@ def test_download_range_past_the_end_is_clipped(uploaded):
     response = _file(name, HTTP_RANGE=f"bytes=5-{len(data) * 2}")
     assert response.status_code == 206
     assert response["Content-Range"] == f"bytes 5-{len(data) - 1}/{len(data)}"
-    assert _content(response) == data[5:]
+    assert helpers.content(response) == data[5:]
     response = _file(name, HTTP_RANGE=f"bytes=-{len(data) * 2}")
     assert response.status_code == 206
-    assert _content(response) == data
+    assert helpers.content(response) == data
 
 
 def test_download_range_beyond_the_end(uploaded):
@@ -566,7 +560,7 @@ def test_download_unparsable_range_gets_everything(uploaded):
     for header in ("items=0-5", "bytes=0-5,10-20", "bytes=-"):
         response = _file(name, HTTP_RANGE=header)
         assert response.status_code == 200
-        assert _content(response) == data
+        assert helpers.content(response) == data
 
 
 def test_download_if_none_match(uploaded):
@@ -575,13 +569,13 @@ def test_download_if_none_match(uploaded):
     etag = f'"{hashlib.sha256(data).hexdigest()}"'
     response = _file(name, HTTP_IF_NONE_MATCH=etag)
     assert response.status_code == 304
-    assert _content(response) == b""
+    assert helpers.content(response) == b""
     assert response["ETag"] == etag
     response = _file(name, HTTP_IF_NONE_MATCH=f'"other", {etag}')
     assert response.status_code == 304
     response = _file(name, HTTP_IF_NONE_MATCH='"0000"')
     assert response.status_code == 200
-    assert _content(response) == data
+    assert helpers.content(response) == data
 
 
 def test_download_if_range(uploaded):
@@ -590,11 +584,11 @@ def test_download_if_range(uploaded):
     etag = f'"{hashlib.sha256(data).hexdigest()}"'
     response = _file(name, HTTP_RANGE="bytes=10-99", HTTP_IF_RANGE=etag)
     assert response.status_code == 206
-    assert _content(response) == data[10:100]
+    assert helpers.content(response) == data[10:100]
     response = _file(name, HTTP_RANGE="bytes=10-99", HTTP_IF_RANGE='"not-the-etag"')
     assert response.status_code == 200
     assert "Content-Range" not in response
-    assert _content(response) == data
+    assert helpers.content(response) == data
 
 
 def test_random_network_has_no_file(run):
