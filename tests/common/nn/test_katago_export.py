@@ -147,7 +147,7 @@ POSITIONS = [
 class Gtp:
     def __init__(self, argv: list[str], cwd: Path) -> None:
         self.proc = subprocess.Popen(
-            argv, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+            argv, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
         )
 
     def ask(self, command: str) -> str:
@@ -158,7 +158,8 @@ class Gtp:
         while True:
             line = self.proc.stdout.readline()
             if not line:
-                raise AssertionError(f"the engine ended while answering {command!r}")
+                assert self.proc.stderr
+                raise AssertionError(f"the engine ended while answering {command!r}: {self.proc.stderr.read()[-2000:]}")
             if line.strip() == "" and lines:
                 break
             if line.strip():
@@ -168,10 +169,14 @@ class Gtp:
         return answer[1:].strip()
 
     def close(self) -> None:
+        """End the engine (closing its input ends both engines' GTP loops)."""
+        assert self.proc.stdin
+        self.proc.stdin.close()
         try:
-            self.ask("quit")
-        finally:
             self.proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
 
 
 def raw_nn(text: str) -> dict[str, list[float]]:
@@ -198,13 +203,21 @@ def _number(word: str) -> bool:
 
 def compare_in_katago(ours: Path, exported: Path, work: Path) -> None:
     cfg = work / "gtp.cfg"
-    cfg.write_text(f"logDir = {work}\nrules = tromp-taylor\nnumSearchThreads = 1\n")
+    keys = {
+        "logDir": work,
+        "logAllGTPCommunication": "false",
+        "logSearchInfo": "false",
+        "rules": "tromp-taylor",
+        "numSearchThreads": 1,
+    }
+    cfg.write_text("".join(f"{key} = {value}\n" for key, value in keys.items()))
     katago = Gtp([KATAGO, "gtp", "-model", str(exported), "-config", str(cfg)], work)
     sente = Gtp([sys.executable, "-m", "client", "gtp", "--model", str(ours), "--device", "cpu"], ROOT)
     try:
         for moves in POSITIONS:
             for engine in (katago, sente):
                 engine.ask("boardsize 9")
+                engine.ask("kata-set-rules tromp-taylor")
                 engine.ask("komi 7")
                 engine.ask("clear_board")
                 for move in moves:
