@@ -53,7 +53,11 @@ POOL_LINEAR_SCALE = 0.1
 POOL_QUADRATIC_SCALE = 0.01
 POOL_QUADRATIC_OFFSET = 0.1
 
-BLOCK_KINDS = ("regular", "gpool")
+BLOCK_KINDS = ("regular", "gpool", "nbt", "nbt_gpool")
+NBT_KINDS = ("nbt", "nbt_gpool")
+# Fields that describe nested bottleneck blocks only: left out of :meth:`ModelConfig.to_dict` for a
+# network without such blocks, so that its file reads as before in programs that predate them.
+NBT_FIELDS = ("bottleneck_channels", "nbt_inner_blocks")
 
 
 class ModelConfigError(ValueError):
@@ -66,9 +70,15 @@ class ModelConfig:
 
     ``version`` is KataGo's model version whose conventions the network follows (8: outputs and
     post-processing as KataGo's version 8 networks, inputs version 7).
+
+    Block kinds: ``regular`` and ``gpool`` are the paper's residual blocks; ``nbt`` and
+    ``nbt_gpool`` are the methods page's nested bottleneck blocks (KataGo's "bottlenest2" and
+    "bottlenest2gpool" of its b18c384nbt): a 1x1 conv down to ``bottleneck_channels``, then
+    ``nbt_inner_blocks`` residual blocks at that width (the first a global pooling block in
+    ``nbt_gpool``, with ``gpool_channels`` pooled), then a 1x1 conv back to the trunk.
     """
 
-    blocks: list[str]  # residual blocks in order: "regular" or "gpool"
+    blocks: list[str]  # residual blocks in order, kinds above
     trunk_channels: int  # C, the trunk width
     mid_channels: int  # inner width of regular blocks
     regular_channels: int  # gpool blocks: width of the biased conv (KataGo: mid - C_pool)
@@ -84,6 +94,8 @@ class ModelConfig:
     global_inputs: int = NUM_GLOBAL_INPUTS
     bn_epsilon: float = 1e-3  # KataGo's TF batch norm epsilon (fixup-exported nets use 1e-20)
     version: int = 8
+    bottleneck_channels: int = 0  # width inside nested bottleneck blocks; 0 without them
+    nbt_inner_blocks: int = 2  # residual blocks inside each nested bottleneck block
 
     def __post_init__(self) -> None:
         self.blocks = list(self.blocks)
@@ -99,11 +111,12 @@ class ModelConfig:
             if kind not in BLOCK_KINDS:
                 raise ModelConfigError(f"model config: blocks[{i}] is {kind!r}; expected one of {BLOCK_KINDS}")
         for f in fields(self):
-            if f.name in ("blocks", "bn_epsilon", "version"):
+            if f.name in ("blocks", "bn_epsilon", "version", *NBT_FIELDS):
                 continue
             value = getattr(self, f.name)
             if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
                 raise ModelConfigError(f"model config: {f.name} must be a positive integer, got {value!r}")
+        self._validate_nbt()
         if self.policy_channels > MAX_POLICY_CHANNELS:
             raise ModelConfigError(
                 f"model config: policy_channels must be 1..{MAX_POLICY_CHANNELS}, got {self.policy_channels}"
@@ -120,8 +133,35 @@ class ModelConfig:
         if not (isinstance(self.bn_epsilon, float | int) and math.isfinite(self.bn_epsilon) and self.bn_epsilon > 0):
             raise ModelConfigError(f"model config: bn_epsilon must be a positive number, got {self.bn_epsilon!r}")
 
+    def _validate_nbt(self) -> None:
+        for name in NBT_FIELDS:
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise ModelConfigError(f"model config: {name} must be a non-negative integer, got {value!r}")
+        if not self.has_nbt:
+            if self.bottleneck_channels:
+                raise ModelConfigError("model config: bottleneck_channels is set but no block is nbt or nbt_gpool")
+            return
+        if self.bottleneck_channels <= 0:
+            raise ModelConfigError("model config: nbt blocks need bottleneck_channels, a positive integer")
+        if self.nbt_inner_blocks <= 0:
+            raise ModelConfigError("model config: nbt_inner_blocks must be at least 1")
+        if "nbt_gpool" in self.blocks and self.gpool_channels >= self.bottleneck_channels:
+            raise ModelConfigError(
+                f"model config: nbt_gpool blocks pool gpool_channels ({self.gpool_channels}) of "
+                f"bottleneck_channels ({self.bottleneck_channels}); it must be fewer"
+            )
+
+    @property
+    def has_nbt(self) -> bool:
+        return any(kind in NBT_KINDS for kind in self.blocks)
+
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        data = asdict(self)
+        if not self.has_nbt:
+            for name in NBT_FIELDS:
+                del data[name]
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ModelConfig:
@@ -146,9 +186,8 @@ class ModelConfig:
         return len(self.blocks)
 
 
-def _sizes(blocks: list[str], c: int, gpool: int, head1: int, sbv2: int, v2: int) -> ModelConfig:
-    return ModelConfig(
-        blocks=blocks,
+def _sizes(blocks: list[str], c: int, gpool: int, head1: int, sbv2: int, v2: int, **extra: int) -> ModelConfig:
+    sizes = dict(
         trunk_channels=c,
         mid_channels=c,
         regular_channels=c - gpool,
@@ -160,10 +199,19 @@ def _sizes(blocks: list[str], c: int, gpool: int, head1: int, sbv2: int, v2: int
         sbv2_channels=sbv2,
         policy_channels=OWN_POLICY_CHANNELS,
     )
+    return ModelConfig(blocks=blocks, **{**sizes, **extra})
 
 
-def _blocks(n: int, gpool_at: tuple[int, ...]) -> list[str]:
-    return ["gpool" if i in gpool_at else "regular" for i in range(n)]
+def _blocks(n: int, gpool_at: tuple[int, ...], kinds: tuple[str, str] = ("regular", "gpool")) -> list[str]:
+    return [kinds[1] if i in gpool_at else kinds[0] for i in range(n)]
+
+
+def _nbt_sizes(
+    n: int, gpool_at: tuple[int, ...], c: int, gpool: int, head1: int, v1: int, sbv2: int, v2: int
+) -> ModelConfig:
+    """Nested bottleneck blocks at half the trunk's width (KataGo's b18c384nbt proportions)."""
+    blocks = _blocks(n, gpool_at, ("nbt", "nbt_gpool"))
+    return _sizes(blocks, c, gpool, head1, sbv2, v2, v1_channels=v1, bottleneck_channels=c // 2)
 
 
 def named_config(name: str) -> ModelConfig:
@@ -172,7 +220,10 @@ def named_config(name: str) -> ModelConfig:
     Sizes follow the paper's Table 5 (N, C, C_pool, C_head1, C_head2 = score-belief hidden size)
     with the block layouts, gpool-block regular widths (mid - C_pool) and v2 sizes of KataGo's
     python/modelconfigs.py (b6c96 equals the g170 b6c96 net). ``tiny`` is a 2-block net for tests.
-    Every size has all four policy channels and the four version 8 misc values.
+    The ``nbt`` sizes are nested bottleneck nets: ``b18c384nbt`` is KataGo's (trunk 384, bottleneck
+    192, 64 pooled channels, global pooling in every third block), ``b6c96nbt`` the same shape at
+    the width of b6c96 and ``tinynbt`` a test net. Every size has all four policy channels and the
+    four version 8 misc values.
     """
     makers = {
         "tiny": lambda: _sizes(["regular", "gpool"], 16, 8, 8, 12, 12),
@@ -180,10 +231,13 @@ def named_config(name: str) -> ModelConfig:
         "b10c128": lambda: _sizes(_blocks(10, (4, 7)), 128, 32, 32, 64, 80),
         "b15c192": lambda: _sizes(_blocks(15, (6, 11)), 192, 64, 32, 80, 96),
         "b20c256": lambda: _sizes(_blocks(20, (6, 11, 16)), 256, 64, 48, 96, 112),
+        "tinynbt": lambda: _nbt_sizes(2, (1,), 16, 4, 8, 8, 12, 12),
+        "b6c96nbt": lambda: _nbt_sizes(6, (2, 4), 96, 16, 32, 32, 48, 64),
+        "b18c384nbt": lambda: _nbt_sizes(18, (2, 5, 8, 11, 14), 384, 64, 48, 96, 112, 128),
     }
     if name not in makers:
         raise ModelConfigError(f"unknown model size {name!r}; known sizes: {sorted(makers)}")
     return makers[name]()
 
 
-NAMED_SIZES = ("tiny", "b6c96", "b10c128", "b15c192", "b20c256")
+NAMED_SIZES = ("tiny", "b6c96", "b10c128", "b15c192", "b20c256", "tinynbt", "b6c96nbt", "b18c384nbt")

@@ -88,7 +88,6 @@ ModelPostProcessParams defaults, cpp/neuralnet/desc.cpp, and python/katago/train
 from __future__ import annotations
 
 import math
-from typing import cast
 
 import torch
 import torch.nn.functional as F
@@ -195,12 +194,12 @@ def _conv(cin: int, cout: int, k: int) -> nn.Conv2d:
 
 
 class RegularBlock(nn.Module):
-    def __init__(self, cfg: ModelConfig) -> None:
+    def __init__(self, c_main: int, c_mid: int, eps: float) -> None:
         super().__init__()
-        self.norm1 = MaskedBatchNorm(cfg.trunk_channels, cfg.bn_epsilon)
-        self.conv1 = _conv(cfg.trunk_channels, cfg.mid_channels, 3)
-        self.norm2 = MaskedBatchNorm(cfg.mid_channels, cfg.bn_epsilon)
-        self.conv2 = _conv(cfg.mid_channels, cfg.trunk_channels, 3)
+        self.norm1 = MaskedBatchNorm(c_main, eps)
+        self.conv1 = _conv(c_main, c_mid, 3)
+        self.norm2 = MaskedBatchNorm(c_mid, eps)
+        self.conv2 = _conv(c_mid, c_main, 3)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor, mask_sum: torch.Tensor) -> torch.Tensor:
         h = self.conv1(self.norm1(x, mask, mask_sum))
@@ -209,15 +208,15 @@ class RegularBlock(nn.Module):
 
 
 class GPoolBlock(nn.Module):
-    def __init__(self, cfg: ModelConfig) -> None:
+    def __init__(self, c_main: int, c_regular: int, c_gpool: int, eps: float) -> None:
         super().__init__()
-        self.norm1 = MaskedBatchNorm(cfg.trunk_channels, cfg.bn_epsilon)
-        self.conv1_regular = _conv(cfg.trunk_channels, cfg.regular_channels, 3)
-        self.conv1_gpool = _conv(cfg.trunk_channels, cfg.gpool_channels, 3)
-        self.norm_gpool = MaskedBatchNorm(cfg.gpool_channels, cfg.bn_epsilon)
-        self.gpool_to_bias = nn.Linear(3 * cfg.gpool_channels, cfg.regular_channels, bias=False)
-        self.norm2 = MaskedBatchNorm(cfg.regular_channels, cfg.bn_epsilon)
-        self.conv2 = _conv(cfg.regular_channels, cfg.trunk_channels, 3)
+        self.norm1 = MaskedBatchNorm(c_main, eps)
+        self.conv1_regular = _conv(c_main, c_regular, 3)
+        self.conv1_gpool = _conv(c_main, c_gpool, 3)
+        self.norm_gpool = MaskedBatchNorm(c_gpool, eps)
+        self.gpool_to_bias = nn.Linear(3 * c_gpool, c_regular, bias=False)
+        self.norm2 = MaskedBatchNorm(c_regular, eps)
+        self.conv2 = _conv(c_regular, c_main, 3)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor, mask_sum: torch.Tensor) -> torch.Tensor:
         h = self.norm1(x, mask, mask_sum)
@@ -226,6 +225,41 @@ class GPoolBlock(nn.Module):
         a = a + self.gpool_to_bias(global_pool(g, mask, mask_sum)).unsqueeze(-1).unsqueeze(-1)
         h = self.conv2(self.norm2(a, mask, mask_sum))
         return x + h
+
+
+class NestedBottleneckBlock(nn.Module):
+    """The methods page's nested bottleneck residual block: norm, ReLU, 1x1 conv from the trunk down
+    to the bottleneck width; residual blocks at that width (the first a global pooling block when
+    ``gpool``); norm, ReLU, 1x1 conv back up, added to the trunk."""
+
+    def __init__(self, cfg: ModelConfig, gpool: bool) -> None:
+        super().__init__()
+        b, eps = cfg.bottleneck_channels, cfg.bn_epsilon
+        self.norm_in = MaskedBatchNorm(cfg.trunk_channels, eps)
+        self.conv_in = _conv(cfg.trunk_channels, b, 1)
+        self.inner = nn.ModuleList(
+            GPoolBlock(b, b - cfg.gpool_channels, cfg.gpool_channels, eps)
+            if gpool and i == 0
+            else RegularBlock(b, b, eps)
+            for i in range(cfg.nbt_inner_blocks)
+        )
+        self.norm_out = MaskedBatchNorm(b, eps)
+        self.conv_out = _conv(b, cfg.trunk_channels, 1)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor, mask_sum: torch.Tensor) -> torch.Tensor:
+        h = self.conv_in(self.norm_in(x, mask, mask_sum))
+        for block in self.inner:
+            h = block(h, mask, mask_sum)
+        return x + self.conv_out(self.norm_out(h, mask, mask_sum))
+
+
+def trunk_block(cfg: ModelConfig, kind: str) -> nn.Module:
+    """A block of the trunk of the kind named in ``cfg.blocks``."""
+    if kind == "regular":
+        return RegularBlock(cfg.trunk_channels, cfg.mid_channels, cfg.bn_epsilon)
+    if kind == "gpool":
+        return GPoolBlock(cfg.trunk_channels, cfg.regular_channels, cfg.gpool_channels, cfg.bn_epsilon)
+    return NestedBottleneckBlock(cfg, gpool=kind == "nbt_gpool")
 
 
 class PolicyHead(nn.Module):
@@ -336,9 +370,7 @@ class Model(nn.Module):
         self.config = config
         self.conv_spatial = _conv(config.spatial_inputs, config.trunk_channels, 5)
         self.linear_global = nn.Linear(config.global_inputs, config.trunk_channels, bias=False)
-        self.blocks = nn.ModuleList(
-            RegularBlock(config) if kind == "regular" else GPoolBlock(config) for kind in config.blocks
-        )
+        self.blocks = nn.ModuleList(trunk_block(config, kind) for kind in config.blocks)
         self.norm_trunk = MaskedBatchNorm(config.trunk_channels, config.bn_epsilon)
         self.policy_head = PolicyHead(config)
         self.value_head = ValueHead(config)
@@ -388,8 +420,9 @@ def _trunc_normal_(t: torch.Tensor, std: float) -> None:
 def init_weights(model: Model) -> None:
     """He-style truncated-normal initialisation (std sqrt(2 / fan_in), as KataGo's training code).
 
-    The last conv of each residual block starts at zero, so a fresh trunk is the identity plus the
-    input layer (KataGo's fixup scheme does the same); output layers start small.
+    The last conv of each residual block (nested ones included, and a nested bottleneck block's
+    1x1 conv back to the trunk) starts at zero, so a fresh trunk is the identity plus the input
+    layer (KataGo's fixup scheme does the same); output layers start small.
     """
     with torch.no_grad():
         for m in model.modules():
@@ -398,8 +431,11 @@ def init_weights(model: Model) -> None:
                 _trunc_normal_(m.weight, math.sqrt(2.0 / fan_in))
                 if isinstance(m, nn.Linear) and m.bias is not None:
                     nn.init.zeros_(m.bias)
-        for block in model.blocks:
-            nn.init.zeros_(cast(RegularBlock | GPoolBlock, block).conv2.weight)
+        for m in model.modules():
+            if isinstance(m, RegularBlock | GPoolBlock):
+                nn.init.zeros_(m.conv2.weight)
+            elif isinstance(m, NestedBottleneckBlock):
+                nn.init.zeros_(m.conv_out.weight)
         small: list[nn.Conv2d | nn.Linear] = [
             model.policy_head.conv_p2,
             model.policy_head.linear_pass,

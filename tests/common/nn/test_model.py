@@ -22,6 +22,7 @@ from common.nn.model import (
     Model,
     ModelConfig,
     ModelConfigError,
+    NestedBottleneckBlock,
     board_mask,
     count_parameters,
     global_pool,
@@ -32,6 +33,8 @@ from common.nn.outputs import NN_AREA, NN_LEN, POLICY_LEN, SCORE_BELIEF_LEN, Mod
 
 # (width, height) of the boards mixed in one batch
 SIZES = [(9, 9), (13, 13), (19, 19), (7, 11)]
+# One small network of each kind of trunk: the paper's residual blocks, nested bottleneck blocks.
+ARCHITECTURES = ["tiny", "tinynbt"]
 
 
 def random_model(seed: int = 0, config: ModelConfig | None = None) -> Model:
@@ -97,16 +100,47 @@ def test_named_sizes_build_with_plausible_parameter_counts(name):
         "b10c128": (2.6e6, 3.4e6),
         "b15c192": (9.0e6, 11.0e6),
         "b20c256": (21e6, 26e6),
+        "tinynbt": (10_000, 40_000),
+        "b6c96nbt": (0.55e6, 0.7e6),  # each block: two 1x1 convs and four 3x3 convs at half width
+        "b18c384nbt": (25e6, 28e6),
     }[name]
     config = named_config(name)
     model = Model(config, initialize=False)
     n = count_parameters(model)
     assert expected[0] <= n <= expected[1], f"{name}: {n} parameters"
     assert len(model.blocks) == len(config.blocks)
-    assert config.blocks.count("gpool") >= 1
+    assert config.blocks.count("gpool") + config.blocks.count("nbt_gpool") >= 1
     c = config.trunk_channels
     conv_params = 9 * (c * config.mid_channels * 2)
     assert n > conv_params * config.blocks.count("regular")
+    b = config.bottleneck_channels
+    assert n > (2 * c * b + 9 * b * b * 2 * config.nbt_inner_blocks) * config.blocks.count("nbt")
+
+
+def test_b18c384nbt_has_katago_s_layout():
+    c = named_config("b18c384nbt")
+    assert c.blocks == ["nbt_gpool" if i in (2, 5, 8, 11, 14) else "nbt" for i in range(18)]
+    assert (c.trunk_channels, c.bottleneck_channels, c.gpool_channels, c.nbt_inner_blocks) == (384, 192, 64, 2)
+    assert (c.p1_channels, c.g1_channels, c.v1_channels, c.sbv2_channels, c.v2_size) == (48, 48, 96, 112, 128)
+
+
+def test_nested_bottleneck_blocks_nest_residual_blocks_at_the_bottleneck_width():
+    model = Model(named_config("tinynbt"))
+    outer = model.blocks[1]
+    assert isinstance(outer, NestedBottleneckBlock)
+    b = model.config.bottleneck_channels
+    assert (outer.conv_in.in_channels, outer.conv_in.out_channels, outer.conv_in.kernel_size) == (16, b, (1, 1))
+    assert (outer.conv_out.in_channels, outer.conv_out.out_channels) == (b, 16)
+    assert [type(block).__name__ for block in outer.inner] == ["GPoolBlock", "RegularBlock"]
+    assert [type(block).__name__ for block in model.blocks[0].inner] == ["RegularBlock", "RegularBlock"]
+    # A fresh block adds nothing to the trunk: its way back up starts at zero, as do the inner blocks' last convs.
+    assert torch.all(outer.conv_out.weight == 0) and torch.all(outer.inner[0].conv2.weight == 0)
+
+
+def test_networks_without_nested_blocks_keep_their_config_json():
+    """Files of the paper's networks read as before in programs that predate nested bottlenecks."""
+    assert "bottleneck_channels" not in named_config("b6c96").to_dict()
+    assert named_config("b6c96nbt").to_dict()["bottleneck_channels"] == 48
 
 
 def test_b6c96_matches_the_g170_net_layout():
@@ -166,6 +200,10 @@ def test_config_json_round_trip():
         ({"global_inputs": 18}, "inputs"),
         ({"version": 9}, "version 9"),
         ({"bn_epsilon": -1.0}, "bn_epsilon"),
+        ({"blocks": ["regular", "nbt"]}, "nbt blocks need bottleneck_channels"),
+        ({"bottleneck_channels": 8}, "no block is nbt"),
+        ({"blocks": ["nbt_gpool"], "bottleneck_channels": 8, "gpool_channels": 8}, "must be fewer"),
+        ({"blocks": ["nbt"], "bottleneck_channels": 8, "nbt_inner_blocks": 0}, "nbt_inner_blocks"),
     ],
 )
 def test_bad_configs_are_refused_naming_the_field(change, message):
@@ -215,8 +253,9 @@ def test_forward_rejects_wrong_input_shapes():
         model(spatial, global_inputs[:, :18])
 
 
-def test_mixed_board_sizes_in_one_batch_equal_each_board_alone():
-    model = random_model()
+@pytest.mark.parametrize("arch", ARCHITECTURES)
+def test_mixed_board_sizes_in_one_batch_equal_each_board_alone(arch):
+    model = random_model(config=named_config(arch))
     spatial, global_inputs = random_inputs(SIZES)
     with torch.no_grad():
         mixed = model(spatial, global_inputs)
@@ -230,8 +269,9 @@ def test_mixed_board_sizes_in_one_batch_equal_each_board_alone():
             assert_same_board_outputs(mixed, i, exact, 0, w, h, atol=1e-5)
 
 
-def test_off_board_input_values_change_nothing():
-    model = random_model(seed=3)
+@pytest.mark.parametrize("arch", ARCHITECTURES)
+def test_off_board_input_values_change_nothing(arch):
+    model = random_model(seed=3, config=named_config(arch))
     spatial, global_inputs = random_inputs(SIZES, seed=4)
     garbage = spatial.clone()
     off = (spatial[:, 0:1] == 0).expand(-1, 21, -1, -1)
@@ -243,6 +283,42 @@ def test_off_board_input_values_change_nothing():
         b = model(garbage, global_inputs)
     for key in vars(a):
         assert torch.equal(getattr(a, key), getattr(b, key)), key
+
+
+def symmetrized(model: Model) -> Model:
+    """The model with every conv kernel averaged over the 8 symmetries of the square: such a network
+    is exactly equivariant, unless a layer treats points by their place on the board."""
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, torch.nn.Conv2d):
+                w = m.weight
+                images = [torch.rot90(v, k, dims=(2, 3)) for v in (w, w.flip(3)) for k in range(4)]
+                w.copy_(torch.stack(images).mean(dim=0))
+    return model
+
+
+@pytest.mark.parametrize("arch", ARCHITECTURES)
+def test_policy_and_ownership_are_equivariant_under_the_board_symmetries(arch):
+    n = 9
+    model = symmetrized(random_model(seed=2, config=named_config(arch)))
+    spatial, global_inputs = random_inputs([(n, n)], seed=6)
+    spatial = crop(spatial, n, n)
+
+    def transform(x: torch.Tensor, k: int, flip: bool) -> torch.Tensor:
+        return torch.rot90(x.flip(-1) if flip else x, k, dims=(-2, -1))
+
+    with torch.no_grad():
+        base = model(spatial, global_inputs)
+        for k in range(4):
+            for flip in (False, True):
+                out = model(transform(spatial, k, flip), global_inputs)
+                board = base.policy[:, :, : n * n].reshape(1, -1, n, n)
+                expected = transform(board, k, flip).reshape(1, -1, n * n)
+                torch.testing.assert_close(out.policy[:, :, : n * n], expected, atol=1e-4, rtol=1e-4)
+                torch.testing.assert_close(out.policy[:, :, n * n], base.policy[:, :, n * n], atol=1e-4, rtol=1e-4)
+                torch.testing.assert_close(out.ownership, transform(base.ownership, k, flip), atol=1e-4, rtol=1e-4)
+                torch.testing.assert_close(out.value, base.value, atol=1e-4, rtol=1e-4)
+    assert base.policy[:, 0, : n * n].std() > 0.01  # a policy with something to move around
 
 
 def test_pooling_uses_sqrt_of_the_on_board_area():
@@ -290,8 +366,9 @@ def test_masked_batch_norm_training_uses_on_board_statistics_only():
     torch.testing.assert_close(bn.running_var, 0.9 + 0.1 * var, atol=1e-5, rtol=1e-5)
 
 
-def test_training_mode_forward_and_backward_run():
-    model = random_model()
+@pytest.mark.parametrize("arch", ARCHITECTURES)
+def test_training_mode_forward_and_backward_run(arch):
+    model = random_model(config=named_config(arch))
     model.train()
     spatial, global_inputs = random_inputs(SIZES)
     out = model(spatial, global_inputs)
@@ -303,11 +380,12 @@ def test_training_mode_forward_and_backward_run():
     assert model.norm_trunk.running_mean.abs().sum() > 0
 
 
-def test_fresh_model_is_finite_and_deterministic_per_seed():
+@pytest.mark.parametrize("arch", ARCHITECTURES)
+def test_fresh_model_is_finite_and_deterministic_per_seed(arch):
     torch.manual_seed(7)
-    a = Model(named_config("tiny")).eval()
+    a = Model(named_config(arch)).eval()
     torch.manual_seed(7)
-    b = Model(named_config("tiny")).eval()
+    b = Model(named_config(arch)).eval()
     spatial, global_inputs = random_inputs(SIZES)
     with torch.no_grad():
         oa, ob = a(spatial, global_inputs), b(spatial, global_inputs)
