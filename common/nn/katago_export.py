@@ -5,7 +5,11 @@ The file written is KataGo's model version 8 ``.bin.gz``, the format of its g170
 as :mod:`common.nn.katago_import` describes (the importer reads back exactly what is written here).
 Version 8 because it is the version whose layers are exactly the paper's architecture that
 :class:`~common.nn.model.Model` implements (inputs version 7, four misc values, one policy
-channel); every KataGo release since 1.4 loads it.
+channel); every KataGo release since 1.4 loads it. Nested bottleneck nets are the same version 8
+file with ``nested_bottleneck_block`` blocks in the trunk: KataGo reads that block kind whatever
+the file's version, from its 1.12 on (older releases refuse the file, naming the block kind). The
+later versions that KataGo's own nested bottleneck nets use would need outputs our networks do not
+have (more policy channels and misc values, different activations per layer).
 
 What a version 8 file cannot carry is left out, and nothing else: the policy channels other than
 the move to play (the opponent's reply, the soft policies, the optimistic policy), the misc values
@@ -116,6 +120,24 @@ def check_exportable(config: ModelConfig) -> None:
         raise KataGoExportError("KataGo's version 8 format needs inputs version 7 (22 spatial, 19 global)")
 
 
+def _residual_block(w: _Writer, gpool: bool, p: str, n: str) -> None:
+    """An ordinary or global pooling block (of the trunk, or inside a nested bottleneck block)."""
+    w.line("gpool_block" if gpool else "ordinary_block", n)
+    w.batchnorm(f"{n}/norm1", f"{p}.norm1")
+    w.activation(f"{n}/actv1")
+    if gpool:
+        w.conv(f"{n}/w1a", f"{p}.conv1_regular.weight")
+        w.conv(f"{n}/w1b", f"{p}.conv1_gpool.weight")
+        w.batchnorm(f"{n}/norm1b", f"{p}.norm_gpool")
+        w.activation(f"{n}/actv1b")
+        w.matmul(f"{n}/w1r", f"{p}.gpool_to_bias.weight")
+    else:
+        w.conv(f"{n}/w1", f"{p}.conv1.weight")
+    w.batchnorm(f"{n}/norm2", f"{p}.norm2")
+    w.activation(f"{n}/actv2")
+    w.conv(f"{n}/w2", f"{p}.conv2.weight")
+
+
 def katago_model_text(config: ModelConfig, state_dict: Mapping[str, Any], name: str) -> bytes:
     """The uncompressed bytes of a KataGo version 8 ``.bin`` model of our network."""
     check_exportable(config)
@@ -131,23 +153,18 @@ def katago_model_text(config: ModelConfig, state_dict: Mapping[str, Any], name: 
     w.matmul("ginputw", "linear_global.weight")
     for i, kind in enumerate(c.blocks):
         p, n = f"blocks.{i}", f"rconv{i + 1}"
-        if kind == "regular":
-            w.line("ordinary_block", n)
-            w.batchnorm(f"{n}/norm1", f"{p}.norm1")
-            w.activation(f"{n}/actv1")
-            w.conv(f"{n}/w1", f"{p}.conv1.weight")
-        else:
-            w.line("gpool_block", n)
-            w.batchnorm(f"{n}/norm1", f"{p}.norm1")
-            w.activation(f"{n}/actv1")
-            w.conv(f"{n}/w1a", f"{p}.conv1_regular.weight")
-            w.conv(f"{n}/w1b", f"{p}.conv1_gpool.weight")
-            w.batchnorm(f"{n}/norm1b", f"{p}.norm_gpool")
-            w.activation(f"{n}/actv1b")
-            w.matmul(f"{n}/w1r", f"{p}.gpool_to_bias.weight")
-        w.batchnorm(f"{n}/norm2", f"{p}.norm2")
+        if kind in ("regular", "gpool"):
+            _residual_block(w, kind == "gpool", p, n)
+            continue
+        w.line("nested_bottleneck_block", n, c.nbt_inner_blocks)
+        w.batchnorm(f"{n}/norm1", f"{p}.norm_in")
+        w.activation(f"{n}/actv1")
+        w.conv(f"{n}/w1", f"{p}.conv_in.weight")
+        for j in range(c.nbt_inner_blocks):
+            _residual_block(w, kind == "nbt_gpool" and j == 0, f"{p}.inner.{j}", f"{n}/blockstack/{j}")
+        w.batchnorm(f"{n}/norm2", f"{p}.norm_out")
         w.activation(f"{n}/actv2")
-        w.conv(f"{n}/w2", f"{p}.conv2.weight")
+        w.conv(f"{n}/w2", f"{p}.conv_out.weight")
     w.batchnorm("trunk/norm", "norm_trunk")
     w.activation("trunk/actv")
 

@@ -17,7 +17,10 @@ Version 8 layer order:
 
 - trunk: ``trunk`` num_blocks trunk mid regular dilated gpool; conv1 (5x5); ginputw (matmul);
   per block ``ordinary_block`` name (norm1 actv1 w1 norm2 actv2 w2) or ``gpool_block`` name
-  (norm1 actv1 w1a w1b norm1b actv1b w1r norm2 actv2 w2); trunk/norm; trunk/actv.
+  (norm1 actv1 w1a w1b norm1b actv1b w1r norm2 actv2 w2) or ``nested_bottleneck_block`` name
+  number-of-inner-blocks (norm, actv, 1x1 conv down to the bottleneck; the inner blocks as above,
+  each with its kind and name, at the bottleneck's width; norm, actv, 1x1 conv back up: KataGo
+  parses this kind in files of every version since its 1.12); trunk/norm; trunk/actv.
 - policy head: ``policyhead``; p1 conv; g1 conv; g1 norm; g1 actv; matmulg2w; p1 norm; p1 actv;
   p2 conv (1 output channel: only the move to play was exported); matmulpass (1 output).
 - value head: ``valuehead``; v1 conv; v1 norm; v1 actv; v2 matmul; v2 bias; v2 actv; v3 matmul
@@ -313,33 +316,62 @@ def read_katago_model(path: str | Path) -> KataGoImport:
     _, sd["conv_spatial.weight"] = r.conv(5, n_spatial, c)
     _, sd["linear_global.weight"] = r.matmul(n_global, c)
 
+    def residual_block(kind: str, p: str, c_main: int, c_mid: int, c_regular: int) -> None:
+        """An ordinary or gpool block at width c_main (the trunk's, or a bottleneck's)."""
+        put_bn(f"{p}.norm1", c_main)
+        r.activation()
+        if kind == "ordinary_block":
+            _, sd[f"{p}.conv1.weight"] = r.conv(3, c_main, c_mid)
+        else:
+            _, sd[f"{p}.conv1_regular.weight"] = r.conv(3, c_main, c_regular)
+            _, sd[f"{p}.conv1_gpool.weight"] = r.conv(3, c_main, gpool)
+            put_bn(f"{p}.norm_gpool", gpool)
+            r.activation()
+            _, sd[f"{p}.gpool_to_bias.weight"] = r.matmul(3 * gpool, c_regular)
+            c_mid = c_regular
+        put_bn(f"{p}.norm2", c_mid)
+        r.activation()
+        _, sd[f"{p}.conv2.weight"] = r.conv(3, c_mid, c_main)
+
     blocks: list[str] = []
+    bottleneck, inner_blocks = 0, 0
     for i in range(num_blocks):
         kind = r.token("trunk", f"the kind of block {i}")
         block_name = r.token("trunk", f"the name of block {i}")
         p = f"blocks.{i}"
-        if kind == "ordinary_block":
-            blocks.append("regular")
-            put_bn(f"{p}.norm1", c)
+        if kind in ("ordinary_block", "gpool_block"):
+            blocks.append("regular" if kind == "ordinary_block" else "gpool")
+            residual_block(kind, p, c, mid, regular)
+        elif kind == "nested_bottleneck_block":
+            n_inner = r.int(block_name, "number of inner blocks")
+            put_bn(f"{p}.norm_in", c)
             r.activation()
-            _, sd[f"{p}.conv1.weight"] = r.conv(3, c, mid)
-            put_bn(f"{p}.norm2", mid)
+            b = _peek_conv_out(r)
+            if (bottleneck, inner_blocks) not in ((0, 0), (b, n_inner)):
+                raise r.fail(block_name, "nested bottleneck blocks of different widths or depths are not supported")
+            bottleneck, inner_blocks = b, n_inner
+            _, sd[f"{p}.conv_in.weight"] = r.conv(1, c, b)
+            inner_kinds = []
+            for j in range(n_inner):
+                inner = r.token(block_name, f"the kind of inner block {j}")
+                r.token(block_name, f"the name of inner block {j}")
+                if inner not in ("ordinary_block", "gpool_block") or (inner == "gpool_block" and j > 0):
+                    raise r.fail(
+                        block_name,
+                        f"inner block {j} is {inner[:40]!r}: only ordinary blocks, the first possibly gpool, "
+                        "are supported",
+                    )
+                inner_kinds.append(inner)
+                residual_block(inner, f"{p}.inner.{j}", b, b, b - gpool)
+            blocks.append("nbt_gpool" if inner_kinds[0] == "gpool_block" else "nbt")
+            put_bn(f"{p}.norm_out", b)
             r.activation()
-            _, sd[f"{p}.conv2.weight"] = r.conv(3, mid, c)
-        elif kind == "gpool_block":
-            blocks.append("gpool")
-            put_bn(f"{p}.norm1", c)
-            r.activation()
-            _, sd[f"{p}.conv1_regular.weight"] = r.conv(3, c, regular)
-            _, sd[f"{p}.conv1_gpool.weight"] = r.conv(3, c, gpool)
-            put_bn(f"{p}.norm_gpool", gpool)
-            r.activation()
-            _, sd[f"{p}.gpool_to_bias.weight"] = r.matmul(3 * gpool, regular)
-            put_bn(f"{p}.norm2", regular)
-            r.activation()
-            _, sd[f"{p}.conv2.weight"] = r.conv(3, regular, c)
+            _, sd[f"{p}.conv_out.weight"] = r.conv(1, b, c)
         else:
-            raise r.fail(block_name, f"block kind {kind[:40]!r} is not supported (ordinary_block, gpool_block)")
+            raise r.fail(
+                block_name,
+                f"block kind {kind[:40]!r} is not supported (ordinary_block, gpool_block, nested_bottleneck_block)",
+            )
     put_bn("norm_trunk", c)
     r.activation()
 
@@ -402,6 +434,8 @@ def read_katago_model(path: str | Path) -> KataGoImport:
             policy_channels=KATAGO_V8_POLICY_CHANNELS,
             misc_values=MIN_MISC_VALUES,
             bn_epsilon=float(eps),
+            bottleneck_channels=bottleneck,
+            nbt_inner_blocks=inner_blocks or 2,
         )
     except ModelConfigError as e:
         raise KataGoModelError(f"KataGo model {path}: {e}") from e

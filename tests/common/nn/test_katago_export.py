@@ -70,12 +70,14 @@ def test_export_is_reproducible_bytes(g170):
     assert gzip.decompress(first).startswith(f"{G170}\n8\n22\n19\ntrunk\n".encode())
 
 
-@pytest.mark.parametrize("size", ["tiny", "b6c96"])
+@pytest.mark.parametrize("size", ["tiny", "b6c96", "tinynbt", "b6c96nbt"])
 def test_our_network_exported_and_read_back_gives_the_same_raw_outputs(size, tmp_path):
     model = trained_like(size, seed=3)
     path = tmp_path / f"{size}.bin.gz"
     write_katago_model(path, model.config, model.state_dict(), f"sente-{size}")
     imported = read_katago_model(path)
+    assert imported.config.blocks == model.config.blocks
+    assert imported.config.bottleneck_channels == model.config.bottleneck_channels
     back = Model(imported.config, initialize=False)
     back.load_state_dict(imported.state_dict)
     back.eval()
@@ -245,7 +247,7 @@ def test_katago_plays_our_exported_g170_as_the_original(shared, g170, tmp_path):
 
 
 @needs_katago
-@pytest.mark.parametrize("size", ["tiny", "b6c96"])
+@pytest.mark.parametrize("size", ["tiny", "b6c96", "tinynbt", "b6c96nbt"])
 def test_katago_reads_our_exported_networks_as_we_do(size, tmp_path):
     ours = tmp_path / f"{size}.safetensors"
     model = trained_like(size, seed=11)
