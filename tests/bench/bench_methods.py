@@ -32,6 +32,7 @@ multiplier -> Elo) and ``best_multiplier`` (rule -> visits).
 
 Run from the project root: .venv/bin/python tests/bench/bench_methods.py [--games 200]
 [--visits 100,400] [--methods lcb,dynamic_cpuct,gpuct] [--parallel 16] [--results FILE]
+[--sweep [--rules puct,gpuct] [--multipliers 0.5,0.7,1,1.4,2]]
 The last line is one JSON object: elo_<method> and elo_<method>_ci95 for each method (at the
 highest visits run; per visits under "by_visits"), and visits_per_s_<method> with its off side.
 """
@@ -153,15 +154,26 @@ class Results:
         return elo, half
 
 
-def sweep(evaluator, visits_levels: list[int], games: int, parallel: int, seed: int, results: Results) -> dict:
+def sweep(
+    evaluator,
+    visits_levels: list[int],
+    games: int,
+    parallel: int,
+    seed: int,
+    results: Results,
+    rules: list[str] | None = None,
+    multipliers: tuple[float, ...] = MULTIPLIERS,
+) -> dict:
     """Each rule's constants against the default search at each visits level (see the docstring)."""
     table: dict[str, dict[str, dict[str, float | None]]] = {}
     best: dict[str, dict[str, float]] = {}
     for rule, (exponent, c) in RULES.items():
+        if rules is not None and rule not in rules:
+            continue
         table[rule], best[rule] = {}, {}
         for visits in visits_levels:
             row: dict[str, float | None] = {}
-            for m in MULTIPLIERS:
+            for m in multipliers:
                 settings = OFF.replace(puct_exponent=exponent, cpuct=c * m)
                 if settings == OFF:  # the default search itself: 0 by definition, not a match
                     elo, half = 0.0, 0.0
@@ -187,6 +199,13 @@ def main() -> None:
     parser.add_argument("--parallel", type=int, default=16, help="games played at once (16)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--sweep", action="store_true", help="the constants of PUCT and GPUCT over the visits")
+    parser.add_argument("--rules", default=",".join(RULES), help="--sweep: the rules to sweep (puct,gpuct)")
+    parser.add_argument(
+        "--multipliers",
+        default=",".join(f"{m:g}" for m in MULTIPLIERS),
+        help="--sweep: the multipliers of each rule's constant (0.5,0.7,1,1.4,2); a subset lets several "
+        "processes or machines share a sweep, each with its own --results file",
+    )
     parser.add_argument(
         "--results",
         type=Path,
@@ -203,7 +222,18 @@ def main() -> None:
     evaluator = Evaluator.from_file(MODEL, device="cpu", compile=True, cache_size=0)
     results = Results(args.results, args.games, args.seed)
     if args.sweep:
-        print(json.dumps(sweep(evaluator, visits_levels, args.games, args.parallel, args.seed, results)))
+        rules = [r.strip() for r in args.rules.split(",") if r.strip()]
+        unknown = sorted(set(rules) - set(RULES))
+        if unknown:
+            raise SystemExit(f"--rules: unknown rules {unknown} (known: {', '.join(RULES)})")
+        try:
+            multipliers = tuple(float(m) for m in args.multipliers.split(",") if m.strip())
+        except ValueError:
+            raise SystemExit(f"--multipliers: expected numbers separated by commas, got {args.multipliers!r}") from None
+        if not multipliers or any(not (math.isfinite(m) and m > 0) for m in multipliers):
+            raise SystemExit(f"--multipliers: expected positive numbers, got {args.multipliers!r}")
+        table = sweep(evaluator, visits_levels, args.games, args.parallel, args.seed, results, rules, multipliers)
+        print(json.dumps(table))
         return
     figures: dict[str, object] = {"games": args.games, "by_visits": {}}
     print(f"{'method':<15} {'visits':>6} {'games':>6} {'Elo gain':>9} {'95%':>6}  seeds' claim")
