@@ -53,11 +53,17 @@ POOL_LINEAR_SCALE = 0.1
 POOL_QUADRATIC_SCALE = 0.01
 POOL_QUADRATIC_OFFSET = 0.1
 
-BLOCK_KINDS = ("regular", "gpool", "nbt", "nbt_gpool")
+BLOCK_KINDS = ("regular", "gpool", "nbt", "nbt_gpool", "mobile")
 NBT_KINDS = ("nbt", "nbt_gpool")
-# Fields that describe nested bottleneck blocks only: left out of :meth:`ModelConfig.to_dict` for a
-# network without such blocks, so that its file reads as before in programs that predate them.
-NBT_FIELDS = ("bottleneck_channels", "nbt_inner_blocks")
+# Fields that describe some kinds of block only (field -> those kinds): left out of
+# :meth:`ModelConfig.to_dict` for a network without such blocks, so that its file reads as before in
+# programs that predate them, and held at their defaults there.
+KIND_FIELDS = {
+    "bottleneck_channels": NBT_KINDS,
+    "nbt_inner_blocks": NBT_KINDS,
+    "mobile_expansion": ("mobile",),
+    "se_ratio": ("mobile",),
+}
 
 
 class ModelConfigError(ValueError):
@@ -75,7 +81,11 @@ class ModelConfig:
     ``nbt_gpool`` are the methods page's nested bottleneck blocks (KataGo's "bottlenest2" and
     "bottlenest2gpool" of its b18c384nbt): a 1x1 conv down to ``bottleneck_channels``, then
     ``nbt_inner_blocks`` residual blocks at that width (the first a global pooling block in
-    ``nbt_gpool``, with ``gpool_channels`` pooled), then a 1x1 conv back to the trunk.
+    ``nbt_gpool``, with ``gpool_channels`` pooled), then a 1x1 conv back to the trunk. ``mobile``
+    is Cazenave's MobileNet block with squeeze and excitation: a 1x1 conv up to
+    ``mobile_expansion`` times the trunk's width, a depthwise 3x3 conv, a 1x1 conv back down, then
+    squeeze and excitation (on-board mean, a layer of 1/``se_ratio`` the width, a sigmoid gate per
+    channel) before the sum with the trunk.
     """
 
     blocks: list[str]  # residual blocks in order, kinds above
@@ -96,6 +106,8 @@ class ModelConfig:
     version: int = 8
     bottleneck_channels: int = 0  # width inside nested bottleneck blocks; 0 without them
     nbt_inner_blocks: int = 2  # residual blocks inside each nested bottleneck block
+    mobile_expansion: int = 6  # mobile blocks: the expanded width, in trunk widths (Cazenave: 6)
+    se_ratio: int = 16  # mobile blocks: the squeeze layer is trunk_channels / se_ratio wide (at least 1)
 
     def __post_init__(self) -> None:
         self.blocks = list(self.blocks)
@@ -111,12 +123,12 @@ class ModelConfig:
             if kind not in BLOCK_KINDS:
                 raise ModelConfigError(f"model config: blocks[{i}] is {kind!r}; expected one of {BLOCK_KINDS}")
         for f in fields(self):
-            if f.name in ("blocks", "bn_epsilon", "version", *NBT_FIELDS):
+            if f.name in ("blocks", "bn_epsilon", "version", *KIND_FIELDS):
                 continue
             value = getattr(self, f.name)
             if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
                 raise ModelConfigError(f"model config: {f.name} must be a positive integer, got {value!r}")
-        self._validate_nbt()
+        self._validate_kind_fields()
         if self.policy_channels > MAX_POLICY_CHANNELS:
             raise ModelConfigError(
                 f"model config: policy_channels must be 1..{MAX_POLICY_CHANNELS}, got {self.policy_channels}"
@@ -133,33 +145,44 @@ class ModelConfig:
         if not (isinstance(self.bn_epsilon, float | int) and math.isfinite(self.bn_epsilon) and self.bn_epsilon > 0):
             raise ModelConfigError(f"model config: bn_epsilon must be a positive number, got {self.bn_epsilon!r}")
 
-    def _validate_nbt(self) -> None:
-        for name in NBT_FIELDS:
+    def _validate_kind_fields(self) -> None:
+        defaults = {f.name: f.default for f in fields(self)}
+        for name, kinds in KIND_FIELDS.items():
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise ModelConfigError(f"model config: {name} must be a non-negative integer, got {value!r}")
-        if not self.has_nbt:
-            if self.bottleneck_channels:
-                raise ModelConfigError("model config: bottleneck_channels is set but no block is nbt or nbt_gpool")
-            return
-        if self.bottleneck_channels <= 0:
-            raise ModelConfigError("model config: nbt blocks need bottleneck_channels, a positive integer")
-        if self.nbt_inner_blocks <= 0:
-            raise ModelConfigError("model config: nbt_inner_blocks must be at least 1")
-        if "nbt_gpool" in self.blocks and self.gpool_channels >= self.bottleneck_channels:
-            raise ModelConfigError(
-                f"model config: nbt_gpool blocks pool gpool_channels ({self.gpool_channels}) of "
-                f"bottleneck_channels ({self.bottleneck_channels}); it must be fewer"
-            )
+            if value != defaults[name] and not self._has(kinds):
+                raise ModelConfigError(f"model config: {name} is set but no block is {' or '.join(kinds)}")
+        if self.has_nbt:
+            if self.bottleneck_channels <= 0:
+                raise ModelConfigError("model config: nbt blocks need bottleneck_channels, a positive integer")
+            if self.nbt_inner_blocks <= 0:
+                raise ModelConfigError("model config: nbt_inner_blocks must be at least 1")
+            if "nbt_gpool" in self.blocks and self.gpool_channels >= self.bottleneck_channels:
+                raise ModelConfigError(
+                    f"model config: nbt_gpool blocks pool gpool_channels ({self.gpool_channels}) of "
+                    f"bottleneck_channels ({self.bottleneck_channels}); it must be fewer"
+                )
+        for name in ("mobile_expansion", "se_ratio"):
+            if getattr(self, name) <= 0:
+                raise ModelConfigError(f"model config: {name} must be a positive integer, got {getattr(self, name)}")
+
+    def _has(self, kinds: tuple[str, ...]) -> bool:
+        return any(kind in kinds for kind in self.blocks)
 
     @property
     def has_nbt(self) -> bool:
-        return any(kind in NBT_KINDS for kind in self.blocks)
+        return self._has(NBT_KINDS)
+
+    @property
+    def se_channels(self) -> int:
+        """The width of a mobile block's squeeze layer."""
+        return max(1, self.trunk_channels // self.se_ratio)
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
-        if not self.has_nbt:
-            for name in NBT_FIELDS:
+        for name, kinds in KIND_FIELDS.items():
+            if not self._has(kinds):
                 del data[name]
         return data
 
@@ -222,8 +245,11 @@ def named_config(name: str) -> ModelConfig:
     python/modelconfigs.py (b6c96 equals the g170 b6c96 net). ``tiny`` is a 2-block net for tests.
     The ``nbt`` sizes are nested bottleneck nets: ``b18c384nbt`` is KataGo's (trunk 384, bottleneck
     192, 64 pooled channels, global pooling in every third block), ``b6c96nbt`` the same shape at
-    the width of b6c96 and ``tinynbt`` a test net. Every size has all four policy channels and the
-    four version 8 misc values.
+    the width of b6c96 and ``tinynbt`` a test net. The ``mobile`` sizes are Cazenave's MobileNets with
+    squeeze and excitation (expansion 6): ``b17c64mobile`` is his net of under a million parameters
+    (17 blocks of 384 planes on a trunk of 64), about b6c96's weight; ``b24c96mobile`` is a larger
+    one; ``tinymobile`` a test net. Their heads are ours (b6c96's widths). Every size has all four
+    policy channels and the four version 8 misc values.
     """
     makers = {
         "tiny": lambda: _sizes(["regular", "gpool"], 16, 8, 8, 12, 12),
@@ -234,10 +260,25 @@ def named_config(name: str) -> ModelConfig:
         "tinynbt": lambda: _nbt_sizes(2, (1,), 16, 4, 8, 8, 12, 12),
         "b6c96nbt": lambda: _nbt_sizes(6, (2, 4), 96, 16, 32, 32, 48, 64),
         "b18c384nbt": lambda: _nbt_sizes(18, (2, 5, 8, 11, 14), 384, 64, 48, 96, 112, 128),
+        "tinymobile": lambda: _sizes(["mobile"] * 2, 16, 8, 8, 12, 12),
+        "b17c64mobile": lambda: _sizes(["mobile"] * 17, 64, 16, 32, 48, 64),
+        "b24c96mobile": lambda: _sizes(["mobile"] * 24, 96, 32, 32, 48, 64),
     }
     if name not in makers:
         raise ModelConfigError(f"unknown model size {name!r}; known sizes: {sorted(makers)}")
     return makers[name]()
 
 
-NAMED_SIZES = ("tiny", "b6c96", "b10c128", "b15c192", "b20c256", "tinynbt", "b6c96nbt", "b18c384nbt")
+NAMED_SIZES = (
+    "tiny",
+    "b6c96",
+    "b10c128",
+    "b15c192",
+    "b20c256",
+    "tinynbt",
+    "b6c96nbt",
+    "b18c384nbt",
+    "tinymobile",
+    "b17c64mobile",
+    "b24c96mobile",
+)

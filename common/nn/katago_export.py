@@ -108,16 +108,28 @@ class _Writer:
         self.line(name)
 
 
-def check_exportable(config: ModelConfig) -> None:
-    """Raise :class:`KataGoExportError` if ``config`` has no KataGo version 8 equivalent."""
-    dilated = config.mid_channels - config.regular_channels
-    if dilated <= 0:
-        raise KataGoExportError(
+def export_refusal(config: ModelConfig) -> str | None:
+    """Why KataGo's format cannot hold a network of ``config``, or None when it can."""
+    if "mobile" in config.blocks:
+        return (
+            "KataGo's engine has no MobileNet blocks (depthwise convolutions, squeeze and excitation): "
+            "a mobile network plays in Sente's own engines only"
+        )
+    if config.mid_channels <= config.regular_channels:
+        return (
             f"KataGo's version 8 format needs mid_channels ({config.mid_channels}) larger than "
             f"regular_channels ({config.regular_channels}): it stores the difference as a positive count"
         )
     if (config.spatial_inputs, config.global_inputs) != (NUM_SPATIAL_INPUTS, NUM_GLOBAL_INPUTS):
-        raise KataGoExportError("KataGo's version 8 format needs inputs version 7 (22 spatial, 19 global)")
+        return "KataGo's version 8 format needs inputs version 7 (22 spatial, 19 global)"
+    return None
+
+
+def check_exportable(config: ModelConfig) -> None:
+    """Raise :class:`KataGoExportError` if ``config`` has no KataGo version 8 equivalent."""
+    refusal = export_refusal(config)
+    if refusal is not None:
+        raise KataGoExportError(refusal)
 
 
 def _residual_block(w: _Writer, gpool: bool, p: str, n: str) -> None:

@@ -253,12 +253,41 @@ class NestedBottleneckBlock(nn.Module):
         return x + self.conv_out(self.norm_out(h, mask, mask_sum))
 
 
+class MobileBlock(nn.Module):
+    """Cazenave's MobileNet block with squeeze and excitation (his section 4; MobileNetV2's inverted
+    residual): norm, ReLU, 1x1 conv up to ``mobile_expansion`` times the trunk's width; norm, ReLU,
+    depthwise 3x3 conv; norm, ReLU, 1x1 conv back down; squeeze and excitation (mean over the
+    on-board cells, a ReLU layer of ``se_channels``, a sigmoid gate per channel) scales the result
+    before it is added to the trunk. Pre-activation and masked, as the other blocks."""
+
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        c, e, eps = cfg.trunk_channels, cfg.trunk_channels * cfg.mobile_expansion, cfg.bn_epsilon
+        self.norm1 = MaskedBatchNorm(c, eps)
+        self.conv_expand = _conv(c, e, 1)
+        self.norm2 = MaskedBatchNorm(e, eps)
+        self.conv_depthwise = nn.Conv2d(e, e, kernel_size=3, padding=1, groups=e, bias=False)
+        self.norm3 = MaskedBatchNorm(e, eps)
+        self.conv_project = _conv(e, c, 1)
+        self.se_squeeze = nn.Linear(c, cfg.se_channels, bias=False)
+        self.se_excite = nn.Linear(cfg.se_channels, c, bias=False)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor, mask_sum: torch.Tensor) -> torch.Tensor:
+        h = self.conv_expand(self.norm1(x, mask, mask_sum))
+        h = self.conv_depthwise(self.norm2(h, mask, mask_sum))
+        h = self.conv_project(self.norm3(h, mask, mask_sum))
+        gate = torch.sigmoid(self.se_excite(F.relu(self.se_squeeze(h.sum(dim=(2, 3)) / mask_sum))))
+        return x + h * gate.unsqueeze(-1).unsqueeze(-1)
+
+
 def trunk_block(cfg: ModelConfig, kind: str) -> nn.Module:
     """A block of the trunk of the kind named in ``cfg.blocks``."""
     if kind == "regular":
         return RegularBlock(cfg.trunk_channels, cfg.mid_channels, cfg.bn_epsilon)
     if kind == "gpool":
         return GPoolBlock(cfg.trunk_channels, cfg.regular_channels, cfg.gpool_channels, cfg.bn_epsilon)
+    if kind == "mobile":
+        return MobileBlock(cfg)
     return NestedBottleneckBlock(cfg, gpool=kind == "nbt_gpool")
 
 
@@ -420,8 +449,8 @@ def _trunc_normal_(t: torch.Tensor, std: float) -> None:
 def init_weights(model: Model) -> None:
     """He-style truncated-normal initialisation (std sqrt(2 / fan_in), as KataGo's training code).
 
-    The last conv of each residual block (nested ones included, and a nested bottleneck block's
-    1x1 conv back to the trunk) starts at zero, so a fresh trunk is the identity plus the input
+    The last conv of each residual block (nested ones included, a nested bottleneck block's and a
+    mobile block's 1x1 conv back to the trunk) starts at zero, so a fresh trunk is the identity plus the input
     layer (KataGo's fixup scheme does the same); output layers start small.
     """
     with torch.no_grad():
@@ -436,6 +465,8 @@ def init_weights(model: Model) -> None:
                 nn.init.zeros_(m.conv2.weight)
             elif isinstance(m, NestedBottleneckBlock):
                 nn.init.zeros_(m.conv_out.weight)
+            elif isinstance(m, MobileBlock):
+                nn.init.zeros_(m.conv_project.weight)
         small: list[nn.Conv2d | nn.Linear] = [
             model.policy_head.conv_p2,
             model.policy_head.linear_pass,

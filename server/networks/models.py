@@ -72,6 +72,19 @@ class Network(models.Model):
     def __str__(self) -> str:
         return self.name
 
+    @property
+    def katago_exportable(self) -> bool:
+        """Can the network be offered in KataGo's model format (``server.networks.katago``)?"""
+        from common.nn.config import ModelConfig, ModelConfigError
+        from common.nn.katago_export import export_refusal
+
+        if self.is_random or not self.file or not self.architecture:
+            return False
+        try:
+            return export_refusal(ModelConfig.from_dict(self.architecture)) is None
+        except ModelConfigError:
+            return False
+
 
 class NetworkCanary(models.Model):
     """A network's reference outputs on the canary positions (``common.nn.canary``), computed on the

@@ -43,7 +43,8 @@ class NetworkSerializer(serializers.ModelSerializer):
     )
     file_url = serializers.SerializerMethodField(help_text="where to download the file (null: the random network)")
     katago_file_url = serializers.SerializerMethodField(
-        help_text="where to download the network in KataGo's model format, .bin.gz (null: the random network)"
+        help_text="where to download the network in KataGo's model format, .bin.gz (null: the random network, "
+        "and architectures KataGo's engine cannot run)"
     )
     rating = serializers.SerializerMethodField()
     gating = serializers.SerializerMethodField()
@@ -78,7 +79,7 @@ class NetworkSerializer(serializers.ModelSerializer):
         return reverse("network-file", args=[network.name], request=self.context.get("request"))
 
     def get_katago_file_url(self, network: Network) -> str | None:
-        if network.is_random or not network.file:
+        if not network.katago_exportable:
             return None
         return reverse("network-katago-file", args=[network.name], request=self.context.get("request"))
 

@@ -15,6 +15,7 @@ from django.core.management import call_command
 from django.test import Client
 from django.utils import timezone
 
+from common.nn.config import named_config
 from tests.server import helpers
 
 pytestmark = pytest.mark.django_db
@@ -62,6 +63,7 @@ def _networks(run, count: int) -> list:
             state=state,
             released=k % 2 == 1 and state == Network.State.ACCEPTED,
             size_name="b6c96",
+            architecture=named_config("b6c96").to_dict(),
             file=f"networks/{k:064x}.safetensors",
             size_bytes=4_000_000 + k,
             sha256=f"{k:064x}",
@@ -948,6 +950,10 @@ def test_releases_page(web, run, django_assert_num_queries):
     assert listed[0] == n5.name and len(listed) == 3
     assert f'href="/api/v1/networks/{n5.name}/file"' in html and n5.sha256 in text
     assert f'href="/api/v1/networks/{n5.name}/katago"' in html and "katago gtp -model NAME.bin.gz" in text
+    assert f'href="/api/v1/networks/{networks[3].name}/katago"' in html
+    networks[3].architecture = named_config("tinymobile").to_dict()  # KataGo's engine cannot run it
+    networks[3].save()
+    assert f'href="/api/v1/networks/{networks[3].name}/katago"' not in _html(web.get("/releases/"))
     assert "Elo 500 ± 29" in text and "4.0 MB" in text
     # the engine's command (tests/e2e/test_gtp_network.py runs it); KaTrain runs bin/sente-katago
     assert ".venv/bin/python -m client gtp --model FILE.safetensors The engine searches 400 visits" in text

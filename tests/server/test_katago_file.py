@@ -10,8 +10,11 @@ import sys
 from pathlib import Path
 
 import safetensors.numpy
+import torch
 
 from common.nn.katago_import import read_katago_model
+from common.nn.model import Model, named_config
+from common.nn.modelfile import encode_model
 from server.networks.models import Network, NetworkKataGoFile
 from tests.server import helpers
 
@@ -70,3 +73,20 @@ def test_the_export_does_not_load_torch(tiny_network_file, tmp_path):
     root = Path(__file__).resolve().parents[2]
     done = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
+
+
+def test_a_network_katago_cannot_run_has_no_katago_file(run, trainer):
+    _, client = trainer
+    torch.manual_seed(0)
+    model = Model(named_config("tinymobile"))
+    assert (
+        helpers.upload_network(
+            client, "mobile-1", encode_model(model.config, model.state_dict(), "mobile-1")
+        ).status_code
+        == 201
+    )
+    assert client.get("/api/v1/networks/mobile-1/").json()["katago_file_url"] is None
+    response = client.get("/api/v1/networks/mobile-1/katago")
+    assert response.status_code == 409 and response.json()["error"]["code"] == "not_exportable"
+    assert "no MobileNet blocks" in response.json()["error"]["message"]
+    assert not NetworkKataGoFile.objects.exists()

@@ -105,6 +105,12 @@ def test_an_architecture_without_a_version_8_equivalent_is_refused():
         katago_model_bytes(config, model.state_dict(), "net")
 
 
+def test_a_mobile_network_is_refused_naming_why():
+    model = Model(named_config("tinymobile"))
+    with pytest.raises(KataGoExportError, match="no MobileNet blocks"):
+        katago_model_bytes(model.config, model.state_dict(), "net")
+
+
 def run_client(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "client", *args], cwd=ROOT, capture_output=True, text=True, timeout=300

@@ -19,6 +19,7 @@ from common.nn.model import (
     SOFT_OPPONENT_POLICY_CHANNEL,
     SOFT_POLICY_CHANNEL,
     MaskedBatchNorm,
+    MobileBlock,
     Model,
     ModelConfig,
     ModelConfigError,
@@ -33,8 +34,9 @@ from common.nn.outputs import NN_AREA, NN_LEN, POLICY_LEN, SCORE_BELIEF_LEN, Mod
 
 # (width, height) of the boards mixed in one batch
 SIZES = [(9, 9), (13, 13), (19, 19), (7, 11)]
-# One small network of each kind of trunk: the paper's residual blocks, nested bottleneck blocks.
-ARCHITECTURES = ["tiny", "tinynbt"]
+# One small network of each kind of trunk: the paper's residual blocks, nested bottleneck blocks,
+# Cazenave's MobileNet blocks.
+ARCHITECTURES = ["tiny", "tinynbt", "tinymobile"]
 
 
 def random_model(seed: int = 0, config: ModelConfig | None = None) -> Model:
@@ -103,13 +105,16 @@ def test_named_sizes_build_with_plausible_parameter_counts(name):
         "tinynbt": (10_000, 40_000),
         "b6c96nbt": (0.55e6, 0.7e6),  # each block: two 1x1 convs and four 3x3 convs at half width
         "b18c384nbt": (25e6, 28e6),
+        "tinymobile": (10_000, 40_000),
+        "b17c64mobile": (0.95e6, 1.05e6),  # Cazenave's "less than one million parameters" net
+        "b24c96mobile": (2.6e6, 3.4e6),
     }[name]
     config = named_config(name)
     model = Model(config, initialize=False)
     n = count_parameters(model)
     assert expected[0] <= n <= expected[1], f"{name}: {n} parameters"
     assert len(model.blocks) == len(config.blocks)
-    assert config.blocks.count("gpool") + config.blocks.count("nbt_gpool") >= 1
+    assert config.blocks.count("gpool") + config.blocks.count("nbt_gpool") + config.blocks.count("mobile") >= 1
     c = config.trunk_channels
     conv_params = 9 * (c * config.mid_channels * 2)
     assert n > conv_params * config.blocks.count("regular")
@@ -135,6 +140,24 @@ def test_nested_bottleneck_blocks_nest_residual_blocks_at_the_bottleneck_width()
     assert [type(block).__name__ for block in model.blocks[0].inner] == ["RegularBlock", "RegularBlock"]
     # A fresh block adds nothing to the trunk: its way back up starts at zero, as do the inner blocks' last convs.
     assert torch.all(outer.conv_out.weight == 0) and torch.all(outer.inner[0].conv2.weight == 0)
+
+
+def test_mobile_blocks_are_inverted_residuals_with_squeeze_and_excitation():
+    model = random_model(config=named_config("b17c64mobile"))
+    block = model.blocks[0]
+    assert isinstance(block, MobileBlock)
+    assert (block.conv_expand.in_channels, block.conv_expand.out_channels) == (64, 384)
+    assert block.conv_depthwise.groups == 384 and block.conv_depthwise.weight.shape == (384, 1, 3, 3)
+    assert (block.conv_project.in_channels, block.conv_project.out_channels) == (384, 64)
+    assert (block.se_squeeze.out_features, block.se_excite.out_features) == (4, 64)
+    # It adds nothing off the board (its squeeze is a mean over the on-board cells), something on it.
+    spatial, _ = random_inputs([(9, 9), (19, 19)])
+    mask = spatial[:, 0:1]
+    x = torch.randn(2, 64, NN_LEN, NN_LEN) * mask
+    with torch.no_grad():
+        out = block(x, mask, mask.sum(dim=(2, 3))) - x
+    assert torch.all(out[0, :, 9:, :] == 0) and torch.all(out[0, :, :, 9:] == 0)
+    assert out[1].abs().sum() > 0
 
 
 def test_networks_without_nested_blocks_keep_their_config_json():
@@ -204,6 +227,8 @@ def test_config_json_round_trip():
         ({"bottleneck_channels": 8}, "no block is nbt"),
         ({"blocks": ["nbt_gpool"], "bottleneck_channels": 8, "gpool_channels": 8}, "must be fewer"),
         ({"blocks": ["nbt"], "bottleneck_channels": 8, "nbt_inner_blocks": 0}, "nbt_inner_blocks"),
+        ({"mobile_expansion": 4}, "mobile_expansion is set but no block is mobile"),
+        ({"blocks": ["mobile"], "se_ratio": 0}, "se_ratio must be a positive integer"),
     ],
 )
 def test_bad_configs_are_refused_naming_the_field(change, message):
