@@ -140,9 +140,13 @@ def test_cache_and_perspective(g170):
     np.testing.assert_allclose(black_white.ownership, -black_side.ownership)
 
 
-def random_net_evaluator() -> Evaluator:
+# One small network of each trunk: the paper's residual blocks, nested bottlenecks, MobileNet blocks.
+ARCHITECTURES = ["tiny", "tinynbt", "tinymobile"]
+
+
+def random_net_evaluator(arch: str = "tiny") -> Evaluator:
     torch.manual_seed(3)
-    model = Model(named_config("tiny"))
+    model = Model(named_config(arch))
     # Random batch-norm statistics, so that the test exercises every layer.
     for m in model.modules():
         for name in ("running_mean", "running_var"):
@@ -182,8 +186,9 @@ def encoded(game: Game, s: int) -> np.ndarray:
     return spatial[0]
 
 
+@pytest.mark.parametrize("arch", ARCHITECTURES)
 @pytest.mark.parametrize("size", [(9, 9), (13, 7)])
-def test_symmetry_equals_evaluating_the_rotated_position(size):
+def test_symmetry_equals_evaluating_the_rotated_position(size, arch):
     """Evaluating under symmetry s gives what evaluating the turned board gives.
 
     KataGo's ladder reading bounds the liberties of the last move of the defender's list, and
@@ -192,7 +197,7 @@ def test_symmetry_equals_evaluating_the_rotated_position(size):
     them). Every other input must agree exactly; the outputs are compared on the positions whose
     ladder planes agree too, and there must be enough of those for the test to mean something.
     """
-    ev = random_net_evaluator()
+    ev = random_net_evaluator(arch)
     x_size, y_size = size
     game = Game(x_size, y_size)
     moves: list[tuple[int, int]] = []
@@ -221,8 +226,9 @@ def test_symmetry_equals_evaluating_the_rotated_position(size):
     assert compared >= 24
 
 
-def test_mixed_sizes_in_one_batch_equal_each_alone():
-    ev = random_net_evaluator()
+@pytest.mark.parametrize("arch", ARCHITECTURES)
+def test_mixed_sizes_in_one_batch_equal_each_alone(arch):
+    ev = random_net_evaluator(arch)
     games = []
     for i, size in enumerate([(9, 9), (19, 19), (13, 13), (7, 11), (5, 5)]):
         g = Game(*size)
@@ -275,11 +281,12 @@ def test_evaluation_fields():
         random_net_evaluator().evaluate([Game(9)], perspective="black")
 
 
-def test_reduced_precision_is_checked_against_fp32(monkeypatch):
+@pytest.mark.parametrize("arch", ARCHITECTURES)
+def test_reduced_precision_is_checked_against_fp32(monkeypatch, arch):
     import client.evaluator as evaluator_module
 
     torch.manual_seed(1)
-    model = Model(named_config("tiny"))
+    model = Model(named_config(arch))
     ev = Evaluator(model, device="cpu", precision="bf16")
     assert ev.autocast_dtype == torch.bfloat16  # a tiny net agrees with fp32 within tolerance
     a = ev.evaluate([Game(9)])[0]
