@@ -47,8 +47,9 @@ def state_equal(a: dict, b: dict) -> bool:
     return a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
 
 
-def test_a_few_steps_lower_the_loss_on_a_fixed_batch(golden_batches):
-    trainer = Trainer("tiny", SETTINGS, device="cpu")
+@pytest.mark.parametrize("arch", ["tiny", "tinynbt", "tinymobile"])
+def test_a_few_steps_lower_the_loss_on_a_fixed_batch(golden_batches, arch):
+    trainer = Trainer(arch, SETTINGS, device="cpu")
     batch = golden_batches[0]
     before = evaluate(trainer.model, [batch], trainer.device)
     trainer.model.train()
