@@ -12,7 +12,7 @@ import torch
 
 from common.nn.config import MIN_MISC_VALUES, ModelConfig, named_config
 from common.nn.katago_export import KataGoExportError, katago_model_bytes, write_katago_model
-from common.nn.katago_import import read_katago_model
+from common.nn.katago_import import KataGoModelError, read_katago_model
 from common.nn.model import Model, board_mask
 from common.nn.modelfile import save_model
 from common.nn.outputs import NN_LEN
@@ -91,6 +91,18 @@ def test_our_network_exported_and_read_back_gives_the_same_raw_outputs(size, tmp
     torch.testing.assert_close(theirs.misc, ours.misc[:, :MIN_MISC_VALUES], rtol=0, atol=1e-5)
     torch.testing.assert_close(theirs.ownership, ours.ownership, rtol=0, atol=1e-5)
     assert ours.policy[:, 0].std() > 0.05 and ours.ownership.std() > 0.02  # outputs that differ by position
+
+
+def test_a_nested_block_holding_an_unknown_kind_is_refused_by_name(tmp_path):
+    model = trained_like("tinynbt", seed=2)
+    text = gzip.decompress(katago_model_bytes(model.config, model.state_dict(), "net"))
+    assert text.count(b"gpool_block\nrconv2/blockstack/0\n") == 1
+    path = tmp_path / "bad.bin.gz"
+    path.write_bytes(
+        gzip.compress(text.replace(b"gpool_block\nrconv2/blockstack/0", b"dilated_block\nrconv2/blockstack/0"))
+    )
+    with pytest.raises(KataGoModelError, match=r"layer 'rconv2': inner block 0 is 'dilated_block'"):
+        read_katago_model(path)
 
 
 def test_names_with_spaces_become_one_token(g170):
