@@ -99,7 +99,7 @@ class _Writer:
 
     def batchnorm(self, name: str, prefix: str) -> None:
         mean = self.tensor(f"{prefix}.running_mean")
-        # Scale and bias are always written: KataGo reads a missing bias as 1, not 0.
+        # Scale and bias are always written: some KataGo releases read a missing bias as 1, not 0.
         self.line(name, mean.shape[0], repr(float(self.eps)), 1, 1)
         for part in ("running_mean", "running_var", "weight", "bias"):
             self.weights(self.tensor(f"{prefix}.{part}"))
