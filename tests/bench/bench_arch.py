@@ -1,0 +1,241 @@
+"""Cazenave's comparison of trunks at our scale: the paper's residual net, the nested bottleneck net
+and the MobileNet with squeeze and excitation, trained on the same rows, evaluated on held-out ones.
+
+The rows: self-play of KataGo's g170 b6c96 network on 9x9 (komi 7, area scoring), made once with a
+fixed seed and kept out of the repository, in ``$XDG_CACHE_HOME/sente/bench_arch/`` (``~/.cache``
+without it); the same options make the same rows again. One game in ten is held out.
+
+The networks, in two groups (``--group``):
+- ``params``: about equal weights (about a million: b6c96, a 10-block c96 nested bottleneck net,
+  Cazenave's b17c64mobile, his "less than one million parameters" net);
+- ``speed``: about equal evaluations per second on this CPU: b6c96, then the nested bottleneck and
+  MobileNet depths whose measured evaluations per second (batch 64, 9x9, fp32) come closest to it.
+
+Each network trains on the same batches in the same order for ``--samples`` samples (the run's
+training settings, batch 128), then is evaluated on the held-out rows: policy top-1 accuracy
+(the move of the search's policy target), value loss (cross-entropy of win/loss/no result),
+score loss (cross-entropy of the score distribution), and evaluations per second on this CPU (a
+figure to take only from a quiet machine: other processes slow it many times over).
+
+Cazenave's claims (his Tables 3-7, 19x19, KataGo's games, 200 epochs of a million states): for the
+same number of parameters, MobileNets with squeeze and excitation are more accurate than residual
+nets (policy accuracy about 57% against 53% at the speed of a 20-block residual net) and have a
+lower value loss. Our scale is far smaller (9x9, thousands of rows, minutes of CPU), so the table
+says what our trunks do here, not whether his figures hold at his.
+
+Run from the project root: .venv/bin/python tests/bench/bench_arch.py [--games 1000] [--visits 100]
+[--samples 100000] [--group params,speed]
+The last line is one JSON object: per network name, ``params``, ``policy_acc``, ``value_loss``,
+``score_loss`` and ``evals_per_s``; and the data set's ``rows`` and ``held_out_rows``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from client.evaluator import Evaluator  # noqa: E402
+from client.selfplay.run import run_selfplay  # noqa: E402
+from common.data.loader import RowFile, ShuffledPass, decode_rows  # noqa: E402
+from common.nn.config import ModelConfig, named_config  # noqa: E402
+from common.nn.model import Model, count_parameters  # noqa: E402
+from common.nn.training import TrainBatch, Trainer, to_tensors  # noqa: E402
+from common.settings import SelfPlaySettings, TrainingSettings  # noqa: E402
+
+MODEL = ROOT.parent / "shared" / "models" / "g170-b6c96-s175395328-d26788732.bin.gz"
+BATCH = 128
+HOLD_OUT_ONE_IN = 10
+
+
+def data_dir(games: int, visits: int, seed: int) -> Path:
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return cache / "sente" / "bench_arch" / f"g170-9x9-games{games}-visits{visits}-seed{seed}"
+
+
+def make_rows(games: int, visits: int, seed: int) -> Path:
+    """The self-play rows, made once (a finished set has a ``done`` file)."""
+    out = data_dir(games, visits, seed)
+    if (out / "done").exists():
+        return out
+    out.mkdir(parents=True, exist_ok=True)
+    for stale in out.glob("*"):
+        stale.unlink()
+    settings = SelfPlaySettings(
+        board_sizes=(9,),
+        board_size_weights=(1.0,),
+        visits=visits,
+        cheap_visits=max(1, visits // 4),
+        max_moves=2 * 81,
+    )
+    torch.set_num_threads(2)
+    evaluator = Evaluator.from_file(MODEL, device="cpu", compile=True)
+    print(f"making {games} self-play games of g170 at {visits} visits in {out} (once)", flush=True)
+    start = time.perf_counter()
+    run_selfplay(evaluator, settings, games=games, parallel=32, out_dir=out, seed=seed, progress=False)
+    (out / "done").write_text(f"{time.perf_counter() - start:.0f} s\n")
+    return out
+
+
+def row_files(folder: Path) -> tuple[list[RowFile], list[RowFile]]:
+    """(training files, held-out files): every tenth game is held out."""
+    files = [RowFile(str(p), len(decode_rows(p.read_bytes(), p.name))) for p in sorted(folder.glob("*.npz"))]
+    held = [f for i, f in enumerate(files) if i % HOLD_OUT_ONE_IN == 0]
+    train = [f for i, f in enumerate(files) if i % HOLD_OUT_ONE_IN != 0]
+    return train, held
+
+
+def read(name: str) -> bytes:
+    return Path(name).read_bytes()
+
+
+def batches(files: list[RowFile], seed: int, samples: int | None = None) -> list[TrainBatch]:
+    """Batches of the files in a fixed shuffled order (passes repeat until ``samples``)."""
+    out: list[TrainBatch] = []
+    k = 0
+    while True:
+        shuffled = ShuffledPass(files, read, BATCH, seed=seed + k, drop_last=samples is not None, transform=to_tensors)
+        before = len(out)
+        for batch in shuffled.batches():
+            out.append(batch)
+            if samples is not None and len(out) * BATCH >= samples:
+                return out
+        if len(out) == before:
+            rows = sum(f.rows for f in files)
+            raise SystemExit(f"the data set has {rows} rows here, fewer than a batch ({BATCH}): play more --games")
+        k += 1
+        if samples is None:
+            return out
+
+
+def nbt_config(blocks: int) -> ModelConfig:
+    base = named_config("b6c96nbt")
+    kinds = ["nbt_gpool" if i % 3 == 2 and i < blocks - 1 else "nbt" for i in range(blocks)]
+    return replace(base, blocks=kinds)
+
+
+def mobile_config(blocks: int) -> ModelConfig:
+    return replace(named_config("b17c64mobile"), blocks=["mobile"] * blocks)
+
+
+def evals_per_s(config: ModelConfig, seconds: float = 3.0) -> float:
+    """Forward passes per second of a batch of 64 9x9 positions, fp32, this CPU, no gradients."""
+    model = Model(config).eval()
+    spatial = torch.zeros(64, 22, 9, 9)
+    spatial[:, 0] = 1.0
+    spatial[:, 1:3] = (torch.rand(64, 2, 9, 9) < 0.3).float()
+    global_inputs = torch.zeros(64, 19)
+    with torch.inference_mode():
+        model(spatial, global_inputs, with_score_belief=False)
+        start, done = time.perf_counter(), 0
+        while time.perf_counter() - start < seconds or done < 3:
+            model(spatial, global_inputs, with_score_belief=False)
+            done += 1
+    return 64 * done / (time.perf_counter() - start)
+
+
+def networks(groups: list[str]) -> dict[str, ModelConfig]:
+    chosen: dict[str, ModelConfig] = {"b6c96": named_config("b6c96")}
+    if "params" in groups:
+        chosen["b10c96nbt"] = nbt_config(10)
+        chosen["b17c64mobile"] = named_config("b17c64mobile")
+    if "speed" in groups:
+        target = evals_per_s(chosen["b6c96"])
+        print(f"b6c96: {target:.0f} evaluations/s; finding the depths of equal speed", flush=True)
+        for family, make, depths in (("nbt", nbt_config, range(4, 17, 2)), ("mobile", mobile_config, range(6, 31, 3))):
+            speeds = {d: evals_per_s(make(d), seconds=1.5) for d in depths}
+            d = min(speeds, key=lambda k: abs(speeds[k] - target))
+            name = f"b{d}c96nbt" if family == "nbt" else f"b{d}c64mobile"
+            chosen.setdefault(name, make(d))
+    return chosen
+
+
+def held_out_metrics(model: Model, held: list[TrainBatch]) -> dict[str, float]:
+    model.eval()
+    correct = policy_rows = 0.0
+    value_sum = value_rows = score_sum = score_rows = 0.0
+    with torch.inference_mode():
+        for batch in held:
+            t = batch.targets
+            out = model(batch.spatial, batch.global_inputs)
+            legal = t.policy_mask() > 0
+            logits = out.policy[:, 0].masked_fill(~legal, float("-inf"))
+            has_policy = t.policy_weight > 0
+            hit = logits.argmax(dim=1) == t.policy.argmax(dim=1)
+            correct += float((hit & has_policy).sum())
+            policy_rows += float(has_policy.sum())
+            ce = -(t.value * torch.log_softmax(out.value, dim=-1)).sum(dim=-1)
+            value_sum += float((ce * t.value_weight).sum())
+            value_rows += float(t.value_weight.sum())
+            score_ce = -(t.score_distribution * torch.log_softmax(out.score_belief, dim=-1)).sum(dim=-1)
+            score_sum += float((score_ce * t.ownership_weight).sum())
+            score_rows += float(t.ownership_weight.sum())
+    return {
+        "policy_acc": correct / max(policy_rows, 1.0),
+        "value_loss": value_sum / max(value_rows, 1e-9),
+        "score_loss": score_sum / max(score_rows, 1e-9),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--games", type=int, default=1000, help="self-play games of the data set (1000)")
+    parser.add_argument("--visits", type=int, default=100, help="visits of its full searches (100)")
+    parser.add_argument("--samples", type=int, default=100_000, help="training samples per network (100000)")
+    parser.add_argument("--group", default="params,speed", help="params, speed or both (see the docstring)")
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args()
+    groups = [g.strip() for g in args.group.split(",") if g.strip()]
+    if not groups or set(groups) - {"params", "speed"}:
+        raise SystemExit(f"--group: expected params, speed or both, got {args.group!r}")
+    if args.samples < BATCH:
+        raise SystemExit(f"--samples: at least one batch ({BATCH}), got {args.samples}")
+
+    folder = make_rows(args.games, args.visits, args.seed)
+    train_files, held_files = row_files(folder)
+    train = batches(train_files, args.seed, args.samples)
+    held = batches(held_files, args.seed + 1000)
+    rows = sum(f.rows for f in train_files)
+    held_rows = sum(f.rows for f in held_files)
+    print(f"{rows} training rows, {held_rows} held out; {len(train) * BATCH} samples per network", flush=True)
+
+    torch.set_num_threads(2)
+    settings = TrainingSettings(architecture="b6c96", batch_size=BATCH)
+    figures: dict[str, object] = {"rows": rows, "held_out_rows": held_rows, "samples": len(train) * BATCH}
+    print(f"{'network':<14} {'params':>9} {'policy acc':>10} {'value loss':>10} {'score loss':>10} {'evals/s':>8}")
+    for name, config in networks(groups).items():
+        trainer = Trainer(name, settings, device="cpu", seed=args.seed, config=config)
+        start = time.perf_counter()
+        trainer.model.train()
+        for batch in train:
+            trainer.step(batch)
+        seconds = time.perf_counter() - start
+        metrics = held_out_metrics(trainer.model, held)
+        speed = evals_per_s(config)
+        params = count_parameters(trainer.model)
+        figures[name] = {
+            **{k: round(v, 4) for k, v in metrics.items()},
+            "evals_per_s": round(speed, 1),
+            "params": params,
+        }
+        print(
+            f"{name:<14} {params:>9,} {metrics['policy_acc']:>10.3f} {metrics['value_loss']:>10.3f} "
+            f"{metrics['score_loss']:>10.3f} {speed:>8.0f}   ({seconds:.0f} s of training)",
+            flush=True,
+        )
+    print("Cazenave (19x19, 10,000 GPU hours): MobileNets+SE more accurate and lower value loss than residual nets")
+    print(f"of the same weight or speed. Load average at the end: {os.getloadavg()[0]:.1f}.")
+    print(json.dumps(figures))
+
+
+if __name__ == "__main__":
+    main()
