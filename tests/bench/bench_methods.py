@@ -218,20 +218,20 @@ def main() -> None:
         if m not in METHODS:
             raise SystemExit(f"--methods: unknown method {m!r} (known: {', '.join(METHODS)})")
     visits_levels = sorted(int(v) for v in args.visits.split(","))
+    rules = [r.strip() for r in args.rules.split(",") if r.strip()]
+    unknown = sorted(set(rules) - set(RULES))
+    if unknown:
+        raise SystemExit(f"--rules: unknown rules {unknown} (known: {', '.join(RULES)})")
+    try:
+        multipliers = tuple(float(m) for m in args.multipliers.split(",") if m.strip())
+    except ValueError:
+        raise SystemExit(f"--multipliers: expected numbers separated by commas, got {args.multipliers!r}") from None
+    if not multipliers or any(not (math.isfinite(m) and m > 0) for m in multipliers):
+        raise SystemExit(f"--multipliers: expected positive numbers, got {args.multipliers!r}")
     torch.set_num_threads(2)
     evaluator = Evaluator.from_file(MODEL, device="cpu", compile=True, cache_size=0)
     results = Results(args.results, args.games, args.seed)
     if args.sweep:
-        rules = [r.strip() for r in args.rules.split(",") if r.strip()]
-        unknown = sorted(set(rules) - set(RULES))
-        if unknown:
-            raise SystemExit(f"--rules: unknown rules {unknown} (known: {', '.join(RULES)})")
-        try:
-            multipliers = tuple(float(m) for m in args.multipliers.split(",") if m.strip())
-        except ValueError:
-            raise SystemExit(f"--multipliers: expected numbers separated by commas, got {args.multipliers!r}") from None
-        if not multipliers or any(not (math.isfinite(m) and m > 0) for m in multipliers):
-            raise SystemExit(f"--multipliers: expected positive numbers, got {args.multipliers!r}")
         table = sweep(evaluator, visits_levels, args.games, args.parallel, args.seed, results, rules, multipliers)
         print(json.dumps(table))
         return
