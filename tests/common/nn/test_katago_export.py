@@ -13,9 +13,9 @@ import torch
 from common.nn.config import MIN_MISC_VALUES, ModelConfig, named_config
 from common.nn.katago_export import KataGoExportError, katago_model_bytes, write_katago_model
 from common.nn.katago_import import KataGoModelError, read_katago_model
-from common.nn.model import Model, board_mask
+from common.nn.model import Model
 from common.nn.modelfile import save_model
-from common.nn.outputs import NN_LEN
+from tests.common.nn.nets import random_inputs, random_model
 
 G170 = "g170-b6c96-s175395328-d26788732"
 ROOT = Path(__file__).resolve().parents[3]
@@ -24,33 +24,6 @@ ROOT = Path(__file__).resolve().parents[3]
 @pytest.fixture(scope="module")
 def g170(shared):
     return read_katago_model(shared / "models" / f"{G170}.bin.gz")
-
-
-def trained_like(name: str, seed: int) -> Model:
-    """A network of a named size with every weight and batch-norm statistic away from its initial
-    value, as a trained network's are (fresh ones have identity norms and zero output layers)."""
-    torch.manual_seed(seed)
-    model = Model(named_config(name))
-    with torch.no_grad():
-        for key, value in model.state_dict().items():
-            if key.endswith("running_var"):
-                value.copy_(torch.rand_like(value) + 0.5)
-            elif value.dim() > 1:  # weights: unit variance out for unit variance in
-                value.copy_(torch.randn_like(value) / (value[0].numel() ** 0.5))
-            elif value.is_floating_point():
-                value.copy_(torch.randn_like(value) * 0.5)
-    return model.eval()
-
-
-def inputs(seed: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """A batch of mixed board sizes with random stones, in the 19x19 tensor."""
-    g = torch.Generator().manual_seed(seed)
-    sizes = [(9, 9), (13, 13), (19, 19), (7, 11)]
-    mask = board_mask(sizes)
-    spatial = (torch.rand(len(sizes), 22, NN_LEN, NN_LEN, generator=g) < 0.15).float()
-    spatial[:, 0] = mask
-    spatial *= mask[:, None]
-    return spatial, torch.randn(len(sizes), 19, generator=g) * 0.5
 
 
 def test_g170_round_trip_gives_every_weight_back(g170, tmp_path):
@@ -72,7 +45,7 @@ def test_export_is_reproducible_bytes(g170):
 
 @pytest.mark.parametrize("size", ["tiny", "b6c96", "tinynbt", "b6c96nbt"])
 def test_our_network_exported_and_read_back_gives_the_same_raw_outputs(size, tmp_path):
-    model = trained_like(size, seed=3)
+    model = random_model(3, named_config(size))
     path = tmp_path / f"{size}.bin.gz"
     write_katago_model(path, model.config, model.state_dict(), f"sente-{size}")
     imported = read_katago_model(path)
@@ -81,7 +54,7 @@ def test_our_network_exported_and_read_back_gives_the_same_raw_outputs(size, tmp
     back = Model(imported.config, initialize=False)
     back.load_state_dict(imported.state_dict)
     back.eval()
-    spatial, global_inputs = inputs(seed=5)
+    spatial, global_inputs = random_inputs([(9, 9), (13, 13), (19, 19), (7, 11)], seed=5)
     with torch.no_grad():
         ours, theirs = model(spatial, global_inputs), back(spatial, global_inputs)
     # What a version 8 file carries: the move policy, the value, the four misc values, ownership.
@@ -94,7 +67,7 @@ def test_our_network_exported_and_read_back_gives_the_same_raw_outputs(size, tmp
 
 
 def test_a_nested_block_holding_an_unknown_kind_is_refused_by_name(tmp_path):
-    model = trained_like("tinynbt", seed=2)
+    model = random_model(2, named_config("tinynbt"))
     text = gzip.decompress(katago_model_bytes(model.config, model.state_dict(), "net"))
     assert text.count(b"gpool_block\nrconv2/blockstack/0\n") == 1
     path = tmp_path / "bad.bin.gz"
@@ -130,7 +103,7 @@ def run_client(*args: str) -> subprocess.CompletedProcess:
 
 
 def test_export_command_writes_a_file_our_importer_and_the_name_agree_on(tmp_path):
-    model = trained_like("tiny", seed=1)
+    model = random_model(1, named_config("tiny"))
     net = tmp_path / "net.safetensors"
     save_model(model, net, "sente-tiny-7")
     out = tmp_path / "out" / "net.bin.gz"
@@ -268,7 +241,7 @@ def test_katago_plays_our_exported_g170_as_the_original(shared, g170, tmp_path):
 @pytest.mark.parametrize("size", ["tiny", "b6c96", "tinynbt", "b6c96nbt"])
 def test_katago_reads_our_exported_networks_as_we_do(size, tmp_path):
     ours = tmp_path / f"{size}.safetensors"
-    model = trained_like(size, seed=11)
+    model = random_model(11, named_config(size))
     save_model(model, ours, f"sente-{size}")
     exported = tmp_path / f"{size}.bin.gz"
     assert run_client("export-katago", str(ours), str(exported)).returncode == 0
