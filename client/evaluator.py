@@ -68,6 +68,8 @@ class PositionEval:
     lead: float
     ownership: np.ndarray
     perspective: str  # "side" or "white"
+    shortterm_winloss_error: float = -1.0  # the short-term errors' predicted standard deviations
+    shortterm_score_error: float = -1.0  # (-1 for a network without those heads)
 
     @property
     def policy_pass(self) -> float:
@@ -230,6 +232,7 @@ class Evaluator:
         own_np = own_t.float().cpu().numpy().reshape(n, NN_AREA)
         win, loss, nr_p = win_t.cpu().numpy(), loss_t.cpu().numpy(), ev.no_result.cpu().numpy()
         mean, stdev, msq, lead = (t.cpu().numpy() for t in (mean_t, ev.score_stdev, ev.score_mean_sq, lead_t))
+        st_wl, st_score = ev.shortterm_winloss_error.cpu().numpy(), ev.shortterm_score_error.cpu().numpy()
         results = []
         for i, (game, s) in enumerate(zip(games, syms)):
             pol, own_i = policy[i], own_np[i]
@@ -248,6 +251,8 @@ class Evaluator:
                     lead=float(lead[i]),
                     ownership=own_i.reshape(NN_LEN, NN_LEN)[: game.y_size, : game.x_size].copy(),
                     perspective=perspective,
+                    shortterm_winloss_error=float(st_wl[i]),
+                    shortterm_score_error=float(st_score[i]),
                 )
             )
         return results
@@ -295,12 +300,7 @@ class Evaluator:
 
     def _forward(self, spatial: torch.Tensor, glob: torch.Tensor, dtype: torch.dtype | None = None) -> ModelOutput:
         out = self._run(spatial, glob, dtype)
-        return ModelOutput(
-            *(
-                t.float()
-                for t in (out.policy, out.value, out.misc, out.ownership, out.score_belief, out.score_belief_gamma)
-            )
-        )
+        return out.map(lambda t: t.float())
 
     # --- precision check -------------------------------------------------------------------------
     def _choose_precision(self, precision: str) -> None:

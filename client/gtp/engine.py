@@ -442,8 +442,8 @@ class GtpEngine:
                 f"whiteScoreSelfplay {ev.score_mean:.3f}",
                 f"whiteScoreSelfplaySq {ev.score_mean_sq:.3f}",
                 "varTimeLeft -1.000",
-                "shorttermWinlossError -1.000",
-                "shorttermScoreError -1.000",
+                f"shorttermWinlossError {ev.shortterm_winloss_error:.3f}",
+                f"shorttermScoreError {ev.shortterm_score_error:.3f}",
                 "policy",
             ]
             board = ev.policy_board(self.x_size, self.y_size)

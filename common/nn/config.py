@@ -25,27 +25,33 @@ SCORE_MEAN_MULTIPLIER = 20.0  # score mean = 20 * misc[0]
 SCORE_STDEV_MULTIPLIER = 20.0  # score stdev = 20 * softplus(misc[1])
 LEAD_MULTIPLIER = 20.0  # lead = 20 * misc[2]
 VARIANCE_TIME_MULTIPLIER = 40.0  # variance time = 40 * softplus(misc[3])
-# Short-term error heads (methods page, "Uncertainty-Weighted MCTS Playouts"), when misc_values >= 10:
-# the predicted squared error of the short-term value (win-loss) and score targets, as
-# softplus(misc[k]) * multiplier (KataGo's model versions 10-13 and its default multipliers); the
-# search reads their square roots.
+# The short-term heads (methods page, "Short-term Value and Score Targets" and "Uncertainty-Weighted
+# MCTS Playouts"), when misc_values >= SHORTTERM_MISC_VALUES: the predicted squared error of the
+# short-term value (win-loss) and score, as softplus(misc[k]) * multiplier (KataGo's model versions
+# 10-13 and its multipliers), whose square roots the search reads; and the short-term predictions
+# those errors are measured from: win, loss, no result logits and the score (times 20).
 MISC_SHORTTERM_VALUE_ERROR = 8
 MISC_SHORTTERM_SCORE_ERROR = 9
-SHORTTERM_MISC_VALUES = 10
+MISC_SHORTTERM_VALUE = slice(10, 13)
+MISC_SHORTTERM_SCORE = 13
+SHORTTERM_MISC_VALUES = 14
 SHORTTERM_VALUE_ERROR_MULTIPLIER = 0.25
 SHORTTERM_SCORE_ERROR_MULTIPLIER = 30.0
+SHORTTERM_SCORE_MULTIPLIER = 20.0
 
 # Policy channels (see the module docstring).
 POLICY_CHANNEL = 0  # the move to play
 OPPONENT_POLICY_CHANNEL = 1  # the opponent's reply on the next turn
 SOFT_POLICY_CHANNEL = 2  # the soft policy target (training only)
 SOFT_OPPONENT_POLICY_CHANNEL = 3  # the soft opponent policy target (training only)
-MAX_POLICY_CHANNELS = 4
-OWN_POLICY_CHANNELS = 4  # our networks carry every channel above
+# The optimistic policy (methods page, "Optimistic Policy"): the move to play, learnt from the rows
+# whose short-term outcome surprised the side to move; the search mixes its logits in when a network
+# has the channel.
+OPTIMISTIC_POLICY_CHANNEL = 4
+MAX_POLICY_CHANNELS = 5
+OWN_POLICY_CHANNELS = 4  # the paper's sizes carry channels 0-3
+HEADS_POLICY_CHANNELS = 5  # the methods page's sizes add the optimistic policy
 KATAGO_V8_POLICY_CHANNELS = 1  # KataGo's version 8 model files carry only the move to play
-# The optimistic policy (methods page, "Optimistic Policy"), where KataGo's training puts its
-# short-term optimistic policy; the search mixes its logits in when a network has the channel.
-OPTIMISTIC_POLICY_CHANNEL = 5
 
 # Global pooling constants (KataGo python/model.py global_pool / value_head_pool).
 POOL_CENTER_BOARD_LEN = 14.0
@@ -54,6 +60,9 @@ POOL_QUADRATIC_SCALE = 0.01
 POOL_QUADRATIC_OFFSET = 0.1
 
 BLOCK_KINDS = ("regular", "gpool", "nbt", "nbt_gpool", "mobile")
+# How the network is normalised: "batch", a batch norm in every norm layer (the paper's networks);
+# "fixscale", the methods page's fixed variance initialisation and one batch norm (see the model).
+NORM_KINDS = ("batch", "fixscale")
 NBT_KINDS = ("nbt", "nbt_gpool")
 # Fields that describe some kinds of block only (field -> those kinds): left out of
 # :meth:`ModelConfig.to_dict` for a network without such blocks, so that its file reads as before in
@@ -108,6 +117,7 @@ class ModelConfig:
     nbt_inner_blocks: int = 2  # residual blocks inside each nested bottleneck block
     mobile_expansion: int = 6  # mobile blocks: the expanded width, in trunk widths (Cazenave: 6)
     se_ratio: int = 16  # mobile blocks: the squeeze layer is trunk_channels / se_ratio wide (at least 1)
+    norm: str = "batch"  # one of NORM_KINDS; left out of to_dict when "batch"
 
     def __post_init__(self) -> None:
         self.blocks = list(self.blocks)
@@ -115,6 +125,8 @@ class ModelConfig:
 
     def validate(self) -> None:
         """Raise :class:`ModelConfigError` naming the first field that is wrong."""
+        if self.norm not in NORM_KINDS:
+            raise ModelConfigError(f"model config: norm is {self.norm!r}; expected one of {NORM_KINDS}")
         if self.version != 8:
             raise ModelConfigError(f"model config: version {self.version} is not supported (only 8)")
         if not self.blocks:
@@ -123,7 +135,7 @@ class ModelConfig:
             if kind not in BLOCK_KINDS:
                 raise ModelConfigError(f"model config: blocks[{i}] is {kind!r}; expected one of {BLOCK_KINDS}")
         for f in fields(self):
-            if f.name in ("blocks", "bn_epsilon", "version", *KIND_FIELDS):
+            if f.name in ("blocks", "bn_epsilon", "version", "norm", *KIND_FIELDS):
                 continue
             value = getattr(self, f.name)
             if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
@@ -136,6 +148,11 @@ class ModelConfig:
         if self.misc_values < MIN_MISC_VALUES:
             raise ModelConfigError(
                 f"model config: misc_values must be at least {MIN_MISC_VALUES}, got {self.misc_values}"
+            )
+        if self.has_optimistic_policy and not self.has_shortterm_heads:
+            raise ModelConfigError(
+                f"model config: the optimistic policy (policy channel {OPTIMISTIC_POLICY_CHANNEL}) learns from the "
+                f"short-term heads; misc_values must be at least {SHORTTERM_MISC_VALUES}, got {self.misc_values}"
             )
         if self.spatial_inputs != NUM_SPATIAL_INPUTS or self.global_inputs != NUM_GLOBAL_INPUTS:
             raise ModelConfigError(
@@ -175,6 +192,15 @@ class ModelConfig:
         return self._has(NBT_KINDS)
 
     @property
+    def has_shortterm_heads(self) -> bool:
+        """The short-term value and score predictions and their error predictions (misc 8-13)."""
+        return self.misc_values >= SHORTTERM_MISC_VALUES
+
+    @property
+    def has_optimistic_policy(self) -> bool:
+        return self.policy_channels > OPTIMISTIC_POLICY_CHANNEL
+
+    @property
     def se_channels(self) -> int:
         """The width of a mobile block's squeeze layer."""
         return max(1, self.trunk_channels // self.se_ratio)
@@ -184,6 +210,8 @@ class ModelConfig:
         for name, kinds in KIND_FIELDS.items():
             if not self._has(kinds):
                 del data[name]
+        if self.norm == "batch":
+            del data["norm"]
         return data
 
     @classmethod
@@ -209,8 +237,8 @@ class ModelConfig:
         return len(self.blocks)
 
 
-def _sizes(blocks: list[str], c: int, gpool: int, head1: int, sbv2: int, v2: int, **extra: int) -> ModelConfig:
-    sizes = dict(
+def _sizes(blocks: list[str], c: int, gpool: int, head1: int, sbv2: int, v2: int, **extra: Any) -> ModelConfig:
+    sizes: dict[str, Any] = dict(
         trunk_channels=c,
         mid_channels=c,
         regular_channels=c - gpool,
@@ -229,12 +257,23 @@ def _blocks(n: int, gpool_at: tuple[int, ...], kinds: tuple[str, str] = ("regula
     return [kinds[1] if i in gpool_at else kinds[0] for i in range(n)]
 
 
+# What the methods page's networks add to the paper's: fixed variance initialisation with one batch
+# norm, the short-term heads and the optimistic policy.
+METHODS_PAGE: dict[str, Any] = dict(
+    norm="fixscale", policy_channels=HEADS_POLICY_CHANNELS, misc_values=SHORTTERM_MISC_VALUES
+)
+
+
 def _nbt_sizes(
     n: int, gpool_at: tuple[int, ...], c: int, gpool: int, head1: int, v1: int, sbv2: int, v2: int
 ) -> ModelConfig:
     """Nested bottleneck blocks at half the trunk's width (KataGo's b18c384nbt proportions)."""
     blocks = _blocks(n, gpool_at, ("nbt", "nbt_gpool"))
-    return _sizes(blocks, c, gpool, head1, sbv2, v2, v1_channels=v1, bottleneck_channels=c // 2)
+    return _sizes(blocks, c, gpool, head1, sbv2, v2, v1_channels=v1, bottleneck_channels=c // 2, **METHODS_PAGE)
+
+
+def _mobile_sizes(n: int, c: int, gpool: int, head1: int, sbv2: int, v2: int) -> ModelConfig:
+    return _sizes(["mobile"] * n, c, gpool, head1, sbv2, v2, **METHODS_PAGE)
 
 
 def named_config(name: str) -> ModelConfig:
@@ -248,8 +287,12 @@ def named_config(name: str) -> ModelConfig:
     the width of b6c96 and ``tinynbt`` a test net. The ``mobile`` sizes are Cazenave's MobileNets with
     squeeze and excitation (expansion 6): ``b17c64mobile`` is his net of under a million parameters
     (17 blocks of 384 planes on a trunk of 64), about b6c96's weight; ``b24c96mobile`` is a larger
-    one; ``tinymobile`` a test net. Their heads are ours (b6c96's widths). Every size has all four
-    policy channels and the four version 8 misc values.
+    one; ``tinymobile`` a test net. Their heads are ours (b6c96's widths).
+
+    The paper's sizes (``tiny`` to ``b20c256``) are the paper's network: a batch norm in every norm
+    layer, the four policy channels and the four version 8 misc values. The nbt and mobile sizes are
+    the methods page's network: fixed variance initialisation and one batch norm (``norm``
+    "fixscale"), the short-term heads (misc 8-13) and the optimistic policy (policy channel 4).
     """
     makers = {
         "tiny": lambda: _sizes(["regular", "gpool"], 16, 8, 8, 12, 12),
@@ -260,9 +303,9 @@ def named_config(name: str) -> ModelConfig:
         "tinynbt": lambda: _nbt_sizes(2, (1,), 16, 4, 8, 8, 12, 12),
         "b6c96nbt": lambda: _nbt_sizes(6, (2, 4), 96, 16, 32, 32, 48, 64),
         "b18c384nbt": lambda: _nbt_sizes(18, (2, 5, 8, 11, 14), 384, 64, 48, 96, 112, 128),
-        "tinymobile": lambda: _sizes(["mobile"] * 2, 16, 8, 8, 12, 12),
-        "b17c64mobile": lambda: _sizes(["mobile"] * 17, 64, 16, 32, 48, 64),
-        "b24c96mobile": lambda: _sizes(["mobile"] * 24, 96, 32, 32, 48, 64),
+        "tinymobile": lambda: _mobile_sizes(2, 16, 8, 8, 12, 12),
+        "b17c64mobile": lambda: _mobile_sizes(17, 64, 16, 32, 48, 64),
+        "b24c96mobile": lambda: _mobile_sizes(24, 96, 32, 32, 48, 64),
     }
     if name not in makers:
         raise ModelConfigError(f"unknown model size {name!r}; known sizes: {sorted(makers)}")

@@ -80,7 +80,9 @@ class Evaluation:
     """Post-processed network outputs; every tensor has the batch as its first dimension.
 
     Side-to-move fields: ``win``, ``loss``, ``no_result``, ``score_mean``, ``score_mean_sq``,
-    ``score_stdev``, ``lead``, ``ownership``. White's-perspective fields are named as KataGo's
+    ``score_stdev``, ``lead``, ``ownership``, and the short-term errors' predicted standard
+    deviations ``shortterm_winloss_error`` and ``shortterm_score_error`` (-1 for a network without
+    those heads; the same from either side). White's-perspective fields are named as KataGo's
     ``kata-raw-nn`` prints them: ``white_win``, ``white_loss``, ``no_result``, ``white_lead``,
     ``white_score_selfplay``, ``white_score_selfplay_sq``, ``white_ownership``. ``policy`` [N, 361]
     (row-major from the top-left of the 19x19 grid) and ``policy_pass`` [N] are probabilities over
@@ -96,6 +98,8 @@ class Evaluation:
     score_stdev: torch.Tensor
     lead: torch.Tensor
     var_time_left: torch.Tensor
+    shortterm_winloss_error: torch.Tensor
+    shortterm_score_error: torch.Tensor
     ownership: torch.Tensor
     policy_full: torch.Tensor
     white_win: torch.Tensor
@@ -197,6 +201,15 @@ def interpret(
         var_time_left = F.softplus(misc[:, MISC_VARIANCE_TIME]) * params.variance_time_multiplier
     else:
         var_time_left = torch.full_like(win, -1.0)
+    if misc.shape[1] >= SHORTTERM_MISC_VALUES:
+        shortterm_winloss_error = torch.sqrt(
+            F.softplus(misc[:, MISC_SHORTTERM_VALUE_ERROR]) * SHORTTERM_VALUE_ERROR_MULTIPLIER
+        )
+        shortterm_score_error = torch.sqrt(
+            F.softplus(misc[:, MISC_SHORTTERM_SCORE_ERROR]) * SHORTTERM_SCORE_ERROR_MULTIPLIER
+        )
+    else:
+        shortterm_winloss_error = shortterm_score_error = torch.full_like(win, -1.0)
 
     ownership = torch.tanh(output.ownership.float() * scale)
     if on_board is not None:
@@ -214,6 +227,8 @@ def interpret(
         score_stdev=score_stdev,
         lead=lead,
         var_time_left=var_time_left,
+        shortterm_winloss_error=shortterm_winloss_error,
+        shortterm_score_error=shortterm_score_error,
         ownership=ownership,
         policy_full=policy,
         white_win=torch.where(white, win, loss),
@@ -230,7 +245,7 @@ def interpret(
 def interpret_values(value_logits, misc, no_result_allowed, out):
     """The post-processing of :func:`interpret` for one row's values, for a network with default
     post-processing parameters (model version 8): out[R_*] from the side evaluated for, and the
-    short-term errors when the network has their heads (misc_values >= 10, version 10's decoding)."""
+    short-term errors when the network has their heads (misc_values >= 14, version 10's decoding)."""
     a = np.float64(value_logits[0])
     b = np.float64(value_logits[1])
     m = max(a, b)

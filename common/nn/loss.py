@@ -23,6 +23,30 @@ channel 25) and by the extra weight in brackets:
 - score_stdev_reg: ``w_sbreg * Huber(20 softplus(misc[1]) - σ_s, δ)`` [none]
 - score_scale: ``w_scale * γ²`` [none]
 
+With the short-term heads (``misc_values >= 14``; t the row's short-term targets, globalTargetsNC
+12-15, from the side to move; ``w_td = 1 - ch. 24``):
+
+- shortterm_value: ``w_stv * CE(t_value, softmax(misc[10:13]))`` [w_td]
+- shortterm_score: ``w_sts * Huber(20 misc[13] - t_score, 12)`` [w_td]
+- shortterm_value_error: ``w_stve * Huber(0.25 softplus(misc[8]), (sg(v̂) - t_wl)² + 1e-8, 0.4)``,
+  ``v̂`` the short-term head's win minus loss, ``t_wl`` the target's [w_td]
+- shortterm_score_error: ``w_stse * Huber(30 softplus(misc[9]), (sg(ŝ) - t_score)² + 1e-4, 100)``,
+  ``ŝ = 20 misc[13]`` [w_td]
+- optimistic_policy: ``w_optimistic * CE(π, softmax(policy[4]))`` [policy weight x ownership weight x
+  ``clamp(σ(3(z_v - 1.5)) + σ(3(z_s - 1.5)), 0, 1)``], with ``z_v = (t_wl - sg(v̂)) / sg(sqrt(e_v +
+  1e-4))`` and ``z_s = (t_score - sg(ŝ)) / sg(sqrt(e_s + 0.25))``, e the two error predictions: the
+  methods page's surprise weighting, full weight where the side to move did about 1.5 standard
+  deviations better than its network expected, little elsewhere (the ownership weight leaves out
+  side positions and unfinished games).
+
+``sg`` stops the gradient, so the error heads learn the error without moving the predictions, and
+the optimistic policy's weighting moves neither.
+
+With the methods page's one batch norm (``norm`` "fixscale"), the model's training output has a
+second set of heads behind that norm (:attr:`ModelOutput.normalized`): every term above is taken
+for both and weighted ``w_normalized`` (0.8) for that set and ``1 - w_normalized`` for the heads
+that inference uses.
+
 ``CE(t, q) = -Σ t log q``; ``BCE(t, q) = -(t log q + (1-t) log(1-q))``; ``B²`` is the number of on-board
 points of the row (from its mask), so a 9x9 row in the 19x19 tensor gets ``w_o = 1.5/81``;
 ``σ_s = sqrt(Σ_x (x - μ_s)² p̂_s(x) + 0.001)``; ``soft(π) ∝ ((π + floor) · legal)^(1/T)`` with T = 4;
@@ -44,7 +68,15 @@ Where the constants come from:
   root-variance targets were globalTargetsNC 21-24 in KataGo's early data; current rows use those
   channels for lead and variance time and carry no root-variance target (see
   :func:`targets_from_rows`).
-- KataGo's methods page, "Auxiliary Soft Policy Target": T = 4 and the weight 8.
+- KataGo's methods page, "Auxiliary Soft Policy Target": T = 4 and the weight 8; "Short-term Value
+  and Score Targets", "Uncertainty-Weighted MCTS Playouts" and "Optimistic Policy": the short-term
+  terms' forms; "Fixed Variance Initialization and One Batch Norm": the 80% / 20% split.
+- KataGo metrics_pytorch.py: the short-term terms' constants (``loss_td_value_samplewise`` 1.20 with
+  the short horizon's scale 1, ``loss_td_score_samplewise`` 0.0004 and δ = 12,
+  ``loss_shortterm_value_error_samplewise`` 2.0 and δ = 0.4, ``loss_shortterm_score_error_samplewise``
+  0.00002 and δ = 100, the optimistic policy's 0.2 and its variance floors 1e-4 and 0.25). KataGo's
+  td value term is a KL divergence (the cross-entropy less the target's entropy); the cross-entropy
+  here has the same gradient.
 - KataGo python/katago/train/metrics_pytorch.py (``Metrics.metrics_dict_batchwise_single_heads_output``):
   the soft targets' floor 1e-7 on legal entries; the soft opponent policy through the opponent-policy
   loss, so its weight is 8 (python/train.py ``-soft-policy-weight-scale``) times 0.15.
@@ -95,14 +127,27 @@ from common.data.schema import (
     GT_FINAL_SCORE,
     GT_LEAD,
     GT_LEAD_WEIGHT,
+    GT_ONE_MINUS_TD_WEIGHT,
     GT_ONE_MINUS_VALUE_WEIGHT,
     GT_OPPONENT_POLICY_WEIGHT,
     GT_OWNERSHIP_WEIGHT,
     GT_POLICY_WEIGHT,
     GT_ROW_WEIGHT,
+    GT_TD_SHORT,
     GT_VALUE,
     GT_VARIANCE_TIME,
     SCORE_DISTR_LEN,
+)
+from common.nn.config import (
+    MISC_SHORTTERM_SCORE,
+    MISC_SHORTTERM_SCORE_ERROR,
+    MISC_SHORTTERM_VALUE,
+    MISC_SHORTTERM_VALUE_ERROR,
+    OPTIMISTIC_POLICY_CHANNEL,
+    SHORTTERM_MISC_VALUES,
+    SHORTTERM_SCORE_ERROR_MULTIPLIER,
+    SHORTTERM_SCORE_MULTIPLIER,
+    SHORTTERM_VALUE_ERROR_MULTIPLIER,
 )
 from common.nn.model import (
     LEAD_MULTIPLIER,
@@ -169,6 +214,15 @@ class LossWeights:
     w_soft_opponent_policy: float = 8.0 * 0.15
     soft_policy_temperature: float = 4.0
     soft_policy_floor: float = 1e-7
+    w_stv: float = 1.2
+    w_sts: float = 0.0004
+    shortterm_score_huber_delta: float = 12.0
+    w_stve: float = 2.0
+    shortterm_value_error_huber_delta: float = 0.4
+    w_stse: float = 0.00002
+    shortterm_score_error_huber_delta: float = 100.0
+    w_optimistic: float = 0.2
+    w_normalized: float = 0.8
 
 
 @dataclass
@@ -198,6 +252,9 @@ class Targets:
     row_weight: torch.Tensor  # [N]
     root_variance: torch.Tensor  # [N, 4]
     root_variance_weight: torch.Tensor  # [N, 4]
+    shortterm_value: torch.Tensor  # [N, 3] win, loss, no result over the next turns (about 6 on 19x19)
+    shortterm_score: torch.Tensor  # [N] the score the same way
+    td_weight: torch.Tensor  # [N] the weight of both
 
     @property
     def num_rows(self) -> int:
@@ -279,6 +336,9 @@ def targets_from_rows(
     visits) were globalTargetsNC channels 21-24 with weights 29-32 in KataGo's early data format; the
     current format (format version 3, 64 or 80 channels) uses those channels for lead, variance-time
     and other weights, so rows carry no root-variance target and both tensors are zero.
+
+    The short-term targets are globalTargetsNC 12-15 (the search values blended over the next turns,
+    KataGo's shortest horizon) with weight 1 - channel 24.
     """
     missing = [name for name in REQUIRED_ROW_ARRAYS if name not in rows]
     if mask is None and "binaryInputNCHWPacked" not in rows:
@@ -348,6 +408,9 @@ def targets_from_rows(
         row_weight=t(globals_[:, GT_ROW_WEIGHT]),
         root_variance=t(np.zeros((n, NUM_ROOT_VARIANCES), np.float32)),
         root_variance_weight=t(np.zeros((n, NUM_ROOT_VARIANCES), np.float32)),
+        shortterm_value=t(globals_[:, GT_TD_SHORT : GT_TD_SHORT + 3]),
+        shortterm_score=t(globals_[:, GT_TD_SHORT + 3]),
+        td_weight=t(1.0 - globals_[:, GT_ONE_MINUS_TD_WEIGHT]),
     )
 
 
@@ -373,9 +436,12 @@ def _check_inputs(out: ModelOutput, targets: Targets) -> None:
         "lead_weight",
         "variance_time",
         "row_weight",
+        "shortterm_score",
+        "td_weight",
     ):
         _check_shape(f"targets.{name}", getattr(targets, name), (n,))
     _check_shape("targets.value", targets.value, (n, 3))
+    _check_shape("targets.shortterm_value", targets.shortterm_value, (n, 3))
     _check_shape("targets.ownership", targets.ownership, (n, side, side))
     _check_shape("targets.root_variance", targets.root_variance, (n, NUM_ROOT_VARIANCES))
     _check_shape("targets.root_variance_weight", targets.root_variance_weight, (n, NUM_ROOT_VARIANCES))
@@ -407,8 +473,18 @@ def _masked_cross_entropy(logits: torch.Tensor, target: torch.Tensor, legal: tor
 def loss_terms_per_row(
     out: ModelOutput, targets: Targets, weights: LossWeights | None = None
 ) -> dict[str, torch.Tensor]:
-    """Each term's loss for each row, ``[N]``, with its weight constant and row weights applied."""
+    """Each term's loss for each row, ``[N]``, with its weight constant and row weights applied (and,
+    with a second set of heads behind the one batch norm, the two sets' losses in their shares)."""
     weights = weights or LossWeights()
+    terms = _terms_per_row(out, targets, weights)
+    if out.normalized is None:
+        return terms
+    share = weights.w_normalized
+    normalized = _terms_per_row(out.normalized, targets, weights)
+    return {name: share * normalized[name] + (1.0 - share) * value for name, value in terms.items()}
+
+
+def _terms_per_row(out: ModelOutput, targets: Targets, weights: LossWeights) -> dict[str, torch.Tensor]:
     _check_inputs(out, targets)
     n = targets.num_rows
     zero = out.value.new_zeros(n, dtype=torch.float32)
@@ -497,8 +573,59 @@ def loss_terms_per_row(
         terms["score_stdev_reg"] = zero
 
     terms["score_scale"] = weights.w_scale * out.score_belief_gamma.float().reshape(n).square()
+    terms.update(_shortterm_terms(policy, misc, targets, weights, legal, zero))
 
     return {name: targets.row_weight * value for name, value in terms.items()}
+
+
+def _shortterm_terms(
+    policy: torch.Tensor,
+    misc: torch.Tensor,
+    targets: Targets,
+    weights: LossWeights,
+    legal: torch.Tensor,
+    zero: torch.Tensor,
+) -> dict[str, torch.Tensor]:
+    """The short-term heads' terms and the optimistic policy's (module docstring); zero without them."""
+    names = ("shortterm_value", "shortterm_score", "shortterm_value_error", "shortterm_score_error")
+    if misc.shape[1] < SHORTTERM_MISC_VALUES:
+        return {name: zero for name in (*names, "optimistic_policy")}
+    w_td = targets.td_weight
+    value_log_probs = torch.log_softmax(misc[:, MISC_SHORTTERM_VALUE], dim=-1)
+    score = SHORTTERM_SCORE_MULTIPLIER * misc[:, MISC_SHORTTERM_SCORE]
+    with torch.no_grad():
+        probs = value_log_probs.exp()
+        value_miss = targets.shortterm_value[:, 0] - targets.shortterm_value[:, 1] - (probs[:, 0] - probs[:, 1])
+        score_miss = targets.shortterm_score - score
+    value_error = SHORTTERM_VALUE_ERROR_MULTIPLIER * F.softplus(misc[:, MISC_SHORTTERM_VALUE_ERROR])
+    score_error = SHORTTERM_SCORE_ERROR_MULTIPLIER * F.softplus(misc[:, MISC_SHORTTERM_SCORE_ERROR])
+
+    def huber(predicted: torch.Tensor, target: torch.Tensor, delta: float) -> torch.Tensor:
+        return F.huber_loss(predicted, target, reduction="none", delta=delta)
+
+    terms = {
+        "shortterm_value": weights.w_stv * w_td * -(targets.shortterm_value * value_log_probs).sum(dim=-1),
+        "shortterm_score": weights.w_sts
+        * w_td
+        * huber(score, targets.shortterm_score, weights.shortterm_score_huber_delta),
+        "shortterm_value_error": weights.w_stve
+        * w_td
+        * huber(value_error, value_miss.square() + 1e-8, weights.shortterm_value_error_huber_delta),
+        "shortterm_score_error": weights.w_stse
+        * w_td
+        * huber(score_error, score_miss.square() + 1e-4, weights.shortterm_score_error_huber_delta),
+    }
+    if policy.shape[1] <= OPTIMISTIC_POLICY_CHANNEL or weights.w_optimistic == 0.0:
+        terms["optimistic_policy"] = zero
+        return terms
+    with torch.no_grad():
+        z_value = value_miss / torch.sqrt(value_error + 1e-4)
+        z_score = score_miss / torch.sqrt(score_error + 0.25)
+        surprise = (torch.sigmoid(3.0 * (z_value - 1.5)) + torch.sigmoid(3.0 * (z_score - 1.5))).clamp(0.0, 1.0)
+        weight = surprise * targets.policy_weight * targets.ownership_weight
+    ce = _masked_cross_entropy(policy[:, OPTIMISTIC_POLICY_CHANNEL], targets.policy, legal)
+    terms["optimistic_policy"] = weights.w_optimistic * weight * ce
+    return terms
 
 
 def compute_loss(

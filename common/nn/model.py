@@ -27,6 +27,14 @@ whenever a convolution or pooling reads them):
 - score belief head (training only; KataGo's C++ engine and .bin files do not have it): see
   :class:`ScoreBeliefHead`.
 
+Normalisation (``config.norm``): ``batch``, the paper's, makes every norm a batch norm. ``fixscale``
+is the methods page's fixed variance initialisation and one batch norm: every norm is a fixed
+scale K (set by :class:`Norms` so that a fresh network's activations keep variance 1) times a
+learnt per-channel weight plus a bias, the same in training and inference; one true batch norm
+reads the trunk before its final norm, and a copy of the policy and value heads reads through it
+(``*_bn`` modules). In training the model returns both sets (:attr:`ModelOutput.normalized`), the
+loss weighs them 80% (behind the batch norm) and 20%; inference runs only the first set.
+
 Global pooling (KataGo ``global_pool``): with b = sqrt(number of on-board cells) (KataGo uses the
 square root of the mask sum, i.e. sqrt(area) also for rectangular boards), per channel:
 mean over on-board cells, mean * (b - 14) / 10, max over on-board cells. The value head's pooling
@@ -44,13 +52,13 @@ pass, side to move):
  2    the soft policy target (channel 0's target       our networks; training only
       to the power 1/T, renormalised)
  3    the soft opponent policy target                  our networks; training only
- 4    (reserved: KataGo's long-term optimistic policy) none yet
- 5    the optimistic policy (methods page): channel    none yet; the search mixes it into the
-      0's target weighted by the short-term surprise   priors (``policy_optimism``) when present
+ 4    the optimistic policy (methods page): channel    the methods page's sizes; the search mixes
+      0's target weighted by the short-term surprise   it into the priors (``policy_optimism``)
 ==== ================================================ ==========================================
 
-Our named sizes have all four (:data:`OWN_POLICY_CHANNELS`); imported KataGo version 8 networks have
-one (:data:`KATAGO_V8_POLICY_CHANNELS`). The loss (:mod:`common.nn.loss`) trains each channel that is
+The paper's named sizes have the first four (:data:`OWN_POLICY_CHANNELS`), the methods page's all
+five (:data:`HEADS_POLICY_CHANNELS`); imported KataGo version 8 networks have one
+(:data:`KATAGO_V8_POLICY_CHANNELS`). The loss (:mod:`common.nn.loss`) trains each channel that is
 present and skips the others.
 
 Misc (score) values layout, ``ModelOutput.misc[:, i]`` (KataGo's "sv3" for version 8, from the
@@ -70,19 +78,24 @@ side to move, before the post-processing in :mod:`common.nn.interpret`):
       (present only when misc_values >= 8)
  8    short-term win-loss error: the predicted      sqrt(softplus(x) * 0.25): KataGo's version
       squared error of the short-term value target  10 decoding; the search weighs playouts by
-      (present only when misc_values >= 10)          it (``uncertainty_weighted``)
+      (8-13 present only when misc_values >= 14)     it (``uncertainty_weighted``)
  9    short-term score error, the same for score    sqrt(softplus(x) * 30)
- 10+  unused
+ 10-  short-term value: win, loss, no result        softmax; training only (the errors above
+ 12   logits over the next turns (about 6 on        are measured from it)
+      19x19; globalTargetsNC 12-14)
+ 13   short-term score (globalTargetsNC 15)         x * 20; training only
+ 14+  unused
 ==== =========================================== ==========================================
 
-Columns 0-3 are KataGo's version 8 layout and are all an imported network has. The paper
+Columns 0-3 are KataGo's version 8 layout and are all an imported version 8 network has. The paper
 (Appendix A) put the root variances right after the score stdev; version 8 replaced those columns
 with lead and variance time, so ours come after them. KataGo's own training networks use the
 columns after 3 for other training-only outputs; its engine reads columns 0-3 of version 8 files
-(and 4-5 of version 10 and later as the short-term errors, which ours keep in 8-9 after the root
-variances), so the difference never reaches a KataGo program. The multipliers are :data:`SCORE_MEAN_MULTIPLIER`,
-:data:`SCORE_STDEV_MULTIPLIER`, :data:`LEAD_MULTIPLIER` and :data:`VARIANCE_TIME_MULTIPLIER` (KataGo's
-ModelPostProcessParams defaults, cpp/neuralnet/desc.cpp, and python/katago/train/model_pytorch.py).
+(and 4-5 of versions 10 to 12 as the short-term errors, which ours keep in 8-9 after the root
+variances: the exporter and importer move them), so the difference never reaches a KataGo
+program. The multipliers are :data:`SCORE_MEAN_MULTIPLIER`, :data:`SCORE_STDEV_MULTIPLIER`,
+:data:`LEAD_MULTIPLIER` and :data:`VARIANCE_TIME_MULTIPLIER` (KataGo's ModelPostProcessParams
+defaults, cpp/neuralnet/desc.cpp, and python/katago/train/model_pytorch.py).
 """
 
 from __future__ import annotations
@@ -139,23 +152,30 @@ class MaskedBatchNorm(nn.Module):
     and t = bias - running_mean * s (KataGo's merged scale and bias). Training mode: the mean and
     (biased) variance are taken over the on-board cells of the whole batch (KataGo masks the
     statistics the same way) and the running statistics move by ``momentum``.
+
+    With ``fixed_scale`` K it is the methods page's fixed-variance norm instead: the input times K
+    (then the learnt per-channel ``weight`` and ``bias``) in training and in eval mode alike, no
+    batch statistics. K is kept as the running statistics (mean 0, variance 1/K² - eps), so the
+    layer is saved, exported and read back as any batch norm.
     """
 
     # registered as buffers in __init__: saved with the weights, not trained
     running_mean: torch.Tensor
     running_var: torch.Tensor
 
-    def __init__(self, channels: int, eps: float, momentum: float = 0.001) -> None:
+    def __init__(self, channels: int, eps: float, momentum: float = 0.001, fixed_scale: float | None = None) -> None:
         super().__init__()
         self.eps = eps
         self.momentum = momentum
+        self.fixed = fixed_scale is not None
         self.weight = nn.Parameter(torch.ones(channels))
         self.bias = nn.Parameter(torch.zeros(channels))
         self.register_buffer("running_mean", torch.zeros(channels))
-        self.register_buffer("running_var", torch.ones(channels))
+        variance = 1.0 if fixed_scale is None else 1.0 / fixed_scale**2 - eps
+        self.register_buffer("running_var", torch.full((channels,), variance))
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor, mask_sum: torch.Tensor) -> torch.Tensor:
-        if self.training:
+        if self.training and not self.fixed:
             total = mask_sum.sum()
             mean = (x * mask).sum(dim=(0, 2, 3)) / total
             centered = (x - mean.view(1, -1, 1, 1)) * mask
@@ -193,12 +213,28 @@ def _conv(cin: int, cout: int, k: int) -> nn.Conv2d:
     return nn.Conv2d(cin, cout, kernel_size=k, padding=k // 2, bias=False)
 
 
+class Norms:
+    """Makes a network's norm layers: batch norms, or with ``fixscale`` the methods page's fixed
+    variance norms, whose K makes the idealised variance of the layer's output 1 again: every conv
+    after a norm outputs variance 1 and a sum's variance is the sum of its parts', so a norm reading
+    a trunk after i blocks (variance i + 1) scales by 1/sqrt(i + 1)."""
+
+    def __init__(self, cfg: ModelConfig) -> None:
+        self.eps = cfg.bn_epsilon
+        self.fixscale = cfg.norm == "fixscale"
+
+    def __call__(self, channels: int, variance: float = 1.0) -> MaskedBatchNorm:
+        """A norm whose input has the idealised ``variance``."""
+        return MaskedBatchNorm(channels, self.eps, fixed_scale=1.0 / math.sqrt(variance) if self.fixscale else None)
+
+
 class RegularBlock(nn.Module):
-    def __init__(self, c_main: int, c_mid: int, eps: float) -> None:
+    def __init__(self, c_main: int, c_mid: int, norms: Norms, variance: float = 1.0) -> None:
+        """``variance``: the idealised variance of the trunk the block reads (fixed-variance norms)."""
         super().__init__()
-        self.norm1 = MaskedBatchNorm(c_main, eps)
+        self.norm1 = norms(c_main, variance)
         self.conv1 = _conv(c_main, c_mid, 3)
-        self.norm2 = MaskedBatchNorm(c_mid, eps)
+        self.norm2 = norms(c_mid)
         self.conv2 = _conv(c_mid, c_main, 3)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor, mask_sum: torch.Tensor) -> torch.Tensor:
@@ -208,14 +244,14 @@ class RegularBlock(nn.Module):
 
 
 class GPoolBlock(nn.Module):
-    def __init__(self, c_main: int, c_regular: int, c_gpool: int, eps: float) -> None:
+    def __init__(self, c_main: int, c_regular: int, c_gpool: int, norms: Norms, variance: float = 1.0) -> None:
         super().__init__()
-        self.norm1 = MaskedBatchNorm(c_main, eps)
+        self.norm1 = norms(c_main, variance)
         self.conv1_regular = _conv(c_main, c_regular, 3)
         self.conv1_gpool = _conv(c_main, c_gpool, 3)
-        self.norm_gpool = MaskedBatchNorm(c_gpool, eps)
+        self.norm_gpool = norms(c_gpool)
         self.gpool_to_bias = nn.Linear(3 * c_gpool, c_regular, bias=False)
-        self.norm2 = MaskedBatchNorm(c_regular, eps)
+        self.norm2 = norms(c_regular, 2.0)  # the conv plus the pooled bias
         self.conv2 = _conv(c_regular, c_main, 3)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor, mask_sum: torch.Tensor) -> torch.Tensor:
@@ -232,18 +268,18 @@ class NestedBottleneckBlock(nn.Module):
     to the bottleneck width; residual blocks at that width (the first a global pooling block when
     ``gpool``); norm, ReLU, 1x1 conv back up, added to the trunk."""
 
-    def __init__(self, cfg: ModelConfig, gpool: bool) -> None:
+    def __init__(self, cfg: ModelConfig, gpool: bool, variance: float = 1.0) -> None:
         super().__init__()
-        b, eps = cfg.bottleneck_channels, cfg.bn_epsilon
-        self.norm_in = MaskedBatchNorm(cfg.trunk_channels, eps)
+        b, norms = cfg.bottleneck_channels, Norms(cfg)
+        self.norm_in = norms(cfg.trunk_channels, variance)
         self.conv_in = _conv(cfg.trunk_channels, b, 1)
         self.inner = nn.ModuleList(
-            GPoolBlock(b, b - cfg.gpool_channels, cfg.gpool_channels, eps)
+            GPoolBlock(b, b - cfg.gpool_channels, cfg.gpool_channels, norms, 1.0 + i)
             if gpool and i == 0
-            else RegularBlock(b, b, eps)
+            else RegularBlock(b, b, norms, 1.0 + i)
             for i in range(cfg.nbt_inner_blocks)
         )
-        self.norm_out = MaskedBatchNorm(b, eps)
+        self.norm_out = norms(b, 1.0 + cfg.nbt_inner_blocks)
         self.conv_out = _conv(b, cfg.trunk_channels, 1)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor, mask_sum: torch.Tensor) -> torch.Tensor:
@@ -260,14 +296,14 @@ class MobileBlock(nn.Module):
     on-board cells, a ReLU layer of ``se_channels``, a sigmoid gate per channel) scales the result
     before it is added to the trunk. Pre-activation and masked, as the other blocks."""
 
-    def __init__(self, cfg: ModelConfig) -> None:
+    def __init__(self, cfg: ModelConfig, variance: float = 1.0) -> None:
         super().__init__()
-        c, e, eps = cfg.trunk_channels, cfg.trunk_channels * cfg.mobile_expansion, cfg.bn_epsilon
-        self.norm1 = MaskedBatchNorm(c, eps)
+        c, e, norms = cfg.trunk_channels, cfg.trunk_channels * cfg.mobile_expansion, Norms(cfg)
+        self.norm1 = norms(c, variance)
         self.conv_expand = _conv(c, e, 1)
-        self.norm2 = MaskedBatchNorm(e, eps)
+        self.norm2 = norms(e)
         self.conv_depthwise = nn.Conv2d(e, e, kernel_size=3, padding=1, groups=e, bias=False)
-        self.norm3 = MaskedBatchNorm(e, eps)
+        self.norm3 = norms(e)
         self.conv_project = _conv(e, c, 1)
         self.se_squeeze = nn.Linear(c, cfg.se_channels, bias=False)
         self.se_excite = nn.Linear(cfg.se_channels, c, bias=False)
@@ -280,25 +316,27 @@ class MobileBlock(nn.Module):
         return x + h * gate.unsqueeze(-1).unsqueeze(-1)
 
 
-def trunk_block(cfg: ModelConfig, kind: str) -> nn.Module:
-    """A block of the trunk of the kind named in ``cfg.blocks``."""
+def trunk_block(cfg: ModelConfig, kind: str, index: int = 0) -> nn.Module:
+    """The trunk's block number ``index`` (from 0), of the kind named in ``cfg.blocks``."""
+    variance = 1.0 + index  # the input layer's output and each block before this one add 1
     if kind == "regular":
-        return RegularBlock(cfg.trunk_channels, cfg.mid_channels, cfg.bn_epsilon)
+        return RegularBlock(cfg.trunk_channels, cfg.mid_channels, Norms(cfg), variance)
     if kind == "gpool":
-        return GPoolBlock(cfg.trunk_channels, cfg.regular_channels, cfg.gpool_channels, cfg.bn_epsilon)
+        return GPoolBlock(cfg.trunk_channels, cfg.regular_channels, cfg.gpool_channels, Norms(cfg), variance)
     if kind == "mobile":
-        return MobileBlock(cfg)
-    return NestedBottleneckBlock(cfg, gpool=kind == "nbt_gpool")
+        return MobileBlock(cfg, variance)
+    return NestedBottleneckBlock(cfg, kind == "nbt_gpool", variance)
 
 
 class PolicyHead(nn.Module):
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
+        norms = Norms(cfg)
         self.conv_p1 = _conv(cfg.trunk_channels, cfg.p1_channels, 1)
         self.conv_g1 = _conv(cfg.trunk_channels, cfg.g1_channels, 1)
-        self.norm_g1 = MaskedBatchNorm(cfg.g1_channels, cfg.bn_epsilon)
+        self.norm_g1 = norms(cfg.g1_channels)
         self.gpool_to_bias = nn.Linear(3 * cfg.g1_channels, cfg.p1_channels, bias=False)
-        self.norm_p1 = MaskedBatchNorm(cfg.p1_channels, cfg.bn_epsilon)
+        self.norm_p1 = norms(cfg.p1_channels, 2.0)  # the conv plus the pooled bias
         self.conv_p2 = _conv(cfg.p1_channels, cfg.policy_channels, 1)
         self.linear_pass = nn.Linear(3 * cfg.g1_channels, cfg.policy_channels, bias=False)
 
@@ -361,7 +399,7 @@ class ValueHead(nn.Module):
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
         self.conv_v1 = _conv(cfg.trunk_channels, cfg.v1_channels, 1)
-        self.norm_v1 = MaskedBatchNorm(cfg.v1_channels, cfg.bn_epsilon)
+        self.norm_v1 = Norms(cfg)(cfg.v1_channels)
         self.linear_v2 = nn.Linear(3 * cfg.v1_channels, cfg.v2_size)
         self.linear_v3 = nn.Linear(cfg.v2_size, 3)
         self.linear_misc = nn.Linear(cfg.v2_size, cfg.misc_values)
@@ -399,12 +437,23 @@ class Model(nn.Module):
         self.config = config
         self.conv_spatial = _conv(config.spatial_inputs, config.trunk_channels, 5)
         self.linear_global = nn.Linear(config.global_inputs, config.trunk_channels, bias=False)
-        self.blocks = nn.ModuleList(trunk_block(config, kind) for kind in config.blocks)
-        self.norm_trunk = MaskedBatchNorm(config.trunk_channels, config.bn_epsilon)
+        self.blocks = nn.ModuleList(trunk_block(config, kind, i) for i, kind in enumerate(config.blocks))
+        self.norm_trunk = Norms(config)(config.trunk_channels, 1.0 + config.num_blocks)
         self.policy_head = PolicyHead(config)
         self.value_head = ValueHead(config)
+        if config.norm == "fixscale":  # the one batch norm, and the heads that read through it
+            self.norm_trunk_bn = MaskedBatchNorm(config.trunk_channels, config.bn_epsilon)
+            self.policy_head_bn = PolicyHead(config)
+            self.value_head_bn = ValueHead(config)
         if initialize:
             init_weights(self)
+
+    def head_pairs(self) -> list[tuple[PolicyHead, ValueHead]]:
+        """The heads: the ones inference uses, then (fixed-variance norms) the ones behind the batch norm."""
+        pairs = [(self.policy_head, self.value_head)]
+        if self.config.norm == "fixscale":
+            pairs.append((self.policy_head_bn, self.value_head_bn))
+        return pairs
 
     def forward(
         self, spatial: torch.Tensor, global_inputs: torch.Tensor, with_score_belief: bool = True
@@ -424,9 +473,33 @@ class Model(nn.Module):
         x = x + self.linear_global(global_inputs).unsqueeze(-1).unsqueeze(-1)
         for block in self.blocks:
             x = block(x, mask, mask_sum)
-        x = self.norm_trunk(x, mask, mask_sum)
-        policy = self.policy_head(x, mask, mask_sum)
-        value, misc, ownership, score_belief, gamma = self.value_head(
+        out = self._heads(
+            self.norm_trunk(x, mask, mask_sum),
+            mask,
+            mask_sum,
+            global_inputs,
+            with_score_belief,
+            "policy_head",
+            "value_head",
+        )
+        if self.training and cfg.norm == "fixscale":
+            trunk = self.norm_trunk_bn(x, mask, mask_sum)
+            args = ("policy_head_bn", "value_head_bn")
+            out.normalized = self._heads(trunk, mask, mask_sum, global_inputs, with_score_belief, *args)
+        return out
+
+    def _heads(
+        self,
+        x: torch.Tensor,
+        mask: torch.Tensor,
+        mask_sum: torch.Tensor,
+        global_inputs: torch.Tensor,
+        with_score_belief: bool,
+        policy_head: str,
+        value_head: str,
+    ) -> ModelOutput:
+        policy = getattr(self, policy_head)(x, mask, mask_sum)
+        value, misc, ownership, score_belief, gamma = getattr(self, value_head)(
             x, mask, mask_sum, global_inputs, with_score_belief
         )
         return ModelOutput(
@@ -439,6 +512,9 @@ class Model(nn.Module):
         )
 
 
+TRUNCATED_NORMAL_STD = 0.8796256610342398  # the std of a standard normal cut at +-2
+
+
 def _trunc_normal_(t: torch.Tensor, std: float) -> None:
     if std <= 0:
         nn.init.zeros_(t)
@@ -449,38 +525,50 @@ def _trunc_normal_(t: torch.Tensor, std: float) -> None:
 def init_weights(model: Model) -> None:
     """He-style truncated-normal initialisation (std sqrt(2 / fan_in), as KataGo's training code).
 
-    The last conv of each residual block (nested ones included, a nested bottleneck block's and a
-    mobile block's 1x1 conv back to the trunk) starts at zero, so a fresh trunk is the identity plus the input
-    layer (KataGo's fixup scheme does the same); output layers start small.
+    With batch norms, the last conv of each residual block (nested ones included, a nested
+    bottleneck block's and a mobile block's 1x1 conv back to the trunk) starts at zero, so a fresh
+    trunk is the identity plus the input layer (KataGo's fixup scheme does the same). With the
+    fixed-variance norms every conv keeps its He initialisation, which passes on the variance it
+    reads: the norms' scales are set for exactly that. For it to hold, the truncated normal's std is
+    corrected for the truncation (as KataGo's initialisation does), and a mobile block's projection
+    starts at twice that scale, for its squeeze and excitation gate halves what it passes at first.
+    Output layers start small.
     """
+    fixscale = model.config.norm == "fixscale"
+    gain = 1.0 / TRUNCATED_NORMAL_STD if fixscale else 1.0
     with torch.no_grad():
         for m in model.modules():
             if isinstance(m, nn.Conv2d | nn.Linear):
                 fan_in = m.weight[0].numel()
-                _trunc_normal_(m.weight, math.sqrt(2.0 / fan_in))
+                _trunc_normal_(m.weight, gain * math.sqrt(2.0 / fan_in))
                 if isinstance(m, nn.Linear) and m.bias is not None:
                     nn.init.zeros_(m.bias)
         for m in model.modules():
-            if isinstance(m, RegularBlock | GPoolBlock):
+            if isinstance(m, MobileBlock) and fixscale:
+                m.conv_project.weight.mul_(2.0)
+            elif fixscale:
+                continue
+            elif isinstance(m, RegularBlock | GPoolBlock):
                 nn.init.zeros_(m.conv2.weight)
             elif isinstance(m, NestedBottleneckBlock):
                 nn.init.zeros_(m.conv_out.weight)
             elif isinstance(m, MobileBlock):
                 nn.init.zeros_(m.conv_project.weight)
-        small: list[nn.Conv2d | nn.Linear] = [
-            model.policy_head.conv_p2,
-            model.policy_head.linear_pass,
-            model.value_head.linear_v3,
-            model.value_head.linear_misc,
-            model.value_head.conv_ownership,
-            model.value_head.score_belief.linear_sb3,
-            model.value_head.score_belief.linear_sbscale3,
-        ]
-        for m in small:
-            m.weight.mul_(0.3)
-        sb = model.value_head.score_belief
-        _trunc_normal_(sb.sb2_offset, 0.5 * math.sqrt(2.0 / (3 * model.config.v1_channels + 1)))
-        _trunc_normal_(sb.sb2_parity, math.sqrt(2.0 / (3 * model.config.v1_channels + 1)))
+        for policy, value in model.head_pairs():
+            small: list[nn.Conv2d | nn.Linear] = [
+                policy.conv_p2,
+                policy.linear_pass,
+                value.linear_v3,
+                value.linear_misc,
+                value.conv_ownership,
+                value.score_belief.linear_sb3,
+                value.score_belief.linear_sbscale3,
+            ]
+            for m in small:
+                m.weight.mul_(0.3)
+            sb = value.score_belief
+            _trunc_normal_(sb.sb2_offset, 0.5 * math.sqrt(2.0 / (3 * model.config.v1_channels + 1)))
+            _trunc_normal_(sb.sb2_parity, math.sqrt(2.0 / (3 * model.config.v1_channels + 1)))
 
 
 def build_model(config: ModelConfig, device: torch.device | str | None = None) -> Model:

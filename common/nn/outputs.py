@@ -7,6 +7,7 @@ entries are meaningless and must be masked by callers (the mask is input channel
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -30,6 +31,24 @@ class ModelOutput:
     score_belief: torch.Tensor  # [N, 842] log-probabilities of final score differences
     #                             -S+0.5 .. S-0.5 (S = 421), side to move
     score_belief_gamma: torch.Tensor  # [N, 1] the belief's scaling activation (for its penalty)
+    # In training only, for a network normalised as the methods page's ("fixscale"): the outputs of
+    # the copy of the heads that reads the trunk through its one batch norm (the loss weighs both).
+    normalized: ModelOutput | None = None
+
+    def tensors(self) -> dict[str, torch.Tensor]:
+        """The outputs by name (without :attr:`normalized`)."""
+        return {name: value for name, value in vars(self).items() if name != "normalized"}
+
+    def map(self, fn: Callable[[torch.Tensor], torch.Tensor]) -> ModelOutput:
+        """``fn`` of every output (without :attr:`normalized`)."""
+        return ModelOutput(
+            policy=fn(self.policy),
+            value=fn(self.value),
+            misc=fn(self.misc),
+            ownership=fn(self.ownership),
+            score_belief=fn(self.score_belief),
+            score_belief_gamma=fn(self.score_belief_gamma),
+        )
 
 
 def pad_to_grid(out: ModelOutput, h: int, w: int) -> ModelOutput:

@@ -21,7 +21,8 @@ Cazenave's claims (his Tables 3-7, 19x19, KataGo's games, 200 epochs of a millio
 same number of parameters, MobileNets with squeeze and excitation are more accurate than residual
 nets (policy accuracy about 57% against 53% at the speed of a 20-block residual net) and have a
 lower value loss. Our scale is far smaller (9x9, thousands of rows, minutes of CPU), so the table
-says what our trunks do here, not whether his figures hold at his.
+says what our trunks do here, not whether his figures hold at his. Every network has the paper's
+norms and heads, so that only the trunks differ.
 
 Run from the project root: .venv/bin/python tests/bench/bench_arch.py [--games 1000] [--visits 100]
 [--samples 100000] [--group params,speed]
@@ -47,7 +48,7 @@ sys.path.insert(0, str(ROOT))
 from client.evaluator import Evaluator  # noqa: E402
 from client.selfplay.run import run_selfplay  # noqa: E402
 from common.data.loader import RowFile, ShuffledPass, decode_rows  # noqa: E402
-from common.nn.config import ModelConfig, named_config  # noqa: E402
+from common.nn.config import MIN_MISC_VALUES, OWN_POLICY_CHANNELS, ModelConfig, named_config  # noqa: E402
 from common.nn.model import Model, count_parameters  # noqa: E402
 from common.nn.training import TrainBatch, Trainer, to_tensors  # noqa: E402
 from common.settings import SelfPlaySettings, TrainingSettings  # noqa: E402
@@ -117,14 +118,19 @@ def batches(files: list[RowFile], seed: int, samples: int | None = None) -> list
             return out
 
 
+# Only the trunks differ: every network has the paper's norms and heads (the named nested bottleneck
+# and mobile sizes come with the methods page's, which would mix their gains into the comparison).
+PAPERS_NORM_AND_HEADS = dict(norm="batch", policy_channels=OWN_POLICY_CHANNELS, misc_values=MIN_MISC_VALUES)
+
+
 def nbt_config(blocks: int) -> ModelConfig:
     base = named_config("b6c96nbt")
     kinds = ["nbt_gpool" if i % 3 == 2 and i < blocks - 1 else "nbt" for i in range(blocks)]
-    return replace(base, blocks=kinds)
+    return replace(base, blocks=kinds, **PAPERS_NORM_AND_HEADS)
 
 
 def mobile_config(blocks: int) -> ModelConfig:
-    return replace(named_config("b17c64mobile"), blocks=["mobile"] * blocks)
+    return replace(named_config("b17c64mobile"), blocks=["mobile"] * blocks, **PAPERS_NORM_AND_HEADS)
 
 
 def evals_per_s(config: ModelConfig, seconds: float = 3.0) -> float:
@@ -147,7 +153,7 @@ def networks(groups: list[str]) -> dict[str, ModelConfig]:
     chosen: dict[str, ModelConfig] = {"b6c96": named_config("b6c96")}
     if "params" in groups:
         chosen["b10c96nbt"] = nbt_config(10)
-        chosen["b17c64mobile"] = named_config("b17c64mobile")
+        chosen["b17c64mobile"] = mobile_config(17)
     if "speed" in groups:
         target = evals_per_s(chosen["b6c96"])
         print(f"b6c96: {target:.0f} evaluations/s; finding the depths of equal speed", flush=True)

@@ -281,6 +281,29 @@ def test_evaluation_fields():
         random_net_evaluator().evaluate([Game(9)], perspective="black")
 
 
+def test_the_short_term_errors_reach_kata_raw_nn_when_the_network_has_their_heads():
+    heads = random_net_evaluator("tinynbt")
+    ev = heads.evaluate([Game(9)], perspective="white")[0]
+    with torch.no_grad():
+        misc = heads.model(*encoded_position(Game(9))).misc[0].double()
+    softplus = torch.nn.functional.softplus
+    assert ev.shortterm_winloss_error == pytest.approx(float(torch.sqrt(softplus(misc[8]) * 0.25)), rel=1e-5)
+    assert ev.shortterm_score_error == pytest.approx(float(torch.sqrt(softplus(misc[9]) * 30.0)), rel=1e-5)
+    engine = GtpEngine(RandomPlayer(1), evaluator=heads)
+    assert engine.handle("boardsize 9").startswith("=")
+    answer = engine.handle("kata-raw-nn 0")
+    assert f"shorttermWinlossError {ev.shortterm_winloss_error:.3f}\n" in answer
+    assert f"shorttermScoreError {ev.shortterm_score_error:.3f}\n" in answer
+    paper = random_net_evaluator("tiny").evaluate([Game(9)])[0]
+    assert (paper.shortterm_winloss_error, paper.shortterm_score_error) == (-1.0, -1.0)
+
+
+def encoded_position(game: Game) -> tuple[torch.Tensor, torch.Tensor]:
+    spatial, glob, legal = new_batch(1)
+    Encoder().encode([game], spatial, glob, legal)
+    return torch.from_numpy(spatial).view(1, -1, 19, 19), torch.from_numpy(glob)
+
+
 @pytest.mark.parametrize("arch", ARCHITECTURES)
 def test_reduced_precision_is_checked_against_fp32(monkeypatch, arch):
     import client.evaluator as evaluator_module

@@ -39,7 +39,21 @@ TERM_WEIGHT = {
     "score_mean_reg": "w_sbreg",
     "score_stdev_reg": "w_sbreg",
     "score_scale": "w_scale",
+    "shortterm_value": "w_stv",
+    "shortterm_score": "w_sts",
+    "shortterm_value_error": "w_stve",
+    "shortterm_score_error": "w_stse",
+    "optimistic_policy": "w_optimistic",
 }
+
+
+SHORTTERM_TERMS = (
+    "shortterm_value",
+    "shortterm_score",
+    "shortterm_value_error",
+    "shortterm_score_error",
+    "optimistic_policy",
+)
 
 
 def only(*terms: str, **changes: float) -> LossWeights:
@@ -81,6 +95,9 @@ def make_targets(n: int, size: int = 19) -> Targets:
         row_weight=torch.ones(n),
         root_variance=z(n, 4),
         root_variance_weight=z(n, 4),
+        shortterm_value=z(n, 3),
+        shortterm_score=z(n),
+        td_weight=z(n),
     )
 
 
@@ -376,9 +393,9 @@ def random_output(n: int, seed: int = 0, scale: float = 1.0) -> ModelOutput:
         return (scale * torch.randn(*shape, generator=g)).requires_grad_()
 
     return ModelOutput(
-        policy=r(n, 4, POLICY_LEN),
+        policy=r(n, 5, POLICY_LEN),
         value=r(n, 3),
-        misc=r(n, 8),
+        misc=r(n, 14),
         ownership=r(n, NN_LEN, NN_LEN),
         score_belief=r(n, SCORE_BELIEF_LEN),
         score_belief_gamma=r(n, 1),
@@ -401,6 +418,9 @@ def full_targets(n: int, size: int, seed: int = 1) -> Targets:
     for w in (t.policy_weight, t.opponent_policy_weight, t.value_weight, t.ownership_weight, t.lead_weight):
         w.fill_(1.0)
     t.root_variance_weight.fill_(1.0)
+    t.shortterm_value.copy_(torch.softmax(torch.randn(n, 3, generator=g), dim=1))
+    t.shortterm_score.copy_(torch.randn(n, generator=g) * 10)
+    t.td_weight.fill_(1.0)
     return t
 
 
@@ -409,13 +429,16 @@ def test_zero_weight_rows_contribute_nothing():
     out = random_output(2)
     with torch.no_grad():  # row 1: extreme outputs and a target with no mass, all with row weight 0
         for field in dataclasses.fields(out):
-            getattr(out, field.name)[1] = 1e4
+            if field.name != "normalized":
+                getattr(out, field.name)[1] = 1e4
     t.policy[1] = 0.0
     t.row_weight[1] = 0.0
     total, _ = compute_loss(out, t)
 
     first = Targets(**{f.name: getattr(t, f.name)[:1] for f in dataclasses.fields(t)})
-    out_first = ModelOutput(**{f.name: getattr(out, f.name)[:1] for f in dataclasses.fields(out)})
+    out_first = ModelOutput(
+        **{f.name: getattr(out, f.name)[:1] for f in dataclasses.fields(out) if f.name != "normalized"}
+    )
     alone, _ = compute_loss(out_first, first)
     assert torch.isfinite(total)
     assert total.item() == pytest.approx(alone.item() / 2, rel=1e-6)  # N = 2 in the denominator
@@ -439,15 +462,17 @@ def test_gradients_flow_and_skip_off_board_points():
     total, _ = compute_loss(out, t, LossWeights(w_rv=PAPER_ROOT_VARIANCE_WEIGHT))
     total.backward()
     for field in dataclasses.fields(out):
+        if field.name == "normalized":
+            continue
         grad = getattr(out, field.name).grad
         assert grad is not None and torch.isfinite(grad).all(), field.name
         assert grad.abs().sum() > 0, field.name
-    for channel in range(4):
+    for channel in range(5):
         assert out.policy.grad[:, channel].abs().sum() > 0, channel
-    for column in range(8):
+    for column in range(14):
         assert out.misc.grad[:, column].abs().sum() > 0, column
     off_board = (t.mask == 0).reshape(2, -1)
-    assert out.policy.grad[:, :, :NN_AREA][off_board.unsqueeze(1).expand(-1, 4, -1)].abs().max() == 0
+    assert out.policy.grad[:, :, :NN_AREA][off_board.unsqueeze(1).expand(-1, 5, -1)].abs().max() == 0
     assert out.ownership.grad[t.mask == 0].abs().max() == 0
 
 
@@ -472,12 +497,6 @@ def test_shape_errors_name_the_input():
 
 
 # --- KataGo's own rows ---
-
-
-@pytest.fixture(scope="module")
-def golden_rows(shared) -> dict[str, np.ndarray]:
-    with np.load(shared / "golden" / "katago_selfplay_9x9.npz") as npz:
-        return {name: npz[name] for name in npz.files}
 
 
 def test_targets_from_katago_rows(golden_rows):
@@ -551,10 +570,12 @@ def test_a_fresh_b6c96_trains_every_term_on_katago_rows(golden_rows):
     for name, value in terms.items():
         assert torch.isfinite(value), name
     # Every term has targets in these rows except the root variances (none in current data, and a
-    # 4-value misc head has no root-variance outputs).
-    for name in set(TERM_WEIGHT) - {"root_variance"}:
+    # 4-value misc head has no root-variance outputs); the paper's b6c96 has no short-term heads.
+    absent = {"root_variance", *SHORTTERM_TERMS}
+    for name in set(TERM_WEIGHT) - absent:
         assert terms[name].item() > 0, name
-    assert terms["root_variance"].item() == 0.0
+    for name in absent:
+        assert terms[name].item() == 0.0, name
     assert torch.isfinite(total)
     total.backward()
     assert all(p.grad is not None and torch.isfinite(p.grad).all() for p in model.parameters())

@@ -1,3 +1,4 @@
+import dataclasses
 import json
 import math
 
@@ -101,7 +102,7 @@ def test_b18c384nbt_has_katago_s_layout():
 
 
 def test_nested_bottleneck_blocks_nest_residual_blocks_at_the_bottleneck_width():
-    model = Model(named_config("tinynbt"))
+    model = Model(dataclasses.replace(named_config("tinynbt"), norm="batch"))
     outer = model.blocks[1]
     assert isinstance(outer, NestedBottleneckBlock)
     b = model.config.bottleneck_channels
@@ -109,7 +110,8 @@ def test_nested_bottleneck_blocks_nest_residual_blocks_at_the_bottleneck_width()
     assert (outer.conv_out.in_channels, outer.conv_out.out_channels) == (b, 16)
     assert [type(block).__name__ for block in outer.inner] == ["GPoolBlock", "RegularBlock"]
     assert [type(block).__name__ for block in model.blocks[0].inner] == ["RegularBlock", "RegularBlock"]
-    # A fresh block adds nothing to the trunk: its way back up starts at zero, as do the inner blocks' last convs.
+    # With batch norms a fresh block adds nothing to the trunk: its way back up starts at zero, as do
+    # the inner blocks' last convs.
     assert torch.all(outer.conv_out.weight == 0) and torch.all(outer.inner[0].conv2.weight == 0)
 
 
@@ -144,14 +146,18 @@ def test_b6c96_matches_the_g170_net_layout():
     assert (c.p1_channels, c.g1_channels, c.v1_channels, c.sbv2_channels, c.v2_size) == (32, 32, 32, 48, 64)
 
 
-def test_named_sizes_carry_every_policy_channel_and_the_v8_misc_values():
+def test_the_papers_sizes_carry_four_policy_channels_and_the_v8_misc_values_the_others_the_new_heads():
     assert (POLICY_CHANNEL, OPPONENT_POLICY_CHANNEL, SOFT_POLICY_CHANNEL, SOFT_OPPONENT_POLICY_CHANNEL) == (0, 1, 2, 3)
     assert (MISC_SCORE_MEAN, MISC_SCORE_STDEV, MISC_LEAD, MISC_VARIANCE_TIME) == (0, 1, 2, 3)
     assert (MISC_ROOT_VARIANCE.start, MISC_ROOT_VARIANCE.stop) == (4, 8)
     assert KATAGO_V8_POLICY_CHANNELS == 1
     for name in NAMED_SIZES:
         config = named_config(name)
-        assert (config.policy_channels, config.misc_values) == (4, 4), name
+        if name in ("tiny", "b6c96", "b10c128", "b15c192", "b20c256"):
+            assert (config.policy_channels, config.misc_values, config.norm) == (4, 4, "batch"), name
+        else:
+            assert (config.policy_channels, config.misc_values, config.norm) == (5, 14, "fixscale"), name
+            assert config.has_shortterm_heads and config.has_optimistic_policy
 
 
 def test_every_policy_channel_has_its_own_board_and_pass_logits():
@@ -189,7 +195,9 @@ def test_config_json_round_trip():
         ({"blocks": ["regular", "dilated"]}, "blocks[1]"),
         ({"blocks": []}, "blocks is empty"),
         ({"trunk_channels": 0}, "trunk_channels"),
-        ({"policy_channels": 5}, "policy_channels"),
+        ({"policy_channels": 6}, "policy_channels must be 1..5"),
+        ({"policy_channels": 5}, "learns from the short-term heads; misc_values must be at least 14"),
+        ({"norm": "layer"}, "norm is 'layer'"),
         ({"misc_values": 2}, "misc_values"),
         ({"global_inputs": 18}, "inputs"),
         ({"version": 9}, "version 9"),
@@ -261,7 +269,7 @@ def test_mixed_board_sizes_in_one_batch_equal_each_board_alone(arch):
             assert_same_board_outputs(mixed, i, alone, 0, w, h, atol=1e-5)
             # alone in a tensor of exactly its size: no off-board cells at all
             exact = model(crop(spatial[i : i + 1], w, h), global_inputs[i : i + 1])
-            assert exact.policy.shape == (1, 4, w * h + 1)
+            assert exact.policy.shape == (1, model.config.policy_channels, w * h + 1)
             assert_same_board_outputs(mixed, i, exact, 0, w, h, atol=1e-5)
 
 
@@ -277,8 +285,8 @@ def test_off_board_input_values_change_nothing(arch):
     with torch.no_grad():
         a = model(spatial, global_inputs)
         b = model(garbage, global_inputs)
-    for key in vars(a):
-        assert torch.equal(getattr(a, key), getattr(b, key)), key
+    for key, value in a.tensors().items():
+        assert torch.equal(value, getattr(b, key)), key
 
 
 def symmetrized(model: Model) -> Model:
@@ -368,12 +376,15 @@ def test_training_mode_forward_and_backward_run(arch):
     model.train()
     spatial, global_inputs = random_inputs(SIZES)
     out = model(spatial, global_inputs)
-    loss = out.policy[:, 0].logsumexp(dim=1).sum() + out.value.sum() + out.score_belief[:, 400].sum() + out.misc.sum()
-    loss = loss + (out.ownership**2).sum() + (out.score_belief_gamma**2).sum()
+    loss = torch.zeros(())
+    for heads in (out, out.normalized) if out.normalized is not None else (out,):
+        loss = loss + heads.policy[:, 0].logsumexp(dim=1).sum() + heads.value.sum() + heads.score_belief[:, 400].sum()
+        loss = loss + heads.misc.sum() + (heads.ownership**2).sum() + (heads.score_belief_gamma**2).sum()
     loss.backward()
     grads = [p.grad for p in model.parameters()]
     assert all(g is not None and torch.isfinite(g).all() for g in grads)
-    assert model.norm_trunk.running_mean.abs().sum() > 0
+    batch_norm = model.norm_trunk_bn if model.config.norm == "fixscale" else model.norm_trunk
+    assert batch_norm.running_mean.abs().sum() > 0
 
 
 @pytest.mark.parametrize("arch", ARCHITECTURES)
@@ -385,9 +396,9 @@ def test_fresh_model_is_finite_and_deterministic_per_seed(arch):
     spatial, global_inputs = random_inputs(SIZES)
     with torch.no_grad():
         oa, ob = a(spatial, global_inputs), b(spatial, global_inputs)
-    for key in vars(oa):
-        assert torch.equal(getattr(oa, key), getattr(ob, key))
-        assert torch.isfinite(getattr(oa, key)).all()
+    for key, value in oa.tensors().items():
+        assert torch.equal(value, getattr(ob, key))
+        assert torch.isfinite(value).all()
 
 
 # -- device ---------------------------------------------------------------------------------
