@@ -245,7 +245,7 @@ def _convert_katago(args) -> int:
 
 
 def _export_katago(args) -> int:
-    from common.nn.katago_export import SUFFIX, KataGoExportError, write_katago_model
+    from common.nn.katago_export import SUFFIX, KataGoExportError, export_version, write_katago_model
     from common.nn.modelfile import ModelFileError, read_model_file
 
     if not args.output.lower().endswith(SUFFIX):
@@ -264,7 +264,7 @@ def _export_katago(args) -> int:
     except OSError as e:
         print(f"error: {args.output}: cannot write it: {e}", file=sys.stderr)
         return 1
-    print(f"{args.output}: KataGo model version 8, network {name!r}, sha256 {digest}")
+    print(f"{args.output}: KataGo model version {export_version(mf.config)}, network {name!r}, sha256 {digest}")
     return 0
 
 

@@ -1,21 +1,32 @@
 """Export our networks to KataGo's model format, so KataGo itself (and the programs built on it:
 KaTrain, Lizzie, Sabaki through KataGo's GTP) plays them at GPU speed.
 
-The file written is KataGo's model version 8 ``.bin.gz``, the format of its g170 networks, laid out
-as :mod:`common.nn.katago_import` describes (the importer reads back exactly what is written here).
-Version 8 because it is the version whose layers are exactly the paper's architecture that
-:class:`~common.nn.model.Model` implements (inputs version 7, four misc values, one policy
-channel); every KataGo release since 1.4 loads it. Nested bottleneck nets are the same version 8
-file with ``nested_bottleneck_block`` blocks in the trunk: KataGo reads that block kind whatever
-the file's version, from its 1.12 on (older releases refuse the file, naming the block kind). The
-later versions that KataGo's own nested bottleneck nets use would need outputs our networks do not
-have (more policy channels and misc values, different activations per layer).
+The file written is a KataGo ``.bin.gz``, laid out as :mod:`common.nn.katago_import` describes
+(the importer reads back exactly what is written here), of the oldest model version that holds
+every output of the network that KataGo's engine reads:
 
-What a version 8 file cannot carry is left out, and nothing else: the policy channels other than
-the move to play (the opponent's reply, the soft policies, the optimistic policy), the misc values
-after column 3 (the root-variance and short-term error predictions) and the score belief head.
-KataGo's engine never computes those; the exported network's outputs in KataGo are the same as ours
-for the move, the value, the score and the ownership.
+- version 8, the format of KataGo's g170 networks, for the paper's networks: its layers are
+  exactly the paper's architecture (inputs version 7, four misc values, one policy channel), and
+  every KataGo release since 1.4 loads it;
+- version 10 for a network with the short-term heads: the value head's misc layer has two more
+  outputs, the short-term errors (misc 8 and 9 here), which KataGo's engine decodes as ours do and
+  weighs playouts by (KataGo 1.9 on);
+- version 12 when the network also has the optimistic policy: the policy head has two channels,
+  the move to play and the optimistic policy (here channel 4), which KataGo mixes in with its
+  ``policyOptimism`` (KataGo 1.13 on). From version 11 on every activation layer names its kind
+  (all ReLU here).
+
+Nested bottleneck nets are the same files with ``nested_bottleneck_block`` blocks in the trunk:
+KataGo reads that block kind whatever the file's version, from its 1.12 on (older releases refuse
+the file, naming the block kind). The fixed-variance norms are written as the batch norms they are
+at inference (their scale kept as the variance), and the heads behind the one batch norm, which
+only training uses, stay out. KataGo's later versions (13 on) change how the errors are decoded or
+add outputs our networks do not have.
+
+What else the format cannot carry is left out: the policy channels KataGo's engine does not read
+(the opponent's reply, the soft policies), the root-variance predictions and the short-term value
+and score predictions (only their errors reach the search), and the score belief head. The exported
+network's outputs in KataGo are the same as ours for everything its engine reads.
 
 The gzip is written without a timestamp, so the same network always exports to the same bytes
 (a server can cache the file under the network's sha256). The weights may be torch tensors (a
@@ -36,25 +47,55 @@ from typing import Any
 import numpy as np
 
 from common.files import atomic_write
-from common.nn.config import MIN_MISC_VALUES, NUM_GLOBAL_INPUTS, NUM_SPATIAL_INPUTS, ModelConfig
+from common.nn.config import (
+    MIN_MISC_VALUES,
+    MISC_SHORTTERM_SCORE_ERROR,
+    MISC_SHORTTERM_VALUE_ERROR,
+    NUM_GLOBAL_INPUTS,
+    NUM_SPATIAL_INPUTS,
+    OPTIMISTIC_POLICY_CHANNEL,
+    POLICY_CHANNEL,
+    ModelConfig,
+)
 
 logger = logging.getLogger(__name__)
 
-EXPORT_VERSION = 8
 SUFFIX = ".bin.gz"
+NAMED_ACTIVATIONS_VERSION = 11  # from this version on, each activation layer names its kind
+
+
+def export_version(config: ModelConfig) -> int:
+    """The KataGo model version a network of ``config`` is exported as (module docstring)."""
+    if config.has_optimistic_policy:
+        return 12
+    if config.has_shortterm_heads:
+        return 10
+    return 8
+
+
+def exported_policy_channels(config: ModelConfig) -> list[int]:
+    """Our policy channels in the order of the exported file's."""
+    return [POLICY_CHANNEL, OPTIMISTIC_POLICY_CHANNEL] if export_version(config) >= 12 else [POLICY_CHANNEL]
+
+
+def exported_misc_values(config: ModelConfig) -> list[int]:
+    """Our misc columns in the order of the exported file's."""
+    errors = [MISC_SHORTTERM_VALUE_ERROR, MISC_SHORTTERM_SCORE_ERROR] if export_version(config) >= 10 else []
+    return list(range(MIN_MISC_VALUES)) + errors
 
 
 class KataGoExportError(ValueError):
-    """A network that KataGo's version 8 format cannot describe; the message says why."""
+    """A network that KataGo's format cannot describe; the message says why."""
 
 
 class _Writer:
     """Tokens on lines, weights as ``@BIN@`` plus little-endian float32, as KataGo's .bin files."""
 
-    def __init__(self, state_dict: Mapping[str, Any], eps: float) -> None:
+    def __init__(self, state_dict: Mapping[str, Any], eps: float, version: int) -> None:
         self.out = io.BytesIO()
         self.sd = state_dict
         self.eps = eps
+        self.version = version
 
     def line(self, *tokens: object) -> None:
         for token in tokens:
@@ -74,7 +115,7 @@ class _Writer:
             value = value.detach().cpu()
         return np.asarray(value, dtype=np.float32)
 
-    def conv(self, name: str, key: str, out_rows: slice | None = None) -> None:
+    def conv(self, name: str, key: str, out_rows: list[int] | None = None) -> None:
         w = self.tensor(key)  # (out, in, ky, kx)
         if out_rows is not None:
             w = w[out_rows]
@@ -82,7 +123,7 @@ class _Writer:
         self.line(name, ky, kx, cin, cout, 1, 1)
         self.weights(w.transpose(2, 3, 1, 0))  # KataGo's order: y, x, in, out
 
-    def matmul(self, name: str, key: str, out_rows: slice | None = None) -> None:
+    def matmul(self, name: str, key: str, out_rows: list[int] | None = None) -> None:
         w = self.tensor(key)  # (out, in)
         if out_rows is not None:
             w = w[out_rows]
@@ -90,7 +131,7 @@ class _Writer:
         self.line(name, cin, cout)
         self.weights(w.T)  # KataGo's order: in, out
 
-    def matbias(self, name: str, key: str, out_rows: slice | None = None) -> None:
+    def matbias(self, name: str, key: str, out_rows: list[int] | None = None) -> None:
         b = self.tensor(key)
         if out_rows is not None:
             b = b[out_rows]
@@ -105,7 +146,10 @@ class _Writer:
             self.weights(self.tensor(f"{prefix}.{part}"))
 
     def activation(self, name: str) -> None:
-        self.line(name)
+        if self.version >= NAMED_ACTIVATIONS_VERSION:
+            self.line(name, "ACTIVATION_RELU")
+        else:
+            self.line(name)
 
 
 def export_refusal(config: ModelConfig) -> str | None:
@@ -117,16 +161,16 @@ def export_refusal(config: ModelConfig) -> str | None:
         )
     if config.mid_channels <= config.regular_channels:
         return (
-            f"KataGo's version 8 format needs mid_channels ({config.mid_channels}) larger than "
+            f"KataGo's format needs mid_channels ({config.mid_channels}) larger than "
             f"regular_channels ({config.regular_channels}): it stores the difference as a positive count"
         )
     if (config.spatial_inputs, config.global_inputs) != (NUM_SPATIAL_INPUTS, NUM_GLOBAL_INPUTS):
-        return "KataGo's version 8 format needs inputs version 7 (22 spatial, 19 global)"
+        return "KataGo's format needs inputs version 7 (22 spatial, 19 global)"
     return None
 
 
 def check_exportable(config: ModelConfig) -> None:
-    """Raise :class:`KataGoExportError` if ``config`` has no KataGo version 8 equivalent."""
+    """Raise :class:`KataGoExportError` if ``config`` has no KataGo equivalent."""
     refusal = export_refusal(config)
     if refusal is not None:
         raise KataGoExportError(refusal)
@@ -151,14 +195,15 @@ def _residual_block(w: _Writer, gpool: bool, p: str, n: str) -> None:
 
 
 def katago_model_text(config: ModelConfig, state_dict: Mapping[str, Any], name: str) -> bytes:
-    """The uncompressed bytes of a KataGo version 8 ``.bin`` model of our network."""
+    """The uncompressed bytes of a KataGo ``.bin`` model of our network (version: :func:`export_version`)."""
     check_exportable(config)
     token = "_".join(name.split())
     if not token:
         raise KataGoExportError("the network name must not be empty")
-    w = _Writer(state_dict, config.bn_epsilon)
+    version = export_version(config)
+    w = _Writer(state_dict, config.bn_epsilon, version)
     c = config
-    w.line(token, EXPORT_VERSION, c.spatial_inputs, c.global_inputs)
+    w.line(token, version, c.spatial_inputs, c.global_inputs)
     w.line("trunk", c.num_blocks, c.trunk_channels, c.mid_channels, c.regular_channels)
     w.line(c.mid_channels - c.regular_channels, c.gpool_channels)
     w.conv("conv1", "conv_spatial.weight")
@@ -180,7 +225,7 @@ def katago_model_text(config: ModelConfig, state_dict: Mapping[str, Any], name: 
     w.batchnorm("trunk/norm", "norm_trunk")
     w.activation("trunk/actv")
 
-    move = slice(0, 1)  # the policy channel of the move to play
+    policy = exported_policy_channels(config)
     w.line("policyhead")
     w.conv("p1/intermediate_conv/w", "policy_head.conv_p1.weight")
     w.conv("g1/w", "policy_head.conv_g1.weight")
@@ -189,10 +234,10 @@ def katago_model_text(config: ModelConfig, state_dict: Mapping[str, Any], name: 
     w.matmul("matmulg2w", "policy_head.gpool_to_bias.weight")
     w.batchnorm("p1/norm", "policy_head.norm_p1")
     w.activation("p1/actv")
-    w.conv("p2/w", "policy_head.conv_p2.weight", move)
-    w.matmul("matmulpass", "policy_head.linear_pass.weight", move)
+    w.conv("p2/w", "policy_head.conv_p2.weight", policy)
+    w.matmul("matmulpass", "policy_head.linear_pass.weight", policy)
 
-    misc = slice(0, MIN_MISC_VALUES)  # version 8's score mean, score stdev, lead, variance time
+    misc = exported_misc_values(config)
     w.line("valuehead")
     w.conv("v1/w", "value_head.conv_v1.weight")
     w.batchnorm("v1/norm", "value_head.norm_v1")

@@ -1,4 +1,5 @@
-"""Import KataGo model files of model version 8 (the g170 generation) into our :class:`Model`.
+"""Import KataGo model files of model versions 8 (the g170 generation), 10, 11 and 12 into our
+:class:`Model`.
 
 KataGo's format (cpp/neuralnet/desc.cpp, written by python/export_model.py): whitespace-separated
 text tokens, gzipped as ``.bin.gz`` / ``.txt.gz``. Header: model name, model version, number of
@@ -10,7 +11,8 @@ either text floats (``.txt``) or ``@BIN@`` plus little-endian float32 (``.bin``)
 - batch norm: name, channels, epsilon, has scale (0/1), has bias (0/1); mean, variance,
   [scale], [bias] (a missing scale is 1, a missing bias 0). Eval-mode affine map
   y = (x - mean) * scale / sqrt(variance + epsilon) + bias.
-- activation: name only (version 8 activations are all ReLU).
+- activation: name only up to version 10 (all ReLU); from version 11 name and kind (only
+  ``ACTIVATION_RELU`` is read: KataGo's own later nets use Mish, which our network has not).
 - matmul: name, in, out; weights (in, out). matbias: name, channels; values.
 
 Version 8 layer order:
@@ -25,6 +27,14 @@ Version 8 layer order:
   p2 conv (1 output channel: only the move to play was exported); matmulpass (1 output).
 - value head: ``valuehead``; v1 conv; v1 norm; v1 actv; v2 matmul; v2 bias; v2 actv; v3 matmul
   (3); v3 bias; sv3 matmul (4 misc values); sv3 bias; vownership conv (1 output).
+
+Versions 10 to 12 are the same layers with more outputs: sv3 has 6 (the short-term win-loss and
+score errors after the four, our misc 8 and 9, decoded alike), and from version 12 the policy head
+has 2 channels (the move to play and the optimistic policy, our channel 4). Those are what
+:mod:`common.nn.katago_export` writes for networks with those heads. The outputs such a file lacks
+(policy channels 1-3, misc 4-7 and 10-13) come in as zero weights. Version 9 decoded the errors
+differently and versions from 13 on carry settings and outputs of KataGo's own later nets: both are
+refused.
 
 KataGo files have no score belief head (the engine never computes it); the imported model's score
 belief parameters are freshly initialised from a fixed seed, so its ``score_belief`` output is
@@ -44,6 +54,14 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from common.nn.config import (
+    HEADS_POLICY_CHANNELS,
+    MISC_SHORTTERM_SCORE_ERROR,
+    MISC_SHORTTERM_VALUE_ERROR,
+    OPTIMISTIC_POLICY_CHANNEL,
+    POLICY_CHANNEL,
+    SHORTTERM_MISC_VALUES,
+)
 from common.nn.device import resolve_device
 from common.nn.model import (
     KATAGO_V8_POLICY_CHANNELS,
@@ -55,7 +73,10 @@ from common.nn.model import (
 
 logger = logging.getLogger(__name__)
 
-SUPPORTED_VERSION = 8
+SUPPORTED_VERSIONS = (8, 10, 11, 12)
+NAMED_ACTIVATIONS_VERSION = 11
+SHORTTERM_ERRORS_VERSION = 10
+OPTIMISTIC_POLICY_VERSION = 12
 MAX_CHARS_BEFORE_BIN = 100  # as KataGo: whitespace allowed before "@BIN@"
 SCORE_BELIEF_INIT_SEED = 0
 
@@ -82,6 +103,7 @@ class _Reader:
         self.binary = binary
         self.path = path
         self.layers: list[str] = []
+        self.version = 0
 
     def fail(self, layer: str, problem: str) -> KataGoModelError:
         where = f"layer {layer!r}" if layer else "header"
@@ -248,6 +270,10 @@ class _Reader:
     def activation(self) -> str:
         name = self.token("", "an activation layer name")
         self.layers.append(name)
+        if self.version >= NAMED_ACTIVATIONS_VERSION:
+            kind = self.token(name, "the activation's kind")
+            if kind != "ACTIVATION_RELU":
+                raise self.fail(name, f"activation {kind[:40]!r} is not supported: our network uses ReLU only")
         return name
 
 
@@ -274,7 +300,7 @@ def _is_binary(path: Path, data: bytes) -> bool:
 
 
 def read_katago_model(path: str | Path) -> KataGoImport:
-    """Parse a KataGo model file of version 8 into our config and a complete state dict.
+    """Parse a KataGo model file of version 8, 10, 11 or 12 into our config and a complete state dict.
 
     Raises :class:`KataGoModelError` for other versions, malformed or truncated files, sizes our
     architecture cannot represent, non-finite weights and any data left after the value head.
@@ -285,12 +311,14 @@ def read_katago_model(path: str | Path) -> KataGoImport:
 
     name = r.token("", "the model name")
     version = r.int("", "the model version", minimum=0)
-    if version != SUPPORTED_VERSION:
-        raise r.fail("", f"model version {version} is not supported; only version {SUPPORTED_VERSION} can be imported")
+    if version not in SUPPORTED_VERSIONS:
+        supported = ", ".join(str(v) for v in SUPPORTED_VERSIONS)
+        raise r.fail("", f"model version {version} is not supported; versions {supported} can be imported")
+    r.version = version
     n_spatial = r.int("", "the number of spatial inputs")
     n_global = r.int("", "the number of global inputs")
     if (n_spatial, n_global) != (22, 19):
-        raise r.fail("", f"inputs are {n_spatial} spatial / {n_global} global; version 8 needs 22 / 19")
+        raise r.fail("", f"inputs are {n_spatial} spatial / {n_global} global; version {version} needs 22 / 19")
 
     trunk_name = r.token("", "the trunk section")
     if trunk_name != "trunk":
@@ -388,8 +416,15 @@ def read_katago_model(path: str | Path) -> KataGoImport:
     _, sd["policy_head.gpool_to_bias.weight"] = r.matmul(3 * g1, p1)
     put_bn("policy_head.norm_p1", p1)
     r.activation()
-    _, sd["policy_head.conv_p2.weight"] = r.conv(1, p1, 1)
-    _, sd["policy_head.linear_pass.weight"] = r.matmul(3 * g1, 1)
+    # Our channels in the file's order, and how many our network has.
+    if version >= OPTIMISTIC_POLICY_VERSION:
+        policy, policy_channels = [POLICY_CHANNEL, OPTIMISTIC_POLICY_CHANNEL], HEADS_POLICY_CHANNELS
+    else:
+        policy, policy_channels = [POLICY_CHANNEL], KATAGO_V8_POLICY_CHANNELS
+    _, p2 = r.conv(1, p1, len(policy))
+    _, pass_weight = r.matmul(3 * g1, len(policy))
+    sd["policy_head.conv_p2.weight"] = _spread(p2, policy, policy_channels)
+    sd["policy_head.linear_pass.weight"] = _spread(pass_weight, policy, policy_channels)
 
     head = r.token("", "the value head section")
     if head != "valuehead":
@@ -404,8 +439,13 @@ def read_katago_model(path: str | Path) -> KataGoImport:
     r.activation()
     _, sd["value_head.linear_v3.weight"] = r.matmul(v2, 3)
     _, sd["value_head.linear_v3.bias"] = r.matbias(3)
-    _, sd["value_head.linear_misc.weight"] = r.matmul(v2, 4)
-    _, sd["value_head.linear_misc.bias"] = r.matbias(4)
+    misc, misc_values = list(range(MIN_MISC_VALUES)), MIN_MISC_VALUES
+    if version >= SHORTTERM_ERRORS_VERSION:
+        misc, misc_values = [*misc, MISC_SHORTTERM_VALUE_ERROR, MISC_SHORTTERM_SCORE_ERROR], SHORTTERM_MISC_VALUES
+    _, misc_weight = r.matmul(v2, len(misc))
+    _, misc_bias = r.matbias(len(misc))
+    sd["value_head.linear_misc.weight"] = _spread(misc_weight, misc, misc_values)
+    sd["value_head.linear_misc.bias"] = _spread(misc_bias, misc, misc_values)
     _, sd["value_head.conv_ownership.weight"] = r.conv(1, v1, 1)
 
     r._skip_space()
@@ -431,8 +471,8 @@ def read_katago_model(path: str | Path) -> KataGoImport:
             v1_channels=v1,
             v2_size=v2,
             sbv2_channels=max(v2 - 16, 8),  # not in the file; KataGo's configs use v2 = sbv2 + 16
-            policy_channels=KATAGO_V8_POLICY_CHANNELS,
-            misc_values=MIN_MISC_VALUES,
+            policy_channels=policy_channels,
+            misc_values=misc_values,
             bn_epsilon=float(eps),
             bottleneck_channels=bottleneck,
             nbt_inner_blocks=inner_blocks or 2,
@@ -458,6 +498,13 @@ def read_katago_model(path: str | Path) -> KataGoImport:
     sd = {k: sd[k] for k in fresh}
     logger.info("imported KataGo model %s (version %d, %d layers) from %s", name, version, len(r.layers), path)
     return KataGoImport(name=name, version=version, config=config, state_dict=sd, layers=r.layers)
+
+
+def _spread(weights: torch.Tensor, rows: list[int], total: int) -> torch.Tensor:
+    """Output rows of a layer read from a file put at our rows ``rows`` of ``total``, zero elsewhere."""
+    out = weights.new_zeros((total, *weights.shape[1:]))
+    out[rows] = weights
+    return out
 
 
 def _peek_conv_out(r: _Reader) -> int:

@@ -14,7 +14,7 @@ import safetensors.numpy
 from django.db import transaction
 
 from common.nn.header import ModelFileError, read_header
-from common.nn.katago_export import EXPORT_VERSION, SUFFIX, KataGoExportError, katago_model_bytes
+from common.nn.katago_export import SUFFIX, KataGoExportError, export_version, katago_model_bytes
 from server.files import StoredFiles, sha256_of, stored_name
 from server.networks.models import Network, NetworkKataGoFile
 
@@ -45,7 +45,7 @@ def katago_file(network: Network) -> NetworkKataGoFile:
             stored = files.put("katago", blob, SUFFIX, sha256=sha256)
             row, created = NetworkKataGoFile.objects.get_or_create(
                 network=network,
-                defaults=dict(version=EXPORT_VERSION, file=stored, sha256=sha256, size_bytes=len(blob)),
+                defaults=dict(version=export_version(header.config), file=stored, sha256=sha256, size_bytes=len(blob)),
             )
     except BaseException:
         files.discard(lambda s: NetworkKataGoFile.objects.filter(file=s).exists())

@@ -1,6 +1,7 @@
 """Export to KataGo's model format: round trips through our importer, and, when ``SENTE_KATAGO``
 names a KataGo binary, KataGo's own raw outputs of the exported files against ours."""
 
+import dataclasses
 import gzip
 import os
 import subprocess
@@ -10,8 +11,15 @@ from pathlib import Path
 import pytest
 import torch
 
-from common.nn.config import MIN_MISC_VALUES, ModelConfig, named_config
-from common.nn.katago_export import KataGoExportError, katago_model_bytes, write_katago_model
+from common.nn.config import ModelConfig, named_config
+from common.nn.katago_export import (
+    KataGoExportError,
+    export_version,
+    exported_misc_values,
+    exported_policy_channels,
+    katago_model_bytes,
+    write_katago_model,
+)
 from common.nn.katago_import import KataGoModelError, read_katago_model
 from common.nn.model import Model
 from common.nn.modelfile import save_model
@@ -43,12 +51,38 @@ def test_export_is_reproducible_bytes(g170):
     assert gzip.decompress(first).startswith(f"{G170}\n8\n22\n19\ntrunk\n".encode())
 
 
-@pytest.mark.parametrize("size", ["tiny", "b6c96", "tinynbt", "b6c96nbt"])
+def test_each_network_is_exported_as_the_oldest_version_that_holds_its_heads():
+    tiny = named_config("tiny")
+    assert (
+        export_version(tiny) == 8
+        and exported_policy_channels(tiny) == [0]
+        and exported_misc_values(tiny) == [0, 1, 2, 3]
+    )
+    errors_only = dataclasses.replace(tiny, misc_values=14)
+    assert export_version(errors_only) == 10 and exported_misc_values(errors_only) == [0, 1, 2, 3, 8, 9]
+    heads = named_config("tinynbt")
+    assert export_version(heads) == 12 and exported_policy_channels(heads) == [0, 4]
+    text = gzip.decompress(katago_model_bytes(heads, random_model(1, heads).state_dict(), "net"))
+    assert text.startswith(b"net\n12\n22\n19\ntrunk\n") and b"trunk/actv\nACTIVATION_RELU\n" in text
+    assert b"norm_trunk_bn" not in text and text.count(b"policyhead") == 1  # the training-only heads stay out
+
+
+SIZES = ["tiny", "b6c96", "tinynbt", "b6c96nbt"]
+EXPORTED = {  # what each size's file carries: (our policy channels, our misc columns)
+    "tiny": ([0], [0, 1, 2, 3]),
+    "b6c96": ([0], [0, 1, 2, 3]),
+    "tinynbt": ([0, 4], [0, 1, 2, 3, 8, 9]),
+    "b6c96nbt": ([0, 4], [0, 1, 2, 3, 8, 9]),
+}
+
+
+@pytest.mark.parametrize("size", SIZES)
 def test_our_network_exported_and_read_back_gives_the_same_raw_outputs(size, tmp_path):
     model = random_model(3, named_config(size))
     path = tmp_path / f"{size}.bin.gz"
     write_katago_model(path, model.config, model.state_dict(), f"sente-{size}")
     imported = read_katago_model(path)
+    assert imported.version == export_version(model.config)
     assert imported.config.blocks == model.config.blocks
     assert imported.config.bottleneck_channels == model.config.bottleneck_channels
     back = Model(imported.config, initialize=False)
@@ -57,12 +91,15 @@ def test_our_network_exported_and_read_back_gives_the_same_raw_outputs(size, tmp
     spatial, global_inputs = random_inputs([(9, 9), (13, 13), (19, 19), (7, 11)], seed=5)
     with torch.no_grad():
         ours, theirs = model(spatial, global_inputs), back(spatial, global_inputs)
-    # What a version 8 file carries: the move policy, the value, the four misc values, ownership.
-    assert theirs.policy.shape[1] == 1
-    torch.testing.assert_close(theirs.policy[:, 0], ours.policy[:, 0], rtol=0, atol=1e-5)
+    # What the file carries: the policies KataGo reads, the value, the misc values it reads, ownership.
+    policy, misc = EXPORTED[size]
+    assert theirs.policy.shape[1] == max(policy) + 1 and theirs.misc.shape[1] >= max(misc) + 1
+    torch.testing.assert_close(theirs.policy[:, policy], ours.policy[:, policy], rtol=0, atol=1e-5)
     torch.testing.assert_close(theirs.value, ours.value, rtol=0, atol=1e-5)
-    torch.testing.assert_close(theirs.misc, ours.misc[:, :MIN_MISC_VALUES], rtol=0, atol=1e-5)
+    torch.testing.assert_close(theirs.misc[:, misc], ours.misc[:, misc], rtol=0, atol=1e-5)
     torch.testing.assert_close(theirs.ownership, ours.ownership, rtol=0, atol=1e-5)
+    others = [c for c in range(theirs.policy.shape[1]) if c not in policy]
+    assert torch.all(back.policy_head.conv_p2.weight[others] == 0)  # what the file lacks comes in as zero
     assert ours.policy[:, 0].std() > 0.05 and ours.ownership.std() > 0.02  # outputs that differ by position
 
 
@@ -75,6 +112,15 @@ def test_a_nested_block_holding_an_unknown_kind_is_refused_by_name(tmp_path):
         gzip.compress(text.replace(b"gpool_block\nrconv2/blockstack/0", b"dilated_block\nrconv2/blockstack/0"))
     )
     with pytest.raises(KataGoModelError, match=r"layer 'rconv2': inner block 0 is 'dilated_block'"):
+        read_katago_model(path)
+
+
+def test_an_activation_other_than_relu_is_refused_by_name(tmp_path):
+    model = random_model(2, named_config("tinynbt"))
+    text = gzip.decompress(katago_model_bytes(model.config, model.state_dict(), "net"))
+    path = tmp_path / "mish.bin.gz"
+    path.write_bytes(gzip.compress(text.replace(b"trunk/actv\nACTIVATION_RELU", b"trunk/actv\nACTIVATION_MISH")))
+    with pytest.raises(KataGoModelError, match=r"layer 'trunk/actv': activation 'ACTIVATION_MISH' is not supported"):
         read_katago_model(path)
 
 
@@ -194,7 +240,9 @@ def _number(word: str) -> bool:
     return True
 
 
-def compare_in_katago(ours: Path, exported: Path, work: Path) -> None:
+def compare_in_katago(ours: Path, exported: Path, work: Path, optimism: float = 0.0) -> None:
+    """KataGo's kata-raw-nn of ``exported`` against ours of ``ours``; KataGo mixes the optimistic
+    policy into the one it prints by ``optimism`` (its GTP's default is 0.2 at the root)."""
     cfg = work / "gtp.cfg"
     keys = {
         "logDir": work,
@@ -202,6 +250,8 @@ def compare_in_katago(ours: Path, exported: Path, work: Path) -> None:
         "logSearchInfo": "false",
         "rules": "tromp-taylor",
         "numSearchThreads": 1,
+        "policyOptimism": optimism,
+        "rootPolicyOptimism": optimism,
     }
     cfg.write_text("".join(f"{key} = {value}\n" for key, value in keys.items()))
     katago = Gtp([KATAGO, "gtp", "-model", str(exported), "-config", str(cfg)], work)
@@ -216,7 +266,10 @@ def compare_in_katago(ours: Path, exported: Path, work: Path) -> None:
                 for move in moves:
                     engine.ask(f"play {move}")
             theirs, mine = raw_nn(katago.ask("kata-raw-nn 0")), raw_nn(sente.ask("kata-raw-nn 0"))
-            for key, tol in (("whiteWin", 0.003), ("whiteLead", 0.1), ("policyPass", 0.002)):
+            checked = [("whiteWin", 0.003), ("whiteLead", 0.1), ("policyPass", 0.002)]
+            if mine["shorttermWinlossError"][0] >= 0:  # a network with the short-term heads
+                checked += [("shorttermWinlossError", 0.003), ("shorttermScoreError", 0.05)]
+            for key, tol in checked:
                 assert mine[key][0] == pytest.approx(theirs[key][0], abs=tol), (moves, key)
             for key, tol in (("policy", 0.002), ("whiteOwnership", 0.01)):
                 pairs = [(a, b) for a, b in zip(mine[key], theirs[key], strict=True) if a == a]
@@ -238,7 +291,7 @@ def test_katago_plays_our_exported_g170_as_the_original(shared, g170, tmp_path):
 
 
 @needs_katago
-@pytest.mark.parametrize("size", ["tiny", "b6c96", "tinynbt", "b6c96nbt"])
+@pytest.mark.parametrize("size", SIZES)
 def test_katago_reads_our_exported_networks_as_we_do(size, tmp_path):
     ours = tmp_path / f"{size}.safetensors"
     model = random_model(11, named_config(size))
@@ -246,3 +299,12 @@ def test_katago_reads_our_exported_networks_as_we_do(size, tmp_path):
     exported = tmp_path / f"{size}.bin.gz"
     assert run_client("export-katago", str(ours), str(exported)).returncode == 0
     compare_in_katago(ours, exported, tmp_path)
+    if model.config.has_optimistic_policy:
+        # KataGo with its optimism at 1 prints the optimistic policy: ours is the same network with
+        # that channel as its move policy.
+        with torch.no_grad():
+            for layer in (model.policy_head.conv_p2, model.policy_head.linear_pass):
+                layer.weight[0] = layer.weight[4]
+        optimistic = tmp_path / f"{size}-optimistic.safetensors"
+        save_model(model, optimistic, f"sente-{size}")
+        compare_in_katago(optimistic, exported, tmp_path, optimism=1.0)

@@ -95,8 +95,8 @@ def test_g170_forward_pass_runs(g170_model):
         out = g170_model(spatial, torch.zeros(2, 19))
     assert out.policy.shape == (2, 1, POLICY_LEN)
     assert out.misc.shape == (2, 4)
-    for key in vars(out):
-        assert torch.isfinite(getattr(out, key)).all(), key
+    for key, value in out.tensors().items():
+        assert torch.isfinite(value).all(), key
 
 
 # -- against KataGo's own outputs -------------------------------------------------------------
@@ -257,10 +257,12 @@ def test_truncated_weights_are_refused_naming_the_layer(g170_bytes, tmp_path):
         read_katago_model(path)
 
 
-def test_other_versions_are_refused(g170_bytes, tmp_path):
-    data = g170_bytes.replace(f"{G170}\n8\n".encode(), f"{G170}\n11\n".encode(), 1)
-    path = write_gz(tmp_path / "v11.bin.gz", data)
-    with pytest.raises(KataGoModelError, match=r"v11\.bin\.gz: header: model version 11 is not supported"):
+@pytest.mark.parametrize("version", [7, 9, 13])
+def test_other_versions_are_refused_naming_those_read(g170_bytes, tmp_path, version):
+    data = g170_bytes.replace(f"{G170}\n8\n".encode(), f"{G170}\n{version}\n".encode(), 1)
+    path = write_gz(tmp_path / f"v{version}.bin.gz", data)
+    message = rf"v{version}\.bin\.gz: header: model version {version} is not supported; versions 8, 10, 11, 12"
+    with pytest.raises(KataGoModelError, match=message):
         read_katago_model(path)
 
 
