@@ -43,7 +43,7 @@ from common.go.rules import Rules
 from common.nn.features import NN_AREA, NN_LEN, NUM_GLOBAL, NUM_SPATIAL, Encoder, new_batch
 from common.nn.interpret import interpret, no_result_possible
 from common.nn.model import Model
-from common.nn.outputs import POLICY_LEN, ModelOutput, pad_to_grid
+from common.nn.outputs import POLICY_LEN, pad_to_grid
 
 CANARY_VERSION = 1
 
@@ -275,13 +275,7 @@ def evaluate(model: Model, device: torch.device | str = "cpu", dtype: torch.dtyp
                     raw = model(x, g, with_score_belief=False)
             else:
                 raw = model(x, g, with_score_belief=False)
-            raw = ModelOutput(
-                *(
-                    t.float()
-                    for t in (raw.policy, raw.value, raw.misc, raw.ownership, raw.score_belief, raw.score_belief_gamma)
-                )
-            )
-            out = pad_to_grid(raw, h, w)
+            out = pad_to_grid(raw.map(lambda t: t.float()), h, w)
             ev = interpret(
                 out,
                 torch.from_numpy(legal[rows]).to(device) > 0,
