@@ -135,8 +135,9 @@ def test_mobile_blocks_are_inverted_residuals_with_squeeze_and_excitation():
 
 def test_networks_without_nested_blocks_keep_their_config_json():
     """Files of the paper's networks read as before in programs that predate nested bottlenecks."""
-    assert "bottleneck_channels" not in named_config("b6c96").to_dict()
+    assert not {"bottleneck_channels", "norm"} & set(named_config("b6c96").to_dict())
     assert named_config("b6c96nbt").to_dict()["bottleneck_channels"] == 48
+    assert named_config("b6c96nbt").to_dict()["norm"] == "fixscale"
 
 
 def test_b6c96_matches_the_g170_net_layout():
