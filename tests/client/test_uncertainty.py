@@ -10,6 +10,7 @@ import math
 import numpy as np
 import pytest
 
+from client.evaluator import Evaluator
 from client.search import tree as tr
 from client.search.engine import BatchedSearch, SearchResult
 from client.search.targets import play_values, pruned_visits, utility_lcb
@@ -19,11 +20,13 @@ from common.nn.config import (
     SHORTTERM_MISC_VALUES,
     SHORTTERM_SCORE_ERROR_MULTIPLIER,
     SHORTTERM_VALUE_ERROR_MULTIPLIER,
+    named_config,
 )
 from common.nn.interpret import R_LEN, R_SHORTTERM_SCORE_ERROR, R_SHORTTERM_WL_ERROR, interpret_values
 from common.settings import SearchSettings
 from tests.client.results import root_result
 from tests.client.trees import VaryingEvaluator, check_tree, mid_game
+from tests.common.nn.nets import random_model
 
 WEIGHTED = SearchSettings(root_noise=False, uncertainty_weighted=True)
 
@@ -237,3 +240,30 @@ def test_a_network_without_the_optimistic_head_is_asked_as_before():
     search, _ = _search(evaluator, settings, game, visits=30)
     assert evaluator.optimistic_calls == 0
     assert search.trees.params[0]["optimism"] == 0.0 and search.trees.params[0]["root_optimism"] == 0.0
+
+
+def test_a_methods_page_network_drives_both_methods_through_the_real_evaluator():
+    """The nested bottleneck sizes have the heads: the search weighs by their errors and asks for
+    the optimistic policy, and the tree's invariants hold."""
+    evaluator = Evaluator(random_model(4, named_config("tinynbt")), device="cpu", cache_size=0)
+    assert evaluator.optimistic_policy
+    asked: list[bool] = []
+    forward_raw = evaluator.forward_raw
+
+    def counting(spatial, glob, width, optimistic=False):
+        asked.append(optimistic)
+        return forward_raw(spatial, glob, width, optimistic)
+
+    evaluator.forward_raw = counting  # type: ignore[method-assign]
+    game = mid_game(9, 10, 6)
+    settings = dataclasses.replace(WEIGHTED, policy_optimism=1.0, root_policy_optimism=0.2)
+    search, r = _search(evaluator, settings, game, visits=60)
+    assert asked and all(asked)  # every evaluation reads the optimistic policy too
+    check_tree(search, 0)
+    t = search.trees
+    assert t.params[0]["optimism"] == 1.0 and t.params[0]["root_optimism"] == 0.2
+    nodes = int(t.status[0]["nodes"])
+    weights = t.weight[0, :nodes][t.state[0, :nodes] == tr.EXPANDED]
+    assert weights.min() > 0 and weights.std() > 0  # the playouts weigh by the network's errors
+    _, plain = _search(evaluator, SearchSettings(root_noise=False), game, visits=60)
+    assert not np.array_equal(r.weights, plain.weights)
