@@ -5,7 +5,10 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+import threading
 from pathlib import Path
+
+from common.interrupt import stop_on_signals
 
 
 class _UsageError(Exception):
@@ -173,22 +176,25 @@ def _selfplay(args) -> int:
         raise _UsageError(str(e)) from None
     evaluator = _load_evaluator(args.model, args.device, args.seed, compile=args.compile)
     name = "random" if args.model == "random" else Path(args.model).name
-    summary = run_selfplay(
-        evaluator,
-        settings,
-        games=args.games,
-        parallel=args.parallel,
-        out_dir=args.out,
-        seed=args.seed or 0,
-        leaves_per_game=args.leaves,
-        cache_entries=args.cache,
-        player_name=f"sente:{name}",
-        progress=not args.quiet,
-        groups=args.groups,
-    )
+    stop = threading.Event()
+    with stop_on_signals(stop, _stopping("the games in play are dropped")):
+        summary = run_selfplay(
+            evaluator,
+            settings,
+            games=args.games,
+            parallel=args.parallel,
+            out_dir=args.out,
+            seed=args.seed or 0,
+            leaves_per_game=args.leaves,
+            cache_entries=args.cache,
+            player_name=f"sente:{name}",
+            progress=not args.quiet,
+            groups=args.groups,
+            stop=stop,
+        )
     for line in summary.lines():
         print(line)
-    return 0
+    return _stopped(stop, f"{summary.games} of {args.games} games finished; their files are in {args.out}")
 
 
 def _match(args) -> int:
@@ -208,19 +214,38 @@ def _match(args) -> int:
     names = (first, second)
     if names[0] == names[1]:
         names = (names[0] + " (1)", names[1] + " (2)")
-    summary = run_match(
-        evaluators,
-        names,
-        settings,
-        games=args.games,
-        parallel=args.parallel,
-        out_dir=args.out,
-        seed=args.seed or 0,
-        leaves_per_game=args.leaves,
-    )
+    stop = threading.Event()
+    with stop_on_signals(stop, _stopping("the games in play are dropped")):
+        summary = run_match(
+            evaluators,
+            names,
+            settings,
+            games=args.games,
+            parallel=args.parallel,
+            out_dir=args.out,
+            seed=args.seed or 0,
+            leaves_per_game=args.leaves,
+            stop=stop,
+        )
     for line in summary.lines():
         print(line)
-    return 0
+    return _stopped(stop, f"{summary.games} of {args.games} games finished; their SGF files are in {args.out}")
+
+
+INTERRUPTED = 130  # the shell's status for a command ended by Ctrl-C
+
+
+def _stopping(what: str):
+    """What a first Ctrl-C prints: the command stops at a clean point."""
+    return lambda: print(f"stopping: {what} (Ctrl-C again to stop at once)", file=sys.stderr, flush=True)
+
+
+def _stopped(stop: threading.Event, done: str) -> int:
+    """The exit status, and what was done when a signal stopped the command early."""
+    if not stop.is_set():
+        return 0
+    print(f"stopped early: {done}")
+    return INTERRUPTED
 
 
 def _contribute(args) -> int:
@@ -503,6 +528,9 @@ def main(argv: list[str] | None = None) -> int:
     except _UsageError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # a second Ctrl-C, or one before a command's work began
+        print("interrupted", file=sys.stderr)
+        return INTERRUPTED
 
 
 if __name__ == "__main__":

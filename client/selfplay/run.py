@@ -257,9 +257,10 @@ def run_selfplay(
     progress: bool = True,
     time_limit: float | None = None,
     groups: int | None = None,
+    stop: Stop | None = None,
 ) -> SelfPlaySummary:
     """Play `games` self-play games, `parallel` at a time, into out_dir. With a time limit (seconds),
-    games still unfinished then are dropped (nothing is written for them).
+    or once `stop` is set, games still unfinished are dropped (nothing is written for them).
 
     Group k of the :class:`SelfPlayDriver` plays the games numbered k, k + groups, ..., each with
     a generator seeded by the run's seed and the game's number, so a seeded run reproduces its
@@ -319,7 +320,7 @@ def run_selfplay(
 
     start = time.perf_counter()
     try:
-        summary = driver.run(next_game, finished, time_limit=time_limit, on_tick=tick)
+        summary = driver.run(next_game, finished, stop=stop, time_limit=time_limit, on_tick=tick)
     finally:
         bar.close()
     summary.files = files

@@ -17,6 +17,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connection
 
+from common.interrupt import on_signals
 from common.settings import RunSettings, SettingsError
 from server.platform.demo import OWNER, VOLUNTEER, ensure_demo
 from server.platform.processes import Supervisor, database_url
@@ -93,9 +94,9 @@ class Command(BaseCommand):
         supervisor = Supervisor(data / "logs", env)
         stop = {"requests": 0}
 
-        def on_signal(signum, frame):
-            stop["requests"] += 1
-            if stop["requests"] == 1:
+        def on_signal(count: int) -> None:
+            stop["requests"] = count
+            if count == 1:
                 with contextlib.suppress(OSError):  # the terminal may be gone (SIGHUP)
                     self.stdout.write(
                         "stopping: the client finishes its games and delivers them, the trainer "
@@ -103,7 +104,8 @@ class Command(BaseCommand):
                     )
 
         # A closed terminal (SIGHUP) stops it as Ctrl-C does.
-        previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+        handlers = contextlib.ExitStack()
+        handlers.enter_context(on_signals(on_signal, (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)))
         python = sys.executable
         device = ["--device", options["device"]] if options["device"] else []
         try:
@@ -188,8 +190,7 @@ class Command(BaseCommand):
                 time.sleep(0.5)
         finally:
             supervisor.stop_all(STOP_TIMEOUTS, hurry=lambda: stop["requests"] > 1)
-            for s, handler in previous.items():
-                signal.signal(s, handler)
+            handlers.close()
         self.stdout.write(f"stopped; {run_status(run)}")
         self.stdout.write("start it again to continue the run")
 

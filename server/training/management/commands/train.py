@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import signal
 import threading
 from pathlib import Path
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
+from common.interrupt import stop_on_signals
 from common.nn.training import CheckpointError, Distributed
 from server.runs.models import Run
 from server.training.worker import TrainerError, TrainerOptions, TrainingWorker
@@ -61,22 +61,10 @@ class Command(BaseCommand):
             if options[key] <= 0:
                 raise CommandError(f"--{key.replace('_', '-')}: {options[key]} must be a positive number")
         stop = threading.Event()
-
-        def on_signal(signum, frame):
-            if stop.is_set():
-                raise KeyboardInterrupt
-            stop.set()
-            self.stderr.write("stopping after the step at hand (again to stop at once)")
-
-        # Called in-process (call_command), the command leaves the caller's handlers as they were.
-        previous = {}
-        if threading.current_thread() is threading.main_thread():
-            previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
-        try:
+        with stop_on_signals(
+            stop, lambda: self.stderr.write("stopping after the step at hand (again to stop at once)")
+        ):
             self._train(run, options, stop)
-        finally:
-            for s, handler in previous.items():
-                signal.signal(s, handler)
 
     def _train(self, run: Run, options: dict, stop: threading.Event) -> None:
         trainer_options = TrainerOptions(
