@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import logging
 import sys
 import threading
@@ -176,25 +177,18 @@ def _selfplay(args) -> int:
         raise _UsageError(str(e)) from None
     evaluator = _load_evaluator(args.model, args.device, args.seed, compile=args.compile)
     name = "random" if args.model == "random" else Path(args.model).name
-    stop = threading.Event()
-    with stop_on_signals(stop, _stopping("the games in play are dropped")):
-        summary = run_selfplay(
+    return _play_until_stopped(
+        args,
+        functools.partial(
+            run_selfplay,
             evaluator,
             settings,
-            games=args.games,
-            parallel=args.parallel,
-            out_dir=args.out,
-            seed=args.seed or 0,
-            leaves_per_game=args.leaves,
             cache_entries=args.cache,
             player_name=f"sente:{name}",
             progress=not args.quiet,
             groups=args.groups,
-            stop=stop,
-        )
-    for line in summary.lines():
-        print(line)
-    return _stopped(stop, f"{summary.games} of {args.games} games finished; their files are in {args.out}")
+        ),
+    )
 
 
 def _match(args) -> int:
@@ -214,12 +208,23 @@ def _match(args) -> int:
     names = (first, second)
     if names[0] == names[1]:
         names = (names[0] + " (1)", names[1] + " (2)")
+    return _play_until_stopped(args, functools.partial(run_match, evaluators, names, settings))
+
+
+INTERRUPTED = 130  # the shell's status for a command ended by Ctrl-C
+
+
+def _play_until_stopped(args, play) -> int:
+    """``play(...)`` (self-play or a match) with the options they share; the first Ctrl-C or SIGTERM
+    stops it at its next step (the games in play dropped), a second at once. Prints the summary;
+    the exit status is 130 when a signal stopped it."""
     stop = threading.Event()
-    with stop_on_signals(stop, _stopping("the games in play are dropped")):
-        summary = run_match(
-            evaluators,
-            names,
-            settings,
+
+    def stopping() -> None:
+        print("stopping: the games in play are dropped (Ctrl-C again to stop at once)", file=sys.stderr, flush=True)
+
+    with stop_on_signals(stop, stopping):
+        summary = play(
             games=args.games,
             parallel=args.parallel,
             out_dir=args.out,
@@ -229,22 +234,9 @@ def _match(args) -> int:
         )
     for line in summary.lines():
         print(line)
-    return _stopped(stop, f"{summary.games} of {args.games} games finished; their SGF files are in {args.out}")
-
-
-INTERRUPTED = 130  # the shell's status for a command ended by Ctrl-C
-
-
-def _stopping(what: str):
-    """What a first Ctrl-C prints: the command stops at a clean point."""
-    return lambda: print(f"stopping: {what} (Ctrl-C again to stop at once)", file=sys.stderr, flush=True)
-
-
-def _stopped(stop: threading.Event, done: str) -> int:
-    """The exit status, and what was done when a signal stopped the command early."""
     if not stop.is_set():
         return 0
-    print(f"stopped early: {done}")
+    print(f"stopped early: {summary.games} of {args.games} games finished; their files are in {args.out}")
     return INTERRUPTED
 
 
