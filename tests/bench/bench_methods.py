@@ -26,7 +26,8 @@ About 200 games per method and visits give an interval of +-50 Elo; that takes h
 ``--sweep`` measures instead Cazenave's claim that GPUCT's best constant stays the same as the
 visits grow where PUCT's drifts upward (his Tables 1 and 2): at each visits level, PUCT (exponent
 0.5) and GPUCT (0.737) with their constants times 0.5, 0.7, 1, 1.4 and 2 each play the default
-search (PUCT, c = 1.1; PUCT times 1 is that search itself, 0 without a match); printed per rule
+search (PUCT, c = 1.1; PUCT times 1 is that search itself, 0 without a match, and GPUCT times 1
+is the ``gpuct`` method's match, kept under its key); printed per rule
 and visits: each constant's Elo and the best one. The JSON holds ``sweep`` (rule -> visits ->
 multiplier -> Elo) and ``best_multiplier`` (rule -> visits).
 
@@ -167,6 +168,8 @@ def sweep(
     """Each rule's constants against the default search at each visits level (see the docstring)."""
     table: dict[str, dict[str, dict[str, float | None]]] = {}
     best: dict[str, dict[str, float]] = {}
+    # A point whose settings are a method's (GPUCT times 1) is that method's match: the same games.
+    methods = {settings: name for name, (settings, _) in METHODS.items()}
     for rule, (exponent, c) in RULES.items():
         if rules is not None and rule not in rules:
             continue
@@ -178,8 +181,9 @@ def sweep(
                 if settings == OFF:  # the default search itself: 0 by definition, not a match
                     elo, half = 0.0, 0.0
                 else:
+                    key = methods.get(settings, f"sweep_{rule}_x{m:g}")
                     elo, half = results.match(
-                        f"sweep_{rule}_x{m:g}_{visits}",
+                        f"{key}_{visits}",
                         lambda s=settings, v=visits: elo_gain(evaluator, s, v, games, parallel, seed),
                     )
                 row[f"{m:g}"] = round(elo, 1) if math.isfinite(elo) else None
