@@ -611,12 +611,11 @@ class _Contributor:
         hang); the main loop acts on them within half a second."""
         if threading.current_thread() is not threading.main_thread():
             return
-        for sig, what in (
-            (signal.SIGINT, "interrupt"),
-            (signal.SIGTERM, "interrupt"),
-            (signal.SIGUSR1, "pause"),
-            (signal.SIGUSR2, "resume"),
-        ):
+        wanted = [(signal.SIGINT, "interrupt"), (signal.SIGTERM, "interrupt")]
+        for name, what in (("SIGUSR1", "pause"), ("SIGUSR2", "resume")):  # POSIX only; stdin works everywhere
+            if hasattr(signal, name):
+                wanted.append((getattr(signal, name), what))
+        for sig, what in wanted:
             signal.signal(sig, lambda *_, what=what: self._signalled.append(what))
 
     def _apply_signals(self) -> None:

@@ -21,7 +21,6 @@ per name at a time, across the processes sharing the directory too.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import logging
 import os
@@ -33,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import requests
+from filelock import FileLock
 
 from client.contribute.server import ServerError
 from common.files import fsync_dir
@@ -233,16 +233,10 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-@contextlib.contextmanager
-def _file_lock(path: Path):
-    """Hold an exclusive lock on path (created if needed) against other processes: the workers of one
-    client share the cache."""
-    with open(path, "a+b") as f:
-        fcntl.flock(f.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+def _file_lock(path: Path) -> FileLock:
+    """An exclusive lock on path (created if needed) against other processes, on every platform:
+    the workers of one client share the cache."""
+    return FileLock(path)
 
 
 def _touch(path: Path) -> None:
