@@ -1,12 +1,16 @@
 """The contributing client's settings: a per-user JSON file, environment variables and flags, each
 overriding the one before.
 
-The file (``$XDG_CONFIG_HOME/sente/client.json``, by default ``~/.config/sente/client.json``, or
-``--config FILE``) keeps what setup learned: the server, the username, the client token (never the
-password) and a stable id of this installation; it is written atomically and readable by its owner
+The file (``client.json`` in the platform's folder for a user's settings: on Linux
+``$XDG_CONFIG_HOME/sente/``, by default ``~/.config/sente/``; on macOS ``~/Library/Application
+Support/sente/``; on Windows ``%LOCALAPPDATA%\\sente\\``; or ``--config FILE``) keeps what setup
+learned: the server, the username, the client token (never the password) and a stable id of this
+installation; it is written atomically and readable by its owner
 only (0600). The environment variables are ``SENTE_SERVER``, ``SENTE_USERNAME``, ``SENTE_TOKEN``,
 ``SENTE_DEVICE``, ``SENTE_PARALLEL`` and ``SENTE_DATA_DIR``. The data directory (the outbox and the
-network cache) defaults to ``$XDG_DATA_HOME/sente`` (``~/.local/share/sente``).
+network cache) defaults to the platform's folder for a user's data: ``$XDG_DATA_HOME/sente``
+(``~/.local/share/sente``) on Linux, the same as the settings on macOS and Windows. The folders are
+platformdirs' names for them.
 
 A bad value names where it came from (the file and key, the variable, or the flag) and what is wrong.
 """
@@ -21,7 +25,11 @@ from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
+import platformdirs
+
 from common.files import atomic_write
+
+APP = "sente"  # the folders' name
 
 ENV = {
     "server": "SENTE_SERVER",
@@ -63,13 +71,11 @@ class ClientConfig:
 
 
 def default_config_path() -> Path:
-    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(base) / "sente" / "client.json"
+    return platformdirs.user_config_path(APP, appauthor=False) / "client.json"
 
 
 def default_data_dir() -> Path:
-    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(base) / "sente"
+    return platformdirs.user_data_path(APP, appauthor=False)
 
 
 def read_file(path: Path) -> ClientConfig:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import stat
+import sys
 
 import pytest
 
@@ -65,3 +66,14 @@ def test_devices_and_data_directory(tmp_path):
         tmp_path / "none.json", environ={"SENTE_DATA_DIR": str(tmp_path / "data")}, flags={"device": "cuda:0,cuda:1"}
     )
     assert config.device == "cuda:0,cuda:1" and config.data_path() == tmp_path / "data"
+
+
+def test_the_default_folders_are_the_platforms(monkeypatch, tmp_path):
+    from client.contribute import config
+
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "cfg"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    if sys.platform.startswith("linux"):  # the XDG folders; macOS and Windows have their own
+        assert config.default_config_path() == tmp_path / "cfg" / "sente" / "client.json"
+        assert config.default_data_dir() == tmp_path / "data" / "sente"
+    assert config.default_config_path().parent.name == "sente" and config.default_data_dir().name == "sente"
