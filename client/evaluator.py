@@ -31,7 +31,7 @@ from common.go.game import Game
 from common.go.geometry import BLACK, WHITE
 from common.nn import canary
 from common.nn.config import OPTIMISTIC_POLICY_CHANNEL, POLICY_CHANNEL
-from common.nn.device import resolve_device
+from common.nn.device import GPU_TYPES, resolve_device
 from common.nn.features import (
     NN_AREA,
     NN_LEN,
@@ -134,7 +134,7 @@ class Evaluator:
         self.autocast_dtype: torch.dtype | None = None
         if precision not in ("auto", "fp32", "fp16", "bf16"):
             raise ValueError(f"precision {precision!r}: expected auto, fp32, fp16 or bf16")
-        if precision in ("fp16", "bf16") or (precision == "auto" and self.device.type == "cuda"):
+        if precision in ("fp16", "bf16") or (precision == "auto" and self.device.type in GPU_TYPES):
             self._choose_precision(precision)
 
     @classmethod

@@ -86,7 +86,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--config", type=Path, help="settings file (default: ~/.config/sente/client.json)")
     parser.add_argument(
         "--device",
-        help="cpu, cuda:0, or several such as cuda:0,cuda:1 (one worker each; default: every GPU, else the CPU)",
+        help="cpu, cuda:0, mps (a Mac's GPU), or several such as cuda:0,cuda:1 (one worker each; default: every "
+        "GPU, else the CPU)",
     )
     parser.add_argument(
         "--parallel",
@@ -344,6 +345,8 @@ class _Contributor:
     def _devices(self) -> list[str]:
         import torch
 
+        from common.nn.device import mps_available
+
         count = torch.cuda.device_count() if torch.cuda.is_available() else 0
         if self.config.device:
             devices = self.config.device.split(",")
@@ -354,8 +357,10 @@ class _Contributor:
                     raise Stop(
                         EXIT_USAGE, f"--device {self.config.device}: there is no {d} on this machine (GPUs: {there})"
                     )
+            if "mps" in devices and not mps_available():
+                raise Stop(EXIT_USAGE, f"--device {self.config.device}: this machine has no Apple GPU torch can use")
         else:
-            devices = [f"cuda:{i}" for i in range(count)] or ["cpu"]
+            devices = [f"cuda:{i}" for i in range(count)] or (["mps"] if mps_available() else ["cpu"])
         if "cpu" in devices:
             log.warning(
                 "playing on the CPU: it works, but a GPU plays tens of times more games; --device cuda:0 picks one"

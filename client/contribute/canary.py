@@ -31,6 +31,7 @@ from pathlib import Path
 
 from client.contribute.tasks import CANARY, Fatal
 from common.nn import canary
+from common.nn.device import GPU_TYPES
 
 log = logging.getLogger(__name__)
 
@@ -155,7 +156,7 @@ def failure_message(name: str, device: str, tried: str, source: str, result: can
     advice = (
         "Update the GPU driver (and torch), check the GPU is not overheating or overclocked, or play on "
         "another device: --device cpu is slower but sure"
-        if device.startswith("cuda")
+        if device.startswith(GPU_TYPES)
         else "Reinstall the client's packages (torch in particular) or try another computer"
     )
     return (

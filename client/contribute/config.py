@@ -51,7 +51,7 @@ class ClientConfig:
     username: str | None = None
     token: str | None = None
     instance_id: str | None = None
-    device: str | None = None  # "cpu", "cuda:0", "cuda:0,cuda:1"; None: the GPUs there are, else the CPU
+    device: str | None = None  # "cpu", "cuda:0", "cuda:0,cuda:1", "mps"; None: the GPUs there are, else the CPU
     parallel: int | None = None  # games per worker
     data_dir: str | None = None
 
@@ -138,6 +138,10 @@ def _checked(key: str, value: Any, where: str) -> Any:
         raise ConfigError(f"{where}: {value!r} is not an http:// or https:// address")
     if key == "device":
         for part in value.split(","):
-            if part != "cpu" and not (part.startswith("cuda") and part[4:] in ("", *(f":{i}" for i in range(64)))):
-                raise ConfigError(f"{where}: {part!r} is not a device (cpu, cuda, cuda:N; several separated by commas)")
+            if part not in ("cpu", "mps") and not (
+                part.startswith("cuda") and part[4:] in ("", *(f":{i}" for i in range(64)))
+            ):
+                raise ConfigError(
+                    f"{where}: {part!r} is not a device (cpu, cuda, cuda:N, mps; several separated by commas)"
+                )
     return value

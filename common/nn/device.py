@@ -1,4 +1,5 @@
-"""Where the network runs: CUDA when a GPU is available, otherwise the CPU."""
+"""Where the network runs: a CUDA GPU when there is one, else an Apple GPU (torch's ``mps``), else
+the CPU."""
 
 from __future__ import annotations
 
@@ -8,22 +9,35 @@ import torch
 
 logger = logging.getLogger(__name__)
 
+GPU_TYPES = ("cuda", "mps")  # devices whose reduced precision is checked against fp32 before use
+
+
+def mps_available() -> bool:
+    """Whether torch can run on this Mac's GPU (Metal Performance Shaders)."""
+    mps = getattr(torch.backends, "mps", None)
+    return mps is not None and bool(mps.is_available())
+
 
 def default_device() -> torch.device:
-    """``cuda`` (the current CUDA device) when torch sees a GPU, else ``cpu``."""
+    """``cuda`` (the current CUDA device) when torch sees a CUDA GPU, else ``mps`` on a Mac with
+    Apple's GPU, else ``cpu``."""
     if torch.cuda.is_available():
         return torch.device("cuda")
+    if mps_available():
+        return torch.device("mps")
     return torch.device("cpu")
 
 
 def resolve_device(device: torch.device | str | None) -> torch.device:
     """``device`` as a torch.device; None means :func:`default_device`.
 
-    Asking for CUDA on a machine without it is an error naming the request, not a silent fallback.
+    Asking for a GPU the machine does not have is an error naming the request, not a silent fallback.
     """
     if device is None:
         return default_device()
     dev = torch.device(device)
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise RuntimeError(f"device {str(device)!r} requested but CUDA is not available on this machine")
+    if dev.type == "mps" and not mps_available():
+        raise RuntimeError(f"device {str(device)!r} requested but this machine has no Apple GPU torch can use (mps)")
     return dev

@@ -66,6 +66,7 @@ def test_devices_and_data_directory(tmp_path):
         tmp_path / "none.json", environ={"SENTE_DATA_DIR": str(tmp_path / "data")}, flags={"device": "cuda:0,cuda:1"}
     )
     assert config.device == "cuda:0,cuda:1" and config.data_path() == tmp_path / "data"
+    assert load(tmp_path / "none.json", environ={}, flags={"device": "mps"}).device == "mps"  # a Mac's GPU
 
 
 def test_the_default_folders_are_the_platforms(monkeypatch, tmp_path):

@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from common.nn.device import default_device, resolve_device
+from common.nn.device import default_device, mps_available, resolve_device
 from common.nn.interpret import PostProcessParams, interpret, no_result_possible
 from common.nn.model import (
     KATAGO_V8_POLICY_CHANNELS,
@@ -405,14 +405,23 @@ def test_fresh_model_is_finite_and_deterministic_per_seed(arch):
 # -- device ---------------------------------------------------------------------------------
 
 
-def test_default_device_is_cuda_only_when_available():
-    expected = "cuda" if torch.cuda.is_available() else "cpu"
+def test_default_device_is_a_gpu_only_when_there_is_one():
+    expected = "cuda" if torch.cuda.is_available() else "mps" if mps_available() else "cpu"
     assert default_device().type == expected
     assert resolve_device(None).type == expected
     assert resolve_device("cpu") == torch.device("cpu")
     if not torch.cuda.is_available():
         with pytest.raises(RuntimeError, match="CUDA is not available"):
             resolve_device("cuda")
+    if not mps_available():
+        with pytest.raises(RuntimeError, match="'mps' requested but this machine has no Apple GPU"):
+            resolve_device("mps")
+
+
+def test_a_mac_without_cuda_plays_on_its_apple_gpu(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: True)
+    assert default_device() == torch.device("mps") and resolve_device("mps") == torch.device("mps")
 
 
 # -- interpretation -------------------------------------------------------------------------
