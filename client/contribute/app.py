@@ -617,9 +617,13 @@ class _Contributor:
         if threading.current_thread() is not threading.main_thread():
             return
         wanted = [(signal.SIGINT, "interrupt"), (signal.SIGTERM, "interrupt")]
-        for name, what in (("SIGUSR1", "pause"), ("SIGUSR2", "resume")):  # POSIX only; stdin works everywhere
-            if hasattr(signal, name):
-                wanted.append((getattr(signal, name), what))
+        # Where they exist: the terminal closed (unless started under nohup), Ctrl-Break on Windows,
+        # and pause and resume (typing them works everywhere).
+        optional = (("SIGHUP", "interrupt"), ("SIGBREAK", "interrupt"), ("SIGUSR1", "pause"), ("SIGUSR2", "resume"))
+        for name, what in optional:
+            sig = getattr(signal, name, None)
+            if sig is not None and signal.getsignal(sig) is not signal.SIG_IGN:
+                wanted.append((sig, what))
         for sig, what in wanted:
             signal.signal(sig, lambda *_, what=what: self._signalled.append(what))
 

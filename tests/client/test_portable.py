@@ -62,3 +62,26 @@ def test_the_check_finds_what_it_looks_for():
         "x.py:7: signal.SIGUSR1 does not exist on Windows",
         "x.py:9: os.killpg does not exist on Windows",
     ]
+
+
+def test_the_volunteers_client_stops_when_its_terminal_closes_but_not_under_nohup():
+    import os
+    import signal
+    from types import SimpleNamespace
+
+    from client.contribute.app import _Contributor
+
+    names = ("SIGINT", "SIGTERM", "SIGHUP", "SIGUSR1", "SIGUSR2")
+    before = {name: signal.getsignal(getattr(signal, name)) for name in names}
+    try:
+        client = SimpleNamespace(_signalled=[])
+        _Contributor._signals(client)  # type: ignore[arg-type]
+        os.kill(os.getpid(), signal.SIGHUP)
+        os.kill(os.getpid(), signal.SIGUSR1)
+        assert client._signalled == ["interrupt", "pause"]
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)  # as nohup leaves it
+        _Contributor._signals(client)  # type: ignore[arg-type]
+        assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
+    finally:
+        for name, handler in before.items():
+            signal.signal(getattr(signal, name), handler)
