@@ -83,7 +83,11 @@ def add_arguments(parser) -> None:
     parser.add_argument(
         "--password-stdin", action="store_true", help="read the password from the first line of stdin instead of asking"
     )
-    parser.add_argument("--config", type=Path, help="settings file (default: ~/.config/sente/client.json)")
+    parser.add_argument(
+        "--config",
+        type=Path,
+        help="settings file (default: client.json in your settings folder, on Linux ~/.config/sente/)",
+    )
     parser.add_argument(
         "--device",
         help="cpu, cuda:0, mps (a Mac's GPU), or several such as cuda:0,cuda:1 (one worker each; default: every "
