@@ -74,6 +74,7 @@ def test_the_volunteers_client_stops_when_its_terminal_closes_but_not_under_nohu
     names = ("SIGINT", "SIGTERM", "SIGHUP", "SIGUSR1", "SIGUSR2")
     before = {name: signal.getsignal(getattr(signal, name)) for name in names}
     try:
+        signal.signal(signal.SIGHUP, signal.SIG_DFL)  # as a terminal leaves it (this test may run under nohup)
         client = SimpleNamespace(_signalled=[])
         _Contributor._signals(client)  # type: ignore[arg-type]
         os.kill(os.getpid(), signal.SIGHUP)
