@@ -8,12 +8,16 @@ BIN := $(VENV)/bin
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
-$(VENV)/.installed-run: requirements.txt | $(BIN)/python
+# The pinned dependencies, then this checkout as an editable package: the `sente` and `sente-katago`
+# commands in .venv/bin run the code here.
+$(VENV)/.installed-run: requirements.txt pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements.txt
+	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps --editable .
 	touch $@
 
-$(VENV)/.installed-dev: requirements.txt requirements-dev.txt | $(BIN)/python
+$(VENV)/.installed-dev: requirements.txt requirements-dev.txt pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps --editable .
 	touch $@ $(VENV)/.installed-run
 
 ## run: install, then start the whole platform on this machine (server, worker, trainer, a client); Ctrl-C stops it

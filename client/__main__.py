@@ -1,4 +1,4 @@
-"""The volunteer's program: ``python -m client <command>``."""
+"""The volunteer's program: ``sente <command>`` once installed, ``python -m client <command>`` in a checkout."""
 
 from __future__ import annotations
 
@@ -338,7 +338,9 @@ def _add_play_options(parser: argparse.ArgumentParser, files: str, parallel: int
 def build_parser() -> argparse.ArgumentParser:
     from client.build import describe
 
-    parser = argparse.ArgumentParser(prog="python -m client", description=__doc__)
+    # The installed command (`sente`, `sente.exe` on Windows) or the module in a checkout.
+    prog = "sente" if Path(sys.argv[0]).stem == "sente" else "python -m client"
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__)
     parser.add_argument(
         "--version",
         action="version",
@@ -410,7 +412,7 @@ def build_parser() -> argparse.ArgumentParser:
     kg = sub.add_parser(
         "katago",
         help="KataGo's command line: katago analysis -model FILE -config FILE ... "
-        "(bin/sente-katago runs this; for KaTrain)",
+        "(the sente-katago command runs this; for KaTrain)",
     )
     kg.add_argument("katago_args", nargs=argparse.REMAINDER, help="KataGo's arguments, e.g. analysis -model FILE")
     kg.set_defaults(func=lambda args: _katago(args.katago_args))
@@ -523,6 +525,11 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:  # a second Ctrl-C, or one before a command's work began
         print("interrupted", file=sys.stderr)
         return INTERRUPTED
+
+
+def katago_main() -> int:
+    """The ``sente-katago`` command: ``sente katago ARGS`` under KataGo's name."""
+    return main(["katago", *sys.argv[1:]])
 
 
 if __name__ == "__main__":

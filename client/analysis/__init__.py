@@ -3,7 +3,7 @@
 ``query`` reads and checks the queries (one JSON object per line on stdin), ``engine`` searches and
 answers them (one JSON object per line on stdout), and ``katago`` reads KataGo's command line and
 config files, so that programs which start ``katago analysis -model ... -config ...`` can start us
-instead (``bin/sente-katago``).
+instead (the ``sente-katago`` command).
 """
 
 from client.analysis.engine import AnalysisEngine, run_analysis

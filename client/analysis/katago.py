@@ -1,4 +1,4 @@
-"""KataGo's command line, so that programs which run KataGo can run us (``bin/sente-katago``).
+"""KataGo's command line, so that programs which run KataGo can run us (the ``sente-katago`` command).
 
 KaTrain starts ``KATAGO analysis -model MODEL -config CFG -analysis-threads N``; other tools add
 ``-override-config k=v,...`` or ``-quit-without-waiting``. :func:`parse_katago_command` reads such a

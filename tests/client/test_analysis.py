@@ -1,4 +1,4 @@
-"""KataGo's analysis engine protocol (``python -m client analysis``, ``bin/sente-katago``): queries in,
+"""KataGo's analysis engine protocol (``python -m client analysis``, ``sente-katago``): queries in,
 one JSON answer per analyzed turn out, errors and warnings naming the query's field, the actions,
 and KaTrain's way of starting KataGo."""
 
@@ -471,7 +471,7 @@ def test_katrain_starts_bin_sente_katago_as_it_starts_katago(network, tmp_path):
     )
     # katrain/core/engine.py: f'"{exe}" analysis -model "{model}" -config "{cfg}" -analysis-threads {threads}'
     cmd = [
-        str(ROOT / "bin" / "sente-katago"),
+        str(Path(sys.executable).parent / "sente-katago"),
         "analysis",
         "-model",
         str(network),
@@ -516,7 +516,7 @@ def test_katrain_starts_bin_sente_katago_as_it_starts_katago(network, tmp_path):
     assert {"action": "terminate", "terminateId": "QUERY:9", "id": "QUERY:3"} in answers
 
     version = subprocess.run(
-        [str(ROOT / "bin" / "sente-katago"), "version"], capture_output=True, text=True, timeout=120
+        [str(Path(sys.executable).parent / "sente-katago"), "version"], capture_output=True, text=True, timeout=120
     )
     assert version.returncode == 0 and "Sente" in version.stdout
 

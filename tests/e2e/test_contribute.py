@@ -37,7 +37,10 @@ NETWORK = "test-net1"
 class Contributor:
     """A ``client contribute`` process with its own settings file and data folder."""
 
-    def __init__(self, home: Path, server_url: str | None = None, login: bool = False, *extra: str) -> None:
+    def __init__(
+        self, home: Path, server_url: str | None = None, login: bool = False, *extra: str, program: Path | None = None
+    ) -> None:
+        """``program``: an installed ``sente`` command to run instead of this checkout's client."""
         self.home = home
         home.mkdir(parents=True, exist_ok=True)
         self.config = home / "client.json"
@@ -45,9 +48,7 @@ class Contributor:
         self.out = home / "stdout.txt"
         self.err = home / "stderr.txt"
         args = [
-            sys.executable,
-            "-m",
-            "client",
+            *([str(program)] if program else [sys.executable, "-m", "client"]),
             "contribute",
             "--config",
             str(self.config),
@@ -67,8 +68,12 @@ class Contributor:
             args += ["--username", "alice", "--password-stdin"]
         env = {k: v for k, v in os.environ.items() if not k.startswith("SENTE_")}
         env["PYTHONPATH"] = str(ROOT)
+        if program is not None:  # the installed package alone, as a volunteer has it
+            del env["PYTHONPATH"]
         out, err = open(self.out, "ab"), open(self.err, "ab")  # noqa: SIM115 (the child keeps them)
-        self.process = subprocess.Popen(args, cwd=ROOT, env=env, stdin=subprocess.PIPE, stdout=out, stderr=err)
+        self.process = subprocess.Popen(
+            args, cwd=home if program else ROOT, env=env, stdin=subprocess.PIPE, stdout=out, stderr=err
+        )
         if login:
             self.say(PASSWORD)
 

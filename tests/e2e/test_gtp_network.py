@@ -88,16 +88,17 @@ def _releases_page() -> str:
 
 
 def test_the_releases_page_command_plays_with_the_network(shared, tmp_path):
-    """The command line the website's releases page gives Go players, run as given (the venv's
-    python, the downloaded file in place of FILE.safetensors): an engine that answers and plays
-    with the network's search (tests/client/test_gtp_cli.py checks its visits)."""
+    """The command line the website's releases page gives Go players, run as given (the installed
+    ``sente`` command, here the checkout's in .venv/bin, and the downloaded file in place of
+    FILE.safetensors): an engine that answers and plays with the network's search
+    (tests/client/test_gtp_cli.py checks its visits)."""
     from client.__main__ import GTP_VISITS
 
     page = _releases_page()
     command = html.unescape(re.search(r'<code id="gtp-command">([^<]+)</code>', page).group(1)).strip()
     arguments = html.unescape(re.search(r'<code id="gtp-arguments">([^<]+)</code>', page).group(1)).strip()
     argv = shlex.split(command)
-    assert argv[0] == ".venv/bin/python" and argv[1:] == shlex.split(arguments)  # Sabaki's fields
+    assert argv[0] == "sente" and argv[1:] == shlex.split(arguments)  # Sabaki's fields
     assert f"searches {GTP_VISITS} visits per move" in " ".join(page.split())
     assert "FILE.safetensors" in argv
     net = tmp_path / "net.safetensors"
@@ -108,7 +109,8 @@ def test_the_releases_page_command_plays_with_the_network(shared, tmp_path):
         capture_output=True,
         timeout=300,
     )
-    cmd = [sys.executable if a == ".venv/bin/python" else str(net) if a == "FILE.safetensors" else a for a in argv]
+    sente = Path(sys.executable).parent / "sente"
+    cmd = [str(sente) if a == "sente" else str(net) if a == "FILE.safetensors" else a for a in argv]
     with GtpProcess(cmd, "sente") as engine:
         assert engine.send("name") == "Sente"
         assert engine.send("known_command kata-analyze") == "true"  # the search player, not the random one
@@ -122,6 +124,6 @@ def test_the_releases_page_command_plays_with_the_network(shared, tmp_path):
 def test_the_releases_page_says_which_guis_work():
     text = " ".join(re.sub(r"<[^>]+>", " ", _releases_page()).split())
     # KaTrain's KataGo executable (tests/client/test_analysis.py starts it as KaTrain does)
-    assert "bin/sente-katago (with its full path) as the KataGo executable path" in text
-    assert os.access(ROOT / "bin" / "sente-katago", os.X_OK)
+    assert "sente-katago (with its full path) as the KataGo executable path" in text
+    assert os.access(Path(sys.executable).parent / "sente-katago", os.X_OK)
     assert "Sabaki" in text and "Lizzie's analysis uses the engine's kata-analyze" in text

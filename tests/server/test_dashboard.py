@@ -955,9 +955,9 @@ def test_releases_page(web, run, django_assert_num_queries):
     networks[3].save()
     assert f'href="/api/v1/networks/{networks[3].name}/katago"' not in _html(web.get("/releases/"))
     assert "Elo 500 ± 29" in text and "4.0 MB" in text
-    # the engine's command (tests/e2e/test_gtp_network.py runs it); KaTrain runs bin/sente-katago
-    assert ".venv/bin/python -m client gtp --model FILE.safetensors The engine searches 400 visits" in text
-    assert "Sabaki" in text and "Lizzie" in text and "bin/sente-katago (with its full path) as the KataGo" in text
+    # the engine's command (tests/e2e/test_gtp_network.py runs it); KaTrain runs sente-katago
+    assert "sente gtp --model FILE.safetensors The engine searches 400 visits" in text
+    assert "Sabaki" in text and "Lizzie" in text and "sente-katago (with its full path) as the KataGo" in text
     assert networks[2].name not in listed
 
 
@@ -1007,16 +1007,16 @@ def test_data_page_lists_the_daily_archives(web, run, django_assert_num_queries)
 
 def test_getting_started_fills_in_the_server_and_the_user(web, alice, django_assert_num_queries, settings):
     anonymous = _text(_queries(django_assert_num_queries, web, "/start/", 0))
-    assert "client contribute --server http://testserver/ --username YOUR_NAME" in anonymous
+    assert "sente contribute --server http://testserver/ --username YOUR_NAME" in anonymous
     web.force_login(alice[0])
     mine = _text(_queries(django_assert_num_queries, web, "/start/", 2))  # the session, the user
-    assert "client contribute --server http://testserver/ --username alice" in mine
+    assert "sente contribute --server http://testserver/ --username alice" in mine
     # where to get the source: the repository the server's settings name, else no made-up address
     assert "<" not in re.search(r'<code id="install-command">(.*?)</code>', _html(web.get("/start/")), re.S).group(1)
-    assert "git clone" not in mine and "this server does not name one" in mine
+    assert "git+" not in mine and "this server does not name one" in mine
     settings.SENTE_SOURCE_URL = "https://git.example.org/sente.git"
     install = re.search(r'<code id="install-command">(.*?)</code>', _html(web.get("/start/")), re.S).group(1)
-    assert install.startswith("git clone https://git.example.org/sente.git sente &amp;&amp; cd sente")
+    assert htmllib.unescape(install) == 'pipx install "git+https://git.example.org/sente.git"'
 
 
 # --- client tokens ----------------------------------------------------------------------------------
