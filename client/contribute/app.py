@@ -23,6 +23,7 @@ see :mod:`client.contribute.canary`; the games it played since its last passing 
 
 from __future__ import annotations
 
+import datetime
 import getpass
 import logging
 import logging.handlers
@@ -47,7 +48,7 @@ from client.contribute.outbox import DEFAULT_BACKOFF_CAP, FATAL, Outbox, Outcome
 from client.contribute.retry import patiently
 from client.contribute.server import AuthError, ServerClient, ServerError
 from client.contribute.status import Display, Status
-from client.contribute.supervision import STOP_SECONDS, RestartBudget, StopDeadline
+from client.contribute.supervision import STOP_SECONDS, Pauses, RestartBudget, StopDeadline
 from client.contribute.tasks import AUTH, CANARY, NETWORK, PROTOCOL, UPGRADE
 from client.contribute.worker import Control, WorkerSpec, worker_main
 from common.protocol import CLIENT_VERSION, parse_version
@@ -64,6 +65,16 @@ EXIT_OF_KIND = {
 }
 DEFAULT_PARALLEL_GPU = 64
 DEFAULT_PARALLEL_CPU = 16
+
+
+def default_parallel(device: str, gpu_share: float | None) -> int:
+    """Games at once on a device when --parallel is not given: the default, times the share of the
+    GPU (--gpu-share) on a GPU."""
+    if device == "cpu":
+        return DEFAULT_PARALLEL_CPU
+    return max(1, round(DEFAULT_PARALLEL_GPU * (gpu_share or 1.0)))
+
+
 PRUNE_SECONDS = 86400.0
 FINAL_PATIENCE = 30.0  # the longest Retry-After the last delivery waits out before leaving the games for later
 
@@ -100,6 +111,32 @@ def add_arguments(parser) -> None:
     parser.add_argument(
         "--data-dir", help="where the outbox, the networks and the log live (default: ~/.local/share/sente)"
     )
+    parser.add_argument("--games", help="stop after this many games, self-play and rating together (default: never)")
+    parser.add_argument(
+        "--only", choices=client_config.ONLY, help="play only self-play games or only rating games (default: both)"
+    )
+    parser.add_argument(
+        "--proxy", help="an HTTP(S) proxy for every request, e.g. http://proxy:3128 (default: HTTPS_PROXY, if set)"
+    )
+    parser.add_argument(
+        "--mirror",
+        help="download networks from here first, e.g. https://mirror.example.org/sente/{name}.safetensors "
+        "({name} or {sha256} stands for the network; the server's copy if the mirror fails)",
+    )
+    parser.add_argument("--sgf-dir", help="keep a copy of every finished game's SGF in this folder")
+    parser.add_argument(
+        "--watch-file",
+        help="rewrite this file after each move of one self-play game in play: the board as text, or the SGF "
+        "if the name ends in .sgf",
+    )
+    parser.add_argument(
+        "--hours",
+        help="play only at these hours of the day, local time, e.g. 22-7 or 9:30-17:00,20-23 (paused outside)",
+    )
+    parser.add_argument(
+        "--gpu-share",
+        help="the share of each GPU to use, 0.5 for half: that share of the default games at once (default 1)",
+    )
     parser.add_argument(
         "--retry-seconds",
         type=float,
@@ -120,13 +157,7 @@ class _Contributor:
     def __init__(self, args) -> None:
         self.args = args
         self.config_path = args.config or client_config.default_config_path()
-        flags = {
-            "server": args.server,
-            "username": args.username,
-            "device": args.device,
-            "parallel": args.parallel,
-            "data_dir": args.data_dir,
-        }
+        flags = {key: getattr(args, key) for key in client_config.ENV if key != "token"}
         try:
             self.stored = client_config.read_file(self.config_path)
             self.config = client_config.load(self.config_path, flags=flags)
@@ -142,7 +173,9 @@ class _Contributor:
         self.server_url = self.config.server  # logging in keeps it: every later config has this server
         self.data_dir = self.config.data_path()
         self.ctx = multiprocessing.get_context("spawn")
-        self.control = Control(self.ctx)
+        self.control = Control(self.ctx, games=self.config.games)
+        self.pauses = Pauses(self.control.paused, self.control.done, self.config.hours)
+        self._check_folders()
         self.messages = self.ctx.Queue()
         self.log_queue = self.ctx.Queue()
         self.status: Status  # made by _contribute before anything reads it
@@ -151,6 +184,22 @@ class _Contributor:
         self._signalled: list[str] = []  # what signal handlers noted, for the main loop
         self._wake = threading.Event()
         self._password_read = False
+
+    def _check_folders(self) -> None:
+        """The folder of the SGF copies and that of the watch file exist (made if need be) and take
+        files, before any game is played."""
+        folders = [("--sgf-dir", self.config.sgf_dir and Path(self.config.sgf_dir))]
+        folders.append(("--watch-file", self.config.watch_file and Path(self.config.watch_file).parent))
+        for flag, folder in folders:
+            if not folder:
+                continue
+            try:
+                folder.mkdir(parents=True, exist_ok=True)
+                probe = folder / f".sente-probe-{os.getpid()}"
+                probe.write_bytes(b"")
+                probe.unlink()
+            except OSError as e:
+                raise Stop(EXIT_USAGE, f"{flag}: the folder {folder} cannot take files: {e}") from None
 
     # --- setup ------------------------------------------------------------------------------------
     def run(self) -> int:
@@ -214,7 +263,7 @@ class _Contributor:
         if not username:
             raise Stop(EXIT_USAGE, f"no client token for {cfg.server}: give --username NAME to log in once")
         password = self._password(username, self.server_url)
-        server = ServerClient(self.server_url, instance_id=cfg.instance_id or "sente-client")
+        server = ServerClient(self.server_url, instance_id=cfg.instance_id or "sente-client", proxy=cfg.proxy)
         try:
             login = patiently(lambda: server.login(username, password, f"client on {socket.gethostname()}"[:100]))
         except AuthError as e:
@@ -328,7 +377,7 @@ class _Contributor:
         """A client of the server with the kept token (none: the server refuses it)."""
         instance_id = self.config.instance_id
         assert instance_id is not None, "_check_server has given the installation its id"
-        return ServerClient(self.server_url, self.config.token, instance_id=instance_id)
+        return ServerClient(self.server_url, self.config.token, instance_id=instance_id, proxy=self.config.proxy)
 
     def _check_run(self, server: ServerClient) -> None:
         """Ends the command when the server's run does not take this client; a server without a run
@@ -389,6 +438,7 @@ class _Contributor:
         sender.start()  # the outbox left by earlier runs goes out first, while the workers start
         self._signals()
         self._commands()
+        self._keep_hours()  # outside the hours to play, the workers start paused
         self.workers = {s.index: self._start(s) for s in specs}
         self.ended: set[int] = set()
         deadline = StopDeadline()
@@ -410,6 +460,7 @@ class _Contributor:
         cfg = self.config
         token, instance_id = cfg.token, cfg.instance_id
         assert token is not None and instance_id is not None, "the server has taken both (_check_server)"
+        kinds = (cfg.only,) if cfg.only else client_config.ONLY
         return [
             WorkerSpec(
                 index=i,
@@ -417,9 +468,14 @@ class _Contributor:
                 server=self.server_url,
                 token=token,
                 instance_id=instance_id,
-                parallel=cfg.parallel or (DEFAULT_PARALLEL_CPU if d == "cpu" else DEFAULT_PARALLEL_GPU),
+                parallel=cfg.parallel or default_parallel(d, cfg.gpu_share),
                 data_dir=str(self.data_dir),
                 retry_start=self.args.retry_seconds,
+                kinds=kinds,
+                proxy=cfg.proxy,
+                mirror=cfg.mirror,
+                sgf_dir=cfg.sgf_dir,
+                watch_file=cfg.watch_file if i == 0 else None,  # one game to watch, of the first device
             )
             for i, d in enumerate(devices)
         ]
@@ -435,6 +491,7 @@ class _Contributor:
             self._wake.wait(0.5)
             self._wake.clear()
             self._apply_signals()
+            self._keep_hours()
             self._handle_messages()
             self._restart_crashed(specs, restarts)
             if self.control.stopping.is_set():
@@ -607,6 +664,8 @@ class _Contributor:
             f"{c.pending} waiting in {outbox.pending_dir} for the next start; log: {self.log_path}",
             flush=True,
         )
+        if self.control.budget_spent():
+            print(f"the {self.config.games} games asked for (--games) are played", flush=True)
         held = outbox.count_held()
         if held:
             print(f"{held} games wait in {outbox.held_dir} for a canary check at the next start", flush=True)
@@ -643,7 +702,7 @@ class _Contributor:
         self._interrupts += 1
         if self._interrupts == 1:
             self.control.finishing.set()
-            self.control.paused.clear()
+            self.pauses.apply()  # the games in play finish, paused or not
             log.warning(
                 "finishing the games in play, then sending them (press Ctrl-C again to stop at once; "
                 "finished games are kept either way)"
@@ -654,13 +713,11 @@ class _Contributor:
         self._wake.set()
 
     def pause(self, on: bool) -> None:
-        if on and not self.control.paused.is_set():
-            self.control.paused.set()
-            log.warning("paused: the games wait (type resume, or send SIGUSR2)")
-        elif not on and self.control.paused.is_set():
-            self.control.paused.clear()
-            log.warning("resumed")
+        self.pauses.hand(on)
         self._wake.set()
+
+    def _keep_hours(self) -> None:
+        self.pauses.clock(datetime.datetime.now())
 
     def _commands(self) -> None:
         """pause / resume / stop typed on stdin (a line each)."""

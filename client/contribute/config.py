@@ -5,12 +5,12 @@ The file (``client.json`` in the platform's folder for a user's settings: on Lin
 ``$XDG_CONFIG_HOME/sente/``, by default ``~/.config/sente/``; on macOS ``~/Library/Application
 Support/sente/``; on Windows ``%LOCALAPPDATA%\\sente\\``; or ``--config FILE``) keeps what setup
 learned: the server, the username, the client token (never the password) and a stable id of this
-installation; it is written atomically and readable by its owner
-only (0600). The environment variables are ``SENTE_SERVER``, ``SENTE_USERNAME``, ``SENTE_TOKEN``,
-``SENTE_DEVICE``, ``SENTE_PARALLEL`` and ``SENTE_DATA_DIR``. The data directory (the outbox and the
-network cache) defaults to the platform's folder for a user's data: ``$XDG_DATA_HOME/sente``
-(``~/.local/share/sente``) on Linux, the same as the settings on macOS and Windows. The folders are
-platformdirs' names for them.
+installation, and any other setting of :class:`ClientConfig` the volunteer writes in it; it is
+written atomically and readable by its owner only (0600). Every setting but the installation's id
+has an environment variable, ``SENTE_`` and its name in capitals (:data:`ENV`). The data directory
+(the outbox and the network cache) defaults to the platform's folder for a user's data:
+``$XDG_DATA_HOME/sente`` (``~/.local/share/sente``) on Linux, the same as the settings on macOS and
+Windows. The folders are platformdirs' names for them.
 
 A bad value names where it came from (the file and key, the variable, or the flag) and what is wrong.
 """
@@ -38,7 +38,16 @@ ENV = {
     "device": "SENTE_DEVICE",
     "parallel": "SENTE_PARALLEL",
     "data_dir": "SENTE_DATA_DIR",
+    "games": "SENTE_GAMES",
+    "only": "SENTE_ONLY",
+    "proxy": "SENTE_PROXY",
+    "mirror": "SENTE_MIRROR",
+    "sgf_dir": "SENTE_SGF_DIR",
+    "watch_file": "SENTE_WATCH_FILE",
+    "hours": "SENTE_HOURS",
+    "gpu_share": "SENTE_GPU_SHARE",
 }
+ONLY = ("selfplay", "rating")
 
 
 class ConfigError(ValueError):
@@ -54,6 +63,14 @@ class ClientConfig:
     device: str | None = None  # "cpu", "cuda:0", "cuda:0,cuda:1", "mps"; None: the GPUs there are, else the CPU
     parallel: int | None = None  # games per worker
     data_dir: str | None = None
+    games: int | None = None  # stop after this many games (self-play and rating together)
+    only: str | None = None  # "selfplay" or "rating"; None: both
+    proxy: str | None = None  # an HTTP(S) proxy for every request to the server and the mirror
+    mirror: str | None = None  # where networks are downloaded first: a URL with {name} or {sha256}
+    sgf_dir: str | None = None  # a copy of every finished game's SGF goes here
+    watch_file: str | None = None  # rewritten after each move of one self-play game in play
+    hours: str | None = None  # when to play, local time: "22-7", "9:30-17:00,20-23"; None: always
+    gpu_share: float | None = None  # the share of the default games at once (0 < share <= 1)
 
     def merged(self, values: Mapping[str, object], source: str) -> ClientConfig:
         """These settings with the given ones (None values skipped) on top, each checked."""
@@ -121,7 +138,7 @@ def save(config: ClientConfig, path: Path | None = None) -> Path:
 
 
 def _checked(key: str, value: Any, where: str) -> Any:
-    if key == "parallel":
+    if key in ("parallel", "games"):
         if isinstance(value, bool):
             raise ConfigError(f"{where}: {value!r} is not a whole number of games")
         try:
@@ -131,6 +148,14 @@ def _checked(key: str, value: Any, where: str) -> Any:
         if n < 1 or (isinstance(value, float) and value != n):
             raise ConfigError(f"{where}: {value!r} must be a whole number of games, at least 1")
         return n
+    if key == "gpu_share":
+        try:
+            share = float(value) if not isinstance(value, bool) else None
+        except (TypeError, ValueError):
+            share = None
+        if share is None or not 0 < share <= 1:
+            raise ConfigError(f"{where}: {value!r} is not a share of the GPU: a number above 0, at most 1 (0.5: half)")
+        return share
     if not isinstance(value, str) or not value.strip():
         raise ConfigError(f"{where}: {value!r} must be a non-empty text")
     value = value.strip()
@@ -144,4 +169,47 @@ def _checked(key: str, value: Any, where: str) -> Any:
                 raise ConfigError(
                     f"{where}: {part!r} is not a device (cpu, cuda, cuda:N, mps; several separated by commas)"
                 )
+    if key == "only" and value not in ONLY:
+        raise ConfigError(f"{where}: {value!r} is not one of {', '.join(ONLY)}")
+    if key in ("proxy", "mirror") and not value.startswith(("http://", "https://")):
+        raise ConfigError(f"{where}: {value!r} is not an http:// or https:// address")
+    if key == "mirror" and "{name}" not in value and "{sha256}" not in value:
+        raise ConfigError(f"{where}: {value!r} names no file: put {{name}} or {{sha256}} where the network goes")
+    if key == "hours":
+        try:
+            parse_hours(value)
+        except ValueError as e:
+            raise ConfigError(f"{where}: {value!r}: {e}") from None
     return value
+
+
+def parse_hours(text: str) -> list[tuple[int, int]]:
+    """The spans of "22-7", "9:30-17:00,20-23" as (start, end) minutes of the day; a span whose
+    end is before its start goes past midnight."""
+    spans = []
+    for part in text.split(","):
+        start, sep, end = part.strip().partition("-")
+        if not sep:
+            raise ValueError(f"{part.strip()!r} is not a span such as 22-7 or 9:30-17:00")
+        spans.append((_minute(start), _minute(end)))
+    return spans
+
+
+def _minute(text: str) -> int:
+    hour, _, minute = text.strip().partition(":")
+    if not hour.isdigit() or (minute and not minute.isdigit()):
+        raise ValueError(f"{text.strip()!r} is not a time of day such as 7 or 9:30")
+    h, m = int(hour), int(minute or 0)
+    if not (0 <= h <= 24 and 0 <= m < 60) or (h == 24 and m):
+        raise ValueError(f"{text.strip()!r} is not a time of day (0:00 to 24:00)")
+    return h * 60 + m
+
+
+def within_hours(spans: list[tuple[int, int]], minute_of_day: int) -> bool:
+    """Is the minute of the day within one of the spans (its start in, its end out)?"""
+    for start, end in spans:
+        if start <= end and start <= minute_of_day < end:
+            return True
+        if start > end and (minute_of_day >= start or minute_of_day < end):
+            return True
+    return False

@@ -92,7 +92,10 @@ class NetworkCache:
         attempts: int = DEFAULT_ATTEMPTS,
         keep_days: float = DEFAULT_KEEP_DAYS,
         timeout: float = 60.0,
+        mirror: str | None = None,
     ) -> None:
+        """``mirror``: a URL with ``{name}`` or ``{sha256}`` where the network goes, tried once before
+        the server's own address (a file that is not right from it is fetched from the server)."""
         if attempts < 1:
             raise ValueError("attempts must be at least 1")
         self.directory = Path(directory)
@@ -101,6 +104,7 @@ class NetworkCache:
         self.attempts = attempts
         self.keep_days = keep_days
         self.timeout = timeout
+        self.mirror = mirror
         self._locks: dict[str, threading.Lock] = {}
         self._locks_guard = threading.Lock()
         self._checked: dict[str, str] = {}  # name -> the sha256 this object found its file to have
@@ -136,6 +140,11 @@ class NetworkCache:
                     return path
                 log.warning("network %s: the cached file no longer matches its sha256; fetching it again", ref.name)
                 path.unlink(missing_ok=True)
+            if self.mirror is not None and self._from_mirror(ref, ref.sha256):
+                os.replace(self._partial(ref.name), path)
+                fsync_dir(self.directory)
+                self._checked[ref.name] = ref.sha256
+                return path
             problems = []
             for _ in range(self.attempts):
                 problem = self._download(ref, ref.url, ref.sha256)
@@ -151,6 +160,22 @@ class NetworkCache:
                 f"network {ref.name} from {ref.url}: refused after {self.attempts} downloads: "
                 + "; ".join(dict.fromkeys(problems))
             )
+
+    def _from_mirror(self, ref: NetworkRef, sha256: str) -> bool:
+        """One download from the mirror; False (the partial file deleted) when it did not bring the
+        right file, whatever went wrong: the server's copy is the fallback."""
+        assert self.mirror is not None
+        url = self.mirror.replace("{name}", ref.name).replace("{sha256}", sha256)
+        try:
+            problem = self._download(ref, url, sha256)
+        except (requests.RequestException, ServerError, NetworkFileError) as e:
+            problem = str(e)
+        if problem is None:
+            log.info("network %s: downloaded from the mirror %s", ref.name, url)
+            return True
+        log.warning("network %s from the mirror %s: %s; fetching it from the server", ref.name, url, problem)
+        self._partial(ref.name).unlink(missing_ok=True)
+        return False
 
     def _matches(self, path: Path, ref: NetworkRef) -> bool:
         return path.stat().st_size == ref.size and _sha256(path) == ref.sha256

@@ -74,6 +74,22 @@ def error_message(response: requests.Response) -> tuple[str, str]:
         return "", text or response.reason or ""
 
 
+class ProxiedSession(requests.Session):
+    """A session whose every request goes through ``proxy`` (an http:// or https:// URL), ahead of
+    the HTTP_PROXY and HTTPS_PROXY of the environment, which requests would otherwise put first;
+    without one, the environment's proxies as requests uses them."""
+
+    def __init__(self, proxy: str | None = None) -> None:
+        super().__init__()
+        self.proxy = proxy
+
+    def merge_environment_settings(self, url, proxies, stream, verify, cert):
+        settings = super().merge_environment_settings(url, proxies, stream, verify, cert)
+        if self.proxy:
+            settings["proxies"] = {"http": self.proxy, "https": self.proxy}
+        return settings
+
+
 class ServerClient:
     """One server, one token (None until :meth:`login`)."""
 
@@ -84,13 +100,14 @@ class ServerClient:
         instance_id: str = "sente-client",
         session: requests.Session | None = None,
         timeout: float = 30.0,
+        proxy: str | None = None,
     ) -> None:
         if not base_url.startswith(("http://", "https://")):
             raise ValueError(f"server {base_url!r}: expected an http:// or https:// address")
         self.base_url = base_url.rstrip("/")
         self.token = token
         self.instance_id = instance_id
-        self.session = session or requests.Session()
+        self.session = session or ProxiedSession(proxy)
         self.session.headers["User-Agent"] = (
             f"sente-client/{CLIENT_VERSION} (build {BUILD}; Python {platform.python_version()})"
         )

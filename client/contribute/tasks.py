@@ -167,7 +167,10 @@ class TaskQueue:
         prefetch_seconds: float = PREFETCH_SECONDS,
         run_name: str | None = None,
         clock: Callable[[], float] = time.monotonic,
+        kinds: tuple[str, ...] = ("selfplay", "rating"),
     ) -> None:
+        """``kinds``: the kinds of task to ask for (the volunteer's choice)."""
+        self.kinds = kinds
         self.server = server
         self.cache = cache
         self.sizing = sizing
@@ -292,7 +295,11 @@ class TaskQueue:
         try:
             return self._send_releases(
                 ServerClient(
-                    self.server.base_url, self.server.token, instance_id=self.server.instance_id, timeout=timeout
+                    self.server.base_url,
+                    self.server.token,
+                    instance_id=self.server.instance_id,
+                    timeout=timeout,
+                    proxy=getattr(self.server.session, "proxy", None),
                 )
             )
         except (ServerError, requests.RequestException) as e:
@@ -328,9 +335,18 @@ class TaskQueue:
             self._cond.notify_all()
             log.info("%s: %d games not started of %d tasks are given up", why, games, tasks)
 
+    def _kinds_wanted(self) -> tuple[str, ...]:
+        """The kinds of task to ask for: the volunteer's, without rating while enough rating tasks
+        wait."""
+        if len(self._rating) >= MAX_RATING_BACKLOG:
+            return tuple(k for k in self.kinds if k != "rating")
+        return self.kinds
+
     def _need(self) -> bool:
         """Is another task wanted now? At once when the games in hand run out; while the reserve is
-        short, when the last request is old enough."""
+        short, when the last request is old enough. Never while no kind may be asked for."""
+        if not self._kinds_wanted():
+            return False
         in_hand = self._in_hand()
         if self.sizing.urgent(in_hand):
             return True
@@ -466,7 +482,7 @@ class TaskQueue:
         if task is None:
             self.state = "asking for a task"
             with self._cond:
-                kinds = ("selfplay",) if len(self._rating) >= MAX_RATING_BACKLOG else ("selfplay", "rating")
+                kinds = self._kinds_wanted()
                 games = self.sizing.task_games(self.rate.per_second(), self.most_games)
             self._last_request = self.clock()
             body = self.server.task(games=games, kinds=kinds)

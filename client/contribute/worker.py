@@ -39,9 +39,10 @@ import time
 import traceback
 import uuid
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 
@@ -52,6 +53,7 @@ from client.contribute.outbox import Outbox
 from client.contribute.server import ServerClient
 from client.contribute.sizing import Sizing
 from client.contribute.tasks import CANARY, PROTOCOL, Fatal, Task, TaskQueue
+from common.files import atomic_write
 
 if TYPE_CHECKING:  # imported where they are used: they bring in torch
     from client.evaluator import Evaluator
@@ -59,6 +61,7 @@ if TYPE_CHECKING:  # imported where they are used: they bring in torch
     from client.selfplay.run import SelfPlayDriver
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 STATUS_SECONDS = 1.0
 SHARED_POLL_SECONDS = 0.05  # how often a waiting driver looks at the supervisor's stop
@@ -78,6 +81,11 @@ class WorkerSpec:
     data_dir: str
     retry_start: float = 5.0
     seed: int | None = None
+    kinds: tuple[str, ...] = ("selfplay", "rating")  # the kinds of task it asks for
+    proxy: str | None = None
+    mirror: str | None = None  # where networks are fetched first (netcache.NetworkCache)
+    sgf_dir: str | None = None  # a copy of every finished game's SGF
+    watch_file: str | None = None  # one self-play game in play, rewritten after each of its moves
 
     @property
     def outbox_dir(self) -> Path:
@@ -89,12 +97,32 @@ class WorkerSpec:
 
 
 class Control:
-    """The supervisor's hold on its workers: three events shared with their processes."""
+    """The supervisor's hold on its workers: three events shared with their processes, and the
+    games left to start when the volunteer asked for a number of games (``--games``)."""
 
-    def __init__(self, context) -> None:
+    def __init__(self, context, games: int | None = None) -> None:
         self.finishing = context.Event()
         self.stopping = context.Event()
         self.paused = context.Event()
+        self.games_left = context.Value("q", -1 if games is None else games)  # -1: no limit
+
+    def start_game(self, take: Callable[[], T]) -> T | None:
+        """``take()`` a game to start, unless the games asked for have all started (None then). The
+        last one sets ``finishing``: the games in play end, and then the workers."""
+        with self.games_left.get_lock():
+            if self.games_left.value == 0:
+                return None
+            got = take()
+            if got is not None and self.games_left.value > 0:
+                self.games_left.value -= 1
+                if self.games_left.value == 0:
+                    log.info("the last of the games asked for has started; the workers end after it")
+                    self.finishing.set()
+            return got
+
+    def budget_spent(self) -> bool:
+        """Did the workers end because the games asked for were played?"""
+        return self.games_left.value == 0
 
     def done(self) -> bool:
         return self.finishing.is_set() or self.stopping.is_set()
@@ -144,10 +172,12 @@ class Worker:
         self.spec = spec
         self.control = control
         self.messages = messages
-        server = ServerClient(spec.server, spec.token, instance_id=f"{spec.instance_id}-{spec.index}")
-        self.cache = NetworkCache(spec.networks_dir, session=server.session)
+        server = ServerClient(spec.server, spec.token, instance_id=f"{spec.instance_id}-{spec.index}", proxy=spec.proxy)
+        self.cache = NetworkCache(spec.networks_dir, session=server.session, mirror=spec.mirror)
         self.outbox = Outbox(spec.outbox_dir, deliver=False)  # the supervisor delivers
-        self.queue = TaskQueue(server, self.cache, Sizing(spec.parallel), retry_start=spec.retry_start)
+        self.queue = TaskQueue(
+            server, self.cache, Sizing(spec.parallel), retry_start=spec.retry_start, kinds=spec.kinds
+        )
         self.canary = CanaryGuard(spec.device, server.network_canary)
         self._paths: dict[str, Path] = {}  # the loaded networks' files
         self.rng = np.random.default_rng(spec.seed)
@@ -342,6 +372,7 @@ class Worker:
             from client.contribute.metadata import rating_metadata
 
             game_id = f"{prefix}-r{game_name.rsplit('-', 1)[1]}"
+            self.keep_copy(game_id, sgf)
             meta = rating_metadata(sgf, game_id, task.settings_version)
             self.outbox.put(
                 "rating",
@@ -374,11 +405,21 @@ class Worker:
             name=f"rating-{prefix}",
             on_game=on_game,
             stop=_StopView(self.control.stopping, self.abort),
-            more=lambda: not self.control.done(),
+            more=lambda: not self.control.done() and self.control.start_game(lambda: True) is not None,
             paused=self.control.paused.is_set,
         )
         with self._lock:
             self.rating_playing = 0
+
+    def keep_copy(self, game_id: str, sgf: bytes) -> None:
+        """A copy of a finished game's SGF in the volunteer's folder (--sgf-dir), if any; a copy that
+        cannot be written is said in the log and the game goes on to the server."""
+        if self.spec.sgf_dir is None:
+            return
+        try:
+            atomic_write(Path(self.spec.sgf_dir) / f"{game_id}.sgf", sgf)
+        except OSError as e:
+            log.warning("the copy of game %s could not be written in %s: %s", game_id, self.spec.sgf_dir, e)
 
     # --- status -----------------------------------------------------------------------------------
     def _status_loop(self, done: threading.Event) -> None:
@@ -505,11 +546,17 @@ class _Session:
                 return None
             if not worker.room_for_selfplay():
                 return LATER
-            got = worker.queue.take_game(self.key)
-            if got is True:
-                return LATER
-            if got is False:
-                self.draining.set()
+            answers = []
+
+            def take():
+                answers.append(worker.queue.take_game(self.key))
+                return answers[0] if isinstance(answers[0], tuple) else None
+
+            got = control.start_game(take)
+            if got is None:
+                if answers == [True]:  # none in hand now
+                    return LATER
+                self.draining.set()  # none for this session any more, or the games asked for have started
                 return None
             task, number = got
             with worker._lock:
@@ -530,6 +577,7 @@ class _Session:
                 return None
             npz, rows = made
             sgf = game.sgf(network.name).encode()
+            worker.keep_copy(order.game_id, sgf)
             meta = training_metadata(sgf, npz, network.name, order.game_id, task.settings_version)
             worker.outbox.put(
                 "training",
@@ -545,14 +593,41 @@ class _Session:
                 worker.rows += rows
             return rows
 
+        watch = watcher(Path(worker.spec.watch_file), network.name) if worker.spec.watch_file else None
         try:
             self.driver.run(
-                next_game, finished, stop=_StopView(control.stopping, worker.abort), paused=control.paused.is_set
+                next_game,
+                finished,
+                stop=_StopView(control.stopping, worker.abort),
+                paused=control.paused.is_set,
+                watch=watch,
             )
         finally:
             self.draining.set()
             worker.session_ended(self)
         log.info("self-play with network %s, settings version %d: done", *self.key)
+
+
+def watcher(path: Path, network: str) -> Callable:
+    """What shows one game in play in ``path`` after each of its moves (--watch-file): its SGF when
+    the name ends in .sgf, else the board as text with the game's name and move number."""
+    from common.go.text import board_text
+
+    failed: list[OSError] = []
+
+    def watch(game) -> None:
+        if path.suffix.lower() == ".sgf":
+            text = game.sgf(network)
+        else:
+            text = f"game {game.game_id}, network {network}, move {game.game.num_moves}\n{board_text(game.game)}\n"
+        try:
+            atomic_write(path, text.encode())
+        except OSError as e:
+            if not failed:  # said once
+                log.warning("the watch file %s cannot be written: %s", path, e)
+            failed.append(e)
+
+    return watch
 
 
 def _rows(game, order):

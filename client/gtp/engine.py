@@ -22,11 +22,8 @@ from common import __version__
 from common.go.game import Game, IllegalMoveError
 from common.go.geometry import (
     BLACK,
-    GTP_COLUMNS,
     PASS,
     WHITE,
-    color_name,
-    loc_of,
     parse_color,
     parse_gtp_vertex,
     xy_of,
@@ -35,6 +32,7 @@ from common.go.handicap import fixed_handicap_locs, max_fixed_handicap
 from common.go.rules import Rules, RulesError, check_komi, default_komi
 from common.go.sgf import SGFError, read_sgf, write_sgf
 from common.go.status import final_status
+from common.go.text import board_text
 
 log = logging.getLogger(__name__)
 
@@ -591,25 +589,4 @@ class GtpEngine:
 
     # --- display ---------------------------------------------------------------------------------
     def cmd_showboard(self, args: list[str]) -> str:
-        game = self.game
-        cols = " ".join(GTP_COLUMNS[: self.x_size])
-        lines = ["", f"   {cols}"]
-        # GNU Go's layout: the capture counts beside two rows just below the middle.
-        mid = min(self.y_size // 2 + 1, self.y_size - 2) if self.y_size > 2 else 0
-        side = {
-            mid: f"WHITE (O) has captured {game.captures(WHITE)} stones",
-            mid + 1: f"BLACK (X) has captured {game.captures(BLACK)} stones",
-        }
-        for y in range(self.y_size):
-            row = self.y_size - y
-            text = " ".join(".XO"[game.color_at(loc_of(x, y))] for x in range(self.x_size))
-            line = f"{row:2d} {text} {row:d}"
-            if y in side:
-                line += "     " + side[y]
-            lines.append(line)
-        lines.append(f"   {cols}")
-        phase = f"; encore phase {game.encore_phase}" if game.encore_phase else ""
-        lines.append(
-            f"{color_name(game.to_move).capitalize()} to move; rules {self.rules.name()}, komi {game.komi:g}{phase}"
-        )
-        return "\n".join(lines)
+        return board_text(self.game)

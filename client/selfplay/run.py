@@ -162,10 +162,12 @@ class SelfPlayDriver:
         paused=None,
         time_limit: float | None = None,
         on_tick=None,
+        watch=None,
     ) -> SelfPlaySummary:
         """Play until the feed runs dry (every slot empty), `stop` is set, or `time_limit` seconds
         passed; games unfinished then are dropped. While ``paused()`` is true no step is taken.
-        ``on_tick()`` is called after each step of any group (from its thread)."""
+        ``on_tick()`` is called after each step of any group (from its thread); ``watch(game)``
+        after each move of the game in the first slot (the first group's thread)."""
         stop = stop if stop is not None else threading.Event()
         summary = self.summary
         t0 = time.perf_counter()
@@ -192,6 +194,7 @@ class SelfPlayDriver:
                 else:
                     summary.rows += rows
 
+        self.groups[0].watch = watch
         for g in self.groups:
             g.begin(next_game, finish)
         helpers: list[threading.Thread] = []
@@ -231,6 +234,7 @@ class SelfPlayDriver:
                 _short_switch_interval(False)
             for g in self.groups:
                 del g.next_game, g.finish  # the caller's closures: no cycle outlives the run
+            self.groups[0].watch = None
         if errors:
             raise errors[0]
         summary.seconds = time.perf_counter() - t0
@@ -394,6 +398,7 @@ class _Group:
         self.slots: list[tuple[SelfPlayGame, GameOrder] | None] = [None] * engine.games
         self.waiting: set[int] = set()  # empty slots whose feed said LATER
         self.forks: collections.deque[GameStart] = collections.deque()  # starts the group's games forked
+        self.watch: Callable[[SelfPlayGame], None] | None = None  # told of each move of slot 0's game
 
     def new_game(self, i: int) -> tuple[SelfPlayGame, GameOrder] | None:
         order = self.next_game(self.index)
@@ -444,7 +449,13 @@ class _Group:
             )
             if engine.is_searching(i):
                 return
-            _take_result(engine, i, game)  # a cheap search whose reused tree was big enough already
+            self._took(i, game)  # a cheap search whose reused tree was big enough already
+
+    def _took(self, i: int, game: SelfPlayGame) -> None:
+        """Play slot i's move from its search's result."""
+        _take_result(self.engine, i, game)
+        if i == 0 and self.watch is not None:
+            self.watch(game)
 
     def run(self, stop: Stop, paused, t0: float, time_limit: float | None, on_tick) -> None:
         engine = self.engine
@@ -464,7 +475,7 @@ class _Group:
             for i in engine.step():
                 entry = self.slots[int(i)]
                 if entry is not None:  # a slot searching holds a game
-                    _take_result(engine, int(i), entry[0])
+                    self._took(int(i), entry[0])
                 self.launch(int(i))
             if on_tick is not None:
                 on_tick()

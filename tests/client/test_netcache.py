@@ -265,3 +265,28 @@ def test_bad_references_are_refused_with_what_is_wrong():
     random = NetworkRef.from_task({"name": "run-random", "is_random": True, "url": None, "sha256": None, "bytes": 0})
     with pytest.raises(ValueError, match="random network"):
         NetworkCache(".").get(random)
+
+
+def test_a_mirror_is_tried_first_and_the_servers_copy_is_the_fallback(server, tmp_path):
+    mirror = FileServer()
+    try:
+        data = server.files["net-a"]
+        sha = hashlib.sha256(data).hexdigest()
+        mirror.files[sha] = data
+        template = f"http://127.0.0.1:{mirror.httpd.server_port}/n/{{sha256}}"
+        assert NetworkCache(tmp_path / "a", mirror=template).get(server.ref("net-a")).read_bytes() == data
+        assert [name for name, _ in mirror.requests] == [sha] and server.requests == []
+        # The mirror without the file, then with a damaged one: the server's copy, once each.
+        template = f"http://127.0.0.1:{mirror.httpd.server_port}/n/{{name}}"
+        cache = NetworkCache(tmp_path / "b", mirror=template)
+        assert cache.get(server.ref("net-b")).read_bytes() == server.files["net-b"]
+        mirror.files["net-a"] = data
+        mirror.corrupt.add("net-a")
+        assert cache.get(server.ref("net-a")).read_bytes() == data
+        assert [name for name, _ in server.requests] == ["net-b", "net-a"]
+        assert not list((tmp_path / "b").glob(".*.part"))
+        # A mirror that cannot be reached at all is no worse.
+        dead = "http://127.0.0.1:9/{name}"
+        assert NetworkCache(tmp_path / "c", mirror=dead).get(server.ref("net-b")).read_bytes() == server.files["net-b"]
+    finally:
+        mirror.close()

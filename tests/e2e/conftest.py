@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from server.platform.processes import database_url
+from tests.e2e.contributor import PASSWORD, Contributor
 from tests.server import helpers
 from tests.server.live import LiveServer
 
@@ -24,3 +25,19 @@ def server(request, tmp_path):
     )
     yield live
     live.stop()
+
+
+@pytest.fixture
+def volunteer():
+    from server.accounts.models import User
+
+    User.objects.create_user("alice", "alice@example.org", PASSWORD)
+    return "alice"
+
+
+@pytest.fixture
+def contributors():
+    started: list[Contributor] = []
+    yield started
+    for c in started:
+        c.kill()

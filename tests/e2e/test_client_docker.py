@@ -15,7 +15,7 @@ import uuid
 
 import pytest
 
-from tests.e2e.test_contribute import PASSWORD, _until, _upload_network
+from tests.e2e.contributor import PASSWORD, until, upload_network
 from tests.server import helpers
 from tests.server.live import ROOT
 
@@ -61,8 +61,7 @@ def docker() -> str:
 
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True, serialized_rollback=True)
-def test_the_image_contributes_a_game(docker, server, tmp_path):
-    from server.accounts.models import User
+def test_the_image_contributes_a_game(docker, server, volunteer, tmp_path):
     from server.games.models import TrainingGame
 
     tag = f"sente-client-test:{uuid.uuid4().hex[:8]}"
@@ -75,15 +74,14 @@ def test_the_image_contributes_a_game(docker, server, tmp_path):
         assert subprocess.run(
             [docker, "run", "--rm", tag, "--version"], capture_output=True, text=True
         ).stdout.startswith("Sente client ")
-        User.objects.create_user("alice", "alice@example.org", PASSWORD)
-        _upload_network(server.url, tmp_path, "test-net1", helpers.RANDOM_NET)
+        upload_network(server.url, tmp_path, "test-net1", helpers.RANDOM_NET)
         run = [docker, "run", "--name", name, "-i", "--network", "host", "-v", f"{volume}:/sente", tag]
         run += ["contribute", "--server", server.url, "--username", "alice", "--password-stdin", "--device", "cpu"]
         run += ["--parallel", "4"]
         process = subprocess.Popen(run, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         process.stdin.write((PASSWORD + "\n").encode())
         process.stdin.flush()
-        _until(lambda: TrainingGame.objects.count() >= 1 or process.poll() is not None, 900, "a game from the image")
+        until(lambda: TrainingGame.objects.count() >= 1 or process.poll() is not None, 900, "a game from the image")
         assert TrainingGame.objects.count() >= 1, process.stdout.read().decode()[-4000:]
         subprocess.run([docker, "kill", "--signal", "INT", name], capture_output=True)
         assert process.wait(timeout=300) == 0

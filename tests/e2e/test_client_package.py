@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from client.build import BUILD
-from tests.e2e.test_contribute import PASSWORD, Contributor, _until, _upload_network
+from tests.e2e.contributor import Contributor, until, upload_network
 from tests.server import helpers
 from tests.server.live import ROOT
 
@@ -77,8 +77,7 @@ def share_compiled_kernels(venv: Path) -> int:
     return copied
 
 
-def test_the_wheel_installs_the_client_alone_and_contributes(server, tmp_path):
-    from server.accounts.models import User
+def test_the_wheel_installs_the_client_alone_and_contributes(server, volunteer, tmp_path):
     from server.distribution.models import Task
     from server.games.models import TrainingGame
 
@@ -94,12 +93,11 @@ def test_the_wheel_installs_the_client_alone_and_contributes(server, tmp_path):
     assert _run(sente, "--version").startswith("Sente client ")
     assert "usage: sente contribute" in _run(sente, "contribute", "--help")
 
-    User.objects.create_user("alice", "alice@example.org", PASSWORD)
     share_compiled_kernels(sente.parents[1])
-    _upload_network(server.url, tmp_path, "test-net1", helpers.RANDOM_NET)
+    upload_network(server.url, tmp_path, "test-net1", helpers.RANDOM_NET)
     client = Contributor(tmp_path / "alice", server.url, True, program=sente)
     try:
-        _until(lambda: TrainingGame.objects.count() >= 1, 600, "a game from the installed client", client)
+        until(lambda: TrainingGame.objects.count() >= 1, 600, "a game from the installed client", client)
         assert client.stop() == 0, client.output()
     finally:
         client.kill()

@@ -6,15 +6,11 @@ revoked token ends it with a plain message."""
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
 import json
 import os
 import re
 import shlex
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -25,192 +21,10 @@ from django.utils import timezone
 from client.build import BUILD
 from common.data.validate import validate_rows
 from common.go.sgf import read_sgf
+from tests.e2e.contributor import NETWORK, PASSWORD, Contributor, rating_often, until, upload_network
 from tests.server import helpers
-from tests.server.live import ROOT
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
-
-PASSWORD = "correct horse battery"
-NETWORK = "test-net1"
-
-
-class Contributor:
-    """A ``client contribute`` process with its own settings file and data folder."""
-
-    def __init__(
-        self, home: Path, server_url: str | None = None, login: bool = False, *extra: str, program: Path | None = None
-    ) -> None:
-        """``program``: an installed ``sente`` command to run instead of this checkout's client."""
-        self.home = home
-        home.mkdir(parents=True, exist_ok=True)
-        self.config = home / "client.json"
-        self.data = home / "data"
-        self.out = home / "stdout.txt"
-        self.err = home / "stderr.txt"
-        args = [
-            *([str(program)] if program else [sys.executable, "-m", "client"]),
-            "contribute",
-            "--config",
-            str(self.config),
-            "--data-dir",
-            str(self.data),
-            "--device",
-            "cpu",
-            "--parallel",
-            "4",
-            "--retry-seconds",
-            "0.5",
-            *extra,
-        ]
-        if server_url:
-            args += ["--server", server_url]
-        if login:
-            args += ["--username", "alice", "--password-stdin"]
-        env = {k: v for k, v in os.environ.items() if not k.startswith("SENTE_")}
-        env["PYTHONPATH"] = str(ROOT)
-        if program is not None:  # the installed package alone, as a volunteer has it
-            del env["PYTHONPATH"]
-        out, err = open(self.out, "ab"), open(self.err, "ab")  # noqa: SIM115 (the child keeps them)
-        self.process = subprocess.Popen(
-            args, cwd=home if program else ROOT, env=env, stdin=subprocess.PIPE, stdout=out, stderr=err
-        )
-        if login:
-            self.say(PASSWORD)
-
-    def say(self, line: str) -> None:
-        self.process.stdin.write((line + "\n").encode())
-        self.process.stdin.flush()
-
-    def pending(self) -> int:
-        return len(self.pending_names())
-
-    def pending_names(self) -> set[str]:
-        pending = self.data / "outbox" / "pending"
-        return {p.name for p in pending.iterdir()} if pending.exists() else set()
-
-    def kept_names(self) -> set[str]:
-        """The finished games not delivered: pending, or held for the next canary check."""
-        return self.pending_names() | {p.name for p in (self.data / "outbox" / "held").glob("*")}
-
-    def wait(self, timeout: float = 120.0) -> int:
-        try:
-            return self.process.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-            raise AssertionError(f"the client did not end within {timeout} s:\n{self.output()}") from None
-
-    def stop(self) -> int:
-        """Ctrl-C once: the games in play finish and go out, then it ends."""
-        self.process.send_signal(signal.SIGINT)
-        return self.wait()
-
-    def output(self) -> str:
-        log = self.data / "contribute.log"
-        return (
-            f"--- stdout\n{self.out.read_text()[-3000:]}\n--- stderr\n{self.err.read_text()[-3000:]}\n"
-            f"--- log\n{log.read_text()[-6000:] if log.exists() else ''}"
-        )
-
-    def workers(self) -> list[int]:
-        """The worker processes' pids (multiprocessing's own helper process aside)."""
-        found = subprocess.run(
-            ["pgrep", "-P", str(self.process.pid), "-f", "multiprocessing.spawn"], capture_output=True, text=True
-        ).stdout.split()
-        return [
-            int(pid)
-            for pid in found
-            if "resource_tracker" not in Path(f"/proc/{pid}/cmdline").read_text(errors="replace")
-        ]
-
-    def cpu_seconds(self) -> float:
-        """The processor time the workers have used so far."""
-        total = 0
-        for pid in self.workers():
-            with contextlib.suppress(FileNotFoundError):
-                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-                total += int(fields[11]) + int(fields[12])  # utime and stime
-        return total / os.sysconf("SC_CLK_TCK")
-
-    def kill(self) -> None:
-        if self.process.poll() is None:
-            # The workers are its children: kill -9 the whole client, as a power cut would.
-            children = subprocess.run(["pgrep", "-P", str(self.process.pid)], capture_output=True, text=True).stdout
-            self.process.kill()
-            for pid in children.split():
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(int(pid), signal.SIGKILL)
-            self.process.wait()
-
-
-@pytest.fixture
-def volunteer():
-    from server.accounts.models import User
-
-    User.objects.create_user("alice", "alice@example.org", PASSWORD)
-    return "alice"
-
-
-@pytest.fixture
-def contributors():
-    started: list[Contributor] = []
-    yield started
-    for c in started:
-        c.kill()
-
-
-def _until(condition, timeout: float, what: str, client: Contributor | None = None, step: float = 0.3):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        if client is not None and client.process.poll() is not None:
-            raise AssertionError(
-                f"the client ended ({client.process.returncode}) while waiting for {what}:\n{client.output()}"
-            )
-        time.sleep(step)
-    raise AssertionError(f"timed out waiting for {what}" + (f":\n{client.output()}" if client else ""))
-
-
-def _upload_network(server_url: str, tmp_path: Path, name: str, parent: str, accept: bool = True) -> bytes:
-    from django.contrib.auth.models import Group
-
-    from server.accounts.models import User
-
-    if not User.objects.filter(username="gpu-box").exists():
-        trainer = User.objects.create_user("gpu-box", "trainer@example.org", "another long password")
-        trainer.groups.add(Group.objects.get(name="trainers"))
-    token = requests.post(
-        f"{server_url}/api/v1/auth/token/",
-        timeout=30,
-        json={"username": "gpu-box", "password": "another long password"},
-    ).json()["token"]
-    data = helpers.network_file(name)
-    r = requests.post(
-        f"{server_url}/api/v1/networks/",
-        headers={"Authorization": f"Token {token}"},
-        timeout=60,
-        data={"name": name, "run": helpers.RUN, "parent": parent, "sha256": hashlib.sha256(data).hexdigest()},
-        files={"file": (f"{name}.safetensors", data)},
-    )
-    assert r.status_code == 201, r.text
-    if accept:  # as if it had passed its gating: the self-play network of new tasks
-        from server.networks.models import Network
-        from server.ratings.promotion import staff_decision
-
-        staff_decision(Network.objects.get(name=name), "accept", note="accepted for the test")
-    return data
-
-
-def _rating_often() -> None:
-    """Rating games in every task that may be one, so that a short run plays some (a worker holds two
-    rating tasks at most, and then asks for self-play only)."""
-    from server.runs.models import Run
-
-    document = helpers.SETTINGS.to_dict()
-    document["gating"]["rating_game_prob"] = 1.0
-    Run.objects.get(name=helpers.RUN).set_settings(document)
 
 
 def _stored_games_are_valid(settings_dir: Path) -> tuple[int, int]:
@@ -236,12 +50,12 @@ def _stored_games_are_valid(settings_dir: Path) -> tuple[int, int]:
 def test_a_volunteer_logs_in_plays_and_uploads(server, volunteer, contributors, tmp_path):
     from server.games.models import RatingGame, TrainingGame
 
-    _upload_network(server.url, tmp_path, NETWORK, helpers.RANDOM_NET)
-    _rating_often()
+    upload_network(server.url, tmp_path, NETWORK, helpers.RANDOM_NET)
+    rating_often()
     # Two workers (as with two GPUs), sharing the outbox and the network cache.
     client = Contributor(tmp_path / "alice", server.url, True, "--device", "cpu,cpu", "--parallel", "2")
     contributors.append(client)
-    _until(
+    until(
         lambda: TrainingGame.objects.count() >= 3 and RatingGame.objects.count() >= 1,
         240,
         "self-play and rating games on the server",
@@ -252,7 +66,7 @@ def test_a_volunteer_logs_in_plays_and_uploads(server, volunteer, contributors, 
     assert len(workers) == 2
     os.kill(workers[0], signal.SIGKILL)
     count = TrainingGame.objects.count()
-    _until(
+    until(
         lambda: TrainingGame.objects.count() >= count + 2 and len(client.workers()) == 2,
         120,
         "games after a worker was restarted",
@@ -260,7 +74,7 @@ def test_a_volunteer_logs_in_plays_and_uploads(server, volunteer, contributors, 
     )
     assert "ended unexpectedly" in (client.data / "contribute.log").read_text()
     client.say("pause")
-    _until(lambda: "paused" in (client.data / "contribute.log").read_text(), 30, "the pause", client)
+    until(lambda: "paused" in (client.data / "contribute.log").read_text(), 30, "the pause", client)
     client.say("resume")
     assert client.stop() == 0, client.output()
     out = client.out.read_text()
@@ -289,11 +103,11 @@ def test_a_stopped_server_and_a_killed_client_lose_no_game(server, volunteer, co
     from server.distribution.models import Task
     from server.games.models import RatingGame, TrainingGame
 
-    _upload_network(server.url, tmp_path, NETWORK, helpers.RANDOM_NET)
+    upload_network(server.url, tmp_path, NETWORK, helpers.RANDOM_NET)
     client = Contributor(tmp_path / "alice", server.url, True)
     contributors.append(client)
-    _until(lambda: TrainingGame.objects.count() >= 2, 240, "the first games on the server", client)
-    _until(
+    until(lambda: TrainingGame.objects.count() >= 2, 240, "the first games on the server", client)
+    until(
         lambda: Task.objects.filter(kind="selfplay", games__gt=4 * 4).exists(),
         120,
         "a reserve sized by the game rate",
@@ -313,13 +127,13 @@ def test_a_stopped_server_and_a_killed_client_lose_no_game(server, volunteer, co
     log = client.data / "contribute.log"
     seen = len(log.read_text())
     server.start()
-    _until(lambda: not kept & client.kept_names(), 120, "the kept games delivered", client)
+    until(lambda: not kept & client.kept_names(), 120, "the kept games delivered", client)
     # New tasks come again (the client asks after its pause, which grew while the server was away).
-    _until(lambda: ": selfplay, " in log.read_text()[seen:], 120, "a new task", client)
+    until(lambda: ": selfplay, " in log.read_text()[seen:], 120, "a new task", client)
 
     # Down again, and the client is killed with games finished but not delivered.
     server.stop()
-    _until(lambda: len(client.kept_names()) >= 2, 120, "games kept while the server is down", client)
+    until(lambda: len(client.kept_names()) >= 2, 120, "games kept while the server is down", client)
     client.kill()
     kept = len(client.kept_names())
     before = TrainingGame.objects.count() + RatingGame.objects.count()
@@ -327,7 +141,7 @@ def test_a_stopped_server_and_a_killed_client_lose_no_game(server, volunteer, co
     started = timezone.now()
     again = Contributor(tmp_path / "alice")  # the kept settings: no options needed
     contributors.append(again)
-    _until(
+    until(
         lambda: TrainingGame.objects.count() + RatingGame.objects.count() >= before + kept,
         120,
         "the killed client's games delivered",
@@ -366,17 +180,17 @@ def test_the_task_throttle_is_waited_out_and_ctrl_c_twice_stops_at_once(server, 
 
     client = Contributor(tmp_path / "alice", server.url, True, "--parallel", "8")
     contributors.append(client)
-    _until(lambda: TrainingGame.objects.count() >= 1, 240, "a first game on the server", client)
-    _until(lambda: any(r.status == 429 for r in task_requests()), 120, "a task request refused", client)
+    until(lambda: TrainingGame.objects.count() >= 1, 240, "a first game on the server", client)
+    until(lambda: any(r.status == 429 for r in task_requests()), 120, "a task request refused", client)
     assert [r.status for r in task_requests()][:2] == [201, 429]
     refused = task_requests()[1]
     assert refused.retry_after is not None
     games = TrainingGame.objects.count()
-    _until(lambda: TrainingGame.objects.count() >= games + 4, 120, "games played on after the refusal", client)
+    until(lambda: TrainingGame.objects.count() >= games + 4, 120, "games played on after the refusal", client)
     # Every task request after the refusal came once the wait was over (the log has whole seconds).
     assert all(r.at >= refused.at + refused.retry_after - 1 for r in task_requests()[2:]), task_requests()
     server.stop()  # what finishes from now on stays in the outbox
-    _until(lambda: client.pending() >= 1, 120, "a game kept while the server is down", client)
+    until(lambda: client.pending() >= 1, 120, "a game kept while the server is down", client)
     client.process.send_signal(signal.SIGINT)
     time.sleep(0.5)
     client.process.send_signal(signal.SIGINT)
@@ -391,7 +205,7 @@ def test_a_damaged_network_and_a_failed_canary_check_are_refused(server, volunte
     from server.games.models import RatingGame, TrainingGame
     from server.networks.models import Network
 
-    _upload_network(server.url, tmp_path, NETWORK, helpers.RANDOM_NET)
+    upload_network(server.url, tmp_path, NETWORK, helpers.RANDOM_NET)
     stored = server.data_dir / "files" / Network.objects.get(name=NETWORK).file.name
     original = stored.read_bytes()
     data = bytearray(stored.read_bytes())
@@ -481,7 +295,7 @@ def test_a_revoked_token_is_refused_at_once_and_the_advice_to_log_in_again_works
 
     client = Contributor(tmp_path / "alice", server.url, True)
     contributors.append(client)
-    _until(lambda: TrainingGame.objects.count() >= 1, 240, "a first game on the server", client)
+    until(lambda: TrainingGame.objects.count() >= 1, 240, "a first game on the server", client)
     me = f"{server.url}/api/v1/me/"
     headers = {"Authorization": f"Token {json.loads(client.config.read_text())['token']}"}
     assert {r.status for r in _each_worker_answers(server, me, headers, "before")} == {200}
@@ -497,7 +311,7 @@ def test_a_revoked_token_is_refused_at_once_and_the_advice_to_log_in_again_works
     relogged = Contributor(tmp_path / "alice", None, False, *advice[4:], "--password-stdin")
     contributors.append(relogged)
     relogged.say(PASSWORD)
-    _until(lambda: TrainingGame.objects.count() > games, 240, "games after logging in again", relogged)
+    until(lambda: TrainingGame.objects.count() > games, 240, "games after logging in again", relogged)
     assert "logged in to" in relogged.out.read_text()
     Run.objects.filter(name=helpers.RUN).update(client_builds=["0" * 16])
     assert relogged.wait(120) == 4, relogged.output()
