@@ -43,6 +43,8 @@ import requests
 
 from client.build import BUILD, describe
 from client.contribute import config as client_config
+from client.contribute import inplay
+from client.contribute.inplay import DEFAULT_CHECKPOINT_SECONDS
 from client.contribute.netcache import NetworkCache
 from client.contribute.outbox import DEFAULT_BACKOFF_CAP, FATAL, Outbox, Outcome, describe_error
 from client.contribute.retry import patiently
@@ -136,6 +138,11 @@ def add_arguments(parser) -> None:
     parser.add_argument(
         "--gpu-share",
         help="the share of each GPU to use, 0.5 for half: that share of the default games at once (default 1)",
+    )
+    parser.add_argument(
+        "--checkpoint-seconds",
+        help=f"save each game in play this often, to play it on after a crash or a reboot (default "
+        f"{DEFAULT_CHECKPOINT_SECONDS:.0f})",
     )
     parser.add_argument(
         "--retry-seconds",
@@ -433,6 +440,9 @@ class _Contributor:
                 "%d finished games from an earlier run wait in the outbox; they go out first", outbox.counts.pending
             )
         specs = self._specs(devices)
+        saved = inplay.gather(self.data_dir)  # the games in play when the client last ended
+        if saved:
+            log.warning("%d games in play when the client last ended are played on", saved)
         sender_done = threading.Event()
         sender = threading.Thread(target=self._send, args=(server, outbox, sender_done), name="sender", daemon=True)
         sender.start()  # the outbox left by earlier runs goes out first, while the workers start
@@ -476,6 +486,7 @@ class _Contributor:
                 mirror=cfg.mirror,
                 sgf_dir=cfg.sgf_dir,
                 watch_file=cfg.watch_file if i == 0 else None,  # one game to watch, of the first device
+                checkpoint_seconds=cfg.checkpoint_seconds or DEFAULT_CHECKPOINT_SECONDS,
             )
             for i, d in enumerate(devices)
         ]
@@ -533,6 +544,7 @@ class _Contributor:
                 specs[index].device,
                 process.exitcode,
             )
+            inplay.gather(self.data_dir, index)  # its games in play, for it to play on
             self.workers[index] = self._start(specs[index])
 
     def _shut_down(self, sender: threading.Thread, sender_done: threading.Event, deadline: StopDeadline) -> None:
@@ -709,7 +721,10 @@ class _Contributor:
             )
         else:
             self.control.stopping.set()
-            log.warning("stopping now; the finished games stay in the outbox for the next start")
+            log.warning(
+                "stopping now; the finished games stay in the outbox for the next start, which plays on the "
+                "games in play from their last save"
+            )
         self._wake.set()
 
     def pause(self, on: bool) -> None:

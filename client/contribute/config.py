@@ -46,6 +46,7 @@ ENV = {
     "watch_file": "SENTE_WATCH_FILE",
     "hours": "SENTE_HOURS",
     "gpu_share": "SENTE_GPU_SHARE",
+    "checkpoint_seconds": "SENTE_CHECKPOINT_SECONDS",
 }
 ONLY = ("selfplay", "rating")
 
@@ -71,6 +72,7 @@ class ClientConfig:
     watch_file: str | None = None  # rewritten after each move of one self-play game in play
     hours: str | None = None  # when to play, local time: "22-7", "9:30-17:00,20-23"; None: always
     gpu_share: float | None = None  # the share of the default games at once (0 < share <= 1)
+    checkpoint_seconds: float | None = None  # how often a game in play is saved (client.contribute.inplay)
 
     def merged(self, values: Mapping[str, object], source: str) -> ClientConfig:
         """These settings with the given ones (None values skipped) on top, each checked."""
@@ -156,6 +158,14 @@ def _checked(key: str, value: Any, where: str) -> Any:
         if share is None or not 0 < share <= 1:
             raise ConfigError(f"{where}: {value!r} is not a share of the GPU: a number above 0, at most 1 (0.5: half)")
         return share
+    if key == "checkpoint_seconds":
+        try:
+            seconds = float(value) if not isinstance(value, bool) else None
+        except (TypeError, ValueError):
+            seconds = None
+        if seconds is None or not 0 < seconds < float("inf"):
+            raise ConfigError(f"{where}: {value!r} is not a number of seconds above 0")
+        return seconds
     if not isinstance(value, str) or not value.strip():
         raise ConfigError(f"{where}: {value!r} must be a non-empty text")
     value = value.strip()

@@ -277,17 +277,18 @@ class TaskQueue:
             rate = self.rate.per_second()
             return self._in_hand() / rate if rate else None
 
-    def release_unplayed(self, timeout: float = 10.0) -> int:
+    def release_unplayed(self, timeout: float = 10.0, kept: dict[str, int] | None = None) -> int:
         """At the worker's end, after its games: tell the server of every game it will not get (each
-        open task's games not put in the outbox). One try: when the server cannot take it, the tasks
-        expire in their time. Returns the games given up."""
+        open task's games not put in the outbox, but for the games in play saved to be played on,
+        ``kept`` by task id). One try: when the server cannot take it, the tasks expire in their
+        time. Returns the games given up."""
         self.close()
         if self._thread.ident is not None:
             # A task request may be under way: its task is one of those to give up.
             self._thread.join(timeout)
         with self._cond:
             for task in self._open.values():
-                task.promised = task.done
+                task.promised = min(task.games, task.done + (kept or {}).get(task.id, 0))
                 self._release[task.id] = task
             self._open.clear()
             self._selfplay.clear()

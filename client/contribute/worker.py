@@ -48,6 +48,7 @@ import numpy as np
 
 from client.build import BUILD
 from client.contribute.canary import CanaryGuard
+from client.contribute.inplay import DEFAULT_CHECKPOINT_SECONDS, InPlay, Saved
 from client.contribute.netcache import NetworkCache, NetworkRef
 from client.contribute.outbox import Outbox
 from client.contribute.server import ServerClient
@@ -86,6 +87,7 @@ class WorkerSpec:
     mirror: str | None = None  # where networks are fetched first (netcache.NetworkCache)
     sgf_dir: str | None = None  # a copy of every finished game's SGF
     watch_file: str | None = None  # one self-play game in play, rewritten after each of its moves
+    checkpoint_seconds: float = DEFAULT_CHECKPOINT_SECONDS  # how often a game in play is saved (inplay)
 
     @property
     def outbox_dir(self) -> Path:
@@ -179,6 +181,7 @@ class Worker:
             server, self.cache, Sizing(spec.parallel), retry_start=spec.retry_start, kinds=spec.kinds
         )
         self.canary = CanaryGuard(spec.device, server.network_canary)
+        self.inplay = InPlay(spec.data_dir, spec.index)
         self._paths: dict[str, Path] = {}  # the loaded networks' files
         self.rng = np.random.default_rng(spec.seed)
         self._evaluators: OrderedDict[str, object] = OrderedDict()
@@ -203,6 +206,7 @@ class Worker:
         # walk them all again); what the sessions make later stays collectable.
         gc.freeze()
         self._check_leftovers()
+        resumed = self._resumable()
         self.queue.start()
         canary_done = threading.Event()
         checks = threading.Thread(
@@ -215,13 +219,15 @@ class Worker:
         status = threading.Thread(target=self._status_loop, args=(status_done,), name="status", daemon=True)
         status.start()
         try:
+            self._play_on(resumed)
             self._selfplay_lane()
             rating.join()
         finally:
             self.queue.close()
             for s in list(self.sessions):
                 s.thread.join()
-            self.queue.release_unplayed()  # the server's ledger owes no game this worker will not send
+            # The server's ledger owes no game this worker will not send (the saved ones it will).
+            self.queue.release_unplayed(kept=self.inplay.kept_by_task())
             canary_done.set()
             checks.join()
             if not self.errors and self.queue.fatal is None:
@@ -287,6 +293,29 @@ class Worker:
             self.evaluator(NetworkRef(name, None, None, 0), path)
         if names:
             self._check_and_release()
+
+    def _resumable(self) -> dict[tuple[str, int], list[Saved]]:
+        """The saved games this worker plays on, by session key; those whose network is no longer
+        cached are set aside."""
+        by_key: dict[tuple[str, int], list[Saved]] = {}
+        for saved in self.inplay.claim_all():
+            ref, path = saved.task.networks[0], saved.task.files[0]
+            if not ref.is_random and (path is None or not Path(path).exists()):
+                self.inplay.set_aside(saved.path, f"its network {ref.name} is no longer in the cache")
+                continue
+            by_key.setdefault(saved.task.key, []).append(saved)
+        if by_key:
+            games = sum(len(v) for v in by_key.values())
+            log.info("playing on %d games saved when the client last ended", games)
+        return by_key
+
+    def _play_on(self, resumed: dict[tuple[str, int], list[Saved]]) -> None:
+        """A session for each network and settings version of the saved games, beside the others."""
+        for games in resumed.values():
+            session = _Session(self, games[0].task, resumed=games)
+            with self._lock:
+                self.sessions.append(session)
+            session.thread.start()
 
     def _selfplay_lane(self) -> None:
         """Start a session for each new network or settings version, overlapping the last one's end."""
@@ -512,15 +541,36 @@ class _StopView:
 class _Session:
     """The self-play games of one network and settings version."""
 
-    def __init__(self, worker: Worker, task: Task) -> None:
+    def __init__(self, worker: Worker, task: Task, resumed: list[Saved] | None = None) -> None:
+        """``resumed``: saved games to play on (the session takes no others, and ends after them)."""
         self.worker = worker
         self.task = task
+        self.resumed = resumed
         self.key = task.key
         self.draining = threading.Event()
         self.driver: SelfPlayDriver | None = None
         self.thread = threading.Thread(
             target=worker._guard, args=(self._run,), name=f"selfplay-{task.key[0]}", daemon=True
         )
+
+    def _next_resumed(self):
+        """The next saved game to play on (None when there is none left: the session drains)."""
+        from client.selfplay.run import GameOrder
+
+        assert self.resumed is not None
+        if not self.resumed:
+            self.draining.set()
+            return None
+        saved = self.resumed[0]
+        order = GameOrder(saved.game.game_id, saved.game.rng, saved.task, resume=saved.game)
+        if self.worker.control.start_game(lambda: order) is None:  # the games asked for have started
+            self.draining.set()
+            return None
+        self.resumed.pop(0)
+        with self.worker._lock:
+            self.worker.selfplay_playing += 1
+        log.info("game %s: played on from move %d", saved.game.game_id, saved.game.game.num_moves)
+        return order
 
     def _run(self) -> None:
         from client.selfplay.run import LATER, GameOrder, SelfPlayDriver
@@ -546,6 +596,8 @@ class _Session:
                 return None
             if not worker.room_for_selfplay():
                 return LATER
+            if self.resumed is not None:
+                return self._next_resumed()
             answers = []
 
             def take():
@@ -574,6 +626,7 @@ class _Session:
             if made is None:  # no full search was recorded: nothing to train on, nothing to send
                 log.info("game %s has no training rows; it is not uploaded", order.game_id)
                 worker.queue.finished(task, False)
+                worker.inplay.drop(order.game_id)
                 return None
             npz, rows = made
             sgf = game.sgf(network.name).encode()
@@ -589,18 +642,31 @@ class _Session:
                 held_for=None if network.is_random else (worker.spec.device, (network.name,)),
             )
             worker.queue.finished(task, True)
+            worker.inplay.drop(order.game_id)  # after the outbox has it
             with worker._lock:
                 worker.rows += rows
             return rows
 
         watch = watcher(Path(worker.spec.watch_file), network.name) if worker.spec.watch_file else None
+        saved_at: dict[str, float] = {}
+
+        def on_move(game, order, first: bool) -> None:
+            """The watch file; a checkpoint of the game every checkpoint_seconds of its play."""
+            if first and watch is not None:
+                watch(game)
+            now = time.monotonic()
+            since = saved_at.setdefault(game.game_id, now)
+            if now - since >= worker.spec.checkpoint_seconds:
+                worker.inplay.save(order.tag, game)
+                saved_at[game.game_id] = now
+
         try:
             self.driver.run(
                 next_game,
                 finished,
                 stop=_StopView(control.stopping, worker.abort),
                 paused=control.paused.is_set,
-                watch=watch,
+                on_move=on_move,
             )
         finally:
             self.draining.set()

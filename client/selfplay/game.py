@@ -126,8 +126,7 @@ class SelfPlayGame:
     def __post_init__(self) -> None:
         s = self.start
         self.game = Game(s.x_size, s.y_size, s.rules, s.komi, capacity=self.settings.max_moves + 8)
-        self._spatial = np.zeros((1, NUM_SPATIAL, NN_AREA), np.float32)
-        self._glob = np.zeros((1, NUM_GLOBAL), np.float32)
+        self._scratch()
         self.phase = HANDICAP if s.extra_black > 0 else OPENING
         self.compensation_rounds = self.settings.handicap_compensation_rounds if s.compensate_komi else 0
         if s.komi_auto and s.fork is None:
@@ -141,6 +140,23 @@ class SelfPlayGame:
             self.opening_played = len(s.fork.moves)
             self.phase = COMPENSATE
         self._advance_phase()
+
+    def _scratch(self) -> None:
+        self._spatial = np.zeros((1, NUM_SPATIAL, NN_AREA), np.float32)
+        self._glob = np.zeros((1, NUM_GLOBAL), np.float32)
+
+    # A game in play is saved without the search's tree (the engine's) and without the scratch it
+    # shares or can make again: what a checkpoint holds, to be played on by another process.
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        for name in ("encoder", "_spatial", "_glob"):
+            state.pop(name, None)
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self.encoder = None  # type: ignore[assignment]  # the group that plays it on gives its own
+        self._scratch()
 
     @property
     def board_length(self) -> float:

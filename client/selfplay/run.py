@@ -85,6 +85,7 @@ class GameOrder:
     game_id: str
     rng: np.random.Generator
     tag: object = None
+    resume: SelfPlayGame | None = None  # a game in play saved earlier, to play on (its rng is this rng)
 
 
 # What a feed answers when it has no game now but may have one later (the slot asks again soon).
@@ -162,12 +163,13 @@ class SelfPlayDriver:
         paused=None,
         time_limit: float | None = None,
         on_tick=None,
-        watch=None,
+        on_move=None,
     ) -> SelfPlaySummary:
         """Play until the feed runs dry (every slot empty), `stop` is set, or `time_limit` seconds
         passed; games unfinished then are dropped. While ``paused()`` is true no step is taken.
-        ``on_tick()`` is called after each step of any group (from its thread); ``watch(game)``
-        after each move of the game in the first slot (the first group's thread)."""
+        ``on_tick()`` is called after each step of any group (from its thread); ``on_move(game,
+        order, first)`` after each move of every game (from its group's thread; ``first``: the game
+        is the one in the first slot of the first group, the same game until it ends)."""
         stop = stop if stop is not None else threading.Event()
         summary = self.summary
         t0 = time.perf_counter()
@@ -194,8 +196,8 @@ class SelfPlayDriver:
                 else:
                     summary.rows += rows
 
-        self.groups[0].watch = watch
         for g in self.groups:
+            g.on_move = on_move
             g.begin(next_game, finish)
         helpers: list[threading.Thread] = []
         errors: list[BaseException] = []
@@ -234,7 +236,7 @@ class SelfPlayDriver:
                 _short_switch_interval(False)
             for g in self.groups:
                 del g.next_game, g.finish  # the caller's closures: no cycle outlives the run
-            self.groups[0].watch = None
+                g.on_move = None
         if errors:
             raise errors[0]
         summary.seconds = time.perf_counter() - t0
@@ -398,7 +400,7 @@ class _Group:
         self.slots: list[tuple[SelfPlayGame, GameOrder] | None] = [None] * engine.games
         self.waiting: set[int] = set()  # empty slots whose feed said LATER
         self.forks: collections.deque[GameStart] = collections.deque()  # starts the group's games forked
-        self.watch: Callable[[SelfPlayGame], None] | None = None  # told of each move of slot 0's game
+        self.on_move: Callable[[SelfPlayGame, GameOrder, bool], None] | None = None  # after each move
 
     def new_game(self, i: int) -> tuple[SelfPlayGame, GameOrder] | None:
         order = self.next_game(self.index)
@@ -409,6 +411,10 @@ class _Group:
                 self.waiting.discard(i)  # the feed is done with this slot
             return None
         self.waiting.discard(i)
+        if order.resume is not None:
+            game = order.resume
+            game.encoder = self.encoder
+            return game, order
         start = self.forks.popleft() if self.forks else draw_start(self.settings, order.rng)
         game = SelfPlayGame(order.game_id, self.settings, start, order.rng, self.encoder)
         return game, order
@@ -454,8 +460,10 @@ class _Group:
     def _took(self, i: int, game: SelfPlayGame) -> None:
         """Play slot i's move from its search's result."""
         _take_result(self.engine, i, game)
-        if i == 0 and self.watch is not None:
-            self.watch(game)
+        if self.on_move is not None:
+            entry = self.slots[i]
+            assert entry is not None
+            self.on_move(game, entry[1], i == 0 and self.index == 0)
 
     def run(self, stop: Stop, paused, t0: float, time_limit: float | None, on_tick) -> None:
         engine = self.engine

@@ -105,10 +105,11 @@ def test_the_watch_file_follows_one_game_move_by_move(tmp_path):
     text_file, sgf_file = tmp_path / "watch.txt", tmp_path / "watch.sgf"
     as_text, as_sgf = watcher(text_file, "net-1"), watcher(sgf_file, "net-1")
 
-    def watch(game) -> None:
-        seen.append((game.game_id, game.game.num_moves))
-        as_text(game)
-        as_sgf(game)
+    def on_move(game, order, first: bool) -> None:  # as the worker's: the first slot's game is watched
+        if first:
+            seen.append((game.game_id, game.game.num_moves))
+            as_text(game)
+            as_sgf(game)
 
     orders = iter(range(4))
 
@@ -116,7 +117,7 @@ def test_the_watch_file_follows_one_game_move_by_move(tmp_path):
         k = next(orders, None)
         return None if k is None else GameOrder(f"g{k}", np.random.default_rng(k), None)
 
-    driver.run(next_game, lambda game, order: None, watch=watch)
+    driver.run(next_game, lambda game, order: None, on_move=on_move)
     watched = dict.fromkeys(g for g, _ in seen)
     assert len(watched) >= 2  # the first slot's games, one after another
     for game_id in watched:

@@ -1,6 +1,7 @@
 """The volunteer's options, with the real client against the real server under gunicorn: a number
 of games, self-play only, a proxy for every request, a copy of every SGF and the watch file, all
-given as a volunteer may give them (the settings file, the environment and flags)."""
+given as a volunteer may give them (the settings file, the environment and flags); and the games in
+play saved to disk, played on after a kill."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import re
 import pytest
 
 from common.go.sgf import read_sgf
-from tests.e2e.contributor import Contributor, rating_often, upload_network
+from tests.e2e.contributor import Contributor, rating_often, until, upload_network
 from tests.proxy import ForwardProxy
 from tests.server import helpers
 
@@ -56,3 +57,35 @@ def test_a_number_of_self_play_games_through_a_proxy_with_copies_and_a_watch_fil
     assert ("GET", "/api/v1/networks/test-net1/file") in seen
     assert sum(method == "POST" and "/games/" in url for method, url in seen) >= 1
     assert all(url.startswith(server.url) for _, url in proxy.seen)
+
+
+def test_games_in_play_outlive_a_kill_and_are_played_on_at_the_next_start(server, volunteer, contributors, tmp_path):
+    """kill -9 of the client and its workers mid-game (as a power cut): the games in play were saved
+    every half second; the next start plays them on, and the server takes them."""
+    from server.games.models import TrainingGame
+
+    upload_network(server.url, tmp_path, "test-net1", helpers.RANDOM_NET)
+    home = tmp_path / "alice"
+    client = Contributor(home, server.url, True, "--checkpoint-seconds", "0.5", "--only", "selfplay")
+    contributors.append(client)
+    inplay = client.data / "inplay"
+    until(lambda: len(list(inplay.glob("0/*.ckpt"))) >= 2, 240, "games in play saved", client)
+    client.kill()
+    saved = {p.stem for p in inplay.glob("0/*.ckpt")}
+    assert len(saved) >= 2
+    before = set(TrainingGame.objects.values_list("client_game_id", flat=True))
+    assert not saved & before
+
+    again = Contributor(home, None, False, "--only", "selfplay")
+    contributors.append(again)
+    until(
+        lambda: saved <= set(TrainingGame.objects.values_list("client_game_id", flat=True)),
+        300,
+        "the saved games on the server",
+        again,
+    )
+    assert again.stop() == 0, again.output()
+    log = (again.data / "contribute.log").read_text()
+    assert f"{len(saved)} games in play when the client last ended are played on" in log
+    assert sum(f"game {game_id}: played on from move" in log for game_id in saved) == len(saved)
+    assert not list(inplay.rglob("*.ckpt"))  # every saved game finished, and no other is in play
