@@ -38,6 +38,7 @@ import threading
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import requests
 
@@ -189,6 +190,7 @@ class _Contributor:
         self.fatal: tuple[int, str] | None = None
         self._interrupts = 0
         self._signalled: list[str] = []  # what signal handlers noted, for the main loop
+        self._handlers_before: list[tuple[int, Any]] = []  # restored at the end
         self._wake = threading.Event()
         self._password_read = False
 
@@ -560,6 +562,9 @@ class _Contributor:
                 process.kill()
                 process.join(timeout=5)
         sender.join(timeout=STOP_SECONDS)
+        for sig, handler in self._handlers_before:  # the caller's handlers again (a test, a program)
+            signal.signal(sig, handler)
+        self._handlers_before.clear()
 
     def _start(self, spec: WorkerSpec):
         process = self.ctx.Process(
@@ -700,6 +705,7 @@ class _Contributor:
             if sig is not None and signal.getsignal(sig) is not signal.SIG_IGN:
                 wanted.append((sig, what))
         for sig, what in wanted:
+            self._handlers_before.append((sig, signal.getsignal(sig)))
             signal.signal(sig, lambda *_, what=what: self._signalled.append(what))
 
     def _apply_signals(self) -> None:

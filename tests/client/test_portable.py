@@ -75,12 +75,14 @@ def test_the_volunteers_client_stops_when_its_terminal_closes_but_not_under_nohu
     before = {name: signal.getsignal(getattr(signal, name)) for name in names}
     try:
         signal.signal(signal.SIGHUP, signal.SIG_DFL)  # as a terminal leaves it (this test may run under nohup)
-        client = SimpleNamespace(_signalled=[])
+        client = SimpleNamespace(_signalled=[], _handlers_before=[])
         _Contributor._signals(client)  # type: ignore[arg-type]
+        assert dict(client._handlers_before)[signal.SIGHUP] is signal.SIG_DFL  # put back at the end
         os.kill(os.getpid(), signal.SIGHUP)
         os.kill(os.getpid(), signal.SIGUSR1)
         assert client._signalled == ["interrupt", "pause"]
         signal.signal(signal.SIGHUP, signal.SIG_IGN)  # as nohup leaves it
+        client._handlers_before.clear()
         _Contributor._signals(client)  # type: ignore[arg-type]
         assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
     finally:
