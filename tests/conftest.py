@@ -22,8 +22,14 @@ def pytest_sessionstart(session):
     of processor time, which the two families share between the cores; the first tests (the server's
     that need no kernels) are short. With the cache filled it takes seconds. SENTE_NO_WARMUP=1 turns
     it off."""
+    import torch
+
     from tests.warmup import FAMILIES
 
+    # torch on one thread in the test process: beside the warm-up's compilers and the servers and
+    # clients the tests start, a second thread spends its time waiting for a core (a trainer test
+    # took ten times longer with two on this 2-core machine).
+    torch.set_num_threads(1)
     if os.environ.get("SENTE_NO_WARMUP") or hasattr(session.config, "workerinput"):
         return
     for family in FAMILIES:
@@ -55,19 +61,23 @@ def wait_for_warmup() -> None:
 
 def _needs_kernels(item: pytest.Item) -> bool:
     """Whether the test runs the kernels the warm-up compiles: the end-to-end tests, those marked
-    ``kernels`` (they play games, or evaluate a network), and those given the session's games."""
+    ``kernels`` (they play games, or evaluate a network), and those given played games (the session's,
+    or the trainer tests')."""
     return (
         item.get_closest_marker("slow") is not None
         or item.get_closest_marker("kernels") is not None
-        or "selfplay_games" in getattr(item, "fixturenames", ())
+        or bool({"selfplay_games", "training_games"} & set(getattr(item, "fixturenames", ())))
     )
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config, items):
-    """Within each of pytest-django's groups (database tests, transactional ones, the rest; it orders
-    them so), the tests that run the search go last, so that the others run while the kernels
-    compile."""
+    """The order of the tests. pytest-django puts the plain database tests before the transactional
+    ones (a transactional test empties the tables, which a plain one after it would miss) and the
+    rest last; between those two kinds that order is kept. The tests that need no compiled kernel
+    come first, so that the warm-up compiles while they run: the plain database tests without
+    kernels, those without a database, then the plain database tests with kernels, the
+    transactional ones without and with kernels, and last the rest with kernels."""
     from pytest_django.plugin import validate_django_db
 
     def group(item: pytest.Item) -> int:  # as pytest-django orders
@@ -79,7 +89,15 @@ def pytest_collection_modifyitems(config, items):
             return 1
         return 0 if marker or "db" in fixtures else 2
 
-    items.sort(key=lambda item: (group(item), _needs_kernels(item)))
+    def rank(item: pytest.Item) -> int:
+        g, kernels = group(item), _needs_kernels(item)
+        if g == 1:  # transactional: after every plain database test
+            return 4 if kernels else 3
+        if not kernels:
+            return 0 if g == 0 else 1
+        return 2 if g == 0 else 5
+
+    items.sort(key=rank)
 
 
 @pytest.fixture(autouse=True)
