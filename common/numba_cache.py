@@ -10,9 +10,9 @@ per GPU on a fresh install, when the platform's processes start together, and in
 warm-up.
 
 :func:`install` replaces that save with one that holds an exclusive lock on a file in the cache
-folder (``fcntl.flock``; where there is none, as on Windows, the save is numba's own) while it reads
-the index, writes the data file, and then the index: every number names one signature's data, and
-an index never names a file that is not written yet. Loading needs no lock: both files are replaced
+folder (the ``filelock`` package's, on every platform) while it reads the index, writes the data
+file, and then the index: every number names one signature's data, and an index never names a file
+that is not written yet. Loading needs no lock: both files are replaced
 atomically.
 
 Second, the start-up of numba's threads: a parallel kernel's code calls numba's scheduler, whose
@@ -34,15 +34,9 @@ import inspect
 import itertools
 import logging
 import os
-from types import ModuleType
 
+from filelock import FileLock
 from numba.core import caching, compiler
-
-fcntl: ModuleType | None
-try:
-    import fcntl
-except ImportError:  # not on Windows: numba's own save
-    fcntl = None
 
 log = logging.getLogger(__name__)
 
@@ -51,21 +45,19 @@ LOCK_NAME = ".numba-cache.lock"
 
 @contextlib.contextmanager
 def cache_lock(folder: str):
-    """An exclusive lock on ``folder``'s lock file while the block runs (none where it cannot be had:
-    no fcntl, or a folder that takes no file)."""
-    fd = None
-    if fcntl is not None:
-        try:
-            fd = os.open(os.path.join(folder, LOCK_NAME), os.O_RDWR | os.O_CREAT, 0o644)
-        except OSError as e:
-            log.debug("no lock on numba's cache in %s: %s", folder, e)
+    """An exclusive lock on ``folder``'s lock file while the block runs (filelock's: ``flock`` on
+    POSIX, ``msvcrt.locking`` on Windows); none where the folder takes no file."""
+    lock = FileLock(os.path.join(folder, LOCK_NAME))
     try:
-        if fcntl is not None and fd is not None:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+        lock.acquire()
+    except OSError as e:
+        log.debug("no lock on numba's cache in %s: %s", folder, e)
+        yield
+        return
+    try:
         yield
     finally:
-        if fd is not None:
-            os.close(fd)  # releases the lock
+        lock.release()
 
 
 def _locked_save(self, key, data) -> None:

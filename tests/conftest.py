@@ -32,6 +32,7 @@ def pytest_sessionstart(session):
     torch.set_num_threads(1)
     if os.environ.get("SENTE_NO_WARMUP") or hasattr(session.config, "workerinput"):
         return
+    _wait_for_the_warmup_on_a_cache_miss()
     for family in FAMILIES:
         _warmup.append(
             subprocess.Popen(
@@ -42,6 +43,24 @@ def pytest_sessionstart(session):
                 stderr=subprocess.DEVNULL,
             )
         )
+
+
+def _wait_for_the_warmup_on_a_cache_miss() -> None:
+    """A kernel the test process needs and numba's cache does not hold yet: while the warm-up runs it
+    is probably compiling that kernel, so wait for it and look again, rather than compile it a
+    second time beside it (a test left in the first tests that plays a game took a minute so)."""
+    from numba.core import caching
+
+    load = caching.Cache.load_overload
+
+    def load_or_wait(self, sig, target_context):
+        found = load(self, sig, target_context)
+        if found is None and any(process.poll() is None for process in _warmup):
+            wait_for_warmup()
+            found = load(self, sig, target_context)
+        return found
+
+    caching.Cache.load_overload = load_or_wait
 
 
 def pytest_sessionfinish(session, exitstatus):

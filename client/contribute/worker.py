@@ -622,6 +622,8 @@ class _Session:
             task = order.tag
             with worker._lock:
                 worker.selfplay_playing -= 1
+            sgf = game.sgf(network.name).encode()
+            worker.keep_copy(order.game_id, sgf)  # every finished game, sent or not
             made = _rows(game, order)
             if made is None:  # no full search was recorded: nothing to train on, nothing to send
                 log.info("game %s has no training rows; it is not uploaded", order.game_id)
@@ -629,8 +631,6 @@ class _Session:
                 worker.inplay.drop(order.game_id)
                 return None
             npz, rows = made
-            sgf = game.sgf(network.name).encode()
-            worker.keep_copy(order.game_id, sgf)
             meta = training_metadata(sgf, npz, network.name, order.game_id, task.settings_version)
             worker.outbox.put(
                 "training",
