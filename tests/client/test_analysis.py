@@ -25,6 +25,8 @@ from client.search.engine import NullEvaluator
 from common.go.game import Game
 from common.go.geometry import BLACK, WHITE, parse_gtp_vertex
 
+pytestmark = pytest.mark.kernels  # plays with the search: after the tests that need no kernel
+
 ROOT = Path(__file__).resolve().parents[2]
 VERTEX = re.compile(r"^(pass|[A-HJ-T](1[0-9]|[1-9]))$")
 MOVE_KEYS = {

@@ -21,6 +21,8 @@ from common.go.sgf import read_sgf
 from common.nn.features import PDA_STEPS, Encoder
 from common.settings import SearchSettings, SelfPlaySettings
 
+pytestmark = pytest.mark.kernels  # plays with the search: after the tests that need no kernel
+
 BASE = SelfPlaySettings(
     board_sizes=(7,),
     board_size_weights=(1.0,),

@@ -36,6 +36,8 @@ from common.go.sgf import read_sgf
 from common.nn.features import Encoder
 from common.settings import SelfPlaySettings
 
+pytestmark = pytest.mark.kernels  # plays with the search: after the tests that need no kernel
+
 BRANCHING = SelfPlaySettings(
     board_sizes=(7,),
     board_size_weights=(1.0,),

@@ -9,6 +9,7 @@ import multiprocessing
 import threading
 
 import numpy as np
+import pytest
 
 from client.contribute.app import DEFAULT_PARALLEL_CPU, DEFAULT_PARALLEL_GPU, default_parallel
 from client.contribute.netcache import NetworkCache
@@ -98,6 +99,7 @@ def test_the_share_of_the_gpu_scales_its_games_at_once():
     assert default_parallel("cpu", 0.5) == DEFAULT_PARALLEL_CPU
 
 
+@pytest.mark.kernels
 def test_the_watch_file_follows_one_game_move_by_move(tmp_path):
     settings = SelfPlaySettings(board_sizes=(7,), board_size_weights=(1.0,), visits=4, cheap_visits=2, max_moves=40)
     driver = SelfPlayDriver(NullEvaluator(), settings, parallel=3, seed=1, groups=1)

@@ -9,6 +9,8 @@ from client.__main__ import GTP_VISITS, _UsageError, build_parser, gtp_engine
 from client.gtp.players import PolicyPlayer, RandomPlayer
 from client.gtp.search_player import SearchPlayer
 
+pytestmark = pytest.mark.kernels  # plays with the search: after the tests that need no kernel
+
 
 def engine(*argv):
     return gtp_engine(build_parser().parse_args(["gtp", "--device", "cpu", *map(str, argv)]))

@@ -19,6 +19,8 @@ from common.go.geometry import parse_gtp_vertex
 from common.go.sgf import read_sgf
 from common.settings import MatchSettings
 
+pytestmark = pytest.mark.kernels  # plays with the search: after the tests that need no kernel
+
 KEYS = [
     "move",
     "visits",

@@ -10,6 +10,7 @@ import uuid
 import zlib
 
 import numpy as np
+import pytest
 
 from client.contribute.inplay import RESUME, UNREADABLE, InPlay, gather
 from client.search.engine import NullEvaluator
@@ -17,6 +18,8 @@ from client.selfplay.run import GameOrder, SelfPlayDriver
 from common.data.rows import game_rows_npz
 from common.data.validate import validate_rows
 from common.settings import SelfPlaySettings
+
+pytestmark = pytest.mark.kernels  # plays with the search: after the tests that need no kernel
 
 SETTINGS = SelfPlaySettings(board_sizes=(7,), board_size_weights=(1.0,), visits=6, cheap_visits=3, max_moves=60)
 TASK_ID = str(uuid.UUID(int=7))

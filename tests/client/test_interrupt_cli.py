@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.kernels  # plays with the search: after the tests that need no kernel
+
 ROOT = Path(__file__).resolve().parents[2]
 COMMON = ["--games", "1000", "--parallel", "4", "--size", "7", "--seed", "3", "--device", "cpu", "--no-compile"]
 

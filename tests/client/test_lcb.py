@@ -15,6 +15,8 @@ from client.search.targets import play_values, utility_lcb
 from common.settings import SearchSettings
 from tests.client.results import root_result
 
+pytestmark = pytest.mark.kernels  # plays with the search: after the tests that need no kernel
+
 LCB = SearchSettings(lcb_for_selection=True)
 
 

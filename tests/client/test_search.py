@@ -36,6 +36,8 @@ from common.settings import SearchSettings
 from tests.client.results import root_result
 from tests.client.trees import VaryingEvaluator, check_tree, mid_game
 
+pytestmark = pytest.mark.kernels  # plays with the search: after the tests that need no kernel
+
 
 class PeakedEvaluator:
     """A stand-in network: nearly all policy on one point (the centre of the crop), a fixed value."""

@@ -15,6 +15,8 @@ from common.go.game import Game
 from common.go.geometry import BLACK, WHITE
 from common.settings import SearchSettings
 
+pytestmark = pytest.mark.kernels  # plays with the search: after the tests that need no kernel
+
 
 def rows(players, visits, utils, touched, priors, root_priors=None, util_sqs=None, weights=None) -> tr.GameRows:
     """Node 0 (the root) and node 1, each with the edges 0..2 (root) and 3..5 (node 1), children

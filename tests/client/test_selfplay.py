@@ -28,6 +28,8 @@ from common.go.sgf import read_sgf
 from common.settings import RulesChoice, SelfPlaySettings, SettingsError
 from tests.client.evaluators import KomiAwareEvaluator
 
+pytestmark = pytest.mark.kernels  # plays with the search: after the tests that need no kernel
+
 FAST = SelfPlaySettings(
     board_sizes=(7,), board_size_weights=(1.0,), visits=24, cheap_visits=6, full_search_prob=0.5, max_moves=200
 )

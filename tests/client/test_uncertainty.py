@@ -28,6 +28,8 @@ from tests.client.results import root_result
 from tests.client.trees import VaryingEvaluator, check_tree, mid_game
 from tests.common.nn.nets import random_model
 
+pytestmark = pytest.mark.kernels  # plays with the search: after the tests that need no kernel
+
 WEIGHTED = SearchSettings(root_noise=False, uncertainty_weighted=True)
 
 

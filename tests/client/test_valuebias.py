@@ -16,6 +16,8 @@ from common.go.geometry import PASS, loc_of
 from common.settings import SearchSettings
 from tests.client.trees import VaryingEvaluator, check_tree, mid_game
 
+pytestmark = pytest.mark.kernels  # plays with the search: after the tests that need no kernel
+
 BIAS = SearchSettings(root_noise=False, subtree_value_bias_factor=0.35)
 
 

@@ -51,11 +51,15 @@ def test_the_image_keeps_settings_data_and_kernels_in_its_volume_and_holds_the_c
 
 @pytest.fixture
 def docker() -> str:
-    """The docker command, when a daemon answers; else the test is skipped, in CI too (a CI machine
-    may have no Docker daemon, and .ci/run does not start one)."""
+    """The docker command, when a daemon answers and can pull the client stage's base image; else the
+    test is skipped, in CI too (a CI machine may have no Docker daemon, and .ci/run starts none)."""
     docker = shutil.which("docker")
     if docker is None or subprocess.run([docker, "info"], capture_output=True).returncode != 0:
         pytest.skip("no Docker daemon answers here (docker info): the image is not built")
+    base = client_stage()[0].split()[1]
+    pulled = subprocess.run([docker, "pull", "--quiet", base], capture_output=True, text=True, timeout=600)
+    if pulled.returncode != 0:
+        pytest.skip(f"the base image {base} cannot be pulled here: {pulled.stderr.strip()[-300:]}")
     return docker
 
 
