@@ -2,6 +2,7 @@ import contextlib
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -47,16 +48,17 @@ def pytest_sessionstart(session):
 
 def _wait_for_the_warmup_on_a_cache_miss() -> None:
     """A kernel the test process needs and numba's cache does not hold yet: while the warm-up runs it
-    is probably compiling that kernel, so wait for it and look again, rather than compile it a
-    second time beside it (a test left in the first tests that plays a game took a minute so)."""
+    is probably compiling that kernel, so look in the cache again every half second until it is
+    there or the warm-up has ended, rather than compile it a second time beside it (a test left
+    among the first ones that evaluated a network took 78 s so)."""
     from numba.core import caching
 
     load = caching.Cache.load_overload
 
     def load_or_wait(self, sig, target_context):
         found = load(self, sig, target_context)
-        if found is None and any(process.poll() is None for process in _warmup):
-            wait_for_warmup()
+        while found is None and any(process.poll() is None for process in _warmup):
+            time.sleep(0.5)
             found = load(self, sig, target_context)
         return found
 

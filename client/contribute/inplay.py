@@ -88,7 +88,7 @@ class InPlay:
             mine = self.directory / path.name
             try:
                 os.replace(path, mine)  # only one worker moves it
-            except FileNotFoundError:
+            except OSError:  # another worker took it (or, on Windows, holds it open)
                 continue
             saved = self._read(mine)
             if saved is not None:

@@ -4,15 +4,16 @@ contribute`` plays and uploads a game to the real server under gunicorn."""
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-import torch
 
 from client.build import BUILD
 from tests.e2e.contributor import Contributor, until, upload_network
@@ -46,14 +47,45 @@ def build_wheel(out: Path) -> Path:
 
 
 def install(wheel: Path, venv: Path) -> Path:
-    """A fresh virtual environment with the wheel installed; its ``sente`` command. This machine's
-    torch (the same version) goes in first, so that pip keeps it rather than fetching another build."""
+    """A fresh virtual environment with the wheel installed; its ``sente`` command."""
     _run(sys.executable, "-m", "venv", venv)
-    python = venv / "bin" / "python"
-    pip = [python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
-    _run(*pip, f"torch=={torch.__version__.split('+')[0]}")
-    _run(*pip, wheel)
+    lend_torch(venv)
+    _run(venv / "bin" / "python", "-m", "pip", "install", "--quiet", "--disable-pip-version-check", wheel)
     return venv / "bin" / "sente"
+
+
+def lend_torch(venv: Path) -> None:
+    """This environment's torch (and what torch itself needs) in the new one, as links named by a
+    .pth file, so that pip finds it there and keeps it: installing the same 800 MB again took half
+    the test, and pip would otherwise fetch the newest build (CUDA's, gigabytes). What the client
+    needs beyond torch, pip installs."""
+    folder = venv / "lent"
+    folder.mkdir()
+    for dist in _requirements("torch", {}).values():
+        if dist.metadata["Name"].lower() == "setuptools":  # the new environment has its own
+            continue
+        for top in {f.parts[0] for f in dist.files or []} - {"..", "__pycache__"}:
+            source = Path(dist.locate_file(top))
+            if source.exists() and not top.endswith(".pth") and not (folder / top).exists():
+                (folder / top).symlink_to(source)
+    (site,) = venv.glob("lib/python*/site-packages")
+    (site / "lent-torch.pth").write_text(f"{folder}\n")
+
+
+def _requirements(name: str, seen: dict) -> dict:
+    """The distribution ``name`` and those it requires, transitively (extras left out)."""
+    key = name.lower().replace("_", "-")
+    if key in seen:
+        return seen
+    try:
+        dist = importlib.metadata.distribution(name)
+    except importlib.metadata.PackageNotFoundError:
+        return seen
+    seen[key] = dist
+    for requirement in dist.requires or []:
+        if "extra ==" not in requirement:
+            _requirements(re.match(r"[A-Za-z0-9._-]+", requirement).group(0), seen)
+    return seen
 
 
 def share_compiled_kernels(venv: Path) -> int:
