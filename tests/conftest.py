@@ -1,4 +1,5 @@
 import contextlib
+import functools
 import os
 import subprocess
 import sys
@@ -110,15 +111,29 @@ def pytest_collection_modifyitems(config, items):
             return 1
         return 0 if marker or "db" in fixtures else 2
 
-    def rank(item: pytest.Item) -> int:
+    def rank(item: pytest.Item) -> float:
         g, kernels = group(item), _needs_kernels(item)
         if g == 1:  # transactional: after every plain database test
             return 4 if kernels else 3
-        if not kernels:
-            return 0 if g == 0 else 1
+        if not kernels:  # among those without a database, the ones that use no kernel at all first
+            return 0 if g == 0 else 1.5 if _uses_kernels(item) else 1
         return 2 if g == 0 else 5
 
     items.sort(key=rank)
+
+
+# What a test module imports that runs numba kernels (the rules, the features, the rows, the search).
+KERNEL_MODULES = ("common.go", "common.data", "common.nn.features", "common.nn.canary", "client.")
+
+
+@functools.cache
+def _module_uses_kernels(path: Path) -> bool:
+    return any(name in path.read_text(encoding="utf-8") for name in KERNEL_MODULES)
+
+
+def _uses_kernels(item: pytest.Item) -> bool:
+    """Whether the test's module imports code that runs kernels, as far as its text tells."""
+    return _module_uses_kernels(Path(item.path))
 
 
 @pytest.fixture(autouse=True)
