@@ -151,18 +151,12 @@ def _checked(key: str, value: Any, where: str) -> Any:
             raise ConfigError(f"{where}: {value!r} must be a whole number of games, at least 1")
         return n
     if key == "gpu_share":
-        try:
-            share = float(value) if not isinstance(value, bool) else None
-        except (TypeError, ValueError):
-            share = None
+        share = _number(value)
         if share is None or not 0 < share <= 1:
             raise ConfigError(f"{where}: {value!r} is not a share of the GPU: a number above 0, at most 1 (0.5: half)")
         return share
     if key == "checkpoint_seconds":
-        try:
-            seconds = float(value) if not isinstance(value, bool) else None
-        except (TypeError, ValueError):
-            seconds = None
+        seconds = _number(value)
         if seconds is None or not 0 < seconds < float("inf"):
             raise ConfigError(f"{where}: {value!r} is not a number of seconds above 0")
         return seconds
@@ -191,6 +185,16 @@ def _checked(key: str, value: Any, where: str) -> Any:
         except ValueError as e:
             raise ConfigError(f"{where}: {value!r}: {e}") from None
     return value
+
+
+def _number(value: Any) -> float | None:
+    """A number from the file (a JSON number) or from text (the environment, a flag); None if none."""
+    if isinstance(value, bool):
+        return None
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
 
 
 def parse_hours(text: str) -> list[tuple[int, int]]:

@@ -75,8 +75,8 @@ def test_games_in_play_outlive_a_kill_and_are_played_on_at_the_next_start(server
     inplay = client.data / "inplay"
     until(lambda: len(list(inplay.glob("0/*.ckpt"))) >= 2, 240, "games in play saved", client)
     client.kill()
-    saved = {p.stem for p in inplay.glob("0/*.ckpt")}
-    assert len(saved) >= 2
+    saved = {p.stem for p in inplay.glob("0/*.ckpt")}  # the games in play at the kill (others finished since)
+    assert saved
     before = set(TrainingGame.objects.values_list("client_game_id", flat=True))
     assert not saved & before
 
