@@ -19,11 +19,14 @@ _warmup: list[subprocess.Popen] = []
 
 
 def pytest_sessionstart(session):
-    """Compile numba's kernels in another process (``tests/warmup.py``) while the first tests run:
-    on a clean checkout numba's cache is empty and compiling takes minutes of processor time, on
-    one core while the tests that need no kernel use the other. With the cache filled it takes
-    seconds. SENTE_NO_WARMUP=1 turns it off."""
+    """Compile numba's kernels in other processes (``tests/warmup.py``, one per family of kernels)
+    while the first tests run: on a clean checkout numba's cache is empty and compiling takes minutes
+    of processor time, which the two families share between the cores; the first tests (the server's
+    that need no kernels) are short. With the cache filled it takes seconds. SENTE_NO_WARMUP=1 turns
+    it off."""
     import torch
+
+    from tests.warmup import FAMILIES
 
     # torch on one thread in the test process: beside the warm-up's compilers and the servers and
     # clients the tests start, a second thread spends its time waiting for a core (a trainer test
@@ -32,15 +35,16 @@ def pytest_sessionstart(session):
     if os.environ.get("SENTE_NO_WARMUP") or hasattr(session.config, "workerinput"):
         return
     _wait_for_the_warmup_on_a_cache_miss()
-    _warmup.append(
-        subprocess.Popen(
-            [sys.executable, "-m", "tests.warmup"],
-            cwd=ROOT,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+    for family in FAMILIES:
+        _warmup.append(
+            subprocess.Popen(
+                [sys.executable, "-m", "tests.warmup", family],
+                cwd=ROOT,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
         )
-    )
 
 
 def _wait_for_the_warmup_on_a_cache_miss() -> None:

@@ -1,16 +1,16 @@
-"""Compile numba's kernels into numba's cache, one family after the other, in one process beside
-the tests (so that the tests keep a core of their own):
+"""Compile numba's kernels into numba's cache, one family per process so that both cores compile:
 
+- ``search``: the search's kernels, with the null network: a tiny GTP game, two tiny self-play games
+  and a tiny match. The GTP game comes first: the first tests play a match in a client process, which
+  compiles the match's kernels itself, and play over GTP after it.
 - ``network``: the kernels a network's evaluation and a finished game use outside the search: a tiny
   network evaluates the canary's positions (set up with stones) and a game's, and the game is scored.
-  They come first: the tests that evaluate a network or play on a board come before the search's,
-  and the search uses many of them (the rules, the features).
-- ``search``: the search's kernels, with the null network: a tiny GTP game, two tiny self-play games
-  and a tiny match.
+  The search compiles these late (its self-play games write rows): by then this process has saved them.
 
-The test run starts it at once; on a clean checkout (an empty cache) compiling takes minutes.
+The test run starts both at once; on a clean checkout (an empty cache) compiling takes minutes.
 
-Run from the project root: .venv/bin/python -m tests.warmup [network] [search]"""
+Run from the project root: .venv/bin/python -m tests.warmup [search|network]
+"""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-FAMILIES = ("network", "search")  # in this order (see above)
+FAMILIES = ("search", "network")
 
 
 def search() -> None:
