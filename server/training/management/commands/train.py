@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import logging
+import os
+import sys
 import threading
 from pathlib import Path
 
@@ -87,3 +90,11 @@ class Command(BaseCommand):
         except (CheckpointError, TrainerError, FloatingPointError) as e:
             raise CommandError(str(e)) from None
         distributed.close()
+        if distributed.world > 1:
+            # One of torchrun's processes, done: end it here. Left to the interpreter's teardown, a
+            # thread of the process group's library still alive aborted it now and then ("terminate
+            # called without an active exception", exit -6), and torchrun failed the whole run.
+            sys.stdout.flush()
+            sys.stderr.flush()
+            logging.shutdown()
+            os._exit(0)
