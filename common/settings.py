@@ -637,7 +637,9 @@ class GatingSettings(_Settings):
     ``fixed_games``), ``sprt`` a sequential probability ratio test as Leela Zero's (H0: ``sprt_elo0``,
     H1: ``sprt_elo1``, error rates ``sprt_alpha`` and ``sprt_beta``, at most ``sprt_max_games``).
     Ratings tie each network to its parent with ``virtual_draws`` (KataGo's prior); an accepted
-    network found worse than its predecessor with ``rollback_confidence`` is rolled back."""
+    network found worse than its predecessor with ``rollback_confidence`` is rolled back. The run's
+    strongest network (``server.networks.selectors``) is picked among networks with at least
+    ``strongest_min_games`` rating games."""
 
     rating_game_prob: float = 0.1
     rating_task_games: int = 16  # the most games of one rating task, whatever a client asks for
@@ -651,6 +653,7 @@ class GatingSettings(_Settings):
     sprt_max_games: int = 1600  # about three times the games the test takes at its hypotheses
     virtual_draws: float = 4.0
     rollback_confidence: float = 0.95
+    strongest_min_games: int = 25  # as KataGo's server lists networks for its Elo chart
 
     def validate(self, path: str = "") -> None:
         _prob(_p(path, "rating_game_prob"), self.rating_game_prob)
@@ -672,6 +675,7 @@ class GatingSettings(_Settings):
         _in_range(_p(path, "sprt_max_games"), self.sprt_max_games, 1, 100_000)
         _in_range(_p(path, "virtual_draws"), self.virtual_draws, 0.0, 1000.0)
         _in_range(_p(path, "rollback_confidence"), self.rollback_confidence, 0.5, 1.0, lo_open=True)
+        _in_range(_p(path, "strongest_min_games"), self.strongest_min_games, 0, 1_000_000)
 
 
 # --- central training -----------------------------------------------------------------------------

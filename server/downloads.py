@@ -23,13 +23,16 @@ CHUNK = 1 << 20
 _RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
 
 
-def stored_file_response(request, name: str, size: int, sha256: str, filename: str):
-    """The stored file ``name`` (``size`` bytes) as a download called ``filename``."""
+def stored_file_response(request, name: str, size: int, sha256: str, filename: str, changing: bool = False):
+    """The stored file ``name`` (``size`` bytes) as a download called ``filename``. A stored file
+    never changes, so caches keep it for good, unless the address may name another file later
+    (``changing``, a stable link such as the strongest network's): then caches ask each time, with
+    the ETag."""
     etag = f'"{sha256}"'
     headers = {
         "ETag": etag,
         "Accept-Ranges": "bytes",
-        "Cache-Control": "public, max-age=31536000, immutable",
+        "Cache-Control": "public, no-cache" if changing else "public, max-age=31536000, immutable",
         "Content-Disposition": f'attachment; filename="{filename}"',
     }
     if _etag_matches(request.headers.get("If-None-Match", ""), etag):

@@ -7,7 +7,14 @@ from server.accounts.api import MeView, TokenView
 from server.api.errors import not_found
 from server.distribution.api import TaskView
 from server.games.api import RatingGameUpload, TrainingGameUpload
-from server.networks.api import NetworkCanaryFile, NetworkDetail, NetworkFile, NetworkKataGoDownload, NetworkList
+from server.networks.api import (
+    NetworkCanaryFile,
+    NetworkDetail,
+    NetworkFile,
+    NetworkKataGoDownload,
+    NetworkList,
+    PickedNetwork,
+)
 from server.operations.api import DataExportFile, DataExportList
 from server.ratings.api import RatingsView
 from server.runs.api import CurrentRun, RunDetail, RunList
@@ -23,6 +30,8 @@ urlpatterns = [
     path("runs/current/", CurrentRun.as_view(), name="run-current"),
     path("runs/<str:name>/", RunDetail.as_view(), name="run-detail"),
     path("networks/", NetworkList.as_view(), name="network-list"),
+    path("networks/strongest/", PickedNetwork.as_view(alias="strongest"), name="network-strongest"),
+    path("networks/released/", PickedNetwork.as_view(alias="released"), name="network-released"),
     path("networks/<str:name>/", NetworkDetail.as_view(), name="network-detail"),
     path("networks/<str:name>/file", NetworkFile.as_view(), name="network-file"),
     path("networks/<str:name>/canary", NetworkCanaryFile.as_view(), name="network-canary"),

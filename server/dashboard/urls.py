@@ -3,11 +3,20 @@
 from django.urls import path
 
 from server.dashboard import views
+from server.networks.api import PickedNetworkFile
 
 urlpatterns = [
     path("", views.home, name="home"),
     path("live.json", views.live, name="live"),
     path("networks/", views.networks, name="networks"),
+    path("networks/strongest/", views.picked_network, {"alias": "strongest"}, name="network-strongest-page"),
+    path("networks/released/", views.picked_network, {"alias": "released"}, name="network-released-page"),
+    path("networks/strongest/file", PickedNetworkFile.as_view(alias="strongest"), name="strongest-file"),
+    path(
+        "networks/strongest/katago", PickedNetworkFile.as_view(alias="strongest", katago=True), name="strongest-katago"
+    ),
+    path("networks/released/file", PickedNetworkFile.as_view(alias="released"), name="released-file"),
+    path("networks/released/katago", PickedNetworkFile.as_view(alias="released", katago=True), name="released-katago"),
     path("networks/<str:name>/", views.network_detail, name="network"),
     path("elo/", views.elo, name="elo"),
     path("elo/data.json", views.elo_data, name="elo-data"),

@@ -15,7 +15,7 @@ from django.conf import settings
 from django.core.files.storage import default_storage
 from django.db.models import Q
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET
@@ -28,6 +28,7 @@ from server.dashboard.replay import ReplayError, replay_sgf
 from server.dashboard.templatetags.sente import to_rules
 from server.files import stored_name
 from server.games.models import Game, RatingGame, TrainingGame
+from server.networks import selectors as picks
 from server.networks.models import Network
 from server.operations.models import DataExport
 from server.ratings.models import NetworkEvent, RatingFit
@@ -125,6 +126,7 @@ def home(request: HttpRequest) -> HttpResponse:
     context: dict = {"run": run}
     if run is not None:
         numbers = selectors.live_numbers(run)
+        min_games = picks.strongest_min_games(run)
         network = None
         if numbers["network"]:
             network = Network.objects.select_related("rating").filter(name=numbers["network"]).first()
@@ -136,6 +138,8 @@ def home(request: HttpRequest) -> HttpResponse:
                 "lines": lines,
                 "newest": Network.objects.filter(run=run).select_related("rating").order_by("-created_at", "-id")[:5],
                 "fit": RatingFit.objects.filter(run=run).first(),
+                "strongest": picks.strongest(run, min_games),
+                "strongest_min_games": min_games,
             }
         )
     return render(request, "home.html", context)
@@ -209,6 +213,19 @@ def network_detail(request: HttpRequest, name: str) -> HttpResponse:
             "events": events,
         },
     )
+
+
+@require_GET
+def picked_network(request: HttpRequest, alias: str) -> HttpResponse:
+    """/networks/strongest/ and /networks/released/: the page of the network the link names now."""
+    from server.api.errors import ApiError
+    from server.networks.api import picked_network as pick
+
+    try:
+        network, _ = pick(alias, request.GET.get("run"))
+    except ApiError as e:
+        raise Http404(e.message) from None
+    return redirect("network", network.name)
 
 
 # --- the Elo chart ---------------------------------------------------------------------------------
@@ -398,7 +415,15 @@ def releases(request: HttpRequest) -> HttpResponse:
         .order_by("-created_at", "-id")
     )
     page, paginator = paginate(request, items, per_page=20)
-    return render(request, "dashboard/releases.html", {"page": page, "paginator": paginator})
+    run = Run.objects.current()
+    context = {
+        "page": page,
+        "paginator": paginator,
+        "strongest": picks.strongest(run) if run is not None else None,
+        "run": run,
+        "base_url": request.build_absolute_uri("/").rstrip("/"),
+    }
+    return render(request, "dashboard/releases.html", context)
 
 
 @require_GET

@@ -16,9 +16,16 @@ from server.api.errors import ApiError, invalid
 from server.api.users import request_user
 from server.downloads import stored_file_response
 from server.files import stored_name
+from server.networks import selectors
 from server.networks.models import Network, NetworkCanary
-from server.networks.serializers import NetworkDetailSerializer, NetworkSerializer, NetworkUploadSerializer
+from server.networks.serializers import (
+    NetworkDetailSerializer,
+    NetworkSerializer,
+    NetworkUploadSerializer,
+    PickedNetworkSerializer,
+)
 from server.networks.services import NetworkUpload, take_upload
+from server.runs.models import Run
 
 
 class CanUploadNetworks(permissions.BasePermission):
@@ -80,6 +87,51 @@ class NetworkDetail(generics.RetrieveAPIView):
     queryset = Network.objects.public().prefetch_related("events")
 
 
+def picked_network(alias: str, run_name: str | None) -> tuple[Network, Run | None]:
+    """The network a stable link names (``strongest`` or ``released``; see server.networks.selectors)
+    of the run called ``run_name`` or, without one, of the current run (for ``strongest``) or of any
+    run (for ``released``): ApiError 404 with the reason when there is none."""
+    if run_name:
+        run = Run.objects.filter(name=run_name).first()
+        if run is None:
+            raise ApiError(f"there is no run named {run_name!r}", code="not_found", field="run", status_code=404)
+    else:
+        run = Run.objects.current() if alias == "strongest" else None
+    network = selectors.by_alias(alias, run)
+    if network is not None:
+        return network, run
+    if alias == "released":
+        where = f"of run {run.name} " if run is not None else ""
+        raise ApiError(f"no network {where}is released yet", code="no_network", status_code=404)
+    if run is None:
+        raise ApiError("there is no active run to pick the strongest network of", code="no_network", status_code=404)
+    raise ApiError(
+        f"no accepted network of run {run.name} has {selectors.strongest_min_games(run)} rating games yet, the "
+        "games the strongest network needs (its gating.strongest_min_games)",
+        code="no_network",
+        status_code=404,
+    )
+
+
+class PickedNetwork(APIView):
+    """``strongest``: the run's strongest network, the highest lower bound of a 95% interval of Elo
+    among accepted networks with the run's ``gating.strongest_min_games`` rating games (as KataGo's
+    server picks its strongest confidently-rated network); ``released``: the newest released network.
+    ``?run=NAME`` picks in that run (default: the current run for ``strongest``, every run for
+    ``released``)."""
+
+    permission_classes = [permissions.AllowAny]
+    alias = "strongest"
+
+    @extend_schema(parameters=[OpenApiParameter("run", str)], responses=PickedNetworkSerializer)
+    def get(self, request):
+        network, run = picked_network(self.alias, request.query_params.get("run"))
+        context = {"request": request, "alias": self.alias, "min_games": None}
+        if self.alias == "strongest" and run is not None:
+            context["min_games"] = selectors.strongest_min_games(run)
+        return Response(PickedNetworkSerializer(network, context=context).data)
+
+
 def _network_with_file(name: str) -> Network:
     """The network called ``name``; 404 if there is none or it is the random network (no file)."""
     network = get_object_or_404(Network, name=name)
@@ -100,10 +152,19 @@ class NetworkFile(APIView):
 
     @extend_schema(responses={(200, "application/octet-stream"): bytes, (206, "application/octet-stream"): bytes})
     def get(self, request, name: str):
-        network = _network_with_file(name)
-        return stored_file_response(
-            request, stored_name(network.file), network.size_bytes, network.sha256, f"{network.name}.safetensors"
-        )
+        return network_file_response(request, _network_with_file(name))
+
+
+def network_file_response(request, network: Network, stable_link: bool = False):
+    """The network's file as a download; a stable link's answer may change, so it is revalidated."""
+    return stored_file_response(
+        request,
+        stored_name(network.file),
+        network.size_bytes,
+        network.sha256,
+        f"{network.name}.safetensors",
+        changing=stable_link,
+    )
 
 
 class NetworkKataGoDownload(APIView):
@@ -114,16 +175,46 @@ class NetworkKataGoDownload(APIView):
 
     @extend_schema(responses={(200, "application/octet-stream"): bytes, (206, "application/octet-stream"): bytes})
     def get(self, request, name: str):
-        from server.networks.katago import katago_file
+        return katago_file_response(request, _network_with_file(name))
 
-        network = _network_with_file(name)
-        try:
-            exported = katago_file(network)
-        except ValueError as e:
-            raise ApiError(str(e), code="not_exportable", status_code=409) from None
-        return stored_file_response(
-            request, stored_name(exported.file), exported.size_bytes, exported.sha256, f"{network.name}.bin.gz"
-        )
+
+def katago_file_response(request, network: Network, stable_link: bool = False):
+    """The network in KataGo's format as a download (made now if it was not yet)."""
+    from server.networks.katago import katago_file
+
+    try:
+        exported = katago_file(network)
+    except ValueError as e:
+        raise ApiError(str(e), code="not_exportable", status_code=409) from None
+    return stored_file_response(
+        request,
+        stored_name(exported.file),
+        exported.size_bytes,
+        exported.sha256,
+        f"{network.name}.bin.gz",
+        changing=stable_link,
+    )
+
+
+class PickedNetworkFile(APIView):
+    """The file of the network a stable link names (``/networks/strongest/file``, ``.../katago``;
+    see :class:`PickedNetwork`), under the network's own file name, with its ``ETag`` (so that a
+    script downloads it again only when the pick changed: ``If-None-Match``) and ``X-Sente-Network``
+    naming it."""
+
+    permission_classes = [permissions.AllowAny]
+    alias = "strongest"
+    katago = False
+
+    @extend_schema(exclude=True)  # a link of the site (docs/website.md), not of the API
+    def get(self, request):
+        network, _ = picked_network(self.alias, request.query_params.get("run"))
+        if self.katago:
+            response = katago_file_response(request, network, stable_link=True)
+        else:
+            response = network_file_response(request, network, stable_link=True)
+        response["X-Sente-Network"] = network.name
+        return response
 
 
 class NetworkCanaryFile(APIView):

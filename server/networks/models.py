@@ -8,11 +8,23 @@ clients play without downloading anything.
 from __future__ import annotations
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.core.validators import RegexValidator
 from django.db import models
 from django.utils import timezone
 
 from common.protocol import NETWORK_NAME_PATTERN
+
+# The names of the stable links to a network (/networks/strongest/file, server.networks.selectors):
+# no network may be called so.
+ALIASES = ("strongest", "released")
+
+
+def validate_not_alias(name: str) -> None:
+    if name.lower() in ALIASES:
+        raise ValidationError(
+            f"{name!r} names a stable link ({', '.join(ALIASES)}), not a network: choose another name"
+        )
 
 
 class NetworkQuerySet(models.QuerySet["Network"]):
@@ -43,7 +55,8 @@ class Network(models.Model):
         validators=[
             RegexValidator(
                 f"^{NETWORK_NAME_PATTERN}$", "1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit"
-            )
+            ),
+            validate_not_alias,
         ],
     )
     run = models.ForeignKey("runs.Run", on_delete=models.PROTECT, related_name="networks")

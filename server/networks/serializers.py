@@ -94,6 +94,34 @@ class NetworkSerializer(serializers.ModelSerializer):
         return GatingSerializer(gating).data if gating is not None else None
 
 
+class PickedNetworkSerializer(NetworkSerializer):
+    """A network a stable link names, with why it was picked."""
+
+    picked_as = serializers.SerializerMethodField(help_text="strongest or released")
+    elo_lower_bound = serializers.SerializerMethodField(
+        help_text="the lower end of the 95% interval of its Elo (null: not rated)"
+    )
+    min_games = serializers.SerializerMethodField(
+        help_text="the rating games a network needed to be picked as strongest (null: picked as released)"
+    )
+
+    class Meta(NetworkSerializer.Meta):
+        fields = (*NetworkSerializer.Meta.fields, "picked_as", "elo_lower_bound", "min_games")
+        read_only_fields = fields
+
+    def get_picked_as(self, network: Network) -> str:
+        return self.context["alias"]
+
+    def get_elo_lower_bound(self, network: Network) -> float | None:
+        from server.networks.selectors import lower_bound
+
+        rating = getattr(network, "rating", None)
+        return lower_bound(rating.elo, rating.elo_se) if rating is not None else None
+
+    def get_min_games(self, network: Network) -> int | None:
+        return self.context.get("min_games")
+
+
 class CanarySerializer(serializers.Serializer):
     version = serializers.IntegerField()
     fingerprint = serializers.CharField(help_text="sha256 of the canary positions and their inputs (common.nn.canary)")

@@ -2,7 +2,8 @@
 stored together or not at all (:func:`store_network`).
 
 The upload's checks, in order (each failure is an :class:`~server.api.errors.ApiError` naming the
-field): the run and the parent exist, the parent is of the run, the name is free, the file is within
+field): the run and the parent exist, the parent is of the run, the name is no stable link's
+(``strongest``, ``released``) and is free, the file is within
 the size limit, its header reads and names this network, its sha256 is the declared one (if any),
 and no network has this very file.
 
@@ -26,7 +27,7 @@ from common.nn.header import ModelFileError, ModelHeader, header_length, parse_h
 from server.accounts.models import User
 from server.api.errors import ApiError, invalid
 from server.files import StoredFiles
-from server.networks.models import Network
+from server.networks.models import ALIASES, Network
 from server.networks.tasks import request_canary
 from server.runs.models import Run, forget_state
 
@@ -149,6 +150,10 @@ def _sha256(upload: NetworkUpload) -> str:
 def take_upload(user: User, upload: NetworkUpload) -> Network:
     """Check an uploaded network and store it as a candidate of its run."""
     run, parent = _run_and_parent(upload)
+    if upload.name.lower() in ALIASES:
+        raise invalid(
+            "name", f"{upload.name!r} names a stable link ({', '.join(ALIASES)}), not a network: choose another name"
+        )
     if Network.objects.filter(name=upload.name).exists():
         raise _name_taken(upload.name)
     header = _header(upload)

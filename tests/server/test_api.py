@@ -36,6 +36,8 @@ ENDPOINTS = {
     "/api/v1/runs/current/": {"get"},
     "/api/v1/runs/{name}/": {"get"},
     "/api/v1/networks/": {"get", "post"},
+    "/api/v1/networks/strongest/": {"get"},
+    "/api/v1/networks/released/": {"get"},
     "/api/v1/networks/{name}/": {"get"},
     "/api/v1/networks/{name}/file": {"get"},
     "/api/v1/networks/{name}/canary": {"get"},

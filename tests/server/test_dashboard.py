@@ -210,7 +210,7 @@ def test_home_shows_the_run_at_a_glance(web, run, alice, bob, selfplay_games, dj
         for user in _contributors(["carol", "dave"]):
             helpers.store_training_games(run, user, selfplay_games, network=newer[-1])
 
-    response, grown = _queries_at_two_sizes(django_assert_num_queries, web, "/", 15, grow)
+    response, grown = _queries_at_two_sizes(django_assert_num_queries, web, "/", 17, grow)
     assert grown.context["numbers"]["contributors_day"] == 4 and len(grown.context["lines"]) == 4
     text = _text(response)
     rows = sum(g.metadata["rows"] for g in selfplay_games)
@@ -937,11 +937,11 @@ def test_tally_command(run, alice, selfplay_games):
 # --- releases and getting started -------------------------------------------------------------------
 def test_releases_page(web, run, django_assert_num_queries):
     networks = _networks(run, 7)
-    response = _queries(django_assert_num_queries, web, "/releases/", 2)
+    response = _queries(django_assert_num_queries, web, "/releases/", 5)
     released = [n for n in networks if n.released]
     listed = [n.name for n in response.context["page"].object_list]
     _, grown = _queries_at_two_sizes(
-        django_assert_num_queries, web, "/releases/", 2, lambda: _more_networks(run, 6), _listed
+        django_assert_num_queries, web, "/releases/", 5, lambda: _more_networks(run, 6), _listed
     )  # as many released again
     assert len(grown.context["page"].object_list) == 2 * len(released)
     assert listed == [n.name for n in sorted(released, key=lambda n: n.created_at, reverse=True)]

@@ -133,10 +133,11 @@ def test_the_sprt_rejects_a_candidate_that_loses(run, alice):
 
 def test_an_accepted_network_found_worse_is_rolled_back(run, alice):
     from server.networks.models import Network
+    from server.networks.selectors import strongest
     from server.ratings.models import NetworkEvent
     from server.ratings.services import refit
 
-    _settings(run, rule="fixed", fixed_games=4, fixed_wins=3, rollback_confidence=0.95)
+    _settings(run, rule="fixed", fixed_games=4, fixed_wins=3, rollback_confidence=0.95, strongest_min_games=3)
     user, client = alice
     run.networks.filter(is_random=True).update(created_at=timezone.now() - timedelta(days=1))
     random_net = run.networks.get(is_random=True)
@@ -148,12 +149,17 @@ def test_an_accepted_network_found_worse_is_rolled_back(run, alice):
     _games(run, user, second, first, "BBB")  # a lucky start: accepted
     assert Network.objects.get(name="gen2").state == "accepted"
     assert new_task(client)["network"]["name"] == "gen2"
+    for k, name in enumerate(("gen1", "gen2"), start=1):  # files, to be offered as the strongest
+        Network.objects.filter(name=name).update(file=f"networks/{k:064x}.safetensors", sha256=f"{k:064x}")
+    refit(run)
+    assert strongest(run).name == "gen2"  # 3 wins of 3 against gen1
     # Continued rating games say otherwise: gen2 loses most of its games against gen1.
     _games(run, user, second, first, "WWWWWWWWWWWWWWWWWWWB" * 2)
     _games(run, user, first, second, "BBBBBBBBBBBBBBBBBBBW" * 2)
     refit(run)
     assert Network.objects.get(name="gen2").state == "rejected"
     assert new_task(client)["network"]["name"] == "gen1"
+    assert strongest(run).name == "gen1"  # a rolled-back network is no longer offered
     event = NetworkEvent.objects.get(network=second, kind="rolled_back")
     assert event.data["predecessor"] == "gen1" and event.data["z"] < -1.645
     refit(run)  # gen1 against the random network is no regression: nothing more happens
