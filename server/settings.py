@@ -124,6 +124,7 @@ INSTALLED_APPS = [
     "server.operations",
     "server.dashboard",
     "server.audit",
+    "server.notices",
 ]
 
 MIDDLEWARE = [
@@ -156,6 +157,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "server.notices.announcements.context",
             ],
         },
     },
@@ -200,6 +202,7 @@ MIGRATION_MODULES = {
         "dashboard",
         "operations",
         "audit",
+        "notices",
     )
 }
 
@@ -311,6 +314,16 @@ SENTE_METRICS_TOKEN = env_str("SENTE_METRICS_TOKEN")  # when set, scrapes send A
 SENTE_WINDOW_TALLY_SECONDS = float(env_str("SENTE_WINDOW_TALLY_SECONDS", "300"))
 # where volunteers get the client: the getting-started page shows `git clone` of it when set
 SENTE_SOURCE_URL = env_str("SENTE_SOURCE_URL")
+# The site's address as people reach it, for the links of messages sent without a request
+# (webhooks; e-mails take the request's own).
+SENTE_PUBLIC_URL = env_str("SENTE_PUBLIC_URL", "http://127.0.0.1:8000")
+# The runs' webhooks (server.notices.webhooks): each attempt's timeout, the first retry's delay
+# (doubled at each retry) and the attempts before giving up.
+SENTE_WEBHOOK = {
+    "timeout_seconds": float(env_str("SENTE_WEBHOOK_TIMEOUT_SECONDS", "10")),
+    "backoff_seconds": float(env_str("SENTE_WEBHOOK_BACKOFF_SECONDS", "30")),
+    "attempts": env_int("SENTE_WEBHOOK_ATTEMPTS", 9),
+}
 
 # --- limits --------------------------------------------------------------------------------------
 SENTE_LIMITS = {

@@ -34,9 +34,22 @@ class Status:
     mode: str = "running"  # running, paused, finishing, stopping
     started: float = field(default_factory=time.time)
     _history: deque = field(default_factory=lambda: deque(maxlen=600))
+    _announced: set = field(default_factory=set)
 
     def update(self, index: int, report: dict) -> None:
         self.workers[index] = report
+        for text in report.get("announcements") or ():
+            if text not in self._announced:  # logged once, whether or not a panel shows it
+                self._announced.add(text)
+                log.info("announcement from the server: %s", text)
+
+    def announcements(self) -> list[str]:
+        """The server's announcements, as the workers' last task answers gave them."""
+        seen: dict[str, None] = {}
+        for index in sorted(self.workers):
+            for text in self.workers[index].get("announcements") or ():
+                seen.setdefault(text, None)
+        return list(seen)
 
     @property
     def reachable(self) -> bool | None:
@@ -88,6 +101,7 @@ class Status:
 
     def panel(self):
         """A rich renderable."""
+        from rich.markup import escape
         from rich.panel import Panel
         from rich.table import Table
 
@@ -120,6 +134,8 @@ class Status:
         for index in sorted(self.workers):
             w = self.workers[index]
             table.add_row(f"worker {index}", f"{w.get('device')}: {w.get('state')}{in_hand(w)}")
+        for text in self.announcements():
+            table.add_row("[yellow]news[/]", escape(text))
         title = f"Sente contributor: {self.mode}, up {duration(time.time() - self.started)}"
         return Panel(table, title=title, subtitle="Ctrl-C: finish and stop; type pause / resume")
 

@@ -153,6 +153,29 @@ def _lifetime(created: object, expires: object) -> float | None:
     return seconds
 
 
+ANNOUNCEMENT_CHARS = 300  # of one announcement shown
+MAX_ANNOUNCEMENTS = 5
+
+
+def announcements(value: object) -> tuple[str, ...]:
+    """The server's announcements as the status panel shows them: each message with its link. What is
+    not a list of announcements (an older server sends none) shows nothing; control characters are
+    dropped, so that a message cannot steer the terminal."""
+    if not isinstance(value, list):
+        return ()
+    shown = []
+    for item in value[:MAX_ANNOUNCEMENTS]:
+        if not isinstance(item, dict) or not isinstance(item.get("message"), str):
+            continue
+        text = item["message"]
+        if isinstance(item.get("link"), str) and item["link"]:
+            text += f" ({item['link']})"
+        text = "".join(c for c in text if c.isprintable())[:ANNOUNCEMENT_CHARS]
+        if text:
+            shown.append(text)
+    return tuple(shown)
+
+
 class TaskQueue:
     """See the module docstring. ``sizing``: how many games to keep in hand and to ask for."""
 
@@ -191,6 +214,7 @@ class TaskQueue:
         self._stop = threading.Event()
         self.fatal: Fatal | None = None
         self.reachable: bool | None = None  # None: not asked yet
+        self.announcements: tuple[str, ...] = ()  # the server's, as the last task answer gave them
         self.state = "starting"
         self._thread = threading.Thread(target=self._run, name="task-queue", daemon=True)
         self._last_look: float | None = None
@@ -489,6 +513,7 @@ class TaskQueue:
             body = self.server.task(games=games, kinds=kinds)
             self._reached()
             task = Task.parse(body)
+            self.announcements = announcements(body.get("announcements"))
             self.run_name = str(body.get("run") or self.run_name or "") or None
             self._lifetime = task.lifetime
             log.info(

@@ -497,6 +497,7 @@ class Worker:
                     "evals": totals["evals"],
                     "offered": totals["offered"],
                     "reachable": self.queue.reachable,
+                    "announcements": self.queue.announcements,
                     "in_hand": self.queue.in_hand(),
                     "in_hand_seconds": self.queue.reserve_seconds(),
                 },

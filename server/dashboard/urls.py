@@ -4,6 +4,7 @@ from django.urls import path
 
 from server.dashboard import views
 from server.networks.api import PickedNetworkFile
+from server.notices.feeds import NetworksFeed, ReleasesFeed
 
 urlpatterns = [
     path("", views.home, name="home"),
@@ -29,6 +30,8 @@ urlpatterns = [
     path("contributors/", views.contributors, name="contributors"),
     path("contributors/<str:username>/", views.contributor, name="contributor"),
     path("releases/", views.releases, name="releases"),
+    path("feeds/releases.atom", ReleasesFeed(), name="feed-releases"),
+    path("feeds/networks.atom", NetworksFeed(), name="feed-networks"),
     path("data/", views.data, name="data"),
     path("start/", views.getting_started, name="start"),
 ]

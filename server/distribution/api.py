@@ -18,6 +18,7 @@ from server.distribution.models import Task
 from server.distribution.services import give_up_games, issue_task
 from server.distribution.task_request import TaskRequest, read_task_request
 from server.networks.serializers import network_ref
+from server.notices.announcements import for_clients
 
 
 def task_body(task: Task, request: Request) -> dict:
@@ -39,6 +40,7 @@ def task_body(task: Task, request: Request) -> dict:
         body["network"] = refs[0]
     else:
         body["networks"] = refs
+    body["announcements"] = for_clients()  # the client's status panel shows them
     return body
 
 

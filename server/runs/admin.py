@@ -22,9 +22,24 @@ class RunForm(forms.ModelForm):
         "--version` shows); empty: any build. Tasks and games of other builds are refused (HTTP 426)",
     )
 
+    webhook_url = forms.URLField(
+        required=False,
+        max_length=500,
+        assume_scheme="https",
+        help_text=Run._meta.get_field("webhook_url").help_text,
+    )
+
     class Meta:
         model = Run
-        fields = ("name", "description", "status", "min_client_version", "max_client_version", "client_builds")
+        fields = (
+            "name",
+            "description",
+            "status",
+            "min_client_version",
+            "max_client_version",
+            "client_builds",
+            "webhook_url",
+        )
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -86,8 +101,7 @@ class RunAdmin(admin.ModelAdmin):
             )
             obj.pk = run.pk
             obj.status = run.status
-            if form.cleaned_data["status"] != run.status:
-                Run.objects.filter(pk=run.pk).update(status=form.cleaned_data["status"])
+            Run.objects.filter(pk=run.pk).update(status=form.cleaned_data["status"], webhook_url=obj.webhook_url)
             return
         super().save_model(request, obj, form, change)
         transaction.on_commit(forget_state)  # the task requests of this process see the change at once

@@ -89,6 +89,12 @@ class Run(models.Model):
         help_text="the client builds the run takes (each 16 hex digits, as `python "
         "-m client --version` shows); empty: any build",
     )
+    webhook_url = models.URLField(
+        max_length=500,
+        blank=True,
+        help_text="posted (JSON) when a network is accepted, released or rolled back, e.g. a chat channel's "
+        "incoming webhook; empty: none (docs/website.md)",
+    )
     created_at = models.DateTimeField(default=timezone.now)
 
     objects = RunQuerySet.as_manager()

@@ -67,6 +67,35 @@ def test_the_panel_renders():
     assert "2304 games in hand (1h12m)" in text
 
 
+def test_the_servers_announcements_show_in_the_panel_and_the_log_once(caplog):
+    from rich.console import Console
+
+    from client.contribute.tasks import announcements
+
+    given = announcements(
+        [
+            {
+                "message": "Maintenance [bold]at 18:00[/bold] UTC\x1b[2J",
+                "link": "https://example.org/news",
+                "level": "info",
+            },
+            {"message": 7},  # not an announcement: skipped
+            "nonsense",
+        ]
+    )
+    assert given == ("Maintenance [bold]at 18:00[/bold] UTC[2J (https://example.org/news)",)
+    assert announcements(None) == () and announcements({"message": "x"}) == ()  # an older server, nonsense
+    status = Status(server="http://s", username="alice")
+    with caplog.at_level("INFO", logger="client.contribute.status"):
+        status.update(0, _report(0, 0, 0, announcements=given))
+        status.update(1, _report(0, 0, 0, announcements=given))
+    assert [r.getMessage() for r in caplog.records].count(f"announcement from the server: {given[0]}") == 1
+    console = Console(width=200, record=True, file=open("/dev/null", "w"))  # noqa: SIM115
+    console.print(status.panel())
+    text = console.export_text()
+    assert "news" in text and "Maintenance [bold]at 18:00[/bold] UTC" in text  # shown as written, not as markup
+
+
 def test_durations_read_naturally():
     assert [duration(s) for s in (5, 65, 3 * 3600 + 125, 2 * 86400 + 5 * 3600)] == ["5s", "1m05s", "3h02m", "2d05h"]
 

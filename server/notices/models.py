@@ -1,0 +1,64 @@
+"""Announcements set by staff, and the deliveries of the runs' webhooks."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import models
+from django.utils import timezone
+
+
+class Announcement(models.Model):
+    """A message shown on every page of the site and in the clients' status panels between
+    ``starts_at`` and ``ends_at`` (none: until it is taken down)."""
+
+    class Level(models.TextChoices):
+        INFO = "info", "information"
+        WARNING = "warning", "warning"
+
+    message = models.CharField(max_length=500, help_text="plain text, one or two sentences")
+    link = models.URLField(blank=True, help_text="where to read more (optional)")
+    level = models.CharField(max_length=8, choices=Level.choices, default=Level.INFO)
+    starts_at = models.DateTimeField(default=timezone.now)
+    ends_at = models.DateTimeField(null=True, blank=True, help_text="empty: shown until taken down")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-starts_at", "-id"]
+        indexes = [models.Index(fields=["starts_at", "ends_at"], name="announcement_when")]
+
+    def __str__(self) -> str:
+        return self.message[:60]
+
+    def clean(self) -> None:
+        super().clean()
+        if self.ends_at is not None and self.starts_at is not None and self.ends_at <= self.starts_at:
+            raise ValidationError({"ends_at": f"must be after the start ({self.starts_at:%Y-%m-%d %H:%M})"})
+
+
+class WebhookDelivery(models.Model):
+    """One post of a run's webhook about one event, with its attempts (retried with backoff)."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "pending: to be posted or retried"
+        DELIVERED = "delivered", "delivered"
+        FAILED = "failed", "failed: given up after the last attempt"
+
+    run = models.ForeignKey("runs.Run", on_delete=models.CASCADE, related_name="webhook_deliveries")
+    event = models.ForeignKey("ratings.NetworkEvent", null=True, blank=True, on_delete=models.SET_NULL)
+    url = models.URLField(max_length=500)
+    payload = models.JSONField()
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    attempts = models.PositiveIntegerField(default=0)
+    last_error = models.TextField(blank=True)
+    next_attempt_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    delivered_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        verbose_name_plural = "webhook deliveries"
+
+    def __str__(self) -> str:
+        return f"{self.payload.get('event', '?')} of {self.payload.get('network', '?')} to {self.url}"
