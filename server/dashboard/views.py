@@ -30,6 +30,7 @@ from server.files import stored_name
 from server.games.models import Game, RatingGame, TrainingGame
 from server.networks import selectors as picks
 from server.networks.models import Network
+from server.networks.releases import release_facts
 from server.operations.models import DataExport
 from server.ratings.models import NetworkEvent, RatingFit
 from server.runs.models import Run
@@ -415,6 +416,9 @@ def releases(request: HttpRequest) -> HttpResponse:
         .order_by("-created_at", "-id")
     )
     page, paginator = paginate(request, items, per_page=20)
+    facts = release_facts(list(page.object_list))
+    for n in page.object_list:
+        n.facts = facts[n.pk]
     run = Run.objects.current()
     context = {
         "page": page,

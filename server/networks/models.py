@@ -71,6 +71,10 @@ class Network(models.Model):
     rows_seen = models.BigIntegerField(default=0, help_text="distinct data rows its training window had received")
     state = models.CharField(max_length=16, choices=State.choices, default=State.CANDIDATE)
     released = models.BooleanField(default=False, help_text="offered to Go players on the releases page")
+    release_notes = models.TextField(
+        blank=True,
+        help_text="for Go players, on the releases page: Markdown (no HTML), e.g. what changed and how it plays",
+    )
     created_at = models.DateTimeField(default=timezone.now)
     uploaded_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     notes = models.TextField(blank=True)

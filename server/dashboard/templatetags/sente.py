@@ -14,6 +14,16 @@ register = template.Library()
 
 
 @register.filter
+def markdown(value) -> str:
+    """Markdown as safe HTML (server.dashboard.markdown)."""
+    from django.utils.safestring import mark_safe
+
+    from server.dashboard.markdown import to_html
+
+    return mark_safe(to_html(str(value or "")))
+
+
+@register.filter
 def num(value) -> str:
     """1234567 -> 1,234,567 (None -> an en dash)."""
     if value is None or value == "":
