@@ -308,6 +308,22 @@ SENTE_AUDIT = {
 SENTE_METRICS_SECONDS = float(env_str("SENTE_METRICS_SECONDS", "15"))  # how long a scrape's figures are reused
 SENTE_METRICS_TOKEN = env_str("SENTE_METRICS_TOKEN")  # when set, scrapes send Authorization: Bearer <token>
 
+# --- e-mail (password resets, e-mail changes) -------------------------------------------------------
+# Written to the server's output (its log) unless EMAIL_HOST names an SMTP server.
+EMAIL_HOST = env_str("EMAIL_HOST")
+if EMAIL_HOST:
+    EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
+    EMAIL_PORT = env_int("EMAIL_PORT", 587)
+    EMAIL_HOST_USER = env_str("EMAIL_HOST_USER")
+    EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD")
+    EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", not env_bool("EMAIL_USE_SSL"))
+    EMAIL_USE_SSL = env_bool("EMAIL_USE_SSL")
+    EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", 20)
+else:
+    EMAIL_BACKEND = "django.core.mail.backends.console.EmailBackend"
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "Sente <sente@localhost>")
+PASSWORD_RESET_TIMEOUT = env_int("SENTE_PASSWORD_RESET_SECONDS", 3 * 24 * 3600)
+
 # --- the website ------------------------------------------------------------------------------------
 # How often contributors' rows in the training window are counted again (in the background worker)
 # while someone looks at the contributor pages.

@@ -18,6 +18,50 @@ class SignUpForm(UserCreationForm):
         return email
 
 
+class PasswordConfirmedForm(forms.Form):
+    """A form that asks the signed-in user's password again before it changes the account."""
+
+    password = forms.CharField(
+        label="Your password", strip=False, widget=forms.PasswordInput(attrs={"autocomplete": "current-password"})
+    )
+
+    def __init__(self, user: User, *args, **kwargs):
+        self.user = user
+        super().__init__(*args, **kwargs)
+
+    def clean_password(self):
+        password = self.cleaned_data["password"]
+        if not self.user.check_password(password):
+            raise forms.ValidationError("that is not your password")
+        return password
+
+
+class EmailChangeForm(PasswordConfirmedForm):
+    email = forms.EmailField(label="New e-mail address", help_text="a link to confirm it is sent there")
+
+    field_order = ["email", "password"]
+
+    def clean_email(self):
+        email = self.cleaned_data["email"].strip()
+        if email.lower() == (self.user.email or "").lower():
+            raise forms.ValidationError("this is your address already")
+        if User.objects.filter(email__iexact=email).exclude(pk=self.user.pk).exists():
+            raise forms.ValidationError("an account with this email address exists already")
+        return email
+
+
+class DeleteAccountForm(PasswordConfirmedForm):
+    confirm = forms.CharField(label="Type your user name to confirm", max_length=150)
+
+    field_order = ["confirm", "password"]
+
+    def clean_confirm(self):
+        typed = self.cleaned_data["confirm"].strip()
+        if typed != self.user.username:
+            raise forms.ValidationError(f"type {self.user.username} to confirm")
+        return typed
+
+
 class TokenForm(forms.Form):
     name = forms.CharField(
         max_length=100,

@@ -21,6 +21,10 @@ class User(AbstractUser):
     """A contributor. Staff run the site; the ``networks.upload_network`` permission (the
     ``trainers`` group) marks the machines that upload trained networks."""
 
+    deleted_at = models.DateTimeField(
+        null=True, blank=True, help_text="the account was deleted: its games are kept under an anonymous name"
+    )
+
     # is_active as loaded, to tell a change when saved (server.dashboard.signals); unset when the
     # field was not loaded
     _sente_was_active: bool

@@ -1,6 +1,7 @@
-"""Web pages of accounts: sign up, and the client tokens of the signed-in user (login, logout and
-password change are Django's own views; the forms that check a password, the admin's login among
-them, are rate limited like the API's token request).
+"""Web pages of accounts: sign up, the account page (a new e-mail address, deletion) and the client
+tokens of the signed-in user (login, logout, password change and password reset by e-mail are
+Django's own views; the forms that check a password, the admin's login among them, and the
+password reset form, which sends mail, are rate limited like the API's token request).
 
 Sign-up is not: it checks no password, so it cannot be used to guess one."""
 
@@ -12,7 +13,7 @@ from collections.abc import Callable
 from datetime import timedelta
 
 from django.contrib import admin, messages
-from django.contrib.auth import login
+from django.contrib.auth import login, logout
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
@@ -21,7 +22,8 @@ from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
 
-from server.accounts.forms import SignUpForm, TokenForm
+from server.accounts import services
+from server.accounts.forms import DeleteAccountForm, EmailChangeForm, SignUpForm, TokenForm
 from server.accounts.models import ClientToken, User
 from server.api.throttling import password_check_wait
 from server.dashboard.paging import friendly, paginate
@@ -69,7 +71,13 @@ def _own_username(request: HttpRequest) -> str | None:
     return request.user.get_username() if request.user.is_authenticated else None
 
 
+def _typed_email(request: HttpRequest) -> str:
+    return request.POST.get("email", "")
+
+
 login_page = checks_password(_typed_username)(auth_views.LoginView.as_view())
+# Each POST sends a mail (when the address is an account's): counted like a password check.
+password_reset = checks_password(_typed_email)(auth_views.PasswordResetView.as_view())
 admin_login = checks_password(_typed_username)(admin.site.login)
 password_change = checks_password(_own_username)(auth_views.PasswordChangeView.as_view())
 
@@ -137,3 +145,60 @@ def revoke_token(request: HttpRequest, pk: int) -> HttpResponse:
             request, f"Token “{token.name}” ({token.key_prefix}…) is revoked: clients using it are refused from now on."
         )
     return redirect("tokens")
+
+
+# --- the account page: a new e-mail address, deletion ---------------------------------------------
+@never_cache
+@login_required
+def account(request: AuthenticatedHttpRequest) -> HttpResponse:
+    return render(request, "accounts/account.html", {"tokens": ClientToken.objects.filter(user=request.user).count()})
+
+
+@never_cache
+@login_required
+@require_http_methods(["GET", "POST"])
+@checks_password(_own_username)
+def email_change(request: AuthenticatedHttpRequest) -> HttpResponse:
+    form = EmailChangeForm(request.user, request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        services.request_email_change(request.user, form.cleaned_data["email"], request.build_absolute_uri)
+        messages.success(
+            request,
+            f"A link to confirm {form.cleaned_data['email']} is on its way there; "
+            "your address changes when you open it.",
+        )
+        return redirect("account")
+    return render(request, "accounts/email_change.html", {"form": form})
+
+
+@never_cache
+@require_http_methods(["GET", "POST"])
+def email_confirm(request: HttpRequest, token: str) -> HttpResponse:
+    """GET shows what the link confirms (mail scanners open links; they do not press buttons); POST
+    takes the address."""
+    if request.method == "POST":
+        try:
+            user = services.confirm_email_change(token)
+        except services.EmailChangeError as e:
+            return render(request, "accounts/email_confirm.html", {"error": str(e)}, status=400)
+        messages.success(request, f"Your e-mail address is now {user.email}.")
+        return redirect("account" if request.user.is_authenticated else "login")
+    return render(request, "accounts/email_confirm.html", {"token": token})
+
+
+@never_cache
+@login_required
+@require_http_methods(["GET", "POST"])
+@checks_password(_own_username)
+def delete_account(request: AuthenticatedHttpRequest) -> HttpResponse:
+    form = DeleteAccountForm(request.user, request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        anonymous = services.delete_account(request.user)
+        logout(request)
+        messages.success(
+            request,
+            f"Your account is deleted; its games stay, under the name {anonymous}, and every token is revoked.",
+        )
+        return redirect("home")
+    games = request.user.traininggames.count() + request.user.ratinggames.count()
+    return render(request, "accounts/delete.html", {"form": form, "games": games})
