@@ -386,6 +386,8 @@ REST_FRAMEWORK = {
         "tasks": env_str("SENTE_THROTTLE_TASKS", "60/min"),
         "uploads": env_str("SENTE_THROTTLE_UPLOADS", "600/min"),
         "login": env_str("SENTE_THROTTLE_LOGIN", "10/min"),
+        # Filtered exports of games (each may stream many megabytes), per address.
+        "exports": env_str("SENTE_THROTTLE_EXPORTS", "30/hour"),
         # Password checks per username, from every address together: high enough that no single
         # address (held to "login") can lock an account, low enough to bound guesses from many.
         "login_username": env_str("SENTE_THROTTLE_LOGIN_USERNAME", "100/min"),

@@ -15,7 +15,7 @@ from server.networks.api import (
     NetworkList,
     PickedNetwork,
 )
-from server.operations.api import DataExportFile, DataExportList
+from server.operations.api import DataExportFile, DataExportList, GameExport
 from server.ratings.api import RatingsView
 from server.runs.api import CurrentRun, RunDetail, RunList
 
@@ -24,6 +24,7 @@ urlpatterns = [
     path("tasks/", TaskView.as_view(), name="task-create"),
     path("games/training/", TrainingGameUpload.as_view(), name="game-training-upload"),
     path("games/rating/", RatingGameUpload.as_view(), name="game-rating-upload"),
+    path("games/export/", GameExport.as_view(), name="game-export"),
     path("auth/token/", TokenView.as_view(), name="auth-token"),
     path("me/", MeView.as_view(), name="me"),
     path("runs/", RunList.as_view(), name="run-list"),

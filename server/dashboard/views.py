@@ -436,7 +436,8 @@ def data(request: HttpRequest) -> HttpResponse:
     """The daily archives of the games (``manage.py export_games``), newest first."""
     items = DataExport.objects.select_related("run").order_by("-day", "run__name", "kind")
     page, paginator = paginate(request, items, per_page=40)
-    return render(request, "dashboard/data.html", {"page": page, "paginator": paginator})
+    runs = Run.objects.order_by("-created_at", "-id").only("name")  # the newest first: the form's default
+    return render(request, "dashboard/data.html", {"page": page, "paginator": paginator, "runs": runs})
 
 
 @require_GET

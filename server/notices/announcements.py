@@ -10,6 +10,7 @@ from typing import Any
 from django.core.cache import cache
 from django.db.models import Q
 from django.utils import timezone
+from django.utils.functional import SimpleLazyObject
 
 from server.notices.models import Announcement
 
@@ -50,8 +51,9 @@ def for_clients() -> list[dict[str, Any]]:
 
 
 def context(request) -> dict[str, Any]:
-    """Template context processor: ``announcements``."""
-    return {"announcements": in_force()}
+    """Template context processor: ``announcements``, read when a template first uses them (the
+    site's pages do; the API's documentation page does not)."""
+    return {"announcements": SimpleLazyObject(in_force)}
 
 
 def forget(**kwargs: Any) -> None:

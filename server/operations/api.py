@@ -1,16 +1,21 @@
-"""API of the data exports: the list (``GET /api/v1/exports/?run=``) and each archive's download."""
+"""API of the data exports: the list (``GET /api/v1/exports/?run=``), each archive's download, and
+the filtered export of a run's games streamed as one archive (``GET /api/v1/games/export/``)."""
 
 from __future__ import annotations
 
+from django.http import StreamingHttpResponse
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import generics, permissions, serializers
 from rest_framework.reverse import reverse
 from rest_framework.views import APIView
 
-from server.api.errors import invalid
+from server.api.errors import ApiError, invalid
 from server.downloads import stored_file_response
 from server.files import stored_name
+from server.networks.models import Network
+from server.operations import selection
+from server.operations.archives import stream
 from server.operations.models import DataExport
 from server.runs.models import Run
 
@@ -63,3 +68,56 @@ class DataExportFile(APIView):
         return stored_file_response(
             request, stored_name(export.file), export.size_bytes, export.sha256, export.filename
         )
+
+
+EXPORT_PARAMETERS = [
+    OpenApiParameter("run", str, description="the run (default: the current run)"),
+    OpenApiParameter("kind", str, description="sgf (a .tar.gz of SGF files) or npz (a tar of training rows)"),
+    OpenApiParameter("games", str, description="training, rating or all (sgf only; default all)"),
+    *(
+        OpenApiParameter(name, str, description=str(f.extra.get("help_text") or f.field_name or name))
+        for name, f in selection.GameSelection.base_filters.items()
+    ),
+]
+
+
+class GameExport(APIView):
+    """A run's games as one archive, streamed as it is written (any number of games, in the memory of
+    one): ``kind=sgf`` a gzipped tar of the SGF files (``training/``, ``rating/``), ``kind=npz`` a tar of
+    the self-play games' training rows, one npz per game as KataGo's tools read them. Filters: a
+    network, a date range (UTC days), the scoring and ko rules, komi (exact or a range), a square
+    board size, the winner and resignation; disabled games are never exported."""
+
+    permission_classes = [permissions.AllowAny]
+    throttle_scope = "exports"
+
+    @extend_schema(
+        parameters=EXPORT_PARAMETERS,
+        responses={(200, "application/gzip"): bytes, (200, "application/x-tar"): bytes},
+    )
+    def get(self, request):
+        params = request.query_params
+        name = params.get("run")
+        run = Run.objects.filter(name=name).first() if name else Run.objects.current()
+        if run is None:
+            raise ApiError(
+                f"there is no run named {name!r}" if name else "no run is active: name one with run=",
+                code="not_found",
+                field="run",
+                status_code=404,
+            )
+        network = params.get("network")
+        if network and not Network.objects.filter(run=run, name=network).exists():
+            raise invalid("network", f"run {run.name} has no network named {network!r}")
+        kind = params.get("kind", "sgf")
+        try:
+            writer, members, filename = selection.archive(run, kind, params.get("games", "all"), params)
+        except selection.SelectionError as e:
+            raise invalid(e.field, e.message) from None
+        response = StreamingHttpResponse(
+            stream(writer, members), content_type="application/gzip" if kind == "sgf" else "application/x-tar"
+        )
+        response["Content-Disposition"] = f'attachment; filename="{filename}"'
+        response["Cache-Control"] = "no-store"
+        response["X-Accel-Buffering"] = "no"  # nginx passes it on as it comes
+        return response

@@ -14,12 +14,9 @@ failure on the way leaves the old archive as it was, listed and downloadable.
 from __future__ import annotations
 
 import hashlib
-import io
 import logging
-import tarfile
 import tempfile
-import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
@@ -28,6 +25,7 @@ from django.core.files.storage import default_storage
 from django.db import transaction
 
 from server.games.models import RatingGame, TrainingGame
+from server.operations.archives import Member, npz_tar, sgf_zip
 from server.operations.models import DataExport
 
 log = logging.getLogger(__name__)
@@ -45,31 +43,27 @@ def _games(model, run, day: date):
     )
 
 
+def _training_and_rating(run, day: date) -> Iterator[Member]:
+    for folder, model in (("training", TrainingGame), ("rating", RatingGame)):
+        for game_id, name, stamp in (
+            _games(model, run, day).values_list("client_game_id", "sgf", "created_at").iterator()
+        ):
+            yield Member(f"{folder}/{game_id}.sgf", name, stamp)
+
+
+def _rows(run, day: date) -> Iterator[Member]:
+    for game_id, name, stamp in (
+        _games(TrainingGame, run, day).values_list("client_game_id", "npz", "created_at").iterator()
+    ):
+        yield Member(f"{game_id}.npz", name, stamp)
+
+
 def _write_sgf(out, run, day: date) -> int:
-    count = 0
-    with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED) as archive:
-        for folder, model in (("training", TrainingGame), ("rating", RatingGame)):
-            for game_id, name in _games(model, run, day).values_list("client_game_id", "sgf").iterator():
-                with default_storage.open(name, "rb") as f:
-                    archive.writestr(f"{folder}/{game_id}.sgf", f.read())
-                count += 1
-    return count
+    return sum(1 for _ in sgf_zip(out, _training_and_rating(run, day)))
 
 
 def _write_npz(out, run, day: date) -> int:
-    count = 0
-    with tarfile.open(fileobj=out, mode="w") as archive:
-        for game_id, name, stamp in (
-            _games(TrainingGame, run, day).values_list("client_game_id", "npz", "created_at").iterator()
-        ):
-            with default_storage.open(name, "rb") as f:
-                data = f.read()
-            info = tarfile.TarInfo(f"{game_id}.npz")
-            info.size = len(data)
-            info.mtime = int(stamp.timestamp())
-            archive.addfile(info, fileobj=io.BytesIO(data))
-            count += 1
-    return count
+    return sum(1 for _ in npz_tar(out, _rows(run, day)))
 
 
 WRITERS: dict[str, Callable[[Any, Any, date], int]] = {DataExport.Kind.SGF: _write_sgf, DataExport.Kind.NPZ: _write_npz}

@@ -45,6 +45,7 @@ ENDPOINTS = {
     "/api/v1/tasks/": {"post", "patch"},
     "/api/v1/games/training/": {"post"},
     "/api/v1/games/rating/": {"post"},
+    "/api/v1/games/export/": {"get"},
     "/api/v1/ratings/": {"get"},
     "/api/v1/exports/": {"get"},
     "/api/v1/exports/{id}/file": {"get"},

@@ -989,7 +989,7 @@ def test_data_page_lists_the_daily_archives(web, run, django_assert_num_queries)
                 sha256="ab" * 32,
                 games=7,
             )
-    response = _queries(django_assert_num_queries, web, "/data/", 2)
+    response = _queries(django_assert_num_queries, web, "/data/", 3)
     text, html = _text(response), _html(response)
     assert text.index("2026-01-03") < text.index("2026-01-02")  # newest first
 
@@ -1006,7 +1006,7 @@ def test_data_page_lists_the_daily_archives(web, run, django_assert_num_queries)
                     games=3,
                 )
 
-    _queries_at_two_sizes(django_assert_num_queries, web, "/data/", 2, grow, _listed)
+    _queries_at_two_sizes(django_assert_num_queries, web, "/data/", 3, grow, _listed)
     export = DataExport.objects.get(day=date(2026, 1, 3), kind="npz")
     assert f'href="/api/v1/exports/{export.pk}/file"' in html and "test-2026-01-03-npz.tar" in text
     assert "2.0 kB" in text

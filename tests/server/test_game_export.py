@@ -1,0 +1,200 @@
+"""The filtered export of a run's games: what each filter selects, the archives' contents, bad
+parameters refused by name, and a streamed export of many games in flat memory (measured)."""
+
+from __future__ import annotations
+
+import io
+import re
+import tarfile
+import tracemalloc
+from datetime import timedelta
+
+import pytest
+from django.test import Client
+from django.utils import timezone
+
+from server.operations.archives import STREAM_CHUNK
+from tests.server import helpers
+
+pytestmark = pytest.mark.django_db
+
+
+def _body(response) -> bytes:
+    assert response.status_code == 200, response.content
+    return b"".join(response.streaming_content)
+
+
+@pytest.fixture
+def stored(run, alice, selfplay_games):
+    """Four self-play games (two 7x7 area games won by black, komi 7; a territory game won by white
+    on 9x9, komi 6.5, a day ago; one disabled) and two rating games."""
+    from server.games.models import TrainingGame
+
+    user, _ = alice
+    games = helpers.store_training_games(run, user, selfplay_games[:4])
+    area = {"ko": "SIMPLE", "scoring": "AREA"}
+    TrainingGame.objects.filter(pk__in=[games[0].pk, games[1].pk]).update(
+        rules=area, winner="B", komi=7.0, board_x_size=7, board_y_size=7
+    )
+    TrainingGame.objects.filter(pk=games[2].pk).update(
+        rules={"ko": "POSITIONAL", "scoring": "TERRITORY"},
+        winner="W",
+        resigned=True,
+        komi=6.5,
+        board_x_size=9,
+        board_y_size=9,
+        created_at=timezone.now() - timedelta(days=1),
+    )
+    TrainingGame.objects.filter(pk=games[3].pk).update(disabled=True)
+    random_net = run.networks.get(is_random=True)
+    rating = helpers.store_rating_games(run, user, random_net, random_net, selfplay_games[0].sgf, 2)
+    return [TrainingGame.objects.get(pk=g.pk) for g in games], rating
+
+
+def _names(body: bytes) -> list[str]:
+    with tarfile.open(fileobj=io.BytesIO(body), mode="r:gz") as archive:
+        return sorted(archive.getnames())
+
+
+def test_the_sgf_archive_holds_the_selected_games(stored, run):
+    games, rating = stored
+    web = Client()
+    everything = _names(_body(web.get("/api/v1/games/export/")))
+    expected = [f"training/{g.client_game_id}.sgf" for g in games[:3]] + [
+        f"rating/{g.client_game_id}.sgf" for g in rating
+    ]
+    assert everything == sorted(expected)  # the disabled game left out
+    response = web.get("/api/v1/games/export/?games=training&scoring=area")
+    assert response["Content-Type"] == "application/gzip" and ".tar.gz" in response["Content-Disposition"]
+    body = _body(response)
+    assert _names(body) == sorted(f"training/{g.client_game_id}.sgf" for g in games[:2])
+    with tarfile.open(fileobj=io.BytesIO(body), mode="r:gz") as archive:
+        member = archive.extractfile(f"training/{games[0].client_game_id}.sgf")
+        assert member.read() == games[0].sgf.open("rb").read()
+    for query, chosen in [
+        ("size=9", [games[2]]),
+        ("winner=W&resigned=true", [games[2]]),
+        ("komi=6.5", [games[2]]),
+        ("komi_min=6.6&komi_max=7", games[:2]),
+        ("ko=positional", [games[2]]),
+        (f"until={(timezone.now() - timedelta(days=1)).date()}", [games[2]]),
+        (f"since={timezone.now().date()}", games[:2]),
+        (f"network={run.name}-random", games[:3]),
+    ]:
+        names = _names(_body(web.get(f"/api/v1/games/export/?games=training&{query}")))
+        assert names == sorted(f"training/{g.client_game_id}.sgf" for g in chosen), query
+    # Rating games by either side's network, with the same filters (they are 7x7, komi 7.5, won by white).
+    both = _names(_body(web.get(f"/api/v1/games/export/?network={run.name}-random&size=7&winner=W")))
+    assert both == sorted(f"rating/{g.client_game_id}.sgf" for g in rating)
+
+
+def test_the_npz_archive_holds_the_rows(stored):
+    games, _ = stored
+    response = Client().get("/api/v1/games/export/?kind=npz&scoring=territory")
+    assert response["Content-Type"] == "application/x-tar"
+    with tarfile.open(fileobj=io.BytesIO(_body(response))) as archive:
+        (member,) = archive.getmembers()
+        assert member.name == f"{games[2].client_game_id}.npz"
+        assert archive.extractfile(member).read() == games[2].npz.open("rb").read()
+
+
+@pytest.mark.parametrize(
+    ("query", "field", "words"),
+    [
+        ("kind=csv", "kind", "expected one of sgf, npz"),
+        ("games=some", "games", "expected one of training, rating, all"),
+        ("kind=npz&games=rating", "games", "no training rows"),
+        ("since=yesterday", "since", "since='yesterday'"),
+        ("scoring=japanese", "scoring", "scoring='japanese'"),
+        ("komi=seven", "komi", "komi='seven'"),
+        ("winner=X", "winner", "winner='X'"),
+        ("network=nope", "network", "has no network named 'nope'"),
+    ],
+)
+def test_bad_parameters_are_refused_by_name(stored, query, field, words):
+    response = Client().get(f"/api/v1/games/export/?{query}")
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert error["field"] == field and words in error["message"], error
+
+
+def test_an_unknown_run_is_not_found(stored):
+    response = Client().get("/api/v1/games/export/?run=nope")
+    assert response.status_code == 404 and response.json()["error"]["field"] == "run"
+
+
+def _many(run, template, count: int, prefix: str) -> None:
+    """count more self-play games, every one pointing at the template's stored files."""
+    from server.games.models import TrainingGame
+
+    fields = {
+        f.attname: getattr(template, f.attname)
+        for f in TrainingGame._meta.concrete_fields
+        if f.attname not in ("id", "client_game_id")
+    }
+    TrainingGame.objects.bulk_create(
+        [TrainingGame(client_game_id=f"{prefix}-{k}", **fields) for k in range(count)], batch_size=1000
+    )
+
+
+def _peak_while_streaming(url: str) -> tuple[int, int]:
+    """(the most memory Python held while the answer was read, the answer's bytes)."""
+    response = Client().get(url)
+    assert response.status_code == 200
+    size = 0
+    tracemalloc.start()
+    try:
+        for chunk in response.streaming_content:
+            size += len(chunk)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    return peak, size
+
+
+def test_a_big_export_streams_in_flat_memory(run, alice, selfplay_games, capsys):
+    """Four times the games, the same memory: the export never holds the selection or the archive
+    (the figures are printed: pytest -s shows them)."""
+    user, _ = alice
+    (template,) = helpers.store_training_games(run, user, selfplay_games[:1])
+    _many(run, template, 2399, "first")
+    figures = {}
+    for kind in ("npz", "sgf"):
+        figures[kind, 2400] = _peak_while_streaming(f"/api/v1/games/export/?kind={kind}")
+    _many(run, template, 3 * 2400, "more")
+    for kind in ("npz", "sgf"):
+        figures[kind, 9600] = _peak_while_streaming(f"/api/v1/games/export/?kind={kind}")
+    with capsys.disabled():
+        for (kind, games), (peak, size) in figures.items():
+            print(f"\nexport of {games} games ({kind}): {size / 1e6:.1f} MB streamed, peak {peak / 1e6:.2f} MB held")
+    for kind in ("npz", "sgf"):
+        (small, small_bytes), (big, big_bytes) = figures[kind, 2400], figures[kind, 9600]
+        # at most the bytes gathered before they go out more (all of the tiny SGF archive here)
+        assert big_bytes > 3.5 * small_bytes and big < small + STREAM_CHUNK, kind
+    (small, _), (big, big_bytes) = figures["npz", 2400], figures["npz", 9600]
+    assert big < 1.15 * small and big < big_bytes / 10
+
+
+def test_the_data_pages_form_asks_for_the_same(stored, run):
+    """The form on /data/ sends every field, the empty ones empty: they select nothing away."""
+    _, rating = stored
+    page = Client().get("/data/").content.decode()
+    assert 'action="/api/v1/games/export/"' in page
+    fields = re.findall(r'name="([a-z_]+)"', page.split('id="export"')[1])
+    assert set(fields) == {
+        "run",
+        "kind",
+        "games",
+        "network",
+        "since",
+        "until",
+        "size",
+        "scoring",
+        "ko",
+        "komi_min",
+        "komi_max",
+        "winner",
+    }
+    query = "&".join(f"{f}=" for f in fields if f not in ("run", "kind", "games"))
+    body = _body(Client().get(f"/api/v1/games/export/?run={run.name}&kind=sgf&games=all&{query}"))
+    assert len(_names(body)) == 3 + len(rating)
