@@ -13,7 +13,7 @@ from django.utils import timezone
 from server.dashboard import tallies
 from server.dashboard.models import RunTally
 from server.networks.models import Network
-from server.ratings.models import Rating
+from server.ratings.models import AnchorRating, Rating
 from server.runs.models import Run
 
 LIVE_SECONDS = 10  # how long the live numbers are kept in the cache (pages poll them)
@@ -113,6 +113,21 @@ def elo_columns(run: Run) -> dict[str, list[Any]]:
         ):
             columns[key].append(value)
     return columns
+
+
+def anchor_lines(run: Run) -> list[dict[str, Any]]:
+    """The run's rated anchors (GNU Go at a level), weakest first: the Elo chart's lines."""
+    return [
+        {
+            "name": name,
+            "elo": None if elo_ is None else round(elo_, 1),
+            "se": None if se is None else round(se, 1),
+            "games": games,
+        }
+        for name, elo_, se, games in AnchorRating.objects.filter(run=run)
+        .order_by("elo", "anchor__level")
+        .values_list("anchor__name", "elo", "elo_se", "games")
+    ]
 
 
 def ranking(run: Run, since: datetime | None, state: RunTally) -> list[tuple[int, tallies.Counts]]:

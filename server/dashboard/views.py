@@ -30,9 +30,9 @@ from server.files import stored_name
 from server.games.models import Game, RatingGame, TrainingGame
 from server.networks import selectors as picks
 from server.networks.models import Network
-from server.networks.releases import release_facts
+from server.networks.releases import anchor_words, release_facts
 from server.operations.models import DataExport
-from server.ratings.models import NetworkEvent, RatingFit
+from server.ratings.models import AnchorRating, NetworkEvent, RatingFit
 from server.runs.models import Run
 from server.training.models import TrainingLine
 
@@ -212,6 +212,9 @@ def network_detail(request: HttpRequest, name: str) -> HttpResponse:
             "rating_games": rating_games,
             "selfplay_games": selfplay_games,
             "events": events,
+            "anchor_words": anchor_words(
+                network, list(AnchorRating.objects.filter(run=network.run_id).select_related("anchor"))
+            ),
         },
     )
 
@@ -241,11 +244,13 @@ def elo(request: HttpRequest) -> HttpResponse:
 @require_GET
 @_json_404
 def elo_data(request: HttpRequest) -> JsonResponse:
-    """Every network of the run, oldest first, as columns: the chart's data."""
+    """Every network of the run, oldest first, as columns, and the anchors' ratings: the chart's data."""
     run = _run(request)
     if run is None:
-        return JsonResponse({"run": None, "networks": {}})
-    return JsonResponse({"run": run.name, "networks": selectors.elo_columns(run)})
+        return JsonResponse({"run": None, "networks": {}, "anchors": []})
+    return JsonResponse(
+        {"run": run.name, "networks": selectors.elo_columns(run), "anchors": selectors.anchor_lines(run)}
+    )
 
 
 # --- games -----------------------------------------------------------------------------------------

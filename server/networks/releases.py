@@ -1,5 +1,6 @@
 """What the releases page says of each released network in words: its strength against the run's
-previous release, and the games it was trained on (the run's self-play settings when it was made)."""
+previous release and against the run's anchors (GNU Go at fixed levels, ``server.ratings.anchors``),
+and the games it was trained on (the run's self-play settings when it was made)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from dataclasses import dataclass
 from common.settings import SelfPlaySettings
 from server.networks.models import Network
 from server.networks.selectors import Z95
+from server.ratings.models import AnchorRating
 from server.runs.models import RunSettingsVersion
 
 
@@ -17,6 +19,7 @@ class ReleaseFacts:
     previous: Network | None  # the run's release before it (None: its first)
     strength: str  # in words
     trained_on: str  # in words
+    anchors: tuple[str, ...] = ()  # its distance to each rated anchor, in words
 
 
 def win_share(elo_difference: float) -> float:
@@ -42,6 +45,23 @@ def strength_words(network: Network, previous: Network | None) -> str:
     if difference > 0:
         return words + f"it would win about {100 * share:.0f}% of its games against it."
     return words + f"weaker; it would win about {100 * share:.0f}% of its games against it."
+
+
+def anchor_words(network: Network, anchors: list[AnchorRating]) -> tuple[str, ...]:
+    """The network's Elo against each rated anchor of its run, e.g. "+240 ± 60 Elo above GNU Go level
+    10" (the interval from both errors, as if they were independent)."""
+    rating = getattr(network, "rating", None)
+    if rating is None or rating.elo is None or rating.elo_se is None:
+        return ()
+    words = []
+    for a in anchors:
+        if a.elo is None or a.elo_se is None:
+            continue
+        difference = rating.elo - a.elo
+        margin = Z95 * math.hypot(rating.elo_se, a.elo_se)
+        side = "above" if difference >= 0 else "below"
+        words.append(f"{abs(difference):.0f} ± {margin:.0f} Elo {side} {a.anchor.name}")
+    return tuple(words)
 
 
 def _sizes(settings: SelfPlaySettings) -> str:
@@ -74,7 +94,7 @@ def trained_on_words(settings: SelfPlaySettings) -> str:
 
 
 def release_facts(networks: list[Network]) -> dict[int, ReleaseFacts]:
-    """The facts of each network, by its id: two queries, however many networks."""
+    """The facts of each network, by its id: three queries, however many networks."""
     if not networks:
         return {}
     runs = {n.run_id for n in networks}
@@ -86,6 +106,9 @@ def release_facts(networks: list[Network]) -> dict[int, ReleaseFacts]:
         .order_by("created_at", "id")
     ):
         releases.setdefault(n.run_id, []).append(n)
+    anchors: dict[int, list[AnchorRating]] = {}
+    for a in AnchorRating.objects.filter(run_id__in=runs).select_related("anchor").order_by("anchor__level"):
+        anchors.setdefault(a.run_id, []).append(a)
     versions: dict[int, list[RunSettingsVersion]] = {}
     for v in RunSettingsVersion.objects.filter(run_id__in=runs).order_by("version"):
         versions.setdefault(v.run_id, []).append(v)
@@ -96,5 +119,7 @@ def release_facts(networks: list[Network]) -> dict[int, ReleaseFacts]:
         run_versions = versions.get(n.run_id, [])
         made_under = [v for v in run_versions if v.created_at <= n.created_at] or run_versions[:1]
         trained_on = trained_on_words(made_under[-1].settings.selfplay) if made_under else ""
-        facts[n.pk] = ReleaseFacts(previous, strength_words(n, previous), trained_on)
+        facts[n.pk] = ReleaseFacts(
+            previous, strength_words(n, previous), trained_on, anchor_words(n, anchors.get(n.run_id, []))
+        )
     return facts

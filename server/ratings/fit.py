@@ -59,11 +59,13 @@ def fit_ratings(
     tolerance: float = 1e-10,
     max_iterations: int = 200,
     counts: np.ndarray | None = None,
+    ties: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
 ) -> Ratings:
     """Ratings of `count` networks from games between first[k] and second[k] (indices), where
     first_score[k] is 1 (first won), 0 (second won) or 0.5 (draw or no result); with `counts`, row k
     stands for counts[k] games whose mean score for first is first_score[k] (games already summed).
-    parents[i] is network i's parent index, or -1 (none)."""
+    parents[i] is network i's parent index, or -1 (none). ``ties`` (i, j, draws) adds more of the
+    prior: draws[k] virtual draws between i[k] and j[k] (not counted as games played)."""
     first = np.asarray(first, dtype=np.int64)
     second = np.asarray(second, dtype=np.int64)
     score = np.asarray(first_score, dtype=np.float64)
@@ -103,6 +105,22 @@ def fit_ratings(
             np.concatenate([pair_j, hi]),
             np.concatenate([pair_games, prior]),
             np.concatenate([pair_points, prior / 2.0]),
+        )
+
+    if ties is not None:
+        tie_i, tie_j, draws = (np.asarray(a) for a in ties)
+        if not (tie_i.shape == tie_j.shape == draws.shape) or np.any(tie_i == tie_j) or np.any(draws < 0):
+            raise FitError("ties must be three arrays of one length, each tie between two networks, draws >= 0")
+        if tie_i.size and (min(tie_i.min(), tie_j.min()) < 0 or max(tie_i.max(), tie_j.max()) >= count):
+            raise FitError(f"a tie names a network outside 0..{count - 1}")
+        lo, hi = np.minimum(tie_i, tie_j).astype(np.int64), np.maximum(tie_i, tie_j).astype(np.int64)
+        draws = draws.astype(np.float64)
+        pair_i, pair_j, pair_games, pair_points = _sum_pairs(
+            count,
+            np.concatenate([pair_i, lo]),
+            np.concatenate([pair_j, hi]),
+            np.concatenate([pair_games, draws]),
+            np.concatenate([pair_points, draws / 2.0]),
         )
 
     rated = _connected_to(anchor, count, pair_i, pair_j)

@@ -90,3 +90,63 @@ class NetworkEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.network_id}: {self.kind}"
+
+
+class Anchor(models.Model):
+    """A fixed player whose strength means something to people (GNU Go at a level), rated with the
+    networks (``server.ratings.anchors``) so that the Elo chart can show it as a line."""
+
+    name = models.CharField(max_length=64, unique=True, help_text="e.g. GNU Go level 10")
+    program = models.CharField(max_length=16, default="gnugo")
+    level = models.PositiveSmallIntegerField()
+
+    class Meta:
+        ordering = ["program", "level"]
+        constraints = [models.UniqueConstraint(fields=["program", "level"], name="anchor_program_level")]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class AnchorMatch(models.Model):
+    """Games of one network against an anchor, colours alternating, as one record: what the fit needs."""
+
+    run = models.ForeignKey("runs.Run", on_delete=models.CASCADE, related_name="anchor_matches")
+    network = models.ForeignKey("networks.Network", on_delete=models.CASCADE, related_name="anchor_matches")
+    anchor = models.ForeignKey(Anchor, on_delete=models.PROTECT, related_name="matches")
+    games = models.PositiveIntegerField()
+    wins = models.PositiveIntegerField(help_text="the network's")
+    draws = models.PositiveIntegerField(default=0, help_text="draws and games without result")
+    board_size = models.PositiveSmallIntegerField()
+    komi = models.FloatField()
+    visits = models.PositiveIntegerField(help_text="the network's search per move")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["run", "anchor"], name="anchormatch_run_anchor")]
+
+    def __str__(self) -> str:
+        return f"{self.network_id} vs {self.anchor}: {self.wins}/{self.games}"
+
+    @property
+    def losses(self) -> int:
+        return self.games - self.wins - self.draws
+
+
+class AnchorRating(models.Model):
+    """An anchor's Elo in a run, as the run's last fit left it (the run's first network at 0)."""
+
+    run = models.ForeignKey("runs.Run", on_delete=models.CASCADE, related_name="anchor_ratings")
+    anchor = models.ForeignKey(Anchor, on_delete=models.CASCADE, related_name="ratings")
+    elo = models.FloatField(null=True, blank=True)
+    elo_se = models.FloatField(null=True, blank=True)
+    games = models.PositiveIntegerField(default=0)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["anchor__level"]
+        constraints = [models.UniqueConstraint(fields=["run", "anchor"], name="anchorrating_run_anchor")]
+
+    def __str__(self) -> str:
+        return f"{self.anchor} in {self.run_id}: {self.elo}"

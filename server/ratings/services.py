@@ -1,6 +1,8 @@
 """Refitting a run's ratings from the database: its rating games are summed per pair and result in
-one query, fitted (``server.ratings.fit``) with the run's prior, and every network's Elo, error and
-games stored in one statement; then the newest accepted network is checked for a rollback."""
+one query, fitted (``server.ratings.fit``) with the run's prior and, as more players, the anchors
+its networks played (``server.ratings.anchors``), and every network's Elo, error and games stored in
+one statement (an anchor's in its own row); then the newest accepted network is checked for a
+rollback."""
 
 from __future__ import annotations
 
@@ -9,18 +11,22 @@ import time
 
 import numpy as np
 from django.db import transaction
-from django.db.models import Count
+from django.db.models import Count, Sum
 from django.utils import timezone
 
 from server.games.models import RatingGame, Winner
 from server.networks.models import Network
 from server.ratings.fit import Ratings, fit_ratings
-from server.ratings.models import Rating, RatingFit
+from server.ratings.models import AnchorMatch, AnchorRating, Rating, RatingFit
 from server.ratings.promotion import check_rollback, gating_settings
 
 log = logging.getLogger(__name__)
 
 BLACK_SCORE = {Winner.BLACK: 1.0, Winner.WHITE: 0.0, Winner.DRAW: 0.5, Winner.NONE: 0.5}
+# Each anchor is tied by this many virtual draws, spread over the networks it played in proportion to
+# their games (as KataGo ties a network without a parent): its rating stays finite when it lost or won
+# every game, and the tie weighs little against the tens of games a match has.
+ANCHOR_PRIOR_DRAWS = 0.5
 
 
 def refit(run) -> tuple[list[Network], Ratings]:
@@ -48,20 +54,30 @@ def refit(run) -> tuple[list[Network], Ratings]:
             white.append(index[w])
             score.append(BLACK_SCORE.get(winner, 0.5))
             counts.append(n)
+    rating_games = int(sum(counts))
+    anchors, ties = _anchor_games(run, index, black, white, score, counts)
     prior = gating_settings(run).virtual_draws
     fit = fit_ratings(
-        len(networks),
+        len(networks) + len(anchors),
         np.array(black, dtype=np.int64),
         np.array(white, dtype=np.int64),
         np.array(score),
-        parents=parents,
+        parents=np.concatenate([parents, np.full(len(anchors), -1, dtype=np.int64)]),
         virtual_draws=prior,
         anchor=anchor,
         counts=np.array(counts, dtype=np.float64),
+        ties=ties,
     )
     now = timezone.now()
+    played = _games_against_anchors(run, index, len(networks))
     ratings = [
-        Rating(network=n, elo=_finite(fit.elo[k]), elo_se=_finite(fit.se[k]), games=int(fit.games[k]), updated_at=now)
+        Rating(
+            network=n,
+            elo=_finite(fit.elo[k]),
+            elo_se=_finite(fit.se[k]),
+            games=int(fit.games[k] - played[k]),
+            updated_at=now,
+        )
         for k, n in enumerate(networks)
     ]
     with transaction.atomic():
@@ -71,11 +87,22 @@ def refit(run) -> tuple[list[Network], Ratings]:
             unique_fields=["network"],
             update_fields=["elo", "elo_se", "games", "updated_at"],
         )
+        for a, anchor_id in enumerate(anchors, start=len(networks)):
+            AnchorRating.objects.update_or_create(
+                run=run,
+                anchor_id=anchor_id,
+                defaults={
+                    "elo": _finite(fit.elo[a]),
+                    "elo_se": _finite(fit.se[a]),
+                    "games": int(fit.games[a]),
+                    "updated_at": now,
+                },
+            )
         RatingFit.objects.update_or_create(
             run=run,
             defaults={
                 "fitted_at": now,
-                "games": int(sum(counts)),
+                "games": rating_games,
                 "networks": len(networks),
                 "iterations": fit.iterations,
                 "seconds": time.perf_counter() - t0,
@@ -85,11 +112,58 @@ def refit(run) -> tuple[list[Network], Ratings]:
         "run %s: ratings of %d networks refitted from %d games in %.2f s",
         run.name,
         len(networks),
-        int(sum(counts)),
+        rating_games,
         time.perf_counter() - t0,
     )
     check_rollback(run, networks, fit)
     return networks, fit
+
+
+def _anchor_games(run, index: dict[int, int], first: list, second: list, score: list, counts: list):
+    """Append the run's games against anchors (a network first) to the fit's lists; the anchors' ids
+    in the order of their indices (after the networks'), and their ties (the prior)."""
+    matches = (
+        AnchorMatch.objects.filter(run=run)
+        .values_list("network_id", "anchor_id")
+        .annotate(wins=Sum("wins"), draws=Sum("draws"), games=Sum("games"))
+        .order_by("anchor_id", "network_id")
+    )
+    anchors: list[int] = []
+    position: dict[int, int] = {}
+    tie_i, tie_j, tie_weight = [], [], []
+    for network_id, anchor_id, wins, draws, games in matches:
+        if network_id not in index or not games:
+            continue
+        if anchor_id not in position:
+            position[anchor_id] = len(index) + len(anchors)
+            anchors.append(anchor_id)
+        a = position[anchor_id]
+        for points, n in ((1.0, wins), (0.5, draws), (0.0, games - wins - draws)):
+            if n > 0:
+                first.append(index[network_id])
+                second.append(a)
+                score.append(points)
+                counts.append(n)
+        tie_i.append(a)
+        tie_j.append(index[network_id])
+        tie_weight.append(float(games))
+    weights = np.array(tie_weight)
+    draws = np.zeros_like(weights)
+    for a in position.values():  # each anchor's draws spread over its networks by their games
+        mine = np.array(tie_i) == a
+        draws[mine] = ANCHOR_PRIOR_DRAWS * weights[mine] / weights[mine].sum()
+    ties = (np.array(tie_i, dtype=np.int64), np.array(tie_j, dtype=np.int64), draws)
+    return anchors, ties
+
+
+def _games_against_anchors(run, index: dict[int, int], count: int) -> np.ndarray:
+    played = np.zeros(count, dtype=np.int64)
+    for network_id, games in (
+        AnchorMatch.objects.filter(run=run).values_list("network_id").annotate(n=Sum("games")).order_by()
+    ):
+        if network_id in index:
+            played[index[network_id]] += games
+    return played
 
 
 def _finite(x: float) -> float | None:

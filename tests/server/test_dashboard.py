@@ -329,7 +329,7 @@ def test_network_page_shows_gating_lineage_and_games(web, run, alice, bob, selfp
         helpers.store_training_games(run, bob[0], selfplay_games, network=n3)
         _rating_games(run, bob[0], networks[4], n3, selfplay_games[0].sgf, 6)
 
-    response, grown = _queries_at_two_sizes(django_assert_num_queries, web, f"/networks/{n3.name}/", 11, grow)
+    response, grown = _queries_at_two_sizes(django_assert_num_queries, web, f"/networks/{n3.name}/", 12, grow)
     assert len(grown.context["children"]) == 4 and len(grown.context["events"]) == 4
     assert grown.context["selfplay_games"] == 3 + len(selfplay_games) and len(grown.context["rating_games"]) == 8
     text = _text(response)
@@ -367,7 +367,7 @@ def test_elo_page_and_its_data(web, run, django_assert_num_queries):
     html = _html(page)
     assert 'data-src="/elo/data.json?run=test"' in html and "/static/sente/elo.js" in html
     assert "/static/vendor/uplot/uPlot.iife.min.js" in html
-    with django_assert_num_queries(2):
+    with django_assert_num_queries(3):  # the run, its networks, its anchors
         data = web.get("/elo/data.json").json()
     columns = data["networks"]
     assert data["run"] == run.name and columns["name"] == [n.name for n in networks]
@@ -944,11 +944,11 @@ def test_tally_command(run, alice, selfplay_games):
 # --- releases and getting started -------------------------------------------------------------------
 def test_releases_page(web, run, django_assert_num_queries):
     networks = _networks(run, 7)
-    response = _queries(django_assert_num_queries, web, "/releases/", 7)
+    response = _queries(django_assert_num_queries, web, "/releases/", 8)
     released = [n for n in networks if n.released]
     listed = [n.name for n in response.context["page"].object_list]
     _, grown = _queries_at_two_sizes(
-        django_assert_num_queries, web, "/releases/", 7, lambda: _more_networks(run, 6), _listed
+        django_assert_num_queries, web, "/releases/", 8, lambda: _more_networks(run, 6), _listed
     )  # as many released again
     assert len(grown.context["page"].object_list) == 2 * len(released)
     assert listed == [n.name for n in sorted(released, key=lambda n: n.created_at, reverse=True)]

@@ -1,5 +1,6 @@
 // The Elo chart: every network of the run as a point with a 95% error bar, against the data rows it
-// was trained on or against time (UTC, on the axis as in the hover text). Drawn with uPlot (served
+// was trained on or against time (UTC, on the axis as in the hover text), and each rated anchor (GNU
+// Go at a level) as a dashed line at its Elo. Drawn with uPlot (served
 // from this site); drag to zoom, double-click to zoom out, hover for a network, click a point to open
 // its page. The controls work before the data has arrived: the chart is drawn as they say once it has.
 (function () {
@@ -13,6 +14,7 @@
   var axis = "rows";
   var showRejected = true;
   var net = null; // the columns from the server
+  var anchors = []; // [{name, elo, se, games}] with a rating
   var order = []; // network indexes in x order
   var plot = null;
 
@@ -78,6 +80,7 @@
         hi = Math.max(hi, y + 1.96 * se);
       }
     }
+    anchors.forEach(function (a) { lo = Math.min(lo, a.elo); hi = Math.max(hi, a.elo); });
     if (lo === Infinity) return [-100, 100];
     var pad = Math.max(10, (hi - lo) * 0.06);
     return [lo - pad, hi + pad];
@@ -119,6 +122,29 @@
     ctx.restore();
   }
 
+  function drawAnchors(u) {
+    if (!anchors.length) return;
+    var ctx = u.ctx, b = u.bbox, dpr = devicePixelRatio;
+    ctx.save();
+    ctx.beginPath();
+    ctx.rect(b.left, b.top, b.width, b.height);
+    ctx.clip();
+    ctx.strokeStyle = "#6b6b6b";
+    ctx.fillStyle = "#4a4a4a";
+    ctx.lineWidth = dpr;
+    ctx.setLineDash([6 * dpr, 4 * dpr]);
+    ctx.font = Math.round(11 * dpr) + "px sans-serif";
+    anchors.forEach(function (a) {
+      var y = u.valToPos(a.elo, "y", true);
+      ctx.beginPath();
+      ctx.moveTo(b.left, y);
+      ctx.lineTo(b.left + b.width, y);
+      ctx.stroke();
+      ctx.fillText(a.name + " (" + Math.round(a.elo) + ")", b.left + 6 * dpr, y - 4 * dpr);
+    });
+    ctx.restore();
+  }
+
   function onCursor(u) {
     var k = u.cursor.idx;
     if (k === null || k === undefined || !hover) return;
@@ -153,7 +179,7 @@
         { label: "Elo", size: 56 },
       ],
       cursor: { drag: { x: true, y: false, setScale: true }, points: { size: 9 } },
-      hooks: { draw: [drawBars], setCursor: [onCursor], setScale: [onScale] },
+      hooks: { draw: [drawBars, drawAnchors], setCursor: [onCursor], setScale: [onScale] },
     };
   }
 
@@ -163,6 +189,7 @@
     el.innerHTML = "";
     plot = new uPlot(options(el.clientWidth || 600), build(), el);
     el.setAttribute("data-points", String(order.length));
+    el.setAttribute("data-anchors", anchors.map(function (a) { return a.name; }).join(","));
     el.setAttribute("data-axis", axis);
     el.setAttribute("data-ready", "1");
   }
@@ -215,6 +242,7 @@
     .then(function (r) { if (!r.ok) throw new Error("HTTP " + r.status); return r.json(); })
     .then(function (data) {
       net = data.networks;
+      anchors = (data.anchors || []).filter(function (a) { return a.elo !== null; });
       if (!net || !net.name || !net.name.length) { el.textContent = "No networks yet."; el.setAttribute("data-ready", "1"); return; }
       render();
     })
