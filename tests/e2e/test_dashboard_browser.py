@@ -1,6 +1,8 @@
 """The website in a real browser (headless Chromium driven by Playwright) against the server under
-gunicorn: the front page and its chart, the Elo chart (hover, zoom, the time axis), a game stepped
-through with the arrow keys, signing up and making a client token, and a phone-sized screen.
+gunicorn: the front page and its chart (with an announcement, the strongest network and GNU Go's
+line), the releases page (notes, strength in words, the stable links), the Elo chart (hover, zoom,
+the time axis), a game stepped through with the arrow keys, signing up and making a client token,
+and a phone-sized screen.
 
 The pages must load nothing from outside the server (the chart library is served by it) and raise no
 script errors. Screenshots are the test's artifacts: they are saved in ``test-artifacts/screenshots``
@@ -102,7 +104,9 @@ def _data(run_name: str, selfplay: list[helpers.PlayedGame]) -> dict:
     from server.accounts.models import User
     from server.files import StoredFiles
     from server.networks.models import Network
-    from server.ratings.models import Gating, Rating
+    from server.notices.models import Announcement
+    from server.ratings.anchors import gnugo_anchor
+    from server.ratings.models import AnchorRating, Gating, Rating
     from server.runs.models import Run
     from server.training.models import TrainingLine
 
@@ -154,6 +158,12 @@ def _data(run_name: str, selfplay: list[helpers.PlayedGame]) -> dict:
         losses={"policy": 2.31, "value": 0.64, "score": 0.4},
         last_export=networks[-1],
     )
+    # for Go players and maintainers: release notes, an announcement, GNU Go on the Elo scale
+    Network.objects.filter(pk=networks[5].pk).update(
+        release_notes="## Stronger in the endgame\n\n- counts **seki** right\n- [the training run](/elo/)"
+    )
+    Announcement.objects.create(message="Maintenance on Sunday 02:00 UTC: uploads wait a few minutes", level="warning")
+    AnchorRating.objects.create(run=run, anchor=gnugo_anchor(5), elo=300.0, elo_se=20.0, games=120)
     alice = User.objects.create_user("alice", "alice@example.org", "a long enough password")
     bob = User.objects.create_user("bob", "bob@example.org", "a long enough password")
     games = helpers.store_training_games(run, alice, selfplay[:4], network=networks[6])
@@ -250,7 +260,20 @@ def _browse(browser, url: str, data: dict, screens: Screens) -> tuple[list[str],
         page.wait_for_selector('#elo-chart[data-ready="1"]')
         assert page.get_attribute("#elo-chart", "data-points") == "9"
         assert page.locator("#elo-chart canvas").count() == 1
+        assert page.get_attribute("#elo-chart", "data-anchors") == "GNU Go level 5"
+        assert "Maintenance on Sunday" in page.inner_text(".announcement-warning")
+        strongest = page.inner_text("#strongest")
+        assert f"{helpers.RUN}-n7" in strongest and "630 ± 51" in strongest, strongest
         screens.take(page, "home")
+
+        # the releases page: the stable links, notes in Markdown, strength in words
+        page.goto(url + "/releases/")
+        assert page.inner_text(".release-notes h2") == "Stronger in the endgame"
+        assert page.locator(".release-notes li strong").inner_text() == "seki"
+        releases = page.inner_text("main")
+        assert f"against {helpers.RUN}-n3, the previous release" in releases and "above GNU Go level 5" in releases
+        assert f"{url}/networks/strongest/file" in page.inner_text("#stable-links")
+        screens.take(page, "releases")
 
         # the numbers refresh by themselves: the page polls /live.json (here answered with new
         # numbers) every 15 s of the page's clock, which the test moves on

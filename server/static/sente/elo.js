@@ -134,6 +134,8 @@
     ctx.lineWidth = dpr;
     ctx.setLineDash([6 * dpr, 4 * dpr]);
     ctx.font = Math.round(11 * dpr) + "px sans-serif";
+    ctx.textAlign = "left"; // uPlot leaves its axes' alignment set
+    ctx.textBaseline = "bottom";
     anchors.forEach(function (a) {
       var y = u.valToPos(a.elo, "y", true);
       ctx.beginPath();
