@@ -96,15 +96,9 @@ def fit_ratings(
         if parents.shape != (count,) or np.any(parents >= count) or np.any(parents == np.arange(count)):
             raise FitError("parents must give, for every network, another network's index or -1")
         child = np.flatnonzero(parents >= 0)
-        parent = parents[child]
-        lo, hi = np.minimum(child, parent), np.maximum(child, parent)
         prior = np.full(child.size, float(virtual_draws))
-        pair_i, pair_j, pair_games, pair_points = _sum_pairs(
-            count,
-            np.concatenate([pair_i, lo]),
-            np.concatenate([pair_j, hi]),
-            np.concatenate([pair_games, prior]),
-            np.concatenate([pair_points, prior / 2.0]),
+        pair_i, pair_j, pair_games, pair_points = _with_draws(
+            count, (pair_i, pair_j, pair_games, pair_points), child, parents[child], prior
         )
 
     if ties is not None:
@@ -113,14 +107,8 @@ def fit_ratings(
             raise FitError("ties must be three arrays of one length, each tie between two networks, draws >= 0")
         if tie_i.size and (min(tie_i.min(), tie_j.min()) < 0 or max(tie_i.max(), tie_j.max()) >= count):
             raise FitError(f"a tie names a network outside 0..{count - 1}")
-        lo, hi = np.minimum(tie_i, tie_j).astype(np.int64), np.maximum(tie_i, tie_j).astype(np.int64)
-        draws = draws.astype(np.float64)
-        pair_i, pair_j, pair_games, pair_points = _sum_pairs(
-            count,
-            np.concatenate([pair_i, lo]),
-            np.concatenate([pair_j, hi]),
-            np.concatenate([pair_games, draws]),
-            np.concatenate([pair_points, draws / 2.0]),
+        pair_i, pair_j, pair_games, pair_points = _with_draws(
+            count, (pair_i, pair_j, pair_games, pair_points), tie_i, tie_j, draws.astype(np.float64)
         )
 
     rated = _connected_to(anchor, count, pair_i, pair_j)
@@ -178,6 +166,19 @@ def _sum_pairs(count: int, low: np.ndarray, high: np.ndarray, games: np.ndarray,
         unique % count,
         np.bincount(inverse, weights=games, minlength=unique.size),
         np.bincount(inverse, weights=points, minlength=unique.size),
+    )
+
+
+def _with_draws(count: int, pairs, a: np.ndarray, b: np.ndarray, draws: np.ndarray):
+    """The pairs' sums with ``draws[k]`` virtual draws more between ``a[k]`` and ``b[k]`` (the prior)."""
+    pair_i, pair_j, pair_games, pair_points = pairs
+    a, b = np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)
+    return _sum_pairs(
+        count,
+        np.concatenate([pair_i, np.minimum(a, b)]),
+        np.concatenate([pair_j, np.maximum(a, b)]),
+        np.concatenate([pair_games, draws]),
+        np.concatenate([pair_points, draws / 2.0]),
     )
 
 
