@@ -9,6 +9,7 @@ from django.http import Http404
 from django.urls import reverse
 from django.utils.feedgenerator import Atom1Feed, Enclosure
 
+from server.networks.selectors import Z95
 from server.ratings.models import NetworkEvent
 from server.runs.models import Run
 
@@ -43,7 +44,7 @@ class _NetworkEvents(Feed):
         rating = getattr(network, "rating", None)
         parts = [f"Run {network.run.name}."]
         if rating is not None and rating.elo is not None and rating.elo_se is not None:
-            parts.append(f"Elo {rating.elo:+.0f} ± {1.96 * rating.elo_se:.0f} over {rating.games} rating games.")
+            parts.append(f"Elo {rating.elo:+.0f} ± {Z95 * rating.elo_se:.0f} over {rating.games} rating games.")
         if network.size_name:
             parts.append(f"Architecture {network.size_name}, {network.train_step:,} training samples.")
         parts.append(event.get_kind_display().capitalize() + (f": {event.note}" if event.note else "."))

@@ -23,6 +23,7 @@ from django.conf import settings
 from django.db import transaction
 from django.urls import reverse
 
+from server.networks.selectors import Z95
 from server.notices.models import WebhookDelivery
 from server.notices.tasks import schedule
 from server.ratings.models import NetworkEvent
@@ -46,7 +47,7 @@ def payload(event: NetworkEvent) -> dict[str, Any]:
     elo = rating.elo if rating is not None else None
     se = rating.elo_se if rating is not None else None
     page = public_url(reverse("network", args=[network.name]))
-    strength = f" (Elo {elo:+.0f} ± {1.96 * se:.0f})" if elo is not None and se is not None else ""
+    strength = f" (Elo {elo:+.0f} ± {Z95 * se:.0f})" if elo is not None and se is not None else ""
     kind = EVENTS[NetworkEvent.Kind(event.kind)]
     if event.kind == NetworkEvent.Kind.ACCEPTED:
         gating = getattr(network, "gating", None)

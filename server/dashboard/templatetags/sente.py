@@ -9,6 +9,7 @@ from django import template
 from django.utils.html import format_html
 
 from common.go.rules import Rules, RulesError
+from server.networks.selectors import Z95
 
 register = template.Library()
 
@@ -70,7 +71,7 @@ def elo(rating) -> str:
     se = getattr(rating, "elo_se", None)
     if se is None:
         return f"{value:.0f}"
-    return f"{value:.0f} ± {1.96 * se:.0f}"
+    return f"{value:.0f} ± {Z95 * se:.0f}"
 
 
 @register.filter

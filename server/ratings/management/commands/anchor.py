@@ -8,6 +8,7 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
+from server.networks.selectors import Z95
 from server.ratings import anchors
 from server.ratings.services import refit
 from server.runs.models import Run
@@ -58,6 +59,6 @@ class Command(BaseCommand):
         if played:
             refit(run)
         for rating in run.anchor_ratings.select_related("anchor"):
-            elo = "not rated" if rating.elo is None else f"Elo {rating.elo:+.0f} ± {1.96 * (rating.elo_se or 0):.0f}"
+            elo = "not rated" if rating.elo is None else f"Elo {rating.elo:+.0f} ± {Z95 * (rating.elo_se or 0):.0f}"
             self.stdout.write(f"{rating.anchor.name}: {elo} over {rating.games} games")
         self.stdout.write(f"{played} games played")
