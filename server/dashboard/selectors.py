@@ -13,6 +13,7 @@ from django.utils import timezone
 from server.dashboard import tallies
 from server.dashboard.models import RunTally
 from server.networks.models import Network
+from server.networks.selectors import Z95
 from server.ratings.models import AnchorRating, Rating
 from server.runs.models import Run
 
@@ -43,6 +44,7 @@ def live_numbers(run: Run) -> dict[str, Any]:
         "network": network.name if network else None,
         "network_elo": rating.elo if rating else None,
         "network_elo_se": rating.elo_se if rating else None,
+        "z95": Z95,
         "games_hour": hour.training_games,
         "rows_hour": hour.rows,
         "rating_games_hour": hour.rating_games,

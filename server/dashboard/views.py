@@ -249,7 +249,12 @@ def elo_data(request: HttpRequest) -> JsonResponse:
     if run is None:
         return JsonResponse({"run": None, "networks": {}, "anchors": []})
     return JsonResponse(
-        {"run": run.name, "networks": selectors.elo_columns(run), "anchors": selectors.anchor_lines(run)}
+        {
+            "run": run.name,
+            "networks": selectors.elo_columns(run),
+            "anchors": selectors.anchor_lines(run),
+            "z95": picks.Z95,
+        }
     )
 
 

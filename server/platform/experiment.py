@@ -26,6 +26,7 @@ from pathlib import Path
 from django.core.files.storage import default_storage
 
 from common.files import atomic_write
+from server.networks.selectors import Z95
 from server.platform.processes import ROOT
 
 
@@ -82,7 +83,7 @@ class Report:
         ]
         for g in self.generations:
             elo = f"{g.elo:+.0f}" if g.elo is not None else "-"
-            se = f"{1.96 * g.elo_se:.0f}" if g.elo_se else "-"  # the random network is the fixed 0
+            se = f"{Z95 * g.elo_se:.0f}" if g.elo_se else "-"  # the random network is the fixed 0
             when = f"{g.minutes:.1f}" if g.minutes is not None else "start"
             lines.append(f"| {g.name} | {when} | {g.train_step:,} | {g.rows_seen:,} | {elo} | {se} | {g.games} |")
         up, steps = self.rises()

@@ -283,10 +283,12 @@ def _browse(browser, url: str, data: dict, screens: Screens) -> tuple[list[str],
         live.goto(url + "/")
         numbers = requests.get(url + "/live.json", timeout=30).json()
         assert numbers["games_total"] == 6
-        live.route("**/live.json*", lambda route: route.fulfill(json={**numbers, "games_total": 1234567}))
+        new = {**numbers, "games_total": 1234567, "network_elo": 100.4, "network_elo_se": 10.0}
+        live.route("**/live.json*", lambda route: route.fulfill(json=new))
         assert live.inner_text('[data-live="games_total"]') == "6"
         live.clock.run_for(16_000)
         live.wait_for_function("document.querySelector('[data-live=\"games_total\"]').textContent === '1,234,567'")
+        assert live.inner_text('[data-live="network_elo"]') == "100 ± 20"  # 1.96 standard errors, from the server
         live.close()
 
         # the Elo chart: hover names a network, dragging zooms in, the time axis redraws it

@@ -250,6 +250,7 @@ def test_live_numbers_as_json(web, run, alice, selfplay_games, django_assert_num
     assert (body["games_hour"], body["games_day"], body["games_total"]) == (3, 3, 3)
     assert body["rows_total"] == sum(g.metadata["rows"] for g in selfplay_games[:3])
     assert body["contributors_day"] == 1
+    assert body["z95"] == 1.96  # the scripts' 95% intervals use the server's constant
     assert web.get("/live.json?run=nope").status_code == 404
 
 
@@ -370,7 +371,7 @@ def test_elo_page_and_its_data(web, run, django_assert_num_queries):
     with django_assert_num_queries(3):  # the run, its networks, its anchors
         data = web.get("/elo/data.json").json()
     columns = data["networks"]
-    assert data["run"] == run.name and columns["name"] == [n.name for n in networks]
+    assert data["run"] == run.name and columns["name"] == [n.name for n in networks] and data["z95"] == 1.96
     assert columns["elo"] == [0.0, 100.0, 200.0, 300.0, 400.0, 500.0]
     assert columns["se"][1:] == [11.0, 12.0, 13.0, 14.0, 15.0]
     assert columns["rows"] == [n.rows_seen for n in networks]

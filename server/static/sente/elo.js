@@ -15,6 +15,7 @@
   var showRejected = true;
   var net = null; // the columns from the server
   var anchors = []; // [{name, elo, se, games}] with a rating
+  var z95; // standard errors in a 95% interval: the server sends it with the data
   var order = []; // network indexes in x order
   var plot = null;
 
@@ -46,7 +47,7 @@
   }
   function describe(i) {
     var e = net.elo[i] === null ? "no rating yet" : "Elo " + Math.round(net.elo[i]) +
-      (net.se[i] === null ? "" : " ± " + Math.round(1.96 * net.se[i]));
+      (net.se[i] === null ? "" : " ± " + Math.round(z95 * net.se[i]));
     return net.name[i] + " (" + net.state[i] + (net.released[i] ? ", released" : "") + "): " + e + ", " +
       Number(net.rows[i]).toLocaleString("en-US") + " data rows, " + utc(net.time[i]) + " UTC";
   }
@@ -76,8 +77,8 @@
         var y = u.data[s][k];
         if (y === null || y === undefined) continue;
         var se = net.se[order[k]] || 0;
-        lo = Math.min(lo, y - 1.96 * se);
-        hi = Math.max(hi, y + 1.96 * se);
+        lo = Math.min(lo, y - z95 * se);
+        hi = Math.max(hi, y + z95 * se);
       }
     }
     anchors.forEach(function (a) { lo = Math.min(lo, a.elo); hi = Math.max(hi, a.elo); });
@@ -112,7 +113,7 @@
         if (y === null || y === undefined || se === null || se === undefined || se === 0) continue;
         var px = u.valToPos(u.data[0][k], "x", true);
         if (px < b.left || px > b.left + b.width) continue;
-        var top = u.valToPos(y + 1.96 * se, "y", true), bottom = u.valToPos(y - 1.96 * se, "y", true);
+        var top = u.valToPos(y + z95 * se, "y", true), bottom = u.valToPos(y - z95 * se, "y", true);
         ctx.moveTo(px, top); ctx.lineTo(px, bottom);
         ctx.moveTo(px - cap, top); ctx.lineTo(px + cap, top);
         ctx.moveTo(px - cap, bottom); ctx.lineTo(px + cap, bottom);
@@ -244,6 +245,7 @@
     .then(function (r) { if (!r.ok) throw new Error("HTTP " + r.status); return r.json(); })
     .then(function (data) {
       net = data.networks;
+      z95 = data.z95;
       anchors = (data.anchors || []).filter(function (a) { return a.elo !== null; });
       if (!net || !net.name || !net.name.length) { el.textContent = "No networks yet."; el.setAttribute("data-ready", "1"); return; }
       render();

@@ -10,16 +10,17 @@
   function num(v) {
     return v === null || v === undefined ? "–" : Number(v).toLocaleString("en-US");
   }
-  function elo(v, se) {
+  // "1234 ± 56": the ± is z95 standard errors (the server's 95% interval, sent with the numbers)
+  function elo(v, se, z95) {
     if (v === null || v === undefined) return "–";
-    return se === null || se === undefined ? Math.round(v) + "" : Math.round(v) + " ± " + Math.round(1.96 * se);
+    return se === null || se === undefined ? Math.round(v) + "" : Math.round(v) + " ± " + Math.round(z95 * se);
   }
   function show(data) {
     document.querySelectorAll("[data-live]").forEach(function (el) {
       var key = el.getAttribute("data-live");
       if (!(key in data)) return;
       var value = data[key];
-      if (key === "network_elo") el.textContent = elo(value, data.network_elo_se);
+      if (key === "network_elo") el.textContent = elo(value, data.network_elo_se, data.z95);
       else if (el.getAttribute("data-format") === "time") el.textContent = new Date(value).toLocaleTimeString();
       else if (typeof value === "number") el.textContent = num(value);
       else el.textContent = value === null ? "–" : value;
