@@ -41,6 +41,7 @@ class MatchSummary:
     resignations: int = 0
     moves: int = 0
     seconds: float = 0.0
+    indices: list[int] = field(default_factory=list)  # the games counted, by index, in finishing order
 
     @property
     def score(self) -> float:
@@ -70,6 +71,21 @@ class MatchSummary:
             f"{self.resignations} resignations, {self.moves} moves in {self.seconds:.1f} s",
         ]
 
+    @classmethod
+    def from_dict(cls, data: dict) -> MatchSummary:
+        """The summary :meth:`to_dict` gave (its derived figures are computed again)."""
+        return cls(
+            names=tuple(data["names"]),
+            games=data["games"],
+            wins=list(data["wins"]),
+            wins_as_black=list(data["wins_as_black"]),
+            draws=data["draws_or_void"],
+            resignations=data["resignations"],
+            moves=data["moves"],
+            seconds=data["seconds"],
+            indices=list(data["indices"]),
+        )
+
     def to_dict(self) -> dict:
         elo, half = self.elo()
         return {
@@ -84,6 +100,7 @@ class MatchSummary:
             "elo_95": half,
             "moves": self.moves,
             "seconds": self.seconds,
+            "indices": self.indices,
         }
 
 
@@ -116,21 +133,36 @@ def run_match(
     more=None,
     paused=None,
     searches: tuple[SearchSettings, SearchSettings] | None = None,
+    played: MatchSummary | None = None,
 ) -> MatchSummary:
     """Play `games` games, `parallel` at a time. Game k is named ``<name>-<k>`` (name: ``match-<seed>``);
     each finished game's SGF goes to out_dir (when given) as ``<game name>.sgf``, with the summary as
     ``<name>-summary.json``, and to ``on_game(game_name, sgf_bytes)``. A set `stop` ends the match at
     once (unfinished games are dropped); while ``more()`` is false no new game starts; while
     ``paused()`` is true no step is taken. ``searches`` gives each network search settings of its
-    own (default: both the settings' ``search``), to measure a search method against another."""
+    own (default: both the settings' ``search``), to measure a search method against another.
+    ``played`` continues a match that was stopped: the summary of the games it finished (as it stood
+    at the last ``on_game``); the match plays the games not in its ``indices`` and counts on into it."""
     if games < 1 or parallel < 1:
         raise ValueError("games and parallel must be at least 1")
+    if played is not None and (
+        played.names != tuple(names)
+        or len(set(played.indices)) != played.games
+        or not set(played.indices) <= set(range(games))
+    ):
+        raise ValueError(f"played: a summary of {played.games} games of {played.names} cannot continue this match")
     out = Path(out_dir) if out_dir is not None else None
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
     name = name or f"match-{seed}"
     stop = stop if stop is not None else threading.Event()
-    parallel = min(parallel, games)
+    summary = played if played is not None else MatchSummary(names=names)
+    counted = set(summary.indices)
+    todo = [k for k in range(games) if k not in counted]  # the games to play, in order
+    started, spent = 0, summary.seconds
+    if not todo:
+        return summary
+    parallel = min(parallel, len(todo))
     engines = [
         BatchedSearch(ev, parallel, settings.visits, leaves_per_game, seed=seed + k, history=settings.max_moves + 8)
         for k, ev in enumerate(evaluators)
@@ -138,14 +170,12 @@ def run_match(
     side_search = searches if searches is not None else (settings.search, settings.search)
     for k, search in enumerate(side_search):
         search.validate(f"searches[{k}]")
-    summary = MatchSummary(names=names)
     slots: list[_MatchGame | None] = [None] * parallel
-    started = 0
     t0 = time.perf_counter()
 
     def new_game() -> _MatchGame:
         nonlocal started
-        index = started
+        index = todo[started]
         started += 1
         rng = np.random.default_rng([seed, index])
         weights = np.asarray(settings.board_size_weights, dtype=np.float64)
@@ -160,7 +190,7 @@ def run_match(
                 return
             if m.game.is_over or m.resigned:
                 finish(m)
-                slots[i] = new_game() if started < games and (more is None or more()) else None
+                slots[i] = new_game() if started < len(todo) and (more is None or more()) else None
                 continue
             k = m.network_to_move()
             engine = engines[k]
@@ -198,6 +228,7 @@ def run_match(
             summary.resignations += 1
         res = game.result
         summary.games += 1
+        summary.indices.append(m.index)
         summary.moves += game.num_moves
         if res is None or res.no_result or res.winner not in (BLACK, WHITE):
             summary.draws += 1
@@ -211,6 +242,7 @@ def run_match(
         record = SgfRecord.from_game(game, black_player=black, white_player=white, game_name=game_name)
         record.nodes[0].comment = json.dumps({"settings": settings.to_dict()}, sort_keys=True)
         sgf = record.to_sgf().encode()
+        summary.seconds = spent + time.perf_counter() - t0
         if out is not None:
             atomic_write(out / f"{game_name}.sgf", sgf)
         if on_game is not None:
@@ -233,7 +265,7 @@ def run_match(
                 if m is not None:  # a slot searching holds a game
                     play(int(i), m, engine)
                 launch(int(i))
-    summary.seconds = time.perf_counter() - t0
+    summary.seconds = spent + time.perf_counter() - t0
     if out is not None:
         atomic_write(out / f"{name}-summary.json", json.dumps(summary.to_dict(), indent=1).encode())
     return summary

@@ -32,7 +32,7 @@ and visits: each constant's Elo and the best one. The JSON holds ``sweep`` (rule
 multiplier -> Elo) and ``best_multiplier`` (rule -> visits).
 
 Run from the project root: .venv/bin/python tests/bench/bench_methods.py [--games 200]
-[--visits 100,400] [--methods lcb,dynamic_cpuct,gpuct] [--parallel 16] [--results FILE]
+[--visits 100,400] [--methods lcb,dynamic_cpuct,gpuct] [--parallel 16] [--threads 2] [--results FILE]
 [--sweep [--rules puct,gpuct] [--multipliers 0.5,0.7,1,1.4,2]]
 The last line is one JSON object: elo_<method> and elo_<method>_ci95 for each method (at the
 highest visits run; per visits under "by_visits"), and visits_per_s_<method> with its off side.
@@ -53,7 +53,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from client.evaluator import Evaluator  # noqa: E402
-from client.match.run import run_match  # noqa: E402
+from client.match.run import MatchSummary, run_match  # noqa: E402
 from client.search.engine import BatchedSearch  # noqa: E402
 from common.files import atomic_write  # noqa: E402
 from common.go.game import Game  # noqa: E402
@@ -77,6 +77,9 @@ METHODS: dict[str, tuple[SearchSettings, str]] = {
 }
 
 
+SIDES = ("on", "off")
+
+
 def match_settings(visits: int) -> MatchSettings:
     return MatchSettings().replace(
         visits=visits,
@@ -88,17 +91,23 @@ def match_settings(visits: int) -> MatchSettings:
     )
 
 
-def elo_gain(evaluator, on: SearchSettings, visits: int, games: int, parallel: int, seed: int) -> tuple[float, float]:
+def elo_gain(
+    evaluator, on: SearchSettings, visits: int, games: int, parallel: int, seed: int, played=None, on_game=None
+) -> tuple[float, float]:
+    """The on side's Elo gain and its 95% half-interval; ``played`` (a MatchSummary) continues a match
+    that was stopped, and ``on_game()`` is called after each game is counted into it."""
     settings = match_settings(visits)
     summary = run_match(
         [evaluator, evaluator],
-        ("on", "off"),
+        SIDES,
         settings,
         games=games,
         parallel=parallel,
         out_dir=None,
         seed=seed,
         searches=(on, settings.search),
+        played=played,
+        on_game=None if on_game is None else lambda _name, _sgf: on_game(),
     )
     return summary.elo()
 
@@ -131,28 +140,47 @@ RULES = {"puct": (0.5, OFF.cpuct), "gpuct": (0.737, METHODS["gpuct"][0].cpuct)}
 
 class Results:
     """Each match's figure (Elo, 95% half-interval; None where a match gave no finite figure), kept
-    in a file when one is given: a run with the same games and seed takes the matches it holds."""
+    in a file when one is given: a run with the same games and seed takes the matches it holds, and
+    continues a match it stopped from the games it had finished (kept under "unfinished")."""
 
     def __init__(self, path: Path | None, games: int, seed: int) -> None:
         self.path, self.games, self.seed = path, games, seed
         self.done: dict[str, dict[str, float | None]] = {}
+        self.unfinished: dict[str, dict] = {}
         if path is not None and path.exists():
             data = json.loads(path.read_text())
             if data.get("games") == games and data.get("seed") == seed:
                 self.done = dict(data.get("by_visits", {}))
+                self.unfinished = dict(data.get("unfinished", {}))
 
     def match(self, key: str, play) -> tuple[float, float]:
-        """The figure of match `key`: the file's, or play() it and keep it."""
+        """The figure of match `key`: the file's, or ``play(played, on_game)`` it (``played``: the
+        summary of its games finished before, or a new one; ``on_game()``: after each game) and keep it."""
         if key in self.done:
             elo, half = (self.done[key][k] for k in ("elo", "ci95"))
             return (math.nan if elo is None else elo), (math.nan if half is None else half)
-        elo, half = play()
+        kept = self.unfinished.get(key)
+        played = MatchSummary.from_dict(kept) if kept else MatchSummary(names=SIDES)
+        if kept:
+            print(f"{key}: {played.games} of {self.games} games played before; playing the rest", flush=True)
+
+        def on_game() -> None:
+            self.unfinished[key] = played.to_dict()
+            self.save()
+
+        elo, half = play(played, on_game)
         finite = math.isfinite(elo) and math.isfinite(half)
         self.done[key] = {"elo": elo if finite else None, "ci95": half if finite else None}
+        self.unfinished.pop(key, None)
+        self.save()
+        return elo, half
+
+    def save(self) -> None:
         if self.path is not None:
             data = {"games": self.games, "seed": self.seed, "by_visits": self.done}
+            if self.unfinished:
+                data["unfinished"] = self.unfinished
             atomic_write(self.path, json.dumps(data).encode())
-        return elo, half
 
 
 def sweep(
@@ -184,7 +212,9 @@ def sweep(
                     key = methods.get(settings, f"sweep_{rule}_x{m:g}")
                     elo, half = results.match(
                         f"{key}_{visits}",
-                        lambda s=settings, v=visits: elo_gain(evaluator, s, v, games, parallel, seed),
+                        lambda played, on_game, s=settings, v=visits: elo_gain(
+                            evaluator, s, v, games, parallel, seed, played, on_game
+                        ),
                     )
                 row[f"{m:g}"] = round(elo, 1) if math.isfinite(elo) else None
                 print(f"{rule:<6} c {c * m:.3f} (x{m:g}) {visits:>5} visits: {elo:+.0f} +- {half:.0f} Elo")
@@ -202,6 +232,9 @@ def main() -> None:
     parser.add_argument("--methods", default="lcb,dynamic_cpuct,gpuct,subtree_bias", help="methods to run")
     parser.add_argument("--parallel", type=int, default=16, help="games played at once (16)")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--threads", type=int, default=2, help="torch threads (2); 1 lets two processes share a sweep on 2 cores"
+    )
     parser.add_argument("--sweep", action="store_true", help="the constants of PUCT and GPUCT over the visits")
     parser.add_argument("--rules", default=",".join(RULES), help="--sweep: the rules to sweep (puct,gpuct)")
     parser.add_argument(
@@ -213,8 +246,9 @@ def main() -> None:
     parser.add_argument(
         "--results",
         type=Path,
-        help="a JSON file kept up to date with each match's figure as it finishes; a run with the same "
-        "games and seed takes the matches already there from it (a long run can span sittings)",
+        help="a JSON file kept up to date with each match's figure as it finishes, and with each game of the "
+        "match under way; a run with the same games and seed takes the matches already there from it and "
+        "plays on the one it stopped in (a long run can span sittings)",
     )
     args = parser.parse_args()
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
@@ -232,7 +266,9 @@ def main() -> None:
         raise SystemExit(f"--multipliers: expected numbers separated by commas, got {args.multipliers!r}") from None
     if not multipliers or any(not (math.isfinite(m) and m > 0) for m in multipliers):
         raise SystemExit(f"--multipliers: expected positive numbers, got {args.multipliers!r}")
-    torch.set_num_threads(2)
+    if args.threads < 1:
+        raise SystemExit(f"--threads: expected a positive count, got {args.threads}")
+    torch.set_num_threads(args.threads)
     evaluator = Evaluator.from_file(MODEL, device="cpu", compile=True, cache_size=0)
     results = Results(args.results, args.games, args.seed)
     if args.sweep:
@@ -247,7 +283,10 @@ def main() -> None:
         for visits in visits_levels:
             start = time.perf_counter()
             elo, half = results.match(
-                f"{m}_{visits}", lambda s=on, v=visits: elo_gain(evaluator, s, v, args.games, args.parallel, args.seed)
+                f"{m}_{visits}",
+                lambda played, on_game, s=on, v=visits: elo_gain(
+                    evaluator, s, v, args.games, args.parallel, args.seed, played, on_game
+                ),
             )
             elo += 0.0  # an even score is +0, not -0
             minutes = (time.perf_counter() - start) / 60

@@ -6,6 +6,7 @@ import dataclasses
 import json
 import subprocess
 import sys
+import threading
 
 import numpy as np
 import pytest
@@ -272,6 +273,43 @@ def test_match_summary_elo():
     assert elo == pytest.approx(-400 * np.log10(1 / 0.75 - 1))
     assert 100 < half < 400
     assert any("15-5" in line for line in s.lines())
+
+
+def test_a_stopped_match_continues_with_the_games_it_had_not_finished(tmp_path):
+    """A match stopped after some games (here at its third finished game, with others under way) and
+    continued from the summary ``on_game`` last saw plays exactly the missing games, each once, and
+    ends with the counts of the whole match."""
+    from client.match.run import MatchSummary
+
+    settings = MatchSettings(visits=8, board_sizes=(5,), board_size_weights=(1.0,), max_moves=40, komi=0.5)
+    players = [NullEvaluator(), NullEvaluator()]
+    whole = run_match(players, ("a", "b"), settings, games=8, parallel=4, out_dir=tmp_path / "whole", seed=6)
+    assert sorted(whole.indices) == list(range(8))
+
+    stop, kept = threading.Event(), []
+    played = MatchSummary(names=("a", "b"))
+
+    def on_game(name, sgf):
+        kept.append(MatchSummary.from_dict(json.loads(json.dumps(played.to_dict()))))
+        if len(kept) == 3:
+            stop.set()
+
+    run_match(
+        players, ("a", "b"), settings, 8, 4, tmp_path / "first", seed=6, on_game=on_game, stop=stop, played=played
+    )
+    first = kept[-1]  # games of the step that finished the third may have finished with it
+    assert 3 <= first.games < 8 and len(list((tmp_path / "first").glob("*.sgf"))) == first.games
+    rest = run_match(players, ("a", "b"), settings, 8, 4, tmp_path / "rest", seed=6, played=first)
+    assert sorted(rest.indices) == list(range(8)) and rest.games == 8
+    done_first = {p.name for p in (tmp_path / "first").glob("*.sgf")}
+    done_rest = {p.name for p in (tmp_path / "rest").glob("*.sgf")}
+    assert not done_first & done_rest and len(done_first | done_rest) == 8
+    assert rest.wins[0] + rest.wins[1] + rest.draws == 8 and rest.seconds >= first.seconds
+    assert run_match(players, ("a", "b"), settings, 8, 4, None, seed=6, played=rest) is rest  # nothing left
+    with pytest.raises(ValueError, match="cannot continue this match"):
+        run_match(players, ("x", "b"), settings, 8, 4, None, seed=6, played=MatchSummary.from_dict(first.to_dict()))
+    with pytest.raises(ValueError, match="cannot continue this match"):
+        run_match(players, ("a", "b"), settings, 2, 4, None, seed=6, played=MatchSummary.from_dict(first.to_dict()))
 
 
 def test_a_match_ends_once_every_point_is_pass_alive(tmp_path):
