@@ -24,6 +24,7 @@ import numpy as np
 from client.search.engine import BatchedSearch
 from client.search.targets import choose_move, play_values
 from client.stop import Stop
+from common.elo import score_elo
 from common.files import atomic_write
 from common.go.game import Game
 from common.go.geometry import BLACK, WHITE
@@ -51,13 +52,7 @@ class MatchSummary:
     def elo(self) -> tuple[float, float]:
         """The first network's Elo difference and a 95% interval half-width (normal approximation of
         the score; infinite when one side won everything)."""
-        p = self.score
-        if self.games == 0 or p <= 0.0 or p >= 1.0:
-            return (math.copysign(math.inf, p - 0.5) if self.games else 0.0), math.inf
-        elo = -400.0 * math.log10(1.0 / p - 1.0)
-        se = math.sqrt(p * (1.0 - p) / self.games)
-        slope = 400.0 / (math.log(10.0) * p * (1.0 - p))
-        return elo, 1.96 * se * slope
+        return score_elo(self.score, self.games)
 
     def lines(self) -> list[str]:
         a, b = self.names

@@ -10,10 +10,10 @@ from django.core.cache import cache
 from django.db import connection
 from django.utils import timezone
 
+from common.elo import Z95
 from server.dashboard import tallies
 from server.dashboard.models import RunTally
 from server.networks.models import Network
-from server.networks.selectors import Z95
 from server.ratings.models import AnchorRating, Rating
 from server.runs.models import Run
 

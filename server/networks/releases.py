@@ -7,9 +7,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from common.elo import Z95, expected_score
 from common.settings import SelfPlaySettings
 from server.networks.models import Network
-from server.networks.selectors import Z95
 from server.ratings.models import AnchorRating
 from server.runs.models import RunSettingsVersion
 
@@ -20,11 +20,6 @@ class ReleaseFacts:
     strength: str  # in words
     trained_on: str  # in words
     anchors: tuple[str, ...] = ()  # its distance to each rated anchor, in words
-
-
-def win_share(elo_difference: float) -> float:
-    """The share of games the stronger side wins at this Elo difference (the logistic curve)."""
-    return 1.0 / (1.0 + 10.0 ** (-elo_difference / 400.0))
 
 
 def strength_words(network: Network, previous: Network | None) -> str:
@@ -38,7 +33,7 @@ def strength_words(network: Network, previous: Network | None) -> str:
         return f"The previous release, {previous.name}, is not rated."
     difference = rating.elo - before.elo
     margin = Z95 * math.hypot(rating.elo_se, before.elo_se)
-    share = win_share(difference)
+    share = expected_score(difference)
     words = f"{difference:+.0f} ± {margin:.0f} Elo against {previous.name}, the previous release: "
     if abs(difference) <= margin:
         return words + "not clearly stronger or weaker."

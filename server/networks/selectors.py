@@ -12,10 +12,9 @@ from __future__ import annotations
 
 from django.db.models import ExpressionWrapper, F, FloatField, QuerySet
 
+from common.elo import Z95
 from server.networks.models import ALIASES, Network
 from server.runs.models import Run
-
-Z95 = 1.96  # the half-width of the site's 95% intervals, in standard errors
 
 
 def lower_bound(elo: float | None, se: float | None) -> float | None:

@@ -9,7 +9,7 @@ from django.http import Http404
 from django.urls import reverse
 from django.utils.feedgenerator import Atom1Feed, Enclosure
 
-from server.networks.selectors import Z95
+from common.elo import Z95
 from server.ratings.models import NetworkEvent
 from server.runs.models import Run
 

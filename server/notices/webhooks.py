@@ -23,7 +23,7 @@ from django.conf import settings
 from django.db import transaction
 from django.urls import reverse
 
-from server.networks.selectors import Z95
+from common.elo import Z95
 from server.notices.models import WebhookDelivery
 from server.notices.tasks import schedule
 from server.ratings.models import NetworkEvent

@@ -25,8 +25,8 @@ from pathlib import Path
 
 from django.core.files.storage import default_storage
 
+from common.elo import Z95
 from common.files import atomic_write
-from server.networks.selectors import Z95
 from server.platform.processes import ROOT
 
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-ELO_PER_NAT = 400.0 / math.log(10.0)
+from common.elo import ELO_PER_NAT
 
 
 class FitError(ValueError):

@@ -16,6 +16,7 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from common.elo import expected_score
 from common.settings import GatingSettings
 
 ACCEPT, REJECT, CONTINUE = "accept", "reject", "continue"
@@ -42,11 +43,6 @@ class Verdict:
 
     def to_dict(self) -> dict:
         return asdict(self) | {"score": self.score}
-
-
-def elo_to_score(elo: float) -> float:
-    """The expected score of a side that much stronger (logistic Elo)."""
-    return 1.0 / (1.0 + 10.0 ** (-elo / 400.0))
 
 
 def decide(settings: GatingSettings, wins: int, draws: int, losses: int) -> Verdict:
@@ -93,7 +89,7 @@ def sprt(
     wins: int, draws: int, losses: int, elo0: float, elo1: float, alpha: float, beta: float, max_games: int
 ) -> Verdict:
     games = wins + draws + losses
-    p0, p1 = elo_to_score(elo0), elo_to_score(elo1)
+    p0, p1 = expected_score(elo0), expected_score(elo1)
     won = wins + 0.5 * draws
     lost = losses + 0.5 * draws
     llr = won * math.log(p1 / p0) + lost * math.log((1.0 - p1) / (1.0 - p0))
@@ -120,7 +116,7 @@ def sprt(
 def expected_sprt_games(true_elo: float, elo0: float, elo1: float, alpha: float, beta: float) -> float:
     """Wald's approximation of the games an SPRT takes when the candidate is true_elo stronger
     (no draws, no cap)."""
-    p, p0, p1 = elo_to_score(true_elo), elo_to_score(elo0), elo_to_score(elo1)
+    p, p0, p1 = expected_score(true_elo), expected_score(elo0), expected_score(elo1)
     a, b = math.log(beta / (1.0 - alpha)), math.log((1.0 - beta) / alpha)
     win, loss = math.log(p1 / p0), math.log((1.0 - p1) / (1.0 - p0))
     drift = p * win + (1.0 - p) * loss

@@ -15,6 +15,7 @@ import random
 
 import numpy as np
 
+from common.elo import expected_score
 from server.distribution.models import Task
 from server.games.models import RatingGame
 from server.networks.models import Network
@@ -41,7 +42,7 @@ def choose_pair(run, rng: random.Random | None = None) -> tuple[Network, Network
     se = np.array([r.elo_se if r is not None and r.elo_se is not None else UNRATED_SE for r in ratings])
     elo = np.array([r.elo if r is not None and r.elo is not None else np.nan for r in ratings])
     first = rng.choices(range(len(networks)), weights=(se**2 + 1.0).tolist())[0]
-    p = 1.0 / (1.0 + 10.0 ** ((elo - elo[first]) / 400.0))
+    p = expected_score(elo[first] - elo)
     weights = np.where(np.isnan(p), 0.25, p * (1.0 - p))
     weights[first] = 0.0
     second = rng.choices(range(len(networks)), weights=(weights + 1e-12).tolist())[0]

@@ -25,7 +25,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from server.ratings.fit import ELO_PER_NAT, fit_ratings  # noqa: E402
+from common.elo import ELO_PER_NAT  # noqa: E402
+from server.ratings.fit import fit_ratings  # noqa: E402
 
 
 def synthetic_run(networks: int, games: int, seed: int = 1):

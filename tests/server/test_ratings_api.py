@@ -12,7 +12,7 @@ from django.core.management import call_command
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from server.ratings.fit import ELO_PER_NAT
+from common.elo import ELO_PER_NAT
 from tests.server import helpers
 
 pytestmark = pytest.mark.django_db

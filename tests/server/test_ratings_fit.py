@@ -9,7 +9,8 @@ import math
 import numpy as np
 import pytest
 
-from server.ratings.fit import ELO_PER_NAT, FitError, fit_ratings
+from common.elo import ELO_PER_NAT
+from server.ratings.fit import FitError, fit_ratings
 
 
 def _games(true_elo: np.ndarray, pairs: list[tuple[int, int]], per_pair: int, rng, draws: float = 0.0):

@@ -5,13 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from common.elo import expected_score
 from common.settings import GatingSettings
 from server.ratings.gating import (
     ACCEPT,
     CONTINUE,
     REJECT,
     decide,
-    elo_to_score,
     expected_sprt_games,
     fixed_rule,
 )
@@ -29,7 +29,7 @@ def test_the_fixed_rule_decides_as_soon_as_the_rest_cannot_change_it():
 def _simulate(true_elo: float, settings: GatingSettings, runs: int, seed: int) -> tuple[float, float, float]:
     """(share accepted, mean games, share decided by the cap) over simulated gatings."""
     rng = np.random.default_rng(seed)
-    p = elo_to_score(true_elo)
+    p = expected_score(true_elo)
     accepted, games, capped = 0, 0, 0
     for _ in range(runs):
         wins = losses = 0

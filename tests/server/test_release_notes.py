@@ -34,7 +34,7 @@ def test_markdown_is_rendered_and_nothing_unsafe_gets_through():
 
 def test_the_words_for_strength_and_training():
     from server.networks.models import Network
-    from server.networks.releases import strength_words, trained_on_words, win_share
+    from server.networks.releases import strength_words, trained_on_words
     from server.ratings.models import Rating
 
     def rated(name, elo, se):
@@ -42,7 +42,6 @@ def test_the_words_for_strength_and_training():
         n.rating = Rating(elo=elo, elo_se=se)
         return n
 
-    assert win_share(0) == 0.5 and win_share(400) == pytest.approx(10 / 11)
     new, old = rated("new", 300.0, 10.0), rated("old", 200.0, 20.0)
     assert strength_words(new, old) == (
         "+100 ± 44 Elo against old, the previous release: it would win about 64% of its games against it."

@@ -8,8 +8,8 @@ from urllib.parse import urlencode
 from django import template
 from django.utils.html import format_html
 
+from common.elo import Z95
 from common.go.rules import Rules, RulesError
-from server.networks.selectors import Z95
 
 register = template.Library()
 

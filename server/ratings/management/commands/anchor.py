@@ -8,7 +8,7 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from server.networks.selectors import Z95
+from common.elo import Z95
 from server.ratings import anchors
 from server.ratings.services import refit
 from server.runs.models import Run
