@@ -107,14 +107,14 @@ class Work(NamedTuple):
     per game."""
 
     boards: np.ndarray  # int32[T, BOARD_LEN]: the position a path leads to
-    states: np.ndarray  # int64[T, G_LEN]
+    states: np.ndarray  # int64[T, >= G_LEN] (each row padded to whole cache lines: see new_work)
     ladder_buf: np.ndarray  # int64[T, BUF_LEN]: EncodeScratch of each lane, stacked
-    ladder_work: np.ndarray  # int64[T, 4]
+    ladder_work: np.ndarray  # int64[T, >= 4]
     area_ws: np.ndarray  # int32[T, WS_LEN]
     owner: np.ndarray  # int8[T, ARR]
     planes: np.ndarray  # float32[T, 18, 361]
-    vals: np.ndarray  # float64[T, R_LEN]: a leaf's network values, interpreted
-    own: np.ndarray  # float32[T, V_LEN]: the same as the leaf's own evaluation, as the cache keeps it
+    vals: np.ndarray  # float64[T, >= R_LEN]: a leaf's network values, interpreted
+    own: np.ndarray  # float32[T, >= V_LEN]: the same as the leaf's own evaluation, as the cache keeps it
     path: np.ndarray  # int32[G, L, D]: node indices from the root
     path_move: np.ndarray  # int16[G, L, D]: the move into each node
     path_len: np.ndarray  # int32[G, L]
@@ -177,11 +177,12 @@ def new_work(games: int, leaves: int, depth: int, lanes: int = 1) -> Work:
 
     def lane_rows(width: int, dtype) -> np.ndarray:
         # Each lane's row padded to whole cache lines: threads writing their own small rows must not
-        # share a line (false sharing would cost more than the work). At least two rows, so that the
-        # rows are strided for one lane too: the kernels then compile once for every thread count.
+        # share a line (false sharing would cost more than the work). The rows are whole (the kernels
+        # use only their first `width` entries), so a lane's row is contiguous like a root's and
+        # like a single scratch's: a kernel called with both compiles once, not once per layout.
         itemsize = np.dtype(dtype).itemsize
         padded = -(-width * itemsize // 128) * 128 // itemsize
-        return np.zeros((max(lanes, 2), padded), dtype)[:, :width]
+        return np.zeros((lanes, padded), dtype)
 
     ladder_work = lane_rows(scratch[0].ladder_work.shape[0], np.int64)
     return Work(
