@@ -138,9 +138,18 @@ class Contributor:
             self.process.wait()
 
 
+LOAD_STRETCH = 4.0  # at most this many times the timeout, on a machine with more work than cores
+
+
 def until(condition, timeout: float, what: str, client: Contributor | None = None, step: float = 0.3):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    """Wait for condition() to hold (and return its value), failing after timeout seconds of a
+    machine with a core for every runnable process: while the load average is above the cores, the
+    clients and servers the test waits for get a share of a core, so time counts that much slower
+    (up to LOAD_STRETCH times the timeout, so that a hung wait still fails)."""
+    cores = os.cpu_count() or 1
+    start = last = time.monotonic()
+    waited = 0.0
+    while waited < timeout and last - start < LOAD_STRETCH * timeout:
         value = condition()
         if value:
             return value
@@ -149,7 +158,13 @@ def until(condition, timeout: float, what: str, client: Contributor | None = Non
                 f"the client ended ({client.process.returncode}) while waiting for {what}:\n{client.output()}"
             )
         time.sleep(step)
-    raise AssertionError(f"timed out waiting for {what}" + (f":\n{client.output()}" if client else ""))
+        now = time.monotonic()
+        waited += (now - last) / max(1.0, os.getloadavg()[0] / cores)
+        last = now
+    raise AssertionError(
+        f"timed out waiting for {what} ({last - start:.0f} s, load {os.getloadavg()[0]:.1f} on {cores} cores)"
+        + (f":\n{client.output()}" if client else "")
+    )
 
 
 def upload_network(server_url: str, tmp_path: Path, name: str, parent: str, accept: bool = True) -> bytes:
