@@ -29,7 +29,7 @@ test: $(VENV)/.installed-dev
 	$(BIN)/ruff format --check .
 	$(BIN)/ruff check .
 	$(BIN)/mypy
-	$(BIN)/python -m pytest --durations=20
+	$(BIN)/python -m pytest -n 2 --durations=20
 
 ## bench: the speed benchmarks
 bench: $(VENV)/.installed-dev

@@ -1,8 +1,9 @@
-import contextlib
 import functools
 import os
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -32,9 +33,11 @@ def pytest_sessionstart(session):
     # clients the tests start, a second thread spends its time waiting for a core (a trainer test
     # took ten times longer with two on this 2-core machine).
     torch.set_num_threads(1)
-    if os.environ.get("SENTE_NO_WARMUP") or hasattr(session.config, "workerinput"):
+    if os.environ.get("SENTE_NO_WARMUP"):
         return
     _wait_for_the_warmup_on_a_cache_miss()
+    if hasattr(session.config, "workerinput"):  # a test process of pytest-xdist: its controller warms up
+        return
     for family in FAMILIES:
         _warmup.append(
             subprocess.Popen(
@@ -45,6 +48,28 @@ def pytest_sessionstart(session):
                 stderr=subprocess.DEVNULL,
             )
         )
+    # The test processes pytest-xdist starts next inherit this: the file appears when the warm-up ends.
+    done = Path(tempfile.mkdtemp(prefix="sente-warmup-")) / "done"
+    os.environ[WARMUP_DONE] = str(done)
+    threading.Thread(target=_mark_the_warmup_done, args=(done,), daemon=True).start()
+
+
+WARMUP_DONE = "SENTE_WARMUP_DONE"
+
+
+def _mark_the_warmup_done(done: Path) -> None:
+    for process in _warmup:
+        process.wait()
+    done.touch()
+
+
+def _warmup_running() -> bool:
+    """Whether the warm-up still compiles: this process's own, or (in a test process of
+    pytest-xdist) the one its controller started, until the file it names appears."""
+    if _warmup:
+        return any(process.poll() is None for process in _warmup)
+    done = os.environ.get(WARMUP_DONE)
+    return bool(done) and not Path(done).exists()
 
 
 def _wait_for_the_warmup_on_a_cache_miss() -> None:
@@ -58,7 +83,7 @@ def _wait_for_the_warmup_on_a_cache_miss() -> None:
 
     def load_or_wait(self, sig, target_context):
         found = load(self, sig, target_context)
-        while found is None and any(process.poll() is None for process in _warmup):
+        while found is None and _warmup_running():
             time.sleep(0.5)
             found = load(self, sig, target_context)
         return found
@@ -76,9 +101,9 @@ def pytest_sessionfinish(session, exitstatus):
 def wait_for_warmup() -> None:
     """Let the compiling processes finish before a test compiles the same kernels beside them (they
     would compile them twice, sharing the cores); afterwards they load from the cache."""
-    for process in _warmup:
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            process.wait(timeout=900)
+    deadline = time.monotonic() + 900
+    while _warmup_running() and time.monotonic() < deadline:
+        time.sleep(0.5)
 
 
 def _needs_kernels(item: pytest.Item) -> bool:
