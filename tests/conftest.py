@@ -1,5 +1,7 @@
+import contextlib
 import functools
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -60,7 +62,8 @@ WARMUP_DONE = "SENTE_WARMUP_DONE"
 def _mark_the_warmup_done(done: Path) -> None:
     for process in _warmup:
         process.wait()
-    done.touch()
+    with contextlib.suppress(FileNotFoundError):  # the session ended first and took the folder away
+        done.touch()
 
 
 def _warmup_running() -> bool:
@@ -96,6 +99,8 @@ def pytest_sessionfinish(session, exitstatus):
         if process.poll() is None:
             process.kill()
         process.wait()
+    if _warmup and os.environ.get(WARMUP_DONE):  # the controller's: its folder for the done-file
+        shutil.rmtree(Path(os.environ[WARMUP_DONE]).parent, ignore_errors=True)
 
 
 def wait_for_warmup() -> None:
