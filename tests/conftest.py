@@ -27,6 +27,7 @@ def pytest_sessionstart(session):
     of processor time, which the two families share between the cores; the first tests (the server's
     that need no kernels) are short. With the cache filled it takes seconds. SENTE_NO_WARMUP=1 turns
     it off."""
+    import numba
     import torch
 
     from tests.warmup import FAMILIES
@@ -35,6 +36,9 @@ def pytest_sessionstart(session):
     # clients the tests start, a second thread spends its time waiting for a core (a trainer test
     # took ten times longer with two on this 2-core machine).
     torch.set_num_threads(1)
+    # The search's parallel passes too: their second thread waits at each pass's barrier for a core
+    # the other test process or the network holds (docs/testing.md has the figures).
+    numba.set_num_threads(1)
     if os.environ.get("SENTE_NO_WARMUP"):
         return
     _wait_for_the_warmup_on_a_cache_miss()
