@@ -53,7 +53,7 @@ from client.contribute.server import AuthError, ServerClient, ServerError
 from client.contribute.status import Display, Status
 from client.contribute.supervision import STOP_SECONDS, Pauses, RestartBudget, StopDeadline
 from client.contribute.tasks import AUTH, CANARY, NETWORK, PROTOCOL, UPGRADE
-from client.contribute.worker import Control, WorkerSpec, worker_main
+from client.contribute.worker import Control, WorkerSpec, cpu_share, worker_main
 from common.protocol import CLIENT_VERSION, parse_version
 
 log = logging.getLogger("client.contribute")
@@ -473,6 +473,7 @@ class _Contributor:
         token, instance_id = cfg.token, cfg.instance_id
         assert token is not None and instance_id is not None, "the server has taken both (_check_server)"
         kinds = (cfg.only,) if cfg.only else client_config.ONLY
+        cores = cpu_share(devices)
         return [
             WorkerSpec(
                 index=i,
@@ -489,6 +490,7 @@ class _Contributor:
                 sgf_dir=cfg.sgf_dir,
                 watch_file=cfg.watch_file if i == 0 else None,  # one game to watch, of the first device
                 checkpoint_seconds=cfg.checkpoint_seconds or DEFAULT_CHECKPOINT_SECONDS,
+                cores=cores if d == "cpu" else None,
             )
             for i, d in enumerate(devices)
         ]

@@ -88,6 +88,7 @@ class WorkerSpec:
     sgf_dir: str | None = None  # a copy of every finished game's SGF
     watch_file: str | None = None  # one self-play game in play, rewritten after each of its moves
     checkpoint_seconds: float = DEFAULT_CHECKPOINT_SECONDS  # how often a game in play is saved (inplay)
+    cores: int | None = None  # on the CPU: the cores this worker shares with no other (None: all)
 
     @property
     def outbox_dir(self) -> Path:
@@ -147,7 +148,7 @@ def worker_main(spec: WorkerSpec, control: Control, messages, log_queue) -> None
     root.handlers[:] = [logging.handlers.QueueHandler(log_queue)]
     root.setLevel(logging.INFO)
     if spec.device == "cpu":
-        share_the_cpu()
+        share_the_cpu(spec.cores)
     try:
         Worker(spec, control, messages).run()
         messages.put(("done", spec.index, None, None))
@@ -158,13 +159,34 @@ def worker_main(spec: WorkerSpec, control: Control, messages, log_queue) -> None
         messages.put(("crashed", spec.index, type(e).__name__, str(e)))
 
 
-def share_the_cpu() -> None:
+def share_the_cpu(cores: int | None) -> None:
     """On the CPU the self-play lane's numba passes and the rating lane's forward passes run at the
-    same time: torch gets half the cores, so that its threads do not wait for cores the numba
-    threads hold (with every core each, a rating game's forward passes ran tens of times slower)."""
+    same time: torch gets half the worker's cores, so that its threads do not wait for cores the
+    numba threads hold (with every core each, a rating game's forward passes ran tens of times
+    slower). The numba passes get the worker's cores (:func:`search_threads`): with several
+    workers on the CPU, a pass's threads beyond its share only wait at its barrier for a core
+    another worker holds (two workers on two cores played a test's games twice as fast with one
+    thread each as with two)."""
     import torch
 
-    torch.set_num_threads(max(1, (os.cpu_count() or 2) // 2))
+    torch.set_num_threads(max(1, (cores or os.cpu_count() or 2) // 2))
+    search_threads(cores)
+
+
+def cpu_share(devices: list[str]) -> int | None:
+    """The cores of each worker on the CPU when several share it out (one worker keeps them all:
+    None)."""
+    on_cpu = devices.count("cpu")
+    return max(1, (os.cpu_count() or 1) // on_cpu) if on_cpu > 1 else None
+
+
+def search_threads(cores: int | None) -> None:
+    """Give the calling thread's numba passes at most `cores` threads (None: numba's default).
+    numba counts threads per calling thread, so each lane's thread calls this before it searches."""
+    if cores is not None:
+        import numba
+
+        numba.set_num_threads(max(1, min(cores, numba.config.NUMBA_NUM_THREADS)))
 
 
 class Worker:
@@ -244,6 +266,8 @@ class Worker:
         """Run a lane; its error stops the worker (and is raised by run). A failed canary check sets
         the games held for a check aside."""
         try:
+            if self.spec.device == "cpu":
+                search_threads(self.spec.cores)
             lane()
         except BaseException as e:
             if isinstance(e, Fatal) and e.kind == CANARY:

@@ -60,3 +60,38 @@ def test_a_worker_killed_while_it_waits_does_not_block_the_supervisors_stop():
     setter.start()
     setter.join(10)
     assert not setter.is_alive(), "the stop's set() waits for a killed worker"
+
+
+def test_workers_on_the_cpu_share_its_cores_and_their_lanes_search_on_their_share(tmp_path, monkeypatch):
+    """Two workers on a 2-core CPU get a core each, and a lane of a worker given one core builds its
+    searches on one thread, where a thread of its own would have numba's default."""
+    import os
+    import threading
+
+    import numba
+
+    from client.contribute.worker import cpu_share
+    from client.search.engine import BatchedSearch, NullEvaluator
+
+    monkeypatch.setattr(os, "cpu_count", lambda: 8)
+    assert cpu_share(["cpu"]) is None and cpu_share(["cuda:0", "cuda:1"]) is None
+    assert cpu_share(["cpu", "cpu"]) == 4 and cpu_share(["cpu", "cpu", "cpu"]) == 2
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    assert cpu_share(["cpu", "cpu"]) == 1 and cpu_share(["cpu"] * 3) == 1
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        return  # (one core: nothing to share)
+
+    def threads_of_a_lane(cores: int | None) -> int:
+        spec = WorkerSpec(0, "cpu", "http://127.0.0.1:9", "t", "i", 4, str(tmp_path), cores=cores)
+        worker = Worker(spec, Control(multiprocessing.get_context("spawn")), queue.Queue())
+        seen: list[int] = []
+        lane = threading.Thread(
+            target=worker._guard, args=(lambda: seen.append(BatchedSearch(NullEvaluator(), 4, 8).threads),)
+        )
+        lane.start()
+        lane.join()
+        assert not worker.errors
+        return seen[0]
+
+    assert threads_of_a_lane(1) == 1
+    assert threads_of_a_lane(None) == min(2, numba.config.NUMBA_NUM_THREADS)
