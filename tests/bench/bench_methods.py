@@ -273,8 +273,8 @@ def main() -> None:
     if args.threads < 1:
         raise SystemExit(f"--threads: expected a positive count, got {args.threads}")
     torch.set_num_threads(args.threads)
-    # The search's passes get as many: a second thread of their own would spin beside the network's
-    # (2.5x fewer moves/s for two one-thread processes on two cores).
+    # The search's passes get as many: a second thread of their own would wait for a core beside the
+    # network's (docs/benchmarks.md: two one-thread processes on two cores).
     numba.set_num_threads(min(args.threads, numba.config.NUMBA_NUM_THREADS))
     evaluator = Evaluator.from_file(MODEL, device="cpu", compile=True, cache_size=0)
     results = Results(args.results, args.games, args.seed)
