@@ -47,12 +47,12 @@ import sys
 import time
 from pathlib import Path
 
-import numba
 import torch
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from client.contribute.worker import search_threads  # noqa: E402
 from client.evaluator import Evaluator  # noqa: E402
 from client.match.run import MatchSummary, run_match  # noqa: E402
 from client.search.engine import BatchedSearch  # noqa: E402
@@ -275,7 +275,7 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     # The search's passes get as many: a second thread of their own would wait for a core beside the
     # network's (docs/benchmarks.md: two one-thread processes on two cores).
-    numba.set_num_threads(min(args.threads, numba.config.NUMBA_NUM_THREADS))
+    search_threads(args.threads)
     evaluator = Evaluator.from_file(MODEL, device="cpu", compile=True, cache_size=0)
     results = Results(args.results, args.games, args.seed)
     if args.sweep:
