@@ -28,7 +28,9 @@ visits grow where PUCT's drifts upward (his Tables 1 and 2): at each visits leve
 0.5) and GPUCT (0.737) with their constants times 0.5, 0.7, 1, 1.4 and 2 each play the default
 search (PUCT, c = 1.1; PUCT times 1 is that search itself, 0 without a match, and GPUCT times 1
 is the ``gpuct`` method's match, kept under its key); printed per rule
-and visits: each constant's Elo and the best one. The JSON holds ``sweep`` (rule -> visits ->
+and visits: each constant's Elo and the best one. ``--multipliers`` plays those asked for; the
+others are shown where the ``--results`` file holds their matches finished, so several processes can
+share a sweep and a run asking for ``--multipliers 1`` prints the whole table the file holds. The JSON holds ``sweep`` (rule -> visits ->
 multiplier -> Elo) and ``best_multiplier`` (rule -> visits).
 
 Run from the project root: .venv/bin/python tests/bench/bench_methods.py [--games 200]
@@ -157,12 +159,12 @@ class Results:
     def match(self, key: str, play) -> tuple[float, float]:
         """The figure of match `key`: the file's, or ``play(played, on_game)`` it (``played``: the
         summary of its games finished before, or a new one; ``on_game()``: after each game) and keep it."""
-        if key in self.done:
-            elo, half = (self.done[key][k] for k in ("elo", "ci95"))
-            return (math.nan if elo is None else elo), (math.nan if half is None else half)
-        kept = self.unfinished.get(key)
-        played = MatchSummary.from_dict(kept) if kept else MatchSummary(names=SIDES)
-        if kept:
+        figure = self.kept(key)
+        if figure is not None:
+            return figure
+        stopped = self.unfinished.get(key)
+        played = MatchSummary.from_dict(stopped) if stopped else MatchSummary(names=SIDES)
+        if stopped:
             print(f"{key}: {played.games} of {self.games} games played before; playing the rest", flush=True)
 
         def on_game() -> None:
@@ -175,6 +177,13 @@ class Results:
         self.unfinished.pop(key, None)
         self.save()
         return elo, half
+
+    def kept(self, key: str) -> tuple[float, float] | None:
+        """The figure of match `key` if the file holds it finished (None otherwise), without playing."""
+        if key not in self.done:
+            return None
+        elo, half = (self.done[key][k] for k in ("elo", "ci95"))
+        return (math.nan if elo is None else elo), (math.nan if half is None else half)
 
     def save(self) -> None:
         if self.path is not None:
@@ -205,24 +214,31 @@ def sweep(
         table[rule], best[rule] = {}, {}
         for visits in visits_levels:
             row: dict[str, float | None] = {}
-            for m in multipliers:
+            # The multipliers asked for are played; the others are shown where the file holds them
+            # finished (another process's share of the sweep), so that the best is over all of them.
+            for m in sorted({*multipliers, *MULTIPLIERS}):
                 settings = OFF.replace(puct_exponent=exponent, cpuct=c * m)
+                key = f"{methods.get(settings, f'sweep_{rule}_x{m:g}')}_{visits}"
                 if settings == OFF:  # the default search itself: 0 by definition, not a match
-                    elo, half = 0.0, 0.0
-                else:
-                    key = methods.get(settings, f"sweep_{rule}_x{m:g}")
-                    elo, half = results.match(
-                        f"{key}_{visits}",
+                    figure: tuple[float, float] | None = (0.0, 0.0)
+                elif m in multipliers:
+                    figure = results.match(
+                        key,
                         lambda played, on_game, s=settings, v=visits: elo_gain(
                             evaluator, s, v, games, parallel, seed, played, on_game
                         ),
                     )
+                else:
+                    figure = results.kept(key)
+                if figure is None:
+                    continue
+                elo, half = figure
                 row[f"{m:g}"] = round(elo, 1) if math.isfinite(elo) else None
                 print(f"{rule:<6} c {c * m:.3f} (x{m:g}) {visits:>5} visits: {elo:+.0f} +- {half:.0f} Elo")
             table[rule][str(visits)] = row
             scored = {k: v for k, v in row.items() if v is not None}
             best[rule][str(visits)] = float(max(scored, key=lambda k: scored[k])) if scored else math.nan
-            print(f"{rule:<6} {visits:>5} visits: best multiplier {best[rule][str(visits)]:g}")
+            print(f"{rule:<6} {visits:>5} visits: best multiplier {best[rule][str(visits)]:g} of {', '.join(row)}")
     return {"games": games, "sweep": table, "best_multiplier": best}
 
 
