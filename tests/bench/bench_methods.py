@@ -27,11 +27,11 @@ About 200 games per method and visits give an interval of +-50 Elo; that takes h
 visits grow where PUCT's drifts upward (his Tables 1 and 2): at each visits level, PUCT (exponent
 0.5) and GPUCT (0.737) with their constants times 0.5, 0.7, 1, 1.4 and 2 each play the default
 search (PUCT, c = 1.1; PUCT times 1 is that search itself, 0 without a match, and GPUCT times 1
-is the ``gpuct`` method's match, kept under its key); printed per rule
-and visits: each constant's Elo and the best one. ``--multipliers`` plays those asked for; the
-others are shown where the ``--results`` file holds their matches finished, so several processes can
-share a sweep and a run asking for ``--multipliers 1`` prints the whole table the file holds. The JSON holds ``sweep`` (rule -> visits ->
-multiplier -> Elo) and ``best_multiplier`` (rule -> visits).
+is the ``gpuct`` method's match, kept under its key); printed per rule and visits: each
+constant's Elo and the best one. ``--multipliers`` plays those asked for; the others are shown where
+the ``--results`` file holds their matches finished, so several processes can share a sweep and a
+run asking for ``--multipliers 1`` prints the whole table the file holds. The JSON holds ``sweep``
+(rule -> visits -> multiplier -> Elo) and ``best_multiplier`` (rule -> visits).
 
 Run from the project root: .venv/bin/python tests/bench/bench_methods.py [--games 200]
 [--visits 100,400] [--methods lcb,dynamic_cpuct,gpuct] [--parallel 16] [--threads 2] [--results FILE]
