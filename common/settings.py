@@ -718,6 +718,9 @@ class TrainingSettings(_Settings):
     export_every: int = 1_000_000
     ema_decay: float = 0.75
     symmetries: bool = True  # a random one of the 8 board symmetries per row
+    # The ownership and score targets (section 4.1); off, their loss terms weigh 0 (the paper's
+    # NoAux ablation, without its removal of the opponent policy target).
+    ownership_score_targets: bool = True
     holdout_one_in: int = 20  # KataGo's shuffle.py holds out 5% of its files
     validation_rows: int = 10_000
     shuffle_rows: int = 100_000

@@ -29,7 +29,7 @@ import logging
 import math
 import os
 from collections.abc import Callable, Generator, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 from torch import nn
@@ -200,6 +200,16 @@ def first_nonfinite(tensors: dict[str, torch.Tensor] | None) -> str | None:
     return None
 
 
+def loss_weights(settings: TrainingSettings) -> LossWeights:
+    """The loss terms' weights a run's training settings ask for: without the ownership and score
+    targets, the ownership, score belief, lead, score self-prediction and short-term score terms weigh 0."""
+    if settings.ownership_score_targets:
+        return LossWeights()
+    return replace(
+        LossWeights(), ownership_scale=0.0, w_spdf=0.0, w_scdf=0.0, w_lead=0.0, w_sbreg=0.0, w_sts=0.0, w_stse=0.0
+    )
+
+
 class Trainer:
     """Trains one network of ``architecture`` (a named size) with ``settings``; see the module docstring."""
 
@@ -218,7 +228,8 @@ class Trainer:
         self.distributed = distributed or Distributed()
         self.device = resolve_device(device)
         self.config = config or named_config(architecture)
-        self.weights = weights or LossWeights()
+        self.given_weights = weights
+        self.weights = weights or loss_weights(settings)
         torch.manual_seed(seed)
         self.model = Model(self.config).to(self.device).train()
         self.module: nn.Module = self.model
@@ -243,6 +254,7 @@ class Trainer:
     def use_settings(self, settings: TrainingSettings) -> None:
         """Train on with changed settings (the run's newest version)."""
         self.settings = settings
+        self.weights = self.given_weights or loss_weights(settings)
         for group in self.optimizer.param_groups:
             group["momentum"] = settings.momentum
             group["weight_decay"] = 2.0 * settings.l2

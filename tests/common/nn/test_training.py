@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -78,6 +79,20 @@ def test_the_step_size_is_the_per_sample_rate_times_the_rows(golden_batches):
     assert trainer.optimizer.param_groups[0]["momentum"] == 0.9
     assert settings.learning_rate_at(0, "tiny") == 6e-5
     assert TrainingSettings(next_architecture="b10c128").lr_decay_for("b10c128") == 7.5e-8
+
+
+def test_without_the_ownership_and_score_targets_their_terms_weigh_nothing(golden_batches):
+    settings = replace(SETTINGS, ownership_score_targets=False)
+    trainer = Trainer("tiny", settings, device="cpu")
+    result = trainer.step(golden_batches[0])
+    for term in ("ownership", "score_pdf", "score_cdf", "lead", "score_mean_reg", "score_stdev_reg"):
+        assert result[term] == 0.0, term
+    assert result["policy"] > 0.0 and result["value"] > 0.0
+    with_targets = Trainer("tiny", SETTINGS, device="cpu").step(golden_batches[0])
+    assert with_targets["ownership"] > 0.0 and with_targets["loss"] > result["loss"]
+    # A new settings version switches them back on.
+    trainer.use_settings(SETTINGS)
+    assert trainer.step(golden_batches[1])["ownership"] > 0.0
 
 
 def test_snapshots_make_an_exponential_average_that_is_exported(golden_batches):
