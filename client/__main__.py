@@ -101,8 +101,15 @@ def gtp_engine(args):
             raise _UsageError("--player policy needs a network file, not --model random")
         player: Player = PolicyPlayer(evaluator)
     elif player_kind == "search":
+        from common.settings import MatchSettings
+
+        search = _read_settings(args.settings, MatchSettings).search if args.settings else None
         player = SearchPlayer(
-            evaluator, args.visits or GTP_VISITS, seed=args.seed or 0, max_analysis_visits=args.max_analysis_visits
+            evaluator,
+            args.visits or GTP_VISITS,
+            settings=search,
+            seed=args.seed or 0,
+            max_analysis_visits=args.max_analysis_visits,
         )
     else:
         player = RandomPlayer(args.seed)
@@ -364,6 +371,11 @@ def build_parser() -> argparse.ArgumentParser:
         type=_positive,
         default=20000,
         help="visits at which kata-analyze stops (default 20000)",
+    )
+    gtp.add_argument(
+        "--settings",
+        help="JSON file of match settings (as match's): the search plays with their search settings "
+        "(default: a match's, KataGo's play search)",
     )
     gtp.add_argument(
         "--compile", action="store_true", help="compile the network with torch.compile (faster moves, slower start)"

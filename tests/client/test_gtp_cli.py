@@ -41,3 +41,20 @@ def test_without_a_network_file_the_random_player():
         engine("--visits", "8")
     with pytest.raises(_UsageError, match="needs a network file"):
         engine("--model", "random", "--player", "policy")
+
+
+def test_a_settings_file_gives_the_search_its_settings(tmp_path):
+    import json
+
+    from common.settings import MatchSettings, play_search
+
+    assert engine("--model", "random", "--visits", "8").player.settings == play_search()
+    written = MatchSettings().to_dict()
+    written["search"].update(score_utility_factor=0.0, cpuct=0.9)
+    document = tmp_path / "match.json"
+    document.write_text(json.dumps(written))
+    settings = engine("--model", "random", "--visits", "8", "--settings", document).player.settings
+    assert settings == play_search().replace(score_utility_factor=0.0, cpuct=0.9)
+    document.write_text('{"search": {"cpuct": -1}}')
+    with pytest.raises(_UsageError, match=r"--settings: .*search\.cpuct"):
+        engine("--model", "random", "--visits", "8", "--settings", document)
