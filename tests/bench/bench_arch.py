@@ -50,6 +50,7 @@ from client.selfplay.run import run_selfplay  # noqa: E402
 from common.data.loader import RowFile, ShuffledPass, decode_rows  # noqa: E402
 from common.nn.config import MIN_MISC_VALUES, OWN_POLICY_CHANNELS, ModelConfig, named_config  # noqa: E402
 from common.nn.model import Model, count_parameters  # noqa: E402
+from common.nn.speed import evals_per_second  # noqa: E402
 from common.nn.training import TrainBatch, Trainer, to_tensors  # noqa: E402
 from common.settings import SelfPlaySettings, TrainingSettings  # noqa: E402
 
@@ -135,18 +136,7 @@ def mobile_config(blocks: int) -> ModelConfig:
 
 def evals_per_s(config: ModelConfig, seconds: float = 3.0) -> float:
     """Forward passes per second of a batch of 64 9x9 positions, fp32, this CPU, no gradients."""
-    model = Model(config).eval()
-    spatial = torch.zeros(64, 22, 9, 9)
-    spatial[:, 0] = 1.0
-    spatial[:, 1:3] = (torch.rand(64, 2, 9, 9) < 0.3).float()
-    global_inputs = torch.zeros(64, 19)
-    with torch.inference_mode():
-        model(spatial, global_inputs, with_score_belief=False)
-        start, done = time.perf_counter(), 0
-        while time.perf_counter() - start < seconds or done < 3:
-            model(spatial, global_inputs, with_score_belief=False)
-            done += 1
-    return 64 * done / (time.perf_counter() - start)
+    return evals_per_second(config, board=9, batch=64, seconds=seconds)
 
 
 def networks(groups: list[str]) -> dict[str, ModelConfig]:
