@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
+import platform as system
 import shutil
 import subprocess
 import sys
@@ -202,8 +204,8 @@ def generations(run) -> list[Generation]:
     return result
 
 
-def _network_file(network, folder: Path) -> Path:
-    """The network's file on local disk (copied out of the storage)."""
+def copy_network_file(network, folder: Path) -> Path:
+    """The network's file on local disk (copied out of the storage into ``folder``)."""
     path = folder / f"{network.name}.safetensors"
     with default_storage.open(network.file.name, "rb") as src, open(path, "wb") as dst:
         shutil.copyfileobj(src, dst)
@@ -214,7 +216,7 @@ def play_random(network, settings, games: int, visits: int, log_path: Path) -> d
     """The network against the random network with the run's match settings (colours alternating)."""
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        model = _network_file(network, folder)
+        model = copy_network_file(network, folder)
         settings_file = folder / "match.json"
         settings_file.write_text(json.dumps(settings.replace(visits=visits).to_dict()))
         out = folder / "games"
@@ -249,6 +251,11 @@ def play_random(network, settings, games: int, visits: int, log_path: Path) -> d
         "visits": visits,
         "draws": summary["draws_or_void"],
     }
+
+
+def machine() -> str:
+    """This machine, as a report names it."""
+    return f"{os.cpu_count() or 1} CPU cores ({system.processor() or system.machine()})"
 
 
 def gnugo_path() -> str | None:
@@ -294,38 +301,16 @@ def _play_gtp(
     openings: int,
 ) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
-        folder = Path(tmp)
-        model = _network_file(network, folder)
-        ours = f"{sys.executable} -m client gtp --model {model} --visits {visits} --device cpu --seed 1"
-        summary_file = folder / "summary.json"
-        command = [
-            sys.executable,
-            "-m",
-            "client",
-            "twogtp",
-            "--size",
-            str(board),
-            "--komi",
-            f"{komi:g}",
-            "--rules",
-            "chinese",
-            "--black",
-            ours,
-            "--black-name",
-            network.name,
-            "--white-name",
-            opponent_name,
-            "--games",
-            str(games),
-            "--openings",
-            str(openings),
-            "--summary",
-            str(summary_file),
-        ]
-        if opponent is not None:
-            command += ["--white", opponent]
-        _run(command, log_path)
-        summary = json.loads(summary_file.read_text())
+        model = copy_network_file(network, Path(tmp))
+        summary = twogtp(
+            (gtp_command(model, visits), network.name),
+            (opponent, opponent_name),
+            board,
+            komi,
+            games,
+            openings,
+            log_path,
+        )
     wins = summary["wins"][0]
     return {
         "network": network.name,
@@ -340,6 +325,58 @@ def _play_gtp(
         "openings": openings,
         "distinct_games": summary.get("distinct_games", games),
     }
+
+
+def gtp_command(model: Path, visits: int, settings: Path | None = None) -> str:
+    """The command line of our engine playing ``model``'s search (``settings``: a match settings
+    file whose search it plays; default a match's)."""
+    command = f"{sys.executable} -m client gtp --model {model} --visits {visits} --device cpu --seed 1"
+    return command + (f" --settings {settings}" if settings else "")
+
+
+def twogtp(
+    first: tuple[str, str],
+    second: tuple[str | None, str],
+    board: int,
+    komi: float,
+    games: int,
+    openings: int,
+    log_path: Path,
+) -> dict:
+    """A match between two GTP engines, each (command line, name), through ``python -m client
+    twogtp`` (Chinese rules, colours alternating, the first black in the first game; a command None
+    is the uniform random player): its summary (``wins``, ``wins_as_black``, ``draws``,
+    ``no_result``, ``distinct_games``), the games and engine output appended to ``log_path``."""
+    with tempfile.TemporaryDirectory() as tmp:
+        summary_file = Path(tmp) / "summary.json"
+        command = [
+            sys.executable,
+            "-m",
+            "client",
+            "twogtp",
+            "--size",
+            str(board),
+            "--komi",
+            f"{komi:g}",
+            "--rules",
+            "chinese",
+            "--black",
+            first[0],
+            "--black-name",
+            first[1],
+            "--white-name",
+            second[1],
+            "--games",
+            str(games),
+            "--openings",
+            str(openings),
+            "--summary",
+            str(summary_file),
+        ]
+        if second[0] is not None:
+            command += ["--white", second[0]]
+        _run(command, log_path)
+        return json.loads(summary_file.read_text())
 
 
 def _run(command: list[str], log_path: Path) -> None:

@@ -11,8 +11,6 @@ GNU Go.
 
 from __future__ import annotations
 
-import os
-import platform as system
 import time
 from pathlib import Path
 
@@ -21,7 +19,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
 from server.platform.demo import DEMO_RUN
-from server.platform.experiment import measure, write_report
+from server.platform.experiment import machine, measure, write_report
 
 
 class Command(BaseCommand):
@@ -82,7 +80,7 @@ class Command(BaseCommand):
             Run.objects.get(name=DEMO_RUN),
             options["out"],
             ran,
-            _machine(),
+            machine(),
             random_games=options["random_games"],
             uniform_games=options["uniform_games"],
             gnugo_games=options["gnugo_games"],
@@ -93,7 +91,3 @@ class Command(BaseCommand):
         path = write_report(report, options["out"])
         self.stdout.write(report.markdown())
         self.stdout.write(f"report written to {path}")
-
-
-def _machine() -> str:
-    return f"{os.cpu_count() or 1} CPU cores ({system.processor() or system.machine()})"

@@ -1,0 +1,348 @@
+"""The ablation's arms and their runs: the whole platform once per arm, from the random network, for
+the same CPU time, each in a folder of its own.
+
+An arm is a settings document (``server/platform/arms/NAME.json``, or any file of that form):
+
+- ``title`` and ``description``: what it is, for the report;
+- ``from`` (optional): the arm it starts from (every built-in arm but ``full`` starts from
+  ``full``); without it, the one-machine demo's settings for the board;
+- ``settings``: what it changes, a part of a run's settings document merged key by key into the
+  one it starts from;
+- ``paper`` (optional): ``claim``, what the paper says removing it costs, and ``expect``, "worse" or
+  "better" (what that says of this arm against the full method).
+
+An arm's folder (``DATA/arms/NAME``) holds its settings document, its platform's data folder (the
+embedded default: SQLite and local files, so that an arm is whole in its folder), the platform's
+output, ``state.json`` (the CPU time used, sampled every few seconds with the time and the load
+average: what a run that resumes starts from, and what places each generation on the compute axis)
+and, once it stopped, its accepted generations (``manage.py generations``).
+
+The CPU time is the platform's whole process tree (web server, worker, trainer, client), user and
+system, summed over every process seen: on a machine shared with other work an arm still gets its
+budget, though its processes then contend with others. Before the first arm, the search's kernels
+are compiled (numba caches them on disk), so that no arm pays for compiling them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psutil
+
+from common.files import atomic_write
+from common.settings import RunSettings, SettingsError
+from server.platform.demo import demo_settings
+from server.platform.processes import ROOT, Supervisor
+
+ARMS_DIR = Path(__file__).resolve().parent / "arms"
+# The built-in arms, in the report's order: the full method, then one taken out at a time.
+BUILT_IN_ARMS = (
+    "full",
+    "no-pcr",
+    "no-forced-playouts",
+    "no-aux-targets",
+    "no-branching",
+    "no-methods-search",
+    "mobilenet",
+)
+REFERENCE_ARM = "full"
+EXPECTATIONS = ("worse", "better")
+ARM_KEYS = {"title", "description", "from", "settings", "paper"}
+SAMPLE_SECONDS = 5.0
+# The platform's client finishes its games and delivers them when asked to stop.
+STOP_SECONDS = 400.0
+
+
+class AblationError(ValueError):
+    """A bad arm document, a folder that belongs to another ablation, or an arm's platform that failed."""
+
+
+@dataclass(frozen=True)
+class Arm:
+    name: str
+    title: str
+    description: str
+    settings: dict  # the whole settings document, checked
+    claim: str = ""
+    expect: str = ""
+
+    @property
+    def architecture(self) -> str:
+        return self.settings["training"]["architecture"]
+
+
+def arm_path(spec: str) -> Path:
+    """A built-in arm's document by name, or a document's path."""
+    if spec.endswith(".json") or os.sep in spec or "/" in spec:
+        return Path(spec)
+    return ARMS_DIR / f"{spec}.json"
+
+
+def load_arm(spec: str, board: int, _seen: tuple[str, ...] = ()) -> Arm:
+    """The arm ``spec`` names (a built-in name or a file) on a ``board`` x ``board`` board."""
+    path = arm_path(spec)
+    if not path.exists():
+        known = ", ".join(BUILT_IN_ARMS)
+        raise AblationError(f"arm {spec}: no such arm document ({path}); the built-in arms are {known}")
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        raise AblationError(f"arm {path}: {e}") from None
+    if not isinstance(doc, dict):
+        raise AblationError(f"arm {path}: must be a JSON object")
+    unknown = sorted(set(doc) - ARM_KEYS)
+    if unknown:
+        raise AblationError(f"arm {path}: unknown keys {', '.join(unknown)} (known: {', '.join(sorted(ARM_KEYS))})")
+    for key in ("title", "description"):
+        if not isinstance(doc.get(key), str) or not doc[key].strip():
+            raise AblationError(f"arm {path}: {key!r} must be a non-empty string")
+    changes = doc.get("settings", {})
+    if not isinstance(changes, dict):
+        raise AblationError(f"arm {path}: 'settings' must be an object (a part of a run's settings document)")
+    paper = doc.get("paper", {})
+    if not isinstance(paper, dict) or set(paper) - {"claim", "expect"}:
+        raise AblationError(f"arm {path}: 'paper' must be an object with 'claim' and 'expect'")
+    if paper.get("expect", "") not in ("", *EXPECTATIONS):
+        raise AblationError(f"arm {path}: paper.expect must be one of {', '.join(EXPECTATIONS)}")
+    name = path.stem
+    parent = doc.get("from")
+    if parent is not None:
+        if not isinstance(parent, str) or arm_path(parent).stem in (*_seen, name):
+            raise AblationError(f"arm {path}: 'from' must name another arm, not one that starts from it")
+        base = load_arm(parent, board, (*_seen, name)).settings
+    else:
+        base = demo_settings(board).to_dict()
+    try:
+        settings = RunSettings.from_dict(merged(base, changes)).to_dict()
+    except SettingsError as e:
+        raise AblationError(f"arm {path}: {e}") from None
+    return Arm(name, doc["title"], doc["description"], settings, paper.get("claim", ""), paper.get("expect", ""))
+
+
+def merged(base: dict, changes: dict) -> dict:
+    """``base`` with ``changes`` merged in key by key (objects into objects, anything else replaced)."""
+    out = dict(base)
+    for key, value in changes.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = merged(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+# --- an arm's state ------------------------------------------------------------------------------------
+@dataclass
+class ArmState:
+    """What an arm has used: CPU seconds and wall seconds over all its sittings, and samples
+    [unix time, CPU seconds so far, 1-minute load average] taken while it ran."""
+
+    cpu_seconds: float = 0.0
+    wall_seconds: float = 0.0
+    finished: bool = False
+    sittings: int = 0
+    samples: list[list[float]] = field(default_factory=list)
+
+    @classmethod
+    def load(cls, path: Path) -> ArmState:
+        if not path.exists():
+            return cls()
+        try:
+            data = json.loads(path.read_text())
+            return cls(**data)
+        except (OSError, ValueError, TypeError) as e:
+            raise AblationError(f"{path}: not an arm's state ({e}); delete the arm's folder to run it again") from None
+
+    def save(self, path: Path) -> None:
+        atomic_write(path, json.dumps(self.__dict__).encode())
+
+    def cpu_at(self, when: float) -> float:
+        """CPU seconds used by the unix time ``when`` (interpolated between samples)."""
+        if not self.samples:
+            return 0.0
+        previous = self.samples[0]
+        if when <= previous[0]:
+            return previous[1]
+        for sample in self.samples[1:]:
+            if when <= sample[0]:
+                if sample[0] - previous[0] > 4 * SAMPLE_SECONDS:  # a gap between sittings: the arm was stopped
+                    return previous[1]
+                share = (when - previous[0]) / (sample[0] - previous[0])
+                return previous[1] + share * (sample[1] - previous[1])
+            previous = sample
+        return previous[1]
+
+    def mean_load(self) -> float | None:
+        loads = [s[2] for s in self.samples if len(s) > 2]
+        return sum(loads) / len(loads) if loads else None
+
+
+class CpuMeter:
+    """CPU seconds (user and system) of a process and all its descendants, each process counted with
+    the last figure seen of it, so that processes that ended keep theirs."""
+
+    def __init__(self, pid: int) -> None:
+        self.root = psutil.Process(pid)
+        self.seen: dict[tuple[int, float], float] = {}
+
+    def seconds(self) -> float:
+        with contextlib.suppress(psutil.Error):
+            for process in [self.root, *self.root.children(recursive=True)]:
+                with contextlib.suppress(psutil.Error):
+                    times = process.cpu_times()
+                    self.seen[(process.pid, process.create_time())] = times.user + times.system
+        return sum(self.seen.values())
+
+
+# --- running an arm ------------------------------------------------------------------------------------
+def arm_env(data: Path) -> dict[str, str]:
+    """The environment of an arm's processes: the embedded default in ``data``, nothing of the
+    caller's database, storage or cache."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("DATABASE_URL", "STORAGE_URL", "CACHE_URL", "SENTE_DATA_DIR", "DJANGO_SETTINGS_MODULE")
+    }
+    env.update(SENTE_DATA_DIR=str(data), PYTHONUNBUFFERED="1")
+    return env
+
+
+def _manage(args: list[str], env: dict[str, str], log: Path) -> None:
+    with open(log, "ab") as out:
+        done = subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env, stdout=out, stderr=out)
+    if done.returncode != 0:
+        raise AblationError(f"manage.py {' '.join(args)} failed (status {done.returncode}): see {log}")
+
+
+def warm_up(arm: Arm, folder: Path, log: Path) -> None:
+    """Compile the search's kernels (numba keeps them on disk) with a few self-play games and a match
+    of a fresh network of the arm's, so that the first arm does not pay for compiling them."""
+    from common.nn.config import named_config
+    from common.nn.model import Model
+    from common.nn.modelfile import save_model
+
+    folder.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=folder) as tmp:
+        net = Path(tmp) / "warm-up.safetensors"
+        save_model(Model(named_config(arm.architecture)).eval(), net, "warm-up")
+        selfplay, match = Path(tmp) / "selfplay.json", Path(tmp) / "match.json"
+        selfplay.write_text(json.dumps(arm.settings["selfplay"]))
+        match.write_text(json.dumps(arm.settings["rating"]))
+        common = ["--device", "cpu", "--no-compile"]
+        for args in (
+            ["selfplay", "--model", str(net), "--games", "4", "--parallel", "4", "--settings", str(selfplay)],
+            ["match", str(net), str(net), "--games", "2", "--parallel", "2", "--settings", str(match)],
+        ):
+            with open(log, "ab") as out:
+                command = [sys.executable, "-m", "client", *args, "--out", str(Path(tmp) / args[0]), *common]
+                if args[0] == "selfplay":
+                    command.append("--quiet")
+                done = subprocess.run(command, cwd=ROOT, stdout=out, stderr=out)
+            if done.returncode != 0:
+                raise AblationError(f"the warm-up's {args[0]} failed (status {done.returncode}): see {log}")
+
+
+def run_arm(
+    arm: Arm,
+    folder: Path,
+    cpu_budget: float,
+    port: int,
+    parallel: int,
+    progress: Callable[[str], None],
+    stopping: Callable[[], bool],
+) -> ArmState:
+    """Run the platform on ``arm`` in ``folder`` until its processes used ``cpu_budget`` CPU seconds
+    over all sittings (or ``stopping()`` says so), then list its generations. Returns its state."""
+    folder.mkdir(parents=True, exist_ok=True)
+    settings_file = folder / "settings.json"
+    if settings_file.exists() and json.loads(settings_file.read_text()) != arm.settings:
+        raise AblationError(
+            f"arm {arm.name}: its settings changed since it started ({settings_file}); delete {folder} to "
+            "run it again from the start"
+        )
+    atomic_write(settings_file, json.dumps(arm.settings, indent=1).encode())
+    state_path = folder / "state.json"
+    state = ArmState.load(state_path)
+    if state.finished or state.cpu_seconds >= cpu_budget:
+        state.finished = True
+        return state
+    env = arm_env(folder / "data")
+    supervisor = Supervisor(folder, env)
+    platform = supervisor.start(
+        "platform",
+        [
+            sys.executable,
+            "manage.py",
+            "platform",
+            "--port",
+            str(port),
+            "--parallel",
+            str(parallel),
+            "--settings-file",
+            str(settings_file),
+            "--status-seconds",
+            "60",
+            "--device",
+            "cpu",
+        ],
+        stop_signal=signal.SIGINT,
+    )
+    state.sittings += 1
+    meter = CpuMeter(platform.process.pid)
+    cpu_before, wall_before, started = state.cpu_seconds, state.wall_seconds, time.time()
+    last_note = 0.0
+
+    def measure() -> None:
+        now = time.time()
+        state.cpu_seconds = cpu_before + meter.seconds()
+        state.wall_seconds = wall_before + now - started
+        state.samples.append([now, state.cpu_seconds, os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0])
+        state.save(state_path)
+
+    try:
+        while platform.running() and state.cpu_seconds < cpu_budget and not stopping():
+            if time.time() - last_note >= 60:
+                last_note = time.time()
+                progress(
+                    f"arm {arm.name}: {state.cpu_seconds / 60:.1f} of {cpu_budget / 60:g} CPU-minutes "
+                    f"({state.wall_seconds / 60:.1f} minutes)"
+                )
+            time.sleep(SAMPLE_SECONDS)
+            measure()
+    finally:
+        if platform.running():
+            progress(f"arm {arm.name}: {state.cpu_seconds / 60:.1f} CPU-minutes used; stopping its platform")
+            supervisor.stop(platform, STOP_SECONDS)
+        measure()
+    if platform.process.returncode != 0:
+        raise AblationError(
+            f"arm {arm.name}: its platform ended with status {platform.process.returncode}; the end of "
+            f"{platform.log_path}:\n{platform.log_tail()}"
+        )
+    state.finished = state.cpu_seconds >= cpu_budget
+    state.save(state_path)
+    list_generations(folder)
+    return state
+
+
+def list_generations(folder: Path) -> None:
+    """``manage.py generations`` of the arm in ``folder`` (in its environment), into ``generations/``."""
+    _manage(["generations", "--out", str(folder / "generations")], arm_env(folder / "data"), folder / "generations.log")
+
+
+def read_generations(folder: Path) -> dict:
+    """What ``manage.py generations`` wrote of an arm (its folder)."""
+    path = folder / "generations" / "generations.json"
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        raise AblationError(f"{path}: {e}; run the ablation again to list the arm's generations") from None

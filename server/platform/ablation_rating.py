@@ -1,0 +1,200 @@
+"""The ablation's ratings: the arms' generations against fixed anchors, in one Bradley-Terry fit.
+
+The players: the uniform random player (held at 0 Elo), GNU Go at its levels (when installed), and
+the networks rated: from each arm, the generation accepted last before each of ``points`` evenly
+spaced shares of its CPU time, and its final network (its newest, even one its gating had not
+decided when the arm's time ran out). The full arm's final network
+is the reference that every other rated network also plays. Every game goes through ``python -m
+client twogtp``, Chinese rules, the board's fair komi, each pair of games (colours swapped) from its
+own random opening moves; a network plays with its arm's rating search at the given visits.
+
+Each pairing's result is kept in ``games.json`` as it finishes, so that a stopped rating goes on
+from the pairings it has. The fit is the ratings' (``server.ratings.fit``) with one virtual draw in
+every pairing, a weak prior that keeps a clean sweep (a trained network against the uniform random
+player) finite; the intervals come from the fit's full covariance.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from common.elo import Z95
+from common.files import atomic_write
+from server.platform.experiment import gnugo_path, gtp_command, twogtp
+from server.ratings.fit import fit_ratings
+
+UNIFORM = "uniform"
+VIRTUAL_DRAWS = 1.0
+OPENINGS = 2
+
+
+@dataclass(frozen=True)
+class Player:
+    key: str  # "uniform", "gnugo-L" or "ARM/NETWORK"
+    label: str
+    command: str | None  # GTP command line; None: the uniform random player
+
+
+def gnugo(level: int) -> Player | None:
+    path = gnugo_path()
+    if path is None:
+        return None
+    return Player(f"gnugo-{level}", f"GNU Go level {level}", f"{path} --mode gtp --level {level} --chinese-rules")
+
+
+def network_player(arm: str, name: str, model: Path, visits: int, settings: Path) -> Player:
+    return Player(f"{arm}/{name}", f"{arm}: {name}", gtp_command(model, visits, settings))
+
+
+@dataclass(frozen=True)
+class Pairing:
+    first: Player
+    second: Player
+    games: int
+
+    @property
+    def key(self) -> str:
+        return f"{self.first.key} vs {self.second.key}"
+
+
+@dataclass(frozen=True)
+class Result:
+    first: str
+    second: str
+    games: int
+    first_wins: int
+    second_wins: int
+    draws: int  # drawn or without result: half a point each
+
+
+class Games:
+    """The pairings' results, kept in a JSON file as each finishes."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.lock = threading.Lock()
+        self.results: dict[str, dict] = json.loads(path.read_text()) if path.exists() else {}
+
+    def done(self, pairing: Pairing, visits: int) -> bool:
+        r = self.results.get(pairing.key)
+        return r is not None and r["games"] == pairing.games and r.get("visits") == visits
+
+    def add(self, pairing: Pairing, visits: int, summary: dict) -> None:
+        with self.lock:
+            self.results[pairing.key] = {
+                "first": pairing.first.key,
+                "second": pairing.second.key,
+                "games": pairing.games,
+                "visits": visits,
+                "first_wins": summary["wins"][0],
+                "second_wins": summary["wins"][1],
+                "draws": summary["draws"] + summary["no_result"],
+            }
+            atomic_write(self.path, json.dumps(self.results, indent=1).encode())
+
+    def of(self, keys: set[str]) -> list[Result]:
+        """The results between players in ``keys``."""
+        return [
+            Result(r["first"], r["second"], r["games"], r["first_wins"], r["second_wins"], r["draws"])
+            for r in self.results.values()
+            if r["first"] in keys and r["second"] in keys
+        ]
+
+
+def play(
+    pairings: list[Pairing],
+    games: Games,
+    board: int,
+    komi: float,
+    visits: int,
+    logs: Path,
+    jobs: int,
+    progress: Callable[[str], None],
+    stopping: Callable[[], bool],
+) -> None:
+    """Play the pairings ``games`` has not finished, ``jobs`` at a time."""
+    todo = [p for p in pairings if not games.done(p, visits)]
+    if not todo:
+        return
+    progress(f"rating: {len(todo)} pairings to play ({sum(p.games for p in todo):,} games), {jobs} at a time")
+    logs.mkdir(parents=True, exist_ok=True)
+    finished = [0]
+
+    def one(pairing: Pairing) -> None:
+        if stopping():
+            return
+        log = logs / (pairing.key.replace("/", "_").replace(" ", "_") + ".log")
+        summary = twogtp(
+            (pairing.first.command or "", pairing.first.label),
+            (pairing.second.command, pairing.second.label),
+            board,
+            komi,
+            pairing.games,
+            OPENINGS,
+            log,
+        )
+        games.add(pairing, visits, summary)
+        finished[0] += 1
+        progress(
+            f"rating: {pairing.first.label} against {pairing.second.label}: {summary['wins'][0]}-"
+            f"{summary['wins'][1]} ({finished[0]} of {len(todo)})"
+        )
+
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        for future in [pool.submit(one, p) for p in todo]:
+            future.result()
+
+
+@dataclass(frozen=True)
+class Fit:
+    """Each player's Elo (the uniform random player 0) and its 95% interval; ``against`` the
+    difference to the reference with its 95% interval."""
+
+    elo: dict[str, float]
+    ci95: dict[str, float]
+    against: dict[str, tuple[float, float]]
+    games: dict[str, int]
+    iterations: int
+
+
+def fit(players: list[str], results: list[Result], reference: str | None) -> Fit:
+    """One Bradley-Terry fit of ``results`` among ``players`` (their keys; the first, the uniform
+    random player, held at 0)."""
+    index = {key: i for i, key in enumerate(players)}
+    first = np.array([index[r.first] for r in results], dtype=np.int64)
+    second = np.array([index[r.second] for r in results], dtype=np.int64)
+    counts = np.array([r.games for r in results], dtype=np.float64)
+    score = np.array([(r.first_wins + 0.5 * r.draws) / r.games if r.games else 0.5 for r in results], dtype=np.float64)
+    ties = (first, second, np.full(first.size, VIRTUAL_DRAWS))
+    ratings = fit_ratings(len(players), first, second, score, counts=counts, anchor=0, ties=ties)
+    elo = {key: float(ratings.elo[i]) for key, i in index.items()}
+    ci95 = {key: float(Z95 * ratings.se[i]) for key, i in index.items()}
+    against = {}
+    if reference is not None:
+        for key, i in index.items():
+            difference, se = ratings.difference(i, index[reference])
+            against[key] = (difference, Z95 * se)
+    return Fit(elo, ci95, against, {key: int(ratings.games[i]) for key, i in index.items()}, ratings.iterations)
+
+
+def pick_points(generations: list[dict], points: int, end: float) -> list[dict]:
+    """The generations rated of an arm (each with ``cpu_seconds``, in order): for each of ``points``
+    evenly spaced shares of the arm's CPU time ``end``, the newest accepted by then (the last share
+    takes the arm's final network)."""
+    accepted = [g for g in generations if not g["random"]]
+    if not accepted or points < 1:
+        return []
+    end = max(end, accepted[-1]["cpu_seconds"])
+    chosen: list[dict] = []
+    for k in range(1, points + 1):
+        by_then = [g for g in accepted if g["cpu_seconds"] <= end * k / points + 1e-9]
+        if by_then and by_then[-1] not in chosen:
+            chosen.append(by_then[-1])
+    return chosen

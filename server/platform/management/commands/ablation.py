@@ -1,0 +1,366 @@
+"""``manage.py ablation``: what each of the methods is worth, as the paper's section 7.2 measures it.
+
+It runs the whole platform from the random network once per arm (``server/platform/arms``), each for
+the same CPU time in its own data folder, then rates the arms' generations against fixed anchors in
+one Bradley-Terry fit and writes the report (``ablation-DATE.md``, ``.json`` and ``.png``). Started
+again with the same data folder it goes on where it stopped: finished arms and finished rating
+pairings are kept.
+
+    .venv/bin/python manage.py ablation --data sente-ablation --cpu-minutes 60 --report-dir docs/experiments
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import queue
+import shlex
+import signal
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+from common.files import atomic_write
+from common.interrupt import on_signals
+from server.platform import ablation_rating as rating
+from server.platform.ablation import (
+    BUILT_IN_ARMS,
+    REFERENCE_ARM,
+    AblationError,
+    Arm,
+    ArmState,
+    list_generations,
+    load_arm,
+    read_generations,
+    run_arm,
+    warm_up,
+)
+from server.platform.ablation_report import AblationReport, Anchor, ArmReport, Point, verdict, write
+from server.platform.experiment import machine
+
+PLAY_SETTINGS = "rating.json"
+# The options with a default that a report's command names when they differ from it.
+DEFAULTS = {
+    "port": 8010,
+    "parallel": 16,
+    "arms_at_once": 1,
+    "points": 3,
+    "visits": None,
+    "reference_games": 20,
+    "gnugo_games": 10,
+    "uniform_games": 4,
+    "gnugo_levels": "1,5",
+}
+
+
+def _levels(text: str) -> list[int]:
+    try:
+        levels = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise CommandError(f"--gnugo-levels {text!r}: expected levels such as 1,5") from None
+    if any(not 1 <= level <= 10 for level in levels):
+        raise CommandError(f"--gnugo-levels {text!r}: GNU Go's levels are 1 to 10")
+    return levels
+
+
+class Command(BaseCommand):
+    help = (
+        "Run the platform from the random network once per arm for the same CPU time, each in its own folder "
+        "under --data, rate the arms' generations against the uniform random player, GNU Go and the full arm's "
+        "final network in one Bradley-Terry fit, and write ablation-DATE.md, .json and .png to --report-dir. "
+        "Started again, it goes on where it stopped."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("--data", type=Path, required=True, help="the ablation's folder (arms, ratings)")
+        parser.add_argument(
+            "--cpu-minutes", type=float, required=True, help="each arm's CPU time, all its processes together"
+        )
+        parser.add_argument(
+            "--board", type=int, default=7, choices=range(5, 10), metavar="5..9", help="board size (default 7)"
+        )
+        parser.add_argument(
+            "--arms",
+            default=",".join(BUILT_IN_ARMS),
+            help="arms by name (server/platform/arms) or JSON file, comma-separated (default: all built-in ones)",
+        )
+        parser.add_argument(
+            "--port", type=int, default=DEFAULTS["port"], help="the arms' web server port (default 8010)"
+        )
+        parser.add_argument(
+            "--parallel", type=int, default=DEFAULTS["parallel"], help="games the client plays at once (default 16)"
+        )
+        parser.add_argument(
+            "--arms-at-once",
+            type=int,
+            default=DEFAULTS["arms_at_once"],
+            help="arms run side by side, each on its own port from --port on (default 1); each still gets its CPU time",
+        )
+        parser.add_argument(
+            "--points",
+            type=int,
+            default=DEFAULTS["points"],
+            help="generations rated per arm, besides its final one (default 3)",
+        )
+        parser.add_argument("--visits", type=int, help="visits per move in the rating games (default: the arms')")
+        parser.add_argument(
+            "--reference-games",
+            type=int,
+            default=DEFAULTS["reference_games"],
+            help="games of each rated network against the reference (default 20)",
+        )
+        parser.add_argument(
+            "--gnugo-games",
+            type=int,
+            default=DEFAULTS["gnugo_games"],
+            help="games of each rated network per GNU Go level (default 10)",
+        )
+        parser.add_argument(
+            "--uniform-games",
+            type=int,
+            default=DEFAULTS["uniform_games"],
+            help="games of each rated network against the uniform random player (default 4)",
+        )
+        parser.add_argument(
+            "--gnugo-levels", default=DEFAULTS["gnugo_levels"], help="GNU Go's levels among the anchors (default 1,5)"
+        )
+        parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="rating matches at once")
+        parser.add_argument("--report-dir", type=Path, help="where the report goes (default: --data)")
+        parser.add_argument("--date", default=time.strftime("%Y-%m-%d"), help="the report's date (default today)")
+
+    def handle(self, *args, **options):
+        data: Path = options["data"].resolve()
+        budget = options["cpu_minutes"]
+        board = options["board"]
+        if budget <= 0:
+            raise CommandError(f"--cpu-minutes {budget}: must be positive")
+        for key in ("points", "jobs", "parallel", "arms_at_once"):
+            if options[key] < 1:
+                raise CommandError(f"--{key.replace('_', '-')} {options[key]}: must be at least 1")
+        for key in ("reference_games", "gnugo_games", "uniform_games"):
+            if options[key] < 0:
+                raise CommandError(f"--{key.replace('_', '-')} {options[key]}: must not be negative")
+        levels = _levels(options["gnugo_levels"])
+        try:
+            arms = [load_arm(spec.strip(), board) for spec in options["arms"].split(",") if spec.strip()]
+        except AblationError as e:
+            raise CommandError(str(e)) from None
+        names = [a.name for a in arms]
+        if not arms or len(set(names)) != len(names):
+            raise CommandError(f"--arms {options['arms']}: name each arm once")
+        self._check_folder(data, board, budget)
+
+        stop = {"requests": 0}
+
+        def on_signal(count: int) -> None:
+            stop["requests"] = count
+            with contextlib.suppress(OSError):
+                self.stdout.write("stopping: the arm under way stops and keeps what it did (Ctrl-C again to hurry)")
+
+        def stopping() -> bool:
+            return stop["requests"] > 0
+
+        say = self.stdout.write
+        with on_signals(on_signal, (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)):
+            try:
+                states = self._run_arms(arms, data, budget * 60.0, options, say, stopping)
+                if stopping():
+                    raise CommandError("stopped: run the same command again to go on")
+                report = self._rate(arms, states, data, board, budget, levels, options, say, stopping)
+                if stopping():
+                    raise CommandError("stopped: run the same command again to go on")
+            except (AblationError, RuntimeError) as e:
+                raise CommandError(str(e)) from None
+        path = write(report, options["report_dir"] or data)
+        say(report.markdown(path.with_suffix(".png").name))
+        say(f"report written to {path}")
+
+    def _check_folder(self, data: Path, board: int, budget: float) -> None:
+        """The ablation's folder keeps its board and budget: an arm run with others would not compare."""
+        meta = data / "ablation.json"
+        mine = {"board": board, "cpu_minutes": budget}
+        if meta.exists():
+            try:
+                theirs = json.loads(meta.read_text())
+            except (OSError, ValueError) as e:
+                raise CommandError(f"{meta}: {e}") from None
+            if {k: theirs.get(k) for k in mine} != mine:
+                raise CommandError(
+                    f"{data} holds an ablation on {theirs.get('board')}x{theirs.get('board')} with "
+                    f"{theirs.get('cpu_minutes')} CPU-minutes per arm: give the same --board and --cpu-minutes, "
+                    "or another --data"
+                )
+        data.mkdir(parents=True, exist_ok=True)
+        atomic_write(meta, json.dumps(mine).encode())
+
+    def _run_arms(self, arms: list[Arm], data: Path, budget: float, options, say, stopping) -> dict[str, ArmState]:
+        """Run the arms that have CPU time left, ``--arms-at-once`` at a time (each on a port of its own)."""
+        states = {arm.name: ArmState.load(data / "arms" / arm.name / "state.json") for arm in arms}
+        todo = [arm for arm in arms if not (states[arm.name].finished or states[arm.name].cpu_seconds >= budget)]
+        if todo:
+            say("compiling the search's kernels first, so that no arm pays for it")
+            warm_up(todo[0], data / "warm-up", data / "warm-up.log")
+        ports: queue.Queue[int] = queue.Queue()
+        for k in range(options["arms_at_once"]):
+            ports.put(options["port"] + k)
+
+        def one(arm: Arm) -> ArmState:
+            if stopping():
+                return states[arm.name]
+            port = ports.get()
+            try:
+                state = states[arm.name]
+                say(f"arm {arm.name} ({arm.title}): {state.cpu_seconds / 60:.1f} of {budget / 60:g} CPU-minutes used")
+                return run_arm(arm, data / "arms" / arm.name, budget, port, options["parallel"], say, stopping)
+            finally:
+                ports.put(port)
+
+        with ThreadPoolExecutor(max_workers=options["arms_at_once"]) as pool:
+            for arm, future in [(arm, pool.submit(one, arm)) for arm in todo]:
+                states[arm.name] = future.result()
+        # Finished arms list their generations again only when that listing is missing.
+        for arm in arms:
+            folder = data / "arms" / arm.name
+            if arm not in todo and not (folder / "generations" / "generations.json").exists():
+                list_generations(folder)
+        return states
+
+    def _rate(self, arms, states, data: Path, board: int, budget: float, levels, options, say, stopping):
+        import torch
+
+        from common.nn.config import named_config
+        from common.nn.speed import evals_per_second
+
+        visits = options["visits"] or arms[0].settings["rating"]["visits"]
+        komi = arms[0].settings["rating"]["komi"]
+        uniform = rating.Player(rating.UNIFORM, "the uniform random player", None)
+        gnugos = [p for p in (rating.gnugo(level) for level in levels) if p is not None]
+        if levels and not gnugos:
+            say("GNU Go is not installed (Debian package gnugo): the anchors are the random player and the reference")
+        listed, rated = {}, {}
+        for arm in arms:
+            folder = data / "arms" / arm.name
+            listed[arm.name] = generations = read_generations(folder)
+            state = states[arm.name]
+            for g in generations["generations"]:
+                g["cpu_seconds"] = state.cpu_at(g["accepted_at"]) if g["accepted_at"] else 0.0
+                g["accepted"] = True
+            chosen = rating.pick_points(generations["generations"], options["points"], state.cpu_seconds)
+            final = generations["final"]
+            if final is not None and not final["accepted"]:
+                chosen.append(dict(final, cpu_seconds=state.cpu_at(final["created_at"])))
+            play = folder / PLAY_SETTINGS
+            atomic_write(play, json.dumps(arm.settings["rating"]).encode())
+            rated[arm.name] = [
+                (g, rating.network_player(arm.name, g["name"], folder / "generations" / g["file"], visits, play))
+                for g in chosen
+            ]
+        reference = rated.get(REFERENCE_ARM, [])[-1][1] if rated.get(REFERENCE_ARM) else None
+        if reference is None:
+            say(f"no reference: the {REFERENCE_ARM} arm is not among the arms, or accepted no generation")
+        pairings = []
+        for arm in arms:
+            for _, player in rated[arm.name]:
+                if options["uniform_games"]:
+                    pairings.append(rating.Pairing(player, uniform, options["uniform_games"]))
+                if options["gnugo_games"]:
+                    pairings += [rating.Pairing(player, g, options["gnugo_games"]) for g in gnugos]
+                if reference is not None and player != reference and options["reference_games"]:
+                    pairings.append(rating.Pairing(player, reference, options["reference_games"]))
+        games = rating.Games(data / "rating" / "games.json")
+        rating.play(pairings, games, board, komi, visits, data / "rating" / "logs", options["jobs"], say, stopping)
+        if stopping():
+            return None
+        keys = [uniform.key] + [g.key for g in gnugos] + [p.key for arm in arms for _, p in rated[arm.name]]
+        results = games.of(set(keys))
+        wanted = {p.key for p in pairings}
+        results = [r for r in results if f"{r.first} vs {r.second}" in wanted]
+        fit = rating.fit(keys, results, reference.key if reference else None)
+
+        say("measuring each arm's network speed")
+        speeds: dict[str, float] = {}
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            for _ in range(3):  # interleaved rounds; the fastest of each architecture's
+                for architecture in dict.fromkeys(a.architecture for a in arms):
+                    figure = evals_per_second(named_config(architecture), board, options["parallel"], seconds=2.0)
+                    speeds[architecture] = max(speeds.get(architecture, 0.0), figure)
+        finally:
+            torch.set_num_threads(threads)
+
+        reports = []
+        for arm in arms:
+            state, generations = states[arm.name], listed[arm.name]
+            accepted = [g for g in generations["generations"] if not g["random"]]
+            points = [
+                Point(
+                    network=g["name"],
+                    cpu_minutes=g["cpu_seconds"] / 60,
+                    selfplay_games=g["selfplay_games"],
+                    rows=g["rows"],
+                    train_step=g["train_step"],
+                    accepted=g["accepted"],
+                    elo=fit.elo[p.key],
+                    ci95=fit.ci95[p.key],
+                    games=fit.games[p.key],
+                )
+                for g, p in rated[arm.name]
+            ]
+            report = ArmReport(
+                name=arm.name,
+                title=arm.title,
+                description=arm.description,
+                claim=arm.claim,
+                expect=arm.expect,
+                architecture=arm.architecture,
+                evals_per_s=speeds.get(arm.architecture),
+                cpu_minutes=state.cpu_seconds / 60,
+                wall_minutes=state.wall_seconds / 60,
+                mean_load=state.mean_load(),
+                sittings=state.sittings,
+                selfplay_games=generations["selfplay_games"],
+                rows=generations["rows"],
+                rating_games=generations["rating_games"],
+                candidates=generations["candidates"],
+                accepted=len(accepted),
+                training_samples=generations["training_samples"],
+                points=points,
+            )
+            if reference is not None and points:
+                report.vs_reference, report.vs_reference_ci95 = fit.against[rated[arm.name][-1][1].key]
+            report.verdict = verdict(report, reference is not None and rated[arm.name][-1][1] == reference)
+            reports.append(report)
+        anchors = [
+            Anchor(p.key, p.label, fit.elo[p.key], fit.ci95[p.key], fit.games[p.key]) for p in [uniform, *gnugos]
+        ]
+        return AblationReport(
+            date=options["date"],
+            board=board,
+            cpu_minutes=budget,
+            machine=machine(),
+            command=reproduce(options),
+            visits=visits,
+            reference=reference.key if reference else None,
+            anchors=anchors,
+            arms=reports,
+            pairings=len(results),
+            games=sum(r.games for r in results),
+            fit_iterations=fit.iterations,
+        )
+
+
+def reproduce(options) -> str:
+    """The command that runs this ablation again, from the project's root."""
+    words = [".venv/bin/python", "manage.py", "ablation", "--data", str(options["data"])]
+    words += ["--cpu-minutes", f"{options['cpu_minutes']:g}", "--board", str(options["board"])]
+    words += ["--arms", options["arms"]] if options["arms"] != ",".join(BUILT_IN_ARMS) else []
+    for key, default in DEFAULTS.items():
+        if options[key] != default:
+            words += [f"--{key.replace('_', '-')}", str(options[key])]
+    if options["report_dir"] is not None:
+        words += ["--report-dir", str(options["report_dir"])]
+    return shlex.join(words)

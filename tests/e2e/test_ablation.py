@@ -1,0 +1,145 @@
+"""``manage.py ablation`` whole: two arms on 5x5 (settings that export networks within a minute), each
+running the real platform for one CPU-minute in its own folder, then rating games against the real
+uniform random player, GNU Go (when installed) and the reference, one fit, the report and its plot; a
+second start keeps what the first did, and a changed budget is refused."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from server.platform.experiment import gnugo_path
+from tests.server.live import free_port
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[2]
+
+FAST = {
+    "selfplay": {"visits": 8, "cheap_visits": 2, "max_moves": 50},
+    "rating": {"visits": 8, "max_moves": 50},
+    "gating": {"rating_game_prob": 0.5, "fixed_games": 2, "fixed_wins": 1},
+    "training": {
+        "window_c": 256,
+        "batch_size": 64,
+        "snapshot_every": 256,
+        "export_every": 512,
+        "validation_rows": 100,
+        "shuffle_rows": 1000,
+    },
+}
+
+
+def test_two_arms_are_run_rated_in_one_fit_and_reported(tmp_path):
+    arms = tmp_path / "arms"
+    arms.mkdir()
+    full = arms / "full.json"
+    full.write_text(json.dumps({"title": "the full method", "description": "quick settings", "settings": FAST}))
+    no_pcr = arms / "no-pcr.json"
+    no_pcr.write_text(
+        json.dumps(
+            {
+                "title": "without playout cap randomization",
+                "from": str(full),
+                "description": "every move at 4 visits",
+                "paper": {"claim": "a massive drop", "expect": "worse"},
+                "settings": {"selfplay": {"full_search_prob": 1.0, "visits": 4, "cheap_visits": 4}},
+            }
+        )
+    )
+    data, out = tmp_path / "data", tmp_path / "report"
+    command = [
+        sys.executable,
+        "manage.py",
+        "ablation",
+        "--data",
+        str(data),
+        "--cpu-minutes",
+        "1",
+        "--board",
+        "5",
+        "--arms",
+        f"{full},{no_pcr}",
+        "--port",
+        str(free_port()),
+        "--points",
+        "2",
+        "--visits",
+        "8",
+        "--reference-games",
+        "4",
+        "--gnugo-games",
+        "2",
+        "--uniform-games",
+        "2",
+        "--report-dir",
+        str(out),
+        "--date",
+        "2026-01-02",
+    ]
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("SENTE_", "DJANGO_")) and k not in ("DATABASE_URL", "STORAGE_URL", "CACHE_URL")
+    }
+    env.update(SENTE_DATA_DIR=str(tmp_path / "site"), PYTHONUNBUFFERED="1")
+
+    def ablation(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([*command, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+
+    first = ablation()
+    assert first.returncode == 0, first.stdout[-4000:] + first.stderr[-4000:]
+    report = json.loads((out / "ablation-2026-01-02.json").read_text())
+    assert report["board"] == 5 and report["cpu_minutes"] == 1.0 and report["visits"] == 8
+    assert [arm["name"] for arm in report["arms"]] == ["full", "no-pcr"]
+    for arm in report["arms"]:
+        # Each stopped once its processes had used the minute (plus what stopping them took).
+        assert 1.0 <= arm["cpu_minutes"] < 2.0 and arm["sittings"] == 1
+        assert arm["selfplay_games"] > 0 and arm["rows"] > 0 and arm["training_samples"] >= 512
+        assert arm["candidates"] >= 1 and 1 <= len(arm["points"]) <= 3  # two shares and the final one
+        assert arm["points"][-1]["train_step"] == max(p["train_step"] for p in arm["points"])
+        assert all(math.isfinite(p["elo"]) and p["ci95"] > 0 for p in arm["points"])
+        assert (data / "arms" / arm["name"] / "data" / "sente.sqlite3").exists()  # each its own database
+    reference, other = report["arms"]
+    assert report["reference"] == f"full/{reference['points'][-1]['network']}"
+    assert reference["verdict"] == "the reference" and reference["vs_reference"] == 0.0
+    assert other["vs_reference_ci95"] > 0 and other["verdict"].split(":")[0] in ("agrees", "disagrees", "cannot tell")
+    # The no-pcr arm records every move: more rows per game than the full method's quarter.
+    assert other["rows"] / other["selfplay_games"] > reference["rows"] / reference["selfplay_games"]
+
+    anchors = {a["key"]: a for a in report["anchors"]}
+    assert anchors["uniform"]["elo"] == 0.0 and anchors["uniform"]["games"] > 0
+    rated = sum(len(arm["points"]) for arm in report["arms"])
+    levels = 2 if gnugo_path() else 0
+    # Each rated network: the random player and each GNU Go level; the others also the reference.
+    assert report["pairings"] == rated * (1 + levels) + rated - 1
+    assert report["games"] == rated * (2 + 2 * levels) + 4 * (rated - 1)
+    if levels:
+        assert anchors["gnugo-1"]["games"] == 2 * rated and math.isfinite(anchors["gnugo-5"]["elo"])
+
+    text = (out / "ablation-2026-01-02.md").read_text()
+    assert "| the full method | " in text and "| without playout cap randomization | " in text
+    assert "| without playout cap randomization | a massive drop | " in text
+    assert "--cpu-minutes 1 --board 5" in text and "--report-dir" in text
+    assert (out / "ablation-2026-01-02.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+    # Started again: the arms are done and every pairing played; only the report is made again.
+    games = (data / "rating" / "games.json").read_text()
+    second = ablation()
+    assert second.returncode == 0, second.stdout[-4000:] + second.stderr[-4000:]
+    assert "CPU-minutes used" not in second.stdout and "pairings to play" not in second.stdout
+    assert (data / "rating" / "games.json").read_text() == games
+    again = json.loads((out / "ablation-2026-01-02.json").read_text())
+    assert again["games"] == report["games"] and again["arms"][1]["points"] == other["points"]
+
+    changed = subprocess.run(
+        [*command[:5], "--cpu-minutes", "2", *command[7:]], cwd=ROOT, env=env, capture_output=True, text=True
+    )
+    assert changed.returncode != 0
+    assert f"{data} holds an ablation on 5x5 with 1.0 CPU-minutes per arm" in changed.stderr
