@@ -42,18 +42,17 @@ from server.platform.ablation_report import AblationReport, Anchor, ArmReport, P
 from server.platform.experiment import machine
 
 PLAY_SETTINGS = "rating.json"
-# The options with a default that a report's command names when they differ from it.
-DEFAULTS = {
-    "port": 8010,
-    "parallel": 16,
-    "arms_at_once": 1,
-    "points": 3,
-    "visits": None,
-    "reference_games": 20,
-    "gnugo_games": 10,
-    "uniform_games": 4,
-    "gnugo_levels": "1,5",
+# The counts a run takes, with their defaults; a report's command names those that differ.
+COUNTS = {
+    "port": (8010, "the arms' web server port"),
+    "parallel": (16, "games the client plays at once"),
+    "arms_at_once": (1, "arms run side by side, each on its own port from --port on; each still gets its CPU time"),
+    "points": (3, "generations rated per arm, besides its final one"),
+    "reference_games": (20, "games of each rated network against the reference"),
+    "gnugo_games": (10, "games of each rated network per GNU Go level"),
+    "uniform_games": (4, "games of each rated network against the uniform random player"),
 }
+DEFAULTS = {key: default for key, (default, _) in COUNTS.items()} | {"visits": None, "gnugo_levels": "1,5"}
 
 
 def _levels(text: str) -> list[int]:
@@ -87,43 +86,11 @@ class Command(BaseCommand):
             default=",".join(BUILT_IN_ARMS),
             help="arms by name (server/platform/arms) or JSON file, comma-separated (default: all built-in ones)",
         )
-        parser.add_argument(
-            "--port", type=int, default=DEFAULTS["port"], help="the arms' web server port (default 8010)"
-        )
-        parser.add_argument(
-            "--parallel", type=int, default=DEFAULTS["parallel"], help="games the client plays at once (default 16)"
-        )
-        parser.add_argument(
-            "--arms-at-once",
-            type=int,
-            default=DEFAULTS["arms_at_once"],
-            help="arms run side by side, each on its own port from --port on (default 1); each still gets its CPU time",
-        )
-        parser.add_argument(
-            "--points",
-            type=int,
-            default=DEFAULTS["points"],
-            help="generations rated per arm, besides its final one (default 3)",
-        )
+        for key, (default, text) in COUNTS.items():
+            parser.add_argument(
+                f"--{key.replace('_', '-')}", type=int, default=default, help=f"{text} (default {default})"
+            )
         parser.add_argument("--visits", type=int, help="visits per move in the rating games (default: the arms')")
-        parser.add_argument(
-            "--reference-games",
-            type=int,
-            default=DEFAULTS["reference_games"],
-            help="games of each rated network against the reference (default 20)",
-        )
-        parser.add_argument(
-            "--gnugo-games",
-            type=int,
-            default=DEFAULTS["gnugo_games"],
-            help="games of each rated network per GNU Go level (default 10)",
-        )
-        parser.add_argument(
-            "--uniform-games",
-            type=int,
-            default=DEFAULTS["uniform_games"],
-            help="games of each rated network against the uniform random player (default 4)",
-        )
         parser.add_argument(
             "--gnugo-levels", default=DEFAULTS["gnugo_levels"], help="GNU Go's levels among the anchors (default 1,5)"
         )
