@@ -1,5 +1,6 @@
 """numba's cache with several processes (``common.numba_cache``): every signature saved at once is in
-the index and names its own data, and code loaded from the cache starts the threads it needs."""
+the index and names its own data, and code loaded from the cache starts the threads it needs; and the
+OpenMP threads of numba and torch sleep between passes."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from numba.core.caching import IndexDataCacheFile
 
 import common  # noqa: F401  (installs the locked save and the loads that keep their start-up)
@@ -104,3 +106,13 @@ def test_a_cached_caller_of_a_parallel_kernel_starts_the_threads_it_needs(tmp_pa
         "parallel_module.inner",
         "parallel_module.outer",
     ]
+
+
+@pytest.mark.parametrize("given, kept", [(None, "PASSIVE"), ("ACTIVE", "ACTIVE")])
+def test_openmp_threads_sleep_between_passes_unless_told_otherwise(given, kept):
+    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    if given is not None:
+        env["OMP_WAIT_POLICY"] = given
+    code = "import common, os, sys; print(os.environ['OMP_WAIT_POLICY'], 'torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.split() == [kept, "False"]  # set before torch loads its runtime
