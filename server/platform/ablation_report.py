@@ -20,10 +20,13 @@ class Point:
     selfplay_games: int
     rows: int
     train_step: int
-    accepted: bool  # by its gating (the final network may not be)
+    gating: str  # its gating's outcome: accepted, rejected, or waiting (the final network may be either)
     elo: float
     ci95: float
     games: int
+
+    def label(self) -> str:
+        return self.network + {"accepted": "", "rejected": " (rejected)"}.get(self.gating, " (not gated)")
 
 
 @dataclass
@@ -109,7 +112,7 @@ class AblationReport:
         ]
         for arm in self.arms:
             final = arm.final
-            name = (final.network + ("" if final.accepted else " (not gated)")) if final else "(none exported)"
+            name = final.label() if final else "(none exported)"
             elo = f"{final.elo:+.0f} ± {final.ci95:.0f}" if final else "-"
             against = (
                 f"{arm.vs_reference:+.0f} ± {arm.vs_reference_ci95:.0f}"
@@ -151,7 +154,7 @@ class AblationReport:
         ]
         for arm in self.arms:
             for p in arm.points:
-                network = p.network + ("" if p.accepted else " (not gated)")
+                network = p.label()
                 lines.append(
                     f"| {arm.name} | {network} | {p.cpu_minutes:.1f} | {p.selfplay_games:,} | {p.rows:,} | "
                     f"{p.train_step:,} | {p.elo:+.0f} ± {p.ci95:.0f} | {p.games} |"

@@ -104,6 +104,8 @@ def test_two_arms_are_run_rated_in_one_fit_and_reported(tmp_path):
         assert arm["selfplay_games"] > 0 and arm["rows"] > 0 and arm["training_samples"] >= 512
         assert arm["candidates"] >= 1 and 1 <= len(arm["points"]) <= 3  # two shares and the final one
         assert arm["points"][-1]["train_step"] == max(p["train_step"] for p in arm["points"])
+        assert [p["gating"] for p in arm["points"][:-1]] == ["accepted"] * (len(arm["points"]) - 1)
+        assert arm["points"][-1]["gating"] in ("accepted", "rejected", "waiting")
         assert all(math.isfinite(p["elo"]) and p["ci95"] > 0 for p in arm["points"])
         assert (data / "arms" / arm["name"] / "data" / "sente.sqlite3").exists()  # each its own database
     reference, other = report["arms"]

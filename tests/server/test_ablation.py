@@ -172,7 +172,7 @@ def test_the_generations_rated_are_spread_over_the_arms_compute():
 
 
 def arm_report(name="no-pcr", expect="worse", against=(-120.0, 50.0), points=True) -> ArmReport:
-    point = Point("net-2", 55.0, 900, 12000, 40000, accepted=False, elo=300.0, ci95=60.0, games=70)
+    point = Point("net-2", 55.0, 900, 12000, 40000, gating="waiting", elo=300.0, ci95=60.0, games=70)
     return ArmReport(
         name=name,
         title=f"the {name} arm",
@@ -191,7 +191,7 @@ def arm_report(name="no-pcr", expect="worse", against=(-120.0, 50.0), points=Tru
         candidates=9,
         accepted=7,
         training_samples=52000,
-        points=[Point("net-1", 20.0, 300, 4000, 10000, True, 100.0, 70.0, 70), point] if points else [],
+        points=[Point("net-1", 20.0, 300, 4000, 10000, "accepted", 100.0, 70.0, 70), point] if points else [],
         vs_reference=against[0] if against else None,
         vs_reference_ci95=against[1] if against else None,
     )

@@ -130,10 +130,13 @@ class Command(BaseCommand):
         def stopping() -> bool:
             return stop["requests"] > 0
 
+        def halt() -> None:  # an arm failed: the others stop too, keeping what they did
+            stop["requests"] = max(stop["requests"], 1)
+
         say = self.stdout.write
         with on_signals(on_signal, (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)):
             try:
-                states = self._run_arms(arms, data, budget * 60.0, options, say, stopping)
+                states = self._run_arms(arms, data, budget * 60.0, options, say, stopping, halt)
                 if stopping():
                     raise CommandError("stopped: run the same command again to go on")
                 report = self._rate(arms, states, data, board, budget, levels, options, say, stopping)
@@ -163,7 +166,9 @@ class Command(BaseCommand):
         data.mkdir(parents=True, exist_ok=True)
         atomic_write(meta, json.dumps(mine).encode())
 
-    def _run_arms(self, arms: list[Arm], data: Path, budget: float, options, say, stopping) -> dict[str, ArmState]:
+    def _run_arms(
+        self, arms: list[Arm], data: Path, budget: float, options, say, stopping, halt
+    ) -> dict[str, ArmState]:
         """Run the arms that have CPU time left, ``--arms-at-once`` at a time (each on a port of its own)."""
         states = {arm.name: ArmState.load(data / "arms" / arm.name / "state.json") for arm in arms}
         todo = [arm for arm in arms if not (states[arm.name].finished or states[arm.name].cpu_seconds >= budget)]
@@ -182,6 +187,9 @@ class Command(BaseCommand):
                 state = states[arm.name]
                 say(f"arm {arm.name} ({arm.title}): {state.cpu_seconds / 60:.1f} of {budget / 60:g} CPU-minutes used")
                 return run_arm(arm, data / "arms" / arm.name, budget, port, options["parallel"], say, stopping)
+            except BaseException:
+                halt()
+                raise
             finally:
                 ports.put(port)
 
@@ -214,10 +222,10 @@ class Command(BaseCommand):
             state = states[arm.name]
             for g in generations["generations"]:
                 g["cpu_seconds"] = state.cpu_at(g["accepted_at"]) if g["accepted_at"] else 0.0
-                g["accepted"] = True
+                g["gating"] = "accepted"
             chosen = rating.pick_points(generations["generations"], options["points"], state.cpu_seconds)
             final = generations["final"]
-            if final is not None and not final["accepted"]:
+            if final is not None and final["gating"] != "accepted":
                 chosen.append(dict(final, cpu_seconds=state.cpu_at(final["created_at"])))
             play = folder / PLAY_SETTINGS
             atomic_write(play, json.dumps(arm.settings["rating"]).encode())
@@ -227,7 +235,7 @@ class Command(BaseCommand):
             ]
         reference = rated.get(REFERENCE_ARM, [])[-1][1] if rated.get(REFERENCE_ARM) else None
         if reference is None:
-            say(f"no reference: the {REFERENCE_ARM} arm is not among the arms, or accepted no generation")
+            say(f"no reference: the {REFERENCE_ARM} arm is not among the arms, or exported no network")
         pairings = []
         for arm in arms:
             for _, player in rated[arm.name]:
@@ -270,7 +278,7 @@ class Command(BaseCommand):
                     selfplay_games=g["selfplay_games"],
                     rows=g["rows"],
                     train_step=g["train_step"],
-                    accepted=g["accepted"],
+                    gating=g["gating"],
                     elo=fit.elo[p.key],
                     ci95=fit.ci95[p.key],
                     games=fit.games[p.key],

@@ -31,6 +31,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options):
         from server.games.models import RatingGame, TrainingGame
+        from server.networks.models import Network
         from server.ratings.models import NetworkEvent
         from server.runs.models import Run
         from server.training.models import TrainingLine
@@ -62,7 +63,10 @@ class Command(BaseCommand):
                 "name": newest.name,
                 "file": copy_network_file(newest, out).name,
                 "created_at": newest.created_at.timestamp(),
-                "accepted": any(g["name"] == newest.name for g in listed),
+                # accepted, rejected, or waiting for its gating's verdict when the run stopped
+                "gating": newest.state
+                if newest.state in (Network.State.ACCEPTED, Network.State.REJECTED)
+                else "waiting",
                 "train_step": newest.train_step,
                 "rows_seen": newest.rows_seen,
                 **stored_by(newest.created_at),
