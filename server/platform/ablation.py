@@ -239,13 +239,22 @@ def warm_up(arm: Arm, folder: Path, log: Path) -> None:
         match.write_text(json.dumps(arm.settings["rating"]))
         common = ["--device", "cpu", "--no-compile"]
         for args in (
-            ["selfplay", "--model", str(net), "--games", "4", "--parallel", "4", "--settings", str(selfplay)],
+            [
+                "selfplay",
+                "--model",
+                str(net),
+                "--games",
+                "4",
+                "--parallel",
+                "4",
+                "--settings",
+                str(selfplay),
+                "--quiet",
+            ],
             ["match", str(net), str(net), "--games", "2", "--parallel", "2", "--settings", str(match)],
         ):
             with open(log, "ab") as out:
                 command = [sys.executable, "-m", "client", *args, "--out", str(Path(tmp) / args[0]), *common]
-                if args[0] == "selfplay":
-                    command.append("--quiet")
                 done = subprocess.run(command, cwd=ROOT, stdout=out, stderr=out)
             if done.returncode != 0:
                 raise AblationError(f"the warm-up's {args[0]} failed (status {done.returncode}): see {log}")

@@ -27,7 +27,7 @@ import numpy as np
 
 from common.elo import Z95
 from common.files import atomic_write
-from server.platform.experiment import gnugo_path, gtp_command, twogtp
+from server.platform.experiment import gnugo_command, gtp_command, twogtp
 from server.ratings.fit import fit_ratings
 
 UNIFORM = "uniform"
@@ -43,10 +43,8 @@ class Player:
 
 
 def gnugo(level: int) -> Player | None:
-    path = gnugo_path()
-    if path is None:
-        return None
-    return Player(f"gnugo-{level}", f"GNU Go level {level}", f"{path} --mode gtp --level {level} --chinese-rules")
+    command = gnugo_command(level)
+    return None if command is None else Player(f"gnugo-{level}", f"GNU Go level {level}", command)
 
 
 def network_player(arm: str, name: str, model: Path, visits: int, settings: Path) -> Player:
@@ -99,12 +97,12 @@ class Games:
             }
             atomic_write(self.path, json.dumps(self.results, indent=1).encode())
 
-    def of(self, keys: set[str]) -> list[Result]:
-        """The results between players in ``keys``."""
+    def of(self, pairings: list[Pairing]) -> list[Result]:
+        """The results of ``pairings`` that were played."""
         return [
             Result(r["first"], r["second"], r["games"], r["first_wins"], r["second_wins"], r["draws"])
-            for r in self.results.values()
-            if r["first"] in keys and r["second"] in keys
+            for r in (self.results.get(p.key) for p in pairings)
+            if r is not None
         ]
 
 

@@ -262,6 +262,12 @@ def gnugo_path() -> str | None:
     return shutil.which("gnugo") or ("/usr/games/gnugo" if Path("/usr/games/gnugo").exists() else None)
 
 
+def gnugo_command(level: int) -> str | None:
+    """GNU Go's GTP command line at ``level`` under Chinese rules (None: not installed)."""
+    path = gnugo_path()
+    return None if path is None else f"{path} --mode gtp --level {level} --chinese-rules"
+
+
 def play_uniform(network, board: int, komi: float, games: int, visits: int, log_path: Path) -> dict:
     """The network (its search, over GTP) against the uniform random player (uniform among the legal
     moves that do not fill its own one-point eyes)."""
@@ -273,7 +279,7 @@ def play_gnugo(
 ) -> dict:
     """The network against GNU Go. Both play the same move in the same position every time, so each
     pair of games (colours swapped) starts from its own ``openings`` random moves."""
-    gnugo = gnugo_path()
+    gnugo = gnugo_command(level)
     if gnugo is None:
         return {"skipped": "GNU Go is not installed (Debian package gnugo)"}
     return _play_gtp(
@@ -282,7 +288,7 @@ def play_gnugo(
         komi,
         games,
         visits,
-        f"{gnugo} --mode gtp --level {level} --chinese-rules",
+        gnugo,
         f"GNU Go level {level}",
         log_path,
         openings=openings,

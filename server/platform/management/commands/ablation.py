@@ -250,9 +250,7 @@ class Command(BaseCommand):
         if stopping():
             return None
         keys = [uniform.key] + [g.key for g in gnugos] + [p.key for arm in arms for _, p in rated[arm.name]]
-        results = games.of(set(keys))
-        wanted = {p.key for p in pairings}
-        results = [r for r in results if f"{r.first} vs {r.second}" in wanted]
+        results = games.of(pairings)
         fit = rating.fit(keys, results, reference.key if reference else None)
 
         say("measuring each arm's network speed")
