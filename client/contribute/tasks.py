@@ -11,7 +11,13 @@ run's self-play network or settings version changed, the games not yet started o
 old ones are given up (the games in play finish) and new tasks are asked for. Every five minutes the
 look also downloads the run's newest network while the current one plays (a candidate about to play
 its rating games, or the next self-play network). A task whose lifetime (as the server gave it) is over is given
-up the same way. The server is told of every game given up, and at the worker's end of every game
+up the same way.
+
+While the look says a candidate waits for its gating games, a worker that takes both kinds of task
+also asks for a rating task whenever it has none in hand or in play, and looks again as soon as one
+is played. A gating decision holds up the whole run, and once the reserve is full the ordinary task
+requests come only once per ten minutes of play: drawn at those alone, a slow worker's rating tasks
+came half an hour apart. The server is told of every game given up, and at the worker's end of every game
 the worker will not deliver, so that its ledger of open tasks owes no game that will not come.
 
 Self-play games are handed out one at a time (:meth:`TaskQueue.take_game`) to the self-play session
@@ -53,7 +59,7 @@ MAX_RATING_BACKLOG = 2  # rating tasks waiting to be played before only self-pla
 # The kinds of trouble a worker reports before it stops; the command's exit status follows them.
 AUTH, UPGRADE, NETWORK, PROTOCOL, CANARY = "auth", "upgrade", "network", "protocol", "canary"
 # The queue's kinds of request; when the server asks to wait for one, the others go on.
-TASK, LOOK, RELEASE = "task request", "look at the run", "giving up games"
+TASK, LOOK, RELEASE, RATING = "task request", "look at the run", "giving up games", "rating task request"
 
 
 class Fatal(Exception):
@@ -222,10 +228,11 @@ class TaskQueue:
         self._last_request: float | None = None  # the last task request
         self._key: tuple[str, int] | None = None  # the run's self-play network and settings version
         self._lifetime: float | None = None  # of the last task
+        self._gating = False  # the last look said a candidate waits for gating games (cleared once asked)
         self._unready: Task | None = None  # a task whose networks are not all downloaded yet
         # Per kind of request: not before this time (the server's Retry-After, or a pause after a refusal).
-        self._not_before = dict.fromkeys((TASK, LOOK, RELEASE), float("-inf"))
-        self._pause = dict.fromkeys((TASK, LOOK, RELEASE), retry_start)
+        self._not_before = dict.fromkeys((TASK, LOOK, RELEASE, RATING), float("-inf"))
+        self._pause = dict.fromkeys((TASK, LOOK, RELEASE, RATING), retry_start)
 
     # --- the worker's side ------------------------------------------------------------------------
     def start(self) -> None:
@@ -285,6 +292,9 @@ class TaskQueue:
                 self.rate.finished()
             if task.done + task.lost >= task.games:
                 self._open.pop(task.id, None)
+                if task.kind == "rating":
+                    self._last_look = None  # does the gating want more games? look at once
+                    self._cond.notify_all()
                 if task.lost:  # games that had nothing to send: the server is not to wait for them
                     task.promised = task.done
                     self._release[task.id] = task
@@ -379,13 +389,30 @@ class TaskQueue:
             return False
         return self._last_request is None or self.clock() - self._last_request >= self.sizing.fill_seconds
 
+    def _rating_wanted(self) -> bool:
+        """Ask for a rating task beside the reserve: a candidate waits for gating games and no rating
+        task is in hand or in play (only for a worker that takes both kinds; one that takes rating
+        alone asks for it with every task request)."""
+        return (
+            self._gating
+            and "selfplay" in self.kinds
+            and "rating" in self.kinds
+            and not self._rating
+            and not any(t.kind == "rating" for t in self._open.values())
+        )
+
     def _look_due(self) -> bool:
         return self._last_look is None or self.clock() - self._last_look >= self.look_seconds
 
     def _due(self) -> list[str]:
         """The requests to make now, in order (the server's waits kept)."""
         now = self.clock()
-        wanted = ((LOOK, self._look_due()), (RELEASE, bool(self._release)), (TASK, self._need()))
+        wanted = (
+            (LOOK, self._look_due()),
+            (RELEASE, bool(self._release)),
+            (TASK, self._need()),
+            (RATING, self._rating_wanted()),
+        )
         return [what for what, want in wanted if want and now >= self._not_before[what]]
 
     # --- the thread -------------------------------------------------------------------------------
@@ -430,14 +457,22 @@ class TaskQueue:
                 self._look(prefetch=not urgent)  # the look ahead waits while the games in hand run out
             elif what == RELEASE:
                 self._send_releases(self.server)
+            elif what == RATING:
+                self._fetch(rating_only=True)
             else:
                 self._fetch()
             self._pause[what] = self.retry_start
         except ServerError as e:
             self._reached()
-            fatal = _fatal_refusal(e, what)
+            fatal = _fatal_refusal(e, TASK if what == RATING else what)
             if fatal is not None:
                 raise fatal from None
+            if what == RATING and e.status == 503 and e.retry_after is None:
+                # The gating was decided since the look: nothing to say, the next look tells.
+                with self._cond:
+                    self._gating = False
+                log.info("no rating games are to be played now")
+                return
             if e.retry_after is not None:  # the server said when: not a moment before
                 wait = e.retry_after
             elif e.status == 503 and what == TASK:
@@ -466,6 +501,8 @@ class TaskQueue:
         if type(most) is int and most >= 1:
             self.most_games = most
         network, version = current.get("network"), current.get("settings_version")
+        with self._cond:
+            self._gating = current.get("gating") is True and "rating" in self.kinds
         if isinstance(network, dict) and isinstance(network.get("name"), str) and type(version) is int:
             key = (network["name"], version)
             if key != self._key and self._key is not None:
@@ -500,15 +537,18 @@ class TaskQueue:
         log.info("the server was told of %d games given up of %d tasks", given_up, len(counts))
         return given_up
 
-    def _fetch(self) -> None:
-        """Get the next task and its networks. A task whose network download broke off is kept and
-        its download resumed on the next call, rather than another task asked for."""
+    def _fetch(self, rating_only: bool = False) -> None:
+        """Get the next task (a rating task: `rating_only`) and its networks. A task whose network
+        download broke off is kept and its download resumed on the next call, rather than another
+        task asked for."""
         task = self._unready
         if task is None:
             self.state = "asking for a task"
             with self._cond:
-                kinds = self._kinds_wanted()
+                kinds = ("rating",) if rating_only else self._kinds_wanted()
                 games = self.sizing.task_games(self.rate.per_second(), self.most_games)
+                if rating_only:
+                    self._gating = False  # asked once per look: a decided gating gets no more
             self._last_request = self.clock()
             body = self.server.task(games=games, kinds=kinds)
             self._reached()

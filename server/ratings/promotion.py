@@ -84,6 +84,11 @@ def next_gating(run) -> Gating | None:
     return _open_gating(run)
 
 
+def gating_waits(run) -> bool:
+    """Does a candidate wait for gating games (one playing them, or one not yet begun)?"""
+    return run.networks.filter(state__in=(Network.State.CANDIDATE, Network.State.RATING)).exists()
+
+
 def _open_gating(run) -> Gating | None:
     return (
         Gating.objects.filter(candidate__run=run, decision=CONTINUE)

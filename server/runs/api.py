@@ -10,6 +10,7 @@ from rest_framework.views import APIView
 
 from server.api.errors import ApiError
 from server.networks.serializers import network_ref
+from server.ratings.promotion import gating_waits
 from server.runs.models import Run
 from server.training.serializers import TrainingLineSerializer
 
@@ -70,7 +71,8 @@ class RunDetail(generics.RetrieveAPIView):
 
 class CurrentRun(APIView):
     """The run that hands out work now: the client versions and builds it takes, its settings
-    version, its self-play network, and the most games a task may have."""
+    version, its self-play network, the most games a task may have, and whether a candidate waits
+    for its gating games (a client then asks for rating tasks beside its reserve of self-play)."""
 
     permission_classes = [permissions.AllowAny]
 
@@ -87,6 +89,7 @@ class CurrentRun(APIView):
                     "settings_version": serializers.IntegerField(),
                     "network": serializers.DictField(allow_null=True),
                     "games_per_task": serializers.IntegerField(),
+                    "gating": serializers.BooleanField(help_text="a candidate waits for its gating games"),
                 },
             )
         }
@@ -105,5 +108,6 @@ class CurrentRun(APIView):
                 "settings_version": current.version if current else None,
                 "network": network_ref(network, request) if network else None,
                 "games_per_task": settings.SENTE_LIMITS["games_per_task"],
+                "gating": gating_waits(run),
             }
         )

@@ -240,6 +240,7 @@ def test_current_run(run):
         "client_builds": [],
         "settings_version": 1,
         "games_per_task": 256,
+        "gating": False,
         "network": {"name": f"{run.name}-random", "is_random": True, "url": None, "sha256": None, "bytes": 0},
     }
 

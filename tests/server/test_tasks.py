@@ -379,8 +379,10 @@ def test_rating_games_go_to_the_candidate_under_gating_first(run, alice):
 
     _age_random(run)
     random_net = run.networks.get(is_random=True)
+    assert APIClient().get("/api/v1/runs/current/").json()["gating"] is False
     older = _network(run, "cand-old", 20, parent=random_net)
     _network(run, "cand-new", 10, parent=older)
+    assert APIClient().get("/api/v1/runs/current/").json()["gating"] is True  # clients ask for rating
     firsts = []
     for _ in range(4):
         task = new_task(alice[1], kinds=("rating",), games=1)
@@ -392,6 +394,11 @@ def test_rating_games_go_to_the_candidate_under_gating_first(run, alice):
     assert older.state == "rating" and gating.opponent == random_net and gating.decision == "continue"
     assert Network.objects.get(name="cand-new").state == "candidate"
     assert NetworkEvent.objects.filter(network=older, kind="gating_started").count() == 1
+    from server.ratings.promotion import staff_decision
+
+    for name in ("cand-old", "cand-new"):
+        staff_decision(Network.objects.get(name=name), "reject", note="rejected for the test")
+    assert APIClient().get("/api/v1/runs/current/").json()["gating"] is False
 
 
 def test_without_a_candidate_rating_games_go_where_they_tell_the_most(run):
