@@ -11,14 +11,14 @@ run's self-play network or settings version changed, the games not yet started o
 old ones are given up (the games in play finish) and new tasks are asked for. Every five minutes the
 look also downloads the run's newest network while the current one plays (a candidate about to play
 its rating games, or the next self-play network). A task whose lifetime (as the server gave it) is over is given
-up the same way.
+up the same way. The server is told of every game given up, and at the worker's end of every game
+the worker will not deliver, so that its ledger of open tasks owes no game that will not come.
 
 While the look says a candidate waits for its gating games, a worker that takes both kinds of task
 also asks for a rating task whenever it has none in hand or in play, and looks again as soon as one
 is played. A gating decision holds up the whole run, and once the reserve is full the ordinary task
 requests come only once per ten minutes of play: drawn at those alone, a slow worker's rating tasks
-came half an hour apart. The server is told of every game given up, and at the worker's end of every game
-the worker will not deliver, so that its ledger of open tasks owes no game that will not come.
+came half an hour apart.
 
 Self-play games are handed out one at a time (:meth:`TaskQueue.take_game`) to the self-play session
 of their network and settings; rating tasks are taken whole (:meth:`TaskQueue.take_rating`).
