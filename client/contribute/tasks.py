@@ -469,8 +469,6 @@ class TaskQueue:
                 raise fatal from None
             if what == RATING and e.status == 503 and e.retry_after is None:
                 # The gating was decided since the look: nothing to say, the next look tells.
-                with self._cond:
-                    self._gating = False
                 log.info("no rating games are to be played now")
                 return
             if e.retry_after is not None:  # the server said when: not a moment before
@@ -502,7 +500,7 @@ class TaskQueue:
             self.most_games = most
         network, version = current.get("network"), current.get("settings_version")
         with self._cond:
-            self._gating = current.get("gating") is True and "rating" in self.kinds
+            self._gating = current.get("gating") is True
         if isinstance(network, dict) and isinstance(network.get("name"), str) and type(version) is int:
             key = (network["name"], version)
             if key != self._key and self._key is not None:

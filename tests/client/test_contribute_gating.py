@@ -11,6 +11,7 @@ from client.contribute.netcache import NetworkCache
 from client.contribute.server import ServerClient, ServerError
 from client.contribute.sizing import Sizing
 from client.contribute.tasks import TaskQueue
+from tests.e2e.contributor import until
 
 
 def _ref(name: str) -> dict:
@@ -52,13 +53,6 @@ class GatingServer(ServerClient):
             return self.asked.count(("rating",))
 
 
-def _until(condition, what: str, seconds: float = 10.0) -> None:
-    end = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < end, f"timed out waiting for {what}"
-        time.sleep(0.02)
-
-
 def _queue(tmp_path, server: GatingServer, kinds=("selfplay", "rating")) -> TaskQueue:
     # A reserve that one task fills and no wish to top it up: the ordinary requests stop, as a
     # worker's do once its reserve of two hours is full.
@@ -77,19 +71,19 @@ def test_a_waiting_candidate_gets_rating_tasks_one_at_a_time_beside_a_full_reser
     queue = _queue(tmp_path, server)
     queue.start()
     try:
-        _until(lambda: queue.in_hand() >= 8, "the reserve")
+        until(lambda: queue.in_hand() >= 8, 10, "the reserve", step=0.02)
         time.sleep(0.5)  # several looks: no candidate, no rating request
         assert server.rating_requests() == 0 and queue.take_rating(0) is None
 
         server.gating = True
-        _until(lambda: server.rating_requests() == 1, "a rating task request")
+        until(lambda: server.rating_requests() == 1, 10, "a rating task request", step=0.02)
         task = queue.take_rating(5)
         assert task and task.kind == "rating"
         time.sleep(0.5)  # while it plays, none more is asked for
         assert server.rating_requests() == 1
         queue.finished(task, True)
         queue.finished(task, True)
-        _until(lambda: server.rating_requests() == 2, "the next rating task, once the first was played")
+        until(lambda: server.rating_requests() == 2, 10, "the next rating task, once the first was played", step=0.02)
         second = queue.take_rating(5)
         assert second and second.kind == "rating"
 
@@ -110,7 +104,7 @@ def test_a_gating_decided_since_the_look_costs_one_quiet_refusal_and_self_play_g
     queue = _queue(tmp_path, server)
     queue.start()
     try:
-        _until(lambda: server.rating_requests() >= 2, "rating requests at successive looks")
+        until(lambda: server.rating_requests() >= 2, 10, "rating requests at successive looks", step=0.02)
         assert queue.fatal is None and queue.in_hand() >= 8 and queue.take_rating(0) is None
         assert "waiting" not in queue.state  # the self-play requests are not held up
     finally:
@@ -124,7 +118,7 @@ def test_a_worker_of_one_kind_asks_as_before(tmp_path):
         queue = _queue(tmp_path / kinds[0], server, kinds=kinds)
         queue.start()
         try:
-            _until(lambda: server.asked, "a task request")  # noqa: B023
+            until(lambda: server.asked, 10, "a task request", step=0.02)  # noqa: B023
             time.sleep(0.4)
             assert all(asked == kinds for asked in server.asked), server.asked
         finally:
