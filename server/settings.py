@@ -355,6 +355,22 @@ SENTE_LIMITS = {
 # Tasks: how long one is valid, and how long after that its games are still taken.
 SENTE_TASK_SECONDS = env_int("SENTE_TASK_SECONDS", 6 * 3600)
 SENTE_TASK_GRACE_SECONDS = env_int("SENTE_TASK_GRACE_SECONDS", 24 * 3600)
+
+
+def _retention_days(name: str, default: int) -> int:
+    days = env_int(name, default)
+    if days < 1:
+        raise ImproperlyConfigured(f"environment variable {name}={days}: must be at least 1 (days)")
+    return days
+
+
+# How long the daily job (manage.py prune) keeps rows that only record what happened: refused uploads
+# (the metrics count the last hour's), and tasks no game names, counted from the last moment their
+# games were taken (the expiry plus the grace above; the metrics count the tasks of a task's lifetime).
+SENTE_RETENTION_DAYS = {
+    "refusals": _retention_days("SENTE_REFUSAL_RETENTION_DAYS", 30),
+    "tasks": _retention_days("SENTE_TASK_RETENTION_DAYS", 30),
+}
 # How long a worker may hand out tasks from what it last read of the current run (its network and
 # settings version) before reading it again.
 SENTE_RUN_STATE_SECONDS = float(env_str("SENTE_RUN_STATE_SECONDS", "2"))

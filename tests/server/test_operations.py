@@ -1,5 +1,6 @@
-"""Operations: Prometheus metrics read from the database, refused uploads recorded, and the daily data
-exports (made once, downloadable in pieces, disabled games left out)."""
+"""Operations: Prometheus metrics read from the database, refused uploads recorded, the daily data
+exports (made once, downloadable in pieces, disabled games left out), and the rows past their
+retention pruned."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import re
 import tarfile
 import zipfile
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from django.core.files.storage import default_storage
@@ -283,3 +285,125 @@ def test_a_day_of_rating_games_only_is_exported_too(run, alice, selfplay_games):
     with default_storage.open(sgf.file.name, "rb") as f, zipfile.ZipFile(f) as archive:
         assert sorted(archive.namelist()) == sorted(f"rating/{g.client_game_id}.sgf" for g in rating)
     assert not DataExport.objects.filter(day=two_days_ago.date(), kind="npz").exists()
+
+
+def _task_expired(run, user, ago: timedelta, kind: str = "selfplay"):
+    """A task of ``user`` that expired ``ago`` (and brought no game)."""
+    from server.distribution.models import Task
+
+    net = run.networks.get(is_random=True)
+    networks = {"network": net} if kind == "selfplay" else {"network_a": net, "network_b": net}
+    now = timezone.now()
+    return Task.objects.create(
+        kind=kind,
+        run=run,
+        user=user,
+        settings_version=run.current_settings(),
+        games=4,
+        client_version="0.1.0",
+        client_instance_id="test",
+        created_at=now - ago - timedelta(seconds=6 * 3600),
+        expires_at=now - ago,
+        **networks,
+    )
+
+
+def test_prune_deletes_old_refusals_and_old_tasks_no_game_names_in_batches(run, alice, selfplay_games, settings):
+    """A stream of refused uploads and of task requests does not grow the tables for ever: the daily
+    job deletes the refusals older than their retention and the tasks whose games stopped being taken
+    longer ago than theirs, a batch per transaction; a task a game names stays with the game, and so do
+    recent rows. Run again, it deletes nothing more."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from server.distribution.models import Task
+    from server.games.models import UploadRefusal
+
+    settings.SENTE_RETENTION_DAYS = {"refusals": 30, "tasks": 30}
+    settings.SENTE_TASK_GRACE_SECONDS = 24 * 3600
+    user, _ = alice
+    now = timezone.now()
+    for days in (400, 45, 31, 31, 31, 29, 1, 0):
+        UploadRefusal.objects.create(
+            kind="training", user=user, code="bad_rows", message="m", created_at=now - timedelta(days=days)
+        )
+    # Expired 31 days + the grace ago and more: their games stopped being taken over 30 days ago.
+    gone = [_task_expired(run, user, timedelta(days=d, hours=25)) for d in (31, 31, 60, 365)]
+    gone.append(_task_expired(run, user, timedelta(days=40), kind="rating"))
+    # Within the retention once the grace is counted: games were taken until 29.5 days ago.
+    kept = [_task_expired(run, user, timedelta(days=30, hours=12)), _task_expired(run, user, timedelta(days=3))]
+    # Tasks with games, expired a year ago: their games name them.
+    net = run.networks.get(is_random=True)
+    with_games = [
+        helpers.store_training_games(run, user, selfplay_games[:2])[0].task,
+        helpers.store_rating_games(run, user, net, net, selfplay_games[0].sgf, 1)[0].task,
+    ]
+    Task.objects.filter(pk__in=[t.pk for t in with_games]).update(expires_at=now - timedelta(days=365))
+    open_task = _task_expired(run, user, -timedelta(hours=1))  # not expired yet
+
+    out = io.StringIO()
+    with CaptureQueriesContext(connection) as queries:
+        call_command("prune", batch_size=2, stdout=out)
+    assert "deleted 5 refused upload(s) older than 30 days" in out.getvalue()
+    assert "deleted 5 task(s) with no game" in out.getvalue()
+    ages = sorted((now - r.created_at).days for r in UploadRefusal.objects.all())
+    assert ages == [0, 1, 29]
+    assert set(Task.objects.values_list("pk", flat=True)) == {t.pk for t in [*kept, *with_games, open_task]}
+    # In batches of two, each its own statement: three for five rows of each table.
+    deletes = [q["sql"] for q in queries.captured_queries if q["sql"].startswith("DELETE")]
+    assert sum('"games_uploadrefusal"' in sql for sql in deletes) == 3
+    assert sum('"distribution_task"' in sql for sql in deletes) == 3
+
+    out = io.StringIO()
+    call_command("prune", stdout=out)
+    assert "deleted 0 refused upload(s)" in out.getvalue() and "deleted 0 task(s)" in out.getvalue()
+    assert UploadRefusal.objects.count() == 3 and Task.objects.count() == len(kept) + len(with_games) + 1
+
+
+def test_prune_keeps_the_tasks_of_a_longer_grace(run, alice, settings):
+    """The retention counts from the last moment a task's games are taken: with a grace of 60 days, a
+    task expired 40 days ago may still bring games and stays."""
+    from server.distribution.models import Task
+
+    settings.SENTE_RETENTION_DAYS = {"refusals": 30, "tasks": 30}
+    settings.SENTE_TASK_GRACE_SECONDS = 60 * 24 * 3600
+    user, _ = alice
+    task = _task_expired(run, user, timedelta(days=40))
+    call_command("prune", stdout=io.StringIO())
+    assert Task.objects.filter(pk=task.pk).exists()
+    settings.SENTE_TASK_GRACE_SECONDS = 24 * 3600
+    call_command("prune", stdout=io.StringIO())
+    assert not Task.objects.filter(pk=task.pk).exists()
+
+
+def test_prune_refuses_a_batch_size_below_one(db):
+    with pytest.raises(CommandError, match="--batch-size 0: must be at least 1"):
+        call_command("prune", batch_size=0)
+
+
+def _settings_of(env: dict[str, str], *names: str):
+    """The named settings as a fresh process reads them from ``env`` (with the embedded default)."""
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import django; from django.conf import settings; django.setup(); "
+        f"print(*(getattr(settings, n) for n in {names!r}))"
+    )
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("SENTE_", "DJANGO_", "SECRET_KEY"))}
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=Path(__file__).resolve().parents[2],
+        capture_output=True,
+        text=True,
+        env={**base, "DJANGO_SETTINGS_MODULE": "server.settings", **env},
+    )
+
+
+@pytest.mark.parametrize("name", ["SENTE_REFUSAL_RETENTION_DAYS", "SENTE_TASK_RETENTION_DAYS"])
+def test_a_retention_of_less_than_a_day_is_refused(tmp_path, name):
+    done = _settings_of({"SENTE_DATA_DIR": str(tmp_path), name: "0"}, "SENTE_RETENTION_DAYS")
+    assert done.returncode != 0 and f"{name}=0: must be at least 1 (days)" in done.stderr
+    done = _settings_of({"SENTE_DATA_DIR": str(tmp_path), name: "90"}, "SENTE_RETENTION_DAYS")
+    assert done.returncode == 0 and "90" in done.stdout, done.stderr
