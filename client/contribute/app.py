@@ -126,6 +126,11 @@ def add_arguments(parser) -> None:
         help="download networks from here first, e.g. https://mirror.example.org/sente/{name}.safetensors "
         "({name} or {sha256} stands for the network; the server's copy if the mirror fails)",
     )
+    parser.add_argument(
+        "--max-download-mb",
+        help="the most any download may bring, in MiB: a network announced larger is refused, and an answer that "
+        "goes past it (or past the size it announced) is cut (default 2048)",
+    )
     parser.add_argument("--sgf-dir", help="keep a copy of every finished game's SGF in this folder")
     parser.add_argument(
         "--watch-file",
@@ -272,7 +277,12 @@ class _Contributor:
         if not username:
             raise Stop(EXIT_USAGE, f"no client token for {cfg.server}: give --username NAME to log in once")
         password = self._password(username, self.server_url)
-        server = ServerClient(self.server_url, instance_id=cfg.instance_id or "sente-client", proxy=cfg.proxy)
+        server = ServerClient(
+            self.server_url,
+            instance_id=cfg.instance_id or "sente-client",
+            proxy=cfg.proxy,
+            max_download=cfg.max_download(),
+        )
         try:
             login = patiently(lambda: server.login(username, password, f"client on {socket.gethostname()}"[:100]))
         except AuthError as e:
@@ -386,7 +396,13 @@ class _Contributor:
         """A client of the server with the kept token (none: the server refuses it)."""
         instance_id = self.config.instance_id
         assert instance_id is not None, "_check_server has given the installation its id"
-        return ServerClient(self.server_url, self.config.token, instance_id=instance_id, proxy=self.config.proxy)
+        return ServerClient(
+            self.server_url,
+            self.config.token,
+            instance_id=instance_id,
+            proxy=self.config.proxy,
+            max_download=self.config.max_download(),
+        )
 
     def _check_run(self, server: ServerClient) -> None:
         """Ends the command when the server's run does not take this client; a server without a run
@@ -486,6 +502,7 @@ class _Contributor:
                 retry_start=self.args.retry_seconds,
                 kinds=kinds,
                 proxy=cfg.proxy,
+                max_download=cfg.max_download(),
                 mirror=cfg.mirror,
                 sgf_dir=cfg.sgf_dir,
                 watch_file=cfg.watch_file if i == 0 else None,  # one game to watch, of the first device

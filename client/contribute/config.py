@@ -27,6 +27,7 @@ from typing import Any
 
 import platformdirs
 
+from client.contribute.bounded import DEFAULT_MAX_DOWNLOAD
 from common.files import atomic_write
 
 APP = "sente"  # the folders' name
@@ -47,8 +48,10 @@ ENV = {
     "hours": "SENTE_HOURS",
     "gpu_share": "SENTE_GPU_SHARE",
     "checkpoint_seconds": "SENTE_CHECKPOINT_SECONDS",
+    "max_download_mb": "SENTE_MAX_DOWNLOAD_MB",
 }
 ONLY = ("selfplay", "rating")
+MIB = 1 << 20
 
 
 class ConfigError(ValueError):
@@ -73,6 +76,7 @@ class ClientConfig:
     hours: str | None = None  # when to play, local time: "22-7", "9:30-17:00,20-23"; None: always
     gpu_share: float | None = None  # the share of the default games at once (0 < share <= 1)
     checkpoint_seconds: float | None = None  # how often a game in play is saved (client.contribute.inplay)
+    max_download_mb: float | None = None  # the most any download may bring, in MiB (client.contribute.bounded)
 
     def merged(self, values: Mapping[str, object], source: str) -> ClientConfig:
         """These settings with the given ones (None values skipped) on top, each checked."""
@@ -87,6 +91,10 @@ class ClientConfig:
 
     def data_path(self) -> Path:
         return Path(self.data_dir) if self.data_dir else default_data_dir()
+
+    def max_download(self) -> int:
+        """The most bytes any download may bring."""
+        return DEFAULT_MAX_DOWNLOAD if self.max_download_mb is None else int(self.max_download_mb * MIB)
 
 
 def default_config_path() -> Path:
@@ -155,6 +163,11 @@ def _checked(key: str, value: Any, where: str) -> Any:
         if share is None or not 0 < share <= 1:
             raise ConfigError(f"{where}: {value!r} is not a share of the GPU: a number above 0, at most 1 (0.5: half)")
         return share
+    if key == "max_download_mb":
+        mib = _number(value)
+        if mib is None or not 1 <= mib < float("inf"):
+            raise ConfigError(f"{where}: {value!r} is not a number of MiB, at least 1 (2048: 2 GiB)")
+        return mib
     if key == "checkpoint_seconds":
         seconds = _number(value)
         if seconds is None or not 0 < seconds < float("inf"):

@@ -8,9 +8,12 @@ object storage and caches in between answer with validators of their own, and an
 that does not match makes them send the whole file again. A network's file never changes under
 its name, and the sha256 of the finished file is what decides: a download that arrives whole but
 wrong (a server that did change the file, say) is deleted and fetched again from the start, up to a
-few times, then refused with an error naming the network and what was wrong. A file already in the
-cache is checked once per cache object (a disk can corrupt it too) and re-fetched if it no longer
-matches.
+few times, then refused with an error naming the network and what was wrong. A download is read
+no further than the size the task announced (the rest of it when resumed), nor than its
+``Content-Length``: one that goes on is cut there, deleted, and counts as one of those attempts
+(:mod:`client.contribute.bounded`); a network announced larger than the volunteer's limit of a
+download is refused without one. A file already in the cache is checked once per cache object (a
+disk can corrupt it too) and re-fetched if it no longer matches.
 
 Every use touches the file's modification time; :meth:`NetworkCache.prune` deletes networks unused
 for a number of days (30 by default), and leftover partial downloads as old. Several threads may
@@ -34,6 +37,7 @@ from pathlib import Path
 import requests
 from filelock import FileLock
 
+from client.contribute.bounded import DEFAULT_MAX_DOWNLOAD, BoundedSession, TooLarge, bound
 from client.contribute.server import ServerError
 from common.files import fsync_dir
 from common.protocol import NETWORK_NAME_PATTERN
@@ -93,14 +97,17 @@ class NetworkCache:
         keep_days: float = DEFAULT_KEEP_DAYS,
         timeout: float = 60.0,
         mirror: str | None = None,
+        max_download: int = DEFAULT_MAX_DOWNLOAD,
     ) -> None:
         """``mirror``: a URL with ``{name}`` or ``{sha256}`` where the network goes, tried once before
-        the server's own address (a file that is not right from it is fetched from the server)."""
+        the server's own address (a file that is not right from it is fetched from the server).
+        ``max_download``: the largest network taken, in bytes (a session's own limit beats it)."""
         if attempts < 1:
             raise ValueError("attempts must be at least 1")
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
-        self.session = session or requests.Session()
+        self.session = session or BoundedSession(max_download)
+        self.max_download = getattr(self.session, "max_download", max_download)
         self.attempts = attempts
         self.keep_days = keep_days
         self.timeout = timeout
@@ -140,6 +147,11 @@ class NetworkCache:
                     return path
                 log.warning("network %s: the cached file no longer matches its sha256; fetching it again", ref.name)
                 path.unlink(missing_ok=True)
+            if ref.size > self.max_download:
+                raise NetworkFileError(
+                    f"network {ref.name} from {ref.url}: its {ref.size} bytes are more than the limit of a "
+                    f"download ({self.max_download} bytes); raise --max-download-mb to take it"
+                )
             if self.mirror is not None and self._from_mirror(ref, ref.sha256):
                 os.replace(self._partial(ref.name), path)
                 fsync_dir(self.directory)
@@ -192,6 +204,22 @@ class NetworkCache:
         if 0 < have < ref.size:
             headers["Range"] = f"bytes={have}-"  # no If-Range: see the module docstring
         if have < ref.size:
+            problem = self._fetch(ref, url, headers, have)
+            if problem is not None:
+                return problem
+        size = partial.stat().st_size
+        if size != ref.size:
+            return f"{size} bytes, not the {ref.size} the server announced"
+        digest = _sha256(partial)
+        if digest != sha256:
+            return f"its sha256 is {digest[:16]}..., not the announced {sha256[:16]}..."
+        return None
+
+    def _fetch(self, ref: NetworkRef, url: str, headers: dict[str, str], have: int) -> str | None:
+        """One request for (the rest of) ref's file into its partial file, read no further than the
+        bytes still wanted; what went wrong, if the answer was refused (None: it was read)."""
+        partial = self._partial(ref.name)
+        try:
             with self.session.get(url, headers=headers, stream=True, timeout=self.timeout) as response:
                 status = response.status_code
                 if status == 416:  # what we have is not a prefix of the file
@@ -205,18 +233,23 @@ class NetworkCache:
                         f"network {ref.name} from {url}: the server answered {status} {response.reason}"
                     )
                 resume = response.status_code == 206 and _range_start(response) == have
+                if resume:
+                    bound(
+                        response,
+                        ref.size - have,
+                        f"the rest of the network, of its {ref.size} bytes",
+                    )
+                else:
+                    bound(response, ref.size, "the network's size")
                 with open(partial, "ab" if resume else "wb") as f:
                     for chunk in response.iter_content(READ_CHUNK):
                         f.write(chunk)
                         self.downloaded_bytes += len(chunk)
                     f.flush()
                     os.fsync(f.fileno())
-        size = partial.stat().st_size
-        if size != ref.size:
-            return f"{size} bytes, not the {ref.size} the server announced"
-        digest = _sha256(partial)
-        if digest != sha256:
-            return f"its sha256 is {digest[:16]}..., not the announced {sha256[:16]}..."
+        except TooLarge as e:
+            partial.unlink(missing_ok=True)
+            return str(e)
         return None
 
     # --- housekeeping -----------------------------------------------------------------------------

@@ -38,6 +38,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from client.contribute.bounded import TooLarge
 from client.contribute.retry import retry_after_seconds
 from common.files import atomic_write, fsync_dir
 
@@ -384,6 +385,8 @@ class Outbox:
 def describe_error(e: BaseException) -> str:
     """A connection problem (requests' exceptions and the like) in a few plain words."""
     text = str(e)
+    if isinstance(e, TooLarge):  # its own words name the address and the sizes
+        return text
     for needle, words in (
         ("Connection refused", "connection refused"),
         ("timed out", "timed out"),

@@ -5,7 +5,9 @@ object) and its ``Retry-After``, or as its subclasses for the cases a volunteer 
 :class:`AuthError` (wrong password, revoked or unknown token) and :class:`UpgradeRequired` (the run
 does not take this client's version or build). Connection problems stay requests' exceptions; the
 caller decides to wait and try again. Requests name the client's version and build
-(:mod:`client.build`).
+(:mod:`client.build`). Every answer is read within bounds (:mod:`client.contribute.bounded`): one
+longer than it announced, or than the limit of a download, raises :class:`TooLarge`, one of
+requests' exceptions.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from dataclasses import dataclass
 import requests
 
 from client.build import BUILD
+from client.contribute.bounded import DEFAULT_MAX_DOWNLOAD, BoundedSession, bound
 from client.contribute.outbox import REJECTED, Entry, Outcome, outcome_of_status
 from client.contribute.retry import retry_after_seconds
 from common.protocol import API_PREFIX, CLIENT_VERSION, TASK_KINDS
@@ -74,13 +77,14 @@ def error_message(response: requests.Response) -> tuple[str, str]:
         return "", text or response.reason or ""
 
 
-class ProxiedSession(requests.Session):
+class ProxiedSession(BoundedSession):
     """A session whose every request goes through ``proxy`` (an http:// or https:// URL), ahead of
     the HTTP_PROXY and HTTPS_PROXY of the environment, which requests would otherwise put first;
-    without one, the environment's proxies as requests uses them."""
+    without one, the environment's proxies as requests uses them. Its answers are read within
+    bounds, ``max_download`` bytes at most (:class:`BoundedSession`)."""
 
-    def __init__(self, proxy: str | None = None) -> None:
-        super().__init__()
+    def __init__(self, proxy: str | None = None, max_download: int = DEFAULT_MAX_DOWNLOAD) -> None:
+        super().__init__(max_download)
         self.proxy = proxy
 
     def merge_environment_settings(self, url, proxies, stream, verify, cert):
@@ -101,13 +105,15 @@ class ServerClient:
         session: requests.Session | None = None,
         timeout: float = 30.0,
         proxy: str | None = None,
+        max_download: int = DEFAULT_MAX_DOWNLOAD,
     ) -> None:
+        """``max_download``: the most bytes any answer may bring (the volunteer's --max-download-mb)."""
         if not base_url.startswith(("http://", "https://")):
             raise ValueError(f"server {base_url!r}: expected an http:// or https:// address")
         self.base_url = base_url.rstrip("/")
         self.token = token
         self.instance_id = instance_id
-        self.session = session or ProxiedSession(proxy)
+        self.session = session or ProxiedSession(proxy, max_download)
         self.session.headers["User-Agent"] = (
             f"sente-client/{CLIENT_VERSION} (build {BUILD}; Python {platform.python_version()})"
         )
@@ -206,10 +212,16 @@ class ServerClient:
         )
         if not info or info.get("fingerprint") != canary.fingerprint():
             return None
-        r = self._check(self.session.get(info["url"], headers=self._headers(), timeout=self.timeout))
-        if hashlib.sha256(r.content).hexdigest() != info.get("sha256"):
+        size = info.get("bytes")
+        if type(size) is not int or size < 0:
+            raise ValueError(f"the canary reference of network {name}: bytes {size!r} is not a size")
+        with self.session.get(info["url"], headers=self._headers(), timeout=self.timeout, stream=True) as r:
+            self._check(r)
+            bound(r, size, "the canary reference's size")
+            content = r.content
+        if hashlib.sha256(content).hexdigest() != info.get("sha256"):
             raise ValueError(f"the canary reference of network {name} arrived damaged (its sha256 differs)")
-        return r.content
+        return content
 
     def upload(self, entry: Entry) -> Outcome:
         """Send one outbox entry; the server's answer as an Outcome (connection errors raise). A 426

@@ -43,6 +43,7 @@ from typing import Literal
 
 import requests
 
+from client.contribute.bounded import DEFAULT_MAX_DOWNLOAD
 from client.contribute.netcache import NetworkCache, NetworkFileError, NetworkRef
 from client.contribute.outbox import describe_error
 from client.contribute.server import AuthError, ServerClient, ServerError, UpgradeRequired
@@ -335,6 +336,7 @@ class TaskQueue:
                     instance_id=self.server.instance_id,
                     timeout=timeout,
                     proxy=getattr(self.server.session, "proxy", None),
+                    max_download=getattr(self.server.session, "max_download", DEFAULT_MAX_DOWNLOAD),
                 )
             )
         except (ServerError, requests.RequestException) as e:

@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, TypeVar
 import numpy as np
 
 from client.build import BUILD
+from client.contribute.bounded import DEFAULT_MAX_DOWNLOAD
 from client.contribute.canary import CanaryGuard
 from client.contribute.inplay import DEFAULT_CHECKPOINT_SECONDS, InPlay, Saved
 from client.contribute.netcache import NetworkCache, NetworkRef
@@ -84,6 +85,7 @@ class WorkerSpec:
     seed: int | None = None
     kinds: tuple[str, ...] = ("selfplay", "rating")  # the kinds of task it asks for
     proxy: str | None = None
+    max_download: int = DEFAULT_MAX_DOWNLOAD  # the most bytes any download may bring (bounded)
     mirror: str | None = None  # where networks are fetched first (netcache.NetworkCache)
     sgf_dir: str | None = None  # a copy of every finished game's SGF
     watch_file: str | None = None  # one self-play game in play, rewritten after each of its moves
@@ -196,7 +198,13 @@ class Worker:
         self.spec = spec
         self.control = control
         self.messages = messages
-        server = ServerClient(spec.server, spec.token, instance_id=f"{spec.instance_id}-{spec.index}", proxy=spec.proxy)
+        server = ServerClient(
+            spec.server,
+            spec.token,
+            instance_id=f"{spec.instance_id}-{spec.index}",
+            proxy=spec.proxy,
+            max_download=spec.max_download,
+        )
         self.cache = NetworkCache(spec.networks_dir, session=server.session, mirror=spec.mirror)
         self.outbox = Outbox(spec.outbox_dir, deliver=False)  # the supervisor delivers
         self.queue = TaskQueue(

@@ -61,6 +61,8 @@ def test_the_file_keeps_the_token_for_its_owner_only(tmp_path):
         ('{"hours": "22"}', {}, {}, r"client.json: hours: '22': '22' is not a span such as 22-7"),
         ("{}", {}, {"hours": "9:75-10"}, r"--hours: '9:75-10': '9:75' is not a time of day"),
         ("{}", {"SENTE_HOURS": "8-25"}, {}, r"SENTE_HOURS: '8-25': '25' is not a time of day \(0:00 to 24:00\)"),
+        ("{}", {}, {"max_download_mb": "lots"}, r"--max-download-mb: 'lots' is not a number of MiB, at least 1"),
+        ('{"max_download_mb": 0.5}', {}, {}, r"client.json: max_download_mb: 0.5 is not a number of MiB"),
     ],
 )
 def test_bad_settings_name_their_source(tmp_path, content, environ, flags, message):
@@ -109,3 +111,8 @@ def test_hours_of_the_day_and_spans_past_midnight():
     assert office == [(570, 1020), (1200, 1440)]
     assert within_hours(office, 570) and not within_hours(office, 569) and not within_hours(office, 1020)
     assert within_hours(office, 23 * 60 + 59) and not within_hours(office, 0)
+
+
+def test_the_limit_of_a_download_is_2_gib_unless_set(tmp_path):
+    assert ClientConfig().max_download() == 2 << 30
+    assert load(tmp_path / "none.json", environ={"SENTE_MAX_DOWNLOAD_MB": "4096"}).max_download() == 4 << 30

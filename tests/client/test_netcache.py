@@ -15,10 +15,15 @@ import requests
 from client.contribute.netcache import NetworkCache, NetworkFileError, NetworkRef
 from client.contribute.server import ServerError
 
+FOREVER_CAP = 64 << 20  # what a server sending "forever" sends at most, so that a test fails rather than hangs
+
 
 class FileServer:
     """Serves named byte strings at /n/<name> with ETag and single ranges, like the server's
-    network-file endpoint; can cut a response short, corrupt it, ignore ranges or fail."""
+    network-file endpoint; can cut a response short, corrupt it, ignore ranges or fail, and send
+    more than it should: ``extra`` bytes past the file (announced in its Content-Length, or not
+    when ``length`` is "none" or "chunked"), or random bytes ``forever`` (up to FOREVER_CAP) until
+    the client hangs up; those only for the names in ``overlong`` (every name when it is None)."""
 
     def __init__(self) -> None:
         self.files: dict[str, bytes] = {}
@@ -31,6 +36,11 @@ class FileServer:
         # "<mtime>-<size>" in hex); an If-Range that does not match it gets the whole file.
         self.etag = lambda data: f'"{hashlib.sha256(data).hexdigest()}"'
         self.requests: list[tuple[str, str | None]] = []
+        self.extra = 0
+        self.length = "exact"  # "exact": a Content-Length of what is sent; "none"; "chunked"
+        self.forever = False
+        self.overlong: set[str] | None = None
+        self.sent: list[int] = []  # the body bytes each answer of a file sent, once it has ended
         self.if_ranges: list[str | None] = []
         outer = self
 
@@ -69,6 +79,10 @@ class FileServer:
                         self.end_headers()
                         return
                 body = data[start:]
+                misbehaving = outer.extra or outer.forever or outer.length != "exact"
+                if misbehaving and (outer.overlong is None or name in outer.overlong):
+                    self.overlong(body, status, start, len(data), etag)
+                    return
                 self.send_response(status)
                 self.send_header("ETag", etag)
                 self.send_header("Content-Length", str(len(body)))
@@ -82,6 +96,40 @@ class FileServer:
                     self.connection.shutdown(2)
                     return
                 self.wfile.write(body)
+
+            def overlong(self, body: bytes, status: int, start: int, size: int, etag: str) -> None:
+                body += os.urandom(outer.extra)
+                if outer.length == "chunked":
+                    self.protocol_version = "HTTP/1.1"
+                    self.close_connection = True
+                self.send_response(status)
+                self.send_header("ETag", etag)
+                if outer.length == "exact":
+                    self.send_header("Content-Length", str(len(body)))
+                elif outer.length == "chunked":
+                    self.send_header("Transfer-Encoding", "chunked")
+                if status == 206:
+                    self.send_header("Content-Range", f"bytes {start}-{size - 1}/{size}")
+                self.end_headers()
+                sent = 0
+
+                def send(piece: bytes) -> None:
+                    nonlocal sent
+                    if outer.length == "chunked":
+                        piece = f"{len(piece):x}\r\n".encode() + piece + b"\r\n"
+                    self.wfile.write(piece)
+                    sent += len(piece)
+
+                try:
+                    send(body)
+                    while outer.forever and sent < FOREVER_CAP:
+                        send(os.urandom(1 << 16))
+                    if outer.length == "chunked":
+                        self.wfile.write(b"0\r\n\r\n")
+                except OSError:  # the client hung up
+                    pass
+                finally:
+                    outer.sent.append(sent)
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.thread = threading.Thread(target=self.httpd.serve_forever, args=(0.05,), daemon=True)
@@ -290,3 +338,87 @@ def test_a_mirror_is_tried_first_and_the_servers_copy_is_the_fallback(server, tm
         assert NetworkCache(tmp_path / "c", mirror=dead).get(server.ref("net-b")).read_bytes() == server.files["net-b"]
     finally:
         mirror.close()
+
+
+def _answers_ended(server: FileServer, count: int) -> list[int]:
+    """The bytes sent by the server's answers of files, once `count` of them have ended (a server
+    still sending after the client hung up ends at its next write)."""
+    deadline = time.monotonic() + 30
+    while len(server.sent) < count and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert len(server.sent) == count, server.sent
+    return server.sent
+
+
+@pytest.mark.parametrize("length", ["none", "chunked"])
+def test_a_download_longer_than_the_network_is_cut_there_and_refused(server, tmp_path, length):
+    """A body that goes on past the network's size, with no Content-Length to say so: nothing past
+    the size is written, the partial file is deleted, and after the allowed attempts the download is
+    refused naming the address, the size announced and the bytes received."""
+    server.extra, server.length = 1 << 20, length
+    cache = NetworkCache(tmp_path, attempts=2)
+    ref = server.ref("net-a")
+    with pytest.raises(NetworkFileError) as refused:
+        cache.get(ref)
+    message = str(refused.value)
+    assert f"{ref.url} sent more than 300000 bytes (the network's size)" in message, message
+    received = int(re.search(r"cut at (\d+) bytes", message).group(1))
+    assert 300_000 < received <= 300_000 + (1 << 16)
+    assert cache.downloaded_bytes <= 2 * 300_000  # nothing past the size reached the disk
+    assert len(server.requests) == 2
+    assert not list(tmp_path.glob(".*.part")) and not (tmp_path / "net-a.safetensors").exists()
+
+
+def test_a_content_length_beyond_the_network_is_refused_before_reading(server, tmp_path):
+    server.extra = 1 << 20  # announced in the Content-Length
+    cache = NetworkCache(tmp_path, attempts=1)
+    ref = server.ref("net-a")
+    with pytest.raises(NetworkFileError, match=re.escape(f"{ref.url} announced {300_000 + (1 << 20)} bytes")):
+        cache.get(ref)
+    assert cache.downloaded_bytes == 0 and not list(tmp_path.glob(".*.part"))
+
+
+def test_a_download_that_never_ends_is_cut_and_the_connection_closed(server, tmp_path):
+    server.forever, server.length = True, "chunked"
+    cache = NetworkCache(tmp_path, attempts=1)
+    with pytest.raises(NetworkFileError, match="cut at"):
+        cache.get(server.ref("net-b"))
+    # The client hung up: the server's writes failed long before it would have stopped by itself.
+    assert _answers_ended(server, 1)[0] < FOREVER_CAP // 4
+    assert cache.downloaded_bytes <= 5_000 and not list(tmp_path.glob(".*.part"))
+
+
+def test_a_resumed_download_is_cut_at_the_rest_of_the_network(server, tmp_path):
+    data = server.files["net-a"]
+    cache = NetworkCache(tmp_path, attempts=1)
+    server.extra = 1 << 20
+    for length in ("none", "exact"):
+        (tmp_path / ".net-a.part").write_bytes(data[:100_000])  # a download that broke off
+        server.length = length
+        with pytest.raises(NetworkFileError) as refused:
+            cache.get(server.ref("net-a"))
+        assert server.requests[-1] == ("net-a", "bytes=100000-")
+        if length == "none":  # cut after the rest of the network
+            assert "sent more than 200000 bytes (the rest of the network, of its 300000 bytes)" in str(refused.value)
+        else:  # its Content-Length said so: refused before reading it
+            assert f"announced {200_000 + (1 << 20)} bytes (Content-Length), more than 200000" in str(refused.value)
+        assert cache.downloaded_bytes <= 200_000 and not list(tmp_path.glob(".*.part"))
+
+
+def test_an_overlong_mirror_gives_way_to_the_servers_copy(server, tmp_path):
+    data = server.files["net-a"]
+    server.files["net-a.mirror"] = data
+    server.overlong, server.extra, server.length, server.forever = {"net-a.mirror"}, 1, "none", True
+    template = f"http://127.0.0.1:{server.httpd.server_port}/n/{{name}}.mirror"
+    cache = NetworkCache(tmp_path, mirror=template)
+    assert cache.get(server.ref("net-a")).read_bytes() == data
+    assert [name for name, _ in server.requests] == ["net-a.mirror", "net-a"]
+    assert cache.downloaded_bytes <= 2 * len(data)
+
+
+def test_a_network_larger_than_the_limit_of_a_download_is_refused_without_asking(server, tmp_path):
+    cache = NetworkCache(tmp_path, max_download=100_000)
+    with pytest.raises(NetworkFileError, match="its 300000 bytes are more than the limit of a download"):
+        cache.get(server.ref("net-a"))
+    assert server.requests == []
+    assert cache.get(server.ref("net-b")).read_bytes() == server.files["net-b"]
