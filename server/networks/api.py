@@ -5,19 +5,19 @@ from __future__ import annotations
 from typing import Any
 
 from django.shortcuts import get_object_or_404
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import generics, permissions, status
 from rest_framework.parsers import MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from server.api.errors import ApiError, invalid
+from server.api.errors import ApiError, error_body, invalid
 from server.api.users import request_user
 from server.downloads import stored_file_response
 from server.files import stored_name
 from server.networks import selectors
-from server.networks.models import Network, NetworkCanary
+from server.networks.models import Network, NetworkCanary, NetworkKataGoFile
 from server.networks.serializers import (
     NetworkDetailSerializer,
     NetworkSerializer,
@@ -169,28 +169,50 @@ def network_file_response(request, network: Network, stable_link: bool = False):
 
 class NetworkKataGoDownload(APIView):
     """The network in KataGo's model format (version 8, ``.bin.gz``), for KataGo and the programs
-    that run it; made on its first download, then served like the network's file (``ETag``, ranges)."""
+    that run it, served like the network's file (``ETag``, ranges). The background worker makes it
+    (``server.networks.katago``); until it is ready the answer is 503 with ``Retry-After``, and a
+    network KataGo's format cannot hold is 409 with the reason."""
 
     permission_classes = [permissions.AllowAny]
 
-    @extend_schema(responses={(200, "application/octet-stream"): bytes, (206, "application/octet-stream"): bytes})
+    @extend_schema(
+        responses={
+            (200, "application/octet-stream"): bytes,
+            (206, "application/octet-stream"): bytes,
+            409: OpenApiResponse(description="KataGo's format cannot hold the network (the reason)"),
+            503: OpenApiResponse(description="the file is not made yet: try again after Retry-After"),
+        }
+    )
     def get(self, request, name: str):
         return katago_file_response(request, _network_with_file(name))
 
 
 def katago_file_response(request, network: Network, stable_link: bool = False):
-    """The network in KataGo's format as a download (made now if it was not yet)."""
-    from server.networks.katago import katago_file
+    """The network in KataGo's format as a download once the background worker made it; until then
+    503 with ``Retry-After`` (its making queued, if it was not), and 409 with the reason when it
+    cannot be made. The request itself never reads the network's file."""
+    from server.networks.katago import RETRY_AFTER_SECONDS
+    from server.networks.tasks import request_katago_file
 
-    try:
-        exported = katago_file(network)
-    except ValueError as e:
-        raise ApiError(str(e), code="not_exportable", status_code=409) from None
+    row = request_katago_file(network)
+    if row.state == NetworkKataGoFile.State.REFUSED:
+        raise ApiError(row.refusal, code="not_exportable", status_code=409)
+    if row.state != NetworkKataGoFile.State.READY:
+        wait = RETRY_AFTER_SECONDS
+        message = (
+            f"the KataGo file of network {network.name} is being made in the background ({row.state}); "
+            f"try again in {wait} s"
+        )
+        return Response(
+            error_body("not_ready", message, retry_after=wait),
+            status=status.HTTP_503_SERVICE_UNAVAILABLE,
+            headers={"Retry-After": str(wait), "Cache-Control": "no-store"},
+        )
     return stored_file_response(
         request,
-        stored_name(exported.file),
-        exported.size_bytes,
-        exported.sha256,
+        stored_name(row.file),
+        row.size_bytes,
+        row.sha256,
         f"{network.name}.bin.gz",
         changing=stable_link,
     )

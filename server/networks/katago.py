@@ -1,55 +1,148 @@
 """A network's file in KataGo's model format (``common.nn.katago_export``), served beside our own.
 
-It is made from the network's file when it is first asked for and kept in storage under its sha256
-(the export is deterministic, so two requests that race store the same bytes), with a
-:class:`NetworkKataGoFile` row that remembers its name, size and hash for the download's ETag. The
-export reads the weights with ``safetensors.numpy``: the web server does not load torch for it.
+The background worker makes it, never a request: a network's file may be a gigabyte, and reading and
+converting it in a web worker would let anyone tie the server up. It is queued when the network is
+accepted or released (``server.networks.tasks``), or by its first download, which answers 503 with
+``Retry-After`` until it is ready. Its :class:`NetworkKataGoFile` row says where it stands: queued,
+building, ready (its stored name, size and hash for the download's ETag), or refused with the reason
+(an architecture KataGo's format cannot hold, an unreadable file), which every later request is told
+at once and which is never tried again: a network's file never changes.
+
+Two workers never build the same file at once: a worker takes the row with one conditional UPDATE
+(queued to building) and only the one whose UPDATE changed it builds. A build that fails gives the row
+back (queued); one whose worker died stays ``building``, and after :data:`BUILD_LEASE` the next request
+queues it again and the next worker takes it over. The export reads the weights with
+``safetensors.numpy``: the worker does not load torch for it.
 """
 
 from __future__ import annotations
 
 import logging
+from datetime import timedelta
 
 import safetensors.numpy
 from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
 
+from common.nn.config import ModelConfig, ModelConfigError
 from common.nn.header import ModelFileError, read_header
-from common.nn.katago_export import SUFFIX, KataGoExportError, export_version, katago_model_bytes
+from common.nn.katago_export import SUFFIX, KataGoExportError, export_refusal, export_version, katago_model_bytes
 from server.files import StoredFiles, sha256_of, stored_name
 from server.networks.models import Network, NetworkKataGoFile
 
 log = logging.getLogger(__name__)
 
+State = NetworkKataGoFile.State
 
-def katago_file(network: Network) -> NetworkKataGoFile:
-    """The network's KataGo file, exported now if it was not yet. ValueError naming the network for
-    the random network, an unreadable file or an architecture KataGo's format cannot hold."""
-    existing = NetworkKataGoFile.objects.filter(network=network).first()
-    if existing is not None:
-        return existing
+# A build queued or taken this long ago and not finished is taken for lost (a task that never ran, a
+# worker that died): the next request queues it again.
+BUILD_LEASE = timedelta(minutes=15)
+# What a download of a file not made yet is told to wait.
+RETRY_AFTER_SECONDS = 30
+
+
+def queue(network: Network) -> tuple[NetworkKataGoFile, bool]:
+    """The network's row, made (queued) when it has none, or queued again when its build was lost
+    (see :data:`BUILD_LEASE`); and whether the build is to be queued now. ValueError for the random
+    network, which has no weights."""
     if network.is_random or not network.file:
         raise ValueError(f"network {network.name} is the random network: it has no weights to export")
+    row = NetworkKataGoFile.objects.filter(network=network).first()
+    if row is None:
+        return NetworkKataGoFile.objects.get_or_create(network=network)
+    now = timezone.now()
+    lost = (row.state == State.QUEUED and row.queued_at < now - BUILD_LEASE) or (
+        row.state == State.BUILDING and row.started_at is not None and row.started_at < now - BUILD_LEASE
+    )
+    # Of the requests that find it lost at once, the one whose UPDATE changes the row queues it.
+    if lost and NetworkKataGoFile.objects.filter(pk=row.pk, state=row.state, queued_at=row.queued_at).update(
+        state=State.QUEUED, queued_at=now
+    ):
+        row.refresh_from_db()
+        return row, True
+    return row, False
+
+
+def _take(network_id: int) -> bool:
+    """Take the network's queued build (or a lost one), so that no other worker builds it meanwhile."""
+    now = timezone.now()
+    lost = Q(state=State.BUILDING, started_at__lt=now - BUILD_LEASE)
+    return bool(
+        NetworkKataGoFile.objects.filter(Q(state=State.QUEUED) | lost, network_id=network_id).update(
+            state=State.BUILDING, started_at=now
+        )
+    )
+
+
+def _architecture_refusal(network: Network) -> str | None:
+    """Why the architecture the network's row records cannot be exported (None: read the file to know)."""
+    if not network.architecture:
+        return None
+    try:
+        config = ModelConfig.from_dict(network.architecture)
+    except ModelConfigError:
+        return None  # the file's own header decides
+    refusal = export_refusal(config)
+    return f"network {network.name}: {refusal}" if refusal else None
+
+
+def build(network_id: int) -> NetworkKataGoFile | None:
+    """Make the network's KataGo file if its row waits for it and no other worker has taken it; the
+    row as the build left it, None when there was nothing to do. An architecture KataGo's format
+    cannot hold is refused without reading the file."""
+    if not _take(network_id):
+        return None
+    row = NetworkKataGoFile.objects.select_related("network").get(network_id=network_id)
+    network = row.network
+    try:
+        refusal = _architecture_refusal(network)
+        if refusal is None:
+            refusal = _export(network, row)
+    except BaseException:
+        # Given back, queued as of now: a later request (after the lease) queues it again.
+        NetworkKataGoFile.objects.filter(pk=row.pk, state=State.BUILDING).update(
+            state=State.QUEUED, queued_at=timezone.now(), started_at=None
+        )
+        raise
+    if refusal is not None:
+        NetworkKataGoFile.objects.filter(pk=row.pk).update(
+            state=State.REFUSED, refusal=refusal, finished_at=timezone.now()
+        )
+        log.info("KataGo file of %s refused: %s", network.name, refusal)
+    row.refresh_from_db()
+    return row
+
+
+def _export(network: Network, row: NetworkKataGoFile) -> str | None:
+    """Read, convert and store the network's file, and mark the row ready; the refusal instead, when
+    the file is unreadable or its architecture has no KataGo equivalent."""
     from server.training.window import read_file
 
     name = stored_name(network.file)
+    data = read_file(name)
     try:
-        data = read_file(name)
         header = read_header(data, name)
         blob = katago_model_bytes(header.config, safetensors.numpy.load(data), network.name)
     except (ModelFileError, KataGoExportError) as e:
-        raise ValueError(f"network {network.name}: {e}") from None
+        return f"network {network.name}: {e}"
+    del data
     sha256 = sha256_of(blob)
     files = StoredFiles()
     try:
         with transaction.atomic():
             stored = files.put("katago", blob, SUFFIX, sha256=sha256)
-            row, created = NetworkKataGoFile.objects.get_or_create(
-                network=network,
-                defaults=dict(version=export_version(header.config), file=stored, sha256=sha256, size_bytes=len(blob)),
+            NetworkKataGoFile.objects.filter(pk=row.pk).update(
+                state=State.READY,
+                refusal="",
+                version=export_version(header.config),
+                file=stored,
+                sha256=sha256,
+                size_bytes=len(blob),
+                finished_at=timezone.now(),
             )
     except BaseException:
         files.discard(lambda s: NetworkKataGoFile.objects.filter(file=s).exists())
         raise
-    if created:
-        log.info("network %s exported to KataGo's format (%d bytes, sha256 %s)", network.name, len(blob), sha256)
-    return row
+    log.info("network %s exported to KataGo's format (%d bytes, sha256 %s)", network.name, len(blob), sha256)
+    return None

@@ -123,14 +123,31 @@ class NetworkCanary(models.Model):
 
 class NetworkKataGoFile(models.Model):
     """The network in KataGo's model format (``common.nn.katago_export``), for Go players who run
-    KataGo itself; made from the network's file on its first download (``server.networks.katago``)."""
+    KataGo itself: made by the background worker (``server.networks.katago``), queued when the
+    network is accepted or released, or on its first download. A network KataGo's format cannot hold
+    keeps its row with the reason, so that it is said at once and never tried again."""
+
+    class State(models.TextChoices):
+        QUEUED = "queued", "queued: waiting for the background worker"
+        BUILDING = "building", "building: a worker is making it"
+        READY = "ready", "ready"
+        REFUSED = "refused", "refused: KataGo's format cannot hold the network"
 
     network = models.OneToOneField(Network, on_delete=models.CASCADE, related_name="katago_file")
-    version = models.PositiveIntegerField(help_text="KataGo's model version of the file")
-    file = models.FileField(max_length=200, help_text="the .bin.gz file")
-    sha256 = models.CharField(max_length=64)
-    size_bytes = models.BigIntegerField()
+    state = models.CharField(max_length=16, choices=State.choices, default=State.QUEUED)
+    refusal = models.TextField(blank=True, help_text="why the network cannot be exported (state refused)")
+    version = models.PositiveIntegerField(null=True, blank=True, help_text="KataGo's model version of the file")
+    file = models.FileField(max_length=200, blank=True, help_text="the .bin.gz file")
+    sha256 = models.CharField(max_length=64, blank=True)
+    size_bytes = models.BigIntegerField(default=0)
     created_at = models.DateTimeField(default=timezone.now)
+    queued_at = models.DateTimeField(default=timezone.now, help_text="when its making was last queued")
+    started_at = models.DateTimeField(null=True, blank=True, help_text="when a worker took it")
+    finished_at = models.DateTimeField(null=True, blank=True, help_text="when it was made or refused")
 
     def __str__(self) -> str:
-        return f"KataGo file of {self.network.name}"
+        return f"KataGo file of {self.network.name} ({self.state})"
+
+    @property
+    def ready(self) -> bool:
+        return self.state == self.State.READY

@@ -1,4 +1,6 @@
-"""The networks' background work: a new network's canary reference (see server.networks.canary)."""
+"""The networks' background work: a new network's canary reference (see server.networks.canary) and
+a network's file in KataGo's format (see server.networks.katago), queued when the network is accepted
+or released (:func:`network_event_saved`, connected in ``server.networks.apps``) or first asked for."""
 
 from __future__ import annotations
 
@@ -7,8 +9,9 @@ import logging
 from django.db import transaction
 from django_tasks import task
 
+from server.networks import katago
 from server.networks.canary import compute_canary, is_current
-from server.networks.models import Network
+from server.networks.models import Network, NetworkKataGoFile
 
 log = logging.getLogger(__name__)
 
@@ -36,3 +39,42 @@ def request_canary(network: Network) -> None:
             log.exception("queueing the canary of network %s failed", network.name)
 
     transaction.on_commit(enqueue)
+
+
+@task()
+def build_katago_file(network_id: int) -> None:
+    katago.build(network_id)
+
+
+def request_katago_file(network: Network) -> NetworkKataGoFile:
+    """The network's KataGo file's row; its build queued (once the current transaction commits) when
+    it has none yet or its build was lost. ValueError for the random network."""
+    row, queue_now = katago.queue(network)
+    if queue_now:
+
+        def enqueue() -> None:
+            try:
+                build_katago_file.enqueue(network.pk)
+            except Exception:  # the row stays queued: a request after katago.BUILD_LEASE queues it again
+                log.exception("queueing the KataGo file of network %s failed", network.name)
+
+        transaction.on_commit(enqueue)
+    return row
+
+
+def network_event_saved(sender, instance, created: bool = False, raw: bool = False, **kwargs) -> None:
+    """post_save of a NetworkEvent: an accepted or released network's KataGo file is queued, so that
+    it is ready before anyone asks for it."""
+    from server.ratings.models import NetworkEvent
+
+    kinds = (NetworkEvent.Kind.ACCEPTED, NetworkEvent.Kind.FORCED_ACCEPT, NetworkEvent.Kind.RELEASED)
+    if raw or not created or instance.kind not in kinds:
+        return
+    network = instance.network
+    if network.is_random or not network.file:
+        return
+    try:
+        with transaction.atomic():  # a failure here must not undo the decision that saved the event
+            request_katago_file(network)
+    except Exception:  # the first download queues it instead
+        log.exception("queueing the KataGo file of network %s failed", network.name)
