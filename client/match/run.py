@@ -2,7 +2,8 @@
 no handicap, a full search from the first move with the tree kept between moves, no noise and no
 forced playouts, moves drawn from the visits at a temperature from 0.5 down to 0.2, and resignation
 when both sides agree: the searching player's win rate for the losing side stayed below the
-threshold on each of the last few turns.
+threshold on each of the last few turns (:mod:`common.resignation`). Each move's comment is its
+search note (visits, win rate, score), from which the server checks a resignation.
 
 Each network has its own :class:`BatchedSearch` over the same G games; a game searches in the engine
 of the network to move, so every step makes one batch per network. Colours alternate: game k has
@@ -24,11 +25,13 @@ import numpy as np
 from client.search.engine import BatchedSearch
 from client.search.targets import choose_move, play_values
 from client.stop import Stop
+from common.data.selfplay_sgf import SearchNote, read_note_winrate
 from common.elo import score_elo
 from common.files import atomic_write
 from common.go.game import Game
 from common.go.geometry import BLACK, WHITE
 from common.go.sgf import GameRecord as SgfRecord
+from common.resignation import resigning
 from common.settings import MatchSettings, SearchSettings
 
 
@@ -106,7 +109,8 @@ class _MatchGame:
     black: int  # which network plays black (0 or 1)
     rng: np.random.Generator
     searched: list[list[tuple[int, int]] | None] = field(default_factory=lambda: [None, None])
-    black_winrates: list[float] = field(default_factory=list)
+    notes: list[SearchNote] = field(default_factory=list)  # each move's search, in order
+    winrates: list[tuple[int, float]] = field(default_factory=list)  # (the player who moved, its noted win rate)
     resigned: int = 0  # the colour that resigned
 
     def network_to_move(self) -> int:
@@ -202,17 +206,15 @@ def run_match(
         temperature = settings.move_temperature_at(game.num_moves, math.sqrt(game.x_size * game.y_size))
         search = side_search[m.network_to_move()]
         move = int(result.moves[choose_move(play_values(result, search), temperature, m.rng)])
-        black_winrate = 0.5 * (1.0 + (result.root_winloss if game.to_move == BLACK else -result.root_winloss))
-        m.black_winrates.append(black_winrate)
+        # The win rate as the record notes it: resignation is decided on what the server can check.
+        note = SearchNote(True, result.root_visits, 0.5 * (1.0 + result.root_winloss), result.root_score)
+        m.notes.append(note)
+        m.winrates.append((game.to_move, read_note_winrate(note)))
         game.play(move)
         if not game.is_over and settings.end_when_all_pass_alive:
             game.end_if_all_pass_alive()
-        last = m.black_winrates[-settings.resign_consecutive_turns :]
-        if not game.is_over and len(last) == settings.resign_consecutive_turns:
-            if max(last) < settings.resign_threshold:
-                m.resigned = BLACK
-            elif min(last) > 1.0 - settings.resign_threshold:
-                m.resigned = WHITE
+        if not game.is_over:
+            m.resigned = resigning(m.winrates, settings.resign_threshold, settings.resign_consecutive_turns) or 0
         if not game.is_over and not m.resigned and game.num_moves >= settings.max_moves:
             game.end_without_result()
 
@@ -236,6 +238,8 @@ def run_match(
         game_name = f"{name}-{m.index:05d}"
         record = SgfRecord.from_game(game, black_player=black, white_player=white, game_name=game_name)
         record.nodes[0].comment = json.dumps({"settings": settings.to_dict()}, sort_keys=True)
+        for node, note in zip(record.nodes[1:], m.notes, strict=True):
+            node.comment = note.text()
         sgf = record.to_sgf().encode()
         summary.seconds = spent + time.perf_counter() - t0
         if out is not None:

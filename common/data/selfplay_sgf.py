@@ -227,6 +227,11 @@ class SearchNote:
         return f"{kind} {self.visits} visits, winrate {self.winrate:.3f}, white score {self.score:+.1f}"
 
 
+def read_note_winrate(note: SearchNote) -> float:
+    """The win rate as ``note``'s text records it (three decimals), which a reader of the record sees."""
+    return float(f"{note.winrate:.3f}")
+
+
 BRANCH_NOTE = "branch"  # the comment of a side position's move off the game's line
 
 _NOTE = re.compile(r"(full|cheap|side) (\d{1,9}) visits, winrate (\d\.\d{3}), white score ([+-]\d{1,4}\.\d)")

@@ -27,9 +27,10 @@ from common.data.selfplay_sgf import (
     read_root_comment,
     read_search_note,
 )
-from common.go.geometry import WHITE
+from common.go.geometry import BLACK, WHITE
 from common.go.sgf import GameRecord
 from common.nn.features import PDA_STEPS
+from common.resignation import resigning, winrate_of
 from common.settings import MatchSettings, SelfPlaySettings
 from server.api.errors import ApiError, invalid
 
@@ -389,8 +390,9 @@ def full_weight(draws: SelfPlayDraws, settings: SelfPlaySettings) -> float:
     )
 
 
-def check_rating(rec: GameRecord, settings: MatchSettings) -> None:
-    """A rating game's record against the task's match settings: played with them, on a size they draw."""
+def check_rating(rec: GameRecord, settings: MatchSettings, result: str) -> None:
+    """A rating game's record against the task's match settings: played with them, on a size they
+    draw, every move with its search's note, and a resignation the notes support."""
     try:
         data = boundedjson.loads(rec.comment) if rec.comment else None
     except ValueError as e:
@@ -404,4 +406,37 @@ def check_rating(rec: GameRecord, settings: MatchSettings) -> None:
         raise _refuse(
             f"a {rec.x_size}x{rec.y_size} board is not drawn by the task's settings (sizes "
             f"{list(settings.sizes_in_play())})"
+        )
+    _check_match_searches(rec, settings, result)
+
+
+def _check_match_searches(rec: GameRecord, settings: MatchSettings, result: str) -> None:
+    """Every move of a match is a full search that notes its win rate; a resignation (``B+R``: white
+    resigned) stands only where the resigning side's win rate was below the threshold in each of the
+    last ``resign_consecutive_turns`` notes, as the match rule resigns (:mod:`common.resignation`)."""
+    try:
+        if any(node.variations for node in rec.nodes):
+            raise SelfPlayRecordError("a rating game is one line of moves; this record has variations")
+        notes, colors = _notes(rec)
+        for k, note in enumerate(notes, start=1):
+            if note is None or not note.full:
+                raise SelfPlayRecordError(
+                    f"move {k} has {'no search note' if note is None else 'a cheap search'}: every move of a rating "
+                    "game is a full search that notes its visits and win rate"
+                )
+    except SelfPlayRecordError as e:
+        raise invalid("sgf", str(e), "bad_record") from None
+    if result not in ("B+R", "W+R"):
+        return
+    loser = WHITE if result == "B+R" else BLACK
+    winrates = [(color, note.winrate) for color, note in zip(colors, notes, strict=True) if note is not None]
+    turns, threshold = settings.resign_consecutive_turns, settings.resign_threshold
+    if resigning(winrates, threshold, turns) != loser:
+        last = ", ".join(f"{winrate_of(loser, c, w):.3f}" for c, w in winrates[-turns:]) or "none"
+        raise invalid(
+            "sgf",
+            f"{'white' if loser == WHITE else 'black'} resigned, but the record does not support it: a side resigns "
+            f"when its win rate was below {threshold} in each of the last {turns} search notes; its last ones were "
+            f"{last}",
+            "wrong_result",
         )

@@ -496,7 +496,7 @@ def take_rating_game(user, upload: Upload) -> tuple[RatingGame, bool]:
     sgf = _given(upload.sgf)
     rec = _record(sgf)
     rules = _check_record(rec, meta, rating.draws_board, rating.rules)
-    drawn.check_rating(rec, rating)
+    drawn.check_rating(rec, rating, meta.result)
     if rec.komi != rating.komi:
         raise invalid("sgf", f"komi {rec.komi} is not the rating games' {rating.komi}", "not_in_settings")
     if rec.handicap:
@@ -520,7 +520,12 @@ def take_rating_game(user, upload: Upload) -> tuple[RatingGame, bool]:
         moves=len(rec.moves),
         **_outcome(meta.result, game),
     )
-    return _store(RatingGame, task, user, fields, {"sgf": (sgf, ".sgf")}, after_insert=rating_game_stored)
+    return _store(RatingGame, task, user, fields, {"sgf": (sgf, ".sgf")}, after_insert=_rating_game_stored)
+
+
+def _rating_game_stored(game: RatingGame) -> None:
+    rating_game_stored(game)
+    request_audit(game.run)
 
 
 def _storable(text: str, most: int) -> str:

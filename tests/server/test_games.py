@@ -536,16 +536,60 @@ def test_a_rating_game_played_with_other_settings_is_refused(run, alice, second_
     assert_nothing_stored(task["id"])
 
 
-def test_a_resigned_rating_game_is_taken(run, alice, second_network, rating_games):
+def _noted_winrates(sgf: bytes, winrates: dict[int, float]) -> bytes:
+    """The record with the win rate of each of the given moves' search notes (1-based) changed."""
+    rec = read_sgf(sgf)
+    for k, winrate in winrates.items():
+        rec.nodes[k].comment = re.sub(r"winrate \d\.\d{3}", f"winrate {winrate:.3f}", rec.nodes[k].comment)
+    return rec.to_sgf().encode()
+
+
+def test_a_resigned_rating_game_is_taken_where_its_notes_support_it(run, alice, second_network, rating_games):
+    """Black resigns after move 8: its win rate was below the threshold (0.05) in each of the last
+    five notes, black's own searches (odd moves) and white's (even moves, noting white's win rate)."""
     from server.games.models import RatingGame
 
     task = new_task(alice[1], kinds=("rating",))
     game = rating_games[1]
-    sgf = truncated(game.sgf, 8, "W+R")
+    lost = {k: 0.02 if k % 2 else 0.98 for k in range(4, 9)}
+    sgf = _noted_winrates(truncated(game.sgf, 8, "W+R"), lost)
     response = post(alice[1], RATING, upload_fields(task["id"], with_sgf(game, sgf), result="W+R", moves=8))
     assert response.status_code == 201, response.content
     row = RatingGame.objects.get()
     assert row.resigned and row.winner == "W" and row.score is None
+
+
+@pytest.mark.parametrize(
+    "winrates",
+    [
+        {},  # as played: near even, nobody resigns
+        {k: 0.02 if k % 2 else 0.98 for k in range(5, 9)},  # four turns lost, five needed
+        {k: 0.02 if k % 2 else 0.98 for k in range(4, 9)} | {6: 0.90},  # white's search saw black's chances
+        {k: 0.98 if k % 2 else 0.02 for k in range(4, 9)},  # it was white whose game was lost
+    ],
+)
+def test_a_resignation_the_notes_do_not_support_is_refused(run, alice, second_network, rating_games, winrates):
+    """A forged resignation (a game cut short and given to one side) is refused: the notes say who
+    was lost, and for how long; the task can still take its game."""
+    task = new_task(alice[1], kinds=("rating",))
+    game = rating_games[1]
+    sgf = _noted_winrates(truncated(game.sgf, 8, "W+R"), winrates)
+    response = post(alice[1], RATING, upload_fields(task["id"], with_sgf(game, sgf), result="W+R", moves=8))
+    assert_refused(response, "sgf", "wrong_result")
+    assert "black resigned, but the record does not support it" in response.json()["error"]["message"]
+    assert_nothing_stored(task["id"])
+
+
+def test_a_rating_game_notes_every_move(run, alice, second_network, rating_games):
+    """Every move of a match is a full search with its note; a record without them is refused."""
+    task = new_task(alice[1], kinds=("rating",))
+    game = rating_games[0]
+    rec = read_sgf(game.sgf)
+    rec.nodes[3].comment = None
+    response = post(alice[1], RATING, upload_fields(task["id"], with_sgf(game, rec.to_sgf().encode())))
+    assert_refused(response, "sgf", "bad_record")
+    assert "move 3 has no search note" in response.json()["error"]["message"]
+    assert_nothing_stored(task["id"])
 
 
 def test_a_selfplay_task_does_not_take_rating_games(run, alice, task, second_network, rating_games):
