@@ -352,6 +352,18 @@ SENTE_LIMITS = {
     "request_bytes": env_int("SENTE_MAX_REQUEST_BYTES", 3 * 1024 * 1024),
     "games_per_task": env_int("SENTE_MAX_GAMES_PER_TASK", 256),
 }
+# The filtered export of games (server.operations.admission): how many stream at once from the whole
+# site and from one address (counted in the cache: shared by every process with CACHE_URL), and in one
+# process (by default one fewer than gunicorn's SENTE_THREADS, so that exports never take a process's
+# last thread); the seconds one may take to send, after which it is cut off; and the most games of an
+# anonymous one (larger ones are for signed-in users, or in the daily archives).
+SENTE_EXPORTS = {
+    "at_once": env_int("SENTE_EXPORTS_AT_ONCE", 4),
+    "per_address": env_int("SENTE_EXPORTS_PER_ADDRESS", 1),
+    "per_process": env_int("SENTE_EXPORTS_PER_PROCESS", max(1, env_int("SENTE_THREADS", 2) - 1)),
+    "seconds": env_int("SENTE_EXPORT_SECONDS", 600),
+    "anonymous_games": env_int("SENTE_EXPORT_ANONYMOUS_GAMES", 2000),
+}
 # Tasks: how long one is valid, and how long after that its games are still taken.
 SENTE_TASK_SECONDS = env_int("SENTE_TASK_SECONDS", 6 * 3600)
 SENTE_TASK_GRACE_SECONDS = env_int("SENTE_TASK_GRACE_SECONDS", 24 * 3600)

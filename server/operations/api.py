@@ -3,20 +3,24 @@ the filtered export of a run's games streamed as one archive (``GET /api/v1/game
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.http import StreamingHttpResponse
 from django.shortcuts import get_object_or_404
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import generics, permissions, serializers
+from rest_framework.response import Response
 from rest_framework.reverse import reverse
+from rest_framework.throttling import BaseThrottle
 from rest_framework.views import APIView
 
-from server.api.errors import ApiError, invalid
+from server.api.errors import ApiError, error_body, invalid
 from server.downloads import stored_file_response
 from server.files import stored_name
 from server.networks.models import Network
-from server.operations import selection
+from server.operations import admission, selection
 from server.operations.archives import stream
 from server.operations.models import DataExport
+from server.operations.sending import WithinDeadline
 from server.runs.models import Run
 
 
@@ -86,14 +90,26 @@ class GameExport(APIView):
     one): ``kind=sgf`` a gzipped tar of the SGF files (``training/``, ``rating/``), ``kind=npz`` a tar of
     the self-play games' training rows, one npz per game as KataGo's tools read them. Filters: a
     network, a date range (UTC days), the scoring and ko rules, komi (exact or a range), a square
-    board size, the winner and resignation; disabled games are never exported."""
+    board size, the winner and resignation; disabled games are never exported.
+
+    An export holds a worker thread while it streams, so few run at once (429 when the client's
+    address has its exports running, 503 when the server streams as many as it may, both with
+    ``Retry-After``), each must be sent within ``SENTE_EXPORT_SECONDS`` or is cut off, and a selection
+    of more than ``SENTE_EXPORT_ANONYMOUS_GAMES`` games is for signed-in users (403 otherwise: the
+    daily archives hold every game)."""
 
     permission_classes = [permissions.AllowAny]
     throttle_scope = "exports"
 
     @extend_schema(
         parameters=EXPORT_PARAMETERS,
-        responses={(200, "application/gzip"): bytes, (200, "application/x-tar"): bytes},
+        responses={
+            (200, "application/gzip"): bytes,
+            (200, "application/x-tar"): bytes,
+            403: OpenApiResponse(description="too many games for an anonymous export: sign in"),
+            429: OpenApiResponse(description="the client's address has its exports under way (Retry-After)"),
+            503: OpenApiResponse(description="the server streams as many exports as it may (Retry-After)"),
+        },
     )
     def get(self, request):
         params = request.query_params
@@ -109,15 +125,35 @@ class GameExport(APIView):
         network = params.get("network")
         if network and not Network.objects.filter(run=run, name=network).exists():
             raise invalid("network", f"run {run.name} has no network named {network!r}")
-        kind = params.get("kind", "sgf")
         try:
-            writer, members, filename = selection.archive(run, kind, params.get("games", "all"), params)
+            export = selection.archive(run, params.get("kind", "sgf"), params.get("games", "all"), params)
         except selection.SelectionError as e:
             raise invalid(e.field, e.message) from None
-        response = StreamingHttpResponse(
-            stream(writer, members), content_type="application/gzip" if kind == "sgf" else "application/x-tar"
+        limits = settings.SENTE_EXPORTS
+        most = int(limits["anonymous_games"])
+        if not request.user.is_authenticated and export.count(at_most=most + 1) > most:
+            raise ApiError(
+                f"the selection holds more than {most} games, the most an anonymous export may: sign in to "
+                "export it, narrow it (a network, a few days), or download the daily archives (/api/v1/exports/)",
+                code="too_many_games",
+                status_code=403,
+            )
+        admitted = admission.admit(BaseThrottle().get_ident(request))
+        if isinstance(admitted, admission.Refusal):
+            return Response(
+                error_body("busy", admitted.message, retry_after=admitted.retry_after),
+                status=admitted.status,
+                headers={"Retry-After": str(admitted.retry_after)},
+            )
+        # The slots go back when the answer is closed: sent, cut off at its deadline, or left by its reader.
+        body = WithinDeadline(
+            stream(export.writer, export.members()),
+            float(limits["seconds"]),
+            request.META,
+            f"export {export.filename}",
+            admitted.release,
         )
-        response["Content-Disposition"] = f'attachment; filename="{filename}"'
+        response = StreamingHttpResponse(body, content_type=export.content_type)
+        response["Content-Disposition"] = f'attachment; filename="{export.filename}"'
         response["Cache-Control"] = "no-store"
-        response["X-Accel-Buffering"] = "no"  # nginx passes it on as it comes
         return response

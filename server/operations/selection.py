@@ -5,11 +5,13 @@ games as a tar of npz files. The selection is read from the database a batch at 
 when it is written, so the memory an export takes does not grow with the games it holds.
 
 The filters are django-filter FilterSets, so a bad value is refused with the parameter's name and
-what it may be, before anything is read."""
+what it may be, before anything is read. How many exports run at once and how long one may take to
+send: ``server.operations.admission`` and ``server.operations.sending``."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import UTC, datetime, time, timedelta
 
 import django_filters
@@ -87,9 +89,33 @@ def _selected(model, run: Run, params) -> QuerySet:
     return selection.qs.order_by("created_at", "id")
 
 
-def archive(run: Run, kind: str, games: str, params) -> tuple[Writer, Iterator[Member], str]:
-    """(the writer, the members in order, the file name) of an export; SelectionError names a bad
-    parameter."""
+@dataclass(frozen=True)
+class Export:
+    """A selection's archive, not read yet: its writer, its parts (the games, the file field of each
+    game that goes in, the member name pattern), its file name and content type."""
+
+    writer: Writer
+    parts: tuple[tuple[QuerySet, str, str], ...]
+    filename: str
+    content_type: str
+
+    def members(self) -> Iterator[Member]:
+        """The members in order, read from the database a batch at a time."""
+        return (m for qs, field, pattern in self.parts for m in _members(qs, field, pattern))
+
+    def count(self, at_most: int) -> int:
+        """The games the archive holds, counted no further than ``at_most`` (a bounded query: the
+        size of a selection only matters up to a limit)."""
+        total = 0
+        for qs, _, _ in self.parts:
+            total += qs[: at_most - total].count()
+            if total >= at_most:
+                break
+        return total
+
+
+def archive(run: Run, kind: str, games: str, params) -> Export:
+    """The export a request names; SelectionError names a bad parameter."""
     if kind not in KINDS:
         raise SelectionError("kind", f"kind={kind!r}: expected one of {', '.join(KINDS)}")
     if games not in GAMES:
@@ -98,15 +124,14 @@ def archive(run: Run, kind: str, games: str, params) -> tuple[Writer, Iterator[M
         raise SelectionError("games", "rating games have no training rows: kind=npz takes games=training")
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     if kind == "npz":
-        training = _selected(TrainingGame, run, params)
-        return npz_tar, _members(training, "npz", "{id}.npz"), f"sente-{run.name}-rows-{stamp}.tar"
+        training = (_selected(TrainingGame, run, params), "npz", "{id}.npz")
+        return Export(npz_tar, (training,), f"sente-{run.name}-rows-{stamp}.tar", "application/x-tar")
     parts = []
     if games in ("training", "all"):
-        parts.append((_selected(TrainingGame, run, params), "training/{id}.sgf"))
+        parts.append((_selected(TrainingGame, run, params), "sgf", "training/{id}.sgf"))
     if games in ("rating", "all"):
-        parts.append((_selected(RatingGame, run, params), "rating/{id}.sgf"))
-    members = (m for qs, pattern in parts for m in _members(qs, "sgf", pattern))
-    return sgf_tar_gz, members, f"sente-{run.name}-sgf-{stamp}.tar.gz"
+        parts.append((_selected(RatingGame, run, params), "sgf", "rating/{id}.sgf"))
+    return Export(sgf_tar_gz, tuple(parts), f"sente-{run.name}-sgf-{stamp}.tar.gz", "application/gzip")
 
 
 def _members(qs: QuerySet, field: str, pattern: str) -> Iterator[Member]:

@@ -1,11 +1,16 @@
 """The filtered export of a run's games: what each filter selects, the archives' contents, bad
-parameters refused by name, and a streamed export of many games in flat memory (measured)."""
+parameters refused by name, a streamed export of many games in flat memory (measured), and what
+keeps exports from tying the server up: how many run at once, their send deadline, and the size of
+an anonymous one."""
 
 from __future__ import annotations
 
 import io
 import re
+import socket
 import tarfile
+import threading
+import time
 import tracemalloc
 from datetime import timedelta
 
@@ -13,7 +18,9 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
+from server.operations import admission
 from server.operations.archives import STREAM_CHUNK
+from server.operations.sending import DeadlinePassed, WithinDeadline
 from tests.server import helpers
 
 pytestmark = pytest.mark.django_db
@@ -152,9 +159,10 @@ def _peak_while_streaming(url: str) -> tuple[int, int]:
     return peak, size
 
 
-def test_a_big_export_streams_in_flat_memory(run, alice, selfplay_games, capsys):
+def test_a_big_export_streams_in_flat_memory(run, alice, selfplay_games, capsys, settings):
     """Four times the games, the same memory: the export never holds the selection or the archive
     (the figures are printed: pytest -s shows them)."""
+    settings.SENTE_EXPORTS = {**settings.SENTE_EXPORTS, "anonymous_games": 10_000}
     user, _ = alice
     (template,) = helpers.store_training_games(run, user, selfplay_games[:1])
     _many(run, template, 2399, "first")
@@ -198,3 +206,104 @@ def test_the_data_pages_form_asks_for_the_same(stored, run):
     query = "&".join(f"{f}=" for f in fields if f not in ("run", "kind", "games"))
     body = _body(Client().get(f"/api/v1/games/export/?run={run.name}&kind=sgf&games=all&{query}"))
     assert len(_names(body)) == 3 + len(rating)
+
+
+# --- what an export may cost ------------------------------------------------------------------------
+@pytest.fixture
+def limits(settings):
+    """The export limits of the settings, to change in a test (restored after it)."""
+    settings.SENTE_EXPORTS = {**settings.SENTE_EXPORTS}
+    return settings.SENTE_EXPORTS
+
+
+def _refused(response, status: int) -> str:
+    assert response.status_code == status, response.content
+    assert response["Retry-After"] == str(admission.RETRY_AFTER_SECONDS)
+    error = response.json()["error"]
+    assert error["code"] == "busy" and error["retry_after"] == admission.RETRY_AFTER_SECONDS, error
+    return error["message"]
+
+
+def test_an_anonymous_export_of_many_games_is_refused_and_a_signed_in_one_served(stored, alice, limits):
+    limits["anonymous_games"] = 2
+    response = Client().get("/api/v1/games/export/")  # 3 self-play and 2 rating games
+    assert response.status_code == 403
+    error = response.json()["error"]
+    assert error["code"] == "too_many_games" and "more than 2 games" in error["message"], error
+    assert "sign in" in error["message"] and "/api/v1/exports/" in error["message"]
+    assert len(_names(_body(Client().get("/api/v1/games/export/?games=training&scoring=area")))) == 2
+    _, signed_in = alice
+    assert len(_names(_body(signed_in.get("/api/v1/games/export/")))) == 5
+
+
+def test_exports_at_once_are_capped_per_address_and_across_the_site(stored, limits):
+    limits.update(per_address=1, at_once=2, per_process=10)
+    first = Client(REMOTE_ADDR="10.0.0.1").get("/api/v1/games/export/")
+    assert first.status_code == 200  # streaming, not read yet: it holds its slots
+    message = _refused(Client(REMOTE_ADDR="10.0.0.1").get("/api/v1/games/export/"), 429)
+    assert "your address (10.0.0.1) has 1 export under way" in message
+    second = Client(REMOTE_ADDR="10.0.0.2").get("/api/v1/games/export/")
+    assert second.status_code == 200
+    message = _refused(Client(REMOTE_ADDR="10.0.0.3").get("/api/v1/games/export/"), 503)
+    assert "2 exports are under way" in message and "/api/v1/exports/" in message
+    assert len(_names(_body(first))) == 5  # read to its end: its slots go back
+    third = Client(REMOTE_ADDR="10.0.0.3").get("/api/v1/games/export/")
+    assert len(_names(_body(third))) == len(_names(_body(second))) == 5
+    assert len(_names(_body(Client(REMOTE_ADDR="10.0.0.1").get("/api/v1/games/export/")))) == 5
+
+
+def test_a_process_keeps_a_thread_free_of_exports(stored, limits):
+    limits.update(per_address=5, at_once=5, per_process=1)
+    first = Client(REMOTE_ADDR="10.0.0.1").get("/api/v1/games/export/")
+    assert first.status_code == 200
+    message = _refused(Client(REMOTE_ADDR="10.0.0.2").get("/api/v1/games/export/"), 503)
+    assert "as many exports as it may at once" in message
+    _body(first)
+    assert len(_names(_body(Client(REMOTE_ADDR="10.0.0.2").get("/api/v1/games/export/")))) == 5
+
+
+def test_the_slot_of_a_process_that_died_comes_back_when_its_lease_ends(limits, monkeypatch):
+    limits.update(per_address=1, at_once=1, per_process=10, seconds=1)
+    monkeypatch.setattr(admission, "LEASE_MARGIN_SECONDS", 0)  # a lease of one second
+    dead = admission.admit("10.0.0.1")
+    assert isinstance(dead, admission.Admission)
+    assert isinstance(admission.admit("10.0.0.2"), admission.Refusal)
+    time.sleep(1.5)  # its process died: nobody gives the slot back, its lease ends
+    alive = admission.admit("10.0.0.2")
+    assert isinstance(alive, admission.Admission)
+    dead.release()  # late: it must not give back the slot that is now the other's
+    assert isinstance(admission.admit("10.0.0.3"), admission.Refusal)
+    alive.release()
+    late = admission.admit("10.0.0.3")
+    assert isinstance(late, admission.Admission)
+    late.release()
+
+
+def test_an_export_not_sent_within_its_deadline_is_cut_off_and_gives_its_slots_back(stored, limits):
+    limits.update(seconds=0)
+    response = Client().get("/api/v1/games/export/")
+    assert response.status_code == 200
+    with pytest.raises(DeadlinePassed, match="was not sent within 0 s"):
+        _body(response)
+    limits.update(seconds=600)
+    assert len(_names(_body(Client().get("/api/v1/games/export/")))) == 5
+
+
+def test_a_reader_who_takes_nothing_fails_the_write_at_the_deadline():
+    """As gunicorn writes an answer: each piece with sendall, on the socket the WSGI environ names.
+    The reader never reads; the write fails once the deadline has passed, and the answer is closed."""
+    server, reader = socket.socketpair()
+    closed = threading.Event()
+    pieces = iter([b"x" * (1 << 20)] * 64)  # more than any socket buffer
+    body = WithinDeadline(pieces, 1.0, {"gunicorn.socket": server}, "the test's answer", closed.set)
+    start = time.monotonic()
+    try:
+        with pytest.raises(TimeoutError):
+            for piece in body:
+                server.sendall(piece)
+        assert time.monotonic() - start >= 0.9  # not before it
+    finally:
+        body.close()
+        server.close()
+        reader.close()
+    assert closed.is_set()
