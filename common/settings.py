@@ -639,7 +639,12 @@ class GatingSettings(_Settings):
     Ratings tie each network to its parent with ``virtual_draws`` (KataGo's prior); an accepted
     network found worse than its predecessor with ``rollback_confidence`` is rolled back. The run's
     strongest network (``server.networks.selectors``) is picked among networks with at least
-    ``strongest_min_games`` rating games."""
+    ``strongest_min_games`` rating games.
+
+    Rating games come from many hands: tasks go to accounts in good standing with at least
+    ``rating_min_selfplay_games`` self-play games stored, and no account counts for more than
+    ``account_share`` of the games of a gating or of a pair of networks in the ratings (games beyond
+    it are kept but not counted; 1 turns the cap off, for a run whose contributors are all trusted)."""
 
     rating_game_prob: float = 0.1
     rating_task_games: int = 16  # the most games of one rating task, whatever a client asks for
@@ -654,6 +659,8 @@ class GatingSettings(_Settings):
     virtual_draws: float = 4.0
     rollback_confidence: float = 0.95
     strongest_min_games: int = 25  # as KataGo's server lists networks for its Elo chart
+    account_share: float = 0.25  # no account counts for more than this share of a gating's or a pair's games
+    rating_min_selfplay_games: int = 0  # the stored self-play games an account needs before rating tasks
 
     def validate(self, path: str = "") -> None:
         _prob(_p(path, "rating_game_prob"), self.rating_game_prob)
@@ -676,6 +683,8 @@ class GatingSettings(_Settings):
         _in_range(_p(path, "virtual_draws"), self.virtual_draws, 0.0, 1000.0)
         _in_range(_p(path, "rollback_confidence"), self.rollback_confidence, 0.5, 1.0, lo_open=True)
         _in_range(_p(path, "strongest_min_games"), self.strongest_min_games, 0, 1_000_000)
+        _in_range(_p(path, "account_share"), self.account_share, 0.0, 1.0, lo_open=True)
+        _in_range(_p(path, "rating_min_selfplay_games"), self.rating_min_selfplay_games, 0, 100_000_000)
 
 
 # --- central training -----------------------------------------------------------------------------

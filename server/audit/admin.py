@@ -13,12 +13,29 @@ from server.audit.services import lift, quarantine
 
 def _reason(score: AuditScore) -> str:
     found = "; ".join(
-        f"{e['statistic']} {e['value']} beyond {e['threshold']} ({e['kind']}, {e['rows']} rows)" for e in score.evidence
+        f"{e['statistic']} {e['value']} beyond {e['threshold']} ({e['kind']}, "
+        + (f"{e['rows']} rows)" if "rows" in e else f"{e['games']} games)")
+        for e in score.evidence
     )
-    return f"audit of {score.created_at:%Y-%m-%d %H:%M} on network {score.network.name}: {found}"
+    on = f"network {score.network.name}" if score.network is not None else "its rating games"
+    return f"audit of {score.created_at:%Y-%m-%d %H:%M} on {on}: {found}"
 
 
-@admin.action(description="Quarantine the accounts of the selected scores (their games leave training)")
+class QuarantinePermissions:
+    """Admin actions that put accounts in quarantine or lift it declare ``permissions=["quarantine"]``
+    or ``["lift"]``: the rights to add or to change a quarantine, wherever the action is listed."""
+
+    def has_quarantine_permission(self, request) -> bool:
+        return request.user.has_perm("audit.add_quarantine")
+
+    def has_lift_permission(self, request) -> bool:
+        return request.user.has_perm("audit.change_quarantine")
+
+
+@admin.action(
+    description="Quarantine the accounts of the selected scores (their games leave training and ratings)",
+    permissions=["quarantine"],
+)
 def quarantine_flagged(modeladmin, request, queryset):
     done = 0
     for score in queryset.select_related("user", "network"):
@@ -34,29 +51,35 @@ def quarantine_flagged(modeladmin, request, queryset):
     )
 
 
-@admin.action(description="Put the selected accounts in quarantine (their games leave training)")
+@admin.action(
+    description="Put the selected accounts in quarantine (their games leave training and ratings)",
+    permissions=["quarantine"],
+)
 def quarantine_users(modeladmin, request, queryset):
     for user in queryset:
         quarantine(user, request.user, f"quarantined by {request.user.username} from the accounts list")
     modeladmin.message_user(request, f"{queryset.count()} account(s) in quarantine", messages.SUCCESS)
 
 
-@admin.action(description="Lift the quarantine of the selected accounts (their games count again)")
+@admin.action(
+    description="Lift the quarantine of the selected accounts (their games count again)", permissions=["lift"]
+)
 def lift_users(modeladmin, request, queryset):
     lifted = sum(lift(user, request.user) for user in queryset)
     modeladmin.message_user(request, f"{lifted} quarantine(s) lifted", messages.SUCCESS)
 
 
 @admin.register(AuditScore)
-class AuditScoreAdmin(admin.ModelAdmin):
-    list_display = ("user", "network", "verdict", "flagged_on", "rows", "games", "created_at", "in_quarantine")
-    list_filter = ("verdict", "run", "created_at")
+class AuditScoreAdmin(QuarantinePermissions, admin.ModelAdmin):
+    list_display = ("user", "kind", "network", "verdict", "flagged_on", "rows", "games", "created_at", "in_quarantine")
+    list_filter = ("verdict", "kind", "run", "created_at")
     search_fields = ("user__username", "network__name")
     list_select_related = ("user", "network")
     actions = [quarantine_flagged]
     fields = (
         "user",
         "run",
+        "kind",
         "network",
         "created_at",
         "verdict",
@@ -94,7 +117,7 @@ class AuditScoreAdmin(admin.ModelAdmin):
         )
         rows = format_html_join(
             "",
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{} rows</td><td>{}</td></tr>",
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             (
                 (
                     e["statistic"],
@@ -103,8 +126,8 @@ class AuditScoreAdmin(admin.ModelAdmin):
                     e["kind"],
                     e.get("median", ""),
                     e.get("z", ""),
-                    e["rows"],
-                    e.get("meaning", ""),
+                    f"{e['rows']} rows" if "rows" in e else f"{e['games']} games",
+                    e.get("meaning", "") + (f" ({' vs '.join(e['pair'])})" if "pair" in e else ""),
                 )
                 for e in obj.evidence
             ),
@@ -122,10 +145,23 @@ class AuditScoreAdmin(admin.ModelAdmin):
             ),
         )
 
-    @admin.display(description="rows agreeing least with the network")
+    @admin.display(description="rows agreeing least with the network, or the rating games' pairs")
     def examples_table(self, obj: AuditScore) -> str:
         if not obj.examples:
             return "none"
+        if obj.kind == AuditScore.Kind.RATING:
+            return format_html(
+                "<table><tr><th>pair (older, newer)</th><th>games</th><th>score of the newer</th>"
+                "<th>others' games</th><th>others' score</th><th>z</th></tr>{}</table>",
+                format_html_join(
+                    "",
+                    "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                    (
+                        (" vs ".join(x["pair"]), x["games"], x["score"], x["others_games"], x["others_score"], x["z"])
+                        for x in obj.examples
+                    ),
+                ),
+            )
         return format_html(
             "<table><tr><th>game</th><th>row</th><th>policy gain</th><th>misses top move</th>"
             "<th>raw value error</th></tr>{}</table>",
@@ -138,7 +174,7 @@ class AuditScoreAdmin(admin.ModelAdmin):
 
 
 @admin.register(Quarantine)
-class QuarantineAdmin(admin.ModelAdmin):
+class QuarantineAdmin(QuarantinePermissions, admin.ModelAdmin):
     list_display = ("user", "created_at", "created_by", "lifted_at", "lifted_by", "reason")
     list_filter = ("lifted_at",)
     search_fields = ("user__username", "reason")
@@ -149,7 +185,7 @@ class QuarantineAdmin(admin.ModelAdmin):
     def has_add_permission(self, request):
         return False  # through the actions, which record who and why
 
-    @admin.action(description="Lift the selected quarantines (the games count again)")
+    @admin.action(description="Lift the selected quarantines (the games count again)", permissions=["lift"])
     def lift_selected(self, request, queryset):
         lifted = sum(lift(q.user, request.user) for q in queryset.filter(lifted_at__isnull=True).select_related("user"))
         self.message_user(request, f"{lifted} quarantine(s) lifted", messages.SUCCESS)

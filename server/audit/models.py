@@ -1,6 +1,7 @@
 """The audit's records: each contributor's scores over time (one ``AuditScore`` per contributor, run,
-network and audit), and quarantines of accounts (their games leave the training window while one
-is in force; lifting it brings them back)."""
+network and audit, and one per contributor and audit for its rating games), and quarantines of
+accounts (their games leave the training window and the ratings while one is in force; lifting it
+brings them back)."""
 
 from __future__ import annotations
 
@@ -16,11 +17,23 @@ class AuditScore(models.Model):
         TOO_FEW = "too_few", "too few rows to judge"
         ERROR = "error", "could not be evaluated"
 
+    class Kind(models.TextChoices):
+        ROWS = "rows", "self-play rows against the network"
+        RATING = "rating", "rating games against the other accounts'"
+
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="audit_scores")
     run = models.ForeignKey("runs.Run", on_delete=models.CASCADE, related_name="audit_scores")
-    network = models.ForeignKey("networks.Network", on_delete=models.CASCADE, related_name="audit_scores")
+    kind = models.CharField(max_length=8, choices=Kind.choices, default=Kind.ROWS)
+    network = models.ForeignKey(
+        "networks.Network",
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="audit_scores",
+        help_text="the network whose rows were evaluated (none for rating games)",
+    )
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
-    games = models.PositiveIntegerField(default=0, help_text="games the rows were sampled from")
+    games = models.PositiveIntegerField(default=0, help_text="games the rows were sampled from, or rating games")
     rows = models.PositiveIntegerField(default=0, help_text="rows evaluated")
     statistics = models.JSONField(default=dict, help_text="the contributor's figures (means over the sample)")
     population = models.JSONField(default=dict, help_text="median, MAD and size of the contributors compared")
@@ -28,7 +41,9 @@ class AuditScore(models.Model):
     evidence = models.JSONField(
         default=list, blank=True, help_text="each statistic beyond its threshold: value, threshold, kind, sample"
     )
-    examples = models.JSONField(default=list, blank=True, help_text="the sampled rows that agree least")
+    examples = models.JSONField(
+        default=list, blank=True, help_text="the sampled rows that agree least, or the rating games' pairs"
+    )
     message = models.CharField(max_length=300, blank=True)
 
     class Meta:
@@ -39,7 +54,12 @@ class AuditScore(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.user} on {self.network}: {self.verdict}"
+        return f"{self.user} on {self.subject}: {self.verdict}"
+
+    @property
+    def subject(self) -> str:
+        """What was audited: the network's rows, or the account's rating games."""
+        return self.network.name if self.network is not None else "rating games"
 
 
 class Quarantine(models.Model):

@@ -25,10 +25,13 @@ from common.go.geometry import PASS
 from common.go.sgf import SGFError, parse_collection, record_from_tree
 from server.accounts.models import User
 from server.audit.models import AuditScore, Quarantine
+from server.audit.rating import MIN_GAMES as MIN_RATING_GAMES
+from server.audit.rating import judge_rating, rating_figures
 from server.dashboard.models import ContributionTotal
 from server.dashboard.services import queue_recounts
 from server.files import stored_name
-from server.games.models import TrainingGame
+from server.games.models import RatingGame, TrainingGame
+from server.ratings.tasks import rating_games_changed
 
 log = logging.getLogger(__name__)
 
@@ -248,10 +251,60 @@ def _relative(name: str, value: float, direction: int, min_effect: float, pop: d
 
 
 def audit_run(run, now=None, seed: int | None = None) -> list[AuditScore]:
-    """Audit every contributor of every network of the run with games in the recent period."""
+    """Audit every contributor of every network of the run with games in the recent period, and
+    every account's rating games of the period."""
     options = audit_settings()
     now = now or timezone.now()
     since = now - timedelta(days=options["days"])
+    return _audit_rows(run, now, since, options, seed) + audit_rating_games(run, now, since)
+
+
+def audit_rating_games(run, now, since) -> list[AuditScore]:
+    """One score per account with rating games of the run since ``since``: its results on each pair
+    of networks against the other accounts' (``server.audit.rating``)."""
+    from server.networks.models import Network
+
+    figures = rating_figures(run, since)
+    ids = {i for f in figures.values() for p in f["pairs"] for i in p["pair"]}
+    names = dict(Network.objects.filter(pk__in=ids).values_list("pk", "name"))
+    scores = []
+    with transaction.atomic():
+        for user_id in sorted(figures):
+            f = figures[user_id]
+            verdict, evidence = judge_rating(f)
+            for item in evidence:
+                if "pair" in item:
+                    item["pair"] = [names.get(i, str(i)) for i in item["pair"]]
+            pairs = [dict(p, pair=[names.get(i, str(i)) for i in p["pair"]]) for p in f["pairs"]]
+            scores.append(
+                AuditScore.objects.create(
+                    user_id=user_id,
+                    run=run,
+                    kind=AuditScore.Kind.RATING,
+                    created_at=now,
+                    games=f["games"],
+                    statistics={"rating_z": f["z"], "pairs": len(pairs)},
+                    verdict=verdict,
+                    evidence=evidence,
+                    examples=sorted(pairs, key=lambda p: -abs(p["z"]))[:EXAMPLES],
+                    message=""
+                    if verdict != AuditScore.Verdict.TOO_FEW
+                    else f"{f['games']} rating games, {len(pairs)} pair(s) shared with others; "
+                    f"{MIN_RATING_GAMES} games on shared pairs are needed to judge",
+                )
+            )
+    for s in scores:
+        if s.verdict == AuditScore.Verdict.FLAGGED:
+            log.warning(
+                "audit: %s flagged on its rating games: %s",
+                s.user,
+                ", ".join(f"{e['statistic']} {e['value']}" for e in s.evidence),
+            )
+    return scores
+
+
+def _audit_rows(run, now, since, options: dict, seed: int | None) -> list[AuditScore]:
+    """Every contributor's self-play rows of every network of the run with games since ``since``."""
     rng = np.random.default_rng(seed)
     recent = (
         TrainingGame.objects.filter(run=run, created_at__gte=since, disabled=False, network__is_random=False)
@@ -347,7 +400,9 @@ def lift(user, by) -> bool:
 
 def _recount(user: User) -> None:
     """The site's counts leave quarantined games out as they leave out a turned-off account's: the
-    runs the account played for are counted again, its training window too."""
+    runs the account played for are counted again, its training window too, and the gatings and
+    ratings of the runs it played rating games for."""
     runs = list(ContributionTotal.objects.filter(user=user).values_list("run_id", flat=True))
     runs += list(TrainingGame.objects.filter(user=user).values_list("run_id", flat=True).distinct())
     queue_recounts(runs, window=True)
+    rating_games_changed(RatingGame.objects.filter(user=user).values_list("run_id", flat=True).distinct().order_by())

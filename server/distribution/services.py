@@ -1,8 +1,9 @@
 """Handing out tasks and taking games of them back.
 
 :func:`issue_task` gives a client its next piece of work: a rating task (a pair of networks to play
-against each other) when the run's gating needs games and the client takes them, else a self-play
-task with the run's current network. :func:`give_up_games` lowers the games owed on a user's tasks,
+against each other) when the run's gating needs games and the client takes them and its account is
+one rating games go to (:func:`takes_rating_games`), else a self-play task with the run's current
+network. :func:`give_up_games` lowers the games owed on a user's tasks,
 so that the ledger of open tasks owes only games that will come.
 """
 
@@ -24,8 +25,10 @@ from rest_framework import status
 
 from server.accounts.models import User
 from server.api.errors import ApiError
+from server.audit.models import Quarantine
 from server.distribution.models import Task
 from server.distribution.task_request import TaskRequestValues
+from server.games.models import TrainingGame
 from server.ratings.scheduling import choose_pair
 from server.runs.models import current_state
 from server.sql import quoted_column
@@ -45,14 +48,23 @@ def issue_task(user: User, request: TaskRequestValues) -> Task:
         )
     kinds = request.kinds
     version = state.settings_version
+    gating = version.settings.gating
     pair = None
-    if Task.Kind.RATING in kinds and (
-        Task.Kind.SELFPLAY not in kinds or random.random() < version.settings.gating.rating_game_prob
+    if (
+        Task.Kind.RATING in kinds
+        and (Task.Kind.SELFPLAY not in kinds or random.random() < gating.rating_game_prob)
+        and takes_rating_games(user, run, gating.rating_min_selfplay_games)
     ):
         pair = choose_pair(run)
     if pair is None and Task.Kind.SELFPLAY not in kinds:
+        needs = (
+            f" (rating games go to accounts in good standing with at least {gating.rating_min_selfplay_games} "
+            "self-play games in this run)"
+            if gating.rating_min_selfplay_games
+            else ""
+        )
         raise ApiError(
-            "no rating games are to be played now; ask again later or take self-play tasks",
+            f"no rating games are to be played now{needs}; ask again later or take self-play tasks",
             code="no_work",
             status_code=503,
         )
@@ -82,6 +94,17 @@ def issue_task(user: User, request: TaskRequestValues) -> Task:
         task.network = state.network
     _insert(task)
     return task
+
+
+def takes_rating_games(user: User, run, min_selfplay_games: int) -> bool:
+    """Whether the account is given rating games: active, not in quarantine, and with at least
+    ``min_selfplay_games`` self-play games stored in the run that count."""
+    if not user.is_active or Quarantine.objects.filter(user=user, lifted_at__isnull=True).exists():
+        return False
+    if min_selfplay_games <= 0:
+        return True
+    games = TrainingGame.objects.filter(user=user, run=run, disabled=False)
+    return games.order_by()[min_selfplay_games - 1 : min_selfplay_games].exists()
 
 
 def _insert(task: Task) -> None:

@@ -1,6 +1,7 @@
 from django.contrib import admin
 
 from server.games.models import RatingGame, TrainingGame, UploadRefusal
+from server.games.services import set_disabled
 
 
 class GameAdmin(admin.ModelAdmin):
@@ -10,18 +11,23 @@ class GameAdmin(admin.ModelAdmin):
     actions = ["disable", "enable"]
 
     def get_readonly_fields(self, request, obj=None):
-        return [f.name for f in self.model._meta.fields if f.name != "disabled"]
+        # Disabled and enabled through the actions, which redo the counts the change moves.
+        return [f.name for f in self.model._meta.fields]
 
     def has_add_permission(self, request):
         return False  # games come from clients
 
-    @admin.action(description="Disable the selected games (keep them out of training and ratings)")
+    @admin.action(
+        description="Disable the selected games (keep them out of training, ratings and gating)", permissions=["change"]
+    )
     def disable(self, request, queryset):
-        queryset.update(disabled=True)
+        changed = set_disabled(queryset, True)
+        self.message_user(request, f"{changed} game(s) disabled; the counts they were in are being redone")
 
-    @admin.action(description="Enable the selected games")
+    @admin.action(description="Enable the selected games", permissions=["change"])
     def enable(self, request, queryset):
-        queryset.update(disabled=False)
+        changed = set_disabled(queryset, False)
+        self.message_user(request, f"{changed} game(s) enabled; the counts they belong in are being redone")
 
 
 @admin.register(TrainingGame)

@@ -84,7 +84,11 @@ class Network(models.Model):
     class Meta:
         ordering = ["-created_at", "-id"]
         indexes = [models.Index(fields=["run", "state", "created_at"], name="network_run_state_created")]
-        permissions = [("upload_network", "Can upload networks (a training machine)")]
+        permissions = [
+            ("upload_network", "Can upload networks (a training machine)"),
+            ("decide_network", "Can accept, reject and roll back networks, and send them back to gating"),
+            ("release_network", "Can release and retire networks"),
+        ]
 
     def __str__(self) -> str:
         return self.name

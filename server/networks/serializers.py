@@ -18,13 +18,22 @@ class RatingSerializer(serializers.Serializer):
 class GatingSerializer(serializers.Serializer):
     opponent = serializers.CharField(source="opponent.name")
     rule = serializers.CharField()
-    wins = serializers.IntegerField()
+    wins = serializers.IntegerField(help_text="counted: games that count, no more of one account's than its share")
     draws = serializers.IntegerField()
     losses = serializers.IntegerField()
+    tally = serializers.JSONField(
+        allow_null=True,
+        help_text="the last count: played (every game of the pair since the gating began), excluded (disabled or "
+        "of accounts no longer counted), capped (beyond an account's share), accounts, cap",
+    )
     decision = serializers.CharField(help_text="continue, accept or reject")
     verdict = serializers.JSONField(allow_null=True, help_text="the rule's numbers and reason at the last game")
     started_at = serializers.DateTimeField()
     decided_at = serializers.DateTimeField(allow_null=True)
+    in_doubt = serializers.BooleanField(
+        help_text="the decision counted games that no longer count, and the rule would not take it on those that do"
+    )
+    doubt = serializers.JSONField(allow_null=True, help_text="the decision's games counted again, when they changed")
 
 
 class EventSerializer(serializers.Serializer):

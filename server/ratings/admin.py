@@ -1,5 +1,6 @@
 from django.contrib import admin
 
+from server.networks.admin import NetworkDecisions, NoteActionForm, decision_action
 from server.ratings.models import Gating, NetworkEvent, Rating, RatingFit
 
 
@@ -17,9 +18,20 @@ class RatingFitAdmin(admin.ModelAdmin):
 
 
 @admin.register(Gating)
-class GatingAdmin(admin.ModelAdmin):
-    list_display = ("candidate", "opponent", "rule", "wins", "draws", "losses", "decision", "started_at", "decided_at")
-    list_filter = ("decision", "rule")
+class GatingAdmin(NetworkDecisions, admin.ModelAdmin):
+    list_display = (
+        "candidate",
+        "opponent",
+        "rule",
+        "wins",
+        "draws",
+        "losses",
+        "decision",
+        "in_doubt",
+        "started_at",
+        "decided_at",
+    )
+    list_filter = ("in_doubt", "decision", "rule")
     search_fields = ("candidate__name", "opponent__name")
     readonly_fields = (
         "candidate",
@@ -28,11 +40,24 @@ class GatingAdmin(admin.ModelAdmin):
         "wins",
         "draws",
         "losses",
+        "tally",
         "decision",
         "verdict",
         "started_at",
         "decided_at",
+        "in_doubt",
+        "doubt",
     )
+    action_form = NoteActionForm
+    actions = [
+        decision_action("roll_back", lambda gating: gating.candidate),
+        decision_action("gate_again", lambda gating: gating.candidate),
+        decision_action("accept", lambda gating: gating.candidate),
+        decision_action("reject", lambda gating: gating.candidate),
+    ]
+
+    def has_add_permission(self, request):
+        return False  # a gating begins when rating games are handed out
 
 
 @admin.register(NetworkEvent)

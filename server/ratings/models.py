@@ -52,14 +52,23 @@ class Gating(models.Model):
         help_text="the accepted network when the gating began",
     )
     rule = models.CharField(max_length=8, help_text="fixed or sprt")
-    wins = models.PositiveIntegerField(default=0)
+    wins = models.PositiveIntegerField(default=0, help_text="counted games (server.ratings.tally)")
     draws = models.PositiveIntegerField(default=0, help_text="draws and games without result")
     losses = models.PositiveIntegerField(default=0)
+    tally = models.JSONField(
+        null=True, blank=True, help_text="the last count: games played, excluded, beyond a share, accounts, cap"
+    )
     decision = models.CharField(max_length=8, default="continue", help_text="continue, accept or reject")
     verdict = models.JSONField(null=True, blank=True, help_text="the rule's numbers at the last game")
     started_at = models.DateTimeField(default=timezone.now)
     decided_at = models.DateTimeField(null=True, blank=True)
     rollback_looks = models.PositiveIntegerField(default=0, help_text="rollback tests made since acceptance")
+    in_doubt = models.BooleanField(
+        default=False, help_text="the rule would not take its decision on the games that count now"
+    )
+    doubt = models.JSONField(
+        null=True, blank=True, help_text="the decision's games counted again after some stopped counting"
+    )
 
     def __str__(self) -> str:
         return f"{self.candidate_id} vs {self.opponent_id}: {self.decision}"
@@ -77,6 +86,7 @@ class NetworkEvent(models.Model):
         FORCED_REJECT = "forced_reject", "rejected by staff"
         RELEASED = "released", "released by staff"
         RETIRED = "retired", "retired by staff"
+        GATED_AGAIN = "gated_again", "sent back to gating by staff"
 
     network = models.ForeignKey("networks.Network", on_delete=models.CASCADE, related_name="events")
     kind = models.CharField(max_length=16, choices=Kind.choices)

@@ -2,37 +2,43 @@
 
 A network arrives as a candidate. When rating games are handed out, the oldest candidate starts its
 gating against the run's accepted network of that moment (state ``rating``) and gets the rating
-games first (:func:`next_gating`). Each of its games is counted as it is stored (:func:`record_game`,
-in the upload's transaction) and the run's rule (``server.ratings.gating``) settles it: accepted, it
+games first (:func:`next_gating`). Its games are counted again as each is stored (:func:`record_game`,
+in the upload's transaction), those that count and no more of one account's than its share
+(``server.ratings.tally``), and the run's rule (``server.ratings.gating``) settles it: accepted, it
 becomes the self-play network of new tasks; rejected, it is never handed out for self-play again.
+When games stop or start counting (a quarantine, an account turned off, games disabled) the open
+gating is counted again and every decision the rule took is held against the games that count now;
+one it would no longer take is put in doubt for staff to confirm or undo (:func:`recount`).
 
 After each refit of the ratings, the newest accepted network is compared with the one it replaced; if
 it is worse with the run's ``rollback_confidence``, it is rolled back (rejected, and its predecessor
-plays again) and the event recorded (:func:`check_rollback`). Staff may accept, reject, release or
-retire a network by hand, with a note (:func:`staff_decision`). Every change is a
-:class:`NetworkEvent`.
+plays again) and the event recorded (:func:`check_rollback`). Staff may accept, reject, release,
+retire or roll back a network by hand, or send it back to gating, with a note
+(:func:`staff_decision`). Every change is a :class:`NetworkEvent`.
 """
 
 from __future__ import annotations
 
 import logging
 from statistics import NormalDist
+from typing import Any
 
 import numpy as np
 from django.db import transaction
 from django.utils import timezone
 
 from common.settings import GatingSettings
-from server.games.models import RatingGame, Winner
+from server.games.models import RatingGame
 from server.networks.models import Network
 from server.ratings.fit import Ratings
-from server.ratings.gating import ACCEPT, CONTINUE, decide
+from server.ratings.gating import ACCEPT, CONTINUE, REJECT, decide
 from server.ratings.models import Gating, NetworkEvent
+from server.ratings.tally import counted_rating_games, gating_tally, pair_games
 from server.runs.models import forget_state
 
 log = logging.getLogger(__name__)
 
-STAFF_ACTIONS = ("accept", "reject", "release", "retire")
+STAFF_ACTIONS = ("accept", "reject", "release", "retire", "roll_back", "gate_again")
 
 
 def next_gating(run) -> Gating | None:
@@ -105,20 +111,21 @@ def record_game(game: RatingGame) -> None:
     gating = (
         Gating.objects.select_for_update()
         .filter(decision=CONTINUE, candidate_id__in=pair, opponent_id__in=pair)
+        .select_related("candidate", "opponent")
         .first()
     )
-    if gating is None:
-        return
-    candidate_black = game.black_network_id == gating.candidate_id
-    if game.winner in (Winner.BLACK, Winner.WHITE):
-        if (game.winner == Winner.BLACK) == candidate_black:
-            gating.wins += 1
-        else:
-            gating.losses += 1
-    else:
-        gating.draws += 1
-    settings = gating_settings(game.run)
-    verdict = decide(settings, gating.wins, gating.draws, gating.losses)
+    if gating is not None:
+        _count(gating, game.run)
+
+
+def _count(gating: Gating, run) -> None:
+    """Count the open gating's games again (its row locked by the caller) and settle it when the rule
+    decides on them."""
+    settings = gating_settings(run)
+    tally = gating_tally(gating.candidate_id, gating.opponent_id, gating.started_at, None, settings.account_share)
+    verdict = decide(settings, tally.wins, tally.draws, tally.losses)
+    gating.wins, gating.draws, gating.losses = tally.wins, tally.draws, tally.losses
+    gating.tally = tally.to_dict()
     gating.rule = verdict.rule
     gating.verdict = verdict.to_dict()
     gating.decision = verdict.decision
@@ -130,13 +137,67 @@ def record_game(game: RatingGame) -> None:
         )
         NetworkEvent.objects.create(
             network_id=gating.candidate_id,
-            data=gating.verdict,
+            data=gating.verdict | {"tally": gating.tally},
             note=verdict.reason,
             kind=NetworkEvent.Kind.ACCEPTED if accepted else NetworkEvent.Kind.REJECTED,
         )
         transaction.on_commit(forget_state)
         log.info("gating of %s: %s (%s)", gating.candidate.name, verdict.decision, verdict.reason)
     gating.save()
+
+
+def recount(run) -> list[Gating]:
+    """After games of the run stopped or started counting (an account quarantined or turned off, or
+    back; games disabled or enabled): count the open gating again, which may settle it, and hold every
+    decision its rule took against the games that count now. A decision the rule would not take on
+    them is put in doubt (``Gating.in_doubt``, with the recount in ``Gating.doubt``) for staff to
+    confirm or undo; one that holds again loses its doubt. Returns the gatings put in doubt."""
+    settings = gating_settings(run)
+    with transaction.atomic():
+        gating = (
+            Gating.objects.select_for_update()
+            .filter(candidate__run=run, decision=CONTINUE)
+            .select_related("candidate", "opponent")
+            .first()
+        )
+        if gating is not None:
+            _count(gating, run)
+    doubted = []
+    for gating in Gating.objects.filter(candidate__run=run, decision__in=(ACCEPT, REJECT)).select_related("candidate"):
+        if not gating.verdict or gating.verdict.get("decision") != gating.decision or gating.decided_at is None:
+            continue  # closed by staff, not by the rule
+        if not _decision_stands(gating):
+            continue  # decided otherwise by staff or rolled back since
+        tally = gating_tally(
+            gating.candidate_id, gating.opponent_id, gating.started_at, gating.decided_at, settings.account_share
+        )
+        if gating.doubt and "confirmed_at" in gating.doubt and gating.doubt["tally"] == tally.to_dict():
+            continue  # staff confirmed the decision on these very games
+        doubt: dict[str, Any] | None = None
+        in_doubt = False
+        if (tally.wins, tally.draws, tally.losses) != (gating.wins, gating.draws, gating.losses):
+            now = decide(settings, tally.wins, tally.draws, tally.losses)
+            in_doubt = now.decision != gating.decision
+            doubt = {
+                "at": timezone.now().isoformat(),
+                "decision": now.decision,
+                "reason": now.reason,
+                "tally": tally.to_dict(),
+                "holds": not in_doubt,
+            }
+        if _without_time(doubt) != _without_time(gating.doubt) or in_doubt != gating.in_doubt:
+            Gating.objects.filter(pk=gating.pk).update(doubt=doubt, in_doubt=in_doubt)
+            was_in_doubt, gating.doubt, gating.in_doubt = gating.in_doubt, doubt, in_doubt
+            if doubt is not None and in_doubt and not was_in_doubt:
+                log.warning(
+                    "gating of %s is in doubt: without the games that no longer count the rule says %s (%s)",
+                    gating.candidate.name,
+                    doubt["decision"],
+                    doubt["reason"],
+                )
+        if in_doubt:
+            doubted.append(gating)
+    return doubted
 
 
 def check_rollback(run, networks: list[Network], fit: Ratings) -> Network | None:
@@ -156,9 +217,7 @@ def check_rollback(run, networks: list[Network], fit: Ratings) -> Network | None
     if gating is None or gating.opponent_id not in index:
         return None
     predecessor = gating.opponent
-    games = RatingGame.objects.filter(
-        disabled=False, black_network__in=(newest, predecessor), white_network__in=(newest, predecessor)
-    ).count()
+    games = counted_rating_games().filter(pk__in=pair_games(newest.pk, predecessor.pk).values("pk")).count()
     decided = max(1, gating.wins + gating.draws + gating.losses)
     look = gating.rollback_looks + 1
     if games < decided * 2**look:
@@ -195,7 +254,10 @@ def check_rollback(run, networks: list[Network], fit: Ratings) -> Network | None
 
 
 def staff_decision(network: Network, action: str, user=None, note: str = "") -> None:
-    """accept, reject, release or retire a network by hand (a gating under way is closed)."""
+    """A staff decision on a network, recorded as its event with the note: ``accept``, ``reject``,
+    ``release`` or ``retire`` (a gating under way is closed); ``roll_back`` an accepted network (the
+    network before it plays again), or send a network back to ``gate_again`` (its gating starts
+    afresh against the accepted network of then). ValueError for a network the action does not fit."""
     if action not in STAFF_ACTIONS:
         raise ValueError(f"action {action!r}: expected one of {', '.join(STAFF_ACTIONS)}")
     kind = {
@@ -203,10 +265,22 @@ def staff_decision(network: Network, action: str, user=None, note: str = "") -> 
         "reject": NetworkEvent.Kind.FORCED_REJECT,
         "release": NetworkEvent.Kind.RELEASED,
         "retire": NetworkEvent.Kind.RETIRED,
+        "roll_back": NetworkEvent.Kind.ROLLED_BACK,
+        "gate_again": NetworkEvent.Kind.GATED_AGAIN,
     }[action]
     with transaction.atomic():
+        network = Network.objects.select_for_update().get(pk=network.pk)
         if action == "release":
             Network.objects.filter(pk=network.pk).update(released=True)
+        elif action == "roll_back":
+            if network.state != Network.State.ACCEPTED:
+                raise ValueError(f"network {network.name} is {network.state}, not accepted: it cannot be rolled back")
+            Network.objects.filter(pk=network.pk).update(state=Network.State.REJECTED)
+        elif action == "gate_again":
+            if network.is_random or network.state == Network.State.CANDIDATE:
+                raise ValueError(f"network {network.name} is {network.state}: it cannot be sent back to gating")
+            Gating.objects.filter(candidate=network).delete()
+            Network.objects.filter(pk=network.pk).update(state=Network.State.CANDIDATE)
         else:
             state = {
                 "accept": Network.State.ACCEPTED,
@@ -217,8 +291,35 @@ def staff_decision(network: Network, action: str, user=None, note: str = "") -> 
             Gating.objects.filter(candidate=network, decision=CONTINUE).update(
                 decision=action if action in ("accept", "reject") else "reject", decided_at=timezone.now()
             )
+        if action in ("roll_back", "accept", "reject"):
+            _settle_doubt(network, action, user)
         NetworkEvent.objects.create(network=network, kind=kind, user=user, note=note)
     forget_state()
+
+
+def _without_time(doubt: dict[str, Any] | None) -> dict[str, Any] | None:
+    return None if doubt is None else {k: v for k, v in doubt.items() if k != "at"}
+
+
+def _settle_doubt(network: Network, action: str, user) -> None:
+    """Staff decided on a network whose gating may be in doubt: undone (rolled back, or decided the
+    other way), the doubt is over; the rule's decision taken again, it is confirmed on the games that
+    count now, and stays so until they change."""
+    gating = Gating.objects.filter(candidate=network, in_doubt=True).first()
+    if gating is None:
+        return
+    doubt = dict(gating.doubt or {})
+    if action == gating.decision:
+        doubt |= {"confirmed_by": getattr(user, "username", None), "confirmed_at": timezone.now().isoformat()}
+    Gating.objects.filter(pk=gating.pk).update(in_doubt=False, doubt=doubt)
+
+
+def _decision_stands(gating: Gating) -> bool:
+    """Does the network stand where its gating's rule put it (not decided otherwise by staff since)?"""
+    state = gating.candidate.state
+    if gating.decision == ACCEPT:
+        return state == Network.State.ACCEPTED
+    return state == Network.State.REJECTED
 
 
 def gating_settings(run) -> GatingSettings:

@@ -1,8 +1,9 @@
-"""Refitting a run's ratings from the database: its rating games are summed per pair and result in
-one query, fitted (``server.ratings.fit``) with the run's prior and, as more players, the anchors
-its networks played (``server.ratings.anchors``), and every network's Elo, error and games stored in
-one statement (an anchor's in its own row); then the newest accepted network is checked for a
-rollback."""
+"""Refitting a run's ratings from the database: its counted rating games are summed per pair, result
+and account in one query (no account weighing more than its share of a pair's games,
+``server.ratings.tally``), fitted (``server.ratings.fit``) with the run's prior and, as more
+players, the anchors its networks played (``server.ratings.anchors``), and every network's Elo,
+error and games stored in one statement (an anchor's in its own row); then the newest accepted
+network is checked for a rollback."""
 
 from __future__ import annotations
 
@@ -14,11 +15,12 @@ from django.db import transaction
 from django.db.models import Count, Sum
 from django.utils import timezone
 
-from server.games.models import RatingGame, Winner
+from server.games.models import Winner
 from server.networks.models import Network
 from server.ratings.fit import Ratings, fit_ratings
 from server.ratings.models import AnchorMatch, AnchorRating, Rating, RatingFit
 from server.ratings.promotion import check_rollback, gating_settings
+from server.ratings.tally import account_cap, counted_rating_games
 
 log = logging.getLogger(__name__)
 
@@ -41,22 +43,11 @@ def refit(run) -> tuple[list[Network], Ratings]:
     # that a network that won or lost all its games still has a finite rating.
     parents = np.array([index.get(n.parent_id, anchor) for n in networks], dtype=np.int64)
     parents[anchor] = -1
-    rows = (
-        RatingGame.objects.filter(run=run, disabled=False)
-        .values_list("black_network_id", "white_network_id", "winner")
-        .annotate(n=Count("id"))
-        .order_by()
-    )
-    black, white, score, counts = [], [], [], []
-    for b, w, winner, n in rows:
-        if b in index and w in index and b != w:
-            black.append(index[b])
-            white.append(index[w])
-            score.append(BLACK_SCORE.get(winner, 0.5))
-            counts.append(n)
-    rating_games = int(sum(counts))
+    gating = gating_settings(run)
+    black, white, score, counts = _counted_games(run, index, gating.account_share)
+    rating_games = round(sum(counts))
     anchors, ties = _anchor_games(run, index, black, white, score, counts)
-    prior = gating_settings(run).virtual_draws
+    prior = gating.virtual_draws
     fit = fit_ratings(
         len(networks) + len(anchors),
         np.array(black, dtype=np.int64),
@@ -75,7 +66,7 @@ def refit(run) -> tuple[list[Network], Ratings]:
             network=n,
             elo=_finite(fit.elo[k]),
             elo_se=_finite(fit.se[k]),
-            games=int(fit.games[k] - played[k]),
+            games=round(fit.games[k] - played[k]),
             updated_at=now,
         )
         for k, n in enumerate(networks)
@@ -117,6 +108,40 @@ def refit(run) -> tuple[list[Network], Ratings]:
     )
     check_rollback(run, networks, fit)
     return networks, fit
+
+
+def _counted_games(run, index: dict[int, int], share: float) -> tuple[list, list, list, list]:
+    """The run's counted rating games summed per (black, white, result), for the fit: each account's
+    games of a pair of networks weighted down to the pair's account cap (``server.ratings.tally``)."""
+    rows = (
+        counted_rating_games()
+        .filter(run=run)
+        .values_list("black_network_id", "white_network_id", "winner", "user_id")
+        .annotate(n=Count("id"))
+        .order_by()
+    )
+    by_pair: dict[tuple[int, int], list[tuple[int, int, Winner, int, int]]] = {}
+    for b, w, winner, user, n in rows:
+        if b in index and w in index and b != w:
+            by_pair.setdefault((min(b, w), max(b, w)), []).append((b, w, Winner(winner), user, n))
+    summed: dict[tuple[int, int, Winner], float] = {}
+    for games in by_pair.values():
+        of_account: dict[int, int] = {}
+        for _, _, _, user, n in games:
+            of_account[user] = of_account.get(user, 0) + n
+        cap = account_cap(of_account, share)
+        for b, w, winner, user, n in games:
+            weight = min(1.0, cap / of_account[user])
+            if weight > 0:
+                key = (b, w, winner)
+                summed[key] = summed.get(key, 0.0) + n * weight
+    black, white, score, counts = [], [], [], []
+    for (b, w, winner), n in sorted(summed.items()):
+        black.append(index[b])
+        white.append(index[w])
+        score.append(BLACK_SCORE.get(winner, 0.5))
+        counts.append(n)
+    return black, white, score, counts
 
 
 def _anchor_games(run, index: dict[int, int], first: list, second: list, score: list, counts: list):

@@ -1,4 +1,5 @@
-"""The ratings' background work: a refit after new rating games, queued once per burst of games.
+"""The ratings' background work: a refit after new rating games, queued once per burst of games, and
+a recount of the gatings with a refit when games stop or start counting (:func:`rating_games_changed`).
 
 A stored rating game is counted into its gating and asks for a refit (:func:`rating_game_stored`,
 :func:`request_refit`). The run's ``RatingFit.pending`` flag makes the request idempotent: only the
@@ -20,7 +21,7 @@ from django_tasks import task
 from server.games.models import RatingGame
 from server.ratings.fit import FitError
 from server.ratings.models import RatingFit
-from server.ratings.promotion import record_game
+from server.ratings.promotion import record_game, recount
 from server.ratings.services import refit
 from server.runs.models import Run
 
@@ -63,6 +64,36 @@ def request_refit(run: Run) -> None:
             log.exception("queueing the refit of run %s failed", run.name)
 
     transaction.on_commit(enqueue)
+
+
+@task()
+def recount_ratings(run_id: int) -> None:
+    """Count the run's gatings again and refit its ratings, after games stopped or started counting."""
+    run = Run.objects.filter(pk=run_id).first()
+    if run is None:
+        return
+    recount(run)
+    try:
+        refit(run)
+    except FitError as e:
+        log.error("run %s: the ratings cannot be refitted: %s", run.name, e)
+
+
+def rating_games_changed(run_ids) -> None:
+    """Games of these runs stopped or started counting (an account quarantined or turned off, or back;
+    games disabled or enabled): once the transaction commits, their gatings are counted again and
+    their ratings refitted, in the background."""
+    runs = sorted(set(run_ids))
+
+    def enqueue() -> None:
+        for run_id in runs:
+            try:
+                recount_ratings.enqueue(run_id)
+            except Exception:  # manage.py rate does the same by hand
+                log.exception("queueing the recount of the ratings of run %s failed", run_id)
+
+    if runs:
+        transaction.on_commit(enqueue)
 
 
 def rating_game_stored(game: RatingGame) -> None:

@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from common.settings import MatchSettings, RulesChoice, RunSettings, SearchSettings, SelfPlaySettings
+from common.settings import GatingSettings, MatchSettings, RulesChoice, RunSettings, SearchSettings, SelfPlaySettings
 
 RUN = "test"
 RANDOM_NET = f"{RUN}-random"
@@ -28,7 +28,8 @@ RATING = MatchSettings(
     max_moves=150,
     search=SearchSettings(root_noise=False, forced_playouts=False),
 )
-SETTINGS = RunSettings(selfplay=SELFPLAY, rating=RATING)
+# One account plays most tests' rating games: its games count whole (the cap's own tests set a share).
+SETTINGS = RunSettings(selfplay=SELFPLAY, rating=RATING, gating=GatingSettings(account_share=1.0))
 
 
 @dataclass

@@ -11,7 +11,8 @@ from server.runs.models import Run
 class Command(BaseCommand):
     help = (
         "Audit the contributors of a run (default: the current run): evaluate a sample of each one's recent "
-        "self-play rows with the network that played them and flag those the network does not explain."
+        "self-play rows with the network that played them and flag those the network does not explain, and "
+        "compare each one's rating games with the other accounts' on the same pairs."
     )
 
     def add_arguments(self, parser):
@@ -25,14 +26,15 @@ class Command(BaseCommand):
             raise CommandError(f"there is no run {name!r}" if name else "no run is active")
         scores = audit_run(run, seed=options["seed"])
         if not scores:
-            self.stdout.write(f"run {run.name}: no self-play games of a network with a file in the audit's period")
+            self.stdout.write(f"run {run.name}: no self-play or rating games to audit in the audit's period")
         for s in scores:
             detail = (
                 "; ".join(f"{e['statistic']} {e['value']} beyond {e['threshold']} ({e['kind']})" for e in s.evidence)
                 or s.message
             )
             self.stdout.write(
-                f"{s.user.username} on {s.network.name}: {s.verdict}, {s.rows} rows of {s.games} games"
+                f"{s.user.username} on {s.subject}: {s.verdict}, "
+                + (f"{s.rows} rows of {s.games} games" if s.kind == s.Kind.ROWS else f"{s.games} games")
                 + (f": {detail}" if detail else "")
             )
         flagged = sum(s.verdict == s.Verdict.FLAGGED for s in scores)

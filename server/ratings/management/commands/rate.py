@@ -1,4 +1,5 @@
-"""``manage.py rate``: refit a run's ratings now, or keep them fresh (``--watch``)."""
+"""``manage.py rate``: count a run's gatings again and refit its ratings now, or keep them fresh
+(``--watch``)."""
 
 from __future__ import annotations
 
@@ -8,14 +9,16 @@ from django.core.management.base import BaseCommand, CommandError
 
 from server.games.models import RatingGame
 from server.ratings.fit import FitError
+from server.ratings.promotion import recount
 from server.ratings.services import refit
 from server.runs.models import Run
 
 
 class Command(BaseCommand):
     help = (
-        "Refit the ratings of a run (default: the current run) from its rating games. With --watch, keep "
-        "running and refit whenever new rating games have come, at most every SECONDS."
+        "Count the gatings of a run (default: the current run) again from the rating games that count, and "
+        "refit its ratings. With --watch, keep running and refit whenever new rating games have come, at most "
+        "every SECONDS."
     )
 
     def add_arguments(self, parser):
@@ -39,6 +42,9 @@ class Command(BaseCommand):
             games = RatingGame.objects.filter(run=run)
             mark = (games.count(), games.order_by("-id").values_list("id", flat=True).first())
             if seen.get(run.pk) != mark:
+                for gating in recount(run):
+                    reason = (gating.doubt or {}).get("reason", "")
+                    self.stdout.write(f"run {run.name}: the gating of {gating.candidate.name} is in doubt: {reason}")
                 try:
                     networks, fit = refit(run)
                 except FitError as e:
