@@ -2,7 +2,7 @@ from django.contrib import admin
 from django.contrib.auth.admin import UserAdmin
 
 from server.accounts.models import ClientToken, User
-from server.audit.admin import lift_users, quarantine_users
+from server.audit.admin import QuarantinePermissions, lift_users, quarantine_users
 
 
 class ClientTokenInline(admin.TabularInline):
@@ -14,7 +14,7 @@ class ClientTokenInline(admin.TabularInline):
 
 
 @admin.register(User)
-class SenteUserAdmin(UserAdmin):
+class SenteUserAdmin(QuarantinePermissions, UserAdmin):
     inlines = [ClientTokenInline]
     list_display = ("username", "email", "is_staff", "is_active", "date_joined", "last_login")
     actions = [quarantine_users, lift_users]
@@ -28,7 +28,7 @@ class ClientTokenAdmin(admin.ModelAdmin):
     readonly_fields = ("key_prefix", "key_hash", "created_at", "last_used_at")
     actions = ["revoke"]
 
-    @admin.action(description="Revoke the selected tokens")
+    @admin.action(description="Revoke the selected tokens", permissions=["change"])
     def revoke(self, request, queryset):
         for token in queryset:
             token.revoke()

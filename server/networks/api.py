@@ -29,13 +29,16 @@ from server.runs.models import Run
 
 
 class CanUploadNetworks(permissions.BasePermission):
-    message = "only staff and trainer accounts (permission networks.upload_network) may upload networks"
+    message = (
+        "only accounts with the permission networks.upload_network (the trainers group) may upload networks; "
+        "being staff is not enough"
+    )
 
     def has_permission(self, request, view):
         if request.method in permissions.SAFE_METHODS:
             return True
         user = request.user
-        return bool(user and user.is_authenticated and (user.is_staff or user.has_perm("networks.upload_network")))
+        return bool(user and user.is_authenticated and user.has_perm("networks.upload_network"))
 
 
 class NetworkList(generics.ListCreateAPIView):

@@ -120,13 +120,28 @@ def test_upload_with_a_parent(uploaded, trainer):
     assert Network.objects.get(name="n2").parent.name == "n1"
 
 
-def test_staff_may_upload(run):
-    """A staff account may upload without being in the trainers group."""
-    user = User.objects.create_user("admin1", "admin1@example.org", "pw long enough 1", is_staff=True)
+def _token_client(user) -> APIClient:
     _, key = ClientToken.issue(user, "laptop")
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Token {key}")
-    assert _upload(client, "by-staff").status_code == 201
+    return client
+
+
+def test_staff_without_the_permission_cannot_upload(run):
+    """Being staff (say, a moderator of the admin's lists) is not the right to upload: a network
+    becomes what volunteers play, so uploading takes networks.upload_network; a superuser has it."""
+    from django.contrib.auth.models import Permission
+
+    staff = User.objects.create_user("admin1", "admin1@example.org", "pw long enough 1", is_staff=True)
+    response = _upload(_token_client(staff), "by-staff")
+    assert response.status_code == 403
+    assert "networks.upload_network" in _error(response)["message"]
+    assert not Network.objects.filter(name="by-staff").exists()
+    staff.user_permissions.add(Permission.objects.get(codename="upload_network"))
+    staff = User.objects.get(pk=staff.pk)  # permissions are cached on the instance
+    assert _upload(_token_client(staff), "by-staff").status_code == 201
+    root = User.objects.create_superuser("root1", "root1@example.org", "pw long enough 1")
+    assert _upload(_token_client(root), "by-root").status_code == 201
 
 
 def test_normal_user_cannot_upload(run, alice):
