@@ -416,9 +416,11 @@ REST_FRAMEWORK = {
         "login": env_str("SENTE_THROTTLE_LOGIN", "10/min"),
         # Filtered exports of games (each may stream many megabytes), per address.
         "exports": env_str("SENTE_THROTTLE_EXPORTS", "30/hour"),
-        # Password checks per username, from every address together: high enough that no single
-        # address (held to "login") can lock an account, low enough to bound guesses from many.
-        "login_username": env_str("SENTE_THROTTLE_LOGIN_USERNAME", "100/min"),
+        # Password checks per (address, username), in several windows (server.accounts.throttling);
+        # never per username alone, which strangers could fill to lock its owner out.
+        "login_pair": env_str("SENTE_THROTTLE_LOGIN_PAIR", "5/min,20/hour,100/day"),
+        # Sign-ups per address (each sends a mail).
+        "signup": env_str("SENTE_THROTTLE_SIGNUP", "20/hour"),
     },
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,

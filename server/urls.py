@@ -15,6 +15,7 @@ urlpatterns = [
     path("admin/login/", account_views.admin_login),  # the admin's own, rate limited
     path("admin/", admin.site.urls),
     path("accounts/signup/", account_views.signup, name="signup"),
+    path("accounts/signup/confirm/<str:token>/", account_views.signup_confirm, name="signup_confirm"),
     path("accounts/login/", account_views.login_page, name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("accounts/password/", account_views.password_change, name="password_change"),
@@ -23,7 +24,7 @@ urlpatterns = [
     path("accounts/password/reset/sent/", auth_views.PasswordResetDoneView.as_view(), name="password_reset_done"),
     path(
         "accounts/reset/<uidb64>/<token>/",
-        auth_views.PasswordResetConfirmView.as_view(),
+        account_views.password_reset_confirm,  # its new password revokes the client tokens
         name="password_reset_confirm",
     ),
     path("accounts/reset/done/", auth_views.PasswordResetCompleteView.as_view(), name="password_reset_complete"),

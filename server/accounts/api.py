@@ -12,8 +12,8 @@ from rest_framework.views import APIView
 
 from server.accounts.models import ClientToken
 from server.accounts.selectors import contributed
+from server.accounts.throttling import password_check_passed, password_check_wait
 from server.api.errors import ApiError
-from server.api.throttling import password_check_wait
 from server.api.users import request_user
 
 
@@ -34,7 +34,8 @@ class TokenResponse(serializers.Serializer):
 
 class TokenView(APIView):
     """Exchange a username and password for a new client token. Limited per client address (the
-    ``login`` scope) and per username tried, on the counters the website's login form uses."""
+    ``login`` scope) and per address and username tried (the ``login_pair`` rates), on the counters
+    the website's login form uses; a right password forgets the pair's failures."""
 
     authentication_classes: list = []
     permission_classes = [AllowAny]
@@ -44,12 +45,14 @@ class TokenView(APIView):
     def post(self, request):
         data = TokenRequest(data=request.data)
         data.is_valid(raise_exception=True)
-        wait = password_check_wait(request, data.validated_data["username"], address=False)
+        username = data.validated_data["username"]
+        wait = password_check_wait(request, username, address=False)
         if wait is not None:
             raise exceptions.Throttled(wait)
-        user = authenticate(request, username=data.validated_data["username"], password=data.validated_data["password"])
+        user = authenticate(request, username=username, password=data.validated_data["password"])
         if user is None:
             raise ApiError("wrong username or password", code="bad_credentials", status_code=401)
+        password_check_passed(request, username)
         token, key = ClientToken.issue(user, data.validated_data["name"])
         return Response(
             {"token": key, "name": token.name, "username": user.username, "created_at": token.created_at},

@@ -1,10 +1,15 @@
 from django import forms
-from django.contrib.auth.forms import UserCreationForm
+from django.contrib.auth import forms as auth_forms
 
+from server.accounts import services
 from server.accounts.models import User
 
 
-class SignUpForm(UserCreationForm):
+class SignUpForm(auth_forms.UserCreationForm):
+    """The sign-up's fields and checks. Whether the address has an account is never one of them (a
+    link mailed to it makes the account: ``services.sign_up``); the username is public, so a taken
+    one is said."""
+
     email = forms.EmailField(required=True, help_text="for password resets and news about the run; never shown")
 
     class Meta:
@@ -12,10 +17,28 @@ class SignUpForm(UserCreationForm):
         fields = ("username", "email")
 
     def clean_email(self):
-        email = self.cleaned_data["email"].strip()
-        if User.objects.filter(email__iexact=email).exists():
-            raise forms.ValidationError("an account with this email address exists already")
-        return email
+        return self.cleaned_data["email"].strip()
+
+
+class _RevokesTokens:
+    """A password form whose save sets the password with ``services.set_password``: every client
+    token of the account is revoked in the same transaction (``revoked``: how many)."""
+
+    user: User
+    cleaned_data: dict
+    revoked = 0
+
+    def save(self, commit: bool = True) -> User:
+        self.revoked = services.set_password(self.user, self.cleaned_data["new_password1"])
+        return self.user
+
+
+class PasswordChangeForm(_RevokesTokens, auth_forms.PasswordChangeForm):
+    pass
+
+
+class SetPasswordForm(_RevokesTokens, auth_forms.SetPasswordForm):
+    """The new password of a password reset."""
 
 
 class PasswordConfirmedForm(forms.Form):

@@ -1,8 +1,9 @@
-"""Users and their client tokens.
+"""Users, their client tokens, and the links mailed to finish a sign-up or an e-mail change.
 
 A token is shown once, when it is made; the database keeps only its sha256 (and a short prefix to
 tell tokens apart), so a copy of the database gives nobody a way in. A user has any number of named
-tokens (one per machine, say) and can revoke each.
+tokens (one per machine, say) and can revoke each. A mailed link's key is kept the same way, by its
+sha256 alone, with the time it was used: a link works once.
 """
 
 from __future__ import annotations
@@ -69,3 +70,33 @@ class ClientToken(models.Model):
         if self.revoked_at is None:
             self.revoked_at = timezone.now()
             self.save(update_fields=["revoked_at"])
+
+
+class SignUp(models.Model):
+    """A sign-up waiting for its mailed link: the account is made only when the link is opened, so
+    that the sign-up page answers alike whether or not its address has an account."""
+
+    username = models.CharField(max_length=150)
+    email = models.EmailField()
+    password = models.CharField(max_length=128, help_text="the password's hash, as the account will keep it")
+    key_hash = models.CharField(max_length=64, unique=True, help_text="sha256 of the key in the mailed link")
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    used_at = models.DateTimeField(null=True, blank=True, help_text="when the link made the account")
+
+    def __str__(self) -> str:
+        return f"sign-up of {self.username} <{self.email}>"
+
+
+class EmailChange(models.Model):
+    """A new address asked for, waiting for the link mailed to it; bound to the address the account
+    had when it was asked, and used once."""
+
+    user = models.ForeignKey(User, on_delete=models.CASCADE, related_name="email_changes")
+    email = models.EmailField(help_text="the new address")
+    old_email = models.EmailField(blank=True, help_text="the account's address when the change was asked")
+    key_hash = models.CharField(max_length=64, unique=True, help_text="sha256 of the key in the mailed link")
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    used_at = models.DateTimeField(null=True, blank=True, help_text="when the link changed the address")
+
+    def __str__(self) -> str:
+        return f"{self.user.username}: {self.old_email} -> {self.email}"

@@ -1,9 +1,11 @@
 """Web pages of accounts: sign up, the account page (a new e-mail address, deletion) and the client
 tokens of the signed-in user (login, logout, password change and password reset by e-mail are
-Django's own views; the forms that check a password, the admin's login among them, and the
-password reset form, which sends mail, are rate limited like the API's token request).
+Django's own views, with forms whose new password revokes every client token; the forms that check
+a password, the admin's login among them, and the password reset form, which sends mail, are rate
+limited like the API's token request: :mod:`server.accounts.throttling`).
 
-Sign-up is not: it checks no password, so it cannot be used to guess one."""
+Sign-up is rate limited per address, and says nothing of whether its e-mail address has an account:
+the page answers the same either way, and the mail tells the address's owner what happened."""
 
 from __future__ import annotations
 
@@ -23,18 +25,28 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
 
 from server.accounts import services
-from server.accounts.forms import DeleteAccountForm, EmailChangeForm, SignUpForm, TokenForm
+from server.accounts.forms import (
+    DeleteAccountForm,
+    EmailChangeForm,
+    PasswordChangeForm,
+    SetPasswordForm,
+    SignUpForm,
+    TokenForm,
+)
 from server.accounts.models import ClientToken, User
-from server.api.throttling import password_check_wait
+from server.accounts.throttling import password_check_passed, password_check_wait, signup_wait
 from server.dashboard.paging import friendly, paginate
 
 TOKENS_PER_PAGE = 25
+PASSWORDS_REFUSED = "This address tried too many passwords, or too many for this account, in a short time."
 
 
-def checks_password(username_of: Callable[[HttpRequest], str | None]):
-    """A view whose POSTs check a password: each counts on the login counters (the client's address
-    and the username, :func:`password_check_wait`); one over the ``login`` rate is answered 429 with
-    ``Retry-After`` and a page saying when to try again, before the password is looked at."""
+def checks_password(username_of: Callable[[HttpRequest], str | None], success_clears: bool = True):
+    """A view whose POSTs check a password: each counts on the login counters (the client's address,
+    and the address with the username: :func:`password_check_wait`); one over a rate is answered 429
+    with ``Retry-After`` and a page saying when to try again, before the password is looked at. With
+    ``success_clears``, a POST answered with a redirect (the password was right) forgets the
+    username's failures from that address."""
 
     def decorate(view):
         @functools.wraps(view)
@@ -43,20 +55,24 @@ def checks_password(username_of: Callable[[HttpRequest], str | None]):
             if username is not None:
                 wait = password_check_wait(request, username)
                 if wait is not None:
-                    return _too_many_attempts(request, wait)
-            return view(request, *args, **kwargs)
+                    return _too_many(request, wait, "password attempts", PASSWORDS_REFUSED)
+            response = view(request, *args, **kwargs)
+            if username is not None and success_clears and response.status_code == 302:
+                password_check_passed(request, username)
+            return response
 
         return wrapped
 
     return decorate
 
 
-def _too_many_attempts(request: HttpRequest, wait: float) -> HttpResponse:
+def _too_many(request: HttpRequest, wait: float, what: str, reason: str) -> HttpResponse:
+    """The 429 page: too many ``what`` (for the reason given); when to try again."""
     seconds = max(1, math.ceil(wait))
     response = render(
         request,
         "registration/throttled.html",
-        {"seconds": seconds, "at": timezone.now() + timedelta(seconds=seconds)},
+        {"seconds": seconds, "at": timezone.now() + timedelta(seconds=seconds), "what": what, "reason": reason},
         status=429,
     )
     response["Retry-After"] = str(seconds)
@@ -76,22 +92,48 @@ def _typed_email(request: HttpRequest) -> str:
 
 
 login_page = checks_password(_typed_username)(auth_views.LoginView.as_view())
-# Each POST sends a mail (when the address is an account's): counted like a password check.
-password_reset = checks_password(_typed_email)(auth_views.PasswordResetView.as_view())
+# Each POST sends a mail (when the address is an account's): counted like a password check, and
+# never forgotten (the answer is a redirect whatever the address).
+password_reset = checks_password(_typed_email, success_clears=False)(auth_views.PasswordResetView.as_view())
+password_reset_confirm = auth_views.PasswordResetConfirmView.as_view(form_class=SetPasswordForm)
 admin_login = checks_password(_typed_username)(admin.site.login)
-password_change = checks_password(_own_username)(auth_views.PasswordChangeView.as_view())
+password_change = checks_password(_own_username)(auth_views.PasswordChangeView.as_view(form_class=PasswordChangeForm))
 
 
 @require_http_methods(["GET", "POST"])
 def signup(request: HttpRequest) -> HttpResponse:
+    """The sign-up form; a valid one is answered with the same page whether or not its address has
+    an account (the mail sent there says which: ``services.sign_up``)."""
     if request.user.is_authenticated:
         return redirect("home")
+    if request.method == "POST":
+        wait = signup_wait(request)
+        if wait is not None:
+            return _too_many(request, wait, "sign-ups", "This address sent too many sign-ups in a short time.")
     form = SignUpForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
-        user = form.save()
-        login(request, user, backend="django.contrib.auth.backends.ModelBackend")
-        return redirect("home")
+        email = form.cleaned_data["email"]
+        services.sign_up(
+            form.cleaned_data["username"], email, form.cleaned_data["password1"], request.build_absolute_uri
+        )
+        return render(request, "accounts/signup_sent.html", {"email": email, "days": services.LINK_LIFE})
     return render(request, "accounts/signup.html", {"form": form})
+
+
+@never_cache
+@require_http_methods(["GET", "POST"])
+def signup_confirm(request: HttpRequest, token: str) -> HttpResponse:
+    """GET shows what the link does (mail scanners open links; they do not press buttons); POST makes
+    the account and logs it in."""
+    if request.method == "POST":
+        try:
+            user = services.confirm_sign_up(token)
+        except services.SignUpError as e:
+            return render(request, "accounts/signup_confirm.html", {"error": str(e)}, status=400)
+        login(request, user, backend="django.contrib.auth.backends.ModelBackend")
+        messages.success(request, f"Welcome, {user.username}: your account is made, and you are logged in.")
+        return redirect("home")
+    return render(request, "accounts/signup_confirm.html", {"token": token})
 
 
 class AuthenticatedHttpRequest(HttpRequest):
@@ -165,7 +207,7 @@ def email_change(request: AuthenticatedHttpRequest) -> HttpResponse:
         messages.success(
             request,
             f"A link to confirm {form.cleaned_data['email']} is on its way there; "
-            "your address changes when you open it.",
+            f"your address changes when you open it (it works once, within {services.LINK_LIFE}).",
         )
         return redirect("account")
     return render(request, "accounts/email_change.html", {"form": form})

@@ -3,11 +3,8 @@ the view's own scope (``throttle_scope``: task requests, game uploads, password 
 (per address when nobody is signed in). Rates are settings (``SENTE_THROTTLE_*``, DRF's
 ``DEFAULT_THROTTLE_RATES``), e.g. ``600/min``.
 
-Every check of a password (the API's token request, the website's and the admin's login forms, the
-password change) counts on two counters (:func:`password_check_wait`): the ``login`` scope's per
-client address, and ``login_username`` per username tried, from every address together, so that
-guesses at one account from many addresses are bounded too. The second rate is the higher: one
-address, held to the first, cannot lock anyone out.
+The password checks and sign-ups count on counters of their own, built on :func:`count`
+(``server.accounts.throttling``).
 
 Counting is by fixed windows in the default cache, all of a request's counters in one round trip:
 one small Lua script on Redis (production, shared by every worker), ``add`` + ``incr`` on other
@@ -16,7 +13,6 @@ caches. A request over any limit is answered 429 with ``Retry-After`` (the end o
 
 from __future__ import annotations
 
-import hashlib
 import time
 
 from django.core.cache import caches
@@ -67,12 +63,17 @@ def _redis_script():
     return entry[1]
 
 
+def _windows(limits: list[tuple[str, int, int]], now: float) -> list[tuple[str, int, int]]:
+    """Each (key, count, seconds) counter with its key for the window that holds ``now``."""
+    return [(f"{key}:{int(now // seconds)}", most, seconds) for key, most, seconds in limits]
+
+
 def count(limits: list[tuple[str, int, int]]) -> float | None:
     """Count one request on each (key, count, seconds) counter's current window; the seconds until
     the last of the windows whose count is exceeded ends, or None when none is."""
     now = time.time()
     cache = caches["default"]
-    keys = [(f"{key}:{int(now // seconds)}", most, seconds) for key, most, seconds in limits]
+    keys = _windows(limits, now)
     script = _redis_script()
     if script is not None:
         counts = script(
@@ -95,29 +96,18 @@ def count(limits: list[tuple[str, int, int]]) -> float | None:
     return wait
 
 
-def _limit(scope: str, ident: object) -> tuple[str, int, int] | None:
+def forget(limits: list[tuple[str, int, int]]) -> None:
+    """Start these counters' current windows afresh (after a success that ends what they count)."""
+    caches["default"].delete_many([key for key, _, _ in _windows(limits, time.time())])
+
+
+def limit(scope: str, ident: object) -> tuple[str, int, int] | None:
+    """The (key, count, seconds) counter of ``ident`` under the scope's rate; None when it has none."""
     rate = _rates().get(scope)
     if not rate:
         return None
     most, seconds = parse_rate(rate)
     return f"throttle:{scope}:{ident}", most, seconds
-
-
-def password_check_wait(request, username: str, address: bool = True) -> float | None:
-    """Count a password check for ``username`` (whatever was typed, compared without case: the
-    ``login_username`` rate) and, with ``address``, for the client's address (the ``login`` rate);
-    the seconds to wait when either is over its rate, else None. A check the address's rate refuses
-    does not count for the username, so that one address cannot spend an account's allowance. The
-    address counter is the one the API's token request counts on (its ``throttle_scope``, checked
-    before the view), which therefore passes ``address=False``."""
-    if address:
-        limit = _limit("login", f"ip:{BaseThrottle().get_ident(request)}")
-        wait = count([limit]) if limit is not None else None
-        if wait is not None:
-            return wait  # refused before any password is looked at: the username's count is not spent
-    name = hashlib.sha256(username.casefold().encode("utf-8", "surrogatepass")).hexdigest()[:32]
-    limit = _limit("login_username", name)
-    return count([limit]) if limit is not None else None
 
 
 class RateLimits(BaseThrottle):

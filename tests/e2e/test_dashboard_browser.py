@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import os
+import re
 import shutil
 from datetime import timedelta
 from pathlib import Path
@@ -207,7 +208,7 @@ def test_the_website_in_a_browser(server, chromium, tmp_path, settings):
     data["moves"] = played[1].metadata["moves"]
     screens = Screens(ARTIFACTS / "screenshots")
     try:
-        errors, outside = in_a_thread(browse, chromium, server.url, data, screens)
+        errors, outside = in_a_thread(browse, chromium, server.url, data, screens, server.log_path)
     finally:
         screens.keep()
     assert errors == [], errors
@@ -215,20 +216,20 @@ def test_the_website_in_a_browser(server, chromium, tmp_path, settings):
     assert ClientToken.objects.filter(user__username="carol", name="gpu-box").count() == 1
 
 
-def browse(chromium: str, url: str, data: dict, screens: Screens) -> tuple[list[str], list[str]]:
+def browse(chromium: str, url: str, data: dict, screens: Screens, server_log: Path) -> tuple[list[str], list[str]]:
     """Everything the browser does; returns the pages' script errors and the addresses they asked
-    for outside the server."""
+    for outside the server. The server's mails are in its log (Django's console mail backend)."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=chromium, args=ARGS)
         try:
-            return _browse(browser, url, data, screens)
+            return _browse(browser, url, data, screens, server_log)
         finally:
             browser.close()
 
 
-def _browse(browser, url: str, data: dict, screens: Screens) -> tuple[list[str], list[str]]:
+def _browse(browser, url: str, data: dict, screens: Screens, server_log: Path) -> tuple[list[str], list[str]]:
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     page = context.new_page()
     errors: list[str] = []
@@ -433,12 +434,16 @@ def _browse(browser, url: str, data: dict, screens: Screens) -> tuple[list[str],
             "#move-info"
         )
 
-        # sign up, then make a client token, which the API takes
+        # sign up, open the link the server mailed, then make a client token, which the API takes
         page.goto(url + "/accounts/signup/")
         page.fill('input[name="username"]', "carol")
         page.fill('input[name="email"]', "carol@example.org")
         page.fill('input[name="password1"]', "correct horse battery 42")
         page.fill('input[name="password2"]', "correct horse battery 42")
+        page.click('form.form button[type="submit"]')
+        assert page.inner_text("h1") == "Check your mail"
+        link = re.findall(r"https?://\S+/accounts/signup/confirm/\S+/", server_log.read_text(errors="replace"))[-1]
+        page.goto(link)
         page.click('form.form button[type="submit"]')
         page.wait_for_url(url + "/")
         assert page.inner_text("nav a.me") == "carol"

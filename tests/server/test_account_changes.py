@@ -28,8 +28,21 @@ def _logged_in(user: User) -> Client:
     return web
 
 
-def test_a_forgotten_password_is_reset_by_e_mail(alice, mailoutbox):
-    user, _ = alice
+def _task_request(api: APIClient):
+    """POST /api/v1/tasks/ as the client asks for work."""
+    return api.post(
+        "/api/v1/tasks/",
+        {"client_version": "0.1.0", "client_instance_id": "machine-1", "kinds": ["selfplay"], "games": 1},
+        format="json",
+    )
+
+
+def test_a_forgotten_password_is_reset_by_e_mail(run, alice, mailoutbox):
+    """The reset link sets a new password, works once, and revokes every client token of the account
+    in the same step: the old token's next task request is refused 401."""
+    user, api = alice
+    ClientToken.issue(user, "second machine")
+    assert _task_request(api).status_code == 201
     web = Client()
     assert 'href="/accounts/password/reset/"' in web.get("/accounts/login/").content.decode()
     sent = web.post("/accounts/password/reset/", {"email": "ALICE@example.org"})  # any case
@@ -44,23 +57,72 @@ def test_a_forgotten_password_is_reset_by_e_mail(alice, mailoutbox):
     new = "a brand new password 7"
     done = web.post(form.redirect_chain[-1][0], {"new_password1": new, "new_password2": new})
     assert done.status_code == 302 and done["Location"] == "/accounts/reset/done/"
+    page = " ".join(web.get(done["Location"]).content.decode().split())
+    assert "your clients must log in again: run <code>sente contribute</code> and give your password once" in page
     user.refresh_from_db()
     assert user.check_password(new)
+    refused = _task_request(api)
+    assert refused.status_code == 401 and "revoked" in refused.json()["error"]["message"]
+    assert not ClientToken.objects.filter(user=user, revoked_at__isnull=True).exists()
+    revoked = {t.revoked_at for t in ClientToken.objects.filter(user=user)}
+    assert len(revoked) == 1  # both at once, in the transaction that set the password
     assert "cannot be used" in web.get(link, follow=True).content.decode()  # the link works once
     # An address no account has sends nothing, and says the same (no way to find who has an account).
     other = web.post("/accounts/password/reset/", {"email": "nobody@example.org"})
     assert other.status_code == 302 and len(mailoutbox) == 1
 
 
-def test_reset_requests_are_rate_limited(alice, mailoutbox, settings):
-    from server.api.throttling import parse_rate
+def test_a_password_change_revokes_every_client_token(run, alice, bob):
+    """The password change page revokes the account's client tokens with the new password: the old
+    token's next task request is refused 401, a token made with the new password works, and other
+    accounts' tokens are untouched."""
+    user, api = alice
+    _, other = bob
+    assert _task_request(api).status_code == 201
+    web = _logged_in(user)
+    new = "a brand new password 7"
+    changed = web.post("/accounts/password/", {"old_password": PASSWORD, "new_password1": new, "new_password2": new})
+    assert changed.status_code == 302
+    assert "your clients must log in again" in web.get(changed["Location"]).content.decode()
+    refused = _task_request(api)
+    assert refused.status_code == 401 and refused.json()["error"]["code"] == "authentication_failed"
+    assert _task_request(other).status_code == 201
+    login = APIClient().post("/api/v1/auth/token/", {"username": "alice", "password": new}, format="json")
+    assert login.status_code == 201
+    fresh = APIClient()
+    fresh.credentials(HTTP_AUTHORIZATION=f"Token {login.json()['token']}")
+    assert _task_request(fresh).status_code == 201
 
-    LOGIN_ATTEMPTS, _ = parse_rate(settings.REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"]["login"])
+
+def test_a_refused_password_change_keeps_the_tokens(run, alice):
+    """A change the form refuses (wrong old password, new ones that differ) revokes nothing."""
+    user, api = alice
+    web = _logged_in(user)
+    for old, second in ((PASSWORD, "another one entirely 8"), ("not it", "a brand new password 7")):
+        response = web.post(
+            "/accounts/password/",
+            {"old_password": old, "new_password1": "a brand new password 7", "new_password2": second},
+        )
+        assert response.status_code == 200
+    assert _task_request(api).status_code == 201
+
+
+def test_reset_requests_are_rate_limited(alice, bob, mailoutbox):
+    """Reset requests count like password checks: from one address, 5 a minute for one e-mail address
+    (the first ``login_pair`` window), 10 a minute in all (``login``, which counts refused ones too);
+    each one over is answered 429 and sends nothing. A reset never clears the count (its answer is
+    the same for every address)."""
     web = Client()
-    answers = [web.post("/accounts/password/reset/", {"email": "alice@example.org"}) for _ in range(LOGIN_ATTEMPTS + 1)]
-    assert [a.status_code for a in answers[:-1]] == [302] * LOGIN_ATTEMPTS
+    answers = [web.post("/accounts/password/reset/", {"email": "alice@example.org"}) for _ in range(6)]
+    assert [a.status_code for a in answers[:-1]] == [302] * 5
     assert answers[-1].status_code == 429 and "Retry-After" in answers[-1]
-    assert len(mailoutbox) == LOGIN_ATTEMPTS
+    assert len(mailoutbox) == 5
+    others = [web.post("/accounts/password/reset/", {"email": f"x{n}@example.org"}) for n in range(3)]
+    assert [a.status_code for a in others] == [302] * 3
+    # the address's 10th request this minute (the refused one counts for the address)
+    assert web.post("/accounts/password/reset/", {"email": "bob@example.org"}).status_code == 302
+    assert web.post("/accounts/password/reset/", {"email": "bob@example.org"}).status_code == 429  # the address's
+    assert [m.to for m in mailoutbox[5:]] == [["bob@example.org"]]
 
 
 def test_a_new_e_mail_address_is_taken_once_confirmed_from_it(alice, bob, mailoutbox):
@@ -92,9 +154,13 @@ def test_a_new_e_mail_address_is_taken_once_confirmed_from_it(alice, bob, mailou
 
 
 def test_an_old_or_overtaken_confirmation_link_is_refused(alice, mailoutbox):
-    from django.core import signing
+    """A link sent while the account had another address is refused, and so is one older than three
+    days; neither changes anything."""
+    from datetime import timedelta
 
-    from server.accounts import services
+    from django.utils import timezone
+
+    from server.accounts.models import EmailChange
 
     user, _ = alice
     web = _logged_in(user)
@@ -104,15 +170,38 @@ def test_an_old_or_overtaken_confirmation_link_is_refused(alice, mailoutbox):
     assert Client().post(second).status_code == 302
     stale = Client().post(first)  # the address changed since the first link was sent
     assert stale.status_code == 400 and "changed since this link was sent" in stale.content.decode()
-    old = signing.dumps(
-        {"user": user.pk, "email": "x@example.org", "old": "second@example.org"}, salt=services.EMAIL_CHANGE_SALT
+    web.post("/accounts/email/", {"email": "third@example.org", "password": PASSWORD})
+    third = _link(mailoutbox[-1])
+    EmailChange.objects.filter(email="third@example.org").update(
+        created_at=timezone.now() - timedelta(days=3, seconds=1)
     )
-    signer = signing.TimestampSigner(salt=services.EMAIL_CHANGE_SALT)
-    signer.timestamp = lambda: signing.b62_encode(0)  # signed in 1970
-    expired = signer.sign_object({"user": user.pk, "email": "x@example.org", "old": "second@example.org"})
-    with pytest.raises(services.EmailChangeError, match="more than three days old"):
-        services.confirm_email_change(expired)
-    assert services.confirm_email_change(old).email == "x@example.org"
+    old = Client().post(third)
+    assert old.status_code == 400 and "more than three days old" in old.content.decode()
+    user.refresh_from_db()
+    assert user.email == "second@example.org"
+
+
+def test_an_e_mail_change_link_works_once(alice, mailoutbox):
+    """The second use of a confirmation link fails with a page saying so, even after the address went
+    back to the one the link was sent from (the link is bound to that address and used once)."""
+    user, _ = alice
+    web = _logged_in(user)
+    web.post("/accounts/email/", {"email": "new@example.org", "password": PASSWORD})
+    link = _link(mailoutbox[0])
+    assert Client().post(link).status_code == 302
+    again = Client().post(link)
+    assert again.status_code == 400
+    text = again.content.decode()
+    assert "This link was used already" in text and "each link works once" in text
+    # back to the first address, by a second change: the first link still works no more
+    web.post("/accounts/email/", {"email": "alice@example.org", "password": PASSWORD})
+    assert Client().post(_link(mailoutbox[-1])).status_code == 302
+    user.refresh_from_db()
+    assert user.email == "alice@example.org"
+    replayed = Client().post(link)
+    assert replayed.status_code == 400 and "used already" in replayed.content.decode()
+    user.refresh_from_db()
+    assert user.email == "alice@example.org"
 
 
 def test_a_deleted_account_keeps_its_games_under_an_anonymous_name(run, alice, selfplay_games, mailoutbox):
@@ -139,24 +228,21 @@ def test_a_deleted_account_keeps_its_games_under_an_anonymous_name(run, alice, s
     assert set(TrainingGame.objects.filter(user=user).values_list("pk", flat=True)) == {g.pk for g in games}
     board = Client().get("/contributors/?period=all").content.decode()
     assert user.username in board and ">alice<" not in board
-    # The name is free again; the address too.
-    assert (
-        Client()
-        .post(
-            "/accounts/signup/",
-            {
-                "username": "alice",
-                "email": "alice@example.org",
-                "password1": "x" * 20 + "1",
-                "password2": "x" * 20 + "1",
-            },
-        )
-        .status_code
-        == 302
-    )
-    # A reset asked for the old address reaches nobody.
+    # The name is free again; the address too: a sign-up with them mails the link that makes the account.
+    signup = {
+        "username": "alice",
+        "email": "alice@example.org",
+        "password1": "x" * 20 + "1",
+        "password2": "x" * 20 + "1",
+    }
+    assert Client().post("/accounts/signup/", signup).status_code == 200
+    (mail,) = mailoutbox
+    assert mail.subject == "Finish signing up to Sente"
+    assert Client().post(_link(mail)).status_code == 302
+    # A reset asked for the old address reaches nobody but the new alice.
     Client().post("/accounts/password/reset/", {"email": "alice@example.org"})
-    assert [m.to for m in mailoutbox] == [["alice@example.org"]]  # the new alice's account, not the deleted one
+    assert [m.to for m in mailoutbox] == [["alice@example.org"]] * 2  # the new alice's account, not the deleted one
+    assert "Choose a new password" in mailoutbox[-1].subject
     assert User.objects.get(email="alice@example.org").deleted_at is None
 
 

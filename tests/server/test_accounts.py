@@ -1,9 +1,10 @@
-"""Accounts: the web pages (sign-up, login, logout, password change), client tokens from
-``POST /api/v1/auth/token/``, token authentication and the signed-in user's totals."""
+"""Accounts: the web pages (sign-up and its mailed link, login, logout, password change), client
+tokens from ``POST /api/v1/auth/token/``, token authentication and the signed-in user's totals."""
 
 from __future__ import annotations
 
 import hashlib
+import re
 from datetime import timedelta
 
 import pytest
@@ -13,7 +14,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 from rest_framework.test import APIClient
 
-from server.accounts.models import ClientToken, User
+from server.accounts.models import ClientToken, SignUp, User
 from server.distribution.models import Task
 from server.games.models import RatingGame, TrainingGame
 from server.networks.models import Network
@@ -46,11 +47,27 @@ def test_signup_page_shows_the_form(web):
         assert field in html
 
 
-def test_signup_creates_the_user_and_logs_in(web):
-    """A valid sign-up makes an active user with a hashed password and logs them in."""
+def _link(message) -> str:
+    """The site's path in a mail's text."""
+    return re.search(r"https?://[^/\s]+(/\S+)", message.body).group(1)
+
+
+def test_signup_mails_a_link_that_makes_the_user_and_logs_in(web, mailoutbox):
+    """A valid sign-up makes no user yet: it answers "check your mail" and mails the address a link;
+    opening the link shows a button and changes nothing; pressing it makes an active user with a
+    hashed password and logs them in."""
     response = web.post("/accounts/signup/", _signup_data())
-    assert response.status_code == 302
-    assert response["Location"] == "/"
+    assert response.status_code == 200
+    assert "Check your mail" in response.content.decode() and "carol@example.org" in response.content.decode()
+    assert not User.objects.filter(username="carol").exists() and _session_user_id(web) is None
+    (mail,) = mailoutbox
+    assert mail.to == ["carol@example.org"] and mail.subject == "Finish signing up to Sente"
+    assert "Hello carol" in mail.body and "within three days" in mail.body
+    link = _link(mail)
+    assert "Make my account" in web.get(link).content.decode()  # mail scanners open links
+    assert not User.objects.filter(username="carol").exists()
+    made = web.post(link)
+    assert made.status_code == 302 and made["Location"] == "/"
     user = User.objects.get(username="carol")
     assert user.email == "carol@example.org"
     assert user.is_active and not user.is_staff and not user.is_superuser
@@ -59,25 +76,107 @@ def test_signup_creates_the_user_and_logs_in(web):
     assert _session_user_id(web) == str(user.pk)
     # the front page now knows them
     assert "carol" in web.get("/").content.decode()
+    # the database keeps the link's hash, never its key
+    assert not SignUp.objects.filter(key_hash__contains=link.rstrip("/").rsplit("/", 1)[1]).exists()
 
 
-def test_signup_refuses_an_email_in_use(web, alice):
-    """An email address that has an account already (any case) is refused and no user is made."""
-    before = User.objects.count()
-    response = web.post("/accounts/signup/", _signup_data(email="ALICE@example.org"))
-    assert response.status_code == 200
-    assert "email" in response.context["form"].errors
-    assert "exists already" in response.content.decode()
-    assert User.objects.count() == before
-    assert _session_user_id(web) is None
+def test_signup_with_a_registered_email_answers_as_with_a_new_one(web, alice, mailoutbox):
+    """An address that has an account (any case) gets the very same page as a new one (status,
+    headers, body but the address typed, no cookie, no session); no account or sign-up is made for
+    it, and its owner is mailed that someone tried, with how to log in or reset the password."""
+    new, registered = "carla@example.org", "ALICE@example.org"  # of the same length
+    assert len(new) == len(registered)
+    answers = []
+    for email in (new, registered):
+        client = Client()
+        response = client.post("/accounts/signup/", _signup_data(username="carol", email=email))
+        answers.append((response, email, client))
+    (first, first_email, first_client), (second, second_email, second_client) = answers
+    assert first.status_code == second.status_code == 200
+    assert dict(first.headers) == dict(second.headers)
+    assert first.content.replace(first_email.encode(), b"@") == second.content.replace(second_email.encode(), b"@")
+    assert first.cookies.keys() == second.cookies.keys() and not first.cookies
+    assert _session_user_id(first_client) is None and _session_user_id(second_client) is None
+    assert User.objects.filter(email__iexact="alice@example.org").count() == 1
+    assert not User.objects.filter(username="carol").exists()
+    assert list(SignUp.objects.values_list("email", flat=True)) == [new]
+    to_new, to_owner = mailoutbox
+    assert to_new.to == [new] and to_new.subject == "Finish signing up to Sente"
+    assert to_owner.to == ["alice@example.org"]
+    assert to_owner.subject == "Someone tried to sign up to Sente with your address"
+    body = to_owner.body
+    assert "Hello alice" in body and "no other account was made" in body and "If it was you, log in" in body
+    assert "http://testserver/accounts/login/" in body and "http://testserver/accounts/password/reset/" in body
+    assert "/accounts/signup/confirm/" not in body  # nothing in it makes an account
 
 
-def test_signup_refuses_a_username_in_use(web, alice):
-    """A taken username is refused."""
+def test_a_signup_link_works_once(web, mailoutbox):
+    """The second use of a sign-up link fails with a page saying it was used, and makes nothing."""
+    web.post("/accounts/signup/", _signup_data())
+    link = _link(mailoutbox[0])
+    assert Client().post(link).status_code == 302
+    again = Client().post(link)
+    assert again.status_code == 400
+    text = again.content.decode()
+    assert "This link was used already" in text and "each link works once" in text and "carol" in text
+    assert User.objects.filter(username="carol").count() == 1
+
+
+def test_a_signup_link_expires_and_must_be_whole(web, mailoutbox):
+    """A link older than three days, or cut short, makes no account and says why."""
+    web.post("/accounts/signup/", _signup_data())
+    link = _link(mailoutbox[0])
+    cut = Client().post(link[:-4] + "/")
+    assert cut.status_code == 400 and "not one the site sent" in cut.content.decode()
+    SignUp.objects.update(created_at=timezone.now() - timedelta(days=3, minutes=1))
+    old = Client().post(link)
+    assert old.status_code == 400 and "more than three days old" in old.content.decode()
+    assert not User.objects.filter(username="carol").exists()
+
+
+def test_a_signup_link_refuses_a_name_or_address_taken_since(web, mailoutbox):
+    """Two sign-ups with one name: the first link opened makes the account, the second says the name
+    was taken; an address that became an account's meanwhile is refused too."""
+    web.post("/accounts/signup/", _signup_data(email="one@example.org"))
+    web.post("/accounts/signup/", _signup_data(email="two@example.org"))
+    web.post("/accounts/signup/", _signup_data(username="other", email="one@example.org"))
+    first, second, third = (_link(m) for m in mailoutbox)
+    assert Client().post(first).status_code == 302
+    taken = Client().post(second)
+    assert taken.status_code == 400 and "name carol was taken since you signed up" in taken.content.decode()
+    address = Client().post(third)
+    assert address.status_code == 400 and "has become an account&#x27;s address" in address.content.decode()
+    assert list(User.objects.filter(username__in=["carol", "other"]).values_list("email", flat=True)) == [
+        "one@example.org"
+    ]
+
+
+def test_signup_is_rate_limited_per_address(web, mailoutbox, settings):
+    """Sign-ups count per client address: past the ``signup`` rate the next one is answered 429 with
+    Retry-After, sends no mail and stores nothing; another address signs up."""
+    from server.api.throttling import parse_rate
+
+    most, _ = parse_rate(settings.REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"]["signup"])
+    assert most == 20
+    for n in range(most):
+        response = web.post("/accounts/signup/", _signup_data(username=f"user{n}", email=f"user{n}@example.org"))
+        assert response.status_code == 200, n
+    over = web.post("/accounts/signup/", _signup_data(username="user20", email="user20@example.org"))
+    assert over.status_code == 429 and int(over["Retry-After"]) > 60
+    assert "Too many sign-ups" in over.content.decode()
+    assert len(mailoutbox) == most and not SignUp.objects.filter(username="user20").exists()
+    elsewhere = Client(REMOTE_ADDR="10.3.3.3").post("/accounts/signup/", _signup_data(username="user20"))
+    assert elsewhere.status_code == 200 and len(mailoutbox) == most + 1
+    assert web.get("/accounts/signup/").status_code == 200  # looking at the form costs nothing
+
+
+def test_signup_refuses_a_username_in_use(web, alice, mailoutbox):
+    """A taken username is refused (usernames are public) and no mail is sent."""
     response = web.post("/accounts/signup/", _signup_data(username="alice", email="new@example.org"))
     assert response.status_code == 200
     assert "username" in response.context["form"].errors
     assert not User.objects.filter(email="new@example.org").exists()
+    assert not mailoutbox and not SignUp.objects.exists()
 
 
 def test_signup_refuses_a_username_differing_only_in_case(web, alice):
@@ -112,7 +211,7 @@ def test_signup_without_csrf_token_is_refused(db):
     client = Client(enforce_csrf_checks=True)
     response = client.post("/accounts/signup/", _signup_data())
     assert response.status_code == 403
-    assert not User.objects.filter(username="carol").exists()
+    assert not User.objects.filter(username="carol").exists() and not SignUp.objects.exists()
 
 
 def test_signup_with_csrf_token_works_under_csrf_checks(db):
@@ -121,8 +220,8 @@ def test_signup_with_csrf_token_works_under_csrf_checks(db):
     page = client.get("/accounts/signup/")
     token = page.context["csrf_token"]
     response = client.post("/accounts/signup/", {**_signup_data(), "csrfmiddlewaretoken": str(token)})
-    assert response.status_code == 302
-    assert User.objects.filter(username="carol").exists()
+    assert response.status_code == 200 and "Check your mail" in response.content.decode()
+    assert SignUp.objects.filter(username="carol").exists()
 
 
 def test_signed_in_user_is_sent_home_from_signup(web, alice):
@@ -167,7 +266,8 @@ def test_password_change_needs_login(web):
 
 
 def test_password_change(web, alice):
-    """A signed-in user changes their password; the old one stops working, their tokens keep working."""
+    """A signed-in user changes their password; the old one stops working, the session goes on, and
+    every client token of the account is revoked (the page says the clients must log in again)."""
     user, api = alice
     web.force_login(user)
     assert web.get("/accounts/password/").status_code == 200
@@ -179,12 +279,15 @@ def test_password_change(web, alice):
     response = web.post("/accounts/password/", {"old_password": PASSWORD, "new_password1": new, "new_password2": new})
     assert response.status_code == 302
     assert response["Location"] == "/accounts/password/done/"
-    assert web.get("/accounts/password/done/").status_code == 200
+    done = web.get("/accounts/password/done/")
+    assert done.status_code == 200
+    assert "your clients must log in again: run <code>sente contribute</code>" in done.content.decode()
     user.refresh_from_db()
     assert user.check_password(new)
     assert not user.check_password(PASSWORD)
     assert _session_user_id(web) == str(user.pk)  # still signed in after the change
-    assert api.get("/api/v1/me/").status_code == 200
+    assert api.get("/api/v1/me/").status_code == 401
+    assert not user.tokens.filter(revoked_at__isnull=True).exists()
 
 
 # --- tokens -------------------------------------------------------------------------------------------
@@ -516,15 +619,21 @@ def _count(django_assert_num_queries, expected: int, send, *args):
     return response
 
 
-def test_the_account_pages_ask_a_fixed_number_of_queries(web, alice, django_assert_num_queries):
+def test_the_account_pages_ask_a_fixed_number_of_queries(web, alice, django_assert_num_queries, mailoutbox):
     """Each account page and form asks the same few queries, however many tokens the user has."""
     user, _ = alice
     # the first page reads the announcements in force (server.notices), the next ones find them cached
     for page, queries in (("/accounts/signup/", 1), ("/accounts/login/", 0)):
         assert _count(django_assert_num_queries, queries, web.get, page).status_code == 200
-    # sign-up: the form's checks (name, email, password), the user, the login's session
-    signed = _count(django_assert_num_queries, 12, web.post, "/accounts/signup/", _signup_data())
-    assert signed.status_code == 302 and _session_user_id(web) is not None
+    # sign-up: the form's checks of the name (any case, then the model's), the old sign-ups swept, the
+    # address looked up, the new sign-up
+    signed = _count(django_assert_num_queries, 5, web.post, "/accounts/signup/", _signup_data())
+    assert signed.status_code == 200 and _session_user_id(web) is None
+    link = re.search(r"https?://[^/\s]+(/\S+)", mailoutbox[0].body).group(1)
+    # its link: the sign-up, the name and the address checked, the user made, the sign-up marked used
+    # (with their savepoints: 9), the login's session (11)
+    made = _count(django_assert_num_queries, 20, web.post, link)
+    assert made.status_code == 302 and _session_user_id(web) is not None
     assert _count(django_assert_num_queries, 4, web.post, "/accounts/logout/").status_code == 302
     logged = _count(
         django_assert_num_queries, 9, web.post, "/accounts/login/", {"username": "alice", "password": PASSWORD}
@@ -550,9 +659,9 @@ def test_the_account_pages_ask_a_fixed_number_of_queries(web, alice, django_asse
     new = "another long password 99"
     changed = _count(
         django_assert_num_queries,
-        12,
+        15,
         web.post,
-        "/accounts/password/",  # the session made anew
+        "/accounts/password/",  # the password and the tokens' revocation in a savepoint, the session made anew
         {"old_password": PASSWORD, "new_password1": new, "new_password2": new},
     )
     assert changed.status_code == 302
