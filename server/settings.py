@@ -333,12 +333,15 @@ SENTE_SOURCE_URL = env_str("SENTE_SOURCE_URL")
 # The site's address as people reach it, for the links of messages sent without a request
 # (webhooks; e-mails take the request's own).
 SENTE_PUBLIC_URL = env_str("SENTE_PUBLIC_URL", "http://127.0.0.1:8000")
-# The runs' webhooks (server.notices.webhooks): each attempt's timeout, the first retry's delay
-# (doubled at each retry) and the attempts before giving up.
+# The runs' webhooks (server.notices.webhooks): each attempt's deadline (resolving, connecting,
+# sending and reading in all), the first retry's delay (doubled at each retry), the attempts before
+# giving up, and whether they may post to this machine and private networks (loopback, RFC 1918,
+# fc00::/7, 100.64.0.0/10; link-local, metadata and reserved addresses never).
 SENTE_WEBHOOK = {
     "timeout_seconds": float(env_str("SENTE_WEBHOOK_TIMEOUT_SECONDS", "10")),
     "backoff_seconds": float(env_str("SENTE_WEBHOOK_BACKOFF_SECONDS", "30")),
     "attempts": env_int("SENTE_WEBHOOK_ATTEMPTS", 9),
+    "allow_private": env_bool("SENTE_WEBHOOK_ALLOW_PRIVATE"),
 }
 
 # --- limits --------------------------------------------------------------------------------------

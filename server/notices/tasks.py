@@ -1,51 +1,136 @@
-"""The notices' background work: the posts of the runs' webhooks (``server.notices.webhooks`` says
-when and what; ``server.notices.delivery`` posts)."""
+"""When the runs' webhook posts are attempted (``server.notices.delivery`` makes each attempt).
+
+With the database worker (``SENTE_TASKS=database``) a delivery's first attempt is queued in the
+transaction that records it, and each retry is queued for its time. While any delivery is pending, a
+sweep is queued too, ``SWEEP_SECONDS`` ahead: it attempts those whose attempt was lost (a worker
+that stops during a task leaves it marked running for ever, and the delivery's claim runs out).
+Each sweep queues the next before it works, so a worker stopping during a sweep loses nothing.
+
+Without a worker (``SENTE_TASKS=immediate``) each process that serves requests runs one thread
+that sweeps: at the process's first request (so that a restarted or recycled process takes over
+what the one before it left), whenever the process records a delivery, when the next pending one
+falls due, and at least every ``SWEEP_SECONDS``.
+
+Every attempt claims its delivery first, so however many workers, threads and sweeps find one due
+at once, one attempt posts it.
+"""
 
 from __future__ import annotations
 
 import logging
 import threading
-import time
-from datetime import timedelta
+from datetime import datetime, timedelta
+from typing import Any
 
-from django.db import connections
+from django.db import connections, transaction
 from django.utils import timezone
 from django_tasks import task
 
-from server.notices.delivery import attempt
+from server.notices.delivery import attempt, next_due, waiting
+from server.notices.models import WebhookDelivery
 
 log = logging.getLogger(__name__)
+
+SWEEP_SECONDS = 300.0
 
 
 @task()
 def deliver_webhook(delivery_id: int) -> None:
     delay = attempt(delivery_id)
     if delay is not None:
-        schedule(delivery_id, delay)
+        _retry(delivery_id, delay)
 
 
-def schedule(delivery_id: int, delay_seconds: float) -> None:
-    """Queue an attempt of the delivery in ``delay_seconds``, for the worker or, without one, a thread."""
-    try:
-        backend = deliver_webhook.get_backend()
-        if backend.supports_defer:
-            job = deliver_webhook
-            if delay_seconds > 0:
-                job = job.using(run_after=timezone.now() + timedelta(seconds=delay_seconds))
-            job.enqueue(delivery_id)
+@task()
+def sweep_webhooks() -> None:
+    keep_sweeping()  # first: should this worker stop during the sweep, the next is queued
+    sweep()
+
+
+def _queued() -> bool:
+    """Whether background work is queued for a worker (else the process that has it runs it)."""
+    return deliver_webhook.get_backend().supports_defer
+
+
+def queue(delivery_id: int) -> None:
+    """Have a delivery just recorded posted (call it in the transaction that records it)."""
+    if _queued():
+        try:
+            with transaction.atomic():  # a failure here must not undo the event that was recorded
+                deliver_webhook.enqueue(delivery_id)
+                keep_sweeping()
             return
-    except Exception:
-        log.exception("queueing webhook delivery %s failed; a thread of this process posts it", delivery_id)
-    threading.Thread(target=_in_thread, args=(delivery_id, delay_seconds), daemon=True, name="webhook").start()
+        except Exception:
+            log.exception("queueing webhook delivery %s failed; a thread of this process posts it", delivery_id)
+    transaction.on_commit(wake)
 
 
-def _in_thread(delivery_id: int, delay_seconds: float) -> None:
-    try:
-        while True:
-            time.sleep(delay_seconds)
-            delay = attempt(delivery_id)
-            if delay is None:
-                return
-            delay_seconds = delay
-    finally:
-        connections.close_all()  # this thread's own
+def sweep() -> datetime | None:
+    """Attempt every delivery waiting for an attempt (``delivery.waiting``); when the next pending one
+    falls due (None: none is pending)."""
+    for delivery_id in waiting():
+        delay = attempt(delivery_id)
+        if delay is not None and _queued():
+            _retry(delivery_id, delay)
+    return next_due()
+
+
+def keep_sweeping() -> None:
+    """Queue a sweep ``SWEEP_SECONDS`` ahead, unless one is queued or no delivery is pending."""
+    from django_tasks_db.models import DBTaskResult
+
+    if not WebhookDelivery.objects.filter(status=WebhookDelivery.Status.PENDING).exists():
+        return
+    if DBTaskResult.objects.filter(task_path=sweep_webhooks.module_path, status="READY").exists():
+        return
+    sweep_webhooks.using(run_after=timezone.now() + timedelta(seconds=SWEEP_SECONDS)).enqueue()
+
+
+def _retry(delivery_id: int, delay_seconds: float) -> None:
+    job = deliver_webhook
+    if delay_seconds > 0:
+        job = job.using(run_after=timezone.now() + timedelta(seconds=delay_seconds))
+    job.enqueue(delivery_id)
+
+
+# --- without a worker: one sweeping thread per process ------------------------------------------------
+_lock = threading.Lock()
+_thread: threading.Thread | None = None
+_wake = threading.Event()
+_served = False
+
+
+def wake() -> None:
+    """Start this process's sweeping thread, or have it sweep now."""
+    global _thread
+    with _lock:
+        if _thread is None or not _thread.is_alive():
+            _thread = threading.Thread(target=_sweep_forever, name="webhooks", daemon=True)
+            _thread.start()
+    _wake.set()
+
+
+def _sweep_forever() -> None:
+    while not _queued():  # else a worker's queue has taken over (the settings changed)
+        _wake.clear()
+        due = None
+        try:
+            due = sweep()
+        except Exception:
+            log.exception("the webhook sweep failed; again in %.0f s", SWEEP_SECONDS)
+        finally:
+            connections.close_all()  # this thread's own
+        wait = SWEEP_SECONDS
+        if due is not None:
+            wait = min(SWEEP_SECONDS, max(1.0, (due - timezone.now()).total_seconds()))
+        _wake.wait(wait)
+
+
+def request_started(**kwargs: Any) -> None:
+    """request_started: at a process's first request, without a worker, start its sweeping thread."""
+    global _served
+    if _served:
+        return
+    _served = True
+    if not _queued():
+        wake()

@@ -2,12 +2,14 @@
 channel's incoming webhook) when one of its networks is accepted, released or rolled back.
 
 The post is recorded with the event, in the same transaction (a :class:`WebhookDelivery`), and made
-after the transaction commits by the background worker, never by the request that caused it. A
-failed post (no answer within ``SENTE_WEBHOOK_TIMEOUT_SECONDS``, or a status other than 2xx) is
-retried after ``SENTE_WEBHOOK_BACKOFF_SECONDS`` doubled at each attempt, up to
+by the background worker, never by the request that caused it (``server.notices.tasks`` says when;
+without a worker, ``SENTE_TASKS=immediate``, a thread of the process). Each attempt checks the URL's
+addresses again and connects only to those it checked (``server.notices.targets``), is signed with
+the run's secret (``server.notices.signing``), and must be answered within
+``SENTE_WEBHOOK_TIMEOUT_SECONDS`` in all (``server.notices.transport``). A failed post (no 2xx
+answer in time) is retried after ``SENTE_WEBHOOK_BACKOFF_SECONDS`` doubled at each attempt, up to
 ``SENTE_WEBHOOK_ATTEMPTS`` attempts (with the defaults: 30 s, 1 min, 2, 4 ... about 2 hours in all),
-then given up and logged. Without a worker (``SENTE_TASKS=immediate``) a thread of the process posts
-and retries instead.
+then given up and logged; a refused address is given up at once.
 
 The body is JSON with ``text`` (Slack, Mattermost, Rocket.Chat, Zulip's Slack-compatible hook) and
 ``content`` (Discord) holding the same sentence, plus the facts for programs: ``event``
@@ -20,12 +22,11 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
 from django.urls import reverse
 
 from common.elo import Z95
 from server.notices.models import WebhookDelivery
-from server.notices.tasks import schedule
+from server.notices.tasks import queue
 from server.ratings.models import NetworkEvent
 
 EVENTS = {  # the events posted, by the name the body gives them
@@ -84,11 +85,12 @@ def payload(event: NetworkEvent) -> dict[str, Any]:
 
 
 def event_saved(sender: type[NetworkEvent], instance: NetworkEvent, created: bool, **kwargs: Any) -> None:
-    """post_save of a network event: record the post of the run's webhook, to be made on commit."""
+    """post_save of a network event: record the post of the run's webhook and queue it (made once the
+    event is committed)."""
     if not created or instance.kind not in EVENTS or kwargs.get("raw"):
         return
     run = instance.network.run
     if not run.webhook_url:
         return
     delivery = WebhookDelivery.objects.create(run=run, event=instance, url=run.webhook_url, payload=payload(instance))
-    transaction.on_commit(lambda: schedule(delivery.pk, 0.0))
+    queue(delivery.pk)

@@ -3,6 +3,7 @@ import json
 from django import forms
 from django.contrib import admin, messages
 from django.db import transaction
+from django.utils.html import format_html
 
 from common import boundedjson
 from common.settings import RunSettings, SettingsError
@@ -27,6 +28,12 @@ class RunForm(forms.ModelForm):
         max_length=500,
         assume_scheme="https",
         help_text=Run._meta.get_field("webhook_url").help_text,
+    )
+    new_webhook_secret = forms.BooleanField(
+        required=False,
+        label="New webhook secret",
+        help_text="sign the webhook's posts with a new secret from now on (give it to the receiver: the old one "
+        "stops working)",
     )
 
     class Meta:
@@ -85,6 +92,17 @@ class RunAdmin(admin.ModelAdmin):
     list_filter = ("status",)
     search_fields = ("name",)
     inlines = [RunSettingsVersionInline]
+    readonly_fields = ("webhook_signing_secret",)
+
+    @admin.display(description="webhook secret")
+    def webhook_signing_secret(self, run: Run) -> str:
+        if not run.webhook_secret:
+            return "none: made when a webhook URL is saved"
+        return format_html(
+            "<code>{}</code><br>the receiver checks each post's signature with it (Standard Webhooks; "
+            "docs/website.md, Announcements, feeds and webhooks)",
+            run.webhook_secret,
+        )
 
     def save_model(self, request, obj, form, change):
         document = form.cleaned_data["settings_document"]
@@ -101,8 +119,12 @@ class RunAdmin(admin.ModelAdmin):
             )
             obj.pk = run.pk
             obj.status = run.status
-            Run.objects.filter(pk=run.pk).update(status=form.cleaned_data["status"], webhook_url=obj.webhook_url)
+            obj.keep_webhook_secret()
+            Run.objects.filter(pk=run.pk).update(
+                status=form.cleaned_data["status"], webhook_url=obj.webhook_url, webhook_secret=obj.webhook_secret
+            )
             return
+        obj.keep_webhook_secret(new=form.cleaned_data.get("new_webhook_secret", False))
         super().save_model(request, obj, form, change)
         transaction.on_commit(forget_state)  # the task requests of this process see the change at once
         before = obj.current_settings()

@@ -23,6 +23,8 @@ from django.utils import timezone
 from common import __version__
 from common.protocol import parse_version
 from common.settings import RunSettings, SettingsError
+from server.notices import signing
+from server.notices.targets import validate_webhook_url
 
 if TYPE_CHECKING:
     from server.networks.models import Network
@@ -92,8 +94,15 @@ class Run(models.Model):
     webhook_url = models.URLField(
         max_length=500,
         blank=True,
-        help_text="posted (JSON) when a network is accepted, released or rolled back, e.g. a chat channel's "
-        "incoming webhook; empty: none (docs/website.md)",
+        validators=[validate_webhook_url],
+        help_text="posted (JSON, signed) when a network is accepted, released or rolled back, e.g. a chat "
+        "channel's incoming webhook; http or https to a public address; empty: none (docs/website.md)",
+    )
+    webhook_secret = models.CharField(
+        max_length=100,
+        blank=True,
+        editable=False,
+        help_text="the key the webhook's posts are signed with (Standard Webhooks), made when a URL is set",
     )
     created_at = models.DateTimeField(default=timezone.now)
 
@@ -104,6 +113,21 @@ class Run(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    def save(self, *args, **kwargs) -> None:
+        self.keep_webhook_secret()
+        fields = kwargs.get("update_fields")
+        if fields is not None and "webhook_url" in fields:
+            kwargs["update_fields"] = {*fields, "webhook_secret"}
+        super().save(*args, **kwargs)
+
+    def keep_webhook_secret(self, new: bool = False) -> None:
+        """A signing secret while the run has a webhook URL (made when one is set, or anew with
+        ``new``), none without one."""
+        if not self.webhook_url:
+            self.webhook_secret = ""
+        elif new or not self.webhook_secret:
+            self.webhook_secret = signing.new_secret()
 
     def clean(self) -> None:
         super().clean()

@@ -220,8 +220,9 @@ def test_a_release_posts_after_the_request_and_a_failed_post_is_retried(run, hoo
 
     from server.accounts.models import User
     from server.notices.models import WebhookDelivery
+    from server.notices.tasks import deliver_webhook, sweep_webhooks
 
-    settings.SENTE_WEBHOOK = {"timeout_seconds": 5.0, "backoff_seconds": 0.0, "attempts": 5}
+    settings.SENTE_WEBHOOK = {"timeout_seconds": 5.0, "backoff_seconds": 0.0, "attempts": 5, "allow_private": True}
     settings.SENTE_PUBLIC_URL = "https://sente.example.org/"
     run.webhook_url = hook.url
     run.save()
@@ -236,7 +237,9 @@ def test_a_release_posts_after_the_request_and_a_failed_post_is_retried(run, hoo
     assert response.status_code == 302
     assert hook.posts == []  # the request only queued it
     delivery = WebhookDelivery.objects.get()
-    assert delivery.status == "pending" and DBTaskResult.objects.filter(status="READY").count() == 1
+    queued = DBTaskResult.objects.filter(status="READY")
+    assert delivery.status == "pending" and queued.filter(task_path=deliver_webhook.module_path).count() == 1
+    assert queued.get(task_path=sweep_webhooks.module_path).run_after > timezone.now()  # for a lost attempt
     _work()
     delivery.refresh_from_db()
     assert (delivery.status, delivery.attempts, delivery.last_error) == ("delivered", 3, "")
@@ -254,9 +257,10 @@ def test_retries_back_off_then_give_up(run, hook, settings, caplog):
 
     from server.notices import delivery as posts
     from server.notices.models import WebhookDelivery
+    from server.notices.tasks import deliver_webhook
     from server.ratings.promotion import staff_decision
 
-    settings.SENTE_WEBHOOK = {"timeout_seconds": 5.0, "backoff_seconds": 60.0, "attempts": 3}
+    settings.SENTE_WEBHOOK = {"timeout_seconds": 5.0, "backoff_seconds": 60.0, "attempts": 3, "allow_private": True}
     run.webhook_url = hook.url
     run.save()
     hook.fail = 100
@@ -266,11 +270,13 @@ def test_retries_back_off_then_give_up(run, hook, settings, caplog):
     _work()
     delivery = WebhookDelivery.objects.get()
     assert (delivery.status, delivery.attempts) == ("pending", 1) and delivery.last_error.startswith("HTTP 500")
-    waiting = DBTaskResult.objects.get(status="READY")
+    waiting = DBTaskResult.objects.get(status="READY", task_path=deliver_webhook.module_path)
     assert waiting.run_after >= before + timedelta(seconds=59)  # not before the backoff
     _work()
-    assert len(hook.posts) == 1  # the worker leaves it until then
+    assert posts.attempt(delivery.pk) is None and len(hook.posts) == 1  # the worker or anyone leaves it until then
+    WebhookDelivery.objects.filter(pk=delivery.pk).update(next_attempt_at=timezone.now())  # the time comes
     assert posts.attempt(delivery.pk) == 120.0  # the second attempt: the delay doubles
+    WebhookDelivery.objects.filter(pk=delivery.pk).update(next_attempt_at=timezone.now())
     with caplog.at_level("ERROR", logger="server.notices.delivery"):
         assert posts.attempt(delivery.pk) is None
     delivery.refresh_from_db()
@@ -311,6 +317,7 @@ def test_without_a_worker_a_thread_posts_and_the_request_never_waits(run, hook, 
     from server.notices.models import WebhookDelivery
 
     settings.TASKS = {"default": {"BACKEND": "django_tasks.backends.immediate.ImmediateBackend"}}
+    settings.SENTE_WEBHOOK = {**settings.SENTE_WEBHOOK, "allow_private": True}
     run.webhook_url = hook.url
     run.save()
     hook.hold = threading.Event()  # the chat server hangs
