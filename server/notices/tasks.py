@@ -18,6 +18,7 @@ at once, one attempt posts it.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from datetime import datetime, timedelta
 from typing import Any
@@ -97,7 +98,7 @@ def _retry(delivery_id: int, delay_seconds: float) -> None:
 _lock = threading.Lock()
 _thread: threading.Thread | None = None
 _wake = threading.Event()
-_served = False
+_served_in: int | None = None  # the process whose first request started it (not a parent forked from)
 
 
 def wake() -> None:
@@ -128,9 +129,9 @@ def _sweep_forever() -> None:
 
 def request_started(**kwargs: Any) -> None:
     """request_started: at a process's first request, without a worker, start its sweeping thread."""
-    global _served
-    if _served:
+    global _served_in
+    if _served_in == os.getpid():
         return
-    _served = True
+    _served_in = os.getpid()
     if not _queued():
         wake()
