@@ -20,6 +20,7 @@ retire or roll back a network by hand, or send it back to gating, with a note
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from statistics import NormalDist
 from typing import Any
 
@@ -33,7 +34,7 @@ from server.networks.models import Network
 from server.ratings.fit import Ratings
 from server.ratings.gating import ACCEPT, CONTINUE, REJECT, decide
 from server.ratings.models import Gating, NetworkEvent
-from server.ratings.tally import counted_rating_games, gating_tally, pair_games
+from server.ratings.tally import counted_rating_games, gating_tally, most_against, pair_games
 from server.runs.models import forget_state
 
 log = logging.getLogger(__name__)
@@ -200,14 +201,19 @@ def recount(run) -> list[Gating]:
     return doubted
 
 
-def check_rollback(run, networks: list[Network], fit: Ratings) -> Network | None:
+def check_rollback(
+    run, networks: list[Network], fit: Ratings, fit_without: Callable[[int], Ratings] | None = None
+) -> Network | None:
     """Roll back the newest accepted network if the ratings show it worse than the network its gating
     beat, with the run's rollback confidence; returns it if so.
 
     The test is repeated as rating games come, so its error rate is spent in halves: the k-th look
     (made once the pair's games have doubled k times since the verdict) tests at (1 - confidence) /
     2^k, and all the looks together wrongly roll back an equal network with at most 1 - confidence.
-    Networks accepted by staff are not second-guessed."""
+    Nobody rolls a network back alone: ``fit_without(account)`` (None: no such check, for a run of
+    trusted contributors) fits the ratings as if the account whose games of the pair weigh most
+    against the newest network had played none, and the test must hold there too. Networks accepted
+    by staff are not second-guessed."""
     index = {n.pk: k for k, n in enumerate(networks)}
     accepted = [n for n in networks if n.state == Network.State.ACCEPTED]
     if len(accepted) < 2:
@@ -226,8 +232,23 @@ def check_rollback(run, networks: list[Network], fit: Ratings) -> Network | None
     confidence = gating_settings(run).rollback_confidence
     alpha = (1.0 - confidence) / 2**look
     Gating.objects.filter(pk=gating.pk).update(rollback_looks=look)
-    if not (np.isfinite(diff) and np.isfinite(se) and se > 0) or diff / se >= NormalDist().inv_cdf(alpha):
+    if not _worse(diff, se, alpha):
         return None
+    against = most_against(newest.pk, predecessor.pk)
+    if fit_without is not None and against is not None:
+        diff_without, se_without = fit_without(against).difference(index[newest.pk], index[predecessor.pk])
+        if not _worse(diff_without, se_without, alpha):
+            log.warning(
+                "network %s looks worse than %s (%+.0f +- %.0f Elo) only with one account's games (%+.0f +- %.0f "
+                "without them): not rolled back",
+                newest.name,
+                predecessor.name,
+                diff,
+                se,
+                diff_without,
+                se_without,
+            )
+            return None
     data = {
         "predecessor": predecessor.name,
         "elo_difference": diff,
@@ -251,6 +272,11 @@ def check_rollback(run, networks: list[Network], fit: Ratings) -> Network | None
     forget_state()
     log.warning("network %s rolled back: %+.0f +- %.0f Elo against %s", newest.name, diff, se, predecessor.name)
     return newest
+
+
+def _worse(diff: float, se: float, alpha: float) -> bool:
+    """Is an Elo difference ``diff`` with standard error ``se`` below 0 at the level ``alpha``?"""
+    return bool(np.isfinite(diff) and np.isfinite(se) and se > 0 and diff / se < NormalDist().inv_cdf(alpha))
 
 
 def staff_decision(network: Network, action: str, user=None, note: str = "") -> None:

@@ -31,11 +31,11 @@ BLACK_SCORE = {Winner.BLACK: 1.0, Winner.WHITE: 0.0, Winner.DRAW: 0.5, Winner.NO
 ANCHOR_PRIOR_DRAWS = 0.5
 
 
-def refit(run) -> tuple[list[Network], Ratings]:
-    """Fit the run's ratings and store them; returns the networks (oldest first) and the fit.
-    Raises FitError (nothing stored) when the games leave a rating unbounded, which only a run
-    without a prior (``virtual_draws`` 0) allows."""
-    t0 = time.perf_counter()
+def fit_run(run, without_user: int | None = None) -> tuple[list[Network], Ratings, list[int], int]:
+    """Fit the run's ratings (nothing stored): the networks (oldest first), the fit, the anchors' ids
+    (rated after the networks) and the rating games counted; ``without_user``: as if that account
+    had played none. FitError when the games leave a rating unbounded, which only a run without a
+    prior (``virtual_draws`` 0) allows."""
     networks = list(run.networks.order_by("created_at", "id"))
     index = {n.pk: k for k, n in enumerate(networks)}
     anchor = next((k for k, n in enumerate(networks) if n.is_random), 0)
@@ -44,21 +44,29 @@ def refit(run) -> tuple[list[Network], Ratings]:
     parents = np.array([index.get(n.parent_id, anchor) for n in networks], dtype=np.int64)
     parents[anchor] = -1
     gating = gating_settings(run)
-    black, white, score, counts = _counted_games(run, index, gating.account_share)
+    black, white, score, counts = _counted_games(run, index, gating.account_share, without_user)
     rating_games = round(sum(counts))
     anchors, ties = _anchor_games(run, index, black, white, score, counts)
-    prior = gating.virtual_draws
     fit = fit_ratings(
         len(networks) + len(anchors),
         np.array(black, dtype=np.int64),
         np.array(white, dtype=np.int64),
         np.array(score),
         parents=np.concatenate([parents, np.full(len(anchors), -1, dtype=np.int64)]),
-        virtual_draws=prior,
+        virtual_draws=gating.virtual_draws,
         anchor=anchor,
         counts=np.array(counts, dtype=np.float64),
         ties=ties,
     )
+    return networks, fit, anchors, rating_games
+
+
+def refit(run) -> tuple[list[Network], Ratings]:
+    """Fit the run's ratings and store them; returns the networks (oldest first) and the fit.
+    Raises FitError (nothing stored) as :func:`fit_run` does."""
+    t0 = time.perf_counter()
+    networks, fit, anchors, rating_games = fit_run(run)
+    index = {n.pk: k for k, n in enumerate(networks)}
     now = timezone.now()
     played = _games_against_anchors(run, index, len(networks))
     ratings = [
@@ -106,17 +114,22 @@ def refit(run) -> tuple[list[Network], Ratings]:
         rating_games,
         time.perf_counter() - t0,
     )
-    check_rollback(run, networks, fit)
+    # With no cap (a share of 1: trusted contributors) one account may decide, rollbacks included.
+    trusted = gating_settings(run).account_share >= 1.0
+    check_rollback(run, networks, fit, None if trusted else lambda user: fit_run(run, without_user=user)[1])
     return networks, fit
 
 
-def _counted_games(run, index: dict[int, int], share: float) -> tuple[list, list, list, list]:
+def _counted_games(
+    run, index: dict[int, int], share: float, without_user: int | None = None
+) -> tuple[list, list, list, list]:
     """The run's counted rating games summed per (black, white, result), for the fit: each account's
     games of a pair of networks weighted down to the pair's account cap (``server.ratings.tally``)."""
+    games = counted_rating_games().filter(run=run)
+    if without_user is not None:
+        games = games.exclude(user_id=without_user)
     rows = (
-        counted_rating_games()
-        .filter(run=run)
-        .values_list("black_network_id", "white_network_id", "winner", "user_id")
+        games.values_list("black_network_id", "white_network_id", "winner", "user_id")
         .annotate(n=Count("id"))
         .order_by()
     )
@@ -125,12 +138,12 @@ def _counted_games(run, index: dict[int, int], share: float) -> tuple[list, list
         if b in index and w in index and b != w:
             by_pair.setdefault((min(b, w), max(b, w)), []).append((b, w, Winner(winner), user, n))
     summed: dict[tuple[int, int, Winner], float] = {}
-    for games in by_pair.values():
+    for cells in by_pair.values():
         of_account: dict[int, int] = {}
-        for _, _, _, user, n in games:
+        for _, _, _, user, n in cells:
             of_account[user] = of_account.get(user, 0) + n
         cap = account_cap(of_account, share)
-        for b, w, winner, user, n in games:
+        for b, w, winner, user, n in cells:
             weight = min(1.0, cap / of_account[user])
             if weight > 0:
                 key = (b, w, winner)

@@ -135,3 +135,17 @@ def candidate_score(winner: str, candidate_black: bool) -> float:
     if winner in (Winner.BLACK, Winner.WHITE):
         return 1.0 if (winner == Winner.BLACK) == candidate_black else 0.0
     return 0.5
+
+
+def most_against(network_id: int, other_id: int) -> int | None:
+    """The account whose counted games of the pair weigh most against ``network_id``: the largest
+    shortfall of its points from what the pair's overall score gives its games (None: no games)."""
+    games = counted_rating_games().filter(pk__in=pair_games(network_id, other_id).values("pk"))
+    points: dict[int, list[float]] = {}
+    for user_id, black_id, winner in games.values_list("user_id", "black_network_id", "winner").order_by():
+        points.setdefault(user_id, []).append(candidate_score(winner, black_id == network_id))
+    total = sum(len(p) for p in points.values())
+    if not total:
+        return None
+    mean = sum(sum(p) for p in points.values()) / total
+    return min(points, key=lambda user: (sum(points[user]) - mean * len(points[user]), user))

@@ -272,30 +272,39 @@ def test_disabling_games_in_the_admin_recounts_the_open_gating(
 
 
 def test_one_account_cannot_force_a_rollback(run):
-    """An accepted network that one account says loses every game is not rolled back: those games
-    weigh no more than the account's share of the pair's games. Counted whole, they would."""
+    """An accepted network that one account says loses every game is not rolled back, however many
+    honest games it is among: its games count up to its share, and a rollback must also hold without
+    the games of the account that weigh most against the network. A real regression, which every
+    account sees, is rolled back."""
     from server.networks.models import Network
     from server.ratings.models import Rating
     from server.ratings.services import refit
 
     _settings(run, rule="fixed", fixed_games=40, fixed_wins=20, account_share=0.25)
     accounts = _accounts("ann", "ben", "cat", "dan", "mallory")
+    honest, mallory = [user for user, _ in accounts[:4]], accounts[4][0]
     random_net = run.networks.get(is_random=True)
     run.networks.filter(pk=random_net.pk).update(created_at=timezone.now() - timedelta(days=1))
     candidate = _candidate(run, "cand", random_net)
     _gating(run, candidate)
-    for user, _ in accounts[:4]:
+    for user in honest:
         _games(run, user, candidate, random_net, "BW" * 5)
     candidate.refresh_from_db()
     assert candidate.state == "accepted"  # 20 points of 40, from four honest accounts
-    _games(run, accounts[4][0], candidate, random_net, "W" * 300)
-    refit(run)
+    for user in honest:
+        _games(run, user, candidate, random_net, "BW" * 20)  # even, as the gating found
+    _games(run, mallory, candidate, random_net, "W" * 300)
+    networks, fit = refit(run)
+    # 500 games count as 266: the honest 200 and 66 of mallory's (66 <= (66 + 200) / 4) ...
+    assert Rating.objects.get(network=candidate).games == 266
+    diff, se = fit.difference(networks.index(candidate), networks.index(random_net))
+    assert diff / se < -3  # ... enough to look like a regression, but only with mallory's games
     assert Network.objects.get(pk=candidate.pk).state == "accepted"
-    # 340 games count as 53: the honest 40, and 13 of mallory's 300 (13 <= (13 + 40) / 4).
-    assert Rating.objects.get(network=candidate).games == 53
-    _settings(run, account_share=1.0)
+    for user in honest:
+        _games(run, user, candidate, random_net, "W" * 30)  # everyone sees it lose now
     refit(run)
-    assert Network.objects.get(pk=candidate.pk).state == "rejected"  # what the cap prevented
+    assert Network.objects.get(pk=candidate.pk).state == "rejected"
+    assert candidate.events.get(kind="rolled_back").data["predecessor"] == random_net.name
 
 
 # --- the audit of rating games ---------------------------------------------------------------------
