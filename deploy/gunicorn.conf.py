@@ -1,9 +1,11 @@
 """gunicorn configuration of the Sente server: ``gunicorn -c deploy/gunicorn.conf.py``.
 
 Every value can be set from the environment (``SENTE_BIND``, ``SENTE_WORKERS``, ...). Behind nginx
-(see ``deploy/nginx``) nginx buffers slow clients' uploads and downloads, so a worker is only busy
-while Django works; each worker runs two threads (gthread) so that one request's waits on the
-database and the disk overlap another's work, and connections are kept alive.
+(see ``deploy/nginx``) nginx buffers slow clients' requests and answers, so a worker is only busy
+while Django works (but for a trainer's network upload, passed on as it comes, and an export larger
+than nginx's buffer, which the server cuts off at ``SENTE_EXPORT_SECONDS``); each worker runs two
+threads (gthread) so that one request's waits on the database and the disk overlap another's work,
+and connections are kept alive. Exports take at most SENTE_THREADS - 1 threads of a worker by default.
 """
 
 import multiprocessing

@@ -284,6 +284,81 @@ def test_nginx_sends_network_files_with_ranges_to_resuming_clients(tmp_path):
         live.stop()
 
 
+def _post_headers_first(front: Nginx, cert: Path, path: str, length: int, seconds: float) -> tuple[int, int]:
+    """POST to ``path`` through ``front`` declaring a body of ``length`` bytes, sending only the
+    headers, then the body a slice at a time, and only while no answer has come: (the answer's status,
+    the body's bytes sent before it came); status 0 when none came within ``seconds``."""
+    import select
+    import ssl
+
+    host, port = front.url.split("//")[1].split(":")
+    raw = socket.create_connection((host, int(port)), timeout=2)
+    if front.url.startswith("https"):
+        raw = ssl.create_default_context(cafile=str(cert)).wrap_socket(raw, server_hostname=host)
+    head = (
+        f"POST {path} HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Type: multipart/form-data; boundary=x\r\n"
+        f"Content-Length: {length}\r\n\r\n"
+    )
+    sent = 0
+    piece = b"x" * (64 * 1024)
+    deadline = time.monotonic() + seconds
+    answer = b""
+    with raw:
+        raw.sendall(head.encode())
+        while time.monotonic() < deadline:
+            if select.select([raw], [], [], 0.5)[0]:
+                try:
+                    answer = raw.recv(4096)
+                except TimeoutError:  # what came was TLS's own (a session ticket), no answer
+                    continue
+                break
+            if sent < length and time.monotonic() > deadline - seconds / 2:  # the headers alone first
+                try:
+                    raw.sendall(piece[: length - sent])
+                except OSError:  # (a timeout) nginx takes no more
+                    break
+                sent += min(len(piece), length - sent)
+    return (int(answer[9:12]) if answer.startswith(b"HTTP/1.1 ") else 0), sent
+
+
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_nginx_refuses_an_anonymous_network_upload_without_taking_its_body(tmp_path):
+    """Network uploads may be large (trainers'), so nginx passes their bodies on as they come instead
+    of buffering them: an anonymous 100 MB upload, through each site, is refused by the application
+    from its headers alone, before any of the body is sent, and nginx's folder for request bodies
+    stays empty. Everywhere else the small body limit holds: nginx refuses a 10 MB game upload from
+    its declared length. The export's own location passes the streamed archive on."""
+    from django.db import connection
+
+    from server.platform.processes import database_url
+    from server.runs.models import create_run
+
+    _need("nginx", "nginx")
+    create_run(helpers.RUN, helpers.SETTINGS.to_dict())
+    data = tmp_path / "data"
+    data.mkdir()
+    cert, key = _certificate(tmp_path / "tls")
+    fronts: list[Nginx] = []
+    with LiveServer(database_url(connection.settings_dict), data) as live:
+        try:
+            for site in ("sente.conf", "compose.conf", "compose-http.conf"):
+                front = Nginx(
+                    site, tmp_path / site, f"127.0.0.1:{live.port}", data / "files", data / "static", cert, key
+                )
+                fronts.append(front)
+                status, sent = _post_headers_first(front, cert, "/api/v1/networks/", 100 * 1024 * 1024, 20)
+                assert status == 401 and sent == 0, (site, status, sent)
+                bodies = front.folder / "temp" / "client_body"
+                assert not [p for p in bodies.rglob("*") if p.is_file()], (site, list(bodies.rglob("*")))
+                status, sent = _post_headers_first(front, cert, "/api/v1/games/training/", 10 * 1024 * 1024, 20)
+                assert status == 413 and sent == 0, (site, status, sent)
+                export = requests.get(front.url + "/api/v1/games/export/", verify=str(cert), timeout=30)
+                assert export.status_code == 200 and export.headers["Content-Type"] == "application/gzip", site
+        finally:
+            for front in fronts:
+                front.stop()
+
+
 def test_systemd_accepts_the_units(tmp_path):
     analyze = _need("systemd-analyze", "systemd")
     units = tmp_path / "units"
