@@ -642,7 +642,8 @@ class GatingSettings(_Settings):
     ``strongest_min_games`` rating games.
 
     Rating games come from many hands: tasks go to accounts in good standing with at least
-    ``rating_min_selfplay_games`` self-play games stored, and no account counts for more than
+    ``rating_min_selfplay_games`` self-play games stored (and in the group ``rating_group`` when it
+    names one), and no account counts for more than
     ``account_share`` of the games of a gating or of a pair of networks in the ratings (games beyond
     it are kept but not counted; 1 turns the cap off, for a run whose contributors are all trusted)."""
 
@@ -661,6 +662,7 @@ class GatingSettings(_Settings):
     strongest_min_games: int = 25  # as KataGo's server lists networks for its Elo chart
     account_share: float = 0.25  # no account counts for more than this share of a gating's or a pair's games
     rating_min_selfplay_games: int = 0  # the stored self-play games an account needs before rating tasks
+    rating_group: str = ""  # when set, only members of this group (of the server's accounts) get rating tasks
 
     def validate(self, path: str = "") -> None:
         _prob(_p(path, "rating_game_prob"), self.rating_game_prob)
@@ -685,6 +687,11 @@ class GatingSettings(_Settings):
         _in_range(_p(path, "strongest_min_games"), self.strongest_min_games, 0, 1_000_000)
         _in_range(_p(path, "account_share"), self.account_share, 0.0, 1.0, lo_open=True)
         _in_range(_p(path, "rating_min_selfplay_games"), self.rating_min_selfplay_games, 0, 100_000_000)
+        _need(
+            len(self.rating_group) <= 150 and self.rating_group == self.rating_group.strip(),
+            _p(path, "rating_group"),
+            f"must be a group's name (at most 150 characters, no spaces around it), got {self.rating_group!r}",
+        )
 
 
 # --- central training -----------------------------------------------------------------------------

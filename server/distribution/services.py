@@ -53,7 +53,7 @@ def issue_task(user: User, request: TaskRequestValues) -> Task:
     if (
         Task.Kind.RATING in kinds
         and (Task.Kind.SELFPLAY not in kinds or random.random() < gating.rating_game_prob)
-        and takes_rating_games(user, run, gating.rating_min_selfplay_games)
+        and takes_rating_games(user, run, gating.rating_min_selfplay_games, gating.rating_group)
     ):
         pair = choose_pair(run)
     if pair is None and Task.Kind.SELFPLAY not in kinds:
@@ -61,6 +61,8 @@ def issue_task(user: User, request: TaskRequestValues) -> Task:
             f" (rating games go to accounts in good standing with at least {gating.rating_min_selfplay_games} "
             "self-play games in this run)"
             if gating.rating_min_selfplay_games
+            else f" (rating games go to the accounts of the group {gating.rating_group!r})"
+            if gating.rating_group
             else ""
         )
         raise ApiError(
@@ -96,10 +98,13 @@ def issue_task(user: User, request: TaskRequestValues) -> Task:
     return task
 
 
-def takes_rating_games(user: User, run, min_selfplay_games: int) -> bool:
-    """Whether the account is given rating games: active, not in quarantine, and with at least
-    ``min_selfplay_games`` self-play games stored in the run that count."""
+def takes_rating_games(user: User, run, min_selfplay_games: int, group: str = "") -> bool:
+    """Whether the account is given rating games: active, not in quarantine, a member of ``group``
+    when it names one, and with at least ``min_selfplay_games`` self-play games stored in the run
+    that count."""
     if not user.is_active or Quarantine.objects.filter(user=user, lifted_at__isnull=True).exists():
+        return False
+    if group and not user.groups.filter(name=group).exists():
         return False
     if min_selfplay_games <= 0:
         return True

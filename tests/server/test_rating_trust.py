@@ -157,6 +157,23 @@ def test_a_quarantined_account_gets_no_rating_task(run):
     assert new_task(client, kinds=("rating",))["kind"] == "rating"
 
 
+def test_a_run_may_give_rating_tasks_to_one_group_alone(run):
+    from django.contrib.auth.models import Group
+
+    _settings(run, rating_game_prob=1.0, rating_group="raters")
+    (member, member_client), (_, stranger) = _accounts("ann", "mallory")
+    member.groups.add(Group.objects.create(name="raters"))
+    _candidate(run, "cand", run.networks.get(is_random=True))
+    assert new_task(member_client, kinds=("selfplay", "rating"))["kind"] == "rating"
+    assert new_task(stranger, kinds=("selfplay", "rating"))["kind"] == "selfplay"
+    response = stranger.post(
+        "/api/v1/tasks/",
+        {"client_version": "0.1.0", "client_instance_id": "machine-1", "kinds": ["rating"], "games": 4},
+        format="json",
+    )
+    assert response.status_code == 503 and "group 'raters'" in response.json()["error"]["message"]
+
+
 @pytest.mark.kernels
 def test_rating_tasks_may_wait_for_self_play_games_of_the_account(run, tmp_path):
     from server.games.models import TrainingGame
