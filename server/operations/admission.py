@@ -52,9 +52,11 @@ class Admission:
         if self.released:
             return
         self.released = True
-        _give_back(self.keys, self.token)
-        if self.process is not None:
-            self.process.release()
+        try:
+            _give_back(self.keys, self.token)
+        finally:  # the process's own slot goes back even if the cache fails (the others' leases end)
+            if self.process is not None:
+                self.process.release()
 
 
 def _process_pool(size: int) -> threading.BoundedSemaphore:
@@ -96,7 +98,11 @@ def admit(address: str) -> Admission | Refusal:
         ("site", "site", int(limits["at_once"])),
     )
     for kind, pool, size in pools:
-        key = _take(pool, size, token, lease)
+        try:
+            key = _take(pool, size, token, lease)
+        except BaseException:  # the cache failed: the process's slot goes back (the others' leases end)
+            process.release()
+            raise
         if key is None:
             _give_back(held, token)
             process.release()
