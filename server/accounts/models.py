@@ -2,8 +2,8 @@
 
 A token is shown once, when it is made; the database keeps only its sha256 (and a short prefix to
 tell tokens apart), so a copy of the database gives nobody a way in. A user has any number of named
-tokens (one per machine, say) and can revoke each. A mailed link's key is kept the same way, by its
-sha256 alone, with the time it was used: a link works once.
+tokens (one per machine, say) and can revoke each; a new password revokes them all. A mailed link's
+key is kept the same way, by its sha256 alone, with the time it was used: a link works once.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import hashlib
 import secrets
 
 from django.contrib.auth.models import AbstractUser
-from django.db import models
+from django.db import models, transaction
 from django.utils import timezone
 
 TOKEN_PREFIX = "sente_"
@@ -29,9 +29,26 @@ class User(AbstractUser):
     # is_active as loaded, to tell a change when saved (server.dashboard.signals); unset when the
     # field was not loaded
     _sente_was_active: bool
+    revoked_tokens = 0  # the client tokens the last save revoked (a new password revokes them all)
 
     class Meta:
         db_table = "accounts_user"
+
+    def save(self, *args, **kwargs) -> None:
+        """Save; a new password (``set_password`` since the account was read) revokes every client
+        token of the account in the same transaction, wherever it was set: the website's forms, the
+        admin, ``manage.py changepassword``. Whoever had the old password may have made tokens."""
+        # AbstractBaseUser keeps the raw password set since the account was read until it is saved.
+        new_password = self.pk is not None and getattr(self, "_password", None) is not None
+        if not new_password:
+            self.revoked_tokens = 0
+            super().save(*args, **kwargs)
+            return
+        with transaction.atomic():
+            super().save(*args, **kwargs)
+            self.revoked_tokens = ClientToken.objects.filter(user=self, revoked_at__isnull=True).update(
+                revoked_at=timezone.now()
+            )
 
 
 def hash_token(key: str) -> str:

@@ -119,12 +119,12 @@ def confirm_sign_up(key: str) -> User:
 
 # --- password --------------------------------------------------------------------------------------
 def set_password(user: User, password: str) -> int:
-    """Give the account a new password and revoke every client token it has, in one transaction:
-    whoever had the old password may have made tokens with it. The number of tokens revoked."""
-    with transaction.atomic():
-        user.set_password(password)
-        user.save(update_fields=["password"])
-        return ClientToken.objects.filter(user=user, revoked_at__isnull=True).update(revoked_at=timezone.now())
+    """Give the account a new password, which revokes every client token it has in the same
+    transaction (``User.save``): whoever had the old password may have made tokens with it. The
+    number of tokens revoked."""
+    user.set_password(password)
+    user.save(update_fields=["password"])
+    return user.revoked_tokens
 
 
 # --- e-mail address ----------------------------------------------------------------------------------

@@ -94,6 +94,36 @@ def test_a_password_change_revokes_every_client_token(run, alice, bob):
     assert _task_request(fresh).status_code == 201
 
 
+def test_a_password_set_by_staff_or_a_command_revokes_the_tokens_too(run, alice):
+    """Wherever a new password is set (the admin's password form, ``manage.py changepassword``), the
+    account's client tokens stop working; other saves of the account keep them."""
+    from io import StringIO
+    from unittest import mock
+
+    from django.core.management import call_command
+
+    user, api = alice
+    user.first_name = "Alice"
+    user.save()  # not a new password
+    assert _task_request(api).status_code == 201
+    admin = User.objects.create_superuser("boss", "boss@example.org", "a long enough password")
+    web = Client()
+    web.force_login(admin)
+    new = "a brand new password 7"
+    response = web.post(
+        f"/admin/accounts/user/{user.pk}/password/", {"password1": new, "password2": new, "usable_password": "true"}
+    )
+    assert response.status_code == 302, response.content.decode()[:2000]
+    assert _task_request(api).status_code == 401
+
+    _, key = ClientToken.issue(User.objects.get(pk=user.pk), "laptop")
+    api.credentials(HTTP_AUTHORIZATION=f"Token {key}")
+    assert _task_request(api).status_code == 201
+    with mock.patch("getpass.getpass", return_value="yet another password 9"):
+        call_command("changepassword", "alice", stdout=StringIO())
+    assert _task_request(api).status_code == 401
+
+
 def test_a_refused_password_change_keeps_the_tokens(run, alice):
     """A change the form refuses (wrong old password, new ones that differ) revokes nothing."""
     user, api = alice
