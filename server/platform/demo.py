@@ -39,7 +39,8 @@ def demo_settings(board: int = 7, architecture: str = "tiny") -> RunSettings:
     rating = MatchSettings(
         board_sizes=(board,), board_size_weights=(1.0,), visits=48, komi=komi, max_moves=3 * board * board
     )
-    gating = GatingSettings(rating_game_prob=0.25, rule="fixed", fixed_games=20, fixed_wins=10)
+    # One machine's own client plays every rating game: its games count whole (account_share 1).
+    gating = GatingSettings(rating_game_prob=0.25, rule="fixed", fixed_games=20, fixed_wins=10, account_share=1.0)
     training = TrainingSettings(
         architecture=architecture,
         window_c=5000,

@@ -29,7 +29,7 @@ SETTINGS = RunSettings(
         board_sizes=(5,), board_size_weights=(1.0,), visits=16, cheap_visits=4, komi_mean=24.0, max_moves=60
     ),
     rating=MatchSettings(board_sizes=(5,), board_size_weights=(1.0,), visits=16, komi=24.0, max_moves=60),
-    gating=GatingSettings(rating_game_prob=0.5, fixed_games=4, fixed_wins=2),
+    gating=GatingSettings(rating_game_prob=0.5, fixed_games=4, fixed_wins=2, account_share=1.0),
     training=TrainingSettings(
         architecture="tiny",
         window_c=600,
