@@ -259,6 +259,23 @@ def test_a_quarantine_puts_a_decision_on_its_games_in_doubt(run, immediate_tasks
     assert (event.user, event.note) == (admin, "accepted on forged games")
 
 
+def test_turning_an_account_off_puts_a_decision_on_its_games_in_doubt(
+    run, immediate_tasks, django_capture_on_commit_callbacks
+):
+    from server.ratings.models import Gating
+
+    accounts, _, candidate = _accepted_with_a_forgers_help(run)
+    mallory = accounts[0][0]
+    mallory.is_active = False
+    with django_capture_on_commit_callbacks(execute=True):
+        mallory.save()
+    assert Gating.objects.get(candidate=candidate).in_doubt
+    mallory.is_active = True
+    with django_capture_on_commit_callbacks(execute=True):
+        mallory.save()
+    assert not Gating.objects.get(candidate=candidate).in_doubt
+
+
 def test_disabling_games_in_the_admin_recounts_the_open_gating(
     run, immediate_tasks, django_capture_on_commit_callbacks
 ):
