@@ -2,10 +2,11 @@
 connection is closed, so that a reader who takes nothing (or a byte a second) cannot hold a worker
 thread for longer.
 
-Under gunicorn (its WSGI environ names the connection's socket, ``gunicorn.socket``) the socket's
-timeout is set, before each piece of the answer is handed out, to the time that is left: gunicorn's
-write of it (``sendall``) fails once the deadline passes, however little the reader takes. Between
-pieces the deadline is checked too, which is all that other servers get. An answer cut off ends
+Under gunicorn over HTTP/1 (its WSGI environ names the connection's socket, ``gunicorn.socket``,
+which carries this one answer) the socket's timeout is set, before each piece of the answer is
+handed out, to the time that is left: gunicorn's write of it (``sendall``) fails once the deadline
+passes, however little the reader takes. Between pieces the deadline is checked too, which is all
+that other servers get. An answer cut off ends
 without its last chunk (the chunked encoding's end), so the client knows it is incomplete.
 
 Behind nginx (``deploy/nginx``) the reader is nginx, which buffers the answer and sends it at the
@@ -39,7 +40,9 @@ class WithinDeadline:
     ) -> None:
         self.pieces = pieces
         self.seconds = seconds
-        self.sock: socket.socket | None = environ.get("gunicorn.socket")
+        # One answer per connection at a time (HTTP/1): its socket's timeout is this answer's alone.
+        http1 = str(environ.get("SERVER_PROTOCOL", "")).startswith("HTTP/1")
+        self.sock: socket.socket | None = environ.get("gunicorn.socket") if http1 else None
         self.what = what
         self.on_close: Callable[[], None] | None = on_close
         self.end: float | None = None

@@ -295,7 +295,9 @@ def test_a_reader_who_takes_nothing_fails_the_write_at_the_deadline():
     server, reader = socket.socketpair()
     closed = threading.Event()
     pieces = iter([b"x" * (1 << 20)] * 64)  # more than any socket buffer
-    body = WithinDeadline(pieces, 1.0, {"gunicorn.socket": server}, "the test's answer", closed.set)
+    body = WithinDeadline(
+        pieces, 1.0, {"gunicorn.socket": server, "SERVER_PROTOCOL": "HTTP/1.1"}, "the test's answer", closed.set
+    )
     start = time.monotonic()
     try:
         with pytest.raises(TimeoutError):
