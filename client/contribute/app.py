@@ -10,9 +10,11 @@ token ends the client with the command that logs in again.
 Then it checks the server (reachable, the token taken, the client new enough) and says plainly what
 is wrong if anything is, starts one worker process per device (:mod:`client.contribute.worker`), and
 itself delivers the outbox (first what earlier runs left, then each game as the workers finish it),
-shows the status, and takes commands: Ctrl-C (or SIGTERM, or ``stop`` on stdin) once finishes the
-games in play, delivers them and ends; twice ends at once (finished games stay in the outbox for the
-next start). ``pause`` and ``resume`` on stdin, or SIGUSR1 and SIGUSR2, hold and release the workers.
+shows the status, and takes commands: Ctrl-C (or SIGTERM, or ``stop`` on stdin) once starts no game
+from that moment, finishes the games in play, delivers them and ends; twice ends at once (finished
+games stay in the outbox for the next start). ``pause`` and ``resume`` on stdin, or SIGUSR1 and
+SIGUSR2, hold and release the workers. Signals are acted on as they arrive
+(:mod:`client.contribute.signals`).
 
 Exit status: 0 when it ended as asked; 1 on an unexpected failure; 2 for bad settings; 3 when the
 server refuses the login or the token; 4 when the server's run does not take this client's version or
@@ -36,9 +38,9 @@ import socket
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import requests
 
@@ -50,6 +52,7 @@ from client.contribute.netcache import NetworkCache
 from client.contribute.outbox import DEFAULT_BACKOFF_CAP, FATAL, Outbox, Outcome, describe_error
 from client.contribute.retry import patiently
 from client.contribute.server import AuthError, ServerClient, ServerError
+from client.contribute.signals import SignalActions
 from client.contribute.status import Display, Status
 from client.contribute.supervision import STOP_SECONDS, Pauses, RestartBudget, StopDeadline
 from client.contribute.tasks import AUTH, CANARY, NETWORK, PROTOCOL, UPGRADE
@@ -194,8 +197,8 @@ class _Contributor:
         self.status: Status  # made by _contribute before anything reads it
         self.fatal: tuple[int, str] | None = None
         self._interrupts = 0
-        self._signalled: list[str] = []  # what signal handlers noted, for the main loop
-        self._handlers_before: list[tuple[int, Any]] = []  # restored at the end
+        self._interrupts_lock = threading.Lock()  # signals, and stop typed on stdin, come from threads
+        self._signal_actions: SignalActions | None = None
         self._wake = threading.Event()
         self._password_read = False
 
@@ -522,7 +525,6 @@ class _Contributor:
         while len(self.ended) < len(specs):
             self._wake.wait(0.5)
             self._wake.clear()
-            self._apply_signals()
             self._keep_hours()
             self._handle_messages()
             self._restart_crashed(specs, restarts)
@@ -581,9 +583,9 @@ class _Contributor:
                 process.kill()
                 process.join(timeout=5)
         sender.join(timeout=STOP_SECONDS)
-        for sig, handler in self._handlers_before:  # the caller's handlers again (a test, a program)
-            signal.signal(sig, handler)
-        self._handlers_before.clear()
+        if self._signal_actions is not None:  # the caller's handlers again (a test, a program)
+            self._signal_actions.close()
+            self._signal_actions = None
 
     def _start(self, spec: WorkerSpec):
         process = self.ctx.Process(
@@ -667,7 +669,6 @@ class _Contributor:
         now, unless Ctrl-C comes again."""
 
         def interrupted() -> bool:
-            self._apply_signals()
             return self.control.stopping.is_set()
 
         def deliver_all() -> Outcome | None:
@@ -711,34 +712,34 @@ class _Contributor:
 
     # --- control ----------------------------------------------------------------------------------
     def _signals(self) -> None:
-        """Signals only note what came (a handler that took a lock the interrupted code holds would
-        hang); the main loop acts on them within half a second."""
-        if threading.current_thread() is not threading.main_thread():
-            return
-        wanted = [(signal.SIGINT, "interrupt"), (signal.SIGTERM, "interrupt")]
+        """Act on signals as they arrive, from a thread of their own (:mod:`client.contribute.signals`):
+        a game that ends just after Ctrl-C is not replaced (only in the main thread, where signals
+        can be taken)."""
+        wanted: dict[int, Callable[[], None]] = {signal.SIGINT: self.interrupt, signal.SIGTERM: self.interrupt}
         # Where they exist: the terminal closed (unless started under nohup), Ctrl-Break on Windows,
         # and pause and resume (typing them works everywhere).
-        optional = (("SIGHUP", "interrupt"), ("SIGBREAK", "interrupt"), ("SIGUSR1", "pause"), ("SIGUSR2", "resume"))
-        for name, what in optional:
+        optional: tuple[tuple[str, Callable[[], None]], ...] = (
+            ("SIGHUP", self.interrupt),
+            ("SIGBREAK", self.interrupt),
+            ("SIGUSR1", lambda: self.pause(True)),
+            ("SIGUSR2", lambda: self.pause(False)),
+        )
+        for name, action in optional:
             sig = getattr(signal, name, None)
             if sig is not None and signal.getsignal(sig) is not signal.SIG_IGN:
-                wanted.append((sig, what))
-        for sig, what in wanted:
-            self._handlers_before.append((sig, signal.getsignal(sig)))
-            signal.signal(sig, lambda *_, what=what: self._signalled.append(what))
-
-    def _apply_signals(self) -> None:
-        while self._signalled:
-            what = self._signalled.pop(0)
-            if what == "interrupt":
-                self.interrupt()
-            else:
-                self.pause(what == "pause")
+                wanted[sig] = action
+        actions = SignalActions(wanted)
+        if actions.start():
+            self._signal_actions = actions
 
     def interrupt(self) -> None:
-        self._interrupts += 1
-        if self._interrupts == 1:
-            self.control.finishing.set()
+        """Ctrl-C, SIGTERM, SIGHUP or stop typed: the first time, no game starts any more (the games
+        in play finish and are sent, then the client ends); again, the client stops at once."""
+        with self._interrupts_lock:
+            self._interrupts += 1
+            first = self._interrupts == 1
+        if first:
+            self.control.finish()  # once it returns, no worker starts a game
             self.pauses.apply()  # the games in play finish, paused or not
             log.warning(
                 "finishing the games in play, then sending them (press Ctrl-C again to stop at once; "

@@ -23,7 +23,12 @@ the run does not take, a network file that stays wrong) as its last message. At 
 server of the games of its tasks it will not deliver (see :meth:`TaskQueue.release_unplayed`).
 
 The supervisor steers it through :class:`Control`: ``finishing`` (start no more games; end when the
-games in play are done), ``stopping`` (end now; unfinished games are dropped), ``paused``.
+games in play are done), ``stopping`` (end now; unfinished games are dropped), ``paused``. Every game
+a worker starts, self-play (forks of finished games included: they start only as a new game the
+driver asks its feed for), played on from a save, or rating, is started through
+:meth:`Control.start_game`, the one check of whether a game may start. Signals are the supervisor's
+to act on: a worker ignores Ctrl-C, SIGTERM and SIGHUP, which a terminal or a service manager sends
+to every process of the client, and stops as Ctrl-C twice would when its supervisor is gone.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ import gc
 import importlib
 import logging
 import logging.handlers
+import multiprocessing
 import os
 import signal
 import threading
@@ -67,6 +73,7 @@ T = TypeVar("T")
 
 STATUS_SECONDS = 1.0
 SHARED_POLL_SECONDS = 0.05  # how often a waiting driver looks at the supervisor's stop
+FINISH_WAIT_SECONDS = 5.0  # how long finishing waits for a game being started
 EVALUATORS_KEPT = 4  # networks kept loaded: the self-play one, the next, and a rating pair
 
 
@@ -112,10 +119,12 @@ class Control:
         self.games_left = context.Value("q", -1 if games is None else games)  # -1: no limit
 
     def start_game(self, take: Callable[[], T]) -> T | None:
-        """``take()`` a game to start, unless the games asked for have all started (None then). The
-        last one sets ``finishing``: the games in play end, and then the workers."""
+        """``take()`` a game to start, unless the workers are finishing or stopping, or the games asked
+        for have all started (None then, and take is not called): the one check before any game
+        starts. The last of the games asked for sets ``finishing``: the games in play end, and then
+        the workers."""
         with self.games_left.get_lock():
-            if self.games_left.value == 0:
+            if self.done() or self.games_left.value == 0:
                 return None
             got = take()
             if got is not None and self.games_left.value > 0:
@@ -124,6 +133,18 @@ class Control:
                     log.info("the last of the games asked for has started; the workers end after it")
                     self.finishing.set()
             return got
+
+    def finish(self) -> None:
+        """Start no more games: once this returns no game starts (one being started as it is called
+        is waited for). A lock its holder never gives back (a worker killed while it held it) is
+        waited for a few seconds only."""
+        lock = self.games_left.get_lock()
+        held = lock.acquire(timeout=FINISH_WAIT_SECONDS)
+        try:
+            self.finishing.set()
+        finally:
+            if held:
+                lock.release()
 
     def budget_spent(self) -> bool:
         """Did the workers end because the games asked for were played?"""
@@ -144,8 +165,13 @@ class Control:
 
 
 def worker_main(spec: WorkerSpec, control: Control, messages, log_queue) -> None:
-    """The worker process: its logging goes to the supervisor, which also handles Ctrl-C."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole process group
+    """The worker process: its logging goes to the supervisor, which also acts on the signals."""
+    # Ctrl-C and a closed terminal reach the whole process group, a service manager's SIGTERM every
+    # process of the service: the supervisor tells the worker what they mean (finish or stop).
+    for name in ("SIGINT", "SIGTERM", "SIGHUP"):
+        sig = getattr(signal, name, None)
+        if sig is not None:
+            signal.signal(sig, signal.SIG_IGN)
     root = logging.getLogger()
     root.handlers[:] = [logging.handlers.QueueHandler(log_queue)]
     root.setLevel(logging.INFO)
@@ -159,6 +185,16 @@ def worker_main(spec: WorkerSpec, control: Control, messages, log_queue) -> None
     except BaseException as e:  # reported, then the process ends; the supervisor restarts it
         log.error("worker %d (%s) failed: %s", spec.index, spec.device, "".join(traceback.format_exception(e)))
         messages.put(("crashed", spec.index, type(e).__name__, str(e)))
+    finally:
+        if not supervisor_alive():  # nobody reads the queues: the process must not wait to flush them
+            messages.cancel_join_thread()
+            log_queue.cancel_join_thread()
+
+
+def supervisor_alive() -> bool:
+    """Is the process that started this one still running (True in a process nobody started)?"""
+    parent = multiprocessing.parent_process()
+    return parent is None or parent.is_alive()
 
 
 def share_the_cpu(cores: int | None) -> None:
@@ -226,7 +262,7 @@ class Worker:
         self.rows = 0
         self.errors: list[BaseException] = []
         self.last_network: str | None = None  # of the newest self-play session
-        self.abort = threading.Event()  # a lane failed: the worker ends (the others are not stopped)
+        self.abort = threading.Event()  # a lane failed, or the supervisor is gone: the worker ends now
 
     # --- the lanes --------------------------------------------------------------------------------
     def run(self) -> None:
@@ -466,7 +502,7 @@ class Worker:
             name=f"rating-{prefix}",
             on_game=on_game,
             stop=_StopView(self.control.stopping, self.abort),
-            more=lambda: not self.control.done() and self.control.start_game(lambda: True) is not None,
+            more=lambda: self.control.start_game(lambda: True) is not None,
             paused=self.control.paused.is_set,
         )
         with self._lock:
@@ -485,6 +521,10 @@ class Worker:
     # --- status -----------------------------------------------------------------------------------
     def _status_loop(self, done: threading.Event) -> None:
         while not done.wait(STATUS_SECONDS):
+            if not self.abort.is_set() and not supervisor_alive():
+                log.error("worker %d: the client's supervisor is gone; stopping", self.spec.index)
+                self.abort.set()
+                self.queue.close()
             self._send_status()
 
     def _send_status(self) -> None:
@@ -624,9 +664,6 @@ class _Session:
         log.info("self-play with network %s, settings version %d", *self.key)
 
         def next_game(group: int):
-            if control.done():
-                self.draining.set()
-                return None
             if not worker.room_for_selfplay():
                 return LATER
             if self.resumed is not None:
