@@ -10,7 +10,11 @@ and connections are kept alive. Exports take at most SENTE_THREADS - 1 threads o
 
 import multiprocessing
 import os
+import subprocess
+import sys
+from pathlib import Path
 
+MANAGE = Path(__file__).resolve().parent.parent / "manage.py"
 wsgi_app = "server.wsgi:application"
 bind = os.environ.get("SENTE_BIND", "127.0.0.1:8000")
 workers = int(os.environ.get("SENTE_WORKERS", 2 * multiprocessing.cpu_count() + 1))
@@ -31,3 +35,23 @@ errorlog = os.environ.get("SENTE_ERROR_LOG", "-")
 loglevel = os.environ.get("SENTE_LOG_LEVEL", "info").lower()
 limit_request_line = 8190
 limit_request_fields = 100
+
+
+def _warm_up(server) -> None:
+    """Fill numba's cache with the web's kernels in one process before any worker starts, so that no
+    worker compiles one, or writes the cache, while it serves (server/warmup.py). A preloaded master
+    did it itself when it loaded the application (server/wsgi.py), and its workers are forks that
+    have them; without ``preload_app``, ``manage.py warm_up --web`` does it apart from the master
+    (which imports none of the application, so that a reload's new workers load the new code) and
+    each worker then loads the kernels from the cache. ``SENTE_WARM_UP=0`` leaves it out."""
+    if os.environ.get("SENTE_WARM_UP", "1") != "1" or server.cfg.preload_app:
+        return
+    subprocess.run([sys.executable, str(MANAGE), "warm_up", "--web"], cwd=MANAGE.parent, check=True)
+
+
+def on_starting(server) -> None:
+    _warm_up(server)
+
+
+def on_reload(server) -> None:  # SIGHUP: new workers with the code as it is now
+    _warm_up(server)

@@ -8,8 +8,9 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "server.settings")
 application = get_wsgi_application()
 
 if os.environ.get("SENTE_WARM_UP", "1") == "1":
-    # Load the compiled kernels the upload checks use now: gunicorn loads this module once and forks
-    # its workers from it (preload_app), so none of them pays for it on its first upload.
-    from server.games.ingest import warm_up
+    # Load the compiled kernels the web's requests use now: gunicorn loads this module once and forks
+    # its workers from it (preload_app), so none of them compiles one, or writes numba's cache, while
+    # it serves (server.warmup).
+    from server import warmup
 
-    warm_up()
+    warmup.web()

@@ -546,8 +546,12 @@ def record_refusal(kind: str, user: User | None, error: ApiError) -> UploadRefus
 
 
 def warm_up() -> None:
-    """Run the checks' compiled kernels once (replaying, scoring, reading rows) so that they are loaded
-    before the first upload; a server calls this before its workers start, which then share them."""
+    """Run the checks' compiled kernels once (replaying, scoring, holding rows against the game) so that
+    they are loaded before the first upload; a server calls this before its workers start, which then
+    share them and compile none (``server.warmup``)."""
+    import numpy as np
+
+    from common.data.schema import GT_TURN_INDEX, empty_rows
     from common.go.geometry import loc_of
     from common.go.rules import Rules
 
@@ -558,3 +562,12 @@ def warm_up() -> None:
     game.score()
     record = parse_collection(b"(;GM[1]FF[4]SZ[9]KM[7];B[cc];W[gg])")
     record_from_tree(record[0]).to_game()
+    # A self-play game's rows: each recorded turn's position encoded as a row holds it while the
+    # record replays, then the end's ownership both ways (the rows' values need not match here).
+    played = record_from_tree(parse_collection(b"(;GM[1]FF[4]SZ[7]KM[7];B[cc];W[ee];B[ce];W[ec];B[];W[])")[0])
+    rows = empty_rows(len(played.moves))
+    rows["globalTargetsNC"][:, GT_TURN_INDEX] = np.arange(len(played.moves))
+    check = RowsAgainstGame(rows, played.x_size, played.y_size, played.moves, "warm-up", 0, 0.0)
+    ended = played.to_game(visit=check.visit)
+    ended.ownership("scoring")
+    ended.ownership("katago")

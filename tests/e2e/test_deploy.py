@@ -828,3 +828,67 @@ def test_a_backup_of_the_embedded_default_copies_the_sqlite_database_while_it_is
     assert copy.execute("SELECT name FROM runs_run").fetchall() == [("main",)]
     copy.close()
     assert (latest / "files" / "networks" / "n.safetensors").read_bytes() == b"weights"
+
+
+class _PatientServer(LiveServer):
+    """The server, waited for as long as its master takes to fill an empty numba cache."""
+
+    def _wait(self, seconds: float = 900.0) -> None:
+        super()._wait(seconds)
+
+
+def _files(folder: Path) -> dict[str, tuple[int, int]]:
+    """Every file under ``folder`` with its size and modification time (ns)."""
+    return {str(p.relative_to(folder)): (p.stat().st_size, p.stat().st_mtime_ns) for p in folder.rglob("*")}
+
+
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_web_workers_only_load_numbas_kernels_while_they_serve(tmp_path):
+    """gunicorn's master fills an empty numba cache with the web's kernels before it starts any worker
+    (without preload_app: through manage.py warm_up --web); its workers then take a self-play upload
+    and show the game's page loading every kernel from the cache: none compiles one or writes the
+    cache, which several processes doing at once can corrupt. NUMBA_DEBUG_CACHE logs every save and
+    load of the cache."""
+    from django.db import connection
+
+    from server.accounts.models import ClientToken, User
+    from server.games.models import TrainingGame
+    from server.platform.processes import database_url
+    from server.runs.models import create_run
+
+    create_run(helpers.RUN, helpers.SETTINGS.to_dict())
+    game = helpers.selfplay_games(tmp_path / "games", helpers.RANDOM_NET, count=1)[0]
+    user = User.objects.create_user("alice", "alice@example.org", "correct horse battery")
+    _, token = ClientToken.issue(user, "e2e")
+    headers = {"Authorization": f"Token {token}"}
+    cache, data = tmp_path / "numba", tmp_path / "data"
+    data.mkdir()
+    env = {"NUMBA_CACHE_DIR": str(cache), "NUMBA_DEBUG_CACHE": "1", "PYTHONUNBUFFERED": "1", "SENTE_PRELOAD": "0"}
+    server = _PatientServer(database_url(connection.settings_dict), data, workers=2, env=env)
+    try:
+        started = _files(cache)
+        task = requests.post(
+            server.url + "/api/v1/tasks/",
+            json={"client_version": "0.1.0", "client_instance_id": "e2e", "kinds": ["selfplay"], "games": 1},
+            headers=headers,
+            timeout=30,
+        )
+        assert task.status_code == 201, task.text
+        upload = requests.post(
+            task.json()["upload_url"],
+            data={"task": task.json()["id"], "metadata": json.dumps(game.metadata)},
+            files={"sgf": ("game.sgf", game.sgf), "npz": ("game.npz", game.npz)},
+            headers=headers,
+            timeout=120,
+        )
+        assert upload.status_code == 201, upload.text
+        page = requests.get(f"{server.url}/games/{TrainingGame.objects.get().pk}/", timeout=60)
+        assert page.status_code == 200
+    finally:
+        server.stop()
+    log = server.log_path.read_text(errors="replace")
+    booted = log.index("Booting worker")
+    assert "data saved to" in log[:booted]  # the master's warm-up compiled into the empty cache
+    served = log[booted:]
+    assert "data loaded from" in served and "saved to" not in served, served[-3000:]
+    assert _files(cache) == started
