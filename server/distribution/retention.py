@@ -14,18 +14,19 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Exists, OuterRef, Q
+from django.db.models import Exists, OuterRef
+from django.db.models.expressions import Combinable
 
 from server.distribution.models import Task
 
 
-def _named_by_no_row() -> Q:
-    """Tasks no row of another table points at (the games, and any relation added later)."""
-    condition = Q()
-    for relation in Task._meta.related_objects:
-        pointing = relation.related_model._base_manager.filter(**{relation.field.name: OuterRef("pk")})
-        condition &= ~Exists(pointing)
-    return condition
+def _named_by_no_row() -> list[Combinable]:
+    """The conditions of a task no row of another table points at (the games, and any relation added
+    later)."""
+    return [
+        ~Exists(relation.related_model._base_manager.filter(**{relation.field.name: OuterRef("pk")}))
+        for relation in Task._meta.related_objects
+    ]
 
 
 def prune_tasks(before: datetime, batch: int) -> int:
@@ -34,7 +35,7 @@ def prune_tasks(before: datetime, batch: int) -> int:
     if batch < 1:
         raise ValueError(f"batch {batch}: must be at least 1")
     expired_before = before - timedelta(seconds=settings.SENTE_TASK_GRACE_SECONDS)
-    prunable = Task.objects.filter(_named_by_no_row(), expires_at__lt=expired_before)
+    prunable = Task.objects.filter(*_named_by_no_row(), expires_at__lt=expired_before)
     deleted = 0
     after = None
     while True:
