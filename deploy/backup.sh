@@ -4,7 +4,9 @@
 # server's own settings (DATABASE_URL, STORAGE_URL, SENTE_DATA_DIR) from the environment: run it with
 # /etc/sente/sente.env loaded (the sente-backup unit does).
 #
-# - PostgreSQL: pg_dump --format=custom (restore with pg_restore --clean --dbname=...).
+# - PostgreSQL: pg_dump --format=custom (restore with pg_restore --clean --dbname=...). The password in
+#   DATABASE_URL reaches pg_dump through a password file (PGPASSFILE, mode 0600, deleted when the
+#   backup ends), never on its command line, which every user of the machine can read (ps).
 # - SQLite (the embedded default): SQLite's online backup, consistent while the server runs.
 # - Files on disk: rsync, hard-linking what the previous backup has (stored files never change: they
 #   are named by their content), so each backup costs only the new files. Files being written
@@ -35,12 +37,40 @@ find "$dest" -mindepth 1 -maxdepth 1 -type d -name '.*.partial' -exec rm -rf {} 
 
 stamp=$(date -u +%Y%m%dT%H%M%SZ)
 work="$dest/.$stamp.partial"
+passfile=""
 mkdir "$work"
-trap 'rm -rf "$work"' EXIT
+trap 'rm -rf "$work"; if [ -n "$passfile" ]; then rm -f "$passfile"; fi' EXIT
+
+# pg_dump's connection: DATABASE_URL without its password, which goes into a password file of its own
+# (read from the environment, so that it is on no command line). Prints the URL; writes the file only
+# when the URL has a password.
+postgres_url() {
+  SENTE_BACKUP_PASSFILE="$1" python3 - <<'PY'
+import os
+from urllib.parse import unquote, urlsplit, urlunsplit
+
+url = urlsplit(os.environ["SENTE_BACKUP_DATABASE_URL"])
+user = url.username or ""
+host = url.hostname or ""
+if ":" in host:
+    host = f"[{host}]"
+netloc = (user + "@" if user else "") + host + (f":{url.port}" if url.port else "")
+if url.password is not None:
+    escaped = unquote(url.password).replace("\\", "\\\\").replace(":", "\\:")
+    fd = os.open(os.environ["SENTE_BACKUP_PASSFILE"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(f"*:*:*:*:{escaped}\n")
+print(urlunsplit(("postgresql", netloc, url.path, url.query, "")))
+PY
+}
 
 case "$database" in
   postgres://*|postgresql://*)
-    pg_dump --format=custom --no-owner --file="$work/database.pgdump" "${database/#postgres:/postgresql:}" ;;
+    passfile=$(mktemp "${TMPDIR:-/tmp}/sente-backup-pgpass.XXXXXXXX")
+    url=$(SENTE_BACKUP_DATABASE_URL="$database" postgres_url "$passfile")
+    PGPASSFILE="$passfile" pg_dump --format=custom --no-owner --file="$work/database.pgdump" "$url"
+    rm -f "$passfile"
+    passfile="" ;;
   sqlite:///*)
     python3 - "${database#sqlite://}" "$work/database.sqlite3" <<'PY'
 import sqlite3, sys
@@ -49,7 +79,7 @@ with target:
     source.backup(target)
 PY
     ;;
-  *) echo "backup: DATABASE_URL $database: only postgres:// and sqlite:/// are backed up" >&2; exit 2 ;;
+  *) echo "backup: DATABASE_URL ${database%%://*}://...: only postgres:// and sqlite:/// are backed up" >&2; exit 2 ;;
 esac
 
 # copy FOLDER NAME: FOLDER into $work/NAME, hard-linking what the last backup has unchanged.

@@ -102,7 +102,7 @@ def main() -> int:
     parser.add_argument(
         "--metrics-token",
         default=os.environ.get("SENTE_METRICS_TOKEN"),
-        help="the server's SENTE_METRICS_TOKEN, if it has one (default: that variable)",
+        help="the server's SENTE_METRICS_TOKEN (production servers have one; default: that variable)",
     )
     args = parser.parse_args()
     if not (args.token or args.username or args.no_task):
@@ -140,7 +140,13 @@ def main() -> int:
 
     def metrics():
         auth = {"Authorization": f"Bearer {args.metrics_token}"} if args.metrics_token else {}
-        text = expect(smoke.get("/metrics", headers=auth)).text
+        response = smoke.get("/metrics", headers=auth)
+        if response.status_code == 401:
+            given = "the token given was refused" if args.metrics_token else "no token was given"
+            raise AssertionError(
+                f"/metrics wants the server's scrape token ({given}): pass --metrics-token or set SENTE_METRICS_TOKEN"
+            )
+        text = expect(response).text
         if "sente_training_games{" not in text:
             raise AssertionError("no sente_training_games in the metrics")
         return f"{sum(1 for line in text.splitlines() if line and not line.startswith('#'))} samples"

@@ -5,6 +5,8 @@ a data folder (``SENTE_DATA_DIR``, default ``./sente-data`` beside the project),
 secret key generated once and kept in that folder. Production sets at least:
 
 - ``SECRET_KEY``: required when ``SENTE_PRODUCTION`` is on;
+- ``SENTE_PUBLIC_URL`` (the site's address) and ``SENTE_METRICS_TOKEN`` (the scrapes' bearer token):
+  required when ``SENTE_PRODUCTION`` is on, as are values other than the defaults' and the example's;
 - ``DATABASE_URL``: e.g. ``postgres://sente@127.0.0.1:5432/sente`` (psycopg 3);
 - ``STORAGE_URL``: ``file:///srv/sente/files`` (local disk) or ``s3://bucket/prefix`` (S3-compatible
   object storage through django-storages; ``AWS_*`` variables as that library reads them);
@@ -306,7 +308,32 @@ SENTE_AUDIT = {
 
 # --- metrics (GET /metrics, Prometheus) ------------------------------------------------------------
 SENTE_METRICS_SECONDS = float(env_str("SENTE_METRICS_SECONDS", "15"))  # how long a scrape's figures are reused
-SENTE_METRICS_TOKEN = env_str("SENTE_METRICS_TOKEN")  # when set, scrapes send Authorization: Bearer <token>
+# The value deploy/sente.env.example ships with, which the operator replaces.
+EXAMPLE_METRICS_TOKEN = "change-me-to-a-random-metrics-token"
+
+
+def _metrics_token() -> str:
+    """When set, scrapes send Authorization: Bearer <token>. Production requires one: behind the proxy
+    every request comes from the proxy's address, so only a token tells the scraper from anyone."""
+    token = env_str("SENTE_METRICS_TOKEN").strip()
+    if not PRODUCTION:
+        return token
+    make = "python3 -c 'import secrets; print(secrets.token_urlsafe(32))'"
+    if not token:
+        raise ImproperlyConfigured(
+            "SENTE_METRICS_TOKEN must be set when SENTE_PRODUCTION is on: /metrics answers only scrapes that send "
+            f"Authorization: Bearer <it> (make one with {make})"
+        )
+    if token == EXAMPLE_METRICS_TOKEN:
+        raise ImproperlyConfigured(
+            f"SENTE_METRICS_TOKEN is still the example's {token!r}: set one of your own ({make})"
+        )
+    if len(token) < 16:
+        raise ImproperlyConfigured(f"SENTE_METRICS_TOKEN has {len(token)} characters: use at least 16 ({make})")
+    return token
+
+
+SENTE_METRICS_TOKEN = _metrics_token()
 
 # --- e-mail (password resets, e-mail changes) -------------------------------------------------------
 # Written to the server's output (its log) unless EMAIL_HOST names an SMTP server.
@@ -332,7 +359,25 @@ SENTE_WINDOW_TALLY_SECONDS = float(env_str("SENTE_WINDOW_TALLY_SECONDS", "300"))
 SENTE_SOURCE_URL = env_str("SENTE_SOURCE_URL")
 # The site's address as people reach it, for the links of messages sent without a request
 # (webhooks; e-mails take the request's own).
-SENTE_PUBLIC_URL = env_str("SENTE_PUBLIC_URL", "http://127.0.0.1:8000")
+DEFAULT_PUBLIC_URL = "http://127.0.0.1:8000"
+
+
+def _public_url() -> str:
+    """Required in production (unless DEBUG): the default would send webhook readers to their own machine."""
+    url = env_str("SENTE_PUBLIC_URL").strip() or DEFAULT_PUBLIC_URL
+    if PRODUCTION and not DEBUG and url.rstrip("/") == DEFAULT_PUBLIC_URL:
+        problem = "is missing" if not env_str("SENTE_PUBLIC_URL").strip() else f"is the default {url!r}"
+        raise ImproperlyConfigured(
+            f"SENTE_PUBLIC_URL {problem}: when SENTE_PRODUCTION is on, set it to the site's address as people "
+            "reach it (e.g. https://go.example.org), which the links of webhook posts start with"
+        )
+    parts = urlparse(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ImproperlyConfigured(f"SENTE_PUBLIC_URL {url!r}: must be an http:// or https:// address with a host")
+    return url
+
+
+SENTE_PUBLIC_URL = _public_url()
 # The runs' webhooks (server.notices.webhooks): each attempt's deadline (resolving, connecting,
 # sending and reading in all), the first retry's delay (doubled at each retry), the attempts before
 # giving up, and whether they may post to this machine and private networks (loopback, RFC 1918,

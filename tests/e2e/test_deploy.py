@@ -528,6 +528,7 @@ def test_the_images_production_settings_serve_pages(tmp_path):
     env.update(
         {
             "SECRET_KEY": "a-secret-of-the-test-" + "x" * 40,
+            "SENTE_METRICS_TOKEN": "a-scrape-token-of-the-test",
             "SENTE_STATIC_ROOT": str(static),
             "SENTE_WORKERS": "1",
             "SENTE_FORWARDED_ALLOW_IPS": "127.0.0.1",
@@ -572,6 +573,7 @@ def _settings_of(env: dict[str, str], *names: str) -> subprocess.CompletedProces
 
 def test_production_refuses_the_example_secret_key_and_plain_http_turns_https_off(tmp_path):
     data = {"SENTE_DATA_DIR": str(tmp_path), "SENTE_PRODUCTION": "1", "ALLOWED_HOSTS": "go.example.org"}
+    data.update(SENTE_PUBLIC_URL="https://go.example.org", SENTE_METRICS_TOKEN="a-scrape-token-of-the-test")
     example = _env_file(DEPLOY / "sente.env.example")["SECRET_KEY"]
     done = _settings_of({**data, "SECRET_KEY": example}, "SECRET_KEY")
     assert done.returncode != 0 and f"SECRET_KEY is still the example's {example!r}" in done.stderr
@@ -892,3 +894,161 @@ def test_web_workers_only_load_numbas_kernels_while_they_serve(tmp_path):
     served = log[booted:]
     assert "data loaded from" in served and "saved to" not in served, served[-3000:]
     assert _files(cache) == started
+
+
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_a_backup_gives_pg_dump_the_password_in_a_file_not_on_its_command_line(tmp_path):
+    """Every user of the machine reads every process's command line (ps): the database's password goes
+    to pg_dump in a password file readable by the backup's user alone, deleted when it is done."""
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        missing("the PostgreSQL the tests use (the backup runs pg_dump on it)", "start it or set DATABASE_URL")
+    real = _need("pg_dump", "postgresql-client")
+    _need("rsync", "rsync")
+    password = r"s3cr:t@p%w\d"
+    quoted = password.replace("%", "%25").replace(":", "%3A").replace("@", "%40").replace("\\", "%5C")
+    db = connection.settings_dict
+    user = db.get("USER") or "postgres"
+    url = f"postgres://{user}:{quoted}@{db.get('HOST') or '127.0.0.1'}:{db.get('PORT') or 5432}/{db['NAME']}"
+    seen = tmp_path / "seen"
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "pg_dump").write_text(
+        "#!/bin/sh\n"
+        f'printf "%s\\n" "$@" > {seen}/argv\n'
+        f'printf "%s" "$PGPASSFILE" > {seen}/passfile\n'
+        f'stat -c %a "$PGPASSFILE" > {seen}/mode\n'
+        f'cat "$PGPASSFILE" > {seen}/content\n'
+        f'exec {real} "$@"\n'
+    )
+    (fake / "pg_dump").chmod(0o755)
+    seen.mkdir()
+    env = {
+        **os.environ,
+        "DATABASE_URL": url,
+        "SENTE_DATA_DIR": str(tmp_path / "data"),
+        "SENTE_BACKUP_DIR": str(tmp_path / "backups"),
+        "TMPDIR": str(tmp_path),
+        "PATH": f"{fake}:{os.environ['PATH']}",
+    }
+    done = subprocess.run(["bash", str(DEPLOY / "backup.sh")], capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr
+    argv = (seen / "argv").read_text()
+    assert password not in argv and quoted not in argv and "s3cr" not in argv, argv
+    assert (seen / "mode").read_text().strip() == "600"
+    assert (seen / "content").read_text() == "*:*:*:*:" + password.replace("\\", "\\\\").replace(":", "\\:") + "\n"
+    assert not Path((seen / "passfile").read_text()).exists()  # deleted once the dump is made
+    assert not list(tmp_path.glob("sente-backup-pgpass.*"))
+    listing = subprocess.run(
+        ["pg_restore", "--list", str(tmp_path / "backups" / "latest" / "database.pgdump")],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert "TABLE DATA public runs_run" in listing
+
+    done = subprocess.run(
+        ["bash", str(DEPLOY / "backup.sh")],
+        capture_output=True,
+        text=True,
+        env={**env, "DATABASE_URL": f"mysql://sente:{quoted}@db/sente"},
+    )
+    assert done.returncode == 2 and "only postgres://" in done.stderr and "s3cr" not in done.stderr
+
+
+def _production(tmp_path: Path, **env: str) -> dict[str, str]:
+    """A production server's required settings (the example's address), with ``env`` over them."""
+    return {
+        "SENTE_DATA_DIR": str(tmp_path),
+        "SENTE_PRODUCTION": "1",
+        "ALLOWED_HOSTS": "go.example.org",
+        "SECRET_KEY": "s" * 50,
+        "SENTE_PUBLIC_URL": "https://go.example.org",
+        "SENTE_METRICS_TOKEN": "a-scrape-token-of-the-test",
+        **env,
+    }
+
+
+def test_production_refuses_to_start_without_its_public_url(tmp_path):
+    """The links of webhook posts start with SENTE_PUBLIC_URL: in production it must be the site's own,
+    not missing nor the default http://127.0.0.1:8000; a DEBUG server, or any server outside
+    production (make run, the tests), keeps the default."""
+    production = _production(tmp_path)
+    del production["SENTE_PUBLIC_URL"]
+    for given in ({}, {"SENTE_PUBLIC_URL": "http://127.0.0.1:8000"}, {"SENTE_PUBLIC_URL": "http://127.0.0.1:8000/"}):
+        done = _settings_of({**production, **given}, "SENTE_PUBLIC_URL")
+        assert done.returncode != 0 and "SENTE_PUBLIC_URL" in done.stderr, done.stderr
+        assert ("is missing" if not given else "is the default") in done.stderr
+    done = _settings_of({**production, "SENTE_PUBLIC_URL": "go.example.org"}, "SENTE_PUBLIC_URL")
+    assert done.returncode != 0 and "must be an http:// or https:// address with a host" in done.stderr
+    done = _settings_of({**production, "DEBUG": "1"}, "SENTE_PUBLIC_URL")
+    assert done.returncode == 0 and done.stdout.strip() == "http://127.0.0.1:8000", done.stderr
+    done = _settings_of({"SENTE_DATA_DIR": str(tmp_path)}, "SENTE_PUBLIC_URL", "SENTE_METRICS_TOKEN")
+    assert done.returncode == 0 and done.stdout.strip() == "http://127.0.0.1:8000", done.stderr
+    done = _settings_of(_production(tmp_path), "SENTE_PUBLIC_URL")
+    assert done.returncode == 0 and done.stdout.strip() == "https://go.example.org", done.stderr
+
+
+def test_production_refuses_to_start_without_a_metrics_token_of_its_own(tmp_path):
+    """/metrics answers only scrapes with the token: production needs one, not the example's, and not
+    one short enough to guess."""
+    example = _env_file(DEPLOY / "sente.env.example")["SENTE_METRICS_TOKEN"]
+    for token, problem in (
+        ("", "SENTE_METRICS_TOKEN must be set when SENTE_PRODUCTION is on"),
+        (example, f"SENTE_METRICS_TOKEN is still the example's {example!r}"),
+        ("short", "SENTE_METRICS_TOKEN has 5 characters: use at least 16"),
+    ):
+        done = _settings_of(_production(tmp_path, SENTE_METRICS_TOKEN=token), "SENTE_METRICS_TOKEN")
+        assert done.returncode != 0 and problem in done.stderr, done.stderr
+    done = _settings_of(_production(tmp_path), "SENTE_METRICS_TOKEN")
+    assert done.returncode == 0 and done.stdout.strip() == "a-scrape-token-of-the-test", done.stderr
+
+
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_a_production_server_answers_metrics_only_to_the_token(tmp_path):
+    """Under gunicorn with production's settings, a scrape without the token, or with another, is
+    refused, also from the machine itself (behind nginx every request comes from there)."""
+    from django.db import connection
+
+    from server.platform.processes import database_url
+    from server.runs.models import create_run
+
+    create_run(helpers.RUN, helpers.SETTINGS.to_dict())
+    data = tmp_path / "data"
+    data.mkdir()
+    env = _production(data, ALLOWED_HOSTS="localhost", SENTE_WORKERS="1")
+    with HealthcheckedServer(database_url(connection.settings_dict), data, workers=1, env=env) as server:
+        visitor = {"Host": "localhost", "X-Forwarded-Proto": "https"}
+        for auth in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": "Bearer "}):
+            refused = requests.get(server.url + "/metrics", headers={**visitor, **auth}, timeout=30)
+            assert refused.status_code == 401, (auth, refused.status_code)
+        scrape = requests.get(
+            server.url + "/metrics",
+            headers={**visitor, "Authorization": "Bearer a-scrape-token-of-the-test"},
+            timeout=30,
+        )
+        assert scrape.status_code == 200 and "sente_training_games{" in scrape.text
+
+
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+@pytest.mark.parametrize("server", [{"SENTE_METRICS_TOKEN": "a-scrape-token-of-the-test"}], indirect=True)
+def test_the_smoke_script_says_when_the_metrics_want_their_token(server):
+    base = {k: v for k, v in os.environ.items() if k != "SENTE_METRICS_TOKEN"}
+    done = subprocess.run(
+        [sys.executable, str(DEPLOY / "smoke.py"), server.url, "--no-task"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=base,
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "FAIL metrics: /metrics wants the server's scrape token (no token was given)" in done.stdout
+    done = subprocess.run(
+        [sys.executable, str(DEPLOY / "smoke.py"), server.url, "--no-task"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**base, "SENTE_METRICS_TOKEN": "a-scrape-token-of-the-test"},
+    )
+    assert done.returncode == 0 and "ok   metrics" in done.stdout, done.stdout + done.stderr
