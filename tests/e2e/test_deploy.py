@@ -556,31 +556,16 @@ def test_the_images_production_settings_serve_pages(tmp_path):
         )
 
 
-def _settings_of(env: dict[str, str], *names: str) -> subprocess.CompletedProcess:
-    code = (
-        "import django; from django.conf import settings; django.setup(); "
-        f"print(*(getattr(settings, n) for n in {names!r}))"
-    )
-    base = {k: v for k, v in os.environ.items() if not k.startswith(("SENTE_", "DJANGO_", "SECRET_KEY"))}
-    return subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        env={**base, "DJANGO_SETTINGS_MODULE": "server.settings", **env},
-    )
-
-
 def test_production_refuses_the_example_secret_key_and_plain_http_turns_https_off(tmp_path):
     data = {"SENTE_DATA_DIR": str(tmp_path), "SENTE_PRODUCTION": "1", "ALLOWED_HOSTS": "go.example.org"}
     data.update(SENTE_PUBLIC_URL="https://go.example.org", SENTE_METRICS_TOKEN="a-scrape-token-of-the-test")
     example = _env_file(DEPLOY / "sente.env.example")["SECRET_KEY"]
-    done = _settings_of({**data, "SECRET_KEY": example}, "SECRET_KEY")
+    done = helpers.settings_in_a_process({**data, "SECRET_KEY": example}, "SECRET_KEY")
     assert done.returncode != 0 and f"SECRET_KEY is still the example's {example!r}" in done.stderr
     names = ("SECURE_SSL_REDIRECT", "SECURE_HSTS_SECONDS", "SESSION_COOKIE_SECURE", "CSRF_COOKIE_SECURE")
-    done = _settings_of({**data, "SECRET_KEY": "s" * 50}, *names)
+    done = helpers.settings_in_a_process({**data, "SECRET_KEY": "s" * 50}, *names)
     assert done.returncode == 0 and done.stdout.split() == ["True", "31536000", "True", "True"], done.stderr
-    done = _settings_of({**data, "SECRET_KEY": "s" * 50, "SENTE_PLAIN_HTTP": "1"}, *names)
+    done = helpers.settings_in_a_process({**data, "SECRET_KEY": "s" * 50, "SENTE_PLAIN_HTTP": "1"}, *names)
     assert done.returncode == 0 and done.stdout.split() == ["False", "0", "False", "False"], done.stderr
 
 
@@ -977,16 +962,16 @@ def test_production_refuses_to_start_without_its_public_url(tmp_path):
     production = _production(tmp_path)
     del production["SENTE_PUBLIC_URL"]
     for given in ({}, {"SENTE_PUBLIC_URL": "http://127.0.0.1:8000"}, {"SENTE_PUBLIC_URL": "http://127.0.0.1:8000/"}):
-        done = _settings_of({**production, **given}, "SENTE_PUBLIC_URL")
+        done = helpers.settings_in_a_process({**production, **given}, "SENTE_PUBLIC_URL")
         assert done.returncode != 0 and "SENTE_PUBLIC_URL" in done.stderr, done.stderr
         assert ("is missing" if not given else "is the default") in done.stderr
-    done = _settings_of({**production, "SENTE_PUBLIC_URL": "go.example.org"}, "SENTE_PUBLIC_URL")
+    done = helpers.settings_in_a_process({**production, "SENTE_PUBLIC_URL": "go.example.org"}, "SENTE_PUBLIC_URL")
     assert done.returncode != 0 and "must be an http:// or https:// address with a host" in done.stderr
-    done = _settings_of({**production, "DEBUG": "1"}, "SENTE_PUBLIC_URL")
+    done = helpers.settings_in_a_process({**production, "DEBUG": "1"}, "SENTE_PUBLIC_URL")
     assert done.returncode == 0 and done.stdout.strip() == "http://127.0.0.1:8000", done.stderr
-    done = _settings_of({"SENTE_DATA_DIR": str(tmp_path)}, "SENTE_PUBLIC_URL", "SENTE_METRICS_TOKEN")
+    done = helpers.settings_in_a_process({"SENTE_DATA_DIR": str(tmp_path)}, "SENTE_PUBLIC_URL", "SENTE_METRICS_TOKEN")
     assert done.returncode == 0 and done.stdout.strip() == "http://127.0.0.1:8000", done.stderr
-    done = _settings_of(_production(tmp_path), "SENTE_PUBLIC_URL")
+    done = helpers.settings_in_a_process(_production(tmp_path), "SENTE_PUBLIC_URL")
     assert done.returncode == 0 and done.stdout.strip() == "https://go.example.org", done.stderr
 
 
@@ -999,9 +984,9 @@ def test_production_refuses_to_start_without_a_metrics_token_of_its_own(tmp_path
         (example, f"SENTE_METRICS_TOKEN is still the example's {example!r}"),
         ("short", "SENTE_METRICS_TOKEN has 5 characters: use at least 16"),
     ):
-        done = _settings_of(_production(tmp_path, SENTE_METRICS_TOKEN=token), "SENTE_METRICS_TOKEN")
+        done = helpers.settings_in_a_process(_production(tmp_path, SENTE_METRICS_TOKEN=token), "SENTE_METRICS_TOKEN")
         assert done.returncode != 0 and problem in done.stderr, done.stderr
-    done = _settings_of(_production(tmp_path), "SENTE_METRICS_TOKEN")
+    done = helpers.settings_in_a_process(_production(tmp_path), "SENTE_METRICS_TOKEN")
     assert done.returncode == 0 and done.stdout.strip() == "a-scrape-token-of-the-test", done.stderr
 
 

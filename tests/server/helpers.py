@@ -252,3 +252,24 @@ def store_rating_games(run, user, black, white, sgf: bytes, count: int) -> list:
             for k in range(count)
         ]
     )
+
+
+def settings_in_a_process(env: dict[str, str], *names: str):
+    """The named Django settings as a fresh process reads them from ``env`` alone (none of this
+    process's SENTE_ variables): its printed values, or its error on stderr."""
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import django; from django.conf import settings; django.setup(); "
+        f"print(*(getattr(settings, n) for n in {names!r}))"
+    )
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("SENTE_", "DJANGO_", "SECRET_KEY"))}
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=Path(__file__).resolve().parents[2],
+        capture_output=True,
+        text=True,
+        env={**base, "DJANGO_SETTINGS_MODULE": "server.settings", **env},
+    )

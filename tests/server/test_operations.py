@@ -11,7 +11,6 @@ import re
 import tarfile
 import zipfile
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
 from django.core.files.storage import default_storage
@@ -381,29 +380,9 @@ def test_prune_refuses_a_batch_size_below_one(db):
         call_command("prune", batch_size=0)
 
 
-def _settings_of(env: dict[str, str], *names: str):
-    """The named settings as a fresh process reads them from ``env`` (with the embedded default)."""
-    import os
-    import subprocess
-    import sys
-
-    code = (
-        "import django; from django.conf import settings; django.setup(); "
-        f"print(*(getattr(settings, n) for n in {names!r}))"
-    )
-    base = {k: v for k, v in os.environ.items() if not k.startswith(("SENTE_", "DJANGO_", "SECRET_KEY"))}
-    return subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=Path(__file__).resolve().parents[2],
-        capture_output=True,
-        text=True,
-        env={**base, "DJANGO_SETTINGS_MODULE": "server.settings", **env},
-    )
-
-
 @pytest.mark.parametrize("name", ["SENTE_REFUSAL_RETENTION_DAYS", "SENTE_TASK_RETENTION_DAYS"])
 def test_a_retention_of_less_than_a_day_is_refused(tmp_path, name):
-    done = _settings_of({"SENTE_DATA_DIR": str(tmp_path), name: "0"}, "SENTE_RETENTION_DAYS")
+    done = helpers.settings_in_a_process({"SENTE_DATA_DIR": str(tmp_path), name: "0"}, "SENTE_RETENTION_DAYS")
     assert done.returncode != 0 and f"{name}=0: must be at least 1 (days)" in done.stderr
-    done = _settings_of({"SENTE_DATA_DIR": str(tmp_path), name: "90"}, "SENTE_RETENTION_DAYS")
+    done = helpers.settings_in_a_process({"SENTE_DATA_DIR": str(tmp_path), name: "90"}, "SENTE_RETENTION_DAYS")
     assert done.returncode == 0 and "90" in done.stdout, done.stderr
