@@ -140,6 +140,12 @@ def pytest_collection_modifyitems(config, items):
         marker = item.get_closest_marker("django_db")
         fixtures = getattr(item, "fixturenames", ())
         transactional = bool(marker and any(validate_django_db(marker)[:2]))
+        if transactional and not validate_django_db(marker)[3]:  # (transaction, ..., serialized_rollback, ...)
+            # Its flush at the end makes the content types again, which the next test that reloads
+            # the serialized database then inserts a second time: every later one of them fails.
+            raise pytest.UsageError(
+                f"{item.nodeid}: a transactional test needs serialized_rollback=True, as the others have"
+            )
         transactional = transactional or "transactional_db" in fixtures or "live_server" in fixtures
         if transactional:
             return 1

@@ -251,7 +251,7 @@ def test_a_failed_build_is_given_back_and_a_lost_one_queued_again(
     assert client.get("/api/v1/networks/test-net1/katago").status_code == 200
 
 
-@pytest.mark.django_db(transaction=True)
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
 def test_two_workers_never_build_the_same_file_at_once(run, trainer, tiny_network_file, monkeypatch):
     """While one worker reads the network's file, another given the same task builds nothing."""
     from django.db import connection
