@@ -5,6 +5,9 @@ transaction that records it, and each retry is queued for its time. While any de
 sweep is queued too, ``SWEEP_SECONDS`` ahead: it attempts those whose attempt was lost (a worker
 that stops during a task leaves it marked running for ever, and the delivery's claim runs out).
 Each sweep queues the next before it works, so a worker stopping during a sweep loses nothing.
+Should queueing a delivery, its sweep or a retry fail (the queue's table locked, the database
+refusing a write), the process's own thread (below) posts it, and sweeps until what is pending is
+queued for the worker again.
 
 Without a worker (``SENTE_TASKS=immediate``) each process that serves requests runs one thread
 that sweeps: at the process's first request (so that a restarted or recycled process takes over
@@ -69,11 +72,22 @@ def queue(delivery_id: int) -> None:
 def sweep() -> datetime | None:
     """Attempt every delivery waiting for an attempt (``delivery.waiting``); when the next pending one
     falls due (None: none is pending)."""
+    return _sweep()[0]
+
+
+def _sweep() -> tuple[datetime | None, bool]:
+    """:func:`sweep`, and whether the worker's queue holds every retry it made (False without a worker,
+    or when queueing one failed: the delivery then waits for the next sweep)."""
+    queued = _queued()
     for delivery_id in waiting():
         delay = attempt(delivery_id)
-        if delay is not None and _queued():
-            _retry(delivery_id, delay)
-    return next_due()
+        if delay is not None and queued:
+            try:
+                _retry(delivery_id, delay)
+            except Exception:
+                log.exception("queueing the retry of webhook delivery %s failed; a sweep makes it", delivery_id)
+                queued = False
+    return next_due(), queued
 
 
 def keep_sweeping() -> None:
@@ -94,7 +108,7 @@ def _retry(delivery_id: int, delay_seconds: float) -> None:
     job.enqueue(delivery_id)
 
 
-# --- without a worker: one sweeping thread per process ------------------------------------------------
+# --- without a worker, or when queueing for it failed: one sweeping thread per process ----------------
 _lock = threading.Lock()
 _thread: threading.Thread | None = None
 _wake = threading.Event()
@@ -108,19 +122,32 @@ def wake() -> None:
         if _thread is None or not _thread.is_alive():
             _thread = threading.Thread(target=_sweep_forever, name="webhooks", daemon=True)
             _thread.start()
-    _wake.set()
+        _wake.set()  # under the lock: a thread about to end sees it and sweeps again
 
 
 def _sweep_forever() -> None:
-    while not _queued():  # else a worker's queue has taken over (the settings changed)
+    """Sweep at once, then whenever woken or a delivery falls due: for ever without a worker; with one,
+    until the worker's queue holds every retry and a sweep (each sweep of the worker queues the next)."""
+    global _thread
+    while True:
         _wake.clear()
         due = None
+        handed_over = False
         try:
-            due = sweep()
+            due, queued = _sweep()
+            if queued:
+                keep_sweeping()  # raises if the sweep cannot be queued: this thread goes on
+                handed_over = True
         except Exception:
-            log.exception("the webhook sweep failed; again in %.0f s", SWEEP_SECONDS)
+            log.exception("the webhook sweep failed; again in %.0f s at most", SWEEP_SECONDS)
         finally:
             connections.close_all()  # this thread's own
+        if handed_over:
+            with _lock:
+                if not _wake.is_set():
+                    _thread = None
+                    return
+            continue
         wait = SWEEP_SECONDS
         if due is not None:
             wait = min(SWEEP_SECONDS, max(1.0, (due - timezone.now()).total_seconds()))

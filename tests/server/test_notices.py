@@ -336,3 +336,44 @@ def test_without_a_worker_a_thread_posts_and_the_request_never_waits(run, hook, 
     while WebhookDelivery.objects.get().status != "delivered" and time.monotonic() < deadline:
         time.sleep(0.05)
     assert WebhookDelivery.objects.get().status == "delivered"
+
+
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)  # the thread has its own connection
+@pytest.mark.parametrize("failing", ["deliver_webhook", "sweep_webhooks"])
+def test_when_the_worker_queue_refuses_it_a_thread_posts_the_delivery_once(
+    run, hook, settings, monkeypatch, caplog, failing
+):
+    """With the database worker, queueing the attempt (or its sweep) fails: the process's thread posts
+    it, retries it when its first post fails, then ends; the worker finds nothing more to post."""
+    from django.db import DatabaseError
+    from django_tasks_db import DatabaseBackend
+
+    from server.notices import tasks
+    from server.notices.models import WebhookDelivery
+    from server.ratings.promotion import staff_decision
+
+    assert tasks._queued()  # the database worker's queue
+    settings.SENTE_WEBHOOK = {"timeout_seconds": 5.0, "backoff_seconds": 0.0, "attempts": 5, "allow_private": True}
+    real = DatabaseBackend.enqueue
+
+    def enqueue(self, task, args, kwargs):
+        if task.module_path == f"server.notices.tasks.{failing}":
+            raise DatabaseError("the queue's table is locked")
+        return real(self, task, args, kwargs)
+
+    monkeypatch.setattr(DatabaseBackend, "enqueue", enqueue)
+    run.webhook_url = hook.url
+    run.save()
+    hook.fail = 1  # the first post fails: its retry cannot be queued either (or its sweep cannot)
+    network = _accepted_network(run)
+    with caplog.at_level("ERROR", logger="server.notices.tasks"):
+        staff_decision(network, "accept")
+        thread = tasks._thread
+        assert thread is not None
+        thread.join(30)
+    assert not thread.is_alive()  # everything posted: the thread ended, leaving the rest to the worker
+    assert "a thread of this process posts it" in caplog.text
+    delivery = WebhookDelivery.objects.get()
+    assert (delivery.status, delivery.attempts, len(hook.posts)) == ("delivered", 2, 2)
+    _work()  # whatever was queued finds the delivery made
+    assert len(hook.posts) == 2 and WebhookDelivery.objects.get().status == "delivered"
