@@ -224,12 +224,18 @@ class SearchNote:
 
     def text(self) -> str:
         kind = "side" if self.side else "full" if self.full else "cheap"
-        return f"{kind} {self.visits} visits, winrate {self.winrate:.3f}, white score {self.score:+.1f}"
+        return f"{kind} {self.visits} visits, winrate {_winrate(self.winrate):.3f}, white score {self.score:+.1f}"
+
+
+def _winrate(winrate: float) -> float:
+    # Within 0 and 1: a search's 0.5 * (1 + winloss) may come out a hair below 0, which would be
+    # written "-0.000", a note no reader takes.
+    return min(1.0, max(0.0, winrate))
 
 
 def read_note_winrate(note: SearchNote) -> float:
     """The win rate as ``note``'s text records it (three decimals), which a reader of the record sees."""
-    return float(f"{note.winrate:.3f}")
+    return float(f"{_winrate(note.winrate):.3f}")
 
 
 BRANCH_NOTE = "branch"  # the comment of a side position's move off the game's line

@@ -41,3 +41,13 @@ def test_a_fair_komi_reads_back_and_only_a_number_is_one():
         info["start"]["komi_fair"] = bad
         with pytest.raises(SelfPlayRecordError, match=r"start\.komi_fair"):
             read_root_comment(json.dumps(info))
+
+
+def test_a_note_of_a_win_rate_a_hair_outside_0_and_1_reads_back():
+    """A search's 0.5 * (1 + winloss) can come out just below 0 or above 1: the note still reads."""
+    from common.data.selfplay_sgf import SearchNote, read_note_winrate, read_search_note
+
+    for winrate, written in ((-1e-17, 0.0), (1.0 + 2e-16, 1.0)):
+        note = SearchNote(True, 8, winrate, 0.0)
+        assert read_search_note(note.text()) == SearchNote(True, 8, written, 0.0)
+        assert read_note_winrate(note) == written
