@@ -18,6 +18,7 @@ ACTIONS = {
     "reject": ("reject", "decide"),
     "roll_back": ("roll back (the network before it plays again)", "decide"),
     "gate_again": ("send back to gating (it plays its gating games afresh)", "decide"),
+    "confirm": ("confirm the decision in doubt as it stands", "decide"),
     "release": ("release", "release"),
     "retire": ("retire", "release"),
 }

@@ -47,11 +47,13 @@ class GatingAdmin(NetworkDecisions, admin.ModelAdmin):
         "decided_at",
         "in_doubt",
         "doubt",
+        "settings",
     )
     action_form = NoteActionForm
     actions = [
         decision_action("roll_back", lambda gating: gating.candidate),
         decision_action("gate_again", lambda gating: gating.candidate),
+        decision_action("confirm", lambda gating: gating.candidate),
         decision_action("accept", lambda gating: gating.candidate),
         decision_action("reject", lambda gating: gating.candidate),
     ]

@@ -67,7 +67,10 @@ class Gating(models.Model):
         default=False, help_text="the rule would not take its decision on the games that count now"
     )
     doubt = models.JSONField(
-        null=True, blank=True, help_text="the decision's games counted again after some stopped counting"
+        null=True, blank=True, help_text="the decision's games counted again after some stopped or started counting"
+    )
+    settings = models.JSONField(
+        null=True, blank=True, help_text="the run's gating settings it was counted with (last: decided with)"
     )
 
     def __str__(self) -> str:
@@ -87,6 +90,7 @@ class NetworkEvent(models.Model):
         RELEASED = "released", "released by staff"
         RETIRED = "retired", "retired by staff"
         GATED_AGAIN = "gated_again", "sent back to gating by staff"
+        CONFIRMED = "confirmed", "its decision confirmed by staff, in doubt as it was"
 
     network = models.ForeignKey("networks.Network", on_delete=models.CASCADE, related_name="events")
     kind = models.CharField(max_length=16, choices=Kind.choices)

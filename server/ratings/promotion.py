@@ -22,7 +22,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from statistics import NormalDist
-from typing import Any
 
 import numpy as np
 from django.db import transaction
@@ -31,15 +30,16 @@ from django.utils import timezone
 from common.settings import GatingSettings
 from server.games.models import RatingGame
 from server.networks.models import Network
+from server.ratings.doubt import review_decisions, settle
 from server.ratings.fit import Ratings
-from server.ratings.gating import ACCEPT, CONTINUE, REJECT, decide
+from server.ratings.gating import ACCEPT, CONTINUE, decide
 from server.ratings.models import Gating, NetworkEvent
 from server.ratings.tally import counted_rating_games, gating_tally, most_against, pair_games
 from server.runs.models import forget_state
 
 log = logging.getLogger(__name__)
 
-STAFF_ACTIONS = ("accept", "reject", "release", "retire", "roll_back", "gate_again")
+STAFF_ACTIONS = ("accept", "reject", "release", "retire", "roll_back", "gate_again", "confirm")
 
 
 def next_gating(run) -> Gating | None:
@@ -127,6 +127,7 @@ def _count(gating: Gating, run) -> None:
     verdict = decide(settings, tally.wins, tally.draws, tally.losses)
     gating.wins, gating.draws, gating.losses = tally.wins, tally.draws, tally.losses
     gating.tally = tally.to_dict()
+    gating.settings = settings.to_dict()  # what a later review of the decision holds it against
     gating.rule = verdict.rule
     gating.verdict = verdict.to_dict()
     gating.decision = verdict.decision
@@ -150,10 +151,8 @@ def _count(gating: Gating, run) -> None:
 def recount(run) -> list[Gating]:
     """After games of the run stopped or started counting (an account quarantined or turned off, or
     back; games disabled or enabled): count the open gating again, which may settle it, and hold every
-    decision its rule took against the games that count now. A decision the rule would not take on
-    them is put in doubt (``Gating.in_doubt``, with the recount in ``Gating.doubt``) for staff to
-    confirm or undo; one that holds again loses its doubt. Returns the gatings put in doubt."""
-    settings = gating_settings(run)
+    decision its rule took against the games that count now (``server.ratings.doubt``). Returns the
+    gatings in doubt."""
     with transaction.atomic():
         gating = (
             Gating.objects.select_for_update()
@@ -163,42 +162,7 @@ def recount(run) -> list[Gating]:
         )
         if gating is not None:
             _count(gating, run)
-    doubted = []
-    for gating in Gating.objects.filter(candidate__run=run, decision__in=(ACCEPT, REJECT)).select_related("candidate"):
-        if not gating.verdict or gating.verdict.get("decision") != gating.decision or gating.decided_at is None:
-            continue  # closed by staff, not by the rule
-        if not _decision_stands(gating):
-            continue  # decided otherwise by staff or rolled back since
-        tally = gating_tally(
-            gating.candidate_id, gating.opponent_id, gating.started_at, gating.decided_at, settings.account_share
-        )
-        if gating.doubt and "confirmed_at" in gating.doubt and gating.doubt["tally"] == tally.to_dict():
-            continue  # staff confirmed the decision on these very games
-        doubt: dict[str, Any] | None = None
-        in_doubt = False
-        if (tally.wins, tally.draws, tally.losses) != (gating.wins, gating.draws, gating.losses):
-            now = decide(settings, tally.wins, tally.draws, tally.losses)
-            in_doubt = now.decision != gating.decision
-            doubt = {
-                "at": timezone.now().isoformat(),
-                "decision": now.decision,
-                "reason": now.reason,
-                "tally": tally.to_dict(),
-                "holds": not in_doubt,
-            }
-        if _without_time(doubt) != _without_time(gating.doubt) or in_doubt != gating.in_doubt:
-            Gating.objects.filter(pk=gating.pk).update(doubt=doubt, in_doubt=in_doubt)
-            was_in_doubt, gating.doubt, gating.in_doubt = gating.in_doubt, doubt, in_doubt
-            if doubt is not None and in_doubt and not was_in_doubt:
-                log.warning(
-                    "gating of %s is in doubt: without the games that no longer count the rule says %s (%s)",
-                    gating.candidate.name,
-                    doubt["decision"],
-                    doubt["reason"],
-                )
-        if in_doubt:
-            doubted.append(gating)
-    return doubted
+    return review_decisions(run)
 
 
 def check_rollback(
@@ -282,8 +246,9 @@ def _worse(diff: float, se: float, alpha: float) -> bool:
 def staff_decision(network: Network, action: str, user=None, note: str = "") -> None:
     """A staff decision on a network, recorded as its event with the note: ``accept``, ``reject``,
     ``release`` or ``retire`` (a gating under way is closed); ``roll_back`` an accepted network (the
-    network before it plays again), or send a network back to ``gate_again`` (its gating starts
-    afresh against the accepted network of then). ValueError for a network the action does not fit."""
+    network before it plays again), send a network back to ``gate_again`` (its gating starts afresh
+    against the accepted network of then), or ``confirm`` a decision in doubt as it stands.
+    ValueError for a network the action does not fit."""
     if action not in STAFF_ACTIONS:
         raise ValueError(f"action {action!r}: expected one of {', '.join(STAFF_ACTIONS)}")
     kind = {
@@ -293,11 +258,15 @@ def staff_decision(network: Network, action: str, user=None, note: str = "") -> 
         "retire": NetworkEvent.Kind.RETIRED,
         "roll_back": NetworkEvent.Kind.ROLLED_BACK,
         "gate_again": NetworkEvent.Kind.GATED_AGAIN,
+        "confirm": NetworkEvent.Kind.CONFIRMED,
     }[action]
     with transaction.atomic():
         network = Network.objects.select_for_update().get(pk=network.pk)
         if action == "release":
             Network.objects.filter(pk=network.pk).update(released=True)
+        elif action == "confirm":
+            if not Gating.objects.filter(candidate=network, in_doubt=True).exists():
+                raise ValueError(f"network {network.name}: its gating is not in doubt, there is nothing to confirm")
         elif action == "roll_back":
             if network.state != Network.State.ACCEPTED:
                 raise ValueError(f"network {network.name} is {network.state}, not accepted: it cannot be rolled back")
@@ -317,35 +286,10 @@ def staff_decision(network: Network, action: str, user=None, note: str = "") -> 
             Gating.objects.filter(candidate=network, decision=CONTINUE).update(
                 decision=action if action in ("accept", "reject") else "reject", decided_at=timezone.now()
             )
-        if action in ("roll_back", "accept", "reject"):
-            _settle_doubt(network, action, user)
+        if action in ("roll_back", "accept", "reject", "confirm"):
+            settle(network, action, user)
         NetworkEvent.objects.create(network=network, kind=kind, user=user, note=note)
     forget_state()
-
-
-def _without_time(doubt: dict[str, Any] | None) -> dict[str, Any] | None:
-    return None if doubt is None else {k: v for k, v in doubt.items() if k != "at"}
-
-
-def _settle_doubt(network: Network, action: str, user) -> None:
-    """Staff decided on a network whose gating may be in doubt: undone (rolled back, or decided the
-    other way), the doubt is over; the rule's decision taken again, it is confirmed on the games that
-    count now, and stays so until they change."""
-    gating = Gating.objects.filter(candidate=network, in_doubt=True).first()
-    if gating is None:
-        return
-    doubt = dict(gating.doubt or {})
-    if action == gating.decision:
-        doubt |= {"confirmed_by": getattr(user, "username", None), "confirmed_at": timezone.now().isoformat()}
-    Gating.objects.filter(pk=gating.pk).update(in_doubt=False, doubt=doubt)
-
-
-def _decision_stands(gating: Gating) -> bool:
-    """Does the network stand where its gating's rule put it (not decided otherwise by staff since)?"""
-    state = gating.candidate.state
-    if gating.decision == ACCEPT:
-        return state == Network.State.ACCEPTED
-    return state == Network.State.REJECTED
 
 
 def gating_settings(run) -> GatingSettings:

@@ -12,6 +12,7 @@ games of fewer than four accounts count for nothing: no account, and no three, d
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -63,7 +64,7 @@ class Tally:
     included) and ``losses``; ``played`` every game of the pair since the gating began, ``excluded``
     those that do not count (disabled, or of an account turned off or in quarantine), ``capped``
     those beyond an account's share; ``accounts`` the accounts whose games count, ``cap`` the most
-    games one of them counts."""
+    games one of them counts, at the ``share``."""
 
     wins: int
     draws: int
@@ -73,12 +74,18 @@ class Tally:
     capped: int
     accounts: int
     cap: int
+    share: float
+
+    @property
+    def accounts_needed(self) -> int:
+        """The fewest accounts whose games count at all at this share (1 / share, rounded up)."""
+        return math.ceil(1.0 / self.share - 1e-9)
 
     @property
     def counted(self) -> int:
         return self.wins + self.draws + self.losses
 
-    def to_dict(self) -> dict[str, int]:
+    def to_dict(self) -> dict[str, int | float]:
         return {
             "wins": self.wins,
             "draws": self.draws,
@@ -88,6 +95,8 @@ class Tally:
             "capped": self.capped,
             "accounts": self.accounts,
             "cap": self.cap,
+            "share": self.share,
+            "accounts_needed": self.accounts_needed,
         }
 
 
@@ -127,6 +136,7 @@ def gating_tally(candidate_id: int, opponent_id: int, since: datetime, until: da
         capped=kept - wins - draws - losses,
         accounts=counted_accounts,
         cap=cap,
+        share=share,
     )
 
 

@@ -96,6 +96,12 @@ def rating_games_changed(run_ids) -> None:
         transaction.on_commit(enqueue)
 
 
+def account_changed(user) -> None:
+    """The account's games stopped or started counting (quarantined or turned off, or back): the
+    runs it played rating games for are counted again (:func:`rating_games_changed`)."""
+    rating_games_changed(RatingGame.objects.filter(user=user).values_list("run_id", flat=True).distinct().order_by())
+
+
 def rating_game_stored(game: RatingGame) -> None:
     """What a new rating game changes, in the transaction that stored it: its gating, if it is one's,
     and (soon, in the background) the run's ratings."""
