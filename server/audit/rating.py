@@ -12,8 +12,11 @@ played at least ``MIN_OTHERS_GAMES`` times is compared with the others' score on
   network down, pushes the same way on every pair), and each pair's own z (one pushed pair).
 
 Either beyond ``RATING_Z`` flags the account, once it has ``MIN_GAMES`` rating games in the period.
-An account that plays every game of a pair has nobody to be compared with: the share each account
-counts for in gatings and ratings (``server.ratings.tally``) bounds what it can do there.
+"The others" are the games that count, weighed as the ratings' fit weighs them (no account for more
+than its share of the pair, ``server.ratings.tally``): one account's flood of one-sided games moves
+the baseline no more than it moves the ratings, so it cannot make the honest accounts look like the
+odd ones out. An account that plays every game of a pair has nobody to be compared with: the share
+bounds what it can do there.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from dataclasses import dataclass
 from common.go.geometry import BLACK, WHITE
 from server.audit.models import AuditScore
 from server.games.models import RatingGame, Winner
+from server.ratings.tally import account_cap, counted_rating_games
 
 RATING_Z = 5.0  # as the rows' relative test: about one honest account in 3.5 million per test
 MIN_GAMES = 32  # an account's rating games in the period before it is judged (two tasks of 16)
@@ -45,33 +49,36 @@ def _newer_points(winner: str, newer_black: bool) -> float:
     return 0.5
 
 
-def rating_figures(run, since) -> dict[int, dict]:
+def rating_figures(run, since, share: float) -> dict[int, dict]:
     """Per account with rating games of the run since ``since``: its games, and per pair it shares
-    with others its games, its score and the others' (for the newer network), and the z's."""
-    rows = (
-        RatingGame.objects.filter(run=run, created_at__gte=since, disabled=False)
-        .values_list("user_id", "black_network_id", "white_network_id", "winner")
-        .order_by()
-    )
+    with others its games, its score and the others' (for the newer network), and the z's. The
+    others' games are those that count, each account's weighed down to the pair's cap at ``share``."""
+    games = RatingGame.objects.filter(run=run, created_at__gte=since, disabled=False)
+    counting = set(counted_rating_games().filter(pk__in=games.values("pk")).values_list("user_id", flat=True))
     per: dict[tuple[int, int], dict[int, _Pair]] = defaultdict(lambda: defaultdict(_Pair))
     games_of: dict[int, int] = defaultdict(int)
-    for user, black, white, winner in rows:
+    for user, black, white, winner in games.values_list("user_id", "black_network_id", "white_network_id", "winner"):
         pair = (min(black, white), max(black, white))  # the larger id: the newer network
         cell = per[pair][user]
         cell.games += 1
         cell.points += _newer_points(winner, black == pair[1])
         games_of[user] += 1
+    weight_of: dict[tuple[int, int], dict[int, float]] = {}
+    for pair, by_user in per.items():
+        cap = account_cap({u: c.games for u, c in by_user.items() if u in counting}, share)
+        weight_of[pair] = {u: min(1.0, cap / c.games) if u in counting else 0.0 for u, c in by_user.items()}
     figures: dict[int, dict] = {}
-    for user, games in games_of.items():
+    for user, games_played in games_of.items():
         pairs, deviation, variance = [], 0.0, 0.0
         for pair, by_user in per.items():
             mine = by_user.get(user)
             if mine is None:
                 continue
-            others_games = sum(c.games for u, c in by_user.items() if u != user)
+            weights = weight_of[pair]
+            others_games = sum(weights[u] * c.games for u, c in by_user.items() if u != user)
             if others_games < MIN_OTHERS_GAMES:
                 continue
-            others_points = sum(c.points for u, c in by_user.items() if u != user)
+            others_points = sum(weights[u] * c.points for u, c in by_user.items() if u != user)
             p = (others_points + 1.0) / (others_games + 2.0)
             var = mine.games * p * (1.0 - p) * (1.0 + mine.games / others_games)
             dev = mine.points - mine.games * p
@@ -82,13 +89,13 @@ def rating_figures(run, since) -> dict[int, dict]:
                     "pair": list(pair),
                     "games": mine.games,
                     "score": round(mine.points / mine.games, 4),
-                    "others_games": others_games,
+                    "others_games": round(others_games, 1),
                     "others_score": round(others_points / others_games, 4),
                     "z": round(dev / math.sqrt(var), 3),
                 }
             )
         z = deviation / math.sqrt(variance) if variance > 0 else None
-        figures[user] = {"games": games, "pairs": pairs, "z": None if z is None else round(z, 3)}
+        figures[user] = {"games": games_played, "pairs": pairs, "z": None if z is None else round(z, 3)}
     return figures
 
 

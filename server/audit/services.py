@@ -30,8 +30,9 @@ from server.audit.rating import judge_rating, rating_figures
 from server.dashboard.models import ContributionTotal
 from server.dashboard.services import queue_recounts
 from server.files import stored_name
-from server.games.models import RatingGame, TrainingGame
-from server.ratings.tasks import rating_games_changed
+from server.games.models import TrainingGame
+from server.ratings.promotion import gating_settings
+from server.ratings.tasks import account_changed
 
 log = logging.getLogger(__name__)
 
@@ -264,7 +265,7 @@ def audit_rating_games(run, now, since) -> list[AuditScore]:
     of networks against the other accounts' (``server.audit.rating``)."""
     from server.networks.models import Network
 
-    figures = rating_figures(run, since)
+    figures = rating_figures(run, since, gating_settings(run).account_share)
     ids = {i for f in figures.values() for p in f["pairs"] for i in p["pair"]}
     names = dict(Network.objects.filter(pk__in=ids).values_list("pk", "name"))
     scores = []
@@ -405,4 +406,4 @@ def _recount(user: User) -> None:
     runs = list(ContributionTotal.objects.filter(user=user).values_list("run_id", flat=True))
     runs += list(TrainingGame.objects.filter(user=user).values_list("run_id", flat=True).distinct())
     queue_recounts(runs, window=True)
-    rating_games_changed(RatingGame.objects.filter(user=user).values_list("run_id", flat=True).distinct().order_by())
+    account_changed(user)

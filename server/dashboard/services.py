@@ -23,8 +23,7 @@ from server.accounts.models import User
 from server.dashboard import tallies
 from server.dashboard.models import ContributionTotal, RunTally
 from server.dashboard.tasks import count_training_window, recount_run
-from server.games.models import RatingGame
-from server.ratings.tasks import rating_games_changed
+from server.ratings.tasks import account_changed
 from server.runs.models import Run
 
 log = logging.getLogger(__name__)
@@ -50,7 +49,7 @@ def queue_recounts(run_ids: Iterable[int], *, window: bool = False) -> None:
 def account_turned(user: User) -> None:
     """The account was turned off or on: count again the runs it has games counted in, and the
     gatings and ratings of those it played rating games for."""
-    rating_games_changed(RatingGame.objects.filter(user=user).values_list("run_id", flat=True).distinct().order_by())
+    account_changed(user)
     runs = list(ContributionTotal.objects.filter(user=user).values_list("run_id", flat=True))
     if runs:
         log.info(

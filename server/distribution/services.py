@@ -25,7 +25,7 @@ from rest_framework import status
 
 from server.accounts.models import User
 from server.api.errors import ApiError
-from server.audit.models import Quarantine
+from server.audit.selectors import in_quarantine
 from server.distribution.models import Task
 from server.distribution.task_request import TaskRequestValues
 from server.games.models import TrainingGame
@@ -50,23 +50,15 @@ def issue_task(user: User, request: TaskRequestValues) -> Task:
     version = state.settings_version
     gating = version.settings.gating
     pair = None
-    if (
-        Task.Kind.RATING in kinds
-        and (Task.Kind.SELFPLAY not in kinds or random.random() < gating.rating_game_prob)
-        and takes_rating_games(user, run, gating.rating_min_selfplay_games, gating.rating_group)
-    ):
-        pair = choose_pair(run)
+    eligible = True
+    if Task.Kind.RATING in kinds and (Task.Kind.SELFPLAY not in kinds or random.random() < gating.rating_game_prob):
+        eligible = takes_rating_games(user, run, gating.rating_min_selfplay_games, gating.rating_group)
+        pair = choose_pair(run) if eligible else None
     if pair is None and Task.Kind.SELFPLAY not in kinds:
-        needs = (
-            f" (rating games go to accounts in good standing with at least {gating.rating_min_selfplay_games} "
-            "self-play games in this run)"
-            if gating.rating_min_selfplay_games
-            else f" (rating games go to the accounts of the group {gating.rating_group!r})"
-            if gating.rating_group
-            else ""
-        )
         raise ApiError(
-            f"no rating games are to be played now{needs}; ask again later or take self-play tasks",
+            "no rating games are to be played now"
+            + ("" if eligible else f" by this account (they go to accounts in good standing{_rating_needs(gating)})")
+            + "; ask again later or take self-play tasks",
             code="no_work",
             status_code=503,
         )
@@ -98,11 +90,21 @@ def issue_task(user: User, request: TaskRequestValues) -> Task:
     return task
 
 
+def _rating_needs(gating) -> str:
+    """What the run asks of the accounts it gives rating games, beyond good standing, in words."""
+    needs = []
+    if gating.rating_group:
+        needs.append(f"in the group {gating.rating_group!r}")
+    if gating.rating_min_selfplay_games:
+        needs.append(f"with at least {gating.rating_min_selfplay_games} self-play games in this run")
+    return "".join(f", {n}" for n in needs)
+
+
 def takes_rating_games(user: User, run, min_selfplay_games: int, group: str = "") -> bool:
     """Whether the account is given rating games: active, not in quarantine, a member of ``group``
     when it names one, and with at least ``min_selfplay_games`` self-play games stored in the run
     that count."""
-    if not user.is_active or Quarantine.objects.filter(user=user, lifted_at__isnull=True).exists():
+    if not user.is_active or in_quarantine(user):
         return False
     if group and not user.groups.filter(name=group).exists():
         return False

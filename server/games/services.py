@@ -25,10 +25,10 @@ def set_disabled(games: QuerySet, disabled: bool) -> int:
         runs = list(changing.values_list("run_id", flat=True).distinct().order_by())
         changed = changing.update(disabled=disabled)
         if changed:
-            if games.model is RatingGame:
+            rating = games.model is RatingGame
+            queue_recounts(runs, window=not rating)  # the site counts both kinds; the window, self-play
+            if rating:
                 rating_games_changed(runs)
-            else:
-                queue_recounts(runs, window=True)
     if changed:
         log.info("%d %s game(s) %s", changed, games.model._meta.verbose_name, "disabled" if disabled else "enabled")
     return changed

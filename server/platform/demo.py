@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from django.db import transaction
@@ -39,7 +39,6 @@ def demo_settings(board: int = 7, architecture: str = "tiny") -> RunSettings:
     rating = MatchSettings(
         board_sizes=(board,), board_size_weights=(1.0,), visits=48, komi=komi, max_moves=3 * board * board
     )
-    # One machine's own client plays every rating game: its games count whole (account_share 1).
     gating = GatingSettings(rating_game_prob=0.25, rule="fixed", fixed_games=20, fixed_wins=10, account_share=1.0)
     training = TrainingSettings(
         architecture=architecture,
@@ -76,6 +75,15 @@ class Credentials:
         atomic_write(path, json.dumps(self.__dict__, indent=2).encode(), private=True)
 
 
+ONE_CONTRIBUTOR = "the platform's own client plays every rating game: its games count whole (account_share 1)"
+
+
+def _one_contributor(settings: RunSettings) -> RunSettings:
+    """The settings with the rating games of the one account there is counted whole, whatever a
+    settings document said (a share below 1 would count none of them)."""
+    return replace(settings, gating=replace(settings.gating, account_share=1.0))
+
+
 def ensure_demo(path: Path, board: int = 7, architecture: str = "tiny", document: dict | None = None):
     """The demo run (made with ``document``, default :func:`demo_settings`, unless a run of that name
     exists, which is used as it is), the owner's staff account (made with a new password when
@@ -91,8 +99,13 @@ def ensure_demo(path: Path, board: int = 7, architecture: str = "tiny", document
             settings = RunSettings.from_dict(document) if document is not None else demo_settings(board, architecture)
             size, net = settings.selfplay.board_sizes[0], settings.training.architecture
             run = create_run(
-                DEMO_RUN, settings.to_dict(), description=f"the one-machine demo: {size}x{size}, the {net} network"
+                DEMO_RUN,
+                _one_contributor(settings).to_dict(),
+                description=f"the one-machine demo: {size}x{size}, the {net} network",
             )
+        current = run.current_settings()
+        if current is not None and current.settings.gating.account_share < 1.0:  # a run made before the cap
+            run.set_settings(_one_contributor(current.settings).to_dict(), note=ONE_CONTRIBUTOR)
         owner = User.objects.filter(username=OWNER).first()
         if owner is None:
             credentials.owner_password = secrets.token_urlsafe(12)

@@ -367,3 +367,42 @@ def test_the_audit_flags_an_account_whose_rating_results_differ_from_the_others(
     _games(run, newcomer, second, first, "B" * 16, counted=False)
     scores = {s.user.username: s for s in audit_rating_games(run, now, now - timedelta(days=1))}
     assert scores["eve"].verdict == AuditScore.Verdict.TOO_FEW
+
+
+def test_one_accounts_flood_does_not_get_the_honest_accounts_flagged(run):
+    """300 one-sided games of one account beside three honest accounts' 50 even ones each: the
+    others' baseline weighs that account's games down to its share, as the ratings do, so the
+    honest accounts stay within the audit's bounds and the flooder does not."""
+    from server.audit.services import audit_rating_games
+
+    _settings(run, account_share=0.25)
+    accounts = _accounts("mallory", "ann", "ben", "cat")
+    random_net = run.networks.get(is_random=True)
+    newer = _candidate(run, "gen1", random_net)
+    _games(run, accounts[0][0], newer, random_net, "B" * 300, counted=False)
+    for user, _ in accounts[1:]:
+        _games(run, user, newer, random_net, "BW" * 25, counted=False)
+    now = timezone.now()
+    scores = {s.user.username: s for s in audit_rating_games(run, now, now - timedelta(days=1))}
+    assert scores["mallory"].verdict == "flagged"
+    assert [scores[n].verdict for n in ("ann", "ben", "cat")] == ["ok"] * 3
+    assert all(abs(scores[n].statistics["rating_z"]) < 3 for n in ("ann", "ben", "cat"))
+
+
+def test_the_one_machine_platform_counts_its_one_contributors_games_whole(db, tmp_path):
+    """The platform's own client plays every rating game of its run: whatever a settings document
+    says, and for a run made before the cap existed, the run counts them whole."""
+    from common.settings import RunSettings
+    from server.platform.demo import DEMO_RUN, demo_settings, ensure_demo
+    from server.runs.models import create_run
+
+    document = demo_settings(7).to_dict()
+    document["gating"].pop("account_share")  # as a run's document read before the share existed
+    run = create_run(DEMO_RUN, RunSettings.from_dict(document).to_dict())
+    assert run.current_settings().settings.gating.account_share == 0.25
+    run, _ = ensure_demo(tmp_path / "platform.json")
+    assert run.current_settings().settings.gating.account_share == 1.0
+    assert run.current_settings().note.startswith("the platform's own client plays every rating game")
+    version = run.current_settings().version
+    ensure_demo(tmp_path / "platform.json")
+    assert run.current_settings().version == version  # once
