@@ -2,7 +2,7 @@
 address its host resolves to, each checked against the networks a post from the server must never
 reach: this machine, the private networks around it, link-local space and the cloud metadata
 services in it, multicast, unspecified and reserved space, and the IPv4 addresses these hide in
-IPv6 forms (IPv4-mapped, NAT64, 6to4).
+IPv6 forms (IPv4-mapped, IPv4-translated, NAT64, 6to4).
 
 The check runs when staff save a run's webhook URL (:func:`validate_webhook_url`, the model field's
 validator) and again before every attempt (:func:`resolve`), whose connection goes to the addresses
@@ -65,6 +65,7 @@ NETWORKS: tuple[tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, str, bool],
     )
 )
 NAT64 = ipaddress.ip_network("64:ff9b::/96")
+TRANSLATED = ipaddress.ip_network("::ffff:0:0:0/96")  # SIIT's IPv4-translated addresses (RFC 2765, RFC 6145)
 
 
 class TargetError(Exception):
@@ -112,6 +113,8 @@ def classify(address: Address) -> tuple[str, bool] | None:
             inner, form = address.ipv4_mapped, "the IPv4-mapped form"
         elif address in NAT64:
             inner, form = ipaddress.IPv4Address(int(address) & 0xFFFFFFFF), "the NAT64 form"
+        elif address in TRANSLATED:
+            inner, form = ipaddress.IPv4Address(int(address) & 0xFFFFFFFF), "the IPv4-translated form"
         elif address.sixtofour is not None:
             inner, form = address.sixtofour, "the 6to4 form"
         if inner is not None:

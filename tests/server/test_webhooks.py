@@ -51,6 +51,7 @@ ATTACKS = [  # (URL, what the refusal must name)
     ("http://0.0.0.0:8000/", "0.0.0.0 is an unspecified address"),
     ("gopher://example.org/", "webhooks post over http or https only"),
     ("http://admin:secret@example.org/", "may not carry a user name or password"),
+    ("http://[::ffff:0:7f00:1]/", "::ffff:0:7f00:1 is the IPv4-translated form of 127.0.0.1, a loopback address"),
 ]
 
 
@@ -201,6 +202,10 @@ def _delivery(run, url: str, **fields):
         ("::ffff:127.0.0.1", "IPv4-mapped form of 127.0.0.1, a loopback", True),
         ("::ffff:10.0.0.1", "IPv4-mapped form of 10.0.0.1, a private", True),
         ("::ffff:169.254.169.254", "IPv4-mapped form of 169.254.169.254, a cloud metadata", False),
+        ("::ffff:0:7f00:1", "IPv4-translated form of 127.0.0.1, a loopback", True),
+        ("::ffff:0:a00:1", "IPv4-translated form of 10.0.0.1, a private", True),
+        ("::ffff:0:a9fe:a9fe", "IPv4-translated form of 169.254.169.254, a cloud metadata", False),
+        ("::ffff:0:0:0", "IPv4-translated form of 0.0.0.0, an unspecified", False),
         ("64:ff9b::a9fe:a9fe", "NAT64 form of 169.254.169.254", False),
         ("64:ff9b::7f00:1", "NAT64 form of 127.0.0.1, a loopback", True),
         ("2002:7f00:1::1", "6to4 form of 127.0.0.1", True),
@@ -215,7 +220,7 @@ def test_every_kind_of_inner_address_is_named(address, why, private):
 
 
 @pytest.mark.parametrize(
-    "address", ["93.184.215.14", "8.8.8.8", "2606:4700::1111", "::ffff:8.8.8.8", "2002:808:808::1"]
+    "address", ["93.184.215.14", "8.8.8.8", "2606:4700::1111", "::ffff:8.8.8.8", "::ffff:0:808:808", "2002:808:808::1"]
 )
 def test_public_addresses_pass(address):
     from server.notices.targets import classify
@@ -251,6 +256,7 @@ def test_allowing_private_networks_still_refuses_metadata_and_link_local(run, se
     for url, named in [
         ("http://169.254.169.254/", "cloud metadata"),
         ("http://[::ffff:169.254.169.254]/", "cloud metadata"),
+        ("http://[::ffff:0:a9fe:a9fe]/", "cloud metadata"),
         ("http://100.100.100.200/", "cloud metadata"),
         ("http://169.254.10.10/", "link-local"),
         ("http://metadata.google.internal/", "cloud metadata"),
@@ -325,6 +331,7 @@ def test_an_attempt_refuses_inner_targets_without_connecting(run, hook_settings,
         f"http://localhost:{v4.port}/hook",
         f"http://2130706433:{v4.port}/hook",
         f"http://[::ffff:127.0.0.1]:{v4.port}/hook",
+        f"http://[::ffff:0:7f00:1]:{v4.port}/hook",
         "http://10.0.0.1/",
         "http://169.254.169.254/latest/meta-data/iam/security-credentials/",
         "http://metadata.google.internal/computeMetadata/v1/",
