@@ -7,11 +7,13 @@ from typing import Any
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import generics, permissions, status
+from rest_framework.authentication import BaseAuthentication
 from rest_framework.parsers import MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from server.accounts.authentication import ClientTokenAuthentication
 from server.api.errors import ApiError, error_body, invalid
 from server.api.users import request_user
 from server.downloads import stored_file_response
@@ -48,6 +50,15 @@ class NetworkList(generics.ListCreateAPIView):
     serializer_class = NetworkSerializer
     permission_classes = [CanUploadNetworks]
     parser_classes = [MultiPartParser]
+
+    def get_authenticators(self) -> list[BaseAuthentication]:
+        """An upload authenticates by client token alone. A web session's CSRF check would read the
+        form's token from the body, parsing all of a multipart body of up to a gigabyte (nginx passes
+        it on as it comes) before the permission is looked at; with the token in a header, whoever may
+        not upload is refused before any of the body is read. The listing is as every view's."""
+        if self.request.method not in permissions.SAFE_METHODS:  # (Django's request: set before this)
+            return [ClientTokenAuthentication()]
+        return super().get_authenticators()
 
     def get_queryset(self):
         qs = Network.objects.public()

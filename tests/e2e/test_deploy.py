@@ -284,10 +284,12 @@ def test_nginx_sends_network_files_with_ranges_to_resuming_clients(tmp_path):
         live.stop()
 
 
-def _post_headers_first(front: Nginx, cert: Path, path: str, length: int, seconds: float) -> tuple[int, int]:
-    """POST to ``path`` through ``front`` declaring a body of ``length`` bytes, sending only the
-    headers, then the body a slice at a time, and only while no answer has come: (the answer's status,
-    the body's bytes sent before it came); status 0 when none came within ``seconds``."""
+def _post_headers_first(
+    front: Nginx, cert: Path, path: str, length: int, seconds: float, headers: dict[str, str] | None = None
+) -> tuple[int, int]:
+    """POST to ``path`` through ``front`` declaring a body of ``length`` bytes (with ``headers`` too),
+    sending only the headers, then the body a slice at a time, and only while no answer has come: (the
+    answer's status, the body's bytes sent before it came); status 0 when none came within ``seconds``."""
     import select
     import ssl
 
@@ -297,7 +299,9 @@ def _post_headers_first(front: Nginx, cert: Path, path: str, length: int, second
         raw = ssl.create_default_context(cafile=str(cert)).wrap_socket(raw, server_hostname=host)
     head = (
         f"POST {path} HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Type: multipart/form-data; boundary=x\r\n"
-        f"Content-Length: {length}\r\n\r\n"
+        f"Content-Length: {length}\r\n"
+        + "".join(f"{name}: {value}\r\n" for name, value in (headers or {}).items())
+        + "\r\n"
     )
     sent = 0
     piece = b"x" * (64 * 1024)
@@ -321,25 +325,45 @@ def _post_headers_first(front: Nginx, cert: Path, path: str, length: int, second
     return (int(answer[9:12]) if answer.startswith(b"HTTP/1.1 ") else 0), sent
 
 
+def _web_session(url: str, username: str, password: str) -> str:
+    """The Cookie header of a browser signed in on the website at ``url`` (its session and CSRF
+    cookies), checked to be signed in."""
+    browser = requests.Session()
+    browser.trust_env = False
+    browser.get(url + "/accounts/login/", timeout=30).raise_for_status()
+    token = browser.cookies["csrftoken"]
+    form = {"username": username, "password": password, "csrfmiddlewaretoken": token}
+    done = browser.post(url + "/accounts/login/", data=form, headers={"Origin": url}, timeout=30)
+    assert done.ok and "sessionid" in browser.cookies, (done.status_code, done.text[:500])
+    me = browser.get(url + "/api/v1/me/", timeout=30)
+    assert me.status_code == 200 and me.json()["username"] == username, me.text
+    return f"sessionid={browser.cookies['sessionid']}; csrftoken={token}"
+
+
 @pytest.mark.django_db(transaction=True, serialized_rollback=True)
 def test_nginx_refuses_an_anonymous_network_upload_without_taking_its_body(tmp_path):
     """Network uploads may be large (trainers'), so nginx passes their bodies on as they come instead
     of buffering them: an anonymous 100 MB upload, through each site, is refused by the application
     from its headers alone, before any of the body is sent, and nginx's folder for request bodies
-    stays empty. Everywhere else the small body limit holds: nginx refuses a 10 MB game upload from
-    its declared length. The export's own location passes the streamed archive on."""
+    stays empty. So is one from a signed-in web session (sign-up is free) with its session cookie, a
+    CSRF cookie and a matching Origin, whose CSRF check would otherwise parse the whole body: uploads
+    take client tokens only. Everywhere else the small body limit holds: nginx refuses a 10 MB game
+    upload from its declared length. The export's own location passes the streamed archive on."""
     from django.db import connection
 
+    from server.accounts.models import User
     from server.platform.processes import database_url
     from server.runs.models import create_run
 
     _need("nginx", "nginx")
     create_run(helpers.RUN, helpers.SETTINGS.to_dict())
+    User.objects.create_user("mallory", "mallory@example.org", "a long enough password")
     data = tmp_path / "data"
     data.mkdir()
     cert, key = _certificate(tmp_path / "tls")
     fronts: list[Nginx] = []
     with LiveServer(database_url(connection.settings_dict), data) as live:
+        cookies = _web_session(live.url, "mallory", "a long enough password")
         try:
             for site in ("sente.conf", "compose.conf", "compose-http.conf"):
                 front = Nginx(
@@ -347,6 +371,9 @@ def test_nginx_refuses_an_anonymous_network_upload_without_taking_its_body(tmp_p
                 )
                 fronts.append(front)
                 status, sent = _post_headers_first(front, cert, "/api/v1/networks/", 100 * 1024 * 1024, 20)
+                assert status == 401 and sent == 0, (site, status, sent)
+                session = {"Cookie": cookies, "Origin": front.url}  # as the site's own page would post
+                status, sent = _post_headers_first(front, cert, "/api/v1/networks/", 100 * 1024 * 1024, 20, session)
                 assert status == 401 and sent == 0, (site, status, sent)
                 bodies = front.folder / "temp" / "client_body"
                 assert not [p for p in bodies.rglob("*") if p.is_file()], (site, list(bodies.rglob("*")))

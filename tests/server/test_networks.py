@@ -165,6 +165,55 @@ def test_anonymous_cannot_upload(run):
     assert stored_files() == before
 
 
+class _UnreadBody:
+    """A request body of any length that records every read of it (the test fails if there is one)."""
+
+    def __init__(self) -> None:
+        self.reads: list[int] = []
+
+    def read(self, size: int = -1) -> bytes:
+        self.reads.append(size)
+        return b"x" * (size if 0 <= size < 1 << 20 else 1 << 20)
+
+    def readline(self, size: int = -1) -> bytes:
+        return self.read(size)
+
+
+@pytest.mark.parametrize("who", ["alice", "trainer"])
+@pytest.mark.parametrize("accept", ["application/json", "text/html"])
+def test_a_web_session_cannot_upload_and_its_body_is_never_read(run, who, accept, request):
+    """A network upload authenticates by client token alone: a signed-in web session (sign-up is
+    free) that posts with its session cookie, a CSRF cookie and a matching Origin would have the CSRF
+    check parse the whole multipart body (up to a gigabyte, which nginx passes on as it comes) before
+    any permission is looked at. It is refused from the headers instead, without a byte of the body
+    read, even a trainer's (trainers upload with their client tokens)."""
+    from django.test import Client, RequestFactory
+    from django.test.client import ClientHandler
+
+    user, _ = request.getfixturevalue(who)
+    browser = Client()
+    browser.force_login(user)
+    csrf = "a" * 32
+    body = _UnreadBody()
+    environ = RequestFactory()._base_environ(
+        PATH_INFO="/api/v1/networks/",
+        REQUEST_METHOD="POST",
+        CONTENT_TYPE="multipart/form-data; boundary=x",
+        CONTENT_LENGTH=str(100 * 1024 * 1024),
+        HTTP_COOKIE=f"sessionid={browser.cookies['sessionid'].value}; csrftoken={csrf}",
+        HTTP_ORIGIN="http://testserver",
+        HTTP_ACCEPT=accept,
+        **{"wsgi.input": body},
+    )
+    response = ClientHandler(enforce_csrf_checks=True)(environ)  # the whole stack, as a server runs it
+    assert response.status_code == 401, response.content[:500]
+    assert body.reads == []
+    assert not Network.objects.exclude(is_random=True).exists()
+    # The same account's client token is looked at, from its headers alone too.
+    token_answer = _upload(_token_client(user), "by-token")
+    assert token_answer.status_code == (201 if who == "trainer" else 403), token_answer.content
+
+
 def test_declared_sha256_mismatch(run, trainer):
     """A declared sha256 other than the file's gets 400 naming sha256; no row, no file."""
     _, client = trainer
