@@ -92,11 +92,14 @@ def attempt(delivery_id: int) -> float | None:
 
 def _post(delivery: WebhookDelivery) -> tuple[str | None, bool]:
     """Check the target, sign and post the delivery: (None, _) when the answer is 2xx, else what went
-    wrong, and whether retrying is pointless (a refused address, a run without its webhook)."""
+    wrong, and whether retrying is pointless (a refused address, a run without its webhook, or whose
+    webhook has another URL now: the old one must not get posts signed with the new URL's secret)."""
     hook = settings.SENTE_WEBHOOK
     secret = delivery.run.webhook_secret
     if not secret:
         return "the run has no webhook any more", True
+    if delivery.run.webhook_url != delivery.url:
+        return "the run's webhook URL has changed since; posts to the old one are given up", True
     deadline = Deadline(hook["timeout_seconds"])
     try:
         target = resolve(delivery.url, allow_private=bool(hook["allow_private"]), timeout=deadline.remaining())

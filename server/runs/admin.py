@@ -125,6 +125,12 @@ class RunAdmin(admin.ModelAdmin):
             )
             return
         obj.keep_webhook_secret(new=form.cleaned_data.get("new_webhook_secret", False))
+        if obj.webhook_url and obj.webhook_url_changed():
+            messages.warning(
+                request,
+                "the webhook URL changed, so its posts are signed with a new secret from now on: give the "
+                "receiver the one shown on this page (posts still pending to the old URL are given up)",
+            )
         super().save_model(request, obj, form, change)
         transaction.on_commit(forget_state)  # the task requests of this process see the change at once
         before = obj.current_settings()

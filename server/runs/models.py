@@ -115,10 +115,11 @@ class Run(models.Model):
         return self.name
 
     def save(self, *args, **kwargs) -> None:
-        self.keep_webhook_secret()
         fields = kwargs.get("update_fields")
-        if fields is not None and "webhook_url" in fields:
-            kwargs["update_fields"] = {*fields, "webhook_secret"}
+        if fields is None or "webhook_url" in fields:
+            self.keep_webhook_secret(new=self.webhook_url_changed())
+            if fields is not None:
+                kwargs["update_fields"] = {*fields, "webhook_secret"}
         super().save(*args, **kwargs)
 
     def keep_webhook_secret(self, new: bool = False) -> None:
@@ -128,6 +129,14 @@ class Run(models.Model):
             self.webhook_secret = ""
         elif new or not self.webhook_secret:
             self.webhook_secret = signing.new_secret()
+
+    def webhook_url_changed(self) -> bool:
+        """Whether the webhook URL about to be saved is another than the stored one: then its posts get
+        a new secret, which the receiver at the old URL never saw (else it could sign for the new one)."""
+        if self._state.adding or self.pk is None:
+            return False
+        stored = Run.objects.filter(pk=self.pk).values_list("webhook_url", flat=True).first()
+        return stored is not None and stored != self.webhook_url
 
     def clean(self) -> None:
         super().clean()

@@ -163,8 +163,11 @@ def _run_with_hook(run, url: str = PUBLIC_URL):
 
 
 def _delivery(run, url: str, **fields):
+    """A delivery to ``url``, the run's webhook URL (put in directly: the run keeps its secret)."""
     from server.notices.models import WebhookDelivery
 
+    type(run).objects.filter(pk=run.pk).update(webhook_url=url)
+    run.webhook_url = url
     return WebhookDelivery.objects.create(
         run=run, url=url, payload={"text": "Network n accepted", "event": "accepted"}, **fields
     )
@@ -315,6 +318,79 @@ def test_the_admin_refuses_them_and_shows_a_new_secret_for_a_public_one(run, hoo
     assert client.post(f"/admin/runs/run/{run.pk}/change/", {**data, "webhook_url": ""}).status_code == 302
     run.refresh_from_db()
     assert run.webhook_secret == ""
+
+
+OTHER_URL = "https://93.184.215.15/hook"  # another receiver, at another public address
+
+
+@pytest.mark.django_db
+def test_another_url_gets_a_new_secret_and_the_same_url_keeps_it(run, hook_settings):
+    from server.runs.models import Run
+
+    def stored() -> str:
+        return Run.objects.get(pk=run.pk).webhook_secret
+
+    _run_with_hook(run, PUBLIC_URL)
+    first = stored()
+    run.description = "edited"
+    run.save()
+    Run.objects.get(pk=run.pk).save()  # a fresh copy saved as it is
+    copy = Run.objects.get(pk=run.pk)
+    copy.webhook_url = PUBLIC_URL
+    copy.save(update_fields=["webhook_url"])
+    assert first.startswith("whsec_") and stored() == first  # the same URL keeps its secret
+    secrets = [first]
+    for url in (OTHER_URL, OTHER_URL + "?channel=2", "https://93.184.215.15/HOOK", PUBLIC_URL):
+        copy = Run.objects.get(pk=run.pk)
+        copy.webhook_url = url
+        copy.save(update_fields=["webhook_url"])
+        secrets.append(stored())
+    assert len(set(secrets)) == len(secrets) and all(s.startswith("whsec_") for s in secrets)
+    run.webhook_url = OTHER_URL  # a copy read before those changes, pointed elsewhere again
+    run.save()
+    assert stored() == run.webhook_secret and run.webhook_secret not in secrets
+
+
+@pytest.mark.django_db
+def test_the_admin_makes_a_new_secret_when_the_url_changes_and_says_so(run, hook_settings, client):
+    from server.accounts.models import User
+
+    client.force_login(User.objects.create_superuser("boss", "boss@example.org", "a long enough password"))
+    _run_with_hook(run, PUBLIC_URL)
+    first = run.webhook_secret
+    data = _admin_form(client, run)
+    page = client.post(f"/admin/runs/run/{run.pk}/change/", data, follow=True)
+    run.refresh_from_db()
+    assert run.webhook_secret == first and "new secret" not in page.content.decode()
+    page = client.post(f"/admin/runs/run/{run.pk}/change/", {**data, "webhook_url": OTHER_URL}, follow=True)
+    run.refresh_from_db()
+    assert run.webhook_url == OTHER_URL and run.webhook_secret.startswith("whsec_") and run.webhook_secret != first
+    assert "signed with a new secret from now on" in page.content.decode()
+
+
+@pytest.mark.django_db
+def test_the_receiver_at_the_old_url_cannot_sign_for_the_new_one(run, settings, hook_settings, receivers):
+    """Pointing the webhook at another receiver makes a new secret: the old receiver's does not verify
+    the new one's posts, and posts still pending to the old URL are given up, never signed with it."""
+    from server.notices import delivery as posts
+
+    verify = _documented_verify()
+    old, new = receivers(), receivers()
+    _allow_private(settings)
+    _run_with_hook(run, old.url)
+    old_secret = run.webhook_secret
+    pending = _delivery(run, old.url)  # recorded while the old URL was set, not posted yet
+    _run_with_hook(run, new.url)  # staff point the webhook at another receiver
+    assert run.webhook_secret.startswith("whsec_") and run.webhook_secret != old_secret
+    assert posts.attempt(pending.pk) is None
+    pending.refresh_from_db()
+    assert pending.status == "failed" and "webhook URL has changed" in pending.last_error
+    assert old.connections == 0
+    delivery = _delivery(run, new.url)
+    assert posts.attempt(delivery.pk) is None
+    (request,) = new.requests
+    assert verify(run.webhook_secret, request.headers, request.body)
+    assert not verify(old_secret, request.headers, request.body)
 
 
 # --- refused at delivery ----------------------------------------------------------------------------
