@@ -6,7 +6,8 @@ change, the e-mail change; a password reset, which sends mail, counts the same w
 typed) counts per client address (the ``login`` rate, every username together) and per (address,
 username) (the ``login_pair`` rates: several windows, "5/min,20/hour,100/day", so that guessing on
 at one account from one address waits longer and longer). A check that logs in starts the pair's
-windows afresh. Nothing counts per username alone: a counter that anyone may spend from anywhere is
+windows afresh. The address is the one every per-address counter takes (:mod:`server.api.addresses`:
+an IPv6 address counts as its /64). Nothing counts per username alone: a counter that anyone may spend from anywhere is
 one that strangers fill to lock the owner out, however high its rate, whereas the owner's own
 address and pair are theirs alone. Why, and what that leaves an attacker: docs/api.md#throttles.
 
@@ -18,13 +19,14 @@ from __future__ import annotations
 import hashlib
 
 from rest_framework.settings import api_settings
-from rest_framework.throttling import BaseThrottle
 
+from server.api.addresses import client_key
 from server.api.throttling import count, forget, limit, parse_rate
 
 
 def _address(request) -> str:
-    return BaseThrottle().get_ident(request)
+    """The client's address as every per-address counter takes it (an IPv6 address's /64)."""
+    return client_key(request)
 
 
 def _pair_limits(request, username: str) -> list[tuple[str, int, int]]:

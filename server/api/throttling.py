@@ -1,6 +1,7 @@
-"""Request rate limits, on by default: every request per signed-in user and per client address, plus
-the view's own scope (``throttle_scope``: task requests, game uploads, password logins) per user
-(per address when nobody is signed in). Rates are settings (``SENTE_THROTTLE_*``, DRF's
+"""Request rate limits, on by default: every request per signed-in user and per client address (as
+:mod:`server.api.addresses` takes it: an IPv6 address counts as its /64), plus the view's own scope
+(``throttle_scope``: task requests, game uploads, password logins) per user (per address when nobody
+is signed in). Rates are settings (``SENTE_THROTTLE_*``, DRF's
 ``DEFAULT_THROTTLE_RATES``), e.g. ``600/min``.
 
 The password checks and sign-ups count on counters of their own, built on :func:`count`
@@ -19,6 +20,8 @@ from django.core.cache import caches
 from django.core.cache.backends.redis import RedisCache
 from rest_framework.settings import api_settings
 from rest_framework.throttling import BaseThrottle
+
+from server.api.addresses import client_key
 
 _DURATIONS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
@@ -111,6 +114,10 @@ def limit(scope: str, ident: object) -> tuple[str, int, int] | None:
 
 
 class RateLimits(BaseThrottle):
+    def get_ident(self, request) -> str:
+        """The client's address as every per-address counter takes it (an IPv6 address's /64)."""
+        return client_key(request)
+
     def _limits(self, request, view) -> list[tuple[str, int, int]]:
         rates = _rates()
         ip = self.get_ident(request)

@@ -2,8 +2,9 @@
 as its reader takes to read it, so the exports that run at once are capped, each with a send deadline
 (``server.operations.sending``), by three counts (``SENTE_EXPORTS`` in the settings):
 
-- across the site (``at_once``) and per client address (``per_address``): leased slots in the default
-  cache (Redis in production, shared by every process and machine). A slot is a cache key
+- across the site (``at_once``) and per client address (``per_address``; the address as
+  :func:`server.api.addresses.client_key` counts it, an IPv6 address as its /64): leased slots in the
+  default cache (Redis in production, shared by every process and machine). A slot is a cache key
   ``exports:<pool>:<n>``, n below the pool's size, added with ``cache.add`` (atomic: at most one
   export holds a key) with a timeout, the lease: the export's deadline and a margin. The export gives
   its slots back when it ends; a process that died holding one loses it when the lease runs out;
@@ -84,8 +85,8 @@ def _give_back(keys: list[str], token: str) -> None:
 
 
 def admit(address: str) -> Admission | Refusal:
-    """Admit an export from the client ``address`` if every count allows one more, holding a slot of
-    each; else the refusal saying which count is full."""
+    """Admit an export from the client ``address`` (its key, :func:`server.api.addresses.client_key`)
+    if every count allows one more, holding a slot of each; else the refusal saying which count is full."""
     limits = settings.SENTE_EXPORTS
     lease = int(limits["seconds"]) + LEASE_MARGIN_SECONDS
     process = _process_pool(int(limits["per_process"]))

@@ -10,9 +10,9 @@ from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_sche
 from rest_framework import generics, permissions, serializers
 from rest_framework.response import Response
 from rest_framework.reverse import reverse
-from rest_framework.throttling import BaseThrottle
 from rest_framework.views import APIView
 
+from server.api.addresses import client_key
 from server.api.errors import ApiError, error_body, invalid
 from server.downloads import stored_file_response
 from server.files import stored_name
@@ -138,7 +138,7 @@ class GameExport(APIView):
                 code="too_many_games",
                 status_code=403,
             )
-        admitted = admission.admit(BaseThrottle().get_ident(request))
+        admitted = admission.admit(client_key(request))
         if isinstance(admitted, admission.Refusal):
             return Response(
                 error_body("busy", admitted.message, retry_after=admitted.retry_after),

@@ -170,6 +170,30 @@ def test_signup_is_rate_limited_per_address(web, mailoutbox, settings):
     assert web.get("/accounts/signup/").status_code == 200  # looking at the form costs nothing
 
 
+def test_signups_from_one_ipv6_network_count_as_from_one_address(db, mailoutbox, settings):
+    """Sign-ups from addresses of one /64 share its counter; another /64 has its own, and an IPv4
+    address and its IPv4-mapped form share one."""
+    from server.api.throttling import parse_rate
+
+    most, _ = parse_rate(settings.REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"]["signup"])
+    for n in range(most):
+        address = f"2001:db8:9:9:{n:x}::1"
+        response = Client(REMOTE_ADDR=address).post("/accounts/signup/", _signup_data(f"user{n}", f"u{n}@example.org"))
+        assert response.status_code == 200, n
+    over = Client(REMOTE_ADDR="2001:db8:9:9:ffff::2").post("/accounts/signup/", _signup_data("late", "l@example.org"))
+    assert over.status_code == 429 and len(mailoutbox) == most
+    other = Client(REMOTE_ADDR="2001:db8:9:a::1").post("/accounts/signup/", _signup_data("late", "l@example.org"))
+    assert other.status_code == 200 and len(mailoutbox) == most + 1
+    for n in range(most):
+        address = "198.51.100.9" if n % 2 else "::ffff:198.51.100.9"
+        response = Client(REMOTE_ADDR=address).post("/accounts/signup/", _signup_data(f"v{n}", f"v{n}@example.org"))
+        assert response.status_code == 200, n
+    assert (
+        Client(REMOTE_ADDR="198.51.100.9").post("/accounts/signup/", _signup_data("w", "w@example.org")).status_code
+        == 429
+    )
+
+
 def test_signup_refuses_a_username_in_use(web, alice, mailoutbox):
     """A taken username is refused (usernames are public) and no mail is sent."""
     response = web.post("/accounts/signup/", _signup_data(username="alice", email="new@example.org"))

@@ -345,6 +345,59 @@ def test_ip_throttle_on_an_anonymous_endpoint(run, rates):
     assert APIClient(REMOTE_ADDR="10.1.2.3").get("/api/v1/runs/").status_code == 200
 
 
+@pytest.mark.parametrize(
+    "address, key",
+    [
+        ("203.0.113.9", "203.0.113.9"),
+        ("2001:db8:1:2:3:4:5:6", "2001:db8:1:2::/64"),
+        ("2001:DB8:1:2::", "2001:db8:1:2::/64"),
+        ("2001:db8:1:2:ffff:ffff:ffff:ffff", "2001:db8:1:2::/64"),
+        ("2001:db8:1:3::1", "2001:db8:1:3::/64"),
+        ("::ffff:203.0.113.9", "203.0.113.9"),
+        ("::1", "::/64"),
+        ("fe80::1%eth0", "fe80::/64"),
+        (" 198.51.100.1 ", "198.51.100.1"),
+        ("not an address", "not an address"),
+        ("", ""),
+    ],
+)
+def test_an_address_counts_as_itself_or_its_ipv6_network(address, key):
+    from server.api.addresses import address_key
+
+    assert address_key(address) == key
+
+
+def test_the_client_is_the_address_the_trusted_proxies_name(settings):
+    """Behind NUM_PROXIES proxies the client is the entry that many from X-Forwarded-For's end (what
+    the nearest proxy wrote; what the client wrote before it is not believed), keyed as every
+    per-address counter keys it; with none, the connection's address."""
+    from django.test import RequestFactory
+
+    from server.api.addresses import client_key
+
+    forwarded = "10.6.6.6, 2001:db8:5:6:a:b:c:d"
+    request = RequestFactory().get("/", REMOTE_ADDR="127.0.0.1", HTTP_X_FORWARDED_FOR=forwarded)
+    settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "NUM_PROXIES": 1}
+    assert client_key(request) == "2001:db8:5:6::/64"
+    settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "NUM_PROXIES": 2}
+    assert client_key(request) == "10.6.6.6"
+    settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "NUM_PROXIES": 0}
+    assert client_key(request) == "127.0.0.1"
+
+
+def test_ip_throttle_counts_an_ipv6_network_as_one_client(run, rates):
+    """Addresses of one /64 share the per-address counter (a machine picks any address in its /64);
+    another /64 has its own; an IPv4 address and its IPv4-mapped IPv6 form are one client."""
+    rates("ip", "2/min")
+    assert APIClient(REMOTE_ADDR="2001:db8:1:2::a").get("/api/v1/runs/").status_code == 200
+    assert APIClient(REMOTE_ADDR="2001:db8:1:2:9:8:7:6").get("/api/v1/runs/").status_code == 200
+    _assert_throttled(APIClient(REMOTE_ADDR="2001:db8:1:2:ffff::1").get("/api/v1/runs/"))
+    assert APIClient(REMOTE_ADDR="2001:db8:1:3::a").get("/api/v1/runs/").status_code == 200
+    assert APIClient(REMOTE_ADDR="203.0.113.5").get("/api/v1/runs/").status_code == 200
+    assert APIClient(REMOTE_ADDR="::ffff:203.0.113.5").get("/api/v1/runs/").status_code == 200
+    _assert_throttled(APIClient(REMOTE_ADDR="203.0.113.5").get("/api/v1/runs/"))
+
+
 def test_ip_throttle_covers_signed_in_users(run, rates):
     """The per-address limit counts signed-in requests too."""
     rates("ip", "2/min")

@@ -252,6 +252,24 @@ def test_exports_at_once_are_capped_per_address_and_across_the_site(stored, limi
     assert len(_names(_body(Client(REMOTE_ADDR="10.0.0.1").get("/api/v1/games/export/")))) == 5
 
 
+def test_an_ipv6_network_counts_as_one_address_for_exports(stored, limits):
+    """The per-address count takes an IPv6 address's /64 (a machine picks any address in it): a
+    second address of it is refused while the first exports, another /64 is not; an IPv4 address and
+    its IPv4-mapped form are one address."""
+    limits.update(per_address=1, at_once=5, per_process=10)
+    first = Client(REMOTE_ADDR="2001:db8:4:4::1").get("/api/v1/games/export/")
+    assert first.status_code == 200
+    message = _refused(Client(REMOTE_ADDR="2001:db8:4:4:abcd::9").get("/api/v1/games/export/"), 429)
+    assert "your address (2001:db8:4:4::/64) has 1 export under way" in message
+    other = Client(REMOTE_ADDR="2001:db8:4:5::1").get("/api/v1/games/export/")
+    assert other.status_code == 200
+    v4 = Client(REMOTE_ADDR="198.51.100.4").get("/api/v1/games/export/")
+    assert v4.status_code == 200
+    _refused(Client(REMOTE_ADDR="::ffff:198.51.100.4").get("/api/v1/games/export/"), 429)
+    for response in (first, other, v4):
+        assert len(_names(_body(response))) == 5
+
+
 def test_a_process_keeps_a_thread_free_of_exports(stored, limits):
     limits.update(per_address=5, at_once=5, per_process=1)
     first = Client(REMOTE_ADDR="10.0.0.1").get("/api/v1/games/export/")

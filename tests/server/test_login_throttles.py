@@ -117,3 +117,22 @@ def test_a_right_password_forgets_the_failures_of_its_address(alice):
         for _ in range(5):
             assert login(address, "alice", "a typo").status_code in (200, 401)
         assert _refused(login(address, "alice", PASSWORD))
+
+
+def test_addresses_of_one_ipv6_network_count_as_one(alice, bob):
+    """A guesser with a /64 (every IPv6 subscriber has one) gets no more guesses by changing its
+    address: guesses at alice from five addresses of one /64 fill that pair's minute, and ten from
+    it fill the address's; another /64 is another client. An IPv4 address guessing on in its
+    IPv4-mapped IPv6 form is the same client."""
+    guesser = [f"2001:db8:77:1:{n:x}::{n + 1:x}" for n in range(12)]
+    for address in guesser[:5]:
+        assert _web_login(address, "alice", "a guess").status_code == 200
+    assert _refused(_api_login(guesser[5], "alice", PASSWORD))  # the pair's 6th
+    for address in guesser[6:10]:
+        assert _web_login(address, "bob", "a guess").status_code == 200  # the address's 7th to 10th
+    assert _refused(_web_login(guesser[10], "bob", PASSWORD))  # the address's rate: every account
+    assert _api_login("2001:db8:77:2::1", "alice", PASSWORD).status_code == 201
+    for _ in range(5):
+        assert _web_login("203.0.113.50", "alice", "a guess").status_code == 200
+    assert _refused(_web_login("::ffff:203.0.113.50", "alice", PASSWORD))
+    assert _web_login(OWNER, "alice", PASSWORD).status_code == 302
