@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.http import HttpRequest
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import generics, permissions, status
@@ -51,12 +52,16 @@ class NetworkList(generics.ListCreateAPIView):
     permission_classes = [CanUploadNetworks]
     parser_classes = [MultiPartParser]
 
+    def initialize_request(self, request: HttpRequest, *args: Any, **kwargs: Any) -> Request:
+        self.upload = request.method not in permissions.SAFE_METHODS
+        return super().initialize_request(request, *args, **kwargs)
+
     def get_authenticators(self) -> list[BaseAuthentication]:
         """An upload authenticates by client token alone. A web session's CSRF check would read the
         form's token from the body, parsing all of a multipart body of up to a gigabyte (nginx passes
         it on as it comes) before the permission is looked at; with the token in a header, whoever may
         not upload is refused before any of the body is read. The listing is as every view's."""
-        if self.request.method not in permissions.SAFE_METHODS:  # (Django's request: set before this)
+        if getattr(self, "upload", True):  # (set by initialize_request, which asks for them)
             return [ClientTokenAuthentication()]
         return super().get_authenticators()
 
