@@ -54,7 +54,7 @@ class RunForm(forms.ModelForm):
         document = current.document if current else RunSettings().to_dict()
         self.fields["settings_document"].initial = json.dumps(document, indent=2)
         self.initial["client_builds"] = "\n".join(self.instance.client_builds or [])
-        if self.instance.pk:
+        if self.instance.pk and "name" in self.fields:  # not for staff who may only view the run
             self.fields["name"].disabled = True
 
     def clean_client_builds(self):
@@ -94,6 +94,13 @@ class RunAdmin(admin.ModelAdmin):
     inlines = [RunSettingsVersionInline]
     readonly_fields = ("webhook_signing_secret",)
 
+    def get_readonly_fields(self, request, obj=None):
+        """The webhook secret's value only for staff who may change runs (who could make a new one
+        anyway); staff who may only view them see whether one is set."""
+        if self.has_change_permission(request, obj):
+            return self.readonly_fields
+        return ("webhook_secret_set",)
+
     @admin.display(description="webhook secret")
     def webhook_signing_secret(self, run: Run) -> str:
         if not run.webhook_secret:
@@ -103,6 +110,12 @@ class RunAdmin(admin.ModelAdmin):
             "docs/website.md, Announcements, feeds and webhooks)",
             run.webhook_secret,
         )
+
+    @admin.display(description="webhook secret")
+    def webhook_secret_set(self, run: Run) -> str:
+        if not run.webhook_secret:
+            return "none: made when a webhook URL is saved"
+        return "set (shown only to staff who may change runs)"
 
     def save_model(self, request, obj, form, change):
         document = form.cleaned_data["settings_document"]

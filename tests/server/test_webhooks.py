@@ -393,6 +393,36 @@ def test_the_receiver_at_the_old_url_cannot_sign_for_the_new_one(run, settings, 
     assert not verify(old_secret, request.headers, request.body)
 
 
+@pytest.mark.django_db
+def test_staff_who_may_only_view_runs_see_that_a_secret_is_set_not_the_secret(run, hook_settings):
+    from django.contrib.auth.models import Permission
+    from django.test import Client
+
+    from server.accounts.models import User
+
+    def staff(name: str, *codenames: str) -> Client:
+        user = User.objects.create_user(name, f"{name}@example.org", "a long enough password", is_staff=True)
+        user.user_permissions.add(*Permission.objects.filter(content_type__app_label="runs", codename__in=codenames))
+        client = Client()
+        client.force_login(user)
+        return client
+
+    _run_with_hook(run, PUBLIC_URL)
+    secret = run.webhook_secret
+    viewer = staff("viewer", "view_run")
+    page = viewer.get(f"/admin/runs/run/{run.pk}/change/")
+    assert page.status_code == 200 and PUBLIC_URL in page.content.decode()  # the run is shown to them
+    assert "set (shown only to staff who may change runs)" in page.content.decode()
+    for url in (f"/admin/runs/run/{run.pk}/change/", "/admin/runs/run/", f"/admin/runs/run/{run.pk}/history/"):
+        body = viewer.get(url).content.decode()
+        assert secret not in body and "whsec_" not in body, url
+    assert viewer.post(f"/admin/runs/run/{run.pk}/change/", {"new_webhook_secret": "on"}).status_code == 403
+    run.refresh_from_db()
+    assert run.webhook_secret == secret
+    editor = staff("editor", "view_run", "change_run")
+    assert secret in editor.get(f"/admin/runs/run/{run.pk}/change/").content.decode()
+
+
 # --- refused at delivery ----------------------------------------------------------------------------
 @pytest.mark.django_db
 def test_an_attempt_refuses_inner_targets_without_connecting(run, hook_settings, receivers, caplog):
