@@ -14,6 +14,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -71,7 +72,8 @@ class Nginx:
     """nginx running deploy/nginx/<site> as written but for its paths and ports, unprivileged (its own
     prefix, pid, logs and temporary folders under ``folder``; ports from the free ones), in front of
     ``upstream``: the site's files are copied with the deployment's paths (certificates, storage and
-    static folders, snippets, logs) replaced by the test's, and every listen moved to 127.0.0.1."""
+    static folders, snippets, logs, and any text of ``replace``) replaced by the test's, and every
+    listen moved to 127.0.0.1."""
 
     def __init__(
         self,
@@ -83,6 +85,7 @@ class Nginx:
         cert: Path,
         key: Path,
         start: bool = True,
+        replace: dict[str, str] | None = None,
     ) -> None:
         self.nginx = _need("nginx", "nginx")
         self.folder = folder
@@ -105,6 +108,7 @@ class Nginx:
             "/srv/static/": f"{static}/",
             "server 127.0.0.1:8000": f"server {upstream}",
             "server web:8000": f"server {upstream}",
+            **(replace or {}),
         }
         pattern = re.compile("|".join(re.escape(k) for k in sorted(paths, key=len, reverse=True)))
         for source in (DEPLOY / "nginx").glob("*.conf"):
@@ -386,6 +390,162 @@ def test_nginx_refuses_an_anonymous_network_upload_without_taking_its_body(tmp_p
                 front.stop()
 
 
+class HeldUpstream:
+    """An upstream for nginx that takes requests and answers none until :meth:`release`: the headers
+    of each request it got, in :attr:`seen` (names in lower case)."""
+
+    def __init__(self) -> None:
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.address = f"127.0.0.1:{self.listener.getsockname()[1]}"
+        self.seen: list[dict[str, str]] = []
+        self._lock = threading.Lock()
+        self._release = threading.Event()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                connection, _ = self.listener.accept()
+            except OSError:  # closed
+                return
+            threading.Thread(target=self._answer, args=(connection,), daemon=True).start()
+
+    def _answer(self, connection: socket.socket) -> None:
+        with connection:
+            head = b""
+            while b"\r\n\r\n" not in head:
+                piece = connection.recv(4096)
+                if not piece:
+                    return
+                head += piece
+            lines = head.split(b"\r\n\r\n")[0].decode("latin-1").split("\r\n")[1:]
+            with self._lock:
+                release = self._release
+                self.seen.append({k.strip().lower(): v.strip() for k, v in (line.split(":", 1) for line in lines)})
+            release.wait(60)
+            connection.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
+
+    def wait_for(self, count: int) -> None:
+        deadline = time.monotonic() + 20
+        while len(self.seen) < count:
+            assert time.monotonic() < deadline, f"the upstream got {len(self.seen)} requests, not {count}"
+            time.sleep(0.05)
+
+    def release(self) -> None:
+        """Answer every request taken so far (later ones wait for the next release)."""
+        with self._lock:
+            release, self._release = self._release, threading.Event()
+        release.set()
+
+    def close(self) -> None:
+        self.release()
+        self.listener.close()
+
+
+def _ask(front: Nginx, cert: Path, path: str, headers: dict[str, str]) -> socket.socket:
+    """A GET of ``path`` through ``front`` with ``headers``, sent; its answer not read yet."""
+    import ssl
+
+    host, port = front.url.split("//")[1].split(":")
+    raw = socket.create_connection((host, int(port)), timeout=20)
+    if front.url.startswith("https"):
+        raw = ssl.create_default_context(cafile=str(cert)).wrap_socket(raw, server_hostname=host)
+    lines = "".join(f"{name}: {value}\r\n" for name, value in headers.items())
+    raw.sendall(f"GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\nConnection: close\r\n{lines}\r\n".encode())
+    return raw
+
+
+def _status(answer: socket.socket, seconds: float = 20) -> int:
+    """The status of the answer on ``answer``, which is then closed; 0 when none came within ``seconds``."""
+    answer.settimeout(seconds)
+    with answer:
+        head = b""
+        try:
+            while len(head) < 12:
+                piece = answer.recv(4096)
+                if not piece:
+                    break
+                head += piece
+        except TimeoutError:
+            return 0
+    assert head.startswith(b"HTTP/1.1 "), head
+    return int(head[9:12])
+
+
+def _trusted_proxies(site: str) -> list[str]:
+    return re.findall(r"^\s*set_real_ip_from\s+([^;\s]+);", (DEPLOY / "nginx" / site).read_text(), re.M)
+
+
+EXPORT_PATH = "/api/v1/games/export/"
+
+
+def test_nginx_counts_a_visitors_exports_whatever_x_forwarded_for_says(tmp_path):
+    """nginx sends two exports at once to one visitor (limit_conn), and a visitor cannot pass for
+    others by writing X-Forwarded-For: each site counts a visitor who comes straight to it by the
+    connection's address, and passes that address on to the application as the client's (so the
+    throttles' SENTE_NUM_PROXIES=1 finds it). compose-http.conf believes X-Forwarded-For and
+    X-Forwarded-Proto only from the proxy in front (set_real_ip_from), and of X-Forwarded-For only the
+    address that proxy wrote: with the test standing in for that proxy, a visitor varying what it
+    wrote before is still one visitor, another visitor is another."""
+    cert, key = _certificate(tmp_path / "tls")
+    upstream = HeldUpstream()
+    fronts: list[Nginx] = []
+    try:
+        for site in ("sente.conf", "compose.conf", "compose-http.conf"):
+            front = Nginx(site, tmp_path / site, upstream.address, tmp_path / "files", tmp_path / "static", cert, key)
+            fronts.append(front)
+            seen = len(upstream.seen)
+            held = [
+                _ask(front, cert, EXPORT_PATH, {"X-Forwarded-For": f"192.0.2.{n}", "X-Forwarded-Proto": "https"})
+                for n in (1, 2)
+            ]
+            upstream.wait_for(seen + 2)
+            third = _ask(front, cert, EXPORT_PATH, {"X-Forwarded-For": "192.0.2.3"})
+            assert _status(third) == 429, site
+            for headers in upstream.seen[seen:]:
+                assert headers["x-forwarded-for"].split(",")[-1].strip() == "127.0.0.1", (site, headers)
+                if site == "compose-http.conf":  # its visitor's own word: not believed
+                    assert headers["x-forwarded-proto"] == "http", headers
+            upstream.release()
+            assert [_status(answer) for answer in held] == [200, 200], site
+            front.stop()
+
+        # The test as the proxy in front of compose-http.conf (its network moved to 127.0.0.0/8).
+        trusted = _trusted_proxies("compose-http.conf")
+        assert trusted, "compose-http.conf names no proxy in front to believe"
+        site = "compose-http.conf"
+        front = Nginx(
+            site,
+            tmp_path / "behind-a-proxy",
+            upstream.address,
+            tmp_path / "files",
+            tmp_path / "static",
+            cert,
+            key,
+            replace={network: "127.0.0.0/8" for network in trusted},
+        )
+        fronts.append(front)
+        seen = len(upstream.seen)
+        visitor = "203.0.113.7"
+        held = [
+            _ask(front, cert, EXPORT_PATH, {"X-Forwarded-For": f"10.0.0.{n}, {visitor}", "X-Forwarded-Proto": "https"})
+            for n in (1, 2)
+        ]
+        upstream.wait_for(seen + 2)
+        assert _status(_ask(front, cert, EXPORT_PATH, {"X-Forwarded-For": f"10.0.0.3, {visitor}"})) == 429
+        held.append(_ask(front, cert, EXPORT_PATH, {"X-Forwarded-For": "198.51.100.8"}))  # another visitor
+        upstream.wait_for(seen + 3)
+        got = upstream.seen[seen:]
+        assert [h["x-forwarded-for"].split(",")[-1].strip() for h in got] == [visitor, visitor, "198.51.100.8"], got
+        assert [h["x-forwarded-proto"] for h in got] == ["https", "https", "http"], got
+        upstream.release()
+        assert [_status(answer) for answer in held] == [200, 200, 200]
+    finally:
+        for front in fronts:
+            front.stop()
+        upstream.close()
+
+
 def test_systemd_accepts_the_units(tmp_path):
     analyze = _need("systemd-analyze", "systemd")
     units = tmp_path / "units"
@@ -490,6 +650,10 @@ def test_docker_compose_makes_a_working_site(tmp_path):
         assert str(services[name]["environment"]["SENTE_PLAIN_HTTP"]) == "1", name
     mounts = {v.split(":")[1]: v.split(":")[0] for v in services["nginx"]["volumes"]}
     assert Path(mounts["/etc/nginx/conf.d/default.conf"]).name == "compose-http.conf"
+    # nginx believes X-Forwarded-For from the compose network's subnet alone, the one compose makes.
+    subnets = [c["subnet"] for c in yaml.safe_load(done.stdout)["networks"]["default"]["ipam"]["config"]]
+    assert subnets and _trusted_proxies("compose-http.conf") == subnets
+    assert f"{subnets[0]} 1;" in (DEPLOY / "nginx" / "compose-http.conf").read_text()  # its X-Forwarded-Proto too
 
     bare = copy / "bare.env"
     bare.write_text((DEPLOY / "sente.env.example").read_text())
