@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from django.http import HttpRequest
 from django.shortcuts import get_object_or_404
+from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import generics, permissions, status
 from rest_framework.authentication import BaseAuthentication
@@ -217,11 +219,21 @@ def katago_file_response(request, network: Network, stable_link: bool = False):
     if row.state == NetworkKataGoFile.State.REFUSED:
         raise ApiError(row.refusal, code="not_exportable", status_code=409)
     if row.state != NetworkKataGoFile.State.READY:
-        wait = RETRY_AFTER_SECONDS
-        message = (
-            f"the KataGo file of network {network.name} is being made in the background ({row.state}); "
-            f"try again in {wait} s"
-        )
+        waiting = row.state == NetworkKataGoFile.State.QUEUED and row.retry_at is not None
+        left = (row.retry_at - timezone.now()).total_seconds() if waiting and row.retry_at else 0
+        if left > 0:  # its last build failed, and it waits before the next (server.networks.katago)
+            wait = math.ceil(left)
+            message = (
+                f"the KataGo file of network {network.name} could not be made ({row.failures} failed "
+                f"attempt{'s' if row.failures != 1 else ''} in a row); it is tried again after "
+                f"{row.retry_at:%Y-%m-%d %H:%M} UTC: try again in {wait} s"
+            )
+        else:
+            wait = RETRY_AFTER_SECONDS
+            message = (
+                f"the KataGo file of network {network.name} is being made in the background ({row.state}); "
+                f"try again in {wait} s"
+            )
         return Response(
             error_body("not_ready", message, retry_after=wait),
             status=status.HTTP_503_SERVICE_UNAVAILABLE,

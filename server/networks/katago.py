@@ -4,23 +4,32 @@ The background worker makes it, never a request: a network's file may be a gigab
 converting it in a web worker would let anyone tie the server up. It is queued when the network is
 accepted or released (``server.networks.tasks``), or by its first download, which answers 503 with
 ``Retry-After`` until it is ready. Its :class:`NetworkKataGoFile` row says where it stands: queued,
-building, ready (its stored name, size and hash for the download's ETag), or refused with the reason
-(an architecture KataGo's format cannot hold, an unreadable file), which every later request is told
-at once and which is never tried again: a network's file never changes.
+building, ready (its stored name, size and hash for the download's ETag), or refused with the reason,
+which every later request is told at once and which is never tried again: an architecture KataGo's
+format cannot hold, a file whose contents the export cannot read (a network's file never changes),
+or a file that is not in the storage while the storage itself is there (a file deleted does not come
+back).
+
+Any other failure (the storage unreachable or its folder gone, a read or a write that failed, an
+error of the export) gives the row back, queued, and counts it: the build is queued and taken again
+no sooner than :func:`retry_wait` after it (15 minutes after the first failure in a row, twice that
+after each further one, at most a day), so that an outage costs a few attempts a day and not one per
+request. A build that succeeds or is refused starts the count afresh.
 
 Two workers never build the same file at once: a worker takes the row with one conditional UPDATE
-(queued to building) and only the one whose UPDATE changed it builds. A build that fails gives the row
-back (queued); one whose worker died stays ``building``, and after :data:`BUILD_LEASE` the next request
-queues it again and the next worker takes it over. The export reads the weights with
-``safetensors.numpy``: the worker does not load torch for it.
+(queued to building) and only the one whose UPDATE changed it builds. A build whose worker died stays
+``building``, and after :data:`BUILD_LEASE` the next request queues it again and the next worker takes
+it over. The export reads the weights with ``safetensors.numpy``: the worker does not load torch for
+it.
 """
 
 from __future__ import annotations
 
 import logging
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import safetensors.numpy
+from django.core.files.storage import default_storage
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
@@ -40,6 +49,19 @@ State = NetworkKataGoFile.State
 BUILD_LEASE = timedelta(minutes=15)
 # What a download of a file not made yet is told to wait.
 RETRY_AFTER_SECONDS = 30
+# The longest wait after failed builds (see retry_wait).
+RETRY_WAIT_MOST = timedelta(days=1)
+
+
+def retry_wait(failures: int) -> timedelta:
+    """How long a build that failed ``failures`` times in a row waits before it is tried again:
+    :data:`BUILD_LEASE`, doubled for each failure after the first, at most :data:`RETRY_WAIT_MOST`."""
+    return min(BUILD_LEASE * 2 ** min(max(failures - 1, 0), 16), RETRY_WAIT_MOST)
+
+
+def _waiting(row: NetworkKataGoFile, now: datetime) -> bool:
+    """Whether the row's build failed and its wait is not over."""
+    return row.retry_at is not None and row.retry_at > now
 
 
 def queue(network: Network) -> tuple[NetworkKataGoFile, bool]:
@@ -52,12 +74,12 @@ def queue(network: Network) -> tuple[NetworkKataGoFile, bool]:
     if row is None:
         return NetworkKataGoFile.objects.get_or_create(network=network)
     now = timezone.now()
-    lost = (row.state == State.QUEUED and row.queued_at < now - BUILD_LEASE) or (
+    lost = (row.state == State.QUEUED and row.queued_at < now - BUILD_LEASE and not _waiting(row, now)) or (
         row.state == State.BUILDING and row.started_at is not None and row.started_at < now - BUILD_LEASE
     )
     # Of the requests that find it lost at once, the one whose UPDATE changes the row queues it.
     if lost and NetworkKataGoFile.objects.filter(pk=row.pk, state=row.state, queued_at=row.queued_at).update(
-        state=State.QUEUED, queued_at=now
+        state=State.QUEUED, queued_at=now, retry_at=None
     ):
         row.refresh_from_db()
         return row, True
@@ -65,12 +87,14 @@ def queue(network: Network) -> tuple[NetworkKataGoFile, bool]:
 
 
 def _take(network_id: int) -> bool:
-    """Take the network's queued build (or a lost one), so that no other worker builds it meanwhile."""
+    """Take the network's queued build (or a lost one), so that no other worker builds it meanwhile;
+    not one whose wait after a failure is not over (a task queued twice comes too early)."""
     now = timezone.now()
+    queued = Q(state=State.QUEUED) & (Q(retry_at__isnull=True) | Q(retry_at__lte=now))
     lost = Q(state=State.BUILDING, started_at__lt=now - BUILD_LEASE)
     return bool(
-        NetworkKataGoFile.objects.filter(Q(state=State.QUEUED) | lost, network_id=network_id).update(
-            state=State.BUILDING, started_at=now
+        NetworkKataGoFile.objects.filter(queued | lost, network_id=network_id).update(
+            state=State.BUILDING, started_at=now, retry_at=None
         )
     )
 
@@ -90,7 +114,8 @@ def _architecture_refusal(network: Network) -> str | None:
 def build(network_id: int) -> NetworkKataGoFile | None:
     """Make the network's KataGo file if its row waits for it and no other worker has taken it; the
     row as the build left it, None when there was nothing to do. An architecture KataGo's format
-    cannot hold is refused without reading the file."""
+    cannot hold is refused without reading the file. A failure other than a refusal is raised, with
+    the row given back to wait (see the module's docstring)."""
     if not _take(network_id):
         return None
     row = NetworkKataGoFile.objects.select_related("network").get(network_id=network_id)
@@ -99,28 +124,65 @@ def build(network_id: int) -> NetworkKataGoFile | None:
         refusal = _architecture_refusal(network)
         if refusal is None:
             refusal = _export(network, row)
+    except Exception as e:
+        failures = row.failures + 1
+        now = timezone.now()
+        wait = retry_wait(failures)
+        NetworkKataGoFile.objects.filter(pk=row.pk, state=State.BUILDING).update(
+            state=State.QUEUED, queued_at=now, started_at=None, failures=failures, retry_at=now + wait
+        )
+        log.warning(
+            "KataGo file of %s failed (%s: %s), %d time(s) in a row; tried again after %s",
+            network.name,
+            type(e).__name__,
+            e,
+            failures,
+            wait,
+        )
+        raise
     except BaseException:
-        # Given back, queued as of now: a later request (after the lease) queues it again.
+        # The worker stops (not the build's fault): given back, queued as of now, for a later request
+        # (after the lease) to queue again.
         NetworkKataGoFile.objects.filter(pk=row.pk, state=State.BUILDING).update(
             state=State.QUEUED, queued_at=timezone.now(), started_at=None
         )
         raise
     if refusal is not None:
         NetworkKataGoFile.objects.filter(pk=row.pk).update(
-            state=State.REFUSED, refusal=refusal, finished_at=timezone.now()
+            state=State.REFUSED, refusal=refusal, finished_at=timezone.now(), failures=0, retry_at=None
         )
         log.info("KataGo file of %s refused: %s", network.name, refusal)
     row.refresh_from_db()
     return row
 
 
+def _missing(network: Network, name: str) -> str | None:
+    """The refusal of a network whose file ``name`` the storage says is not there, when the storage
+    itself is (a file deleted or lost does not come back); None when the storage is away (an outage:
+    the file may be there when it is back)."""
+    from server.operations.health import storage_problem
+
+    problem = storage_problem(default_storage)
+    if problem is not None:
+        log.warning("KataGo file of %s: its file %s was not found, and the storage: %s", network.name, name, problem)
+        return None
+    return f"network {network.name}: its file ({name}) is not in the storage: it was deleted or lost"
+
+
 def _export(network: Network, row: NetworkKataGoFile) -> str | None:
-    """Read, convert and store the network's file, and mark the row ready; the refusal instead, when
-    the file is unreadable or its architecture has no KataGo equivalent."""
+    """Read, convert and store the network's file, and mark the row ready (its failures forgotten);
+    the refusal instead, when the file is not in the storage (and the storage is there), unreadable,
+    or its architecture has no KataGo equivalent."""
     from server.training.window import read_file
 
     name = stored_name(network.file)
-    data = read_file(name)
+    try:
+        data = read_file(name)
+    except FileNotFoundError:
+        refusal = _missing(network, name)
+        if refusal is None:
+            raise
+        return refusal
     try:
         header = read_header(data, name)
         blob = katago_model_bytes(header.config, safetensors.numpy.load(data), network.name)
@@ -140,6 +202,8 @@ def _export(network: Network, row: NetworkKataGoFile) -> str | None:
                 sha256=sha256,
                 size_bytes=len(blob),
                 finished_at=timezone.now(),
+                failures=0,
+                retry_at=None,
             )
     except BaseException:
         files.discard(lambda s: NetworkKataGoFile.objects.filter(file=s).exists())

@@ -128,14 +128,15 @@ class NetworkCanary(models.Model):
 class NetworkKataGoFile(models.Model):
     """The network in KataGo's model format (``common.nn.katago_export``), for Go players who run
     KataGo itself: made by the background worker (``server.networks.katago``), queued when the
-    network is accepted or released, or on its first download. A network KataGo's format cannot hold
-    keeps its row with the reason, so that it is said at once and never tried again."""
+    network is accepted or released, or on its first download. A network KataGo's format cannot hold,
+    or whose file is gone from the storage, keeps its row with the reason, so that it is said at once
+    and never tried again; a build that failed otherwise waits longer after each failure."""
 
     class State(models.TextChoices):
         QUEUED = "queued", "queued: waiting for the background worker"
         BUILDING = "building", "building: a worker is making it"
         READY = "ready", "ready"
-        REFUSED = "refused", "refused: KataGo's format cannot hold the network"
+        REFUSED = "refused", "refused: it cannot be made (the reason)"
 
     network = models.OneToOneField(Network, on_delete=models.CASCADE, related_name="katago_file")
     state = models.CharField(max_length=16, choices=State.choices, default=State.QUEUED)
@@ -148,6 +149,12 @@ class NetworkKataGoFile(models.Model):
     queued_at = models.DateTimeField(default=timezone.now, help_text="when its making was last queued")
     started_at = models.DateTimeField(null=True, blank=True, help_text="when a worker took it")
     finished_at = models.DateTimeField(null=True, blank=True, help_text="when it was made or refused")
+    failures = models.PositiveIntegerField(
+        default=0, help_text="builds that failed in a row (the storage unreachable, say); each waits longer"
+    )
+    retry_at = models.DateTimeField(
+        null=True, blank=True, help_text="after a failed build: not queued or taken again before this"
+    )
 
     def __str__(self) -> str:
         return f"KataGo file of {self.network.name} ({self.state})"

@@ -232,13 +232,13 @@ def test_a_failed_build_is_given_back_and_a_lost_one_queued_again(
     with pytest.raises(OSError, match="the storage is down"):
         katago.build(network.pk)
     row = NetworkKataGoFile.objects.get()
-    assert row.state == State.QUEUED and row.started_at is None  # given back, not refused
+    assert row.state == State.QUEUED and row.started_at is None and row.failures == 1  # given back, not refused
     monkeypatch.undo()
 
     # A worker that died while building: the row stays "building" until its lease ends, then the
     # next request queues it again and the next worker takes it over.
     now = timezone.now()
-    NetworkKataGoFile.objects.update(state=State.BUILDING, started_at=now)
+    NetworkKataGoFile.objects.update(state=State.BUILDING, started_at=now, retry_at=None)  # taken, as _take does
     with django_capture_on_commit_callbacks(execute=True):
         _not_ready(client.get("/api/v1/networks/test-net1/katago"))
     assert _queued_builds() == [[network.pk]] and katago.build(network.pk) is None  # still taken
@@ -247,8 +247,90 @@ def test_a_failed_build_is_given_back_and_a_lost_one_queued_again(
         _not_ready(client.get("/api/v1/networks/test-net1/katago"))
         _not_ready(client.get("/api/v1/networks/test-net1/katago"))
     assert _queued_builds() == [[network.pk], [network.pk]]
-    assert katago.build(network.pk).state == State.READY
+    row = katago.build(network.pk)
+    assert row.state == State.READY and row.failures == 0 and row.retry_at is None
     assert client.get("/api/v1/networks/test-net1/katago").status_code == 200
+
+
+def test_a_missing_file_is_refused_and_never_tried_again(
+    run, trainer, tiny_network_file, reads, django_capture_on_commit_callbacks
+):
+    """A network whose file is gone from the storage (the storage itself being there) is refused with
+    the reason: a file deleted does not come back, so no request queues its build again."""
+    from django.core.files.storage import default_storage
+
+    _, client = trainer
+    helpers.upload_network(client, "test-net1", tiny_network_file)
+    network = Network.objects.get(name="test-net1")
+    default_storage.delete(network.file.name)
+    with django_capture_on_commit_callbacks(execute=True):
+        _not_ready(client.get("/api/v1/networks/test-net1/katago"))
+    assert katago.build(network.pk).state == State.REFUSED
+    row = NetworkKataGoFile.objects.get()
+    assert row.refusal == (
+        f"network test-net1: its file ({network.file.name}) is not in the storage: it was deleted or lost"
+    )
+    later = timezone.now() - katago.RETRY_WAIT_MOST - timedelta(days=1)
+    NetworkKataGoFile.objects.update(queued_at=later, started_at=later)  # long ago: no lease holds it
+    for _ in range(3):
+        with django_capture_on_commit_callbacks(execute=True):
+            response = client.get("/api/v1/networks/test-net1/katago")
+        assert response.status_code == 409 and response.json()["error"]["message"] == row.refusal
+    assert _queued_builds() == [[network.pk]] and len(reads) == 1
+    assert katago.build(network.pk) is None
+
+
+def test_a_storage_outage_is_tried_again_after_a_wait_that_grows(
+    run, trainer, tiny_network_file, django_capture_on_commit_callbacks, settings, tmp_path
+):
+    """The storage away (its folder gone, as when a disk is not mounted: the file is not found, but
+    neither is the storage) is no refusal: the build is given back, and each failure in a row waits
+    longer (15 minutes, 30, 60, ... at most a day) before a request queues it again or a worker takes
+    it, the lease of a lost build notwithstanding; downloads are told to come back when it is over.
+    A build that then succeeds forgets the failures."""
+    from django.db.models import F
+
+    _, client = trainer
+    helpers.upload_network(client, "test-net1", tiny_network_file)
+    network = Network.objects.get(name="test-net1")
+    url = "/api/v1/networks/test-net1/katago"
+    with django_capture_on_commit_callbacks(execute=True):
+        _not_ready(client.get(url))
+    assert _queued_builds() == [[network.pk]]
+
+    def earlier(by: timedelta) -> None:  # time passes: the row's moments move back
+        NetworkKataGoFile.objects.update(queued_at=F("queued_at") - by, retry_at=F("retry_at") - by)
+
+    storage = Path(settings.STORAGES["default"]["OPTIONS"]["location"])
+    unmounted = tmp_path / "unmounted"
+    waits = []
+    for failures in range(1, 10):
+        storage.rename(unmounted)
+        try:
+            with pytest.raises(FileNotFoundError):
+                katago.build(network.pk)
+        finally:
+            unmounted.rename(storage)
+        row = NetworkKataGoFile.objects.get()
+        assert row.state == State.QUEUED and row.failures == failures and row.refusal == "", row.refusal
+        waits.append(row.retry_at - row.queued_at)
+        # A minute before its wait is over (long after the lease): not queued, not taken.
+        earlier(waits[-1] - timedelta(minutes=1))
+        with django_capture_on_commit_callbacks(execute=True):
+            response = client.get(url)
+        assert response.status_code == 503 and 55 <= int(response["Retry-After"]) <= 60, response["Retry-After"]
+        assert "could not be made" in response.json()["error"]["message"]
+        assert katago.build(network.pk) is None  # a task queued twice: too early
+        assert len(_queued_builds()) == failures
+        earlier(timedelta(minutes=1, seconds=1))
+        with django_capture_on_commit_callbacks(execute=True):
+            _not_ready(client.get(url))
+        assert len(_queued_builds()) == failures + 1
+    assert [w.total_seconds() / 60 for w in waits] == [15, 30, 60, 120, 240, 480, 960, 1440, 1440]
+
+    row = katago.build(network.pk)
+    assert row.state == State.READY and row.failures == 0 and row.retry_at is None
+    assert client.get(url).status_code == 200
 
 
 @pytest.mark.django_db(transaction=True, serialized_rollback=True)
