@@ -58,6 +58,7 @@ def _gating(run, candidate):
         ([100, 10, 10, 10], 0.25, 10),  # a large one counts as much as the others
         ([100, 30, 30, 30, 30], 0.25, 40),
         ([10, 4], 0.5, 4),
+        ([63, 63, 54], 0.35, 63),  # 0.35 * 180 is 62.99999999999999 in floats, not 63
         ([7, 3], 1.0, 7),  # a share of 1: no cap
     ],
 )
