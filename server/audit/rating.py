@@ -25,28 +25,19 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass
 
-from common.go.geometry import BLACK, WHITE
 from server.audit.models import AuditScore
-from server.games.models import RatingGame, Winner
-from server.ratings.tally import account_cap, counted_rating_games
+from server.games.models import RatingGame
+from server.ratings.tally import account_weights, candidate_score, counted_rating_games
 
 RATING_Z = 5.0  # as the rows' relative test: about one honest account in 3.5 million per test
 MIN_GAMES = 32  # an account's rating games in the period before it is judged (two tasks of 16)
 MIN_OTHERS_GAMES = 16  # the others' games on a pair before the pair is compared
-
-POINTS = {Winner.BLACK: {BLACK: 1.0, WHITE: 0.0}, Winner.WHITE: {BLACK: 0.0, WHITE: 1.0}}
 
 
 @dataclass
 class _Pair:
     games: int = 0
     points: float = 0.0  # of the newer network
-
-
-def _newer_points(winner: str, newer_black: bool) -> float:
-    if winner in POINTS:
-        return POINTS[Winner(winner)][BLACK if newer_black else WHITE]
-    return 0.5
 
 
 def rating_figures(run, since, share: float) -> dict[int, dict]:
@@ -61,12 +52,12 @@ def rating_figures(run, since, share: float) -> dict[int, dict]:
         pair = (min(black, white), max(black, white))  # the larger id: the newer network
         cell = per[pair][user]
         cell.games += 1
-        cell.points += _newer_points(winner, black == pair[1])
+        cell.points += candidate_score(winner, black == pair[1])
         games_of[user] += 1
-    weight_of: dict[tuple[int, int], dict[int, float]] = {}
-    for pair, by_user in per.items():
-        cap = account_cap({u: c.games for u, c in by_user.items() if u in counting}, share)
-        weight_of[pair] = {u: min(1.0, cap / c.games) if u in counting else 0.0 for u, c in by_user.items()}
+    weight_of = {  # the accounts' games that do not count weigh nothing
+        pair: account_weights({u: c.games for u, c in by_user.items() if u in counting}, share)
+        for pair, by_user in per.items()
+    }
     figures: dict[int, dict] = {}
     for user, games_played in games_of.items():
         pairs, deviation, variance = [], 0.0, 0.0
@@ -75,10 +66,10 @@ def rating_figures(run, since, share: float) -> dict[int, dict]:
             if mine is None:
                 continue
             weights = weight_of[pair]
-            others_games = sum(weights[u] * c.games for u, c in by_user.items() if u != user)
+            others_games = sum(weights.get(u, 0.0) * c.games for u, c in by_user.items() if u != user)
             if others_games < MIN_OTHERS_GAMES:
                 continue
-            others_points = sum(weights[u] * c.points for u, c in by_user.items() if u != user)
+            others_points = sum(weights.get(u, 0.0) * c.points for u, c in by_user.items() if u != user)
             p = (others_points + 1.0) / (others_games + 2.0)
             var = mine.games * p * (1.0 - p) * (1.0 + mine.games / others_games)
             dev = mine.points - mine.games * p

@@ -20,7 +20,7 @@ from server.networks.models import Network
 from server.ratings.fit import Ratings, fit_ratings
 from server.ratings.models import AnchorMatch, AnchorRating, Rating, RatingFit
 from server.ratings.promotion import check_rollback, gating_settings
-from server.ratings.tally import account_cap, counted_rating_games
+from server.ratings.tally import account_weights, counted_rating_games
 
 log = logging.getLogger(__name__)
 
@@ -142,9 +142,9 @@ def _counted_games(
         of_account: dict[int, int] = {}
         for _, _, _, user, n in cells:
             of_account[user] = of_account.get(user, 0) + n
-        cap = account_cap(of_account, share)
+        weight_of = account_weights(of_account, share)
         for b, w, winner, user, n in cells:
-            weight = min(1.0, cap / of_account[user])
+            weight = weight_of[user]
             if weight > 0:
                 key = (b, w, winner)
                 summed[key] = summed.get(key, 0.0) + n * weight

@@ -58,6 +58,13 @@ def account_cap(games_of: Mapping[int, int] | Iterable[int], share: float) -> in
     return lo
 
 
+def account_weights(games_of: Mapping[int, int], share: float) -> dict[int, float]:
+    """Each account's weight on its games: 1, or the cap over its games for an account beyond it
+    (the ratings' fit weighs a pair's games so)."""
+    cap = account_cap(games_of, share)
+    return {account: min(1.0, cap / games) for account, games in games_of.items()}
+
+
 @dataclass(frozen=True)
 class Tally:
     """A gating's games from the candidate's side: counted ``wins``, ``draws`` (games without result
