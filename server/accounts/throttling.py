@@ -24,18 +24,13 @@ from server.api.addresses import client_key
 from server.api.throttling import count, forget, limit, parse_rate
 
 
-def _address(request) -> str:
-    """The client's address as every per-address counter takes it (an IPv6 address's /64)."""
-    return client_key(request)
-
-
 def _pair_limits(request, username: str) -> list[tuple[str, int, int]]:
     """The (address, username) counters: one per window of the ``login_pair`` rates; the username
     compared without case, as the login compares it."""
     rates = api_settings.DEFAULT_THROTTLE_RATES.get("login_pair")  # '5/min,20/hour' texts
     if not rates:
         return []
-    pair = f"{_address(request)}\0{username.casefold()}".encode("utf-8", "surrogatepass")
+    pair = f"{client_key(request)}\0{username.casefold()}".encode("utf-8", "surrogatepass")
     ident = hashlib.sha256(pair).hexdigest()[:32]
     limits = []
     for rate in str(rates).split(","):
@@ -51,7 +46,7 @@ def password_check_wait(request, username: str, address: bool = True) -> float |
     address's rate refuses does not count for the pair. The API's token request counts the address
     before its view (its ``throttle_scope``), and so passes ``address=False``."""
     if address:
-        per_address = limit("login", f"ip:{_address(request)}")
+        per_address = limit("login", f"ip:{client_key(request)}")
         wait = count([per_address]) if per_address is not None else None
         if wait is not None:
             return wait  # refused before any password is looked at
@@ -69,5 +64,5 @@ def password_check_passed(request, username: str) -> None:
 def signup_wait(request) -> float | None:
     """Count a sign-up from the client's address (the ``signup`` rate); the seconds to wait when it
     is over, else None."""
-    per_address = limit("signup", f"ip:{_address(request)}")
+    per_address = limit("signup", f"ip:{client_key(request)}")
     return count([per_address]) if per_address is not None else None
