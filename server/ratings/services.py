@@ -15,6 +15,7 @@ from django.db import transaction
 from django.db.models import Count, Sum
 from django.utils import timezone
 
+from common.settings import GatingSettings
 from server.games.models import Winner
 from server.networks.models import Network
 from server.ratings.fit import Ratings, fit_ratings
@@ -31,11 +32,13 @@ BLACK_SCORE = {Winner.BLACK: 1.0, Winner.WHITE: 0.0, Winner.DRAW: 0.5, Winner.NO
 ANCHOR_PRIOR_DRAWS = 0.5
 
 
-def fit_run(run, without_user: int | None = None) -> tuple[list[Network], Ratings, list[int], int]:
-    """Fit the run's ratings (nothing stored): the networks (oldest first), the fit, the anchors' ids
-    (rated after the networks) and the rating games counted; ``without_user``: as if that account
-    had played none. FitError when the games leave a rating unbounded, which only a run without a
-    prior (``virtual_draws`` 0) allows."""
+def fit_run(
+    run, gating: GatingSettings, without_user: int | None = None
+) -> tuple[list[Network], Ratings, list[int], int]:
+    """Fit the run's ratings with its gating settings (nothing stored): the networks (oldest first),
+    the fit, the anchors' ids (rated after the networks) and the rating games counted;
+    ``without_user``: as if that account had played none. FitError when the games leave a rating
+    unbounded, which only a run without a prior (``virtual_draws`` 0) allows."""
     networks = list(run.networks.order_by("created_at", "id"))
     index = {n.pk: k for k, n in enumerate(networks)}
     anchor = next((k for k, n in enumerate(networks) if n.is_random), 0)
@@ -43,7 +46,6 @@ def fit_run(run, without_user: int | None = None) -> tuple[list[Network], Rating
     # that a network that won or lost all its games still has a finite rating.
     parents = np.array([index.get(n.parent_id, anchor) for n in networks], dtype=np.int64)
     parents[anchor] = -1
-    gating = gating_settings(run)
     black, white, score, counts = _counted_games(run, index, gating.account_share, without_user)
     rating_games = round(sum(counts))
     anchors, ties = _anchor_games(run, index, black, white, score, counts)
@@ -65,7 +67,8 @@ def refit(run) -> tuple[list[Network], Ratings]:
     """Fit the run's ratings and store them; returns the networks (oldest first) and the fit.
     Raises FitError (nothing stored) as :func:`fit_run` does."""
     t0 = time.perf_counter()
-    networks, fit, anchors, rating_games = fit_run(run)
+    gating = gating_settings(run)
+    networks, fit, anchors, rating_games = fit_run(run, gating)
     index = {n.pk: k for k, n in enumerate(networks)}
     now = timezone.now()
     played = _games_against_anchors(run, index, len(networks))
@@ -115,8 +118,8 @@ def refit(run) -> tuple[list[Network], Ratings]:
         time.perf_counter() - t0,
     )
     # With no cap (a share of 1: trusted contributors) one account may decide, rollbacks included.
-    trusted = gating_settings(run).account_share >= 1.0
-    check_rollback(run, networks, fit, None if trusted else lambda user: fit_run(run, without_user=user)[1])
+    trusted = gating.account_share >= 1.0
+    check_rollback(run, networks, fit, None if trusted else lambda user: fit_run(run, gating, user)[1])
     return networks, fit
 
 
