@@ -282,12 +282,17 @@ def named_config(name: str) -> ModelConfig:
     Sizes follow the paper's Table 5 (N, C, C_pool, C_head1, C_head2 = score-belief hidden size)
     with the block layouts, gpool-block regular widths (mid - C_pool) and v2 sizes of KataGo's
     python/modelconfigs.py (b6c96 equals the g170 b6c96 net). ``tiny`` is a 2-block net for tests.
-    The ``nbt`` sizes are nested bottleneck nets: ``b18c384nbt`` is KataGo's (trunk 384, bottleneck
-    192, 64 pooled channels, global pooling in every third block), ``b6c96nbt`` the same shape at
-    the width of b6c96 and ``tinynbt`` a test net. The ``mobile`` sizes are Cazenave's MobileNets with
-    squeeze and excitation (expansion 6): ``b17c64mobile`` is his net of under a million parameters
-    (17 blocks of 384 planes on a trunk of 64), about b6c96's weight; ``b24c96mobile`` is a larger
-    one; ``tinymobile`` a test net. Their heads are ours (b6c96's widths).
+    Between it and b6c96, for 9x9 runs on small machines: ``b3c32`` (KataGo's b4c32 widths: 16
+    pooled channels, C_head1 12, C_head2 and v2 24; one global pooling block, the middle one) and
+    ``b4c48`` (b6c96's proportions: C_pool and C_head1 a third of C, C_head2 half of C, v2 =
+    C_head2 + 16 as in KataGo's b6c96 and up; one global pooling block, the third as in KataGo's
+    b4c32). The ``nbt`` sizes are nested bottleneck nets: ``b18c384nbt`` is KataGo's (trunk 384,
+    bottleneck 192, 64 pooled channels, global pooling in every third block), ``b6c96nbt`` and
+    ``b4c48nbt`` the same shape at the widths of b6c96 and b4c48 (a third of the bottleneck pooled)
+    and ``tinynbt`` a test net. The ``mobile`` sizes are Cazenave's MobileNets with squeeze and
+    excitation (expansion 6): ``b17c64mobile`` is his net of under a million parameters (17 blocks
+    of 384 planes on a trunk of 64), about b6c96's weight; ``b24c96mobile`` is a larger one;
+    ``tinymobile`` a test net. Their heads are ours (b6c96's widths).
 
     The paper's sizes (``tiny`` to ``b20c256``) are the paper's network: a batch norm in every norm
     layer, the four policy channels and the four version 8 misc values. The nbt and mobile sizes are
@@ -296,11 +301,14 @@ def named_config(name: str) -> ModelConfig:
     """
     makers = {
         "tiny": lambda: _sizes(["regular", "gpool"], 16, 8, 8, 12, 12),
+        "b3c32": lambda: _sizes(_blocks(3, (1,)), 32, 16, 12, 24, 24),
+        "b4c48": lambda: _sizes(_blocks(4, (2,)), 48, 16, 16, 24, 40),
         "b6c96": lambda: _sizes(_blocks(6, (2, 4)), 96, 32, 32, 48, 64),
         "b10c128": lambda: _sizes(_blocks(10, (4, 7)), 128, 32, 32, 64, 80),
         "b15c192": lambda: _sizes(_blocks(15, (6, 11)), 192, 64, 32, 80, 96),
         "b20c256": lambda: _sizes(_blocks(20, (6, 11, 16)), 256, 64, 48, 96, 112),
         "tinynbt": lambda: _nbt_sizes(2, (1,), 16, 4, 8, 8, 12, 12),
+        "b4c48nbt": lambda: _nbt_sizes(4, (2,), 48, 8, 16, 16, 24, 40),
         "b6c96nbt": lambda: _nbt_sizes(6, (2, 4), 96, 16, 32, 32, 48, 64),
         "b18c384nbt": lambda: _nbt_sizes(18, (2, 5, 8, 11, 14), 384, 64, 48, 96, 112, 128),
         "tinymobile": lambda: _mobile_sizes(2, 16, 8, 8, 12, 12),
@@ -314,11 +322,14 @@ def named_config(name: str) -> ModelConfig:
 
 NAMED_SIZES = (
     "tiny",
+    "b3c32",
+    "b4c48",
     "b6c96",
     "b10c128",
     "b15c192",
     "b20c256",
     "tinynbt",
+    "b4c48nbt",
     "b6c96nbt",
     "b18c384nbt",
     "tinymobile",

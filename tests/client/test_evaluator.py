@@ -16,8 +16,10 @@ from common.go.geometry import BLACK, WHITE, loc_of, parse_color, parse_gtp_vert
 from common.go.rules import Rules
 from common.nn import canary
 from common.nn.features import NN_AREA, Encoder, new_batch, symmetry_map
+from common.nn.katago_export import write_katago_model
 from common.nn.model import Model, named_config
-from common.nn.modelfile import read_model_file
+from common.nn.modelfile import read_model_file, save_model
+from tests.common.nn.nets import random_model
 
 G170 = "models/g170-b6c96-s175395328-d26788732.bin.gz"
 
@@ -269,6 +271,29 @@ def test_convert_katago_then_load_gives_identical_outputs(shared, g170, tmp_path
         timeout=300,
     )
     assert proc.returncode == 1 and "bad.bin.gz" in proc.stderr
+
+
+@pytest.mark.parametrize("arch", ["b3c32", "b4c48", "b4c48nbt"])
+def test_the_small_9x9_sizes_load_from_our_file_and_from_katagos(arch, tmp_path):
+    """The sizes between tiny and b6c96 as a client gets them: the server's network file and the
+    .bin.gz offered for KataGo, each loaded by the client, evaluate as the network itself."""
+    model = random_model(7, named_config(arch))
+    ours, katago = tmp_path / f"{arch}.safetensors", tmp_path / f"{arch}.bin.gz"
+    save_model(model, ours, f"sente-{arch}")
+    write_katago_model(katago, model.config, model.state_dict(), f"sente-{arch}")
+    game = Game(9)
+    play_random(game, 20, seed=2)
+    direct = Evaluator(model, device="cpu", cache_size=0).evaluate([game])[0]
+    from_ours = Evaluator.from_file(ours, device="cpu", cache_size=0)
+    assert from_ours.model.config == model.config
+    a = from_ours.evaluate([game])[0]
+    assert np.array_equal(a.policy, direct.policy) and a.win == direct.win
+    assert np.array_equal(a.ownership, direct.ownership) and a.lead == direct.lead
+    b = Evaluator.from_file(katago, device="cpu", cache_size=0).evaluate([game])[0]
+    np.testing.assert_allclose(b.policy, direct.policy, atol=1e-5)
+    np.testing.assert_allclose(b.ownership, direct.ownership, atol=1e-5)
+    assert b.win == pytest.approx(direct.win, abs=1e-5) and b.lead == pytest.approx(direct.lead, abs=1e-4)
+    assert direct.policy.max() < 0.9 and direct.ownership.std() > 0.01  # outputs that say something
 
 
 def test_evaluation_fields():

@@ -67,11 +67,14 @@ def test_each_network_is_exported_as_the_oldest_version_that_holds_its_heads():
     assert b"norm_trunk_bn" not in text and text.count(b"policyhead") == 1  # the training-only heads stay out
 
 
-SIZES = ["tiny", "b6c96", "tinynbt", "b6c96nbt"]
+SIZES = ["tiny", "b3c32", "b4c48", "b6c96", "tinynbt", "b4c48nbt", "b6c96nbt"]
 EXPORTED = {  # what each size's file carries: (our policy channels, our misc columns)
     "tiny": ([0], [0, 1, 2, 3]),
+    "b3c32": ([0], [0, 1, 2, 3]),
+    "b4c48": ([0], [0, 1, 2, 3]),
     "b6c96": ([0], [0, 1, 2, 3]),
     "tinynbt": ([0, 4], [0, 1, 2, 3, 8, 9]),
+    "b4c48nbt": ([0, 4], [0, 1, 2, 3, 8, 9]),
     "b6c96nbt": ([0, 4], [0, 1, 2, 3, 8, 9]),
 }
 
@@ -85,6 +88,9 @@ def test_our_network_exported_and_read_back_gives_the_same_raw_outputs(size, tmp
     assert imported.version == export_version(model.config)
     assert imported.config.blocks == model.config.blocks
     assert imported.config.bottleneck_channels == model.config.bottleneck_channels
+    widths = ("trunk_channels", "mid_channels", "regular_channels", "gpool_channels", "p1_channels", "g1_channels")
+    for width in (*widths, "v1_channels", "v2_size"):
+        assert getattr(imported.config, width) == getattr(model.config, width), width
     back = Model(imported.config, initialize=False)
     back.load_state_dict(imported.state_dict)
     back.eval()

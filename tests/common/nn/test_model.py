@@ -70,11 +70,14 @@ def assert_same_board_outputs(a: ModelOutput, i: int, b: ModelOutput, j: int, w:
 def test_named_sizes_build_with_plausible_parameter_counts(name):
     expected = {  # trunk 5x5 input conv + blocks of two 3x3 convs dominate
         "tiny": (10_000, 40_000),
+        "b3c32": (60_000, 100_000),
+        "b4c48": (170_000, 240_000),
         "b6c96": (0.9e6, 1.2e6),
         "b10c128": (2.6e6, 3.4e6),
         "b15c192": (9.0e6, 11.0e6),
         "b20c256": (21e6, 26e6),
         "tinynbt": (10_000, 40_000),
+        "b4c48nbt": (110_000, 170_000),
         "b6c96nbt": (0.55e6, 0.7e6),  # each block: two 1x1 convs and four 3x3 convs at half width
         "b18c384nbt": (25e6, 28e6),
         "tinymobile": (10_000, 40_000),
@@ -154,7 +157,7 @@ def test_the_papers_sizes_carry_four_policy_channels_and_the_v8_misc_values_the_
     assert KATAGO_V8_POLICY_CHANNELS == 1
     for name in NAMED_SIZES:
         config = named_config(name)
-        if name in ("tiny", "b6c96", "b10c128", "b15c192", "b20c256"):
+        if name in ("tiny", "b3c32", "b4c48", "b6c96", "b10c128", "b15c192", "b20c256"):
             assert (config.policy_channels, config.misc_values, config.norm) == (4, 4, "batch"), name
         else:
             assert (config.policy_channels, config.misc_values, config.norm) == (5, 14, "fixscale"), name

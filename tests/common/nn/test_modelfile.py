@@ -214,7 +214,7 @@ def test_wrong_dtype_and_non_finite_values_are_refused(tmp_path):
 
 
 def test_fresh_model_of_every_small_size_saves_and_loads(tmp_path):
-    for name in ("tiny", "b6c96", "tinynbt", "b6c96nbt", "tinymobile", "b17c64mobile"):
+    for name in ("tiny", "b3c32", "b4c48", "b6c96", "tinynbt", "b4c48nbt", "b6c96nbt", "tinymobile", "b17c64mobile"):
         model = Model(named_config(name)).eval()
         path = tmp_path / f"{name}.safetensors"
         save_model(model, path, name)

@@ -48,7 +48,7 @@ def state_equal(a: dict, b: dict) -> bool:
     return a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
 
 
-@pytest.mark.parametrize("arch", ["tiny", "tinynbt", "tinymobile"])
+@pytest.mark.parametrize("arch", ["tiny", "b3c32", "b4c48", "tinynbt", "b4c48nbt", "tinymobile"])
 def test_a_few_steps_lower_the_loss_on_a_fixed_batch(golden_batches, arch):
     trainer = Trainer(arch, SETTINGS, device="cpu")
     batch = golden_batches[0]
