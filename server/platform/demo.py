@@ -24,6 +24,11 @@ VOLUNTEER = "volunteer"
 
 # KataGo's fair komi on small boards (area scoring): 7x7 is a win by 9 for black with perfect play.
 FAIR_KOMI = {5: 24.0, 6: 4.0, 7: 9.0, 8: 10.0, 9: 7.0}
+# Rating games and matches on the larger boards play half a point above it: a drawn game tells less
+# about which network is stronger than a won one, and far from perfect play the half point favours
+# neither side much. Self-play keeps KataGo's komi draws around the fair komi, integers among them,
+# which teach the score head where a game is even.
+DRAWLESS_BOARDS = (8, 9)
 
 
 def demo_settings(board: int = 7, architecture: str = "tiny") -> RunSettings:
@@ -33,11 +38,15 @@ def demo_settings(board: int = 7, architecture: str = "tiny") -> RunSettings:
         board_size_weights=(1.0,),
         visits=48,
         cheap_visits=12,
+        # Soft resignation cuts a full search of a decided game down to a cheap one's visits (the
+        # paper's 600 to 100 is the same idea at a larger scale).
+        reduced_visits_min=12,
         komi_mean=komi,
         max_moves=3 * board * board,
     )
+    match_komi = komi + 0.5 if board in DRAWLESS_BOARDS else komi
     rating = MatchSettings(
-        board_sizes=(board,), board_size_weights=(1.0,), visits=48, komi=komi, max_moves=3 * board * board
+        board_sizes=(board,), board_size_weights=(1.0,), visits=48, komi=match_komi, max_moves=3 * board * board
     )
     gating = GatingSettings(rating_game_prob=0.25, rule="fixed", fixed_games=20, fixed_wins=10, account_share=1.0)
     training = TrainingSettings(

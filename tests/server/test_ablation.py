@@ -22,14 +22,15 @@ from server.platform.ablation import (
 )
 from server.platform.ablation_rating import Result, fit, pick_points
 from server.platform.ablation_report import AblationReport, Anchor, ArmReport, Point, verdict, write
-from server.platform.demo import FAIR_KOMI
+from server.platform.demo import DRAWLESS_BOARDS, FAIR_KOMI
 
 
 @pytest.mark.parametrize("board", [5, 7, 9])
 def test_the_built_in_arms_are_the_full_method_with_one_thing_taken_out(board):
     arms = {name: load_arm(name, board) for name in BUILT_IN_ARMS}
     full = RunSettings.from_dict(arms["full"].settings)
-    assert full.selfplay.board_sizes == (board,) and full.rating.komi == FAIR_KOMI[board]
+    assert full.selfplay.board_sizes == (board,) and full.selfplay.komi_mean == FAIR_KOMI[board]
+    assert full.rating.komi == FAIR_KOMI[board] + (0.5 if board in DRAWLESS_BOARDS else 0.0)
     assert full.selfplay.search.subtree_value_bias_factor == 0.35
     assert full.selfplay.search.cpuct_utility_stdev_scale == 0.85
     assert full.rating.search.subtree_value_bias_factor == 0.35 and full.rating.search.lcb_for_selection
