@@ -1,5 +1,6 @@
 """Elo on the logistic curve, shared by the client's match play and the server's ratings, gating and
-pages: the expected score at an Elo difference, its inverse, and the 95% interval's width."""
+pages: the expected score at an Elo difference, its inverse, the 95% interval's width, and the
+Wilson interval of a win rate."""
 
 from __future__ import annotations
 
@@ -38,3 +39,18 @@ def score_elo(score: float, games: int) -> tuple[float, float]:
     se = math.sqrt(score * (1.0 - score) / games)
     slope = ELO_PER_NAT / (score * (1.0 - score))
     return elo_of_score(score), Z95 * se * slope
+
+
+def wilson_interval(wins: int, games: int, z: float = Z95) -> tuple[float, float]:
+    """The Wilson score interval of a win rate of ``wins`` in ``games`` (95% by default): unlike the
+    normal approximation it stays within 0 and 1 and is not empty at 0 or all wins. (0, 1) without
+    games."""
+    if not 0 <= wins <= games:
+        raise ValueError(f"wins {wins} of {games} games: expected 0 to {games}")
+    if games == 0:
+        return 0.0, 1.0
+    p = wins / games
+    z2 = z * z
+    centre = (p + z2 / (2 * games)) / (1 + z2 / games)
+    half = z * math.sqrt(p * (1 - p) / games + z2 / (4 * games * games)) / (1 + z2 / games)
+    return max(0.0, centre - half), min(1.0, centre + half)

@@ -116,12 +116,14 @@ def play(
     jobs: int,
     progress: Callable[[str], None],
     stopping: Callable[[], bool],
+    what: str = "rating",
 ) -> None:
-    """Play the pairings ``games`` has not finished, ``jobs`` at a time."""
+    """Play the pairings ``games`` has not finished, ``jobs`` at a time (``what``: the progress lines'
+    prefix)."""
     todo = [p for p in pairings if not games.done(p, visits)]
     if not todo:
         return
-    progress(f"rating: {len(todo)} pairings to play ({sum(p.games for p in todo):,} games), {jobs} at a time")
+    progress(f"{what}: {len(todo)} pairings to play ({sum(p.games for p in todo):,} games), {jobs} at a time")
     logs.mkdir(parents=True, exist_ok=True)
     finished = [0]
 
@@ -141,7 +143,7 @@ def play(
         games.add(pairing, visits, summary)
         finished[0] += 1
         progress(
-            f"rating: {pairing.first.label} against {pairing.second.label}: {summary['wins'][0]}-"
+            f"{what}: {pairing.first.label} against {pairing.second.label}: {summary['wins'][0]}-"
             f"{summary['wins'][1]} ({finished[0]} of {len(todo)})"
         )
 

@@ -6,7 +6,10 @@
   a uniform policy and an even value), with the run's match settings, through ``python -m client
   match``;
 - the newest generation (its search over GTP) against the uniform random player, and against GNU
-  Go (level 1 by default) when it is installed, through ``python -m client twogtp``.
+  Go (level 1 by default) when it is installed, through ``python -m client twogtp``;
+- the learning curve (``server.platform.curve``): at checkpoints of the run, the network it was
+  playing then against GNU Go's levels at the match visits and more, with the win rates' 95%
+  intervals; the games at the match visits rate GNU Go's levels on the run's Elo scale.
 
 Client programs run as child processes: the server never imports the client.
 """
@@ -58,6 +61,10 @@ class Report:
     versus_random: dict | None = None
     versus_uniform: dict | None = None
     versus_gnugo: dict | None = None
+    curve: list[dict] = field(default_factory=list)
+    curve_note: str | None = None  # why the curve was not played
+    reached_half: dict | None = None  # {level, visits, minutes (None: not reached)}
+    anchors: list[dict] = field(default_factory=list)  # GNU Go's levels on the run's Elo scale
 
     def rises(self) -> tuple[int, int]:
         """(how many generations are rated above the one before, how many have one before)."""
@@ -113,7 +120,43 @@ class Report:
                     else ""
                 )
             )
+        lines += self.curve_markdown()
         return "\n".join(lines) + "\n"
+
+    def curve_markdown(self) -> list[str]:
+        lines = ["", "## The learning curve against GNU Go", ""]
+        if self.curve_note:
+            return [*lines, f"Not played: {self.curve_note}."]
+        lines += [
+            "At each checkpoint, the network the run was playing then (accepted last before it) against GNU Go, "
+            "from random openings; the win rate with its 95% interval (Wilson). A network that was the "
+            "checkpoint's of several played once, with the most games any of them asked for.",
+            "",
+            "| minutes | network | opponent | visits | games | won | drawn | win rate (95%) |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
+        for row in self.curve:
+            when = f"{row['minutes']:.0f} (end)" if row.get("end") else f"{row['minutes']:.0f}"
+            lines.append(
+                f"| {when} | {row['network']} | {row['opponent']} | {row['visits']} | {row['games']} | "
+                f"{row['wins']} | {row['draws']} | {row['win_rate']:.0%} ({row['low']:.0%}-{row['high']:.0%}) |"
+            )
+        if self.reached_half is not None:
+            half = self.reached_half
+            reached = "not reached" if half["minutes"] is None else f"{half['minutes']:.0f} minutes"
+            lines += [
+                "",
+                f"First won half its games against GNU Go level {half['level']} at {half['visits']} visits: {reached}.",
+            ]
+        if self.anchors:
+            lines += ["", "GNU Go's levels on the run's Elo scale (from the games at the match visits):", ""]
+            lines += [
+                f"- {a['name']}: "
+                + ("not rated" if a["elo"] is None else f"{a['elo']:+.0f} ± {a['ci95']:.0f}")
+                + f" ({a['games']} games)"
+                for a in self.anchors
+            ]
+        return lines
 
 
 def measure(
@@ -126,10 +169,19 @@ def measure(
     gnugo_games: int = 20,
     gnugo_level: int = 1,
     visits: int | None = None,
+    curve_every: float = 30.0,
+    curve_levels: tuple[int, ...] = (1, 5),
+    curve_factors: tuple[int, ...] = (1, 4),
+    curve_games: int = 20,
+    jobs: int = 1,
     progress=print,
 ) -> Report:
     """The report on ``run`` after the platform ran ``minutes``: its ratings refitted, its generations,
-    and the newest one's matches (game records and engine output in ``out/matches.log``)."""
+    the newest one's matches (game records and engine output in ``out/matches.log``), and the
+    learning curve against GNU Go (``server.platform.curve``; its games in ``out/curve``): at every
+    ``curve_every`` minutes and the end, at each of ``curve_levels``, at each of ``curve_factors``
+    times the visits, ``curve_games`` games (the end ``gnugo_games``, or ``curve_games`` without
+    them), ``jobs`` matches at once."""
     from django.db.models import Sum
 
     from server.games.models import RatingGame, TrainingGame
@@ -162,6 +214,7 @@ def measure(
     out.mkdir(parents=True, exist_ok=True)
     if newest is None:
         report.versus_random = report.versus_uniform = report.versus_gnugo = {"skipped": "no generation was accepted"}
+        report.curve_note = "no generation was accepted"
         return report
     if random_games:
         progress(f"{newest.name} against the random network ({random_games} games)")
@@ -172,7 +225,83 @@ def measure(
     if gnugo_games:
         progress(f"{newest.name} against GNU Go level {gnugo_level} ({gnugo_games} games)")
         report.versus_gnugo = play_gnugo(newest, board, match.komi, gnugo_games, visits, gnugo_level, log)
+    _measure_curve(
+        run,
+        report,
+        out / "curve",
+        board,
+        match.komi,
+        visits,
+        curve_every,
+        curve_levels,
+        curve_factors,
+        curve_games,
+        gnugo_games or curve_games,
+        gnugo_level,
+        jobs,
+        progress,
+    )
     return report
+
+
+def _measure_curve(
+    run,
+    report: Report,
+    folder: Path,
+    board: int,
+    komi: float,
+    visits: int,
+    every: float,
+    levels: tuple[int, ...],
+    factors: tuple[int, ...],
+    games: int,
+    end_games: int,
+    gnugo_level: int,
+    jobs: int,
+    progress,
+) -> None:
+    """The learning curve into ``report``; its games at ``visits`` rate GNU Go's levels with the
+    run's networks (refitted, the generations' Elo read again)."""
+    from server.platform import curve
+    from server.ratings.services import refit
+
+    if not (games and levels and factors):
+        report.curve_note = "no games asked for (--curve-games 0, or no levels or visit factors)"
+        return
+    if gnugo_path() is None:
+        report.curve_note = "GNU Go is not installed (Debian package gnugo)"
+        return
+    points = curve.checkpoints(report.generations, every, report.minutes)
+    settings = [curve.Setting(level, visits * factor) for factor in factors for level in levels]
+    todo = curve.plan(points, settings, games, end_games)
+    known: dict[tuple[str, curve.Setting], curve.Played] = {}
+    if report.versus_gnugo and "skipped" not in report.versus_gnugo:
+        played = report.versus_gnugo
+        known[(played["network"], curve.Setting(gnugo_level, visits))] = curve.Played(
+            played["games"], played["wins"], played["draws"]
+        )
+    progress(
+        f"the learning curve: {len(points)} checkpoints, {len(todo)} matches against GNU Go "
+        f"(levels {', '.join(map(str, levels))}; {', '.join(str(s.visits) for s in settings[:: len(levels)])} visits)"
+    )
+    results = curve.play(run, todo, known, board, komi, folder, jobs, progress)
+    report.curve = curve.rows(points, settings, results)
+    if 1 in levels and 1 in factors:
+        report.reached_half = {"level": 1, "visits": visits, "minutes": curve.reached_half(report.curve, 1, visits)}
+    if 1 in factors and curve.record_anchors(run, results, visits, board, komi):
+        progress("rating GNU Go's levels with the generations")
+        refit(run)
+        report.generations = generations(run)
+        report.anchors = [
+            {
+                "name": r.anchor.name,
+                "level": r.anchor.level,
+                "elo": r.elo,
+                "ci95": None if r.elo_se is None else Z95 * r.elo_se,
+                "games": r.games,
+            }
+            for r in run.anchor_ratings.select_related("anchor").order_by("anchor__level")
+        ]
 
 
 def generations(run) -> list[Generation]:

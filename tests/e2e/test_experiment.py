@@ -1,6 +1,7 @@
 """The learning experiment's measurements (``server.platform.experiment.measure``): on a run with an
 accepted generation, the newest one plays the random network, the uniform random player and GNU Go
-(real client processes and a real GNU Go), and the report says what came of it."""
+(real client processes and a real GNU Go), the learning curve plays GNU Go at its checkpoints, and
+the report says what came of it."""
 
 from __future__ import annotations
 
@@ -54,12 +55,18 @@ def test_the_newest_generation_plays_its_three_opponents_and_is_reported(generat
         uniform_games=2,
         gnugo_games=2,
         visits=4,
+        curve_every=5,
+        curve_levels=(1,),
+        curve_factors=(1, 2),
+        curve_games=2,
+        jobs=2,
         progress=said.append,
     )
     assert [g.name for g in report.generations] == [helpers.RANDOM_NET, "test-gen1"]
     assert report.generations[1].train_step == 2048 and report.generations[1].rows_seen == 900
-    # No rating games: the prior ties the generation to its parent (the random network's 0 Elo).
-    assert report.generations[1].elo == pytest.approx(0.0, abs=1e-6) and report.rises() == (0, 1)
+    if gnugo_path() is None:
+        # No rating games: the prior ties the generation to its parent (the random network's 0 Elo).
+        assert report.generations[1].elo == pytest.approx(0.0, abs=1e-6) and report.rises() == (0, 1)
     for match in (report.versus_random, report.versus_uniform):
         assert match["network"] == "test-gen1" and match["games"] == 2 and match["visits"] == 4
         assert 0 <= match["wins"] <= 2 and match["wins"] + match["draws"] <= 2
@@ -67,10 +74,12 @@ def test_the_newest_generation_plays_its_three_opponents_and_is_reported(generat
     assert report.versus_uniform["opponent"] == "the uniform random player"
     if gnugo_path() is None:
         assert report.versus_gnugo == {"skipped": "GNU Go is not installed (Debian package gnugo)"}
+        assert report.curve == [] and report.curve_note == "GNU Go is not installed (Debian package gnugo)"
+        assert said[0] == "rating the generations" and len(said) == 4
     else:
         assert report.versus_gnugo["opponent"] == "GNU Go level 1" and report.versus_gnugo["games"] == 2
         assert report.versus_gnugo["openings"] == 2 and report.versus_gnugo["distinct_games"] == 2
-    assert said[0] == "rating the generations" and len(said) == 4
+        _check_the_curve(generation, report, said)
 
     write_report(report, tmp_path)
     text = (tmp_path / "report.md").read_text()
@@ -78,6 +87,38 @@ def test_the_newest_generation_plays_its_three_opponents_and_is_reported(generat
     assert "| test-gen1 |" in text and "against the uniform random player: won" in text
     assert json.loads((tmp_path / "report.json").read_text())["versus_uniform"]["games"] == 2
     assert "twogtp" in (tmp_path / "matches.log").read_text()
+
+
+def _check_the_curve(run, report, said) -> None:
+    """Checkpoints at minutes 5 and 10 and the end (12.3), all the one generation: it played GNU Go
+    once at each number of visits, the end's match at the match visits being the one against GNU Go
+    above; those games rated GNU Go level 1 on the run's scale."""
+    from server.ratings.models import AnchorMatch
+
+    assert [(row["minutes"], row["visits"]) for row in report.curve] == [
+        (5, 4),
+        (5, 8),
+        (10, 4),
+        (10, 8),
+        (12.3, 4),
+        (12.3, 8),
+    ]
+    assert {row["network"] for row in report.curve} == {"test-gen1"} and report.curve[-1]["end"]
+    at_match_visits = [row for row in report.curve if row["visits"] == 4]
+    assert {(row["wins"], row["draws"], row["games"]) for row in at_match_visits} == {
+        (report.versus_gnugo["wins"], report.versus_gnugo["draws"], 2)
+    }
+    for row in report.curve:
+        assert row["opponent"] == "GNU Go level 1" and 0 <= row["low"] <= row["win_rate"] <= row["high"] <= 1
+    assert report.reached_half is not None and report.reached_half["visits"] == 4
+    assert said[4:6] == [
+        "the learning curve: 3 checkpoints, 2 matches against GNU Go (levels 1; 4, 8 visits)",
+        "curve at 8 visits: 1 pairings to play (2 games), 2 at a time",
+    ]
+    assert said[-1] == "rating GNU Go's levels with the generations" and len(said) == 8
+    (match,) = AnchorMatch.objects.filter(run=run)
+    assert (match.network.name, match.anchor.level, match.games, match.visits) == ("test-gen1", 1, 2, 4)
+    assert [(a["name"], a["games"]) for a in report.anchors] == [("GNU Go level 1", 2)]
 
 
 def test_without_an_accepted_generation_nothing_is_played(db, tmp_path):
@@ -92,6 +133,7 @@ def test_without_an_accepted_generation_nothing_is_played(db, tmp_path):
         == report.versus_gnugo
         == {"skipped": "no generation was accepted"}
     )
+    assert report.curve == [] and report.curve_note == "no generation was accepted"
     assert "against the random network: not played (no generation was accepted)" in report.markdown()
 
 

@@ -3,14 +3,15 @@
 It runs the whole platform (``manage.py platform``) on a fresh data folder for a fixed budget of
 minutes, starting from the random network, then measures what came of it and writes a report
 (``report.md`` and ``report.json`` in ``--out``): the Elo of every accepted generation from the run's
-rating games, and the newest generation against the random network, the uniform random player and
-GNU Go.
+rating games, the newest generation against the random network, the uniform random player and GNU
+Go, and the learning curve: the run's network at checkpoints against GNU Go's levels.
 
     SENTE_DATA_DIR=sente-experiment .venv/bin/python manage.py experiment --minutes 60 --out experiment
 """
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
@@ -26,7 +27,8 @@ class Command(BaseCommand):
     help = (
         "Run the platform from the random network for a fixed number of minutes on a fresh data folder "
         "(SENTE_DATA_DIR), then rate its generations and play the newest against the random network, the uniform "
-        "random player and GNU Go; writes report.md and report.json."
+        "random player and GNU Go, and its network at checkpoints against GNU Go's levels (the learning curve); "
+        "writes report.md and report.json."
     )
 
     def add_arguments(self, parser):
@@ -46,17 +48,52 @@ class Command(BaseCommand):
         parser.add_argument(
             "--uniform-games", type=int, default=20, help="games against the uniform random player (default 20)"
         )
-        parser.add_argument("--gnugo-games", type=int, default=20, help="games against GNU Go (default 20; 0: none)")
+        parser.add_argument(
+            "--gnugo-games",
+            type=int,
+            help="games of the newest generation against GNU Go, also the curve's at the end of the run "
+            "(default 40 on 9x9, 20 on the other boards; 0: none)",
+        )
         parser.add_argument("--gnugo-level", type=int, default=1)
         parser.add_argument(
             "--visits", type=int, help="visits per move in those games (default: the run's rating games')"
         )
+        parser.add_argument(
+            "--curve-minutes", type=float, default=30.0, help="minutes between the curve's checkpoints (default 30)"
+        )
+        parser.add_argument(
+            "--curve-levels", default="1,5", help="GNU Go's levels the curve plays, comma separated (default 1,5)"
+        )
+        parser.add_argument(
+            "--curve-visit-factors",
+            default="1,4",
+            help="the curve's visits per move, as multiples of --visits, comma separated (default 1,4)",
+        )
+        parser.add_argument(
+            "--curve-games", type=int, default=20, help="games per checkpoint, level and visits (default 20; 0: none)"
+        )
+        parser.add_argument(
+            "--jobs", type=int, default=os.cpu_count() or 1, help="the curve's matches at once (default: the cores)"
+        )
 
     def handle(self, *args, **options):
+        from server.ratings.anchors import GNUGO_LEVELS
         from server.runs.models import Run
 
         if options["minutes"] <= 0:
             raise CommandError(f"--minutes {options['minutes']}: must be positive")
+        if options["curve_minutes"] <= 0:
+            raise CommandError(f"--curve-minutes {options['curve_minutes']}: must be positive")
+        for key in ("curve_games", "gnugo_games"):
+            if options[key] is not None and options[key] < 0:
+                raise CommandError(f"--{key.replace('_', '-')} {options[key]}: must be 0 or more")
+        if options["jobs"] < 1:
+            raise CommandError(f"--jobs {options['jobs']}: must be at least 1")
+        levels = _numbers("--curve-levels", options["curve_levels"], GNUGO_LEVELS)
+        factors = _numbers("--curve-visit-factors", options["curve_visit_factors"], range(1, 1001))
+        gnugo_games = options["gnugo_games"]
+        if gnugo_games is None:
+            gnugo_games = 40 if options["board"] == 9 else 20
         data = Path(settings.DATA_DIR)
         call_command("migrate", interactive=False, verbosity=0)
         if Run.objects.filter(name=DEMO_RUN).exists():
@@ -83,11 +120,30 @@ class Command(BaseCommand):
             machine(),
             random_games=options["random_games"],
             uniform_games=options["uniform_games"],
-            gnugo_games=options["gnugo_games"],
+            gnugo_games=gnugo_games,
             gnugo_level=options["gnugo_level"],
             visits=options["visits"],
+            curve_every=options["curve_minutes"],
+            curve_levels=levels,
+            curve_factors=factors,
+            curve_games=options["curve_games"],
+            jobs=options["jobs"],
             progress=self.stdout.write,
         )
         path = write_report(report, options["out"])
         self.stdout.write(report.markdown())
         self.stdout.write(f"report written to {path}")
+
+
+def _numbers(option: str, text: str, allowed: range) -> tuple[int, ...]:
+    """A comma-separated list of whole numbers within ``allowed``, each once, in the order given."""
+    try:
+        numbers = tuple(dict.fromkeys(int(x) for x in text.split(",") if x.strip()))
+    except ValueError:
+        raise CommandError(f"{option} {text!r}: expected whole numbers separated by commas, such as 1,5") from None
+    if not numbers:
+        raise CommandError(f"{option} {text!r}: expected at least one number")
+    wrong = [n for n in numbers if n not in allowed]
+    if wrong:
+        raise CommandError(f"{option} {text!r}: {wrong[0]} is not from {allowed.start} to {allowed.stop - 1}")
+    return numbers
