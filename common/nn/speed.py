@@ -1,17 +1,23 @@
-"""How many positions a network evaluates per second on this machine: forward passes of a batch of
-positions (stones scattered at random on an otherwise empty board), fp32, no gradients, on the
-threads torch has. A figure to take only from a quiet machine, and to compare only with one taken
-in the same run: other processes and the machine's own drift change it many times over."""
+"""How fast a network is on this machine: the positions it evaluates per second (forward passes of
+a batch of positions, stones scattered at random on an otherwise empty board, fp32, no gradients),
+and the samples per second a trainer's real step trains it on, both on the threads torch has.
+Figures to take only from a quiet machine, and to compare only with ones taken in the same run:
+other processes and the machine's own drift change them many times over."""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import torch
 
 from common.nn.config import ModelConfig
 from common.nn.features import NUM_GLOBAL, NUM_SPATIAL
 from common.nn.model import Model
+
+if TYPE_CHECKING:
+    from common.nn.training import TrainBatch, Trainer
 
 
 def evals_per_second(config: ModelConfig, board: int = 9, batch: int = 64, seconds: float = 3.0) -> float:
@@ -29,3 +35,16 @@ def evals_per_second(config: ModelConfig, board: int = 9, batch: int = 64, secon
             model(spatial, global_inputs, with_score_belief=False)
             done += 1
     return batch * done / (time.perf_counter() - start)
+
+
+def training_samples_per_second(trainer: Trainer, batches: Iterator[TrainBatch], seconds: float = 3.0) -> float:
+    """Samples per second of ``trainer.step`` on ``batches`` for at least ``seconds`` (and two
+    steps) after one step to warm up (the first of a round pays for allocations)."""
+    trainer.step(next(batches))
+    start, samples, steps = time.perf_counter(), 0, 0
+    while time.perf_counter() - start < seconds or steps < 2:
+        batch = next(batches)
+        trainer.step(batch)
+        samples += batch.size
+        steps += 1
+    return samples / (time.perf_counter() - start)

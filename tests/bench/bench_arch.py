@@ -1,15 +1,21 @@
 """Cazenave's comparison of trunks at our scale: the paper's residual net, the nested bottleneck net
-and the MobileNet with squeeze and excitation, trained on the same rows, evaluated on held-out ones.
+and the MobileNet with squeeze and excitation, trained on the same rows, evaluated on held-out ones;
+and the speed of the small named sizes for 9x9 runs on small machines.
 
 The rows: self-play of KataGo's g170 b6c96 network on 9x9 (komi 7, area scoring), made once with a
 fixed seed and kept out of the repository, in ``$XDG_CACHE_HOME/sente/bench_arch/`` (``~/.cache``
 without it); the same options make the same rows again. One game in ten is held out.
 
-The networks, in two groups (``--group``):
+The networks, in three groups (``--group``):
 - ``params``: about equal weights (about a million: b6c96, a 10-block c96 nested bottleneck net,
   Cazenave's b17c64mobile, his "less than one million parameters" net);
 - ``speed``: about equal evaluations per second on this CPU: b6c96, then the nested bottleneck and
-  MobileNet depths whose measured evaluations per second (batch 64, 9x9, fp32) come closest to it.
+  MobileNet depths whose measured evaluations per second (batch 64, 9x9, fp32) come closest to it;
+- ``sizes``: the named sizes from tiny to b6c96 (tiny, b3c32, b4c48, b4c48nbt, b6c96) as they are,
+  measured for speed only and without the data set: evaluations per second (batch 64, 9x9, fp32)
+  and training samples per second (the trainer's real step at the demo run's settings, batch 128,
+  on 9x9 rows of KataGo's self-play, the tests' golden file), in ``--rounds`` interleaved rounds of
+  ``--seconds`` each (the machine's speed drifts), each figure its best round.
 
 Each network trains on the same batches in the same order for ``--samples`` samples (the run's
 training settings, batch 128), then is evaluated on the held-out rows: policy top-1 accuracy
@@ -25,14 +31,19 @@ says what our trunks do here, not whether his figures hold at his. Every network
 norms and heads, so that only the trunks differ.
 
 Run from the project root: .venv/bin/python tests/bench/bench_arch.py [--games 1000] [--visits 100]
-[--samples 100000] [--group params,speed]
-The last line is one JSON object: per network name, ``params``, ``policy_acc``, ``value_loss``,
-``score_loss`` and ``evals_per_s``; and the data set's ``rows`` and ``held_out_rows``.
+[--samples 100000] [--group params,speed,sizes] [--rounds 3] [--seconds 3]
+The last line is one JSON object. With ``params`` or ``speed``: per network name, ``params``,
+``policy_acc``, ``value_loss``, ``score_loss`` and ``evals_per_s``; and the data set's ``rows``,
+``held_out_rows`` and ``samples``. With ``sizes``: per size, ``evals_per_s_<size>``,
+``train_samples_per_s_<size>`` and ``params_<size>``, the ``sizes_rounds`` and ``sizes_seconds``
+they were measured in, and the load averages (1 minute) before and after them, ``sizes_load_start``
+and ``sizes_load_end``.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import sys
@@ -40,6 +51,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import torch
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -47,16 +59,20 @@ sys.path.insert(0, str(ROOT))
 
 from client.evaluator import Evaluator  # noqa: E402
 from client.selfplay.run import run_selfplay  # noqa: E402
-from common.data.loader import RowFile, ShuffledPass, decode_rows  # noqa: E402
+from common.data.loader import RowFile, ShuffledPass, decode_rows, make_batch  # noqa: E402
 from common.nn.config import MIN_MISC_VALUES, OWN_POLICY_CHANNELS, ModelConfig, named_config  # noqa: E402
 from common.nn.model import Model, count_parameters  # noqa: E402
-from common.nn.speed import evals_per_second  # noqa: E402
+from common.nn.speed import evals_per_second, training_samples_per_second  # noqa: E402
 from common.nn.training import TrainBatch, Trainer, to_tensors  # noqa: E402
 from common.settings import SelfPlaySettings, TrainingSettings  # noqa: E402
+from server.platform.demo import demo_settings  # noqa: E402
 
 MODEL = ROOT.parent / "shared" / "models" / "g170-b6c96-s175395328-d26788732.bin.gz"
+GOLDEN_ROWS = ROOT.parent / "shared" / "golden" / "katago_selfplay_9x9.npz"
 BATCH = 128
 HOLD_OUT_ONE_IN = 10
+GROUPS = ("params", "speed", "sizes")
+SIZES = ("tiny", "b3c32", "b4c48", "b4c48nbt", "b6c96")  # the small named sizes, smallest first
 
 
 def data_dir(games: int, visits: int, seed: int) -> Path:
@@ -155,6 +171,48 @@ def networks(groups: list[str]) -> dict[str, ModelConfig]:
     return chosen
 
 
+def golden_batches(count: int, seed: int) -> list[TrainBatch]:
+    """``count`` batches of the golden file's 9x9 rows, each its own draw of ``BATCH`` rows turned by
+    random symmetries."""
+    rows = decode_rows(GOLDEN_ROWS.read_bytes(), GOLDEN_ROWS.name)
+    if len(rows) < BATCH:
+        raise SystemExit(f"{GOLDEN_ROWS}: {len(rows)} rows, fewer than a batch ({BATCH})")
+    rng = np.random.default_rng(seed)
+    return [to_tensors(make_batch(rows.take(rng.choice(len(rows), BATCH, replace=False)), rng)) for _ in range(count)]
+
+
+def size_speeds(rounds: int, seconds: float, seed: int) -> dict[str, object]:
+    """The ``sizes`` group: each size's evaluations and training samples per second, the best of
+    ``rounds`` rounds, every size measured once in each round (in turn forwards and backwards)."""
+    batches = itertools.cycle(golden_batches(8, seed))
+    trainers = {n: Trainer(n, demo_settings(9, n).training, device="cpu", seed=seed) for n in SIZES}
+    load_start = os.getloadavg()[0]
+    evals: dict[str, list[float]] = {n: [] for n in SIZES}
+    train: dict[str, list[float]] = {n: [] for n in SIZES}
+    for k in range(rounds):
+        for name in SIZES if k % 2 == 0 else SIZES[::-1]:
+            evals[name].append(evals_per_s(named_config(name), seconds))
+            train[name].append(training_samples_per_second(trainers[name], batches, seconds))
+        print(
+            f"round {k + 1}: "
+            + ", ".join(f"{n} {evals[n][-1]:.0f} evals/s {train[n][-1]:.0f} samples/s" for n in SIZES),
+            flush=True,
+        )
+    load_end = os.getloadavg()[0]
+    figures: dict[str, object] = {"sizes_rounds": rounds, "sizes_seconds": seconds}
+    print(f"{'size':<10} {'params':>9} {'evals/s':>8} {'train samples/s':>16}   (best of {rounds} rounds)")
+    for name in SIZES:
+        params = count_parameters(trainers[name].model)
+        figures[f"evals_per_s_{name}"] = round(max(evals[name]), 1)
+        figures[f"train_samples_per_s_{name}"] = round(max(train[name]), 1)
+        figures[f"params_{name}"] = params
+        print(f"{name:<10} {params:>9,} {max(evals[name]):>8.0f} {max(train[name]):>16.1f}")
+    print(f"load average (1 minute): {load_start:.2f} before, {load_end:.2f} after", flush=True)
+    figures["sizes_load_start"] = round(load_start, 2)
+    figures["sizes_load_end"] = round(load_end, 2)
+    return figures
+
+
 def held_out_metrics(model: Model, held: list[TrainBatch]) -> dict[str, float]:
     model.eval()
     correct = policy_rows = 0.0
@@ -187,15 +245,35 @@ def main() -> None:
     parser.add_argument("--games", type=int, default=1000, help="self-play games of the data set (1000)")
     parser.add_argument("--visits", type=int, default=100, help="visits of its full searches (100)")
     parser.add_argument("--samples", type=int, default=100_000, help="training samples per network (100000)")
-    parser.add_argument("--group", default="params,speed", help="params, speed or both (see the docstring)")
+    parser.add_argument(
+        "--group", default=",".join(GROUPS), help="params, speed, sizes, or several (see the docstring)"
+    )
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds of the sizes group (3)")
+    parser.add_argument("--seconds", type=float, default=3.0, help="seconds of each figure in each round (3)")
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
     groups = [g.strip() for g in args.group.split(",") if g.strip()]
-    if not groups or set(groups) - {"params", "speed"}:
-        raise SystemExit(f"--group: expected params, speed or both, got {args.group!r}")
+    if not groups or set(groups) - set(GROUPS):
+        raise SystemExit(f"--group: expected some of {', '.join(GROUPS)}, got {args.group!r}")
     if args.samples < BATCH:
         raise SystemExit(f"--samples: at least one batch ({BATCH}), got {args.samples}")
+    if args.rounds < 1:
+        raise SystemExit(f"--rounds: at least 1, got {args.rounds}")
+    if not args.seconds > 0:
+        raise SystemExit(f"--seconds: a positive number, got {args.seconds}")
 
+    torch.set_num_threads(2)
+    figures: dict[str, object] = {}
+    if "sizes" in groups:
+        figures.update(size_speeds(args.rounds, args.seconds, args.seed))
+    trunks = [g for g in groups if g != "sizes"]
+    if trunks:
+        figures.update(compare_trunks(trunks, args))
+    print(json.dumps(figures))
+
+
+def compare_trunks(groups: list[str], args: argparse.Namespace) -> dict[str, object]:
+    """The ``params`` and ``speed`` groups: each network trained on the data set, then measured."""
     folder = make_rows(args.games, args.visits, args.seed)
     train_files, held_files = row_files(folder)
     train = batches(train_files, args.seed, args.samples)
@@ -230,7 +308,7 @@ def main() -> None:
         )
     print("Cazenave (19x19, 10,000 GPU hours): MobileNets+SE more accurate and lower value loss than residual nets")
     print(f"of the same weight or speed. Load average at the end: {os.getloadavg()[0]:.1f}.")
-    print(json.dumps(figures))
+    return figures
 
 
 if __name__ == "__main__":

@@ -33,6 +33,7 @@ sys.path.insert(0, str(ROOT))
 from client.search.engine import NullEvaluator  # noqa: E402
 from client.selfplay.run import run_selfplay  # noqa: E402
 from common.data.loader import RowFile, ShuffledPass, decode_rows  # noqa: E402
+from common.nn.speed import training_samples_per_second  # noqa: E402
 from common.nn.training import Trainer, to_tensors  # noqa: E402
 from common.settings import SelfPlaySettings, TrainingSettings  # noqa: E402
 
@@ -65,16 +66,6 @@ def loader_batches(files: list[RowFile], seed: int):
         ).batches()
 
 
-def train_for(trainer: Trainer, batches, seconds: float) -> float:
-    trainer.step(next(batches))  # the first step of a round pays for allocations
-    start = time.perf_counter()
-    samples = 0
-    while time.perf_counter() - start < seconds or samples < 2 * BATCH:
-        trainer.step(next(batches))
-        samples += BATCH
-    return samples / (time.perf_counter() - start)
-
-
 def loader_alone(files: list[RowFile], seconds: float) -> float:
     rows = 0
     start = time.perf_counter()
@@ -105,7 +96,7 @@ def main() -> None:
         loader_rounds, memory_rounds = [], []
         for k in range(ROUNDS):
             for which in ((memory_rounds, cycle), (loader_rounds, stream))[:: 1 if k % 2 == 0 else -1]:
-                which[0].append(train_for(trainer, which[1], per_round))
+                which[0].append(training_samples_per_second(trainer, which[1], per_round))
             print(f"round: in memory {memory_rounds[-1]:.1f}, with the loader {loader_rounds[-1]:.1f} samples/s")
         alone = loader_alone(files, min(10.0, per_round))
         files_19 = make_games(Path(tmp) / "19", max(8, args.games // 8), size=19)
