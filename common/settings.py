@@ -624,7 +624,8 @@ class MatchSettings(_Settings):
 
 
 # --- gating and the run's settings document ---------------------------------------------------------
-GATING_RULES = ("fixed", "sprt")
+NO_GATING = "none"  # the gating rule that gates no network: each is accepted as it arrives
+GATING_RULES = ("fixed", "sprt", NO_GATING)
 
 
 @dataclass(frozen=True)
@@ -635,9 +636,11 @@ class GatingSettings(_Settings):
     ``rating_task_games`` games, so that a match is spread over many clients. A candidate plays the accepted network
     until its rule settles: ``fixed`` is KataGo's gatekeeper (at least ``fixed_wins`` wins of
     ``fixed_games``), ``sprt`` a sequential probability ratio test as Leela Zero's (H0: ``sprt_elo0``,
-    H1: ``sprt_elo1``, error rates ``sprt_alpha`` and ``sprt_beta``, at most ``sprt_max_games``).
-    Ratings tie each network to its parent with ``virtual_draws`` (KataGo's prior); an accepted
-    network found worse than its predecessor with ``rollback_confidence`` is rolled back. The run's
+    H1: ``sprt_elo1``, error rates ``sprt_alpha`` and ``sprt_beta``, at most ``sprt_max_games``);
+    ``none`` gates no network: each is accepted as it arrives, and rating games only rate the
+    accepted networks. Ratings tie each network to its parent with ``virtual_draws``
+    (KataGo's prior); an accepted network found worse than its predecessor with
+    ``rollback_confidence`` is rolled back, under every rule. The run's
     strongest network (``server.networks.selectors``) is picked among networks with at least
     ``strongest_min_games`` rating games.
 

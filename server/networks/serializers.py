@@ -16,8 +16,10 @@ class RatingSerializer(serializers.Serializer):
 
 
 class GatingSerializer(serializers.Serializer):
-    opponent = serializers.CharField(source="opponent.name")
-    rule = serializers.CharField()
+    opponent = serializers.CharField(
+        source="opponent.name", help_text="the accepted network it played (rule none: the one it replaced)"
+    )
+    rule = serializers.CharField(help_text="fixed, sprt or none (accepted at once, without gating games)")
     wins = serializers.IntegerField(help_text="counted: games that count, no more of one account's than its share")
     draws = serializers.IntegerField()
     losses = serializers.IntegerField()

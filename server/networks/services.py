@@ -9,8 +9,9 @@ and no network has this very file.
 
 The file is stored by its sha256 (``server.files``) inside the transaction that makes the row; if
 the transaction fails, the file this call wrote is removed again. Both the upload API and the
-trainer add networks through here. Once the row is committed, the network's canary reference is
-queued for the background worker (``server.networks.tasks``).
+trainer add networks through here. A run whose gating rule is ``none`` accepts the network in the
+same transaction (``server.ratings.promotion.accept_ungated``). Once the row is committed, the
+network's canary reference is queued for the background worker (``server.networks.tasks``).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from server.api.errors import ApiError, invalid
 from server.files import StoredFiles
 from server.networks.models import ALIASES, Network
 from server.networks.tasks import request_canary
+from server.ratings.promotion import accept_ungated
 from server.runs.models import Run, forget_state
 
 CHUNK = 1 << 20
@@ -49,7 +51,8 @@ def store_network(
     notes: str = "",
 ) -> Network:
     """A candidate network of ``run`` from a checked network file (``content``, ``size`` bytes,
-    ``sha256``, its ``config``). Raises IntegrityError when the name is taken meanwhile."""
+    ``sha256``, its ``config``), accepted at once when the run gates no network. Raises
+    IntegrityError when the name is taken meanwhile."""
     files = StoredFiles()
     try:
         with transaction.atomic():
@@ -70,6 +73,8 @@ def store_network(
             network.file.name = files.put("networks", content, ".safetensors", sha256=sha256)
             network.save(update_fields=["file"])
             request_canary(network)
+            if accept_ungated(run):
+                network.refresh_from_db(fields=["state"])
     except BaseException:
         files.discard(lambda stored: Network.objects.filter(file=stored).exists())
         raise

@@ -25,6 +25,7 @@ from django.conf import settings
 from django.urls import reverse
 
 from common.elo import Z95
+from common.settings import NO_GATING
 from server.notices.models import WebhookDelivery
 from server.notices.tasks import queue
 from server.ratings.models import NetworkEvent
@@ -53,7 +54,7 @@ def payload(event: NetworkEvent) -> dict[str, Any]:
     if event.kind == NetworkEvent.Kind.ACCEPTED:
         gating = getattr(network, "gating", None)
         record = ""
-        if gating is not None:
+        if gating is not None and gating.rule != NO_GATING:  # (under none the note says it)
             record = (
                 f": {gating.wins} wins, {gating.draws} draws, {gating.losses} losses against {gating.opponent.name}"
             )

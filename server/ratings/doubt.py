@@ -7,7 +7,7 @@ with (kept on the gating): one the rule would not take now is put *in doubt* (``
 the recount in ``Gating.doubt``) for staff to roll back, send back to gating or confirm; one that
 holds again loses its doubt. A decision staff confirmed stays confirmed while its games stay as they
 were. Gatings decided before their settings were kept are not reviewed: there is nothing to hold
-them against.
+them against; nor are acceptances under the rule ``none``, which no games decided.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 
 from django.utils import timezone
 
-from common.settings import GatingSettings
+from common.settings import NO_GATING, GatingSettings
 from server.networks.models import Network
 from server.ratings.gating import ACCEPT, REJECT, decide
 from server.ratings.models import Gating
@@ -30,7 +30,8 @@ def review_decisions(run) -> list[Gating]:
     """Hold every decision the run's gating rule took against the games that count now; the gatings
     in doubt."""
     doubted = []
-    for gating in Gating.objects.filter(candidate__run=run, decision__in=(ACCEPT, REJECT)).select_related("candidate"):
+    decided = Gating.objects.filter(candidate__run=run, decision__in=(ACCEPT, REJECT)).exclude(rule=NO_GATING)
+    for gating in decided.select_related("candidate"):
         if not _reviewable(gating):
             continue
         settings = GatingSettings.from_dict(gating.settings)

@@ -8,6 +8,9 @@
   It accepts when the log-likelihood ratio reaches ln((1 - beta) / alpha) and rejects when it falls
   to ln(beta / (1 - alpha)). A candidate still undecided after ``sprt_max_games`` is rejected: it was
   not shown to be better.
+* ``none``: no gating. Every candidate is accepted as it arrives, whatever its games
+  (``server.ratings.promotion`` accepts it when it is stored); rating games only rate the accepted
+  networks, and the rollback after each refit is what catches a regression.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from common.elo import expected_score
-from common.settings import GatingSettings
+from common.settings import NO_GATING, GatingSettings
 
 ACCEPT, REJECT, CONTINUE = "accept", "reject", "continue"
 
@@ -48,6 +51,8 @@ class Verdict:
 def decide(settings: GatingSettings, wins: int, draws: int, losses: int) -> Verdict:
     if min(wins, draws, losses) < 0:
         raise ValueError(f"wins, draws and losses must not be negative, got {wins}, {draws}, {losses}")
+    if settings.rule == NO_GATING:
+        return no_gating(wins, draws, losses)
     if settings.rule == "fixed":
         return fixed_rule(wins, draws, losses, settings.fixed_games, settings.fixed_wins)
     return sprt(
@@ -59,6 +64,22 @@ def decide(settings: GatingSettings, wins: int, draws: int, losses: int) -> Verd
         settings.sprt_alpha,
         settings.sprt_beta,
         settings.sprt_max_games,
+    )
+
+
+def no_gating(wins: int, draws: int, losses: int) -> Verdict:
+    """The rule ``none``: accepted at once; games it played in a gating begun under another rule stay
+    on its record."""
+    games = wins + draws + losses
+    played = f", its gating closed after {games} games" if games else ""
+    return Verdict(
+        ACCEPT,
+        rule=NO_GATING,
+        games=games,
+        wins=wins,
+        draws=draws,
+        losses=losses,
+        reason=f"the run gates no network (gating rule none): accepted at once{played}",
     )
 
 

@@ -40,7 +40,8 @@ class RatingFit(models.Model):
 
 class Gating(models.Model):
     """A candidate's gating: its games against the accepted network it must beat, and the verdict of
-    the run's rule (``server.ratings.gating``) once it settled."""
+    the run's rule (``server.ratings.gating``) once it settled. Under the rule ``none`` it is decided
+    as it begins: the record of the network it replaced."""
 
     candidate = models.OneToOneField(
         "networks.Network", primary_key=True, on_delete=models.CASCADE, related_name="gating"
@@ -51,7 +52,7 @@ class Gating(models.Model):
         related_name="gatings_faced",
         help_text="the accepted network when the gating began",
     )
-    rule = models.CharField(max_length=8, help_text="fixed or sprt")
+    rule = models.CharField(max_length=8, help_text="fixed, sprt or none (accepted at once, replacing the opponent)")
     wins = models.PositiveIntegerField(default=0, help_text="counted games (server.ratings.tally)")
     draws = models.PositiveIntegerField(default=0, help_text="draws and games without result")
     losses = models.PositiveIntegerField(default=0)
@@ -82,7 +83,7 @@ class NetworkEvent(models.Model):
 
     class Kind(models.TextChoices):
         GATING_STARTED = "gating_started", "gating started"
-        ACCEPTED = "accepted", "accepted by its gating"
+        ACCEPTED = "accepted", "accepted by the run's gating rule"
         REJECTED = "rejected", "rejected by its gating"
         ROLLED_BACK = "rolled_back", "rolled back: found worse than its predecessor"
         FORCED_ACCEPT = "forced_accept", "accepted by staff"

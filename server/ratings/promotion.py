@@ -6,15 +6,19 @@ games first (:func:`next_gating`). Its games are counted again as each is stored
 in the upload's transaction), those that count and no more of one account's than its share
 (``server.ratings.tally``), and the run's rule (``server.ratings.gating``) settles it: accepted, it
 becomes the self-play network of new tasks; rejected, it is never handed out for self-play again.
-When games stop or start counting (a quarantine, an account turned off, games disabled) the open
-gating is counted again and every decision the rule took is held against the games that count now;
-one it would no longer take is put in doubt for staff to confirm or undo (:func:`recount`).
+Under the rule ``none`` no network is gated: each is accepted as it is stored, in place of the
+self-play network of that moment (its gating record, decided at once, names that network), and a run
+switched to ``none`` accepts the networks that wait, oldest first, the next time the server looks
+(:func:`accept_ungated`). When games stop or start counting (a quarantine, an account turned off,
+games disabled) the open gating is counted again and every decision the rule took is held against
+the games that count now; one it would no longer take is put in doubt for staff to confirm or undo
+(:func:`recount`).
 
-After each refit of the ratings, the newest accepted network is compared with the one it replaced; if
-it is worse with the run's ``rollback_confidence``, it is rolled back (rejected, and its predecessor
-plays again) and the event recorded (:func:`check_rollback`). Staff may accept, reject, release,
-retire or roll back a network by hand, or send it back to gating, with a note
-(:func:`staff_decision`). Every change is a :class:`NetworkEvent`.
+After each refit of the ratings, under every rule, the newest accepted network is compared with the
+one it replaced; if it is worse with the run's ``rollback_confidence``, it is rolled back (rejected,
+and its predecessor plays again) and the event recorded (:func:`check_rollback`). Staff may accept,
+reject, release, retire or roll back a network by hand, or send it back to gating (not under
+``none``), with a note (:func:`staff_decision`). Every change is a :class:`NetworkEvent`.
 """
 
 from __future__ import annotations
@@ -27,12 +31,12 @@ import numpy as np
 from django.db import transaction
 from django.utils import timezone
 
-from common.settings import GatingSettings
+from common.settings import NO_GATING, GatingSettings
 from server.games.models import RatingGame
 from server.networks.models import Network
 from server.ratings.doubt import review_decisions, settle
 from server.ratings.fit import Ratings
-from server.ratings.gating import ACCEPT, CONTINUE, decide
+from server.ratings.gating import ACCEPT, CONTINUE, Verdict, decide, no_gating
 from server.ratings.models import Gating, NetworkEvent
 from server.ratings.tally import counted_rating_games, gating_tally, most_against, pair_games
 from server.runs.models import forget_state
@@ -45,12 +49,16 @@ STAFF_ACTIONS = ("accept", "reject", "release", "retire", "roll_back", "gate_aga
 def next_gating(run) -> Gating | None:
     """The gating that gets rating games now: the one under way, else the oldest candidate's, begun
     against the run's accepted network. A gating whose opponent is no longer accepted (rolled back,
-    rejected or retired meanwhile) starts again against the accepted network of now."""
+    rejected or retired meanwhile) starts again against the accepted network of now. Under the rule
+    ``none`` there is none: the networks that wait are accepted (:func:`accept_ungated`)."""
     gating = _open_gating(run)
-    if gating is not None and gating.opponent.state == Network.State.ACCEPTED:
-        return gating
     if gating is None and not run.networks.filter(state=Network.State.CANDIDATE).exists():
         return None  # the common case: nothing to gate, and no lock taken
+    if gating_settings(run).rule == NO_GATING:
+        accept_ungated(run)
+        return None
+    if gating is not None and gating.opponent.state == Network.State.ACCEPTED:
+        return gating
     with transaction.atomic():
         # One request at a time begins or restarts a run's gating.
         type(run).objects.select_for_update().filter(pk=run.pk).first()
@@ -89,6 +97,43 @@ def next_gating(run) -> Gating | None:
         )
     log.info("gating of %s against %s begins (%s rule)", candidate.name, opponent.name, rule)
     return _open_gating(run)
+
+
+def accept_ungated(run) -> list[Network]:
+    """Under the rule ``none``: accept every network of the run that waits for gating (a candidate, or
+    one playing its gating games), oldest first, each in place of the self-play network of that moment,
+    so that the newest becomes the self-play network and each is later rated and checked for a
+    rollback against the one it replaced. A gating under way is closed with the games it had counted
+    on its record. Called when a network is stored (``server.networks.services``), when the run's
+    settings change and whenever rating games are handed out (:func:`next_gating`); under another rule
+    it does nothing. Returns the networks accepted."""
+    waiting = (Network.State.CANDIDATE, Network.State.RATING)
+    if not run.networks.filter(state__in=waiting).exists():
+        return []
+    accepted: list[Network] = []
+    with transaction.atomic():
+        # One request at a time settles a run's networks (as next_gating begins its gatings).
+        type(run).objects.select_for_update().filter(pk=run.pk).first()
+        if gating_settings(run).rule != NO_GATING:
+            return []
+        for network in run.networks.filter(state__in=waiting).order_by("created_at", "id"):
+            gating = (
+                Gating.objects.select_for_update()
+                .filter(candidate=network, decision=CONTINUE)
+                .select_related("candidate", "opponent")
+                .first()
+            )
+            if gating is None:
+                Gating.objects.filter(candidate=network).delete()  # decided once, then set back by hand
+                opponent = run.selfplay_network()
+                if opponent is None:  # staff took every accepted network out: there is none to replace
+                    _settle(network.pk, network.name, no_gating(0, 0, 0), {})
+                    accepted.append(network)
+                    continue
+                gating = Gating.objects.create(candidate=network, opponent=opponent, rule=NO_GATING)
+            _count(gating, run)
+            accepted.append(network)
+    return accepted
 
 
 def gating_waits(run) -> bool:
@@ -133,19 +178,22 @@ def _count(gating: Gating, run) -> None:
     gating.decision = verdict.decision
     if verdict.decision != CONTINUE:
         gating.decided_at = timezone.now()
-        accepted = verdict.decision == ACCEPT
-        Network.objects.filter(pk=gating.candidate_id).update(
-            state=Network.State.ACCEPTED if accepted else Network.State.REJECTED
-        )
-        NetworkEvent.objects.create(
-            network_id=gating.candidate_id,
-            data=gating.verdict | {"tally": gating.tally},
-            note=verdict.reason,
-            kind=NetworkEvent.Kind.ACCEPTED if accepted else NetworkEvent.Kind.REJECTED,
-        )
-        transaction.on_commit(forget_state)
-        log.info("gating of %s: %s (%s)", gating.candidate.name, verdict.decision, verdict.reason)
+        _settle(gating.candidate_id, gating.candidate.name, verdict, gating.verdict | {"tally": gating.tally})
     gating.save()
+
+
+def _settle(network_id: int, name: str, verdict: Verdict, data: dict) -> None:
+    """The rule's decision on a network: its state and its event."""
+    accepted = verdict.decision == ACCEPT
+    Network.objects.filter(pk=network_id).update(state=Network.State.ACCEPTED if accepted else Network.State.REJECTED)
+    NetworkEvent.objects.create(
+        network_id=network_id,
+        data=data or verdict.to_dict(),
+        note=verdict.reason,
+        kind=NetworkEvent.Kind.ACCEPTED if accepted else NetworkEvent.Kind.REJECTED,
+    )
+    transaction.on_commit(forget_state)
+    log.info("gating of %s: %s (%s)", name, verdict.decision, verdict.reason)
 
 
 def recount(run) -> list[Gating]:
@@ -168,21 +216,23 @@ def recount(run) -> list[Gating]:
 def check_rollback(
     run, networks: list[Network], fit: Ratings, fit_without: Callable[[int], Ratings] | None = None
 ) -> Network | None:
-    """Roll back the newest accepted network if the ratings show it worse than the network its gating
-    beat, with the run's rollback confidence; returns it if so.
+    """Roll back the newest accepted network (the self-play network) if the ratings show it worse than
+    its predecessor, the network it replaced (its gating's opponent; under the rule ``none`` the
+    self-play network when it was accepted), with the run's rollback confidence; returns it if so.
+    ``networks`` are those of ``fit``; the newest accepted network is read now, and one accepted
+    after the fit began (not in it) waits for the next refit.
 
     The test is repeated as rating games come, so its error rate is spent in halves: the k-th look
-    (made once the pair's games have doubled k times since the verdict) tests at (1 - confidence) /
-    2^k, and all the looks together wrongly roll back an equal network with at most 1 - confidence.
-    Nobody rolls a network back alone: ``fit_without(account)`` (None: no such check, for a run of
-    trusted contributors) fits the ratings as if the account whose games of the pair weigh most
-    against the newest network had played none, and the test must hold there too. Networks accepted
-    by staff are not second-guessed."""
+    (made once the pair's games have doubled k times since the verdict, from one game for a network
+    accepted without games) tests at (1 - confidence) / 2^k, and all the looks together wrongly roll
+    back an equal network with at most 1 - confidence. Nobody rolls a network back alone:
+    ``fit_without(account)`` (None: no such check, for a run of trusted contributors) fits the
+    ratings as if the account whose games of the pair weigh most against the newest network had
+    played none, and the test must hold there too. Networks accepted by staff are not second-guessed."""
     index = {n.pk: k for k, n in enumerate(networks)}
-    accepted = [n for n in networks if n.state == Network.State.ACCEPTED]
-    if len(accepted) < 2:
+    newest = run.selfplay_network()
+    if newest is None or newest.pk not in index:
         return None
-    newest = accepted[-1]
     gating = Gating.objects.filter(candidate=newest, decision=ACCEPT).select_related("opponent").first()
     if gating is None or gating.opponent_id not in index:
         return None
@@ -248,7 +298,8 @@ def staff_decision(network: Network, action: str, user=None, note: str = "") -> 
     ``release`` or ``retire`` (a gating under way is closed); ``roll_back`` an accepted network (the
     network before it plays again), send a network back to ``gate_again`` (its gating starts afresh
     against the accepted network of then), or ``confirm`` a decision in doubt as it stands.
-    ValueError for a network the action does not fit."""
+    ValueError for a network the action does not fit, and for ``gate_again`` in a run whose gating rule
+    is ``none``."""
     if action not in STAFF_ACTIONS:
         raise ValueError(f"action {action!r}: expected one of {', '.join(STAFF_ACTIONS)}")
     kind = {
@@ -274,6 +325,12 @@ def staff_decision(network: Network, action: str, user=None, note: str = "") -> 
         elif action == "gate_again":
             if network.is_random or network.state == Network.State.CANDIDATE:
                 raise ValueError(f"network {network.name} is {network.state}: it cannot be sent back to gating")
+            if gating_settings(network.run).rule == NO_GATING:
+                raise ValueError(
+                    f"network {network.name}: run {network.run.name} gates no network (its gating rule is none), "
+                    "so a network sent back to gating would be accepted again at once; roll it back or reject it "
+                    "instead, or give the run another gating rule first"
+                )
             Gating.objects.filter(candidate=network).delete()
             Network.objects.filter(pk=network.pk).update(state=Network.State.CANDIDATE)
         else:

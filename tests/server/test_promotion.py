@@ -273,3 +273,140 @@ def test_parentless_and_staff_accepted_networks_are_rated_and_not_second_guessed
     _games(run, user, sweeper, random_net, "B" * 10, counted=False)
     with pytest.raises(CommandError, match="cannot be refitted: the fit did not converge"):
         call_command("rate", "--run", run.name)
+
+
+# --- the rule none: every network accepted as it arrives ------------------------------------------------------
+def test_under_the_rule_none_a_stored_network_is_accepted_at_once(run, trainer, alice, client):
+    from server.networks.models import Network
+    from server.platform.experiment import generations
+    from server.platform.status import run_status
+    from server.ratings.models import Gating, NetworkEvent
+    from server.ratings.promotion import gating_waits, next_gating
+    from server.ratings.scheduling import choose_pair
+
+    _settings(run, rule="none")
+    _, uploader = trainer
+    _, volunteer = alice
+    random_net = run.networks.get(is_random=True)
+    for name in ("net-1", "net-2"):
+        response = helpers.upload_network(uploader, name, helpers.network_file(name))
+        assert response.status_code == 201, response.content
+        assert response.json()["state"] == "accepted"
+        assert run.selfplay_network().name == name
+        assert new_task(volunteer)["network"]["name"] == name
+    first, second = Network.objects.get(name="net-1"), Network.objects.get(name="net-2")
+    # Each replaced the self-play network of its moment, on a record decided at once.
+    for network, replaced in ((first, random_net), (second, first)):
+        gating = Gating.objects.get(candidate=network)
+        assert (gating.rule, gating.decision, gating.opponent, gating.wins + gating.draws + gating.losses) == (
+            "none",
+            "accept",
+            replaced,
+            0,
+        )
+        (event,) = NetworkEvent.objects.filter(network=network)
+        assert event.kind == "accepted" and "gates no network" in event.note
+    assert not gating_waits(run) and next_gating(run) is None
+    # Rating games are played between accepted networks, for the ratings and the rollback.
+    assert set(choose_pair(run)) <= {random_net, first, second}
+    assert {n["name"] for n in new_task(volunteer, kinds=("rating",))["networks"]} <= {
+        "net-1",
+        "net-2",
+        random_net.name,
+    }
+    # What the site, the API and the reports say.
+    detail = APIClient().get("/api/v1/networks/net-2/").json()
+    assert detail["state"] == "accepted" and detail["gating"]["rule"] == "none"
+    assert detail["gating"]["opponent"] == "net-1" and [e["kind"] for e in detail["events"]] == ["accepted"]
+    page = client.get("/networks/net-2/").content.decode()
+    assert "Not gated: the run gates no network" in page and 'href="/networks/net-1/"' in page
+    assert [g.name for g in generations(run)] == [random_net.name, "net-1", "net-2"]
+    assert "network net-2 · 2 accepted, 0 waiting" in run_status(run) and "gating net-" not in run_status(run)
+
+
+def test_a_run_switched_to_the_rule_none_accepts_its_waiting_networks_in_order(run, alice):
+    from server.networks.models import Network
+    from server.ratings.models import Gating, NetworkEvent
+    from server.ratings.promotion import next_gating, recount, staff_decision
+
+    _settings(run, rule="fixed", fixed_games=20, fixed_wins=10)
+    user, _ = alice
+    run.networks.filter(is_random=True).update(created_at=timezone.now() - timedelta(days=1))
+    random_net = run.networks.get(is_random=True)
+    playing = _candidate(run, "playing", random_net, minutes_ago=10)
+    assert next_gating(run).candidate == playing
+    _games(run, user, playing, random_net, "BW0")
+    waiting = _candidate(run, "waiting", playing, minutes_ago=5)
+    assert Network.objects.get(name="waiting").state == "candidate"
+
+    _settings(run, rule="none")  # both settled in the transaction that changes the settings
+    playing.refresh_from_db()
+    waiting.refresh_from_db()
+    assert playing.state == waiting.state == "accepted" and run.selfplay_network() == waiting
+    closed = Gating.objects.get(candidate=playing)
+    assert (closed.rule, closed.decision, closed.opponent) == ("none", "accept", random_net)
+    assert (closed.wins, closed.draws, closed.losses) == (1, 1, 1)  # its games stay on its record
+    assert closed.verdict["reason"].endswith("its gating closed after 3 games")
+    assert Gating.objects.get(candidate=waiting).opponent == playing  # accepted in order: each replaced the last
+    assert list(NetworkEvent.objects.filter(network=playing).values_list("kind", flat=True)) == [
+        "gating_started",
+        "accepted",
+    ]
+    assert recount(run) == [] and not Gating.objects.filter(in_doubt=True).exists()  # no games decided them
+
+    # A network added past the upload (here straight into the database) is accepted when rating games
+    # are next handed out.
+    late = _candidate(run, "late", waiting)
+    assert next_gating(run) is None
+    late.refresh_from_db()
+    assert late.state == "accepted" and Gating.objects.get(candidate=late).opponent == waiting
+
+    # Sending a network back to gating means nothing here: staff are told so, and nothing changes.
+    with pytest.raises(ValueError, match=r"gates no network .*roll it back or reject it instead"):
+        staff_decision(late, "gate_again", note="play it again")
+    assert Network.objects.get(name="late").state == "accepted" and Gating.objects.filter(candidate=late).exists()
+    staff_decision(late, "roll_back", note="a bug in its export")
+    assert run.selfplay_network() == waiting
+
+
+def test_under_the_rule_none_a_worse_network_is_rolled_back_against_the_one_it_replaced(run, alice):
+    from server.ratings.models import NetworkEvent
+    from server.ratings.promotion import check_rollback, gating_settings, next_gating
+    from server.ratings.services import fit_run, refit
+
+    _settings(run, rule="none", rollback_confidence=0.95)
+    user, client = alice
+    run.networks.filter(is_random=True).update(created_at=timezone.now() - timedelta(days=1))
+    random_net = run.networks.get(is_random=True)
+
+    def arrives(name: str, parent, minutes_ago: int):
+        network = _candidate(run, name, parent, minutes_ago=minutes_ago)
+        next_gating(run)
+        network.refresh_from_db()
+        assert network.state == "accepted" and run.selfplay_network() == network
+        return network
+
+    gen1 = arrives("gen1", random_net, 30)
+    _games(run, user, gen1, random_net, "B" * 20)
+    _games(run, user, random_net, gen1, "W" * 20)
+    gen2 = arrives("gen2", gen1, 20)
+    _games(run, user, gen2, gen1, "WWWWWWWWWWWWWWWWWWWB" * 2)  # gen2 loses most of its games to gen1
+    _games(run, user, gen1, gen2, "BBBBBBBBBBBBBBBBBBBW" * 2)
+    # A fit that began before gen3 was accepted does not roll back gen2, which is no longer the newest.
+    networks, fit, _, _ = fit_run(run, gating_settings(run))
+    gen3 = arrives("gen3", gen2, 10)
+    assert check_rollback(run, networks, fit) is None
+    assert gen2.events.filter(kind="rolled_back").count() == 0
+    refit(run)  # gen3 has played no games against gen2 yet: nothing to test
+    assert run.selfplay_network() == gen3
+    _games(run, user, gen3, gen2, "W" * 40)
+    _games(run, user, gen2, gen3, "B" * 40)
+    refit(run)  # gen3 is worse than gen2, the network it replaced: gen2 plays again
+    assert run.selfplay_network() == gen2 and new_task(client)["network"]["name"] == "gen2"
+    assert NetworkEvent.objects.get(network=gen3, kind="rolled_back").data["predecessor"] == "gen2"
+    refit(run)  # now gen2 is the newest, and worse than gen1: gen1 plays again
+    assert run.selfplay_network() == gen1
+    event = NetworkEvent.objects.get(network=gen2, kind="rolled_back")
+    assert event.data["predecessor"] == "gen1" and event.data["z"] < -1.96
+    refit(run)  # gen1 is better than the random network: it stays
+    assert run.selfplay_network() == gen1

@@ -82,3 +82,14 @@ def test_an_undecided_sprt_is_rejected_at_its_cap():
 def test_counts_must_not_be_negative():
     with pytest.raises(ValueError, match="must not be negative"):
         decide(GatingSettings(), -1, 0, 0)
+
+
+def test_the_rule_none_accepts_at_once_and_the_settings_name_it():
+    from common.settings import SettingsError
+
+    verdict = decide(GatingSettings(rule="none"), 0, 0, 0)
+    assert verdict.decision == ACCEPT and verdict.rule == "none" and "gates no network" in verdict.reason
+    assert decide(GatingSettings(rule="none"), 0, 0, 5).decision == ACCEPT  # whatever its games
+    with pytest.raises(SettingsError, match="must be one of fixed, sprt, none, got 'coin'") as e:
+        GatingSettings(rule="coin").validate("gating")
+    assert e.value.path == "gating.rule"
