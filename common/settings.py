@@ -708,11 +708,12 @@ class TrainingSettings(_Settings):
     The window: the newest ``window_rows(N)`` rows of the ``N`` the run received (rows of the random
     network counted up to ``window_c``), ``c (1 + beta ((N/c)^alpha - 1) / alpha)``; training starts
     once ``window_c`` rows have arrived. The budget: ``samples_per_row`` training samples for each
-    row received (KataGo's ``-max-train-bucket-per-new-data``). Learning rate per sample
-    ``learning_rate (lr_decay T + 1)^(-4/3)`` after ``T`` samples of a network's training, SGD with
-    ``momentum``, the L2 penalty ``l2 |theta|^2``, the gradient norm of a batch's mean loss clipped
-    at ``grad_clip``. Every ``snapshot_every`` samples the weights enter an exponential moving
-    average (``ema_decay``); every ``export_every`` samples that average becomes a candidate network.
+    row received, every one, the random network's too (KataGo's ``-max-train-bucket-per-new-data``).
+    Learning rate per sample ``learning_rate (lr_decay T + 1)^(-4/3)`` after ``T`` samples of a
+    network's training, SGD with ``momentum``, the L2 penalty ``l2 |theta|^2``, the gradient norm of
+    a batch's mean loss clipped at ``grad_clip``. Every ``snapshot_every`` samples the weights enter
+    an exponential moving average (``ema_decay``); every ``export_every`` samples that average becomes
+    a candidate network.
 
     Progressive sizes (section 4.6): ``next_architecture`` (empty: none) is trained alongside on the
     same data with ``next_lr_decay`` and takes over once its loss on held-out rows is lower. One
@@ -780,13 +781,6 @@ class TrainingSettings(_Settings):
             self.export_every >= self.snapshot_every,
             _p(path, "export_every"),
             f"must be at least snapshot_every ({self.snapshot_every}), got {self.export_every}",
-        )
-        random_budget = self.samples_per_row * self.window_c
-        _need(
-            self.export_every <= random_budget,
-            _p(path, "export_every"),
-            f"must be at most samples_per_row x window_c ({random_budget:g}), got {self.export_every}: the "
-            "random network's rows count only up to window_c, so the first export would never come",
         )
         _prob(_p(path, "ema_decay"), self.ema_decay)
         _need(self.ema_decay < 1.0, _p(path, "ema_decay"), f"must be less than 1, got {self.ema_decay}")

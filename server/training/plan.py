@@ -27,7 +27,7 @@ class Chunk:
     seed: int
     files: list[RowFile]
     end_samples: int
-    total_rows: int
+    total_rows: int  # the rows the run counted when it was planned (every row)
     window_rows: int
     next_batch: int = 0
     batch_size: int | None = None
@@ -94,7 +94,7 @@ class LineState:
     """A line as the plan sees it."""
 
     architecture: str
-    rows_at_start: int  # the rows the run counted when the line began
+    rows_at_start: int  # the rows the run counted when the line began (every row)
     samples: int  # trained so far
     chunk: Chunk | None  # the chunk it is in, if any
     start: LineStart | None  # how its trainer starts (None: it has one)
@@ -129,14 +129,16 @@ class Plan:
 
 def budget(settings: TrainingSettings, total: int, rows_at_start: int) -> int:
     """The training samples a line may have seen: ``samples_per_row`` for each row the run counted
-    since the line began."""
+    since the line began. Every row counts, those of the random network too: the cap on them shapes
+    only the window (``server.training.window``), so a line goes on training while the random network
+    plays on, say while the first candidate waits for its gating."""
     return int(settings.samples_per_row * max(0, total - rows_at_start))
 
 
 def chunk_samples(samples: int, budget: int, step: int, export_every: int) -> int:
     """How many samples to train now, in whole steps (0: wait for data): what the budget allows,
     rounded up to a step; fewer than ``MIN_CHUNK_STEPS`` steps only when they reach the next export
-    (which a budget of exactly one export interval, as the random network's rows give, must reach)."""
+    (which a budget of exactly one export interval must reach)."""
     remaining = budget - samples
     if remaining <= 0:
         return 0
@@ -173,10 +175,10 @@ def plan_training(
     lines: Sequence[LineState],
     window: Window | None,
 ) -> Plan:
-    """What the lines of run ``run`` train now, with ``total`` rows counted and ``world`` processes
-    sharing each step: a line in a chunk goes on with it, any other starts one or waits (see
-    :func:`_new_chunk`). ``window`` is the run's training window, None only when
-    :func:`needs_window` says it is not needed."""
+    """What the lines of run ``run`` train now, with ``total`` rows counted (every row:
+    ``RowCounts.total``) and ``world`` processes sharing each step: a line in a chunk goes on with
+    it, any other starts one or waits (see :func:`_new_chunk`). ``window`` is the run's training
+    window, None only when :func:`needs_window` says it is not needed."""
     work: list[LineWork] = []
     waiting: list[LineWait] = []
     for line in lines:

@@ -1,8 +1,9 @@
 """Which rows a run trains on: the window of the paper's section 4.7, and the held-out rows.
 
 The rows a run counts are those of its self-play games that are not disabled and whose players'
-accounts are active and not in quarantine (``server.audit``). Rows of the random network count at
-most ``window_c`` (the paper's footnote 11: it keeps runs from depending on how long the random
+accounts are active and not in quarantine (``server.audit``). The trainer's budget counts every one
+of them (``server.training.plan``); the window's size counts the rows of the random network only up
+to ``window_c`` (the paper's footnote 11: it keeps the window from depending on how long the random
 network played). One game in ``holdout_one_in`` is held out: never trained on, its newest rows
 measure the networks. Which games are held out follows from their rows' content (the npz file's
 sha256), not from their ids: files are stored by their content, so the same rows uploaded under two
@@ -32,12 +33,29 @@ READ_RETRY_SECONDS = 1.0  # the wait before the second attempt; doubled before e
 
 
 @dataclass(frozen=True)
+class RowCounts:
+    """The rows a run counts, those of the random network's games apart."""
+
+    random: int  # rows of the random network's games
+    other: int  # rows of every other network's games
+
+    @property
+    def total(self) -> int:
+        """Every row counted: what the trainer's budget counts."""
+        return self.random + self.other
+
+    def for_window(self, settings: TrainingSettings) -> int:
+        """The ``N`` of the window's formula: the random network's rows counted up to ``window_c``."""
+        return min(self.random, settings.window_c) + self.other
+
+
+@dataclass(frozen=True)
 class Window:
     """The window's files, newest first, with the counts it was made from."""
 
     files: list[RowFile]
-    total_rows: int  # rows the run counts (random-network rows capped)
-    target_rows: int  # the window's size by the formula
+    total_rows: int  # every row the run counts
+    target_rows: int  # the window's size by the formula (random-network rows capped)
 
     @property
     def rows(self) -> int:
@@ -48,12 +66,12 @@ def counted_games(run) -> QuerySet:
     return TrainingGame.objects.filter(~quarantined_users(), run=run, disabled=False, user__is_active=True)
 
 
-def total_rows(run, settings: TrainingSettings) -> int:
-    """The rows the run counts: every counted row, those of the random network up to ``window_c``."""
+def row_counts(run) -> RowCounts:
+    """The rows the run counts, the random network's apart."""
     sums = counted_games(run).aggregate(
         random=Sum("rows", filter=Q(network__is_random=True)), other=Sum("rows", filter=Q(network__is_random=False))
     )
-    return min(sums["random"] or 0, settings.window_c) + (sums["other"] or 0)
+    return RowCounts(random=sums["random"] or 0, other=sums["other"] or 0)
 
 
 def is_held_out(npz_sha256: str, holdout_one_in: int) -> bool:
@@ -83,13 +101,14 @@ def _newest(queryset: QuerySet, settings: TrainingSettings, held_out: bool, rows
     return files
 
 
-def training_window(run, settings: TrainingSettings, total: int | None = None) -> Window:
+def training_window(run, settings: TrainingSettings, counts: RowCounts | None = None) -> Window:
     """The newest games of the run (held-out ones left out, each file once) whose rows make up the
-    window (the last game may take it a little past the formula's size)."""
-    total = total_rows(run, settings) if total is None else total
-    target = settings.window_rows(total)
+    window (the last game may take it a little past the formula's size); ``counts``: the run's
+    :func:`row_counts`, if read already."""
+    counts = row_counts(run) if counts is None else counts
+    target = settings.window_rows(counts.for_window(settings))
     files = _newest(counted_games(run), settings, False, target)
-    return Window(files=files, total_rows=total, target_rows=target)
+    return Window(files=files, total_rows=counts.total, target_rows=target)
 
 
 def validation_files(run, settings: TrainingSettings) -> list[RowFile]:

@@ -6,14 +6,16 @@ It runs wherever there is a GPU with access to the database and the file storage
 1. reads the run's training settings and the rows the run counts (``server.training.window``);
 2. for each line (``TrainingLine``: the current architecture, and a larger next one while it catches
    up) works out how many samples the data allows (``samples_per_row`` per row counted since the line
-   began; nothing before ``window_c`` rows) and, when there is enough to do, trains a chunk: at most
-   one pass over the newest window, in shuffled batches (``common.data.loader``), with the paper's
-   optimiser and schedule (``common.nn.training``). A chunk keeps the batch layout it was planned
-   with (batch size, shuffle size, symmetries) until it ends, even when the settings change;
+   began, the random network's rows too; nothing before ``window_c`` rows) and, when there is enough
+   to do, trains a chunk: at most one pass over the newest window, in shuffled batches
+   (``common.data.loader``), with the paper's optimiser and schedule (``common.nn.training``). A
+   chunk keeps the batch layout it was planned with (batch size, shuffle size, symmetries) until it
+   ends, even when the settings change;
 3. every ``export_every`` samples exports the weight average: the current line's export becomes a
    candidate network (parent: the line's previous export, or the run's newest accepted network) and
-   enters gating; a next line's export is measured against the current line's last one on the
-   held-out rows, and takes over (becoming a candidate) once its loss is lower;
+   enters gating (under the rule ``none`` it is accepted at once); a next line's export is measured
+   against the current line's last one on the held-out rows, and takes over (becoming a candidate)
+   once its loss is lower;
 4. sleeps until more data has arrived.
 
 A chunk that cannot read most of its files (or trains nothing for want of readable files) stops
@@ -86,7 +88,7 @@ from server.training.plan import (
     plan_training,
     seed_of,
 )
-from server.training.window import read_file, total_rows, training_window, validation_files
+from server.training.window import read_file, row_counts, training_window, validation_files
 
 log = logging.getLogger(__name__)
 
@@ -208,11 +210,12 @@ class TrainingWorker:
         version = run.current_settings()
         assert version is not None, "create_run gives a run its settings as it makes it"
         settings = version.settings.training
-        total = total_rows(run, settings)
+        counts = row_counts(run)
+        total = counts.total
         rows = {row.architecture: row for row in self._sync_lines(run, settings, total)}
         lines = [self._line_state(run, row) for row in rows.values()]
         wanted = needs_window(settings, total, self.dist.world, lines)
-        window = training_window(run, settings, total) if wanted else None
+        window = training_window(run, settings, counts) if wanted else None
         plan = plan_training(run.name, settings, total, self.dist.world, lines, window)
         for waiting in plan.waiting:
             self._update(

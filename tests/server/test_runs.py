@@ -178,7 +178,6 @@ def test_migrating_the_stored_versions_keeps_the_run_on_its_rules(run):
         ({"training": {"next_architecture": "b6c96"}}, "training.next_architecture"),
         ({"training": {"window_alpha": 0}}, "training.window_alpha"),
         ({"training": {"export_every": 100, "snapshot_every": 200}}, "training.export_every"),
-        ({"training": {"window_c": 1000, "export_every": 5000}}, "training.export_every"),
         ({"training": {"holdout_one_in": 1}}, "training.holdout_one_in"),
         ({"training": {"ema_decay": 1.0}}, "training.ema_decay"),
     ],

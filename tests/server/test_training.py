@@ -49,7 +49,7 @@ def training_games(tmp_path_factory) -> list[helpers.PlayedGame]:
 @pytest.fixture
 def gen1(run):
     """An accepted network of the run whose games the tests store (rows of the random network count only
-    up to window_c)."""
+    up to window_c in the window's size)."""
     from server.networks.models import Network
 
     return Network.objects.create(name="test-gen1", run=run, state=Network.State.ACCEPTED)
@@ -140,30 +140,51 @@ def test_a_line_shows_its_numeric_losses_by_head():
     assert TrainingLine(losses={}).loss_items == []
 
 
-def test_the_rows_counted_and_the_window(run, alice, bob, training_games):
+def test_the_rows_counted_and_the_window(run, alice, bob, training_games, tmp_path):
     from server.networks.models import Network
-    from server.training.window import is_held_out, total_rows, training_window, validation_files
+    from server.training.plan import Fresh, LineState, budget, plan_training
+    from server.training.window import is_held_out, row_counts, training_window, validation_files
+    from server.training.worker import TrainerOptions, TrainingWorker
 
     use_training(run, TRAIN.replace(window_c=150, export_every=256))
     random_games = helpers.store_training_games(run, alice[0], training_games[:10], minutes_apart=10)
+    settings = run.current_settings().settings.training
+    random_rows = sum(g.rows for g in random_games)
+    assert random_rows > 150
+    # Only the random network has played, past c: the window stays at c rows, but the budget counts
+    # every row, so a line that has trained what c rows allow still has work.
+    counts = row_counts(run)
+    assert (counts.total, counts.for_window(settings)) == (random_rows, 150)
+    window = training_window(run, settings, counts)
+    assert window.target_rows == 150 and window.total_rows == random_rows
+    trained_on_c = budget(settings, 150, 0)
+    plan = plan_training(
+        run.name, settings, counts.total, 1, [LineState("tiny", 0, trained_on_c, None, Fresh())], window
+    )
+    (work,) = plan.work
+    assert work.chunk.end_samples > trained_on_c and work.chunk.total_rows == random_rows
+    (work,) = TrainingWorker(TrainerOptions(run=helpers.RUN, checkpoints=tmp_path, device="cpu"))._plan().work
+    assert work.chunk.total_rows == random_rows and work.chunk.window_rows >= 150  # as the trainer plans it
+
     trained = Network.objects.create(name="test-trained", run=run, state=Network.State.ACCEPTED)
     later = helpers.store_training_games(run, alice[0], training_games[10:30], network=trained)
     bobs = helpers.store_training_games(run, bob[0], training_games[30:34], network=trained)
-    settings = run.current_settings().settings.training
-    random_rows = sum(g.rows for g in random_games)
     later_rows = sum(g.rows for g in later)
-    assert random_rows > 150
-    assert total_rows(run, settings) == 150 + later_rows + sum(g.rows for g in bobs)  # random rows capped at c
+    counts = row_counts(run)
+    assert counts.for_window(settings) == 150 + later_rows + sum(g.rows for g in bobs)  # random rows capped at c
+    assert counts.total == random_rows + later_rows + sum(g.rows for g in bobs)
 
     bob[0].is_active = False  # a disabled account and a disabled game no longer count
     bob[0].save()
     later[-1].disabled = True
     later[-1].save()
-    total = total_rows(run, settings)
-    assert total == 150 + later_rows - later[-1].rows
+    counts = row_counts(run)
+    assert counts.for_window(settings) == 150 + later_rows - later[-1].rows
+    assert counts.total == random_rows + later_rows - later[-1].rows
 
     window = training_window(run, settings)
-    assert window.total_rows == total and window.target_rows == settings.window_rows(total)
+    assert window.total_rows == counts.total
+    assert window.target_rows == settings.window_rows(counts.for_window(settings))
     stored = {g.npz.name: g for g in random_games + later}
     games = [stored[f.name] for f in window.files]
     assert all(f.rows == stored[f.name].rows for f in window.files)
@@ -538,13 +559,13 @@ def test_a_larger_architecture_takes_over_once_it_predicts_better(run, alice, ge
     assert tiny.role == "current" and tiny.exports > 0
 
     # b6c96 alongside: its exports are measured against tiny's last one; a worse one changes nothing.
-    from server.training.window import total_rows, validation_files
+    from server.training.window import row_counts, validation_files
     from server.training.worker import TrainerOptions, TrainingWorker
 
     use_training(run, TRAIN.replace(export_every=256, samples_per_row=2.0, next_architecture="b6c96"))
     worker = TrainingWorker(TrainerOptions(run=helpers.RUN, checkpoints=tmp_path, device="cpu"))
     worker.run_row, worker.settings = run, run.current_settings().settings.training
-    big = worker._sync_lines(run, worker.settings, total_rows(run, worker.settings))[1]
+    big = worker._sync_lines(run, worker.settings, row_counts(run).total)[1]
     assert (big.architecture, big.role) == ("b6c96", "next")
     held_out = validation_files(run, worker.settings)
     assert not worker._overtakes(big, {"rows": 100, "policy": 50.0, "value": 50.0}, held_out)

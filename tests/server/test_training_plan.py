@@ -1,6 +1,6 @@
 """The trainer's plan, from plain values: a line in a chunk goes on with it; any other starts a chunk
-of whole steps when its budget (the rows since it began) and the window allow, or waits with a note
-that says for what; the window is read only when a line may start a chunk."""
+of whole steps when its budget (the rows since it began, every one) and the window allow, or waits
+with a note that says for what; the window is read only when a line may start a chunk."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from server.training.plan import (
     plan_training,
     seed_of,
 )
-from server.training.window import Window
+from server.training.window import RowCounts, Window
 
 SETTINGS = TrainingSettings(
     architecture="tiny",
@@ -51,6 +51,32 @@ def test_a_line_budgets_the_rows_since_it_began():
     assert budget(SETTINGS, 400, 0) == 800
     assert budget(SETTINGS, 400, 300) == 200
     assert budget(SETTINGS, 400, 500) == 0  # (fewer rows counted now: the run's games were disabled)
+
+
+def test_the_budget_counts_every_row_and_the_window_caps_the_random_networks():
+    """While only the random network plays (say while the first candidate waits for its gating), its
+    rows past window_c do not grow the window, but the trainer goes on training on it."""
+    counts = RowCounts(random=1000, other=0)
+    assert (counts.total, counts.for_window(SETTINGS)) == (1000, 300)
+    assert SETTINGS.window_rows(counts.for_window(SETTINGS)) == 300
+    assert RowCounts(random=1000, other=50).for_window(SETTINGS) == 350
+    assert RowCounts(random=100, other=50).for_window(SETTINGS) == 150
+    window = Window(files=[RowFile("r.npz", 300)], total_rows=counts.total, target_rows=300)
+    trained = budget(SETTINGS, 300, 0)  # all that the first c rows allow
+    lines = [state(samples=trained)]
+    assert needs_window(SETTINGS, counts.total, 1, lines)
+    (work,) = plan_training("run", SETTINGS, counts.total, 1, lines, window).work
+    assert work.chunk.end_samples == trained + 300  # one pass over the window of c rows
+    assert work.chunk.total_rows == 1000
+    # An export interval beyond what c rows allow is reached too, as the random network plays on.
+    late = SETTINGS.replace(export_every=1024)
+    late.validate()
+    assert budget(late, counts.total, 0) >= late.export_every > late.samples_per_row * late.window_c
+    # A line that began after the random network's rows counts from there, as any line.
+    (waiting,) = plan_training("run", SETTINGS, counts.total, 1, [state(rows_at_start=1000)], window).waiting
+    assert waiting.note == (
+        "waiting for data: 0 samples trained, 0 allowed by 0 rows since the line began at 1,000 at 2 per row"
+    )
 
 
 def test_a_line_starts_a_chunk_on_the_window_with_the_settings_layout():
