@@ -44,6 +44,24 @@ def _terminate_with_parent() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
+def _before_exec(nice: int):
+    """What a child runs before its program: :func:`_terminate_with_parent` on Linux, and ``nice``
+    added to its niceness where the system has one (None when there is nothing to do)."""
+    linux = sys.platform == "linux"
+    nice = nice if hasattr(os, "nice") else 0
+    if not nice and not linux:
+        return None
+
+    def prepare() -> None:
+        if linux:
+            _terminate_with_parent()
+        if nice:
+            with contextlib.suppress(OSError):
+                os.nice(nice)
+
+    return prepare
+
+
 @dataclass
 class Child:
     name: str
@@ -72,8 +90,16 @@ class Supervisor:
         logs.mkdir(parents=True, exist_ok=True)
 
     def start(
-        self, name: str, argv: list[str], stop_signal: int = signal.SIGTERM, env: dict[str, str] | None = None
+        self,
+        name: str,
+        argv: list[str],
+        stop_signal: int = signal.SIGTERM,
+        env: dict[str, str] | None = None,
+        nice: int = 0,
     ) -> Child:
+        """Start ``argv`` as the child ``name`` (its output in ``name.log``), with ``env`` added to the
+        supervisor's environment and ``nice`` added to its niceness (a lower priority for positive
+        values: it gets the cores the others leave)."""
         log_path = self.logs / f"{name}.log"
         with open(log_path, "ab") as out:
             out.write(f"\n--- {time.strftime('%Y-%m-%d %H:%M:%S')} starting: {' '.join(argv)}\n".encode())
@@ -86,7 +112,7 @@ class Supervisor:
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
-                preexec_fn=_terminate_with_parent if sys.platform == "linux" else None,
+                preexec_fn=_before_exec(nice),
             )
         child = Child(name, argv, log_path, process, stop_signal)
         self.children.append(child)

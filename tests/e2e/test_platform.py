@@ -107,6 +107,19 @@ def _children(data: Path) -> list[int]:
     return pids
 
 
+def _niceness(pid: int) -> int:
+    """A process's nice value (field 19 of /proc/PID/stat)."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return int(stat.rpartition(")")[2].split()[16])
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
 def _query(db: Path, sql: str) -> list[tuple]:
     with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30) as connection:
         return connection.execute(sql).fetchall()
@@ -144,6 +157,13 @@ def test_the_platform_learns_gates_stops_and_continues(tmp_path):
             headers={"Referer": f"http://127.0.0.1:{port}/accounts/login/"},
         )
         assert signed_in.status_code == 200 and "log out" in signed_in.text
+        # Self-play runs one worker per core on a machine without a GPU, below the others' priority.
+        client_log = (data / "client" / "contribute.log").read_text()
+        for worker in range(os.cpu_count() or 1):
+            assert f"worker {worker} started on cpu" in client_log, client_log[-3000:]
+        niceness = {_cmdline(pid): _niceness(pid) for pid in _children(data)}
+        assert any("client contribute" in cmd and nice >= 10 for cmd, nice in niceness.items()), niceness
+        assert all(nice < 10 for cmd, nice in niceness.items() if "manage.py train" in cmd), niceness
     finally:
         alive = process.poll() is None
         output = _stop(process, lines) if alive else "".join(lines) + process.stdout.read()

@@ -26,6 +26,9 @@ from server.platform.status import run_status
 STOP_TIMEOUTS = {"client": 300.0, "trainer": 120.0, "worker": 30.0, "web": 30.0}
 # The machine's own client plays the small board fast (a dozen games a second with the random network):
 # the throttles meant for the public are set far above that.
+# Self-play takes the cores the others leave: the trainer, the web server and the worker keep their
+# priority, so that a busy client never holds back training or an upload.
+CLIENT_NICE = 10
 LOCAL_THROTTLES = {f"SENTE_THROTTLE_{scope}": "100000/min" for scope in ("USER", "IP", "TASKS", "UPLOADS")}
 
 
@@ -50,8 +53,16 @@ class Command(BaseCommand):
         parser.add_argument(
             "--settings-file", type=Path, help="a JSON settings document for a new demo run (default: the demo's own)"
         )
-        parser.add_argument("--parallel", type=int, default=16, help="games the client plays at once (default 16)")
+        parser.add_argument(
+            "--parallel", type=int, default=16, help="games each self-play worker plays at once (default 16)"
+        )
         parser.add_argument("--device", help="the client's and the trainer's device (default: the GPU if any)")
+        parser.add_argument(
+            "--selfplay-workers",
+            type=int,
+            help="the client's worker processes when it plays on the CPU (default: one per core); on GPUs it "
+            "runs one per GPU",
+        )
         parser.add_argument("--status-seconds", type=float, default=15.0, help="how often to print the status")
         parser.add_argument(
             "--minutes", type=float, help="stop by itself after this many minutes (default: run until Ctrl-C)"
@@ -62,6 +73,8 @@ class Command(BaseCommand):
         port = options["port"]
         if not 1 <= port <= 65535:
             raise CommandError(f"--port {port}: not a port number")
+        if options["selfplay_workers"] is not None and options["selfplay_workers"] < 1:
+            raise CommandError(f"--selfplay-workers {options['selfplay_workers']}: must be at least 1")
         if not _port_free(port):
             raise CommandError(f"port {port} is in use (another platform or server?): choose another with --port")
         self.stdout.write(f"data folder {data} (database, files, checkpoints, logs)")
@@ -108,6 +121,7 @@ class Command(BaseCommand):
         handlers.enter_context(on_signals(on_signal, (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)))
         python = sys.executable
         device = ["--device", options["device"]] if options["device"] else []
+        client_device = _client_device(options["device"], options["selfplay_workers"])
         try:
             web = supervisor.start(
                 "web",
@@ -156,10 +170,11 @@ class Command(BaseCommand):
                     str(client),
                     "--parallel",
                     str(options["parallel"]),
-                    *device,
+                    *client_device,
                 ],
                 stop_signal=signal.SIGINT,
                 env={"SENTE_TOKEN": credentials.volunteer_token, "SENTE_USERNAME": VOLUNTEER},
+                nice=CLIENT_NICE,
             )
             login = (
                 f"log in as {OWNER} with the password {credentials.owner_password}"
@@ -193,6 +208,19 @@ class Command(BaseCommand):
             handlers.close()
         self.stdout.write(f"stopped; {run_status(run)}")
         self.stdout.write("start it again to continue the run")
+
+
+def _client_device(device: str | None, workers: int | None) -> list[str]:
+    """The client's ``--device`` argument: on the CPU (asked for, or the machine has no GPU) one
+    worker per core (or ``workers``), each searching with its own Python thread, since one worker's
+    thread keeps about one core busy; on a GPU the client's own choice (one worker per GPU)."""
+    if device is None:
+        from common.nn.device import default_device
+
+        device = "cpu" if default_device().type == "cpu" else None
+    if device != "cpu":
+        return ["--device", device] if device else []
+    return ["--device", ",".join(["cpu"] * (workers or os.cpu_count() or 1))]
 
 
 def _port_free(port: int) -> bool:
