@@ -136,14 +136,14 @@ class Report:
             "|---|---|---|---|---|---|---|---|",
         ]
         for row in self.curve:
-            when = f"{row['minutes']:.0f} (end)" if row.get("end") else f"{row['minutes']:.0f}"
+            when = _minutes(row["minutes"]) + (" (end)" if row.get("end") else "")
             lines.append(
                 f"| {when} | {row['network']} | {row['opponent']} | {row['visits']} | {row['games']} | "
                 f"{row['wins']} | {row['draws']} | {row['win_rate']:.0%} ({row['low']:.0%}-{row['high']:.0%}) |"
             )
         if self.reached_half is not None:
             half = self.reached_half
-            reached = "not reached" if half["minutes"] is None else f"{half['minutes']:.0f} minutes"
+            reached = "not reached" if half["minutes"] is None else f"{_minutes(half['minutes'])} minutes"
             lines += [
                 "",
                 f"First won half its games against GNU Go level {half['level']} at {half['visits']} visits: {reached}.",
@@ -157,6 +157,11 @@ class Report:
                 for a in self.anchors
             ]
         return lines
+
+
+def _minutes(minutes: float) -> str:
+    """Minutes as the curve's table gives them: whole ones as such, others to a tenth."""
+    return f"{minutes:.0f}" if abs(minutes - round(minutes)) < 0.05 else f"{minutes:.1f}"
 
 
 def measure(

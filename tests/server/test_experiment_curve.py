@@ -165,8 +165,8 @@ def test_the_report_keeps_its_keys_and_adds_the_curve(tmp_path):
     assert "| minutes | network | opponent | visits | games | won | drawn | win rate (95%) |" in text
     assert "| 30 | g3 | GNU Go level 1 | 48 | 20 | 4 | 0 | 20% (8%-42%) |" in text
     assert "| 30 | g3 | GNU Go level 1 | 192 | 20 | 7 | 0 | 35% (18%-57%) |" in text
-    assert "| 62 (end) | g4 | GNU Go level 1 | 48 | 40 | 22 | 0 | 55% (40%-69%) |" in text
-    assert "First won half its games against GNU Go level 1 at 48 visits: 62 minutes." in text
+    assert "| 61.5 (end) | g4 | GNU Go level 1 | 48 | 40 | 22 | 0 | 55% (40%-69%) |" in text
+    assert "First won half its games against GNU Go level 1 at 48 visits: 61.5 minutes." in text
     assert "- GNU Go level 1: +812 ± 96 (100 games)" in text
 
 
