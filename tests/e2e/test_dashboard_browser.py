@@ -1,8 +1,8 @@
 """The website in a real browser (headless Chromium driven by Playwright) against the server under
 gunicorn: the front page and its chart (with an announcement, the strongest network and GNU Go's
-line), the releases page (notes, strength in words, the stable links), the Elo chart (hover, zoom,
-the time axis), a game stepped through with the arrow keys, signing up and making a client token,
-and a phone-sized screen.
+line), the releases page (notes, strength in words, the stable links), the Elo chart (GNU Go's
+rated level drawn as a labelled line at its Elo, hover, zoom, the time axis), a game stepped
+through with the arrow keys, signing up and making a client token, and a phone-sized screen.
 
 The pages must load nothing from outside the server (the chart library is served by it) and raise no
 script errors. Screenshots are the test's artifacts: they are saved in ``test-artifacts/screenshots``
@@ -165,6 +165,7 @@ def _data(run_name: str, selfplay: list[helpers.PlayedGame]) -> dict:
     )
     Announcement.objects.create(message="Maintenance on Sunday 02:00 UTC: uploads wait a few minutes", level="warning")
     AnchorRating.objects.create(run=run, anchor=gnugo_anchor(5), elo=300.0, elo_se=20.0, games=120)
+    AnchorRating.objects.create(run=run, anchor=gnugo_anchor(10), elo=None, elo_se=None, games=0)  # not rated
     alice = User.objects.create_user("alice", "alice@example.org", "a long enough password")
     bob = User.objects.create_user("bob", "bob@example.org", "a long enough password")
     games = helpers.store_training_games(run, alice, selfplay[:4], network=networks[6])
@@ -191,6 +192,43 @@ def _data(run_name: str, selfplay: list[helpers.PlayedGame]) -> dict:
         "nine_game": nine.pk,
         "territory_game": territory.pk,
     }
+
+
+ANCHOR_LINES = """el => {
+  // The rows of the chart's canvas that hold the anchors' line colour (a neutral grey, darker than the
+  // grid's) in the right half of the plot, where no label is; the share of that half's columns the
+  // line covers; how many grey text pixels lie just above its left end (the label); and the row at
+  // which the chart's y scale puts Elo 300 (GNU Go level 5 in the test's data).
+  const canvas = el.querySelector("canvas"), over = el.querySelector(".u-over");
+  const dpr = window.devicePixelRatio, c = canvas.getBoundingClientRect(), o = over.getBoundingClientRect();
+  const left = Math.round((o.left - c.left) * dpr), top = Math.round((o.top - c.top) * dpr);
+  const width = Math.round(o.width * dpr), height = Math.round(o.height * dpr);
+  const px = canvas.getContext("2d").getImageData(left, top, width, height).data;
+  const grey = (x, y) => {
+    // the canvas is transparent: its pixels as the page shows them, over white
+    const i = 4 * (y * width + x), a = px[i + 3] / 255, on = v => v * a + 255 * (1 - a);
+    const r = on(px[i]), g = on(px[i + 1]), b = on(px[i + 2]);
+    return r < 200 && Math.abs(r - g) < 10 && Math.abs(g - b) < 10;
+  };
+  const ymin = parseFloat(el.dataset.yMin), ymax = parseFloat(el.dataset.yMax);
+  const expected = (ymax - 300) / (ymax - ymin) * height;
+  const rows = [], covered = new Set();
+  for (let y = 0; y < height; y++) {
+    let found = false;
+    for (let x = Math.floor(width / 2); x < width; x++) if (grey(x, y)) { found = true; covered.add(x); }
+    if (found) rows.push(y);
+  }
+  let label = 0;
+  const line = Math.round(expected);
+  for (let y = Math.max(0, line - 18 * dpr); y < line - 1; y++)
+    for (let x = 0; x < Math.min(width, 160 * dpr); x++) if (grey(x, y)) label++;
+  return { rows, expected, dashed: covered.size / (width - Math.floor(width / 2)), label };
+}"""
+
+
+def _anchor_lines(page) -> dict:
+    """Where the Elo chart's canvas has the anchors' lines (see ANCHOR_LINES)."""
+    return page.eval_on_selector("#elo-chart", ANCHOR_LINES)
 
 
 def test_the_website_in_a_browser(server, chromium, tmp_path, settings):
@@ -292,9 +330,16 @@ def _browse(browser, url: str, data: dict, screens: Screens, server_log: Path) -
         assert live.inner_text('[data-live="network_elo"]') == "100 ± 20"  # 1.96 standard errors, from the server
         live.close()
 
-        # the Elo chart: hover names a network, dragging zooms in, the time axis redraws it
+        # the Elo chart: GNU Go's rated level a labelled line at its Elo (the level not rated: none),
+        # hover names a network, dragging zooms in, the time axis redraws it
         page.goto(url + "/elo/")
         page.wait_for_selector('#elo-chart[data-ready="1"]')
+        assert page.get_attribute("#elo-chart", "data-anchors") == "GNU Go level 5"
+        assert "a dashed line is GNU Go at a level" in page.inner_text("main")
+        lines = _anchor_lines(page)
+        assert lines["rows"] and all(abs(row - lines["expected"]) <= 1.5 for row in lines["rows"]), lines
+        assert lines["dashed"] > 0.4, lines  # a dashed line across the chart
+        assert lines["label"] > 20, lines  # its label's text, just above its left end
         over = page.locator("#elo-chart .u-over")
         box = over.bounding_box()
         page.mouse.move(box["x"] + box["width"] * 0.98, box["y"] + box["height"] / 2)

@@ -154,11 +154,11 @@
     hover.textContent = describe(order[k]);
   }
 
-  // the x range in view, for whoever reads the page (and its tests)
+  // the x and y ranges in view, for whoever reads the page (and its tests)
   function onScale(u, key) {
-    if (key !== "x") return;
-    el.setAttribute("data-x-min", String(u.scales.x.min));
-    el.setAttribute("data-x-max", String(u.scales.x.max));
+    if (key !== "x" && key !== "y") return;
+    el.setAttribute("data-" + key + "-min", String(u.scales[key].min));
+    el.setAttribute("data-" + key + "-max", String(u.scales[key].max));
   }
 
   function options(width) {
