@@ -1,5 +1,5 @@
-"""The ablation's arms and their runs: the whole platform once per arm, from the random network, for
-the same CPU time, each in a folder of its own.
+"""The ablation's arms and their runs: the whole platform once per arm and repetition, from the random
+network, for the same CPU time, each in a folder of its own.
 
 An arm is a settings document (``server/platform/arms/NAME.json``, or any file of that form):
 
@@ -11,11 +11,16 @@ An arm is a settings document (``server/platform/arms/NAME.json``, or any file o
 - ``paper`` (optional): ``claim``, what the paper says removing it costs, and ``expect``, "worse" or
   "better" (what that says of this arm against the full method).
 
-An arm's folder (``DATA/arms/NAME``) holds its settings document, its platform's data folder (the
-embedded default: SQLite and local files, so that an arm is whole in its folder), the platform's
-output, ``state.json`` (the CPU time used, sampled every few seconds with the time and the load
-average: what a run that resumes starts from, and what places each generation on the compute axis)
-and, once it stopped, its accepted generations (``manage.py generations``).
+An arm runs ``--seeds`` times, each repetition from the random network with a platform of its own.
+The platform takes no seed (its self-play draws from the operating system), so a repetition is an
+independent run of the arm, not a replay. The K-th repetition's folder is ``DATA/arms/NAME.seedK``
+(a suffix that a file URL, the platform's storage, keeps as it is), the first's ``DATA/arms/NAME``
+(so an ablation's folder from before repetitions goes on as it was). A folder holds the repetition's
+settings document, its platform's data folder (the embedded default: SQLite and local files, so that
+a repetition is whole in its folder), the platform's output, ``state.json`` (the CPU time used,
+sampled every few seconds with the time and the load average: what a run that resumes starts from,
+and what places each generation on the compute axis) and, once it stopped, its accepted generations
+(``manage.py generations``).
 
 The CPU time is the platform's whole process tree (web server, worker, trainer, client), user and
 system, summed over every process seen: on a machine shared with other work an arm still gets its
@@ -127,6 +132,29 @@ def load_arm(spec: str, board: int, _seen: tuple[str, ...] = ()) -> Arm:
     except SettingsError as e:
         raise AblationError(f"arm {path}: {e}") from None
     return Arm(name, doc["title"], doc["description"], settings, paper.get("claim", ""), paper.get("expect", ""))
+
+
+@dataclass(frozen=True)
+class Repetition:
+    """The ``seed``-th run of an arm (from 1): from the random network, with a platform of its own."""
+
+    arm: Arm
+    seed: int = 1
+
+    @property
+    def name(self) -> str:
+        """Its folder's name under ``DATA/arms`` and its networks' prefix in the rating: the arm's name
+        for the first, ``NAME.seedK`` for the K-th."""
+        return self.arm.name if self.seed == 1 else f"{self.arm.name}.seed{self.seed}"
+
+    def folder(self, data: Path) -> Path:
+        return data / "arms" / self.name
+
+
+def repetitions(arms: list[Arm], seeds: int) -> list[Repetition]:
+    """The ``seeds`` repetitions of every arm in the order they run: every arm's first, then every
+    arm's second, and so on, so that an ablation stopped part way has whole rounds of arms."""
+    return [Repetition(arm, seed) for seed in range(1, seeds + 1) for arm in arms]
 
 
 def merged(base: dict, changes: dict) -> dict:
@@ -261,21 +289,23 @@ def warm_up(arm: Arm, folder: Path, log: Path) -> None:
 
 
 def run_arm(
-    arm: Arm,
-    folder: Path,
+    run: Repetition,
+    data: Path,
     cpu_budget: float,
     port: int,
     parallel: int,
     progress: Callable[[str], None],
     stopping: Callable[[], bool],
 ) -> ArmState:
-    """Run the platform on ``arm`` in ``folder`` until its processes used ``cpu_budget`` CPU seconds
-    over all sittings (or ``stopping()`` says so), then list its generations. Returns its state."""
+    """Run the platform on the repetition ``run`` in its folder under the ablation's ``data`` until its
+    processes used ``cpu_budget`` CPU seconds over all sittings (or ``stopping()`` says so), then list
+    its generations. Returns its state."""
+    arm, name, folder = run.arm, run.name, run.folder(data)
     folder.mkdir(parents=True, exist_ok=True)
     settings_file = folder / "settings.json"
     if settings_file.exists() and json.loads(settings_file.read_text()) != arm.settings:
         raise AblationError(
-            f"arm {arm.name}: its settings changed since it started ({settings_file}); delete {folder} to "
+            f"arm {name}: its settings changed since it started ({settings_file}); delete {folder} to "
             "run it again from the start"
         )
     atomic_write(settings_file, json.dumps(arm.settings, indent=1).encode())
@@ -322,19 +352,19 @@ def run_arm(
             if time.time() - last_note >= 60:
                 last_note = time.time()
                 progress(
-                    f"arm {arm.name}: {state.cpu_seconds / 60:.1f} of {cpu_budget / 60:g} CPU-minutes "
+                    f"arm {name}: {state.cpu_seconds / 60:.1f} of {cpu_budget / 60:g} CPU-minutes "
                     f"({state.wall_seconds / 60:.1f} minutes)"
                 )
             time.sleep(SAMPLE_SECONDS)
             measure()
     finally:
         if platform.running():
-            progress(f"arm {arm.name}: {state.cpu_seconds / 60:.1f} CPU-minutes used; stopping its platform")
+            progress(f"arm {name}: {state.cpu_seconds / 60:.1f} CPU-minutes used; stopping its platform")
             supervisor.stop(platform, STOP_SECONDS)
         measure()
     if platform.process.returncode != 0:
         raise AblationError(
-            f"arm {arm.name}: its platform ended with status {platform.process.returncode}; the end of "
+            f"arm {name}: its platform ended with status {platform.process.returncode}; the end of "
             f"{platform.log_path}:\n{platform.log_tail()}"
         )
     state.finished = state.cpu_seconds >= cpu_budget

@@ -1,9 +1,9 @@
 """The ablation's ratings: the arms' generations against fixed anchors, in one Bradley-Terry fit.
 
 The players: the uniform random player (held at 0 Elo), GNU Go at its levels (when installed), and
-the networks rated: from each arm, the generation accepted last before each of ``points`` evenly
-spaced shares of its CPU time, and its final network (its newest, even one its gating had not
-decided when the arm's time ran out). The full arm's final network
+the networks rated: from each repetition of each arm, the generation accepted last before each of
+``points`` evenly spaced shares of its CPU time, and its final network (its newest, even one its
+gating had not decided when the time ran out). The final network of the full arm's first repetition
 is the reference that every other rated network also plays. Every game goes through ``python -m
 client twogtp``, Chinese rules, the board's fair komi, each pair of games (colours swapped) from its
 own random opening moves; a network plays with its arm's rating search at the given visits.
@@ -11,16 +11,18 @@ own random opening moves; a network plays with its arm's rating search at the gi
 Each pairing's result is kept in ``games.json`` as it finishes, so that a stopped rating goes on
 from the pairings it has. The fit is the ratings' (``server.ratings.fit``) with one virtual draw in
 every pairing, a weak prior that keeps a clean sweep (a trained network against the uniform random
-player) finite; the intervals come from the fit's full covariance.
+player) finite; the intervals come from the fit's full covariance, a difference between the means
+of several networks (an arm's repetitions against the full arm's) as well as between two.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -155,13 +157,33 @@ def play(
 @dataclass(frozen=True)
 class Fit:
     """Each player's Elo (the uniform random player 0) and its 95% interval; ``against`` the
-    difference to the reference with its 95% interval."""
+    difference to the reference with its 95% interval; ``cov`` the Elo's full covariance, in the
+    order of ``players``."""
 
     elo: dict[str, float]
     ci95: dict[str, float]
     against: dict[str, tuple[float, float]]
     games: dict[str, int]
     iterations: int
+    players: tuple[str, ...] = ()
+    cov: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
+
+    def difference(self, these: list[str], those: list[str]) -> tuple[float, float]:
+        """The mean Elo of the players ``these`` minus the mean Elo of ``those`` (none: the uniform
+        random player's 0), and the half-width of its 95% interval: Z95 times the square root of
+        w^T cov w, w the weights that make the difference (1/len(these) on each of these, minus
+        1/len(those) on each of those), so that the covariances of the networks that played each
+        other and the same anchors count. NaN and infinite when one of them could not be rated."""
+        index = {key: i for i, key in enumerate(self.players)}
+        w = np.zeros(len(self.players))
+        for group, sign in ((these, 1.0), (those, -1.0)):
+            for key in group:
+                w[index[key]] += sign / len(group)
+        used = [key for key in self.players if w[index[key]] != 0.0]
+        if any(not math.isfinite(self.elo[key]) for key in used):
+            return math.nan, math.inf
+        value = sum(w[index[key]] * self.elo[key] for key in used)
+        return float(value), float(Z95 * math.sqrt(max(float(w @ self.cov @ w), 0.0)))
 
 
 def fit(players: list[str], results: list[Result], reference: str | None) -> Fit:
@@ -174,14 +196,18 @@ def fit(players: list[str], results: list[Result], reference: str | None) -> Fit
     score = np.array([(r.first_wins + 0.5 * r.draws) / r.games if r.games else 0.5 for r in results], dtype=np.float64)
     ties = (first, second, np.full(first.size, VIRTUAL_DRAWS))
     ratings = fit_ratings(len(players), first, second, score, counts=counts, anchor=0, ties=ties)
-    elo = {key: float(ratings.elo[i]) for key, i in index.items()}
-    ci95 = {key: float(Z95 * ratings.se[i]) for key, i in index.items()}
-    against = {}
+    out = Fit(
+        elo={key: float(ratings.elo[i]) for key, i in index.items()},
+        ci95={key: float(Z95 * ratings.se[i]) for key, i in index.items()},
+        against={},
+        games={key: int(ratings.games[i]) for key, i in index.items()},
+        iterations=ratings.iterations,
+        players=tuple(players),
+        cov=ratings.cov,
+    )
     if reference is not None:
-        for key, i in index.items():
-            difference, se = ratings.difference(i, index[reference])
-            against[key] = (difference, Z95 * se)
-    return Fit(elo, ci95, against, {key: int(ratings.games[i]) for key, i in index.items()}, ratings.iterations)
+        out.against.update({key: out.difference([key], [reference]) for key in players})
+    return out
 
 
 def pick_points(generations: list[dict], points: int, end: float) -> list[dict]:

@@ -1,6 +1,7 @@
-"""The ablation's report: a table of each arm's strength against the anchors, what the paper claims
-beside what we found, and a plot of Elo against compute per arm (matplotlib), as Markdown, JSON and
-PNG (``ablation-DATE.md``, ``.json`` and ``.png``)."""
+"""The ablation's report: a table of each arm's strength against the anchors (each repetition's,
+and with several the arm's pooled over them), what the paper claims beside what we found, and a plot
+of Elo against compute per repetition (matplotlib), as Markdown, JSON and PNG (``ablation-DATE.md``,
+``.json`` and ``.png``). With one repetition per arm it reads as an ablation without repetitions."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from common.files import atomic_write
 
 @dataclass
 class Point:
-    """A rated generation of an arm, placed on the compute axis."""
+    """A rated generation of a repetition, placed on the compute axis."""
 
     network: str
     cpu_minutes: float
@@ -30,14 +31,11 @@ class Point:
 
 
 @dataclass
-class ArmReport:
-    name: str
-    title: str
-    description: str
-    claim: str
-    expect: str
-    architecture: str
-    evals_per_s: float | None
+class RepetitionReport:
+    """One repetition of an arm: what its platform did, and its rated generations."""
+
+    seed: int
+    name: str  # its folder under the ablation's arms/, and its networks' prefix in the rating
     cpu_minutes: float
     wall_minutes: float
     mean_load: float | None
@@ -49,13 +47,35 @@ class ArmReport:
     accepted: int
     training_samples: int
     points: list[Point] = field(default_factory=list)
-    vs_reference: float | None = None  # the final network's Elo minus the reference's
+    vs_reference: float | None = None  # its final network's Elo minus the reference's
     vs_reference_ci95: float | None = None
-    verdict: str = ""
 
     @property
     def final(self) -> Point | None:
         return self.points[-1] if self.points else None
+
+
+@dataclass
+class ArmReport:
+    name: str
+    title: str
+    description: str
+    claim: str
+    expect: str
+    architecture: str
+    evals_per_s: float | None
+    repetitions: list[RepetitionReport] = field(default_factory=list)
+    # Pooled over the repetitions that exported a network: their final networks' mean Elo, and that
+    # mean minus the full arm's (with one repetition each, the final network's against the reference).
+    mean_elo: float | None = None
+    mean_elo_ci95: float | None = None
+    vs_reference: float | None = None
+    vs_reference_ci95: float | None = None
+    verdict: str = ""
+
+    @property
+    def finals(self) -> list[Point]:
+        return [r.final for r in self.repetitions if r.final is not None]
 
 
 @dataclass
@@ -71,7 +91,8 @@ class Anchor:
 class AblationReport:
     date: str
     board: int
-    cpu_minutes: float  # each arm's budget
+    cpu_minutes: float  # each repetition's budget
+    seeds: int  # repetitions per arm
     machine: str
     command: str
     visits: int
@@ -89,13 +110,27 @@ class AblationReport:
         b = self.board
         levels = [a.label.removeprefix("GNU Go ") for a in self.anchors if a.key.startswith("gnugo")]
         gnugo = f"GNU Go at {', '.join(levels)}" if levels else "no GNU Go (not installed)"
+        several = self.seeds > 1
+        platform = "Each arm ran the whole platform (self-play client, trainer, gating) "
+        if several:
+            ran = (
+                f"{platform}{self.seeds} times, each repetition from the random network for {self.cpu_minutes:g} "
+                f"CPU-minutes of its processes on {self.machine}, in its own data folder (the platform takes no "
+                "seed: a repetition is an independent run). Their generations then played the anchors (the "
+                f"uniform random player, {gnugo}) and the reference, the final network of the full arm's first "
+                "repetition"
+            )
+        else:
+            ran = (
+                f"{platform}from the random network for {self.cpu_minutes:g} CPU-minutes of its processes on "
+                f"{self.machine}, in its own data folder. Its generations then played the anchors (the uniform "
+                f"random player, {gnugo}) and the full arm's final network"
+            )
+        seed = ["seed"] if several else []
         lines = [
             f"# Ablation on {b}x{b}, {self.date}",
             "",
-            f"Each arm ran the whole platform (self-play client, trainer, gating) from the random network for "
-            f"{self.cpu_minutes:g} CPU-minutes of its processes on {self.machine}, in its own data folder. Its "
-            f"generations then played the anchors (the uniform random player, {gnugo}) and the full arm's final "
-            f"network: {self.games:,} games in {self.pairings} pairings at {self.visits} visits per move, rated in "
+            f"{ran}: {self.games:,} games in {self.pairings} pairings at {self.visits} visits per move, rated in "
             f"one Bradley-Terry fit with the uniform random player at 0 ({self.fit_iterations} Newton steps).",
             "",
             "Reproduce:",
@@ -106,31 +141,77 @@ class AblationReport:
             "",
             "## The arms",
             "",
-            "| arm | final network | Elo ± 95% | against the full arm ± 95% | CPU-min | minutes (load) | self-play "
-            "games | rows | training samples | accepted / exported | network, evaluations/s |",
-            "|---|---|---|---|---|---|---|---|---|---|---|",
+            _row(
+                "arm",
+                *seed,
+                "final network",
+                "Elo ± 95%",
+                "against the full arm ± 95%",
+                "CPU-min",
+                "minutes (load)",
+                "self-play games",
+                "rows",
+                "training samples",
+                "accepted / exported",
+                "network, evaluations/s",
+            ),
+            "|---" * (11 + len(seed)) + "|",
         ]
         for arm in self.arms:
-            final = arm.final
-            name = final.label() if final else "(none exported)"
-            elo = f"{final.elo:+.0f} ± {final.ci95:.0f}" if final else "-"
-            against = (
-                f"{arm.vs_reference:+.0f} ± {arm.vs_reference_ci95:.0f}"
-                if arm.vs_reference is not None and arm.vs_reference_ci95
-                else ("0 (the reference)" if arm.vs_reference is not None else "-")
-            )
-            load = f" ({arm.mean_load:.1f})" if arm.mean_load is not None else ""
             speed = f"{arm.architecture}, {arm.evals_per_s:,.0f}" if arm.evals_per_s else arm.architecture
-            lines.append(
-                f"| {arm.title} | {name} | {elo} | {against} | {arm.cpu_minutes:.1f} | {arm.wall_minutes:.1f}{load} | "
-                f"{arm.selfplay_games:,} | {arm.rows:,} | {arm.training_samples:,} | {arm.accepted} / "
-                f"{arm.candidates} | {speed} |"
-            )
+            for r in arm.repetitions:
+                final = r.final
+                load = f" ({r.mean_load:.1f})" if r.mean_load is not None else ""
+                lines.append(
+                    _row(
+                        arm.title,
+                        *([str(r.seed)] if several else []),
+                        final.label() if final else "(none exported)",
+                        f"{final.elo:+.0f} ± {final.ci95:.0f}" if final else "-",
+                        _against(r.vs_reference, r.vs_reference_ci95, "0 (the reference)"),
+                        f"{r.cpu_minutes:.1f}",
+                        f"{r.wall_minutes:.1f}{load}",
+                        f"{r.selfplay_games:,}",
+                        f"{r.rows:,}",
+                        f"{r.training_samples:,}",
+                        f"{r.accepted} / {r.candidates}",
+                        speed,
+                    )
+                )
         lines += [
             "",
             "CPU-min: the CPU time its platform's processes used (user and system, all sittings); minutes: the "
             "wall time, with the mean 1-minute load average of the machine while it ran. Evaluations/s: its "
-            "network at the client's batch on this board, one thread, measured before the rating.",
+            "network at the client's batch on this board, one thread, measured before the rating."
+            + (" Against the full arm: the final network's Elo minus the reference's." if several else ""),
+        ]
+        if several:
+            lines += [
+                "",
+                f"## The arms over their {self.seeds} repetitions",
+                "",
+                "| arm | final networks | mean Elo ± 95% | against the full arm ± 95% |",
+                "|---|---|---|---|",
+            ]
+            for arm in self.arms:
+                mean = f"{arm.mean_elo:+.0f} ± {arm.mean_elo_ci95:.0f}" if arm.mean_elo is not None else "-"
+                lines.append(
+                    _row(
+                        arm.title,
+                        f"{len(arm.finals)} of {len(arm.repetitions)}",
+                        mean,
+                        _against(arm.vs_reference, arm.vs_reference_ci95, "0 (the full arm)"),
+                    )
+                )
+            lines += [
+                "",
+                "Mean Elo: of the final networks of the arm's repetitions (those that exported one); against the "
+                "full arm: that mean minus the full arm's. Their 95% intervals come from the fit's covariance of "
+                "those networks' ratings: they hold how well the games measured these networks, not how far "
+                "another repetition would land (the rows above show how far these did). The verdicts below are on "
+                "this difference.",
+            ]
+        lines += [
             "",
             "## Anchors",
             "",
@@ -153,12 +234,12 @@ class AblationReport:
             "|---|---|---|---|---|---|---|---|",
         ]
         for arm in self.arms:
-            for p in arm.points:
-                network = p.label()
-                lines.append(
-                    f"| {arm.name} | {network} | {p.cpu_minutes:.1f} | {p.selfplay_games:,} | {p.rows:,} | "
-                    f"{p.train_step:,} | {p.elo:+.0f} ± {p.ci95:.0f} | {p.games} |"
-                )
+            for r in arm.repetitions:
+                for p in r.points:
+                    lines.append(
+                        f"| {r.name} | {p.label()} | {p.cpu_minutes:.1f} | {p.selfplay_games:,} | {p.rows:,} | "
+                        f"{p.train_step:,} | {p.elo:+.0f} ± {p.ci95:.0f} | {p.games} |"
+                    )
         lines += ["", "## What the papers claim, and what we found", "", "| arm | the claim | ours |", "|---|---|---|"]
         for arm in self.arms:
             if arm.claim or arm.expect:
@@ -168,11 +249,23 @@ class AblationReport:
         return "\n".join(lines) + "\n"
 
 
+def _row(*cells: str) -> str:
+    return "| " + " | ".join(cells) + " |"
+
+
+def _against(difference: float | None, ci95: float | None, zero: str) -> str:
+    """A difference to the full arm with its interval; ``zero`` for the full arm's own (no interval)."""
+    if difference is None:
+        return "-"
+    return f"{difference:+.0f} ± {ci95:.0f}" if ci95 else zero
+
+
 def verdict(arm: ArmReport, is_reference: bool) -> str:
-    """Whether the arm's final network against the reference agrees with the paper's expectation."""
+    """Whether the arm's difference to the full arm (pooled over its repetitions) agrees with the
+    paper's expectation."""
     if is_reference:
         return "the reference"
-    if arm.final is None or arm.vs_reference is None or arm.vs_reference_ci95 is None:
+    if arm.vs_reference is None or arm.vs_reference_ci95 is None:
         return "not measured: no network exported, or no reference"
     low, high = arm.vs_reference - arm.vs_reference_ci95, arm.vs_reference + arm.vs_reference_ci95
     said = f"{arm.vs_reference:+.0f} ± {arm.vs_reference_ci95:.0f} against the full arm"
@@ -187,26 +280,31 @@ def verdict(arm: ArmReport, is_reference: bool) -> str:
 
 
 def plot(report: AblationReport, path: Path) -> Path:
-    """Elo of each arm's rated generations against the CPU-minutes the arm had used, with 95% bars,
-    and the anchors as horizontal lines."""
+    """Elo of each repetition's rated generations against the CPU-minutes it had used, with 95% bars,
+    one colour per arm, and the anchors as horizontal lines."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(8.0, 5.0), dpi=120)
-    for arm in report.arms:
-        if arm.points:
+    for k, arm in enumerate(report.arms):
+        label = arm.title if report.seeds == 1 else f"{arm.title} ({len(arm.repetitions)} repetitions)"
+        for r in arm.repetitions:
+            if not r.points:
+                continue
             ax.errorbar(
-                [p.cpu_minutes for p in arm.points],
-                [p.elo for p in arm.points],
-                yerr=[p.ci95 for p in arm.points],
+                [p.cpu_minutes for p in r.points],
+                [p.elo for p in r.points],
+                yerr=[p.ci95 for p in r.points],
                 marker="o",
                 markersize=4,
                 capsize=3,
                 linewidth=1.2,
-                label=arm.title,
+                color=f"C{k % 10}",
+                label=label,
             )
+            label = "_"  # one legend entry per arm
     for anchor in report.anchors:
         if not anchor.games:
             continue

@@ -1,7 +1,9 @@
-"""``manage.py ablation`` whole: two arms on 5x5 (settings that export networks within a minute), each
-running the real platform for one CPU-minute in its own folder, then rating games against the real
-uniform random player, GNU Go (when installed) and the reference, one fit, the report and its plot; a
-second start keeps what the first did, and a changed budget is refused."""
+"""``manage.py ablation`` whole: an arm on 5x5 (settings that export networks within a minute) in two
+repetitions, each running the real platform for one CPU-minute in its own folder, then rating games
+against the real uniform random player, GNU Go (when installed) and the reference, one fit, the
+report with each repetition and the arm's pooled figures, and its plot; a second start keeps what
+the first did, and a changed budget is refused. (Two repetitions of one arm cost what two arms did:
+the arms' documents and their differences are the unit tests'.)"""
 
 from __future__ import annotations
 
@@ -36,23 +38,11 @@ FAST = {
 }
 
 
-def test_two_arms_are_run_rated_in_one_fit_and_reported(tmp_path):
+def test_two_repetitions_are_run_rated_in_one_fit_and_reported(tmp_path):
     arms = tmp_path / "arms"
     arms.mkdir()
     full = arms / "full.json"
     full.write_text(json.dumps({"title": "the full method", "description": "quick settings", "settings": FAST}))
-    no_pcr = arms / "no-pcr.json"
-    no_pcr.write_text(
-        json.dumps(
-            {
-                "title": "without playout cap randomization",
-                "from": str(full),
-                "description": "every move at 4 visits",
-                "paper": {"claim": "a massive drop", "expect": "worse"},
-                "settings": {"selfplay": {"full_search_prob": 1.0, "visits": 4, "cheap_visits": 4}},
-            }
-        )
-    )
     data, out = tmp_path / "data", tmp_path / "report"
     command = [
         sys.executable,
@@ -65,7 +55,9 @@ def test_two_arms_are_run_rated_in_one_fit_and_reported(tmp_path):
         "--board",
         "5",
         "--arms",
-        f"{full},{no_pcr}",
+        str(full),
+        "--seeds",
+        "2",
         "--port",
         str(free_port()),
         "--points",
@@ -96,28 +88,43 @@ def test_two_arms_are_run_rated_in_one_fit_and_reported(tmp_path):
     first = ablation()
     assert first.returncode == 0, first.stdout[-4000:] + first.stderr[-4000:]
     report = json.loads((out / "ablation-2026-01-02.json").read_text())
-    assert report["board"] == 5 and report["cpu_minutes"] == 1.0 and report["visits"] == 8
-    assert [arm["name"] for arm in report["arms"]] == ["full", "no-pcr"]
-    for arm in report["arms"]:
+    assert report["board"] == 5 and report["cpu_minutes"] == 1.0 and report["visits"] == 8 and report["seeds"] == 2
+    [arm] = report["arms"]
+    assert arm["name"] == "full"
+    runs = arm["repetitions"]
+    assert [(run["seed"], run["name"]) for run in runs] == [(1, "full"), (2, "full.seed2")]
+    for run in runs:
         # Each stopped once its processes had used the minute (plus what stopping them took).
-        assert 1.0 <= arm["cpu_minutes"] < 2.0 and arm["sittings"] == 1
-        assert arm["selfplay_games"] > 0 and arm["rows"] > 0 and arm["training_samples"] >= 512
-        assert arm["candidates"] >= 1 and 1 <= len(arm["points"]) <= 3  # two shares and the final one
-        assert arm["points"][-1]["train_step"] == max(p["train_step"] for p in arm["points"])
-        assert [p["gating"] for p in arm["points"][:-1]] == ["accepted"] * (len(arm["points"]) - 1)
-        assert arm["points"][-1]["gating"] in ("accepted", "rejected", "waiting")
-        assert all(math.isfinite(p["elo"]) and p["ci95"] > 0 for p in arm["points"])
-        assert (data / "arms" / arm["name"] / "data" / "sente.sqlite3").exists()  # each its own database
-    reference, other = report["arms"]
-    assert report["reference"] == f"full/{reference['points'][-1]['network']}"
-    assert reference["verdict"] == "the reference" and reference["vs_reference"] == 0.0
-    assert other["vs_reference_ci95"] > 0 and other["verdict"].split(":")[0] in ("agrees", "disagrees", "cannot tell")
-    # The no-pcr arm records every move: more rows per game than the full method's quarter.
-    assert other["rows"] / other["selfplay_games"] > reference["rows"] / reference["selfplay_games"]
+        assert 1.0 <= run["cpu_minutes"] < 2.0 and run["sittings"] == 1
+        assert run["selfplay_games"] > 0 and run["rows"] > 0 and run["training_samples"] >= 512
+        assert run["candidates"] >= 1 and 1 <= len(run["points"]) <= 3  # two shares and the final one
+        assert run["points"][-1]["train_step"] == max(p["train_step"] for p in run["points"])
+        assert [p["gating"] for p in run["points"][:-1]] == ["accepted"] * (len(run["points"]) - 1)
+        assert run["points"][-1]["gating"] in ("accepted", "rejected", "waiting")
+        assert all(math.isfinite(p["elo"]) and p["ci95"] > 0 for p in run["points"])
+        folder = data / "arms" / run["name"]  # each its own database and files
+        assert (folder / "data" / "sente.sqlite3").exists() and (folder / "data" / "files").is_dir()
+    assert sorted(p.name for p in (data / "arms").iterdir()) == ["full", "full.seed2"]
+    # Independent runs: each trained on its own games, so their final networks differ.
+    finals = [
+        json.loads((data / "arms" / run["name"] / "generations" / "generations.json").read_text()) for run in runs
+    ]
+    files = [
+        data / "arms" / run["name"] / "generations" / f["final"]["file"] for run, f in zip(runs, finals, strict=True)
+    ]
+    assert files[0].read_bytes() != files[1].read_bytes()
+
+    first_run, second_run = runs
+    assert report["reference"] == f"full/{first_run['points'][-1]['network']}"
+    assert first_run["vs_reference"] == 0.0 and second_run["vs_reference_ci95"] > 0
+    # Pooled: the full arm against itself; its mean Elo is its repetitions'.
+    assert arm["verdict"] == "the reference" and (arm["vs_reference"], arm["vs_reference_ci95"]) == (0.0, 0.0)
+    mean = (first_run["points"][-1]["elo"] + second_run["points"][-1]["elo"]) / 2
+    assert arm["mean_elo"] == pytest.approx(mean) and arm["mean_elo_ci95"] > 0
 
     anchors = {a["key"]: a for a in report["anchors"]}
     assert anchors["uniform"]["elo"] == 0.0 and anchors["uniform"]["games"] > 0
-    rated = sum(len(arm["points"]) for arm in report["arms"])
+    rated = sum(len(run["points"]) for run in runs)
     levels = 2 if gnugo_path() else 0
     # Each rated network: the random player and each GNU Go level; the others also the reference.
     assert report["pairings"] == rated * (1 + levels) + rated - 1
@@ -126,19 +133,19 @@ def test_two_arms_are_run_rated_in_one_fit_and_reported(tmp_path):
         assert anchors["gnugo-1"]["games"] == 2 * rated and math.isfinite(anchors["gnugo-5"]["elo"])
 
     text = (out / "ablation-2026-01-02.md").read_text()
-    assert "| the full method | " in text and "| without playout cap randomization | " in text
-    assert "| without playout cap randomization | a massive drop | " in text
-    assert "--cpu-minutes 1 --board 5" in text and "--report-dir" in text
+    assert "| the full method | 1 | " in text and "| the full method | 2 | " in text
+    assert "| the full method | 2 of 2 | " in text and f"| full.seed2 | {second_run['points'][0]['network']}" in text
+    assert "--cpu-minutes 1 --board 5" in text and "--seeds 2" in text and "--report-dir" in text
     assert (out / "ablation-2026-01-02.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
-    # Started again: the arms are done and every pairing played; only the report is made again.
+    # Started again: the repetitions are done and every pairing played; only the report is made again.
     games = (data / "rating" / "games.json").read_text()
     second = ablation()
     assert second.returncode == 0, second.stdout[-4000:] + second.stderr[-4000:]
     assert "CPU-minutes used" not in second.stdout and "pairings to play" not in second.stdout
     assert (data / "rating" / "games.json").read_text() == games
     again = json.loads((out / "ablation-2026-01-02.json").read_text())
-    assert again["games"] == report["games"] and again["arms"][1]["points"] == other["points"]
+    assert again["games"] == report["games"] and again["arms"][0]["repetitions"] == runs
 
     changed = subprocess.run(
         [*command[:5], "--cpu-minutes", "2", *command[7:]], cwd=ROOT, env=env, capture_output=True, text=True

@@ -1,15 +1,20 @@
-"""The ablation's parts: the arms' documents (the built-in ones, and bad ones refused by name), an
-arm's CPU accounting, the one Bradley-Terry fit against the anchors, the choice of the generations
-rated, the verdict against the paper's claim, and the report with its plot."""
+"""The ablation's parts: the arms' documents (the built-in ones, and bad ones refused by name), the
+repetitions' folders and how a finished one resumes, an arm's CPU accounting, the one Bradley-Terry
+fit against the anchors and the pooled difference of two arms' repetitions, the choice of the
+generations rated, the verdict against the paper's claim, and the report with its plot, with one
+repetition per arm and with two."""
 
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 import time
 
+import numpy as np
 import pytest
+from django.core.management import CommandError, call_command
 
 from common.settings import RunSettings
 from server.platform.ablation import (
@@ -19,9 +24,19 @@ from server.platform.ablation import (
     CpuMeter,
     load_arm,
     merged,
+    repetitions,
+    run_arm,
 )
-from server.platform.ablation_rating import Result, fit, pick_points
-from server.platform.ablation_report import AblationReport, Anchor, ArmReport, Point, verdict, write
+from server.platform.ablation_rating import Fit, Result, fit, pick_points
+from server.platform.ablation_report import (
+    AblationReport,
+    Anchor,
+    ArmReport,
+    Point,
+    RepetitionReport,
+    verdict,
+    write,
+)
 from server.platform.demo import DRAWLESS_BOARDS, FAIR_KOMI
 
 
@@ -111,6 +126,47 @@ def test_an_arm_starts_from_another_and_unknown_names_are_refused(tmp_path):
     assert merged({"a": {"b": 1, "c": 2}, "d": 3}, {"a": {"b": 5}, "d": [1]}) == {"a": {"b": 5, "c": 2}, "d": [1]}
 
 
+def test_each_repetition_has_its_folder_and_one_that_used_its_time_is_kept_as_it_is(tmp_path):
+    full, other = load_arm("full", 7), load_arm("no-pcr", 7)
+    runs = repetitions([full, other], 3)
+    # Every arm's first, then every arm's second: a stopped ablation has whole rounds.
+    assert [r.name for r in runs] == ["full", "no-pcr", "full.seed2", "no-pcr.seed2", "full.seed3", "no-pcr.seed3"]
+    assert [r.seed for r in runs] == [1, 1, 2, 2, 3, 3] and runs[2].arm is full
+    # The first in the folder an ablation without repetitions has, so that one goes on as it was.
+    assert runs[0].folder(tmp_path) == tmp_path / "arms" / "full"
+    assert runs[2].folder(tmp_path) == tmp_path / "arms" / "full.seed2"
+    assert runs[2].folder(tmp_path).as_uri().endswith("/arms/full.seed2")  # as the file storage's URL keeps it
+    said: list[str] = []
+    for run, state in (
+        (runs[0], ArmState(cpu_seconds=61.0, wall_seconds=40.0, finished=True, sittings=2)),
+        (runs[2], ArmState(cpu_seconds=60.5, wall_seconds=35.0, finished=False, sittings=1)),  # stopped at the end
+    ):
+        folder = run.folder(tmp_path)
+        folder.mkdir(parents=True)
+        (folder / "settings.json").write_text(json.dumps(full.settings))
+        state.save(folder / "state.json")
+        kept = run_arm(run, tmp_path, 60.0, 1, 1, said.append, lambda: False)
+        assert kept.finished and (kept.cpu_seconds, kept.sittings) == (state.cpu_seconds, state.sittings)
+        assert sorted(p.name for p in folder.iterdir()) == ["settings.json", "state.json"]  # no platform started
+    assert said == []
+    # A repetition whose arm changed since it started is refused, naming its folder.
+    (runs[2].folder(tmp_path) / "settings.json").write_text(json.dumps(other.settings))
+    with pytest.raises(AblationError, match=r"arm full\.seed2: its settings changed since it started") as e:
+        run_arm(runs[2], tmp_path, 60.0, 1, 1, said.append, lambda: False)
+    assert f"delete {runs[2].folder(tmp_path)}" in str(e.value)
+
+
+def test_an_arm_named_as_a_repetition_and_no_repetitions_are_refused(tmp_path):
+    clash = write_arm(tmp_path, "full.seed2", {"title": "t", "description": "d", "from": "full"})
+    data = tmp_path / "data"
+    common = ["ablation", "--data", str(data), "--cpu-minutes", "1"]
+    with pytest.raises(CommandError, match=r"with --seeds 2: full\.seed2 is both an arm and a repetition of another"):
+        call_command(*common, "--arms", f"full,{clash}", "--seeds", "2")
+    with pytest.raises(CommandError, match="--seeds 0: must be at least 1"):
+        call_command(*common, "--seeds", "0")
+    assert not data.exists()
+
+
 def test_an_arms_cpu_time_is_read_between_its_samples_and_kept_over_a_gap(tmp_path):
     state = ArmState(samples=[[100.0, 0.0, 1.0], [105.0, 10.0, 2.0], [110.0, 20.0, 1.5], [500.0, 30.0, 1.0]])
     assert state.cpu_at(50.0) == 0.0 and state.cpu_at(107.5) == pytest.approx(15.0)
@@ -162,6 +218,48 @@ def test_one_fit_places_the_networks_between_the_anchors():
     assert fit(players, played, None).against == {}
 
 
+def test_the_pooled_difference_is_the_mean_of_an_arms_networks_minus_the_full_arms_with_its_covariance():
+    players = ("uniform", "full/f", "full.seed2/f", "arm/a", "arm.seed2/a", "lost/x")
+    cov = np.array(
+        [
+            [0.0, 0.0, 0.0, 0.0, 0.0, 0.0],
+            [0.0, 400.0, 100.0, 200.0, 0.0, 0.0],
+            [0.0, 100.0, 900.0, 0.0, 0.0, 0.0],
+            [0.0, 200.0, 0.0, 625.0, 50.0, 0.0],
+            [0.0, 0.0, 0.0, 50.0, 100.0, 0.0],
+            [0.0, 0.0, 0.0, 0.0, 0.0, 0.0],
+        ]
+    )
+    elo = dict(zip(players, [0.0, 100.0, 140.0, 60.0, 90.0, math.nan], strict=True))
+    f = Fit(elo, {}, {}, {}, 1, players, cov)
+    difference, ci = f.difference(["arm/a", "arm.seed2/a"], ["full/f", "full.seed2/f"])
+    # w = (0, -1/2, -1/2, 1/2, 1/2, 0): the arm's two networks (625 + 100 + 2 * 50) / 4 = 206.25, the full
+    # arm's (400 + 900 + 2 * 100) / 4 = 375, between them 2 * (-1/4) * 200 = -100: 481.25.
+    assert difference == pytest.approx(75.0 - 120.0) and ci == pytest.approx(1.96 * math.sqrt(481.25))
+    # One network each: the difference of two ratings, (625 + 400 - 2 * 200).
+    assert f.difference(["arm/a"], ["full/f"]) == pytest.approx((-40.0, 1.96 * math.sqrt(625.0)))
+    assert f.difference(["arm/a", "arm.seed2/a"], []) == pytest.approx((75.0, 1.96 * math.sqrt(206.25)))
+    assert f.difference(["full/f"], ["full/f"]) == (0.0, 0.0)
+    difference, ci = f.difference(["arm/a", "lost/x"], ["full/f"])  # a network the games did not rate
+    assert math.isnan(difference) and ci == math.inf
+
+    # In a real fit, one network each is the fit's own difference to the reference.
+    played = results(
+        ("a/1", "uniform", 10, 9, 1, 0),
+        ("a/2", "uniform", 10, 8, 2, 0),
+        ("b/1", "uniform", 10, 6, 4, 0),
+        ("b/2", "uniform", 10, 7, 3, 0),
+        ("a/2", "a/1", 20, 9, 11, 0),
+        ("b/1", "a/1", 20, 6, 14, 0),
+        ("b/2", "a/1", 20, 8, 12, 0),
+    )
+    f = fit(["uniform", "a/1", "a/2", "b/1", "b/2"], played, "a/1")
+    assert f.against["b/1"] == pytest.approx(f.difference(["b/1"], ["a/1"]))
+    pooled, ci = f.difference(["b/1", "b/2"], ["a/1", "a/2"])
+    assert pooled == pytest.approx((f.elo["b/1"] + f.elo["b/2"] - f.elo["a/1"] - f.elo["a/2"]) / 2)
+    assert pooled < 0 and 0 < ci < max(f.against["b/1"][1], f.against["b/2"][1])
+
+
 def test_the_generations_rated_are_spread_over_the_arms_compute():
     generations = [{"name": "random", "random": True, "cpu_seconds": 0.0}] + [
         {"name": f"g{k}", "random": False, "cpu_seconds": float(t)} for k, t in enumerate([5, 12, 20, 31, 44, 58])
@@ -172,16 +270,11 @@ def test_the_generations_rated_are_spread_over_the_arms_compute():
     assert pick_points(generations[:1], 4, 60.0) == []
 
 
-def arm_report(name="no-pcr", expect="worse", against=(-120.0, 50.0), points=True) -> ArmReport:
-    point = Point("net-2", 55.0, 900, 12000, 40000, gating="waiting", elo=300.0, ci95=60.0, games=70)
-    return ArmReport(
-        name=name,
-        title=f"the {name} arm",
-        description="what it changes",
-        claim="it costs strength",
-        expect=expect,
-        architecture="tiny",
-        evals_per_s=4500.0,
+def repetition(name="no-pcr", seed=1, against=(-120.0, 50.0), points=True, elo=300.0) -> RepetitionReport:
+    point = Point("net-2", 55.0, 900, 12000, 40000, gating="waiting", elo=elo, ci95=60.0, games=70)
+    return RepetitionReport(
+        seed=seed,
+        name=name if seed == 1 else f"{name}.seed{seed}",
         cpu_minutes=60.2,
         wall_minutes=33.0,
         mean_load=1.8,
@@ -193,6 +286,23 @@ def arm_report(name="no-pcr", expect="worse", against=(-120.0, 50.0), points=Tru
         accepted=7,
         training_samples=52000,
         points=[Point("net-1", 20.0, 300, 4000, 10000, "accepted", 100.0, 70.0, 70), point] if points else [],
+        vs_reference=against[0] if against else None,
+        vs_reference_ci95=against[1] if against else None,
+    )
+
+
+def arm_report(name="no-pcr", expect="worse", against=(-120.0, 50.0), points=True, more=()) -> ArmReport:
+    """An arm's report with one repetition (``against``: its difference to the full arm, pooled
+    as well); ``more``: its other repetitions, and then ``against`` is the pooled difference alone."""
+    return ArmReport(
+        name=name,
+        title=f"the {name} arm",
+        description="what it changes",
+        claim="it costs strength",
+        expect=expect,
+        architecture="tiny",
+        evals_per_s=4500.0,
+        repetitions=list(more) or [repetition(name, 1, against, points)],
         vs_reference=against[0] if against else None,
         vs_reference_ci95=against[1] if against else None,
     )
@@ -225,6 +335,7 @@ def test_the_report_has_its_table_its_claims_and_its_plot(tmp_path):
         date="2026-11-28",
         board=7,
         cpu_minutes=60.0,
+        seeds=1,
         machine="2 CPU cores (x86_64)",
         command=".venv/bin/python manage.py ablation --data x --cpu-minutes 60 --board 7",
         visits=48,
@@ -242,6 +353,9 @@ def test_the_report_has_its_table_its_claims_and_its_plot(tmp_path):
     text = path.read_text()
     assert path.name == "ablation-2026-11-28.md"
     assert "60 CPU-minutes of its processes on 2 CPU cores (x86_64)" in text and "400 games in 12 pairings" in text
+    # One repetition per arm: no seed column and no pooled table, the report of an ablation without them.
+    assert "and the full arm's final network: 400 games" in text and "| arm | final network | Elo ± 95% |" in text
+    assert "repetition" not in text
     row = "| the no-pcr arm | net-2 (not gated) | +300 ± 60 | -120 ± 50 | 60.2 | 33.0 (1.8) | 1,000 | 14,000 | "
     assert row + "52,000 | 7 / 9 | tiny, 4,500 |" in text
     assert "| the full arm | net-2 (not gated) | +300 ± 60 | 0 (the reference) |" in text
@@ -250,5 +364,72 @@ def test_the_report_has_its_table_its_claims_and_its_plot(tmp_path):
     assert "| the no-pcr arm | it costs strength | agrees: -120 ± 50 against the full arm |" in text
     assert "![Elo of each arm's generations against the CPU time it had used](ablation-2026-11-28.png)" in text
     assert "--cpu-minutes 60 --board 7\n```" in text
-    assert json.loads((tmp_path / "ablation-2026-11-28.json").read_text())["arms"][1]["points"][1]["elo"] == 300.0
+    assert "| no-pcr | net-2 (not gated) | 55.0 | 900 | 12,000 | 40,000 | +300 ± 60 | 70 |" in text
+    saved = json.loads((tmp_path / "ablation-2026-11-28.json").read_text())
+    assert saved["arms"][1]["repetitions"][0]["points"][1]["elo"] == 300.0 and saved["arms"][1]["vs_reference"] == -120
     assert (tmp_path / "ablation-2026-11-28.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_report_of_two_repetitions_gives_each_and_the_arms_pooled_difference(tmp_path):
+    full = arm_report(
+        "full",
+        expect="",
+        against=(0.0, 0.0),
+        more=[repetition("full", 1, (0.0, 0.0)), repetition("full", 2, (-40.0, 45.0), elo=260.0)],
+    )
+    full.mean_elo, full.mean_elo_ci95 = 280.0, 40.0
+    other = arm_report(
+        against=(-70.0, 40.0),
+        more=[repetition("no-pcr", 1, (-120.0, 50.0), elo=180.0), repetition("no-pcr", 2, (-60.0, 52.0), elo=240.0)],
+    )
+    other.mean_elo, other.mean_elo_ci95 = 210.0, 38.0
+    other.verdict = verdict(other, False)
+    # One repetition exported nothing: the arm's mean is its other one's.
+    half = arm_report(
+        "no-branching",
+        against=(-30.0, 55.0),
+        more=[repetition("no-branching", 1, None, points=False), repetition("no-branching", 2, (-20.0, 60.0))],
+    )
+    half.mean_elo, half.mean_elo_ci95 = 290.0, 60.0
+    half.verdict = verdict(half, False)
+    report = AblationReport(
+        date="2026-12-05",
+        board=9,
+        cpu_minutes=30.0,
+        seeds=2,
+        machine="2 CPU cores (x86_64)",
+        command=".venv/bin/python manage.py ablation --data x --cpu-minutes 30 --board 9 --seeds 2",
+        visits=48,
+        reference="full/net-2",
+        anchors=[Anchor("uniform", "the uniform random player", 0.0, 0.0, 48)],
+        arms=[full, other, half],
+        pairings=30,
+        games=900,
+        fit_iterations=8,
+    )
+    text = write(report, tmp_path).read_text()
+    assert "the whole platform (self-play client, trainer, gating) 2 times, each repetition from the random" in text
+    assert "and the reference, the final network of the full arm's first repetition: 900 games" in text
+    assert "| arm | seed | final network | Elo ± 95% | against the full arm ± 95% | CPU-min |" in text
+    assert "| the full arm | 1 | net-2 (not gated) | +300 ± 60 | 0 (the reference) | 60.2 |" in text
+    assert "| the full arm | 2 | net-2 (not gated) | +260 ± 60 | -40 ± 45 | 60.2 |" in text
+    assert "| the no-pcr arm | 2 | net-2 (not gated) | +240 ± 60 | -60 ± 52 | 60.2 | 33.0 (1.8) |" in text
+    assert "| the no-branching arm | 1 | (none exported) | - | - | 60.2 |" in text
+    assert "## The arms over their 2 repetitions" in text
+    assert "| the full arm | 2 of 2 | +280 ± 40 | 0 (the full arm) |" in text
+    assert "| the no-pcr arm | 2 of 2 | +210 ± 38 | -70 ± 40 |" in text
+    assert "| the no-branching arm | 1 of 2 | +290 ± 60 | -30 ± 55 |" in text
+    # The verdict is on the pooled difference, not on either repetition's.
+    assert "| the no-pcr arm | it costs strength | agrees: -70 ± 40 against the full arm |" in text
+    assert "| the no-branching arm | it costs strength | cannot tell: -30 ± 55 against the full arm, the" in text
+    assert "| no-pcr.seed2 | net-2 (not gated) | 55.0 |" in text and "| full | net-1 | 20.0 |" in text
+    saved = json.loads((tmp_path / "ablation-2026-12-05.json").read_text())
+    assert saved["seeds"] == 2
+    arm = saved["arms"][1]
+    assert (arm["vs_reference"], arm["vs_reference_ci95"], arm["mean_elo"]) == (-70.0, 40.0, 210.0)
+    assert [(r["seed"], r["name"], r["vs_reference"]) for r in arm["repetitions"]] == [
+        (1, "no-pcr", -120.0),
+        (2, "no-pcr.seed2", -60.0),
+    ]
+    assert arm["repetitions"][1]["points"][1]["elo"] == 240.0
+    assert (tmp_path / "ablation-2026-12-05.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

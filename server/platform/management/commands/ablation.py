@@ -1,10 +1,10 @@
 """``manage.py ablation``: what each of the methods is worth, as the paper's section 7.2 measures it.
 
-It runs the whole platform from the random network once per arm (``server/platform/arms``), each for
-the same CPU time in its own data folder, then rates the arms' generations against fixed anchors in
-one Bradley-Terry fit and writes the report (``ablation-DATE.md``, ``.json`` and ``.png``). Started
-again with the same data folder it goes on where it stopped: finished arms and finished rating
-pairings are kept.
+It runs the whole platform from the random network once per arm (``server/platform/arms``) and
+repetition (``--seeds``), each for the same CPU time in its own data folder, then rates their
+generations against fixed anchors in one Bradley-Terry fit and writes the report
+(``ablation-DATE.md``, ``.json`` and ``.png``). Started again with the same data folder it goes on
+where it stopped: finished repetitions and finished rating pairings are kept.
 
     .venv/bin/python manage.py ablation --data sente-ablation --cpu-minutes 60 --report-dir docs/experiments
 """
@@ -30,24 +30,37 @@ from server.platform.ablation import (
     BUILT_IN_ARMS,
     REFERENCE_ARM,
     AblationError,
-    Arm,
     ArmState,
+    Repetition,
     list_generations,
     load_arm,
     read_generations,
+    repetitions,
     run_arm,
     warm_up,
 )
-from server.platform.ablation_report import AblationReport, Anchor, ArmReport, Point, verdict, write
+from server.platform.ablation_report import (
+    AblationReport,
+    Anchor,
+    ArmReport,
+    Point,
+    RepetitionReport,
+    verdict,
+    write,
+)
 from server.platform.experiment import machine
 
 PLAY_SETTINGS = "rating.json"
 # The counts a run takes, with their defaults; a report's command names those that differ.
 COUNTS = {
     "port": (8010, "the arms' web server port"),
-    "parallel": (16, "games the client plays at once"),
-    "arms_at_once": (1, "arms run side by side, each on its own port from --port on; each still gets its CPU time"),
-    "points": (3, "generations rated per arm, besides its final one"),
+    "parallel": (16, "games each of the client's self-play workers plays at once"),
+    "seeds": (1, "repetitions of each arm, each from the random network in its own folder (arms/NAME.seedK)"),
+    "arms_at_once": (
+        1,
+        "arms (repetitions) run side by side, each on its own port from --port on; each still gets its CPU time",
+    ),
+    "points": (3, "generations rated per arm (per repetition), besides its final one"),
     "reference_games": (20, "games of each rated network against the reference"),
     "gnugo_games": (10, "games of each rated network per GNU Go level"),
     "uniform_games": (4, "games of each rated network against the uniform random player"),
@@ -67,16 +80,19 @@ def _levels(text: str) -> list[int]:
 
 class Command(BaseCommand):
     help = (
-        "Run the platform from the random network once per arm for the same CPU time, each in its own folder "
-        "under --data, rate the arms' generations against the uniform random player, GNU Go and the full arm's "
-        "final network in one Bradley-Terry fit, and write ablation-DATE.md, .json and .png to --report-dir. "
-        "Started again, it goes on where it stopped."
+        "Run the platform from the random network once per arm and repetition (--seeds) for the same CPU time, "
+        "each in its own folder under --data, rate their generations against the uniform random player, GNU Go "
+        "and the full arm's final network in one Bradley-Terry fit, and write ablation-DATE.md, .json and .png "
+        "to --report-dir. Started again, it goes on where it stopped."
     )
 
     def add_arguments(self, parser):
         parser.add_argument("--data", type=Path, required=True, help="the ablation's folder (arms, ratings)")
         parser.add_argument(
-            "--cpu-minutes", type=float, required=True, help="each arm's CPU time, all its processes together"
+            "--cpu-minutes",
+            type=float,
+            required=True,
+            help="each arm's CPU time (each repetition's), all its processes together",
         )
         parser.add_argument(
             "--board", type=int, default=7, choices=range(5, 10), metavar="5..9", help="board size (default 7)"
@@ -104,7 +120,7 @@ class Command(BaseCommand):
         board = options["board"]
         if budget <= 0:
             raise CommandError(f"--cpu-minutes {budget}: must be positive")
-        for key in ("points", "jobs", "parallel", "arms_at_once"):
+        for key in ("points", "jobs", "parallel", "arms_at_once", "seeds"):
             if options[key] < 1:
                 raise CommandError(f"--{key.replace('_', '-')} {options[key]}: must be at least 1")
         for key in ("reference_games", "gnugo_games", "uniform_games"):
@@ -118,6 +134,14 @@ class Command(BaseCommand):
         names = [a.name for a in arms]
         if not arms or len(set(names)) != len(names):
             raise CommandError(f"--arms {options['arms']}: name each arm once")
+        runs = repetitions(arms, options["seeds"])
+        taken = [r.name for r in runs]
+        if len(set(taken)) != len(taken):
+            clash = next(name for name in taken if taken.count(name) > 1)
+            raise CommandError(
+                f"--arms {options['arms']} with --seeds {options['seeds']}: {clash} is both an arm and a "
+                "repetition of another; rename that arm's document"
+            )
         self._check_folder(data, board, budget)
 
         stop = {"requests": 0}
@@ -136,10 +160,10 @@ class Command(BaseCommand):
         say = self.stdout.write
         with on_signals(on_signal, (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)):
             try:
-                states = self._run_arms(arms, data, budget * 60.0, options, say, stopping, halt)
+                states = self._run_arms(runs, data, budget * 60.0, options, say, stopping, halt)
                 if stopping():
                     raise CommandError("stopped: run the same command again to go on")
-                report = self._rate(arms, states, data, board, budget, levels, options, say, stopping)
+                report = self._rate(arms, runs, states, data, board, budget, levels, options, say, stopping)
                 if stopping():
                     raise CommandError("stopped: run the same command again to go on")
             except (AblationError, RuntimeError) as e:
@@ -167,26 +191,27 @@ class Command(BaseCommand):
         atomic_write(meta, json.dumps(mine).encode())
 
     def _run_arms(
-        self, arms: list[Arm], data: Path, budget: float, options, say, stopping, halt
+        self, runs: list[Repetition], data: Path, budget: float, options, say, stopping, halt
     ) -> dict[str, ArmState]:
-        """Run the arms that have CPU time left, ``--arms-at-once`` at a time (each on a port of its own)."""
-        states = {arm.name: ArmState.load(data / "arms" / arm.name / "state.json") for arm in arms}
-        todo = [arm for arm in arms if not (states[arm.name].finished or states[arm.name].cpu_seconds >= budget)]
+        """Run the repetitions that have CPU time left, ``--arms-at-once`` at a time (each on a port of
+        its own); their states by name."""
+        states = {run.name: ArmState.load(run.folder(data) / "state.json") for run in runs}
+        todo = [run for run in runs if not (states[run.name].finished or states[run.name].cpu_seconds >= budget)]
         if todo:
             say("compiling the search's kernels first, so that no arm pays for it")
-            warm_up(todo[0], data / "warm-up", data / "warm-up.log")
+            warm_up(todo[0].arm, data / "warm-up", data / "warm-up.log")
         ports: queue.Queue[int] = queue.Queue()
         for k in range(options["arms_at_once"]):
             ports.put(options["port"] + k)
 
-        def one(arm: Arm) -> ArmState:
+        def one(run: Repetition) -> ArmState:
             if stopping():
-                return states[arm.name]
+                return states[run.name]
             port = ports.get()
             try:
-                state = states[arm.name]
-                say(f"arm {arm.name} ({arm.title}): {state.cpu_seconds / 60:.1f} of {budget / 60:g} CPU-minutes used")
-                return run_arm(arm, data / "arms" / arm.name, budget, port, options["parallel"], say, stopping)
+                used = states[run.name].cpu_seconds / 60
+                say(f"arm {run.name} ({run.arm.title}): {used:.1f} of {budget / 60:g} CPU-minutes used")
+                return run_arm(run, data, budget, port, options["parallel"], say, stopping)
             except BaseException:
                 halt()
                 raise
@@ -194,16 +219,16 @@ class Command(BaseCommand):
                 ports.put(port)
 
         with ThreadPoolExecutor(max_workers=options["arms_at_once"]) as pool:
-            for arm, future in [(arm, pool.submit(one, arm)) for arm in todo]:
-                states[arm.name] = future.result()
-        # Finished arms list their generations again only when that listing is missing.
-        for arm in arms:
-            folder = data / "arms" / arm.name
-            if arm not in todo and not (folder / "generations" / "generations.json").exists():
+            for run, future in [(run, pool.submit(one, run)) for run in todo]:
+                states[run.name] = future.result()
+        # Finished repetitions list their generations again only when that listing is missing.
+        for run in runs:
+            folder = run.folder(data)
+            if run not in todo and not (folder / "generations" / "generations.json").exists():
                 list_generations(folder)
         return states
 
-    def _rate(self, arms, states, data: Path, board: int, budget: float, levels, options, say, stopping):
+    def _rate(self, arms, runs, states, data: Path, board: int, budget: float, levels, options, say, stopping):
         import torch
 
         from common.nn.config import named_config
@@ -216,10 +241,10 @@ class Command(BaseCommand):
         if levels and not gnugos:
             say("GNU Go is not installed (Debian package gnugo): the anchors are the random player and the reference")
         listed, rated = {}, {}
-        for arm in arms:
-            folder = data / "arms" / arm.name
-            listed[arm.name] = generations = read_generations(folder)
-            state = states[arm.name]
+        for run in runs:
+            folder = run.folder(data)
+            listed[run.name] = generations = read_generations(folder)
+            state = states[run.name]
             for g in generations["generations"]:
                 g["cpu_seconds"] = state.cpu_at(g["accepted_at"]) if g["accepted_at"] else 0.0
                 g["gating"] = "accepted"
@@ -228,17 +253,18 @@ class Command(BaseCommand):
             if final is not None and final["gating"] != "accepted":
                 chosen.append(dict(final, cpu_seconds=state.cpu_at(final["created_at"])))
             play = folder / PLAY_SETTINGS
-            atomic_write(play, json.dumps(arm.settings["rating"]).encode())
-            rated[arm.name] = [
-                (g, rating.network_player(arm.name, g["name"], folder / "generations" / g["file"], visits, play))
+            atomic_write(play, json.dumps(run.arm.settings["rating"]).encode())
+            rated[run.name] = [
+                (g, rating.network_player(run.name, g["name"], folder / "generations" / g["file"], visits, play))
                 for g in chosen
             ]
-        reference = rated.get(REFERENCE_ARM, [])[-1][1] if rated.get(REFERENCE_ARM) else None
+        first_full = next((run.name for run in runs if run.arm.name == REFERENCE_ARM and run.seed == 1), None)
+        reference = rated[first_full][-1][1] if first_full and rated[first_full] else None
         if reference is None:
             say(f"no reference: the {REFERENCE_ARM} arm is not among the arms, or exported no network")
         pairings = []
-        for arm in arms:
-            for _, player in rated[arm.name]:
+        for run in runs:
+            for _, player in rated[run.name]:
                 if options["uniform_games"]:
                     pairings.append(rating.Pairing(player, uniform, options["uniform_games"]))
                 if options["gnugo_games"]:
@@ -249,7 +275,7 @@ class Command(BaseCommand):
         rating.play(pairings, games, board, komi, visits, data / "rating" / "logs", options["jobs"], say, stopping)
         if stopping():
             return None
-        keys = [uniform.key] + [g.key for g in gnugos] + [p.key for arm in arms for _, p in rated[arm.name]]
+        keys = [uniform.key] + [g.key for g in gnugos] + [p.key for run in runs for _, p in rated[run.name]]
         results = games.of(pairings)
         fit = rating.fit(keys, results, reference.key if reference else None)
 
@@ -265,24 +291,13 @@ class Command(BaseCommand):
         finally:
             torch.set_num_threads(threads)
 
+        def finals(arm) -> list[str]:
+            """The player keys of the final networks of the arm's repetitions that exported one."""
+            return [rated[run.name][-1][1].key for run in runs if run.arm is arm and rated[run.name]]
+
+        full = next((arm for arm in arms if arm.name == REFERENCE_ARM), None)
         reports = []
         for arm in arms:
-            state, generations = states[arm.name], listed[arm.name]
-            accepted = [g for g in generations["generations"] if not g["random"]]
-            points = [
-                Point(
-                    network=g["name"],
-                    cpu_minutes=g["cpu_seconds"] / 60,
-                    selfplay_games=g["selfplay_games"],
-                    rows=g["rows"],
-                    train_step=g["train_step"],
-                    gating=g["gating"],
-                    elo=fit.elo[p.key],
-                    ci95=fit.ci95[p.key],
-                    games=fit.games[p.key],
-                )
-                for g, p in rated[arm.name]
-            ]
             report = ArmReport(
                 name=arm.name,
                 title=arm.title,
@@ -291,21 +306,15 @@ class Command(BaseCommand):
                 expect=arm.expect,
                 architecture=arm.architecture,
                 evals_per_s=speeds.get(arm.architecture),
-                cpu_minutes=state.cpu_seconds / 60,
-                wall_minutes=state.wall_seconds / 60,
-                mean_load=state.mean_load(),
-                sittings=state.sittings,
-                selfplay_games=generations["selfplay_games"],
-                rows=generations["rows"],
-                rating_games=generations["rating_games"],
-                candidates=generations["candidates"],
-                accepted=len(accepted),
-                training_samples=generations["training_samples"],
-                points=points,
             )
-            if reference is not None and points:
-                report.vs_reference, report.vs_reference_ci95 = fit.against[rated[arm.name][-1][1].key]
-            report.verdict = verdict(report, reference is not None and rated[arm.name][-1][1] == reference)
+            for run in (run for run in runs if run.arm is arm):
+                report.repetitions.append(self._repetition(run, states[run.name], listed[run.name], rated, fit))
+            mine = finals(arm)
+            if mine:
+                report.mean_elo, report.mean_elo_ci95 = fit.difference(mine, [])
+            if reference is not None and full is not None and mine:
+                report.vs_reference, report.vs_reference_ci95 = fit.difference(mine, finals(full))
+            report.verdict = verdict(report, reference is not None and arm is full)
             reports.append(report)
         anchors = [
             Anchor(p.key, p.label, fit.elo[p.key], fit.ci95[p.key], fit.games[p.key]) for p in [uniform, *gnugos]
@@ -314,6 +323,7 @@ class Command(BaseCommand):
             date=options["date"],
             board=board,
             cpu_minutes=budget,
+            seeds=options["seeds"],
             machine=machine(),
             command=reproduce(options),
             visits=visits,
@@ -324,6 +334,42 @@ class Command(BaseCommand):
             games=sum(r.games for r in results),
             fit_iterations=fit.iterations,
         )
+
+    @staticmethod
+    def _repetition(run: Repetition, state: ArmState, generations: dict, rated, fit) -> RepetitionReport:
+        """What one repetition did, its rated generations, and its final network against the reference."""
+        points = [
+            Point(
+                network=g["name"],
+                cpu_minutes=g["cpu_seconds"] / 60,
+                selfplay_games=g["selfplay_games"],
+                rows=g["rows"],
+                train_step=g["train_step"],
+                gating=g["gating"],
+                elo=fit.elo[p.key],
+                ci95=fit.ci95[p.key],
+                games=fit.games[p.key],
+            )
+            for g, p in rated[run.name]
+        ]
+        report = RepetitionReport(
+            seed=run.seed,
+            name=run.name,
+            cpu_minutes=state.cpu_seconds / 60,
+            wall_minutes=state.wall_seconds / 60,
+            mean_load=state.mean_load(),
+            sittings=state.sittings,
+            selfplay_games=generations["selfplay_games"],
+            rows=generations["rows"],
+            rating_games=generations["rating_games"],
+            candidates=generations["candidates"],
+            accepted=len([g for g in generations["generations"] if not g["random"]]),
+            training_samples=generations["training_samples"],
+            points=points,
+        )
+        if points and fit.against:
+            report.vs_reference, report.vs_reference_ci95 = fit.against[rated[run.name][-1][1].key]
+        return report
 
 
 def reproduce(options) -> str:
