@@ -50,7 +50,8 @@ from server.platform.demo import demo_settings
 from server.platform.processes import ROOT, Supervisor
 
 ARMS_DIR = Path(__file__).resolve().parent / "arms"
-# The built-in arms, in the report's order: the full method, then one taken out at a time.
+# The built-in arms run by default, in the report's order: the full method, then one taken out at a time.
+# The other documents in arms/ are built in too, and run when --arms names them (built_in_arms).
 BUILT_IN_ARMS = (
     "full",
     "no-pcr",
@@ -86,6 +87,13 @@ class Arm:
         return self.settings["training"]["architecture"]
 
 
+def built_in_arms() -> tuple[str, ...]:
+    """Every built-in arm's name: those run by default, then the others (such as the network's size
+    for 9x9 on a CPU, ``b3c32`` and ``b4c48``), which run when ``--arms`` names them."""
+    others = sorted(path.stem for path in ARMS_DIR.glob("*.json") if path.stem not in BUILT_IN_ARMS)
+    return (*BUILT_IN_ARMS, *others)
+
+
 def arm_path(spec: str) -> Path:
     """A built-in arm's document by name, or a document's path."""
     if spec.endswith(".json") or os.sep in spec or "/" in spec:
@@ -97,7 +105,7 @@ def load_arm(spec: str, board: int, _seen: tuple[str, ...] = ()) -> Arm:
     """The arm ``spec`` names (a built-in name or a file) on a ``board`` x ``board`` board."""
     path = arm_path(spec)
     if not path.exists():
-        known = ", ".join(BUILT_IN_ARMS)
+        known = ", ".join(built_in_arms())
         raise AblationError(f"arm {spec}: no such arm document ({path}); the built-in arms are {known}")
     try:
         doc = json.loads(path.read_text())

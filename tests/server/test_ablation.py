@@ -16,12 +16,14 @@ import numpy as np
 import pytest
 from django.core.management import CommandError, call_command
 
+from common.nn.config import NAMED_SIZES
 from common.settings import RunSettings
 from server.platform.ablation import (
     BUILT_IN_ARMS,
     AblationError,
     ArmState,
     CpuMeter,
+    built_in_arms,
     load_arm,
     merged,
     repetitions,
@@ -42,7 +44,10 @@ from server.platform.demo import DRAWLESS_BOARDS, FAIR_KOMI
 
 @pytest.mark.parametrize("board", [5, 7, 9])
 def test_the_built_in_arms_are_the_full_method_with_one_thing_taken_out(board):
-    arms = {name: load_arm(name, board) for name in BUILT_IN_ARMS}
+    # Every document in server/platform/arms: those run by default first, in their order.
+    names = built_in_arms()
+    assert names[: len(BUILT_IN_ARMS)] == BUILT_IN_ARMS and {"b3c32", "b4c48"} <= set(names)
+    arms = {name: load_arm(name, board) for name in names}
     full = RunSettings.from_dict(arms["full"].settings)
     assert full.selfplay.board_sizes == (board,) and full.selfplay.komi_mean == FAIR_KOMI[board]
     assert full.rating.komi == FAIR_KOMI[board] + (0.5 if board in DRAWLESS_BOARDS else 0.0)
@@ -81,6 +86,11 @@ def test_the_built_in_arms_are_the_full_method_with_one_thing_taken_out(board):
     assert changed("mobilenet") == {"training.architecture"} and arms["mobilenet"].architecture == "tinymobile"
     for name in BUILT_IN_ARMS[1:]:
         assert arms[name].claim and arms[name].expect in ("worse", "better"), name
+    # The arms run only when named: the network's size, with no claim to hold it against.
+    for name in ("b3c32", "b4c48"):
+        assert changed(name) == {"training.architecture"} and arms[name].architecture == name
+        assert name in NAMED_SIZES
+        assert not arms[name].claim and not arms[name].expect and "9x9" in arms[name].description
 
 
 def write_arm(folder, name: str, doc: dict):

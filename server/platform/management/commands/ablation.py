@@ -32,6 +32,7 @@ from server.platform.ablation import (
     AblationError,
     ArmState,
     Repetition,
+    built_in_arms,
     list_generations,
     load_arm,
     read_generations,
@@ -97,10 +98,12 @@ class Command(BaseCommand):
         parser.add_argument(
             "--board", type=int, default=7, choices=range(5, 10), metavar="5..9", help="board size (default 7)"
         )
+        others = [name for name in built_in_arms() if name not in BUILT_IN_ARMS]
         parser.add_argument(
             "--arms",
             default=",".join(BUILT_IN_ARMS),
-            help="arms by name (server/platform/arms) or JSON file, comma-separated (default: all built-in ones)",
+            help="arms by name (server/platform/arms) or JSON file, comma-separated (default: "
+            f"{', '.join(BUILT_IN_ARMS)}; also built in: {', '.join(others)})",
         )
         for key, (default, text) in COUNTS.items():
             parser.add_argument(
