@@ -136,6 +136,13 @@ def accept_ungated(run) -> list[Network]:
     return accepted
 
 
+def accept_when_ungated(sender, instance, created: bool, raw: bool = False, **kwargs) -> None:
+    """post_save of a run's settings version: a new version with the rule ``none`` accepts the
+    networks that wait (:func:`accept_ungated`), in the transaction that stores the version."""
+    if created and not raw and instance.document.get("gating", {}).get("rule") == NO_GATING:
+        accept_ungated(instance.run)
+
+
 def gating_waits(run) -> bool:
     """Does a candidate wait for gating games (one playing them, or one not yet begun)?"""
     return run.networks.filter(state__in=(Network.State.CANDIDATE, Network.State.RATING)).exists()

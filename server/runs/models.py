@@ -22,7 +22,7 @@ from django.utils import timezone
 
 from common import __version__
 from common.protocol import parse_version
-from common.settings import NO_GATING, RunSettings, SettingsError
+from common.settings import RunSettings, SettingsError
 from server.notices import signing
 from server.notices.targets import validate_webhook_url
 
@@ -204,7 +204,7 @@ class Run(models.Model):
         """Make ``document`` the run's settings: validated, stored as a new version unless it equals
         the current one (then the current version is returned). SettingsError names a bad key. Under
         the gating rule ``none`` the networks that wait for gating are accepted in the same
-        transaction (``server.ratings.promotion.accept_ungated``)."""
+        transaction (the ratings app listens for new versions: ``server.ratings.promotion``)."""
         settings = RunSettings.from_dict(document)
         canonical = settings.to_dict()
         current = RunSettingsVersion.objects.select_for_update().filter(run=self).order_by("-version").first()
@@ -213,10 +213,6 @@ class Run(models.Model):
         version = RunSettingsVersion.objects.create(
             run=self, version=(current.version + 1) if current else 1, document=canonical, created_by=user, note=note
         )
-        if settings.gating.rule == NO_GATING:
-            from server.ratings.promotion import accept_ungated
-
-            accept_ungated(self)
         transaction.on_commit(forget_state)
         return version
 
