@@ -29,7 +29,7 @@ import numpy as np
 
 from common.elo import Z95
 from common.files import atomic_write
-from server.platform.experiment import gnugo_command, gtp_command, twogtp
+from server.platform.matches import gnugo_command, gtp_command, twogtp
 from server.ratings.fit import fit_ratings
 
 UNIFORM = "uniform"

@@ -139,7 +139,7 @@ def play(
     """Play the matches of ``todo`` that ``known`` does not hold with as many games, ``jobs`` at a
     time (each one's games and engine output in ``folder/logs``); every result."""
     from server.platform import ablation_rating as rating
-    from server.platform.experiment import copy_network_file, gnugo_command, gtp_command
+    from server.platform.matches import copy_network_file, gnugo_command, gtp_command
 
     results = {key: known[key] for key in todo if key in known and known[key].games >= todo[key]}
     missing = {key: games for key, games in todo.items() if key not in results}

@@ -48,7 +48,7 @@ def to_play(run, anchor: Anchor, games: int, newest: int | None = None) -> list[
 def play(network: Network, anchor: Anchor, games: int, visits: int, size: int, komi: float, log_path: Path):
     """Play and record ``games`` games of the network against the anchor; None (nothing recorded)
     when GNU Go is not installed."""
-    from server.platform.experiment import play_gnugo
+    from server.platform.matches import play_gnugo
 
     if anchor.program != "gnugo":
         raise ValueError(f"anchor {anchor.name}: only GNU Go anchors are played")

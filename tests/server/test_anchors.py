@@ -110,9 +110,9 @@ def test_which_networks_still_have_games_to_play(run):
 
 
 def test_the_command_refuses_bad_levels(run, monkeypatch):
-    from server.platform import experiment
+    from server.platform import matches
 
-    monkeypatch.setattr(experiment, "gnugo_path", lambda: "/usr/games/gnugo")
+    monkeypatch.setattr(matches, "gnugo_path", lambda: "/usr/games/gnugo")
     with pytest.raises(CommandError, match="--levels '1,x'"):
         call_command("anchor", "--levels", "1,x")
     with pytest.raises(CommandError, match="no run named 'nope'"):

@@ -15,7 +15,8 @@ from django.db.models import Sum
 
 from common.files import atomic_write
 from server.platform.demo import DEMO_RUN
-from server.platform.experiment import copy_network_file, generations
+from server.platform.experiment import generations
+from server.platform.matches import copy_network_file
 
 
 class Command(BaseCommand):

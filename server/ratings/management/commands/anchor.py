@@ -31,7 +31,7 @@ class Command(BaseCommand):
         parser.add_argument("--log", default=None, help="the games' log (default: DATA_DIR/anchor.log)")
 
     def handle(self, *args, **options):
-        from server.platform.experiment import gnugo_path
+        from server.platform.matches import gnugo_path
 
         if gnugo_path() is None:
             raise CommandError("GNU Go is not installed (Debian package gnugo): there is no anchor to play")
