@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[2]
 FAST = {
     "selfplay": {"visits": 8, "cheap_visits": 2, "max_moves": 50},
     "rating": {"visits": 8, "max_moves": 50},
-    "gating": {"rating_game_prob": 0.5, "fixed_games": 2, "fixed_wins": 1},
+    "gating": {"rating_game_prob": 0.5},
     "training": {
         "window_c": 256,
         "batch_size": 64,

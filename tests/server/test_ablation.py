@@ -91,6 +91,11 @@ def test_the_built_in_arms_are_the_full_method_with_one_thing_taken_out(board):
         assert changed(name) == {"training.architecture"} and arms[name].architecture == name
         assert name in NAMED_SIZES
         assert not arms[name].claim and not arms[name].expect and "9x9" in arms[name].description
+    # Gating, which the one-machine run dropped: short gatings of 20 games, a quarter of the tasks.
+    assert full.gating.rule == "none" and full.gating.rating_game_prob == 0.05
+    assert changed("gated") == {"gating.rule", "gating.rating_game_prob"}
+    gated = RunSettings.from_dict(arms["gated"].settings).gating
+    assert (gated.rule, gated.fixed_games, gated.fixed_wins, gated.rating_game_prob) == ("fixed", 20, 10, 0.25)
 
 
 def write_arm(folder, name: str, doc: dict):
