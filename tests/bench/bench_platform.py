@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from server.platform.ablation import CpuMeter, arm_env  # noqa: E402
-from tests.server.live import free_port  # noqa: E402
+from tests.server.live import free_port, read_sqlite  # noqa: E402
 
 LOOK_SECONDS = 5.0
 EVALS = re.compile(r"(\d+) evals/s")
@@ -43,8 +43,7 @@ EVALS = re.compile(r"(\d+) evals/s")
 
 def _query(db: Path, sql: str) -> list[tuple]:
     try:
-        with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30) as connection:
-            return connection.execute(sql).fetchall()
+        return read_sqlite(db, sql)
     except sqlite3.Error:  # not made yet, or busy
         return []
 

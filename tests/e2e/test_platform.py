@@ -8,7 +8,6 @@ import json
 import os
 import re
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
@@ -18,7 +17,7 @@ import pytest
 import requests
 
 from common.settings import GatingSettings, MatchSettings, RunSettings, SelfPlaySettings, TrainingSettings
-from tests.server.live import free_port
+from tests.server.live import free_port, read_sqlite
 
 pytestmark = pytest.mark.slow
 
@@ -120,11 +119,6 @@ def _cmdline(pid: int) -> str:
         return ""
 
 
-def _query(db: Path, sql: str) -> list[tuple]:
-    with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30) as connection:
-        return connection.execute(sql).fetchall()
-
-
 def test_the_platform_learns_gates_stops_and_continues(tmp_path):
     data = tmp_path / "data"
     settings_file = tmp_path / "settings.json"
@@ -141,9 +135,9 @@ def test_the_platform_learns_gates_stops_and_continues(tmp_path):
         while not decided and time.monotonic() < deadline:
             assert process.poll() is None, "".join(lines) + process.stdout.read()
             time.sleep(3)
-            decided = _query(db, "SELECT candidate_id, decision FROM ratings_gating WHERE decision != 'continue'")
+            decided = read_sqlite(db, "SELECT candidate_id, decision FROM ratings_gating WHERE decision != 'continue'")
         assert decided, "no candidate was gated in time:\n" + "\n".join(
-            str(r) for r in _query(db, "SELECT name, state FROM networks_network")
+            str(r) for r in read_sqlite(db, "SELECT name, state FROM networks_network")
         )
         page = requests.get(f"http://127.0.0.1:{port}/", timeout=30)
         assert page.status_code == 200
@@ -171,7 +165,7 @@ def test_the_platform_learns_gates_stops_and_continues(tmp_path):
     assert "the client finishes its games" in output
 
     candidate, decision = decided[0]
-    network = _query(
+    network = read_sqlite(
         db,
         f"SELECT n.name, p.name, n.train_step, n.rows_seen, n.file, n.state FROM networks_network n "
         f"JOIN networks_network p ON n.parent_id = p.id WHERE n.id = {candidate}",
@@ -181,10 +175,10 @@ def test_the_platform_learns_gates_stops_and_continues(tmp_path):
     assert train_step >= 2400 and rows_seen >= 600
     assert (data / "files" / file).is_file()
     assert state == {"accept": "accepted", "reject": "rejected"}[decision]
-    games, rows = _query(db, "SELECT COUNT(*), SUM(rows) FROM games_traininggame")[0]
+    games, rows = read_sqlite(db, "SELECT COUNT(*), SUM(rows) FROM games_traininggame")[0]
     assert games > 0 and rows >= 600
-    assert _query(db, "SELECT COUNT(*) FROM games_ratinggame")[0][0] >= 2
-    line = _query(db, "SELECT samples, status FROM training_trainingline WHERE architecture = 'tiny'")[0]
+    assert read_sqlite(db, "SELECT COUNT(*) FROM games_ratinggame")[0][0] >= 2
+    line = read_sqlite(db, "SELECT samples, status FROM training_trainingline WHERE architecture = 'tiny'")[0]
     assert line == (line[0], "stopped") and line[0] >= 2400
     assert (data / "training" / "demo" / "tiny.ckpt").is_file()
     assert not list((data / "client" / "outbox" / "pending").iterdir())  # every finished game delivered
@@ -208,6 +202,6 @@ def test_the_platform_learns_gates_stops_and_continues(tmp_path):
     while _children(data) and time.monotonic() < deadline:
         time.sleep(1)
     assert not _children(data), "the platform's processes outlived it"
-    assert _query(db, "SELECT samples FROM training_trainingline WHERE architecture = 'tiny'")[0][0] >= line[0]
-    assert _query(db, "SELECT name FROM runs_run") == [("demo",)]
-    assert _query(db, "SELECT COUNT(*) FROM games_traininggame")[0][0] >= games
+    assert read_sqlite(db, "SELECT samples FROM training_trainingline WHERE architecture = 'tiny'")[0][0] >= line[0]
+    assert read_sqlite(db, "SELECT name FROM runs_run") == [("demo",)]
+    assert read_sqlite(db, "SELECT COUNT(*) FROM games_traininggame")[0][0] >= games

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import re
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
@@ -23,6 +24,13 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def read_sqlite(db: Path, sql: str) -> list[tuple]:
+    """The rows ``sql`` selects from a running platform's embedded database, opened read-only so that
+    looking takes no lock the platform waits on."""
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30) as connection:
+        return connection.execute(sql).fetchall()
 
 
 # The access log's lines: the worker's pid, the time (whole seconds), the request line, the status and
