@@ -497,6 +497,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="start each pair of games (colours swapped) from N random moves (default 0)",
     )
+    two.add_argument(
+        "--referee",
+        help="command line of a GTP engine that judges each game ended by two passes: the stones its "
+        "final_status_list dead names are taken off before counting (area scoring only), e.g. "
+        "'gnugo --mode gtp --chinese-rules'",
+    )
     two.add_argument("--summary", help="write the match's summary (wins per engine) to this JSON file")
     two.set_defaults(func=_twogtp)
     return parser

@@ -9,6 +9,13 @@ limit (no result).
 Engines that always answer the same position with the same move would play the same two games over
 and over; ``--openings N`` starts each pair of games (the same opening, colours swapped) from N
 random moves the referee plays for both sides (uniform among the legal moves that fill no own eye).
+
+An engine that passes once it judges the remaining stones dead, as GNU Go does, loses under area
+rules counted as they stand (Tromp-Taylor): the game ends with its opponent's dead stones on the
+board, and a lone dead stone makes every empty point around it neutral. With ``--referee`` a third
+engine judges such games, as gogui-twogtp's referee does: a game under area scoring that ended by
+two passes is replayed to it, the stones its ``final_status_list dead`` names are taken off, and the
+rest is counted by area under the game's rules and komi.
 """
 
 from __future__ import annotations
@@ -21,13 +28,13 @@ import shlex
 import subprocess
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO, cast
 
 from common.files import atomic_write
 from common.go import playout
-from common.go.game import Game, IllegalMoveError
+from common.go.game import Game, GameResult, IllegalMoveError
 from common.go.geometry import BLACK, EMPTY, PASS, WHITE, color_name, gtp_vertex, opponent, parse_gtp_vertex
 from common.go.rules import Rules
 from common.go.sgf import GameRecord
@@ -109,6 +116,36 @@ class MatchResult:
     game: Game
     record: GameRecord
     reason: str
+    result: GameResult | None = None  # the referee's, else the game's own
+
+    def __post_init__(self) -> None:
+        if self.result is None:
+            self.result = self.game.result
+
+
+def refereed(referee: GtpProcess, game: Game) -> tuple[GameResult, int]:
+    """The result of ``game`` (area scoring, over by two passes) once the stones ``referee`` judges
+    dead are taken off, counted by area under the game's rules and komi; and how many it took off."""
+    if game.rules.scoring != "AREA":
+        raise ValueError(f"a referee judges games under area scoring, not {game.rules.scoring.lower()} scoring")
+    x_size, y_size = game.x_size, game.y_size
+    referee.send(f"boardsize {x_size}" if x_size == y_size else f"rectangular_boardsize {x_size} {y_size}")
+    referee.send("clear_board")
+    referee.send(f"komi {game.komi:g}")
+    for color, loc in game.move_list:
+        referee.send(f"play {color_name(color)} {'pass' if loc == PASS else gtp_vertex(loc, x_size, y_size)}")
+    dead = {parse_gtp_vertex(v, x_size, y_size) for v in referee.send("final_status_list dead").split()}
+    # The counted position, as setup stones: no handicap bonus (a match has no handicap stones, but
+    # a setup of black stones alone would count as such).
+    counted = Game(x_size, y_size, replace(game.rules, white_handicap_bonus="0"), game.komi)
+    counted.setup(
+        black=[loc for loc in game.stones(BLACK) if loc not in dead],
+        white=[loc for loc in game.stones(WHITE) if loc not in dead],
+    )
+    score = counted.score()
+    winner = WHITE if score > 0 else BLACK if score < 0 else EMPTY
+    reason = f"two passes; {len(dead)} stones dead by the referee ({referee.name})"
+    return GameResult(winner, score, no_result=False, resignation=False, reason=reason), len(dead)
 
 
 def random_opening(size: tuple[int, int], rules: Rules, komi: float, moves: int, seed: int) -> list[int]:
@@ -133,8 +170,10 @@ def play_match(
     komi: float = 7.0,
     max_moves: int | None = None,
     opening: Sequence[int] = (),
+    referee: GtpProcess | None = None,
 ) -> MatchResult:
-    """Play one game between two engines, from the ``opening`` moves (played for both sides)."""
+    """Play one game between two engines, from the ``opening`` moves (played for both sides); a game
+    under area scoring that ends by two passes is judged by ``referee`` when one is given."""
     rules = rules or Rules()
     x_size, y_size = size
     game = Game(x_size, y_size, rules, komi)
@@ -177,7 +216,10 @@ def play_match(
         other.send(f"play {color_name(color)} {'pass' if loc == PASS else answer}")
     record = GameRecord.from_game(game, black_player=black.name, white_player=white.name)
     outcome = game.result  # the game is over here: by the rules, the move limit or a resignation
-    return MatchResult(game, record, reason or (outcome.reason if outcome is not None else ""))
+    if referee is not None and outcome is not None and outcome.reason == "two passes" and rules.scoring == "AREA":
+        outcome, _ = refereed(referee, game)
+        record.result = outcome.sgf()
+    return MatchResult(game, record, reason or (outcome.reason if outcome is not None else ""), outcome)
 
 
 def main(args) -> int:
@@ -199,16 +241,23 @@ def main(args) -> int:
     seen: set[tuple] = set()
     openings = random.Random(args.seed)
     opening: list[int] = []
-    with GtpProcess(*engines[0]) as first, GtpProcess(*engines[1]) as second:
+    if args.referee and rules.scoring != "AREA":
+        raise GtpProcessError(f"--referee judges games under area scoring, not under {args.rules!r}")
+    with contextlib.ExitStack() as stack:
+        first = stack.enter_context(GtpProcess(*engines[0]))
+        second = stack.enter_context(GtpProcess(*engines[1]))
+        referee = stack.enter_context(GtpProcess(args.referee, "referee")) if args.referee else None
+        if referee is not None and not referee.known("final_status_list"):
+            raise GtpProcessError(f"the referee {args.referee!r} does not know final_status_list")
         for k in range(args.games):
             black, white = (first, second) if k % 2 == 0 else (second, first)
             if k % 2 == 0 and args.openings:
                 opening = random_opening(args.size, rules, args.komi, args.openings, openings.randrange(2**62))
-            match = play_match(black, white, args.size, rules, args.komi, opening=opening)
+            match = play_match(black, white, args.size, rules, args.komi, opening=opening, referee=referee)
             seen.add((k % 2, tuple(match.game.move_list)))
             sys.stdout.write(match.record.to_sgf())
             sys.stdout.flush()
-            result = match.game.result
+            result = match.result
             if result is None or result.no_result:
                 no_result += 1
             elif result.winner == EMPTY:
@@ -240,6 +289,7 @@ def main(args) -> int:
             "rules": args.rules,
             "openings": args.openings,
             "distinct_games": len(seen),
+            "referee": args.referee,
         }
         atomic_write(Path(args.summary), json.dumps(summary, indent=1).encode())
     return 0

@@ -29,7 +29,7 @@ import numpy as np
 
 from common.elo import Z95
 from common.files import atomic_write
-from server.platform.matches import gnugo_command, gtp_command, twogtp
+from server.platform.matches import gnugo_command, gnugo_referee, gtp_command, twogtp
 from server.ratings.fit import fit_ratings
 
 UNIFORM = "uniform"
@@ -42,11 +42,15 @@ class Player:
     key: str  # "uniform", "gnugo-L" or "ARM/NETWORK"
     label: str
     command: str | None  # GTP command line; None: the uniform random player
+    # the GTP command line of the referee of its games (matches.gnugo_referee); None: the rules alone
+    referee: str | None = None
 
 
 def gnugo(level: int) -> Player | None:
     command = gnugo_command(level)
-    return None if command is None else Player(f"gnugo-{level}", f"GNU Go level {level}", command)
+    if command is None:
+        return None
+    return Player(f"gnugo-{level}", f"GNU Go level {level}", command, gnugo_referee())
 
 
 def network_player(arm: str, name: str, model: Path, visits: int, settings: Path) -> Player:
@@ -62,6 +66,10 @@ class Pairing:
     @property
     def key(self) -> str:
         return f"{self.first.key} vs {self.second.key}"
+
+    @property
+    def referee(self) -> str | None:
+        return self.first.referee or self.second.referee
 
 
 @dataclass(frozen=True)
@@ -84,7 +92,12 @@ class Games:
 
     def done(self, pairing: Pairing, visits: int) -> bool:
         r = self.results.get(pairing.key)
-        return r is not None and r["games"] == pairing.games and r.get("visits") == visits
+        return (
+            r is not None
+            and r["games"] == pairing.games
+            and r.get("visits") == visits
+            and r.get("referee") == pairing.referee  # a result counted otherwise is played again
+        )
 
     def add(self, pairing: Pairing, visits: int, summary: dict) -> None:
         with self.lock:
@@ -93,6 +106,7 @@ class Games:
                 "second": pairing.second.key,
                 "games": pairing.games,
                 "visits": visits,
+                "referee": pairing.referee,
                 "first_wins": summary["wins"][0],
                 "second_wins": summary["wins"][1],
                 "draws": summary["draws"] + summary["no_result"],
@@ -141,6 +155,7 @@ def play(
             pairing.games,
             OPENINGS,
             log,
+            referee=pairing.referee,
         )
         games.add(pairing, visits, summary)
         finished[0] += 1

@@ -77,6 +77,15 @@ def gnugo_command(level: int) -> str | None:
     return None if path is None else f"{path} --mode gtp --level {level} --chinese-rules"
 
 
+def gnugo_referee() -> str | None:
+    """The referee of games against GNU Go (None: not installed): GNU Go at its default level,
+    whose ``final_status_list dead`` decides which stones are taken off before counting. GNU Go
+    passes once it judges the stones left dead, so counted as they stand its games would be lost
+    to an opponent that leaves one stone on an empty board and passes."""
+    path = gnugo_path()
+    return None if path is None else f"{path} --mode gtp --chinese-rules"
+
+
 def play_uniform(network, board: int, komi: float, games: int, visits: int, log_path: Path) -> dict:
     """The network (its search, over GTP) against the uniform random player (uniform among the legal
     moves that do not fill its own one-point eyes)."""
@@ -101,6 +110,7 @@ def play_gnugo(
         f"GNU Go level {level}",
         log_path,
         openings=openings,
+        referee=gnugo_referee(),
     )
 
 
@@ -114,6 +124,7 @@ def _play_gtp(
     opponent_name: str,
     log_path: Path,
     openings: int,
+    referee: str | None = None,
 ) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         model = copy_network_file(network, Path(tmp))
@@ -125,6 +136,7 @@ def _play_gtp(
             games,
             openings,
             log_path,
+            referee=referee,
         )
     wins = summary["wins"][0]
     return {
@@ -157,10 +169,12 @@ def twogtp(
     games: int,
     openings: int,
     log_path: Path,
+    referee: str | None = None,
 ) -> dict:
     """A match between two GTP engines, each (command line, name), through ``python -m client
     twogtp`` (Chinese rules, colours alternating, the first black in the first game; a command None
-    is the uniform random player): its summary (``wins``, ``wins_as_black``, ``draws``,
+    is the uniform random player; ``referee``: the GTP command line that judges the dead stones of
+    games ended by two passes): its summary (``wins``, ``wins_as_black``, ``draws``,
     ``no_result``, ``distinct_games``), the games and engine output appended to ``log_path``."""
     with tempfile.TemporaryDirectory() as tmp:
         summary_file = Path(tmp) / "summary.json"
@@ -190,6 +204,8 @@ def twogtp(
         ]
         if second[0] is not None:
             command += ["--white", second[0]]
+        if referee is not None:
+            command += ["--referee", referee]
         _run(command, log_path)
         return json.loads(summary_file.read_text())
 

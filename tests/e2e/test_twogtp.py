@@ -1,6 +1,9 @@
 """The run command's game: two random GTP engines in child processes, refereed, printed as SGF."""
 
 import json
+import os
+import shlex
+import shutil
 import subprocess
 import sys
 
@@ -11,6 +14,7 @@ from common.go.game import Game
 from common.go.geometry import BLACK, WHITE
 from common.go.rules import Rules
 from common.go.sgf import parse_collection, read_sgf, record_from_tree
+from tests.e2e.needs import missing
 
 pytestmark = pytest.mark.slow
 
@@ -151,3 +155,58 @@ def test_an_opening_is_legal_and_stops_when_a_side_must_pass():
     assert len(opening) == 8 and len(set(opening)) == 8
     assert len(random_opening((2, 2), Rules(), 0.5, 10, seed=1)) < 10  # a 2x2 board fills up
     assert random_opening((7, 7), Rules(), 0.5, 4, seed=3) == random_opening((7, 7), Rules(), 0.5, 4, seed=3)
+
+
+def _scripted(moves: list[str]) -> list[str]:
+    """An engine that plays ``moves`` in turn, then passes."""
+    return [
+        sys.executable,
+        "-c",
+        (
+            f"import sys\nmoves = {moves!r}\n"
+            "for line in sys.stdin:\n"
+            "    cmd = line.split()\n"
+            "    if not cmd: continue\n"
+            "    out = (moves.pop(0) if moves else 'pass') if cmd[0] == 'genmove' else "
+            "('false' if cmd[0] == 'known_command' else '')\n"
+            "    sys.stdout.write('= ' + out + '\\n\\n'); sys.stdout.flush()\n"
+            "    if cmd[0] == 'quit': break\n"
+        ),
+    ]
+
+
+def test_a_referee_takes_off_the_stones_it_judges_dead(tmp_path):
+    # White plays one stone and passes, black four and passes (a game GNU Go level 1 played as
+    # black). Counted as they stand, the lone white stone makes every empty point neutral: white
+    # wins by komi. GNU Go as referee judges it dead: black owns the board.
+    gnugo = shutil.which("gnugo") or ("/usr/games/gnugo" if os.path.exists("/usr/games/gnugo") else None)
+    if gnugo is None:
+        missing("GNU Go", "apt-get install gnugo (.ci/run installs it)")
+    black = shlex.join(_scripted(["B6", "E5", "G6", "F3"]))
+    white = shlex.join(_scripted(["J3"]))
+    results = {}
+    for referee in ([], ["--referee", f"{gnugo} --mode gtp --chinese-rules"]):
+        summary = tmp_path / f"summary{len(referee)}.json"
+        engines = ["--black", black, "--white", white]
+        proc = subprocess.run(
+            [sys.executable, "-m", "client", "twogtp", "--komi", "7.5", *engines, "--summary", str(summary), *referee],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert proc.returncode == 0, proc.stderr
+        results[bool(referee)] = (read_sgf(proc.stdout).result, proc.stderr, json.loads(summary.read_text()))
+    assert results[False][0] == "W+4.5" and results[False][2]["referee"] is None
+    assert results[True][0] == "B+73.5" and results[True][2]["wins"] == [1, 0]
+    assert "two passes; 1 stones dead by the referee (referee)" in results[True][1]
+    assert results[True][2]["referee"].endswith("--chinese-rules")
+
+
+def test_a_referee_judges_area_scoring_only():
+    proc = subprocess.run(
+        [sys.executable, "-m", "client", "twogtp", "--rules", "japanese", "--referee", "gnugo --mode gtp"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 1 and "--referee judges games under area scoring, not under 'japanese'" in proc.stderr

@@ -448,3 +448,23 @@ def test_the_report_of_two_repetitions_gives_each_and_the_arms_pooled_difference
     ]
     assert arm["repetitions"][1]["points"][1]["elo"] == 240.0
     assert (tmp_path / "ablation-2026-12-05.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_games_against_gnu_go_are_refereed_and_a_result_counted_otherwise_is_played_again(tmp_path, monkeypatch):
+    from server.platform import ablation_rating, matches
+
+    monkeypatch.setattr(matches, "gnugo_path", lambda: "/usr/games/gnugo")
+    net = ablation_rating.Player("full/net-1", "full: net-1", "engine")
+    gnugo = ablation_rating.gnugo(1)
+    assert gnugo is not None and gnugo.referee == "/usr/games/gnugo --mode gtp --chinese-rules"
+    refereed = ablation_rating.Pairing(net, gnugo, 10)
+    assert refereed.referee == gnugo.referee and ablation_rating.Pairing(net, net, 4).referee is None
+    games = ablation_rating.Games(tmp_path / "games.json")
+    games.add(refereed, 48, {"wins": [3, 7], "draws": 0, "no_result": 0})
+    assert games.done(refereed, 48) and not games.done(refereed, 96)
+    stored = json.loads((tmp_path / "games.json").read_text())
+    assert stored[refereed.key]["referee"] == gnugo.referee
+    # A result from before games were refereed (no referee kept) is not reused.
+    del stored[refereed.key]["referee"]
+    (tmp_path / "games.json").write_text(json.dumps(stored))
+    assert not ablation_rating.Games(tmp_path / "games.json").done(refereed, 48)
