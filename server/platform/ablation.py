@@ -47,7 +47,7 @@ import psutil
 from common.files import atomic_write
 from common.settings import RunSettings, SettingsError
 from server.platform.demo import demo_settings
-from server.platform.processes import ROOT, Supervisor
+from server.platform.processes import ROOT, Supervisor, load_average
 
 ARMS_DIR = Path(__file__).resolve().parent / "arms"
 # The built-in arms run by default, in the report's order: the full method, then one taken out at a time.
@@ -352,7 +352,7 @@ def run_arm(
         now = time.time()
         state.cpu_seconds = cpu_before + meter.seconds()
         state.wall_seconds = wall_before + now - started
-        state.samples.append([now, state.cpu_seconds, os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0])
+        state.samples.append([now, state.cpu_seconds, load_average() or 0.0])
         state.save(state_path)
 
     try:

@@ -58,6 +58,9 @@ class Report:
     curve_note: str | None = None  # why the curve was not played
     reached_half: dict | None = None  # {level, visits, minutes (None: not reached)}
     anchors: list[dict] = field(default_factory=list)  # GNU Go's levels on the run's Elo scale
+    # the machine's 1-minute load average while the platform ran and during the matches after it:
+    # {"platform": {mean, min, max, samples}, "matches": {...}} (a phase without readings is None)
+    load: dict = field(default_factory=dict)
 
     def rises(self) -> tuple[int, int]:
         """(how many generations are rated above the one before, how many have one before)."""
@@ -79,6 +82,7 @@ class Report:
             f"- self-play: {self.selfplay_games:,} games, {self.rows:,} training rows",
             f"- rating games: {self.rating_games:,}; candidates exported: {self.candidates}, accepted: "
             f"{len(self.generations) - 1}",
+            *self.load_markdown(),
             "",
             "| generation | accepted after (min) | training samples | rows seen | Elo | ± (95%) | rating games |",
             "|---|---|---|---|---|---|---|",
@@ -115,6 +119,18 @@ class Report:
             )
         lines += self.curve_markdown()
         return "\n".join(lines) + "\n"
+
+    def load_markdown(self) -> list[str]:
+        """The machine's load, one line (none when it was not read)."""
+        parts = [
+            f"{phase} {load['mean']:.1f} ({load['min']:.1f}-{load['max']:.1f}, {load['samples']} readings)"
+            for phase, load in (
+                ("while the platform ran", self.load.get("platform")),
+                ("during the matches", self.load.get("matches")),
+            )
+            if load
+        ]
+        return [f"- the machine's load (1-minute average; mean, range): {'; '.join(parts)}"] if parts else []
 
     def curve_markdown(self) -> list[str]:
         lines = ["", "## The learning curve against GNU Go", ""]

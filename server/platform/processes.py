@@ -16,6 +16,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,6 +37,52 @@ def database_url(settings_dict: dict) -> str:
     host = settings_dict.get("HOST") or "127.0.0.1"
     port = settings_dict.get("PORT") or 5432
     return f"postgres://{user}{password}@{host}:{port}/{quote(settings_dict['NAME'], safe='')}"
+
+
+def load_average() -> float | None:
+    """The machine's 1-minute load average (None where the system keeps none)."""
+    return os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+
+
+class LoadMeter:
+    """The machine's 1-minute load average, read every ``every`` seconds by a background thread
+    while inside ``with``: what a report says the machine was doing meanwhile."""
+
+    def __init__(self, every: float = 30.0) -> None:
+        self.every = every
+        self.samples: list[float] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="load-meter", daemon=True)
+
+    def _run(self) -> None:
+        while True:
+            load = load_average()
+            if load is not None:
+                self.samples.append(load)
+            if self._stop.wait(self.every):
+                return
+
+    def __enter__(self) -> LoadMeter:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+        load = load_average()
+        if load is not None:
+            self.samples.append(load)
+
+    def summary(self) -> dict | None:
+        """{mean, min, max, samples} of the readings (None without any)."""
+        if not self.samples:
+            return None
+        return {
+            "mean": round(sum(self.samples) / len(self.samples), 2),
+            "min": round(min(self.samples), 2),
+            "max": round(max(self.samples), 2),
+            "samples": len(self.samples),
+        }
 
 
 def _terminate_with_parent() -> None:

@@ -1,11 +1,13 @@
 """The learning experiment's curve against GNU Go: which network each checkpoint plays, a network
 played once for the checkpoints it is the network of, the win rates' intervals, the report's JSON
-and Markdown, the games at the match visits stored as the run's anchor games, and the command's
-refusal of bad options. (The games themselves: tests/e2e/test_experiment.py.)"""
+and Markdown (with the machine's load), the games at the match visits stored as the run's anchor
+games, and the command's refusal of bad options. (The games themselves:
+tests/e2e/test_experiment.py.)"""
 
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 from django.core.management import CommandError, call_command
@@ -13,6 +15,7 @@ from django.core.management import CommandError, call_command
 from common.elo import wilson_interval
 from server.platform import curve
 from server.platform.experiment import Generation, Report, write_report
+from server.platform.processes import LoadMeter
 
 
 def _gen(name: str, minutes: float | None) -> Generation:
@@ -143,6 +146,10 @@ def _report() -> Report:
     ]
     report.reached_half = {"level": 1, "visits": 48, "minutes": curve.reached_half(report.curve, 1, 48)}
     report.anchors = [{"name": "GNU Go level 1", "level": 1, "elo": 812.4, "ci95": 96.0, "games": 100}]
+    report.load = {
+        "platform": {"mean": 3.04, "min": 2.61, "max": 3.3, "samples": 123},
+        "matches": {"mean": 2.1, "min": 1.9, "max": 2.45, "samples": 40},
+    }
     return report
 
 
@@ -159,8 +166,13 @@ def test_the_report_keeps_its_keys_and_adds_the_curve(tmp_path):
     assert end["low"] == pytest.approx(wilson_interval(22, 40)[0]) and end["high"] < 1
     assert data["reached_half"] == {"level": 1, "visits": 48, "minutes": 61.5}
     assert data["anchors"][0]["elo"] == 812.4 and data["curve_note"] is None
+    assert data["load"]["platform"] == {"mean": 3.04, "min": 2.61, "max": 3.3, "samples": 123}
 
     text = (tmp_path / "report.md").read_text()
+    assert (
+        "- the machine's load (1-minute average; mean, range): while the platform ran 3.0 (2.6-3.3, 123 "
+        "readings); during the matches 2.1 (1.9-2.5, 40 readings)" in text
+    )
     assert "## The learning curve against GNU Go" in text
     assert "| minutes | network | opponent | visits | games | won | drawn | win rate (95%) |" in text
     assert "| 30 | g3 | GNU Go level 1 | 48 | 20 | 4 | 0 | 20% (8%-42%) |" in text
@@ -176,8 +188,22 @@ def test_the_report_says_when_half_was_not_reached_or_the_curve_not_played():
     report.reached_half = {"level": 1, "visits": 48, "minutes": curve.reached_half(report.curve, 1, 48)}
     assert "First won half its games against GNU Go level 1 at 48 visits: not reached." in report.markdown()
     report.curve, report.curve_note = [], "GNU Go is not installed (Debian package gnugo)"
+    report.load = {"platform": None, "matches": None}  # a system without a load average
     text = report.markdown()
     assert "Not played: GNU Go is not installed (Debian package gnugo)." in text and "| minutes |" not in text
+    assert "the machine's load" not in text
+
+
+def test_the_load_meter_reads_the_load_until_its_block_ends():
+    with LoadMeter(every=0.01) as meter:
+        time.sleep(0.1)
+    summary = meter.summary()
+    assert summary is not None and summary["samples"] == len(meter.samples) >= 3
+    assert 0 <= summary["min"] <= summary["mean"] <= summary["max"]
+    count = len(meter.samples)
+    time.sleep(0.05)
+    assert len(meter.samples) == count  # the thread stopped with the block
+    assert LoadMeter().summary() is None
 
 
 @pytest.mark.django_db

@@ -4,7 +4,8 @@ It runs the whole platform (``manage.py platform``) on a fresh data folder for a
 minutes, starting from the random network, then measures what came of it and writes a report
 (``report.md`` and ``report.json`` in ``--out``): the Elo of every accepted generation from the run's
 rating games, the newest generation against the random network, the uniform random player and GNU
-Go, and the learning curve: the run's network at checkpoints against GNU Go's levels.
+Go, and the learning curve: the run's network at checkpoints against GNU Go's levels. The report
+also gives the machine's load average while the platform ran and during the matches.
 
     SENTE_DATA_DIR=sente-experiment .venv/bin/python manage.py experiment --minutes 60 --out experiment
 """
@@ -21,6 +22,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from server.platform.demo import DEMO_RUN
 from server.platform.experiment import machine, measure, write_report
+from server.platform.processes import LoadMeter
 
 
 class Command(BaseCommand):
@@ -102,34 +104,37 @@ class Command(BaseCommand):
                 "already: run it with SENTE_DATA_DIR set to a new folder"
             )
         started = time.monotonic()
-        call_command(
-            "platform",
-            minutes=options["minutes"],
-            port=options["port"],
-            board=options["board"],
-            architecture=options["architecture"],
-            status_seconds=60.0,
-            stdout=self.stdout,
-            stderr=self.stderr,
-        )
+        with LoadMeter() as platform_load:
+            call_command(
+                "platform",
+                minutes=options["minutes"],
+                port=options["port"],
+                board=options["board"],
+                architecture=options["architecture"],
+                status_seconds=60.0,
+                stdout=self.stdout,
+                stderr=self.stderr,
+            )
         ran = (time.monotonic() - started) / 60
-        report = measure(
-            Run.objects.get(name=DEMO_RUN),
-            options["out"],
-            ran,
-            machine(),
-            random_games=options["random_games"],
-            uniform_games=options["uniform_games"],
-            gnugo_games=gnugo_games,
-            gnugo_level=options["gnugo_level"],
-            visits=options["visits"],
-            curve_every=options["curve_minutes"],
-            curve_levels=levels,
-            curve_factors=factors,
-            curve_games=options["curve_games"],
-            jobs=options["jobs"],
-            progress=self.stdout.write,
-        )
+        with LoadMeter() as match_load:
+            report = measure(
+                Run.objects.get(name=DEMO_RUN),
+                options["out"],
+                ran,
+                machine(),
+                random_games=options["random_games"],
+                uniform_games=options["uniform_games"],
+                gnugo_games=gnugo_games,
+                gnugo_level=options["gnugo_level"],
+                visits=options["visits"],
+                curve_every=options["curve_minutes"],
+                curve_levels=levels,
+                curve_factors=factors,
+                curve_games=options["curve_games"],
+                jobs=options["jobs"],
+                progress=self.stdout.write,
+            )
+        report.load = {"platform": platform_load.summary(), "matches": match_load.summary()}
         path = write_report(report, options["out"])
         self.stdout.write(report.markdown())
         self.stdout.write(f"report written to {path}")
