@@ -710,7 +710,9 @@ class TrainingSettings(_Settings):
     once ``window_c`` rows have arrived. The budget: ``samples_per_row`` training samples for each
     row received, every one, the random network's too (KataGo's ``-max-train-bucket-per-new-data``).
     Learning rate per sample ``learning_rate (lr_decay T + 1)^(-4/3)`` after ``T`` samples of a
-    network's training, SGD with ``momentum``, the L2 penalty ``l2 |theta|^2``, the gradient norm of
+    network's training, times ``early_lr_factor`` for its first ``early_lr_samples`` (KataGo's main
+    run: a third for each network's first 5 million samples, against early instability; 0: none),
+    SGD with ``momentum``, the L2 penalty ``l2 |theta|^2``, the gradient norm of
     a batch's mean loss clipped at ``grad_clip``. Every ``snapshot_every`` samples the weights enter
     an exponential moving average (``ema_decay``); every ``export_every`` samples that average becomes
     a candidate network.
@@ -731,6 +733,8 @@ class TrainingSettings(_Settings):
     learning_rate: float = 6e-5
     lr_decay: float = 1e-7  # lambda: 1e-6 x {0.1, 0.075, 0.05} for b6c96, b10c128, b15c192
     next_lr_decay: float = 7.5e-8
+    early_lr_samples: int = 0
+    early_lr_factor: float = 1.0 / 3.0
     momentum: float = 0.9
     l2: float = 3e-5
     grad_clip: float = 10.0  # not in the paper: a cap on rare gradient spikes, far above a normal batch's norm
@@ -771,6 +775,8 @@ class TrainingSettings(_Settings):
         _in_range(_p(path, "learning_rate"), self.learning_rate, 0.0, 1.0, lo_open=True)
         _in_range(_p(path, "lr_decay"), self.lr_decay, 0.0, 1.0)
         _in_range(_p(path, "next_lr_decay"), self.next_lr_decay, 0.0, 1.0)
+        _in_range(_p(path, "early_lr_samples"), self.early_lr_samples, 0, 10**15)
+        _in_range(_p(path, "early_lr_factor"), self.early_lr_factor, 0.0, 1.0, lo_open=True)
         _in_range(_p(path, "momentum"), self.momentum, 0.0, 1.0)
         _need(self.momentum < 1.0, _p(path, "momentum"), f"must be less than 1, got {self.momentum}")
         _in_range(_p(path, "l2"), self.l2, 0.0, 1.0)
@@ -801,7 +807,8 @@ class TrainingSettings(_Settings):
 
     def learning_rate_at(self, samples: int, architecture: str) -> float:
         """The per-sample learning rate after ``samples`` training samples of a network."""
-        return self.learning_rate * (self.lr_decay_for(architecture) * samples + 1.0) ** (-4.0 / 3.0)
+        rate = self.learning_rate * (self.lr_decay_for(architecture) * samples + 1.0) ** (-4.0 / 3.0)
+        return rate * self.early_lr_factor if samples < self.early_lr_samples else rate
 
 
 @dataclass(frozen=True)

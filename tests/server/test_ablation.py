@@ -96,6 +96,12 @@ def test_the_built_in_arms_are_the_full_method_with_one_thing_taken_out(board):
     assert changed("gated") == {"gating.rule", "gating.rating_game_prob"}
     gated = RunSettings.from_dict(arms["gated"].settings).gating
     assert (gated.rule, gated.fixed_games, gated.fixed_wins, gated.rating_game_prob) == ("fixed", 20, 10, 0.25)
+    # KataGo's lowered early learning rate, over the first 100,000 samples of each network.
+    assert changed("early-lr") == {"training.early_lr_samples"}
+    early = RunSettings.from_dict(arms["early-lr"].settings).training
+    assert full.training.early_lr_samples == 0
+    assert early.learning_rate_at(0, "tiny") == pytest.approx(full.training.learning_rate_at(0, "tiny") / 3)
+    assert early.learning_rate_at(100_000, "tiny") == full.training.learning_rate_at(100_000, "tiny")
 
 
 def write_arm(folder, name: str, doc: dict):

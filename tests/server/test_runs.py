@@ -180,6 +180,9 @@ def test_migrating_the_stored_versions_keeps_the_run_on_its_rules(run):
         ({"training": {"export_every": 100, "snapshot_every": 200}}, "training.export_every"),
         ({"training": {"holdout_one_in": 1}}, "training.holdout_one_in"),
         ({"training": {"ema_decay": 1.0}}, "training.ema_decay"),
+        ({"training": {"early_lr_samples": -1}}, "training.early_lr_samples"),
+        ({"training": {"early_lr_factor": 0}}, "training.early_lr_factor"),
+        ({"training": {"early_lr_factor": 3}}, "training.early_lr_factor"),
     ],
 )
 def test_set_settings_refuses_bad_documents(run, document, path):

@@ -81,6 +81,18 @@ def test_the_step_size_is_the_per_sample_rate_times_the_rows(golden_batches):
     assert TrainingSettings(next_architecture="b10c128").lr_decay_for("b10c128") == 7.5e-8
 
 
+def test_each_networks_first_samples_learn_at_the_lowered_early_rate(golden_batches):
+    settings = TrainingSettings(architecture="tiny", learning_rate=6e-5, lr_decay=1e-3, early_lr_samples=5000)
+    decayed = 6e-5 * (1e-3 * 4999 + 1) ** (-4 / 3)
+    assert settings.learning_rate_at(0, "tiny") == pytest.approx(2e-5)
+    assert settings.learning_rate_at(4999, "tiny") == pytest.approx(decayed / 3)
+    assert settings.learning_rate_at(5000, "tiny") == pytest.approx(6e-5 * (1e-3 * 5000 + 1) ** (-4 / 3))
+    trainer = Trainer("tiny", settings, device="cpu")
+    trainer.samples = 4999
+    assert trainer.step(golden_batches[0])["learning_rate"] == pytest.approx(decayed / 3)
+    assert trainer.step(golden_batches[0])["learning_rate"] > decayed / 2  # past its early samples
+
+
 def test_without_the_ownership_and_score_targets_their_terms_weigh_nothing(golden_batches):
     settings = replace(SETTINGS, ownership_score_targets=False)
     trainer = Trainer("tiny", settings, device="cpu")
