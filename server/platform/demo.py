@@ -29,9 +29,16 @@ FAIR_KOMI = {5: 24.0, 6: 4.0, 7: 9.0, 8: 10.0, 9: 7.0}
 # neither side much. Self-play keeps KataGo's komi draws around the fair komi, integers among them,
 # which teach the score head where a game is even.
 DRAWLESS_BOARDS = (8, 9)
+# The demo's network by board: tiny (2 blocks of 16) learns fastest on the small boards; on 9x9, at
+# equal CPU, b3c32 won every game against it (docs/experiments/ablation-9x9-size-2026-12-05.md).
+DEMO_ARCHITECTURES = {9: "b3c32"}
 
 
-def demo_settings(board: int = 7, architecture: str = "tiny") -> RunSettings:
+def demo_architecture(board: int) -> str:
+    return DEMO_ARCHITECTURES.get(board, "tiny")
+
+
+def demo_settings(board: int = 7, architecture: str | None = None) -> RunSettings:
     komi = FAIR_KOMI.get(board, 7.0)
     selfplay = SelfPlaySettings(
         board_sizes=(board,),
@@ -53,7 +60,7 @@ def demo_settings(board: int = 7, architecture: str = "tiny") -> RunSettings:
     # games, for the Elo chart and the rollback; a run switched to "fixed" gates with 20 games.
     gating = GatingSettings(rating_game_prob=0.05, rule="none", fixed_games=20, fixed_wins=10, account_share=1.0)
     training = TrainingSettings(
-        architecture=architecture,
+        architecture=architecture or demo_architecture(board),
         window_c=5000,
         samples_per_row=4.0,
         batch_size=128,
@@ -96,7 +103,7 @@ def _one_contributor(settings: RunSettings) -> RunSettings:
     return replace(settings, gating=replace(settings.gating, account_share=1.0))
 
 
-def ensure_demo(path: Path, board: int = 7, architecture: str = "tiny", document: dict | None = None):
+def ensure_demo(path: Path, board: int = 7, architecture: str | None = None, document: dict | None = None):
     """The demo run (made with ``document``, default :func:`demo_settings`, unless a run of that name
     exists, which is used as it is), the owner's staff account (made with a new password when
     missing) and the volunteer's account with a client token, their secrets kept in ``path``.

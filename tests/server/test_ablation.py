@@ -46,7 +46,7 @@ from server.platform.demo import DRAWLESS_BOARDS, FAIR_KOMI
 def test_the_built_in_arms_are_the_full_method_with_one_thing_taken_out(board):
     # Every document in server/platform/arms: those run by default first, in their order.
     names = built_in_arms()
-    assert names[: len(BUILT_IN_ARMS)] == BUILT_IN_ARMS and {"b3c32", "b4c48"} <= set(names)
+    assert names[: len(BUILT_IN_ARMS)] == BUILT_IN_ARMS and {"tiny", "b3c32", "b4c48"} <= set(names)
     arms = {name: load_arm(name, board) for name in names}
     full = RunSettings.from_dict(arms["full"].settings)
     assert full.selfplay.board_sizes == (board,) and full.selfplay.komi_mean == FAIR_KOMI[board]
@@ -86,9 +86,12 @@ def test_the_built_in_arms_are_the_full_method_with_one_thing_taken_out(board):
     assert changed("mobilenet") == {"training.architecture"} and arms["mobilenet"].architecture == "tinymobile"
     for name in BUILT_IN_ARMS[1:]:
         assert arms[name].claim and arms[name].expect in ("worse", "better"), name
-    # The arms run only when named: the network's size, with no claim to hold it against.
-    for name in ("b3c32", "b4c48"):
-        assert changed(name) == {"training.architecture"} and arms[name].architecture == name
+    # The arms run only when named: the network's size, with no claim to hold it against. The full
+    # arm plays the demo's network: b3c32 on 9x9, tiny below.
+    assert full.training.architecture == ("b3c32" if board == 9 else "tiny")
+    for name in ("tiny", "b3c32", "b4c48"):
+        same = name == full.training.architecture
+        assert changed(name) == (set() if same else {"training.architecture"}) and arms[name].architecture == name
         assert name in NAMED_SIZES
         assert not arms[name].claim and not arms[name].expect and "9x9" in arms[name].description
     # Gating, which the one-machine run dropped: short gatings of 20 games, a quarter of the tasks.

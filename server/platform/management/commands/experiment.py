@@ -39,7 +39,7 @@ class Command(BaseCommand):
         parser.add_argument(
             "--board", type=int, default=7, choices=range(5, 10), metavar="5..9", help="board size (default 7)"
         )
-        parser.add_argument("--architecture", default="tiny", help="the network (default tiny)")
+        parser.add_argument("--architecture", help="the network (default b3c32 on 9x9, tiny on the smaller boards)")
         parser.add_argument("--port", type=int, default=8000)
         parser.add_argument(
             "--random-games",

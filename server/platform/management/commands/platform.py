@@ -49,7 +49,9 @@ class Command(BaseCommand):
             metavar="5..9",
             help="board size of a new demo run (default 7)",
         )
-        parser.add_argument("--architecture", default="tiny", help="network of a new demo run (default tiny)")
+        parser.add_argument(
+            "--architecture", help="network of a new demo run (default b3c32 on 9x9, tiny on the smaller boards)"
+        )
         parser.add_argument(
             "--settings-file", type=Path, help="a JSON settings document for a new demo run (default: the demo's own)"
         )
