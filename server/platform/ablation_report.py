@@ -240,10 +240,16 @@ class AblationReport:
                         f"| {r.name} | {p.label()} | {p.cpu_minutes:.1f} | {p.selfplay_games:,} | {p.rows:,} | "
                         f"{p.train_step:,} | {p.elo:+.0f} ± {p.ci95:.0f} | {p.games} |"
                     )
-        lines += ["", "## What the papers claim, and what we found", "", "| arm | the claim | ours |", "|---|---|---|"]
-        for arm in self.arms:
-            if arm.claim or arm.expect:
-                lines.append(f"| {arm.title} | {arm.claim or '-'} | {arm.verdict} |")
+        claimed = [arm for arm in self.arms if arm.claim or arm.expect]
+        if claimed:  # arms such as the network's size claim nothing
+            lines += [
+                "",
+                "## What the papers claim, and what we found",
+                "",
+                "| arm | the claim | ours |",
+                "|---|---|---|",
+            ]
+            lines += [f"| {arm.title} | {arm.claim or '-'} | {arm.verdict} |" for arm in claimed]
         lines += ["", "## The arms' settings", ""]
         lines += [f"- **{arm.name}** ({arm.title}): {arm.description}" for arm in self.arms]
         return "\n".join(lines) + "\n"

@@ -392,6 +392,11 @@ def test_the_report_has_its_table_its_claims_and_its_plot(tmp_path):
     saved = json.loads((tmp_path / "ablation-2026-11-28.json").read_text())
     assert saved["arms"][1]["repetitions"][0]["points"][1]["elo"] == 300.0 and saved["arms"][1]["vs_reference"] == -120
     assert (tmp_path / "ablation-2026-11-28.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # Arms that claim nothing (the network's sizes, the full arm) leave the claims' table out.
+    full.claim = other.claim = empty.claim = ""
+    other.expect = empty.expect = ""
+    assert "## What the papers claim" in text
+    assert "## What the papers claim" not in write(report, tmp_path / "sizes").read_text()
 
 
 def test_the_report_of_two_repetitions_gives_each_and_the_arms_pooled_difference(tmp_path):
