@@ -123,9 +123,9 @@ class MatchResult:
             self.result = self.game.result
 
 
-def refereed(referee: GtpProcess, game: Game) -> tuple[GameResult, int]:
+def refereed(referee: GtpProcess, game: Game) -> GameResult:
     """The result of ``game`` (area scoring, over by two passes) once the stones ``referee`` judges
-    dead are taken off, counted by area under the game's rules and komi; and how many it took off."""
+    dead are taken off, counted by area under the game's rules and komi."""
     if game.rules.scoring != "AREA":
         raise ValueError(f"a referee judges games under area scoring, not {game.rules.scoring.lower()} scoring")
     x_size, y_size = game.x_size, game.y_size
@@ -134,7 +134,11 @@ def refereed(referee: GtpProcess, game: Game) -> tuple[GameResult, int]:
     referee.send(f"komi {game.komi:g}")
     for color, loc in game.move_list:
         referee.send(f"play {color_name(color)} {'pass' if loc == PASS else gtp_vertex(loc, x_size, y_size)}")
-    dead = {parse_gtp_vertex(v, x_size, y_size) for v in referee.send("final_status_list dead").split()}
+    answer = referee.send("final_status_list dead")
+    try:
+        dead = {parse_gtp_vertex(v, x_size, y_size) for v in answer.split()}
+    except ValueError as e:
+        raise GtpProcessError(f"{referee.name} answered final_status_list dead with {answer!r}: {e}") from None
     # The counted position, as setup stones: no handicap bonus (a match has no handicap stones, but
     # a setup of black stones alone would count as such).
     counted = Game(x_size, y_size, replace(game.rules, white_handicap_bonus="0"), game.komi)
@@ -144,8 +148,9 @@ def refereed(referee: GtpProcess, game: Game) -> tuple[GameResult, int]:
     )
     score = counted.score()
     winner = WHITE if score > 0 else BLACK if score < 0 else EMPTY
-    reason = f"two passes; {len(dead)} stones dead by the referee ({referee.name})"
-    return GameResult(winner, score, no_result=False, resignation=False, reason=reason), len(dead)
+    stones = f"{len(dead)} dead stone" + ("" if len(dead) == 1 else "s")
+    reason = f"two passes; {stones} taken off by the referee ({referee.name})"
+    return GameResult(winner, score, no_result=False, resignation=False, reason=reason)
 
 
 def random_opening(size: tuple[int, int], rules: Rules, komi: float, moves: int, seed: int) -> list[int]:
@@ -217,7 +222,7 @@ def play_match(
     record = GameRecord.from_game(game, black_player=black.name, white_player=white.name)
     outcome = game.result  # the game is over here: by the rules, the move limit or a resignation
     if referee is not None and outcome is not None and outcome.reason == "two passes" and rules.scoring == "AREA":
-        outcome, _ = refereed(referee, game)
+        outcome = refereed(referee, game)
         record.result = outcome.sgf()
     return MatchResult(game, record, reason or (outcome.reason if outcome is not None else ""), outcome)
 

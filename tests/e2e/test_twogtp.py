@@ -198,8 +198,32 @@ def test_a_referee_takes_off_the_stones_it_judges_dead(tmp_path):
         results[bool(referee)] = (read_sgf(proc.stdout).result, proc.stderr, json.loads(summary.read_text()))
     assert results[False][0] == "W+4.5" and results[False][2]["referee"] is None
     assert results[True][0] == "B+73.5" and results[True][2]["wins"] == [1, 0]
-    assert "two passes; 1 stones dead by the referee (referee)" in results[True][1]
+    assert "two passes; 1 dead stone taken off by the referee (referee)" in results[True][1]
     assert results[True][2]["referee"].endswith("--chinese-rules")
+
+
+def test_a_referee_that_answers_nonsense_is_reported(tmp_path):
+    nonsense = [
+        sys.executable,
+        "-c",
+        (
+            "import sys\n"
+            "for line in sys.stdin:\n"
+            "    cmd = line.split()\n"
+            "    if not cmd: continue\n"
+            "    out = 'true' if cmd[0] == 'known_command' else ('Z99' if cmd[0] == 'final_status_list' else '')\n"
+            "    sys.stdout.write('= ' + out + '\\n\\n'); sys.stdout.flush()\n"
+            "    if cmd[0] == 'quit': break\n"
+        ),
+    ]
+    two_passes = [sys.executable, "-m", "client", "twogtp", "--black", shlex.join(_scripted([]))]
+    proc = subprocess.run(
+        [*two_passes, "--white", shlex.join(_scripted([])), "--referee", shlex.join(nonsense)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 1 and "referee answered final_status_list dead with 'Z99'" in proc.stderr
 
 
 def test_a_referee_judges_area_scoring_only():
