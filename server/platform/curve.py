@@ -6,9 +6,9 @@ event, minutes counted from the run's creation) plays GNU Go at each level and e
 visits per move. The games are played after the run, ``jobs`` matches at once, through ``python -m
 client twogtp`` (the ablation's rating, ``server.platform.ablation_rating.play``): Chinese rules,
 colours alternating, each pair of games from its own random opening moves, the dead stones of a
-game ended by two passes judged by GNU Go as referee (``server.platform.matches.gnugo_referee``). A network that is the
-checkpoint's of several plays each level and visits once, with the most games any of them asks for,
-and each of those checkpoints reports that result.
+game ended by two passes judged by GNU Go as referee (``server.platform.matches.gnugo_referee``).
+A network that is the checkpoint's of several plays each level and visits once, with the most games
+any of them asks for, and each of those checkpoints reports that result.
 
 The games at the run's match visits are stored as the run's games against GNU Go's anchors
 (``server.ratings.anchors``), so that a refit places GNU Go's levels on the run's Elo scale and the

@@ -29,8 +29,9 @@ FAIR_KOMI = {5: 24.0, 6: 4.0, 7: 9.0, 8: 10.0, 9: 7.0}
 # neither side much. Self-play keeps KataGo's komi draws around the fair komi, integers among them,
 # which teach the score head where a game is even.
 DRAWLESS_BOARDS = (8, 9)
-# The demo's network by board: tiny (2 blocks of 16) learns fastest on the small boards; on 9x9, at
-# equal CPU, b3c32 won every game against it (docs/experiments/ablation-9x9-size-2026-12-05.md).
+# The demo's network by board: tiny (2 blocks of 16), which shows learning within minutes on 7x7;
+# on 9x9 b3c32, which at equal CPU won every game against tiny
+# (docs/experiments/ablation-9x9-size-2026-12-05.md).
 DEMO_ARCHITECTURES = {9: "b3c32"}
 
 
