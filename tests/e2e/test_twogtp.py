@@ -1,9 +1,7 @@
 """The run command's game: two random GTP engines in child processes, refereed, printed as SGF."""
 
 import json
-import os
 import shlex
-import shutil
 import subprocess
 import sys
 
@@ -14,6 +12,7 @@ from common.go.game import Game
 from common.go.geometry import BLACK, WHITE
 from common.go.rules import Rules
 from common.go.sgf import parse_collection, read_sgf, record_from_tree
+from server.platform.matches import gnugo_path
 from tests.e2e.needs import missing
 
 pytestmark = pytest.mark.slow
@@ -52,19 +51,7 @@ def test_a_game_under_japanese_rules_ends_after_the_encore():
 
 
 def test_an_engine_that_breaks_the_rules_loses():
-    cheat = [
-        sys.executable,
-        "-c",
-        (
-            "import sys\n"
-            "for line in sys.stdin:\n"
-            "    cmd = line.split()\n"
-            "    if not cmd: continue\n"
-            "    out = 'A1' if cmd[0] == 'genmove' else ('false' if cmd[0] == 'known_command' else '')\n"
-            "    sys.stdout.write('= ' + out + '\\n\\n'); sys.stdout.flush()\n"
-            "    if cmd[0] == 'quit': break\n"
-        ),
-    ]
+    cheat = _engine("'A1' if cmd[0] == 'genmove' else ('false' if cmd[0] == 'known_command' else '')")
     honest = [sys.executable, "-m", "client", "gtp", "--seed", "1"]
     with GtpProcess(honest, "honest") as black, GtpProcess(cheat, "cheat") as white:
         match = play_match(black, white, (5, 5), Rules(), 0.5)
@@ -157,29 +144,38 @@ def test_an_opening_is_legal_and_stops_when_a_side_must_pass():
     assert random_opening((7, 7), Rules(), 0.5, 4, seed=3) == random_opening((7, 7), Rules(), 0.5, 4, seed=3)
 
 
-def _scripted(moves: list[str]) -> list[str]:
-    """An engine that plays ``moves`` in turn, then passes."""
+def _engine(answer: str, setup: str = "") -> list[str]:
+    """A GTP engine in a few lines of Python: ``answer`` is the expression of its answer to the
+    command ``cmd`` (its words), after ``setup``."""
     return [
         sys.executable,
         "-c",
         (
-            f"import sys\nmoves = {moves!r}\n"
+            f"import sys\n{setup}"
             "for line in sys.stdin:\n"
             "    cmd = line.split()\n"
             "    if not cmd: continue\n"
-            "    out = (moves.pop(0) if moves else 'pass') if cmd[0] == 'genmove' else "
-            "('false' if cmd[0] == 'known_command' else '')\n"
+            f"    out = {answer}\n"
             "    sys.stdout.write('= ' + out + '\\n\\n'); sys.stdout.flush()\n"
             "    if cmd[0] == 'quit': break\n"
         ),
     ]
 
 
+def _scripted(moves: list[str]) -> list[str]:
+    """An engine that plays ``moves`` in turn, then passes."""
+    return _engine(
+        "(moves.pop(0) if moves else 'pass') if cmd[0] == 'genmove' else "
+        "('false' if cmd[0] == 'known_command' else '')",
+        setup=f"moves = {moves!r}\n",
+    )
+
+
 def test_a_referee_takes_off_the_stones_it_judges_dead(tmp_path):
     # White plays one stone and passes, black four and passes (a game GNU Go level 1 played as
     # black). Counted as they stand, the lone white stone makes every empty point neutral: white
     # wins by komi. GNU Go as referee judges it dead: black owns the board.
-    gnugo = shutil.which("gnugo") or ("/usr/games/gnugo" if os.path.exists("/usr/games/gnugo") else None)
+    gnugo = gnugo_path()
     if gnugo is None:
         missing("GNU Go", "apt-get install gnugo (.ci/run installs it)")
     black = shlex.join(_scripted(["B6", "E5", "G6", "F3"]))
@@ -203,19 +199,7 @@ def test_a_referee_takes_off_the_stones_it_judges_dead(tmp_path):
 
 
 def test_a_referee_that_answers_nonsense_is_reported(tmp_path):
-    nonsense = [
-        sys.executable,
-        "-c",
-        (
-            "import sys\n"
-            "for line in sys.stdin:\n"
-            "    cmd = line.split()\n"
-            "    if not cmd: continue\n"
-            "    out = 'true' if cmd[0] == 'known_command' else ('Z99' if cmd[0] == 'final_status_list' else '')\n"
-            "    sys.stdout.write('= ' + out + '\\n\\n'); sys.stdout.flush()\n"
-            "    if cmd[0] == 'quit': break\n"
-        ),
-    ]
+    nonsense = _engine("'true' if cmd[0] == 'known_command' else ('Z99' if cmd[0] == 'final_status_list' else '')")
     two_passes = [sys.executable, "-m", "client", "twogtp", "--black", shlex.join(_scripted([]))]
     proc = subprocess.run(
         [*two_passes, "--white", shlex.join(_scripted([])), "--referee", shlex.join(nonsense)],
