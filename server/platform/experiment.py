@@ -61,6 +61,9 @@ class Report:
     # the machine's 1-minute load average while the platform ran and during the matches after it:
     # {"platform": {mean, min, max, samples}, "matches": {...}} (a phase without readings is None)
     load: dict = field(default_factory=dict)
+    # how the self-play games ended, the random network's and the trained networks' apart:
+    # {"move_limit": moves, "random": {games, at_limit, no_result, drawn}, "trained": {...}}
+    endings: dict = field(default_factory=dict)
 
     def rises(self) -> tuple[int, int]:
         """(how many generations are rated above the one before, how many have one before)."""
@@ -83,6 +86,7 @@ class Report:
             f"- rating games: {self.rating_games:,}; candidates exported: {self.candidates}, accepted: "
             f"{len(self.generations) - 1}",
             *self.load_markdown(),
+            *self.endings_markdown(),
             "",
             "| generation | accepted after (min) | training samples | rows seen | Elo | ± (95%) | rating games |",
             "|---|---|---|---|---|---|---|",
@@ -131,6 +135,21 @@ class Report:
             if load
         ]
         return [f"- the machine's load (1-minute average; mean, range): {'; '.join(parts)}"] if parts else []
+
+    def endings_markdown(self) -> list[str]:
+        """How the self-play games ended, one line (none when not counted)."""
+        if not self.endings:
+            return []
+        parts = []
+        for key, whose in (("random", "the random network's"), ("trained", "the trained networks'")):
+            e = self.endings[key]
+            if e["games"]:
+                parts.append(
+                    f"of {whose} {e['games']:,}, {_share(e['at_limit'], e['games'])} reached the limit, "
+                    f"{_share(e['no_result'], e['games'])} ended without a result and "
+                    f"{_share(e['drawn'], e['games'])} were drawn"
+                )
+        return [f"- self-play games and the move limit ({self.endings['move_limit']} moves): {'; '.join(parts)}"]
 
     def curve_markdown(self) -> list[str]:
         lines = ["", "## The learning curve against GNU Go", ""]
@@ -220,6 +239,7 @@ def measure(
         rating_games=RatingGame.objects.filter(run=run).count(),
         candidates=run.networks.filter(is_random=False).count(),
         generations=generations(run),
+        endings=selfplay_endings(run, settings.selfplay.max_moves),
     )
     newest = run.networks.filter(name=report.generations[-1].name, is_random=False).first()
     match = settings.rating
@@ -316,6 +336,28 @@ def _measure_curve(
             }
             for r in run.anchor_ratings.select_related("anchor").order_by("anchor__level")
         ]
+
+
+def _share(count: int, total: int) -> str:
+    return f"{count:,} ({count / total:.1%})"
+
+
+def selfplay_endings(run, move_limit: int) -> dict:
+    """How the run's self-play games ended (``Report.endings``): those of the random network, whose
+    games run long, apart from the trained networks'."""
+    from django.db.models import Count, Q
+
+    from server.games.models import TrainingGame, Winner
+
+    endings: dict = {"move_limit": move_limit}
+    for key, random in (("random", True), ("trained", False)):
+        endings[key] = TrainingGame.objects.filter(run=run, network__is_random=random).aggregate(
+            games=Count("id"),
+            at_limit=Count("id", filter=Q(moves__gte=move_limit)),
+            no_result=Count("id", filter=Q(winner=Winner.NONE)),
+            drawn=Count("id", filter=Q(winner=Winner.DRAW)),
+        )
+    return endings
 
 
 def generations(run) -> list[Generation]:

@@ -150,6 +150,11 @@ def _report() -> Report:
         "platform": {"mean": 3.04, "min": 2.61, "max": 3.3, "samples": 123},
         "matches": {"mean": 2.1, "min": 1.9, "max": 2.45, "samples": 40},
     }
+    report.endings = {
+        "move_limit": 243,
+        "random": {"games": 434, "at_limit": 62, "no_result": 60, "drawn": 0},
+        "trained": {"games": 18417, "at_limit": 6, "no_result": 6, "drawn": 307},
+    }
     return report
 
 
@@ -173,6 +178,12 @@ def test_the_report_keeps_its_keys_and_adds_the_curve(tmp_path):
         "- the machine's load (1-minute average; mean, range): while the platform ran 3.0 (2.6-3.3, 123 "
         "readings); during the matches 2.1 (1.9-2.5, 40 readings)" in text
     )
+    assert (
+        "- self-play games and the move limit (243 moves): of the random network's 434, 62 (14.3%) reached "
+        "the limit, 60 (13.8%) ended without a result and 0 (0.0%) were drawn; of the trained networks' "
+        "18,417, 6 (0.0%) reached the limit, 6 (0.0%) ended without a result and 307 (1.7%) were drawn" in text
+    )
+    assert data["endings"]["trained"]["drawn"] == 307
     assert "## The learning curve against GNU Go" in text
     assert "| minutes | network | opponent | visits | games | won | drawn | win rate (95%) |" in text
     assert "| 30 | g3 | GNU Go level 1 | 48 | 20 | 4 | 0 | 20% (8%-42%) |" in text
@@ -189,7 +200,9 @@ def test_the_report_says_when_half_was_not_reached_or_the_curve_not_played():
     assert "First won half its games against GNU Go level 1 at 48 visits: not reached." in report.markdown()
     report.curve, report.curve_note = [], "GNU Go is not installed (Debian package gnugo)"
     report.load = {"platform": None, "matches": None}  # a system without a load average
+    report.endings = {}
     text = report.markdown()
+    assert "move limit" not in text
     assert "Not played: GNU Go is not installed (Debian package gnugo)." in text and "| minutes |" not in text
     assert "the machine's load" not in text
 
@@ -228,6 +241,34 @@ def test_the_games_at_the_match_visits_rate_gnu_go_on_the_runs_scale(run):
     refit(run)
     rated = {r.anchor.level: r for r in AnchorRating.objects.filter(run=run).select_related("anchor")}
     assert rated[1].games == 60 and rated[5].games == 20 and rated[5].elo > rated[1].elo
+
+
+@pytest.mark.django_db
+def test_the_selfplay_endings_count_the_random_networks_games_apart(run, alice):
+    user, _ = alice
+    from server.games.models import TrainingGame
+    from server.networks.models import Network
+    from server.platform.experiment import selfplay_endings
+    from tests.server.helpers import PlayedGame, store_training_games
+
+    def games(n: int, tag: str) -> list[PlayedGame]:
+        meta = {"board_x_size": 9, "board_y_size": 9, "komi": 7.0, "result": "B+1", "moves": 60, "rows": 60}
+        return [PlayedGame(f"(;C[{tag}{k}])".encode(), f"{tag}{k}".encode(), meta) for k in range(n)]
+
+    random_net = run.networks.get(is_random=True)
+    trained = Network.objects.create(name="g1", run=run, parent=random_net, state=Network.State.ACCEPTED)
+    at_random = store_training_games(run, user, games(4, "r"), network=random_net)
+    at_trained = store_training_games(run, user, games(5, "t"), network=trained)
+    TrainingGame.objects.filter(id__in=[g.id for g in at_random[:2]]).update(moves=243, winner="-")
+    TrainingGame.objects.filter(id=at_random[2].id).update(winner="B")
+    TrainingGame.objects.filter(id=at_trained[0].id).update(moves=250, winner="W")
+    TrainingGame.objects.filter(id__in=[g.id for g in at_trained[1:4]]).update(winner="0")
+    TrainingGame.objects.filter(id=at_trained[4].id).update(winner="B")
+    assert selfplay_endings(run, 243) == {
+        "move_limit": 243,
+        "random": {"games": 4, "at_limit": 2, "no_result": 3, "drawn": 0},
+        "trained": {"games": 5, "at_limit": 1, "no_result": 0, "drawn": 3},
+    }
 
 
 @pytest.mark.parametrize(
