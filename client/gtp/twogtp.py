@@ -149,7 +149,7 @@ def refereed(referee: GtpProcess, game: Game) -> GameResult:
     score = counted.score()
     winner = WHITE if score > 0 else BLACK if score < 0 else EMPTY
     stones = f"{len(dead)} dead stone" + ("" if len(dead) == 1 else "s")
-    reason = f"two passes; {stones} taken off by the referee ({referee.name})"
+    reason = f"two passes; {stones} taken off by the referee"
     return GameResult(winner, score, no_result=False, resignation=False, reason=reason)
 
 

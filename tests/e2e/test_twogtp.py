@@ -194,7 +194,7 @@ def test_a_referee_takes_off_the_stones_it_judges_dead(tmp_path):
         results[bool(referee)] = (read_sgf(proc.stdout).result, proc.stderr, json.loads(summary.read_text()))
     assert results[False][0] == "W+4.5" and results[False][2]["referee"] is None
     assert results[True][0] == "B+73.5" and results[True][2]["wins"] == [1, 0]
-    assert "two passes; 1 dead stone taken off by the referee (referee)" in results[True][1]
+    assert "two passes; 1 dead stone taken off by the referee)" in results[True][1]
     assert results[True][2]["referee"].endswith("--chinese-rules")
 
 
