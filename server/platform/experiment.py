@@ -339,7 +339,8 @@ def _measure_curve(
 
 
 def _share(count: int, total: int) -> str:
-    return f"{count:,} ({count / total:.1%})"
+    """``count`` and its share of ``total``, to two decimals: rare endings are the ones to see."""
+    return f"{count:,} ({count / total:.2%})"
 
 
 def selfplay_endings(run, move_limit: int) -> dict:

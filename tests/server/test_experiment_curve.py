@@ -179,9 +179,9 @@ def test_the_report_keeps_its_keys_and_adds_the_curve(tmp_path):
         "readings); during the matches 2.1 (1.9-2.5, 40 readings)" in text
     )
     assert (
-        "- self-play games and the move limit (243 moves): of the random network's 434, 62 (14.3%) reached "
-        "the limit, 60 (13.8%) ended without a result and 0 (0.0%) were drawn; of the trained networks' "
-        "18,417, 6 (0.0%) reached the limit, 6 (0.0%) ended without a result and 307 (1.7%) were drawn" in text
+        "- self-play games and the move limit (243 moves): of the random network's 434, 62 (14.29%) reached "
+        "the limit, 60 (13.82%) ended without a result and 0 (0.00%) were drawn; of the trained networks' "
+        "18,417, 6 (0.03%) reached the limit, 6 (0.03%) ended without a result and 307 (1.67%) were drawn" in text
     )
     assert data["endings"]["trained"]["drawn"] == 307
     assert "## The learning curve against GNU Go" in text
@@ -245,11 +245,12 @@ def test_the_games_at_the_match_visits_rate_gnu_go_on_the_runs_scale(run):
 
 @pytest.mark.django_db
 def test_the_selfplay_endings_count_the_random_networks_games_apart(run, alice):
-    user, _ = alice
     from server.games.models import TrainingGame
     from server.networks.models import Network
     from server.platform.experiment import selfplay_endings
     from tests.server.helpers import PlayedGame, store_training_games
+
+    user, _ = alice
 
     def games(n: int, tag: str) -> list[PlayedGame]:
         meta = {"board_x_size": 9, "board_y_size": 9, "komi": 7.0, "result": "B+1", "moves": 60, "rows": 60}
@@ -258,7 +259,7 @@ def test_the_selfplay_endings_count_the_random_networks_games_apart(run, alice):
     random_net = run.networks.get(is_random=True)
     trained = Network.objects.create(name="g1", run=run, parent=random_net, state=Network.State.ACCEPTED)
     at_random = store_training_games(run, user, games(4, "r"), network=random_net)
-    at_trained = store_training_games(run, user, games(5, "t"), network=trained)
+    at_trained = store_training_games(run, user, games(5, "t"), network=trained)  # stored without a result
     TrainingGame.objects.filter(id__in=[g.id for g in at_random[:2]]).update(moves=243, winner="-")
     TrainingGame.objects.filter(id=at_random[2].id).update(winner="B")
     TrainingGame.objects.filter(id=at_trained[0].id).update(moves=250, winner="W")
