@@ -18,13 +18,15 @@ from tests.e2e.needs import missing
 pytestmark = pytest.mark.slow
 
 
-def test_twogtp_plays_a_whole_9x9_game_and_prints_sgf():
-    proc = subprocess.run(
-        [sys.executable, "-m", "client", "twogtp", "--size", "9", "--seed", "5"],
-        capture_output=True,
-        text=True,
-        timeout=300,
+def _twogtp(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    """``python -m client twogtp`` with ``args``, its output captured as text."""
+    return subprocess.run(
+        [sys.executable, "-m", "client", "twogtp", *args], capture_output=True, text=True, timeout=timeout
     )
+
+
+def test_twogtp_plays_a_whole_9x9_game_and_prints_sgf():
+    proc = _twogtp("--size", "9", "--seed", "5")
     assert proc.returncode == 0, proc.stderr
     rec = read_sgf(proc.stdout)
     assert rec.x_size == 9 and rec.rules == Rules.from_text("chinese") and rec.komi == 7
@@ -34,12 +36,7 @@ def test_twogtp_plays_a_whole_9x9_game_and_prints_sgf():
 
 
 def test_a_game_under_japanese_rules_ends_after_the_encore():
-    proc = subprocess.run(
-        [sys.executable, "-m", "client", "twogtp", "--size", "7", "--seed", "3", "--rules", "japanese", "--komi", "6"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    proc = _twogtp("--size", "7", "--seed", "3", "--rules", "japanese", "--komi", "6")
     assert proc.returncode == 0, proc.stderr
     rec = read_sgf(proc.stdout)
     assert rec.rules == Rules.from_text("japanese")
@@ -67,28 +64,9 @@ def test_a_missing_engine_is_reported():
 
 def test_several_games_alternate_colours_and_are_summed_up(tmp_path):
     summary = tmp_path / "summary.json"
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "client",
-            "twogtp",
-            "--size",
-            "5",
-            "--komi",
-            "0.5",
-            "--games",
-            "3",
-            "--black-name",
-            "one",
-            "--white-name",
-            "two",
-            "--summary",
-            str(summary),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
+    proc = _twogtp(
+        *("--size", "5", "--komi", "0.5", "--games", "3", "--black-name", "one", "--white-name", "two"),
+        *("--summary", str(summary)),
     )
     assert proc.returncode == 0, proc.stderr
     records = [record_from_tree(tree) for tree in parse_collection(proc.stdout)]
@@ -105,27 +83,7 @@ def test_several_games_alternate_colours_and_are_summed_up(tmp_path):
 
 def test_pairs_of_games_start_from_their_own_random_opening(tmp_path):
     summary = tmp_path / "summary.json"
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "client",
-            "twogtp",
-            "--size",
-            "7",
-            "--games",
-            "4",
-            "--openings",
-            "3",
-            "--seed",
-            "4",
-            "--summary",
-            str(summary),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    proc = _twogtp("--size", "7", "--games", "4", "--openings", "3", "--seed", "4", "--summary", str(summary))
     assert proc.returncode == 0, proc.stderr
     openings = [tuple(record_from_tree(tree).moves[:3]) for tree in parse_collection(proc.stdout)]
     assert len(set(openings[0])) == 3 and [c for c, _ in openings[0]] == [BLACK, WHITE, BLACK]
@@ -184,12 +142,7 @@ def test_a_referee_takes_off_the_stones_it_judges_dead(tmp_path):
     for referee in ([], ["--referee", f"{gnugo} --mode gtp --chinese-rules"]):
         summary = tmp_path / f"summary{len(referee)}.json"
         engines = ["--black", black, "--white", white]
-        proc = subprocess.run(
-            [sys.executable, "-m", "client", "twogtp", "--komi", "7.5", *engines, "--summary", str(summary), *referee],
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+        proc = _twogtp("--komi", "7.5", *engines, "--summary", str(summary), *referee, timeout=120)
         assert proc.returncode == 0, proc.stderr
         results[bool(referee)] = (read_sgf(proc.stdout).result, proc.stderr, json.loads(summary.read_text()))
     assert results[False][0] == "W+4.5" and results[False][2]["referee"] is None
@@ -200,21 +153,11 @@ def test_a_referee_takes_off_the_stones_it_judges_dead(tmp_path):
 
 def test_a_referee_that_answers_nonsense_is_reported(tmp_path):
     nonsense = _engine("'true' if cmd[0] == 'known_command' else ('Z99' if cmd[0] == 'final_status_list' else '')")
-    two_passes = [sys.executable, "-m", "client", "twogtp", "--black", shlex.join(_scripted([]))]
-    proc = subprocess.run(
-        [*two_passes, "--white", shlex.join(_scripted([])), "--referee", shlex.join(nonsense)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    two_passes = ["--black", shlex.join(_scripted([])), "--white", shlex.join(_scripted([]))]
+    proc = _twogtp(*two_passes, "--referee", shlex.join(nonsense), timeout=60)
     assert proc.returncode == 1 and "referee answered final_status_list dead with 'Z99'" in proc.stderr
 
 
 def test_a_referee_judges_area_scoring_only():
-    proc = subprocess.run(
-        [sys.executable, "-m", "client", "twogtp", "--rules", "japanese", "--referee", "gnugo --mode gtp"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    proc = _twogtp("--rules", "japanese", "--referee", "gnugo --mode gtp", timeout=60)
     assert proc.returncode == 1 and "--referee judges games under area scoring, not under 'japanese'" in proc.stderr
