@@ -64,6 +64,8 @@ class Report:
     # how the self-play games ended, the random network's and the trained networks' apart:
     # {"move_limit": moves, "random": {games, at_limit, no_result, drawn}, "trained": {...}}
     endings: dict = field(default_factory=dict)
+    # the run's settings that differ from the demo's for its board and network: {"training.x": value}
+    settings_changed: dict = field(default_factory=dict)
 
     def rises(self) -> tuple[int, int]:
         """(how many generations are rated above the one before, how many have one before)."""
@@ -82,6 +84,7 @@ class Report:
             f"{self.board}x{self.board}, the {self.architecture} network, {self.minutes:.0f} minutes on "
             f"{self.machine}, from the random network.",
             "",
+            *self.settings_markdown(),
             f"- self-play: {self.selfplay_games:,} games, {self.rows:,} training rows",
             f"- rating games: {self.rating_games:,}; candidates exported: {self.candidates}, accepted: "
             f"{len(self.generations) - 1}",
@@ -135,6 +138,13 @@ class Report:
             if load
         ]
         return [f"- the machine's load (1-minute average; mean, range): {'; '.join(parts)}"] if parts else []
+
+    def settings_markdown(self) -> list[str]:
+        """The settings the run changed from the demo's, one line and a blank (none when unchanged)."""
+        if not self.settings_changed:
+            return []
+        changed = ", ".join(f"`{key}` {json.dumps(value)}" for key, value in sorted(self.settings_changed.items()))
+        return [f"Settings changed from the demo's: {changed}.", ""]
 
     def endings_markdown(self) -> list[str]:
         """How the self-play games ended, one line (none when not counted)."""
@@ -192,6 +202,24 @@ def _minutes(minutes: float) -> str:
     return f"{minutes:.0f}" if abs(minutes - round(minutes)) < 0.05 else f"{minutes:.1f}"
 
 
+def settings_changed(document: dict, board: int, architecture: str) -> dict:
+    """The values of the settings ``document`` that differ from the demo's for ``board`` and
+    ``architecture``, by dotted name (a key the demo's document lacks counts as changed)."""
+    from server.platform.demo import demo_settings
+
+    def flat(d: dict, prefix: str = "") -> dict:
+        out = {}
+        for key, value in d.items():
+            if isinstance(value, dict):
+                out.update(flat(value, f"{prefix}{key}."))
+            else:
+                out[f"{prefix}{key}"] = value
+        return out
+
+    ours, demo = flat(document), flat(json.loads(json.dumps(demo_settings(board, architecture).to_dict())))
+    return {key: value for key, value in ours.items() if key not in demo or demo[key] != value}
+
+
 def measure(
     run,
     out: Path,
@@ -240,6 +268,7 @@ def measure(
         candidates=run.networks.filter(is_random=False).count(),
         generations=generations(run),
         endings=selfplay_endings(run, settings.selfplay.max_moves),
+        settings_changed=settings_changed(current.document, board, settings.training.architecture),
     )
     newest = run.networks.filter(name=report.generations[-1].name, is_random=False).first()
     match = settings.rating

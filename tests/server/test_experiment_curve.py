@@ -14,7 +14,8 @@ from django.core.management import CommandError, call_command
 
 from common.elo import wilson_interval
 from server.platform import curve
-from server.platform.experiment import Generation, Report, write_report
+from server.platform.demo import demo_settings
+from server.platform.experiment import Generation, Report, settings_changed, write_report
 from server.platform.processes import LoadMeter
 
 
@@ -282,9 +283,35 @@ def test_the_selfplay_endings_count_the_random_networks_games_apart(run, alice):
         (["--curve-visit-factors", "1,0"], "--curve-visit-factors '1,0': 0 is not from 1 to 1000"),
         (["--curve-games", "-1"], "--curve-games -1: must be 0 or more"),
         (["--jobs", "0"], "--jobs 0: must be at least 1"),
+        (["--settings-file", "/nonexistent/run.json"], "settings file /nonexistent/run.json: [Errno 2]"),
     ],
 )
 def test_the_command_refuses_bad_curve_options(args, said, tmp_path):
     with pytest.raises(CommandError) as refused:
         call_command("experiment", "--minutes", "1", "--out", str(tmp_path), *args)
     assert said in str(refused.value)
+
+
+def test_the_report_names_the_settings_a_run_changed_from_the_demos(tmp_path):
+    demo = json.loads(json.dumps(demo_settings(9).to_dict()))
+    assert settings_changed(demo, 9, "b3c32") == {}
+    demo["training"]["samples_per_row"] = 8.0
+    assert settings_changed(demo, 9, "b3c32") == {"training.samples_per_row": 8.0}
+    # the demo's network is the board's: tiny on 9x9 differs from it
+    assert settings_changed(json.loads(json.dumps(demo_settings(9, "tiny").to_dict())), 9, "b3c32") == {
+        "training.architecture": "tiny"
+    }
+    report = Report(run="demo", board=9, architecture="b3c32", minutes=90, machine="m")
+    assert "Settings changed" not in report.markdown()
+    report.settings_changed = {"training.samples_per_row": 8.0}
+    assert "Settings changed from the demo's: `training.samples_per_row` 8.0." in report.markdown()
+    write_report(report, tmp_path)
+    assert json.loads((tmp_path / "report.json").read_text())["settings_changed"] == {"training.samples_per_row": 8.0}
+
+
+def test_the_command_refuses_a_bad_settings_document(tmp_path):
+    bad = tmp_path / "run.json"
+    bad.write_text(json.dumps({"training": {"samples_per_row": -1}}))
+    with pytest.raises(CommandError) as refused:
+        call_command("experiment", "--minutes", "1", "--out", str(tmp_path), "--settings-file", str(bad))
+    assert f"settings file {bad}: settings training.samples_per_row: must be greater than 0.0" in str(refused.value)

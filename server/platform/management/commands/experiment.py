@@ -22,6 +22,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from server.platform.demo import DEMO_RUN
 from server.platform.experiment import machine, measure, write_report
+from server.platform.management.commands.platform import settings_document
 from server.platform.processes import LoadMeter
 
 
@@ -40,6 +41,11 @@ class Command(BaseCommand):
             "--board", type=int, default=7, choices=range(5, 10), metavar="5..9", help="board size (default 7)"
         )
         parser.add_argument("--architecture", help="the network (default b3c32 on 9x9, tiny on the smaller boards)")
+        parser.add_argument(
+            "--settings-file",
+            type=Path,
+            help="a JSON settings document for the run (default: the demo's own); the report names what it changes",
+        )
         parser.add_argument("--port", type=int, default=8000)
         parser.add_argument(
             "--random-games",
@@ -96,6 +102,7 @@ class Command(BaseCommand):
         gnugo_games = options["gnugo_games"]
         if gnugo_games is None:
             gnugo_games = 40 if options["board"] == 9 else 20
+        settings_document(options["settings_file"])  # a bad file is refused before anything runs
         data = Path(settings.DATA_DIR)
         call_command("migrate", interactive=False, verbosity=0)
         if Run.objects.filter(name=DEMO_RUN).exists():
@@ -111,6 +118,7 @@ class Command(BaseCommand):
                 port=options["port"],
                 board=options["board"],
                 architecture=options["architecture"],
+                settings_file=options["settings_file"],
                 status_seconds=60.0,
                 stdout=self.stdout,
                 stderr=self.stderr,

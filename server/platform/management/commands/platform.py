@@ -82,18 +82,8 @@ class Command(BaseCommand):
         self.stdout.write(f"data folder {data} (database, files, checkpoints, logs)")
         call_command("migrate", interactive=False, verbosity=0)
         call_command("collectstatic", interactive=False, verbosity=0)
-        document = None
-        if options["settings_file"]:
-            try:
-                document = json.loads(options["settings_file"].read_text())
-            except (OSError, ValueError) as e:
-                raise CommandError(f"settings file {options['settings_file']}: {e}") from None
-        try:
-            if document is not None:
-                document = RunSettings.from_dict(document).to_dict()
-            run, credentials = ensure_demo(data / "platform.json", options["board"], options["architecture"], document)
-        except SettingsError as e:
-            raise CommandError(f"settings file {options['settings_file']}: {e}") from None
+        document = settings_document(options["settings_file"])
+        run, credentials = ensure_demo(data / "platform.json", options["board"], options["architecture"], document)
         current = run.current_settings() if document is not None else None
         if current is not None and current.document != document:
             self.stderr.write(f"run {run.name} exists already: it keeps its settings (not {options['settings_file']})")
@@ -252,3 +242,14 @@ def _wait_for(url: str, web, stopping, seconds: float = 120.0) -> bool:
             pass
         time.sleep(0.3)
     raise CommandError(f"the web server did not answer at {url} within {seconds:.0f} s:\n{web.log_tail()}")
+
+
+def settings_document(path: Path | None) -> dict | None:
+    """The run settings document in the JSON file ``path``, checked and completed with the defaults
+    (None without a file); CommandError names the file and what is wrong with it."""
+    if path is None:
+        return None
+    try:
+        return RunSettings.from_dict(json.loads(path.read_text())).to_dict()
+    except (OSError, ValueError, SettingsError) as e:
+        raise CommandError(f"settings file {path}: {e}") from None
