@@ -33,6 +33,10 @@ DRAWLESS_BOARDS = (8, 9)
 # on 9x9 b3c32, which at equal CPU won every game against tiny
 # (docs/experiments/ablation-9x9-size-2026-12-05.md).
 DEMO_ARCHITECTURES = {9: "b3c32"}
+# Training samples per row by board (KataGo's 4 elsewhere): on 9x9 the trainer sat idle at 4, and
+# 90 minutes at 8 won 28 of 40 against GNU Go level 1 where 4 had won 18
+# (docs/experiments/9x9-2026-12-05-eight.md).
+DEMO_SAMPLES_PER_ROW = {9: 8.0}
 
 
 def demo_architecture(board: int) -> str:
@@ -63,7 +67,7 @@ def demo_settings(board: int = 7, architecture: str | None = None) -> RunSetting
     training = TrainingSettings(
         architecture=architecture or demo_architecture(board),
         window_c=5000,
-        samples_per_row=4.0,
+        samples_per_row=DEMO_SAMPLES_PER_ROW.get(board, 4.0),
         batch_size=128,
         learning_rate=3e-4,
         lr_decay=1e-6,

@@ -295,8 +295,8 @@ def test_the_command_refuses_bad_curve_options(args, said, tmp_path):
 def test_the_report_names_the_settings_a_run_changed_from_the_demos(tmp_path):
     demo = json.loads(json.dumps(demo_settings(9).to_dict()))
     assert settings_changed(demo, 9, "b3c32") == {}
-    demo["training"]["samples_per_row"] = 8.0
-    assert settings_changed(demo, 9, "b3c32") == {"training.samples_per_row": 8.0}
+    demo["training"]["samples_per_row"] = 6.0
+    assert settings_changed(demo, 9, "b3c32") == {"training.samples_per_row": 6.0}
     # the demo's network is the board's: tiny on 9x9 differs from it
     assert settings_changed(json.loads(json.dumps(demo_settings(9, "tiny").to_dict())), 9, "b3c32") == {
         "training.architecture": "tiny"
@@ -315,3 +315,10 @@ def test_the_command_refuses_a_bad_settings_document(tmp_path):
     with pytest.raises(CommandError) as refused:
         call_command("experiment", "--minutes", "1", "--out", str(tmp_path), "--settings-file", str(bad))
     assert f"settings file {bad}: settings training.samples_per_row: must be greater than 0.0" in str(refused.value)
+
+
+def test_the_demo_trains_eight_samples_per_row_on_9x9_only():
+    """The board's measured choices: b3c32 and 8 samples per row on 9x9; tiny and KataGo's 4 elsewhere."""
+    nine, seven = demo_settings(9).training, demo_settings(7).training
+    assert (nine.architecture, nine.samples_per_row) == ("b3c32", 8.0)
+    assert (seven.architecture, seven.samples_per_row) == ("tiny", 4.0)
