@@ -31,9 +31,11 @@ SOURCES = (
     "client/match/",
     "client/evaluator.py",
     "common/go/",
+    "common/encoding/",
     "common/nn/",
     "common/data/",
-    "common/settings.py",
+    "common/settings/",
+    "common/architecture.py",
 )
 # Within those folders: the trainer's own modules, which no client runs.
 LEFT_OUT = ("common/nn/loss.py", "common/nn/training.py", "common/data/loader.py")

@@ -1,6 +1,6 @@
 """The batched evaluator: many positions in, one forward pass, per-position results out.
 
-Positions are encoded into preallocated buffers (common.nn.features), cropped to the largest board
+Positions are encoded into preallocated buffers (common.encoding.features), cropped to the largest board
 of the batch (boards sit in the top-left corner of the 19x19 grid and the network is fully
 convolutional with masking, so a 9x9 batch runs on 9x9 tensors), evaluated in one pass and
 post-processed as KataGo does (common.nn.interpret). Results come from the side to move or from
@@ -27,12 +27,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from common.go.game import Game
-from common.go.geometry import BLACK, WHITE
-from common.nn import canary
-from common.nn.config import OPTIMISTIC_POLICY_CHANNEL, POLICY_CHANNEL
-from common.nn.device import GPU_TYPES, resolve_device
-from common.nn.features import (
+from common.architecture import OPTIMISTIC_POLICY_CHANNEL, POLICY_CHANNEL
+from common.encoding.features import (
     NN_AREA,
     NN_LEN,
     NUM_GLOBAL,
@@ -41,6 +37,10 @@ from common.nn.features import (
     position_key,
     unapply_symmetry,
 )
+from common.go.game import Game
+from common.go.geometry import BLACK, WHITE
+from common.nn import canary
+from common.nn.device import GPU_TYPES, resolve_device
 from common.nn.interpret import interpret, no_result_possible
 from common.nn.model import Model
 from common.nn.outputs import ModelOutput, pad_to_grid
@@ -116,7 +116,7 @@ class Evaluator:
             self.net = torch.compile(self.model, dynamic=False)
         self.max_batch = max_batch
         # The search mixes the optimistic policy into its priors when the network has that head
-        # (common.nn.config; the short-term errors it finds by the misc outputs' width).
+        # (common.architecture; the short-term errors it finds by the misc outputs' width).
         self.optimistic_policy = model.config.policy_channels > OPTIMISTIC_POLICY_CHANNEL
         self.cache_size = cache_size
         self.cache: OrderedDict[int, PositionEval] = OrderedDict()

@@ -14,7 +14,7 @@ from typing import TypeVar
 
 from common import __version__, boundedjson
 from common.go.rules import Rules, RulesError
-from common.settings import SettingsError, _in_range, _need, _Settings, _show
+from common.settings.framework import Settings, SettingsError, in_range, need, show
 
 API_PREFIX = "/api/v1/"
 CLIENT_VERSION = __version__
@@ -45,7 +45,7 @@ def _rules(path: str, text: str) -> Rules:
         raise SettingsError(path, str(e)) from None
 
 
-_Metadata = TypeVar("_Metadata", bound=_Settings)
+_Metadata = TypeVar("_Metadata", bound=Settings)
 
 
 def parse_metadata(cls: type[_Metadata], data: object) -> _Metadata:
@@ -68,32 +68,32 @@ def read_metadata(cls: type[_Metadata], text: str | bytes) -> _Metadata:
 
 
 def _game_id(path: str, value: str) -> None:
-    _need(
+    need(
         re.fullmatch(GAME_ID_PATTERN, value) is not None,
         path,
-        f"{_show(value)} is not a game id (1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit)",
+        f"{show(value)} is not a game id (1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit)",
     )
 
 
 def _network(path: str, value: str) -> None:
-    _need(re.fullmatch(NETWORK_NAME_PATTERN, value) is not None, path, f"{_show(value)} is not a network name")
+    need(re.fullmatch(NETWORK_NAME_PATTERN, value) is not None, path, f"{show(value)} is not a network name")
 
 
 def _check_game(meta) -> None:
     """What every game's metadata has: its id, board, komi, rules, result, moves and settings version."""
     _game_id("game_id", meta.game_id)
-    _in_range("board_x_size", meta.board_x_size, 2, 19)
-    _in_range("board_y_size", meta.board_y_size, 2, 19)
-    _in_range("komi", meta.komi, -150.0, 150.0)
-    _need(float(meta.komi * 2).is_integer(), "komi", f"must be a multiple of 0.5, got {meta.komi}")
+    in_range("board_x_size", meta.board_x_size, 2, 19)
+    in_range("board_y_size", meta.board_y_size, 2, 19)
+    in_range("komi", meta.komi, -150.0, 150.0)
+    need(float(meta.komi * 2).is_integer(), "komi", f"must be a multiple of 0.5, got {meta.komi}")
     _rules("rules", meta.rules)
-    _need(len(meta.result) <= 16, "result", "is longer than 16 characters")
-    _in_range("moves", meta.moves, 0, 100_000)
-    _in_range("settings_version", meta.settings_version, 1)
+    need(len(meta.result) <= 16, "result", "is longer than 16 characters")
+    in_range("moves", meta.moves, 0, 100_000)
+    in_range("settings_version", meta.settings_version, 1)
 
 
 @dataclass(frozen=True)
-class TrainingGameMetadata(_Settings):
+class TrainingGameMetadata(Settings):
     """A self-play game: ``result`` as in SGF (``B+3.5``, ``W+R``, ``0`` for a draw, ``Void`` for
     no result), ``moves`` the moves played (passes included), ``rows`` the training rows in its npz."""
 
@@ -112,12 +112,12 @@ class TrainingGameMetadata(_Settings):
     def validate(self, path: str = "") -> None:
         _network("network", self.network)
         _check_game(self)
-        _in_range("rows", self.rows, 0, 100_000)
-        _in_range("handicap", self.handicap, 0, 9)
+        in_range("rows", self.rows, 0, 100_000)
+        in_range("handicap", self.handicap, 0, 9)
 
 
 @dataclass(frozen=True)
-class RatingGameMetadata(_Settings):
+class RatingGameMetadata(Settings):
     """A rating (match) game between two networks; fields as :class:`TrainingGameMetadata`."""
 
     game_id: str

@@ -163,7 +163,7 @@ def pytest_collection_modifyitems(config, items):
 
 
 # What a test module imports that runs numba kernels (the rules, the features, the rows, the search).
-KERNEL_MODULES = ("common.go", "common.data", "common.nn.features", "common.nn.canary", "client.")
+KERNEL_MODULES = ("common.go", "common.data", "common.encoding.features", "common.nn.canary", "client.")
 
 
 @functools.cache

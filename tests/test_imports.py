@@ -92,3 +92,21 @@ def _imported_packages(package: str) -> dict[str, set[str]]:
 def test_packages_keep_to_their_side(package: str, forbidden: set[str]) -> None:
     crossing = {m: sorted(t & forbidden) for m, t in _imported_packages(package).items() if t & forbidden}
     assert not crossing, crossing
+
+
+def part_graph(package: str) -> dict[str, set[str]]:
+    """Each part of the package (its subpackage or top-level module) and the other parts it imports."""
+    graph: dict[str, set[str]] = {}
+    for module, deps in import_graph(package).items():
+        part = ".".join(module.split(".")[:2])
+        graph.setdefault(part, set()).update(".".join(d.split(".")[:2]) for d in deps)
+    return {part: deps - {part} for part, deps in graph.items()}
+
+
+def test_the_parts_of_common_import_one_way() -> None:
+    """The encoding of positions, the settings and the rows stand below the network (common.nn),
+    which alone imports torch: none of them imports it back."""
+    graph = part_graph("common")
+    assert "common.encoding" in graph["common.data"] and "common.data" in graph["common.nn"]
+    cycles = [cycle for cycle in (cycle_from(graph, p) for p in sorted(graph)) if cycle]
+    assert not cycles, " ; ".join(" -> ".join(c) for c in cycles)

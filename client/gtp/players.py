@@ -7,10 +7,10 @@ from typing import Protocol
 
 import numpy as np
 
+from common.encoding.features import NN_AREA
 from common.go import playout
 from common.go.game import Game
 from common.go.geometry import EMPTY, PASS, loc_of
-from common.nn.features import NN_AREA
 
 
 class Player(Protocol):

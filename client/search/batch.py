@@ -58,11 +58,7 @@ from client.search.tree import (
     set_terminal,
 )
 from client.search.valuebias import bucket_key, bucket_slot
-from common.go import gamestate as gs
-from common.go.board import BOARD_LEN, M_XSIZE, M_YSIZE, copy_board
-from common.go.geometry import NO_LOC, PASS, WHITE
-from common.go.playout import rand_below
-from common.nn.features import (
+from common.encoding.features import (
     NN_AREA,
     NUM_GLOBAL,
     NUM_SPATIAL,
@@ -75,6 +71,10 @@ from common.nn.features import (
     position_key,
     symmetry_index,
 )
+from common.go import gamestate as gs
+from common.go.board import BOARD_LEN, M_XSIZE, M_YSIZE, copy_board
+from common.go.geometry import NO_LOC, PASS, WHITE
+from common.go.playout import rand_below
 from common.nn.interpret import (
     R_LEAD,
     R_LEN,
@@ -329,7 +329,7 @@ def _key_extra(t, i, pos, plen):
     extra = np.int64(round(player_pda(params.pda_black, pos.g[gs.G_TO_MOVE]) * PDA_STEPS))
     if params.draw_wl != 0.0:
         extra += np.int64(round(params.draw_wl * PDA_STEPS)) << 16
-    optimism = params.root_optimism if plen == 1 else params.optimism
+    optimism = params.root_policy_optimism if plen == 1 else params.policy_optimism
     if optimism != 0.0:
         extra += np.int64(round(optimism * OPTIMISM_STEPS)) << 32
     return extra
@@ -383,7 +383,7 @@ def _select_game(t, r, w, b, cache, sel, i, lane):
             break
         if kind == DESCEND_FULL:
             break
-        if t.params[i].bias_factor != 0.0 and plen >= 2:
+        if t.params[i].subtree_value_bias_factor != 0.0 and plen >= 2:
             _replay_path_bucketed(t, r, i, pos, path, pmove, plen)
         else:
             _replay_path(r, i, pos, pmove, plen)

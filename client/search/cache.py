@@ -6,7 +6,7 @@ the position's ladder plane (the children's history planes). Self-play builds a 
 full search, so most of the previous search's subtree is found here instead of being evaluated
 again; transpositions inside one tree are found the same way.
 
-Keys are :func:`common.nn.features.position_key` of everything the network's inputs depend on, so
+Keys are :func:`common.encoding.features.position_key` of everything the network's inputs depend on, so
 a hit gives exactly what the network would be asked. Lookups run in parallel across games; stores
 run after them (``client.search.batch``), so no entry is read while it is written.
 """
@@ -18,7 +18,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from common.nn.features import NN_AREA, NN_LEN
+from common.encoding.features import NN_AREA, NN_LEN
 
 # Values stored per entry (white's point of view).
 V_WL = 0  # win minus loss

@@ -15,6 +15,7 @@ policy logits [n, W * W + 1], value logits [n, 3] and misc outputs [n, >= 3] as 
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import weakref
@@ -40,12 +41,7 @@ from client.search.batch import (
 )
 from client.search.cache import new_cache
 from client.search.utility import score_table
-from common.go import gamestate as gs
-from common.go.board import BOARD_LEN, M_HASH_HI, M_HASH_LO, M_KO, M_XSIZE, M_YSIZE
-from common.go.game import Game
-from common.go.geometry import PASS, STRIDE, WHITE
-from common.go.playout import new_rng
-from common.nn.features import (
+from common.encoding.features import (
     NN_AREA,
     NN_LEN,
     NUM_GLOBAL,
@@ -57,7 +53,13 @@ from common.nn.features import (
     player_pda,
     symmetry_index,
 )
+from common.go import gamestate as gs
+from common.go.board import BOARD_LEN, M_HASH_HI, M_HASH_LO, M_KO, M_XSIZE, M_YSIZE
+from common.go.game import Game
+from common.go.geometry import PASS, STRIDE, WHITE
+from common.go.playout import new_rng
 from common.settings import SearchSettings
+from common.settings.framework import kernel_fields
 
 
 class NullEvaluator:
@@ -162,6 +164,14 @@ def move_positions(moves: np.ndarray) -> np.ndarray:
     return np.where(moves == PASS, NN_AREA, pos)
 
 
+@functools.cache
+def _record_of(settings_class: type) -> tuple[np.dtype, tuple[str, ...]]:
+    """The parameter record of searches with settings of ``settings_class``, and the names of the
+    settings it holds."""
+    dtype = tr.SEARCH_PARAMS if settings_class is SearchSettings else tr.search_params_dtype(settings_class)
+    return dtype, tuple(f.name for f in kernel_fields(settings_class))
+
+
 def search_params(
     settings: SearchSettings, game: Game, visits: int, draw_equivalent_wins: float, pda_black: float = 0.0
 ) -> np.void:
@@ -169,35 +179,15 @@ def search_params(
     visits, with draws worth draw_equivalent_wins wins to white and black's playout doubling
     advantage pda_black told to the network."""
     board_len = math.sqrt(game.x_size * game.y_size)
-    p = np.zeros((), tr.SEARCH_PARAMS)
+    dtype, names = _record_of(type(settings))
+    p = np.zeros((), dtype)
+    for name in names:  # each setting the kernel reads, under its own name
+        p[name] = getattr(settings, name)
     p["target"] = visits
-    p["noise"] = settings.root_noise
-    p["noise_shaped"] = settings.noise_shaped
-    p["forced"] = settings.forced_playouts
     p["board_len"] = board_len
-    p["cpuct"] = settings.cpuct
-    p["puct_exponent"] = settings.puct_exponent
-    p["cpuct_stdev_scale"] = settings.cpuct_utility_stdev_scale
-    p["cpuct_stdev_prior"] = settings.cpuct_utility_stdev_prior
-    p["cpuct_stdev_prior_weight"] = settings.cpuct_utility_stdev_prior_weight
-    p["fpu"] = settings.fpu_reduction
-    p["root_fpu"] = settings.root_fpu_reduction
-    p["score_factor"] = settings.score_utility_factor
-    p["virtual_loss"] = settings.virtual_loss
     p["root_temperature"] = settings.root_policy_temperature_at(game.num_moves, board_len)
-    p["noise_weight"] = settings.noise_weight
-    p["noise_total"] = settings.noise_total_concentration
-    p["forced_coeff"] = settings.forced_playout_coeff
     p["draw_wl"] = 2.0 * draw_equivalent_wins - 1.0
     p["pda_black"] = pda_black
-    p["bias_factor"] = settings.subtree_value_bias_factor
-    p["bias_exponent"] = settings.subtree_value_bias_exponent
-    p["bias_free_prop"] = settings.subtree_value_bias_free_prop
-    p["uncertainty_coeff"] = settings.uncertainty_coeff if settings.uncertainty_weighted else 0.0
-    p["uncertainty_exponent"] = settings.uncertainty_exponent
-    p["uncertainty_max_weight"] = settings.uncertainty_max_weight
-    p["optimism"] = settings.policy_optimism
-    p["root_optimism"] = settings.root_policy_optimism
     # the stubs type every index of an array as an array; () of a 0-d record array is its record
     return cast(np.void, p[()])
 
@@ -373,15 +363,15 @@ class BatchedSearch:
             settings = settings.for_cheap_search()
         params = search_params(settings, game, visits, draw_equivalent_wins, pda_black)
         if not self.optimistic:
-            params["optimism"] = params["root_optimism"] = 0.0
+            params["policy_optimism"] = params["root_policy_optimism"] = 0.0
         # A reused root was expanded as a child, with the priors of the optimism below the root.
         if (
             not reuse
             or t.state[i, 0] != tr.EXPANDED
             or t.pla[i, 0] != game.to_move
             or t.params[i]["pda_black"] != pda_black
-            or t.params[i]["optimism"] != params["optimism"]
-            or params["root_optimism"] != params["optimism"]
+            or t.params[i]["policy_optimism"] != params["policy_optimism"]
+            or params["root_policy_optimism"] != params["policy_optimism"]
             or not self._tree_continues(i, game)
         ):
             tr.reset_tree(t, i, game.to_move)
@@ -440,7 +430,7 @@ class BatchedSearch:
                 rows = self._gathered[: n * spatial[0].size].reshape(n, *spatial.shape[1:])
                 x = np.take(spatial, order, axis=0, out=rows)
                 g = np.take(b.glob, order, axis=0, out=self._gathered_glob[:n])
-            if self.optimistic and (t.params["optimism"].any() or t.params["root_optimism"].any()):
+            if self.optimistic and (t.params["policy_optimism"].any() or t.params["root_policy_optimism"].any()):
                 policy, value, misc = self.evaluator.forward_raw(x, g, width, optimistic=True)
                 policy = self._mix_optimism(policy, n)
             else:
@@ -473,7 +463,7 @@ class BatchedSearch:
         slots = self.batch.order[:n]
         game, leaf = np.divmod(slots, self.leaves)
         params = self.trees.params[game]
-        share = np.where(self.work.path_len[game, leaf] == 1, params["root_optimism"], params["optimism"])
+        share = np.where(self.work.path_len[game, leaf] == 1, params["root_policy_optimism"], params["policy_optimism"])
         base = policy[:, 0, :]
         return base + share.astype(np.float32)[:, None] * (policy[:, 1, :] - base)
 

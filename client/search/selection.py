@@ -71,13 +71,13 @@ def puct_edge(rows, params, node):
         n_node,
         rows.utils[node],
         rows.util_sqs[node],
-        params.cpuct_stdev_prior,
-        params.cpuct_stdev_prior_weight,
-        params.cpuct_stdev_scale,
+        params.cpuct_utility_stdev_prior,
+        params.cpuct_utility_stdev_prior_weight,
+        params.cpuct_utility_stdev_scale,
     )
     children_n = n_node - rows.weights[node] + rows.inflights[node]
     explore = explore_scale(children_n, params.puct_exponent)
-    forced_k = params.forced_coeff * children_n if root and params.forced else -1.0
+    forced_k = params.forced_playout_coeff * children_n if root and params.forced_playouts else -1.0
     best = -1
     best_value = -np.inf
     visited_policy = 0.0
@@ -97,7 +97,7 @@ def puct_edge(rows, params, node):
     if touched < count:
         # The untouched edge of highest prior; the others have the same value and less prior.
         e = start + touched
-        fpu = params.root_fpu if root else params.fpu
+        fpu = params.root_fpu_reduction if root else params.fpu_reduction
         value = sign * rows.utils[node] / n_node - fpu * math.sqrt(visited_policy)
         value += cpuct * priors[e - offset] * explore
         if value > best_value:

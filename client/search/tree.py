@@ -37,8 +37,10 @@ from client.search.noise import add_noise, apply_temperature
 from client.search.selection import puct_edge
 from client.search.utility import expected_score_value
 from client.search.valuebias import bucket_bias, clear_buckets, keep_buckets, observe, table_size
+from common.encoding.features import NN_AREA, NN_LEN
 from common.go.geometry import PASS, STRIDE, WHITE
-from common.nn.features import NN_AREA, NN_LEN
+from common.settings import SearchSettings
+from common.settings.framework import hints, kernel_fields
 
 # Node states.
 PENDING = 0  # allocated; its evaluation is in flight
@@ -52,40 +54,28 @@ OWN_SD = 2
 OWN_LEAD = 3
 OWN_LEN = 4
 
-# A search's parameters, one record per game (Trees.params), set when the search starts.
-SEARCH_PARAMS = np.dtype(
-    [
-        ("target", np.int64),  # root visits the search stops at
-        ("noise", np.bool_),  # Dirichlet noise at the root
-        ("noise_shaped", np.bool_),  # half of the noise on the moves whose logits stand out
-        ("forced", np.bool_),  # forced playouts at the root
-        ("board_len", np.float64),  # B, the board length
-        ("cpuct", np.float64),
-        ("puct_exponent", np.float64),  # of the parent's visits in the exploration term: 0.5 (PUCT) or GPUCT's
-        ("cpuct_stdev_scale", np.float64),  # dynamic variance-scaled cPUCT (0: a constant cPUCT)
-        ("cpuct_stdev_prior", np.float64),
-        ("cpuct_stdev_prior_weight", np.float64),
-        ("fpu", np.float64),
-        ("root_fpu", np.float64),
-        ("score_factor", np.float64),  # c_score
-        ("virtual_loss", np.float64),
-        ("root_temperature", np.float64),
-        ("noise_weight", np.float64),
-        ("noise_total", np.float64),
-        ("forced_coeff", np.float64),
-        ("draw_wl", np.float64),  # white's win-loss value of a draw: 2 * draw-equivalent wins - 1
-        ("pda_black", np.float64),  # black's playout doubling advantage, a network input (0: none)
-        ("uncertainty_coeff", np.float64),  # uncertainty-weighted playouts (0: every weight 1)
-        ("uncertainty_exponent", np.float64),
-        ("uncertainty_max_weight", np.float64),
-        ("optimism", np.float64),  # the optimistic policy's share in the priors below the root
-        ("root_optimism", np.float64),  # at the root (both 0 when the network has no such head)
-        ("bias_factor", np.float64),  # subtree value bias correction's lambda (0: off)
-        ("bias_exponent", np.float64),  # its alpha, the power of a node's child visits weighing it
-        ("bias_free_prop", np.float64),  # of a discarded node's contribution taken back from its bucket
-    ],
-    align=True,
-)
+# A search's parameters, one record per game (Trees.params), set when the search starts: what the
+# search of one position needs beyond the settings, then every search setting the kernel reads, each
+# under its name in SearchSettings (and in the run's JSON).
+SEARCH_POSITION_FIELDS = [
+    ("target", np.int64),  # root visits the search stops at
+    ("board_len", np.float64),  # B, the board length
+    ("root_temperature", np.float64),  # the root's policy temperature at this turn
+    ("draw_wl", np.float64),  # white's win-loss value of a draw: 2 * draw-equivalent wins - 1
+    ("pda_black", np.float64),  # black's playout doubling advantage, a network input (0: none)
+]
+_KERNEL_TYPES = {bool: np.bool_, int: np.int64, float: np.float64}
+
+
+def search_params_dtype(settings_class: type = SearchSettings) -> np.dtype:
+    """The record of a search's parameters: the position's fields and the kernel's settings of
+    ``settings_class``."""
+    types = hints(settings_class)
+    kernel = [(f.name, _KERNEL_TYPES[types[f.name]]) for f in kernel_fields(settings_class)]
+    return np.dtype(SEARCH_POSITION_FIELDS + kernel, align=True)
+
+
+SEARCH_PARAMS = search_params_dtype()
 
 # Where each game's tree and search stand, one record per game (Trees.status).
 SEARCH_STATUS = np.dtype(
@@ -193,7 +183,7 @@ def new_trees(games: int, nodes: int, edges: int, score_table: np.ndarray) -> Tr
 @njit(cache=True, inline="always", _nrt=False)
 def utility(t, i, wl, score, sd):
     """White's utility of a position: win-loss plus the expected score utility."""
-    c = t.params[i].score_factor
+    c = t.params[i].score_utility_factor
     if c == 0.0:
         return wl
     return wl + c * expected_score_value(t.score_table, score, sd, t.status[i].x0, t.params[i].board_len)
@@ -207,11 +197,11 @@ def evaluation_weight(t, i, score, wl_error, score_error):
     evaluation's score. 1 when the search does not weigh playouts or the network has no such heads
     (errors -1)."""
     p = t.params[i]
-    coeff = p.uncertainty_coeff
-    if coeff == 0.0 or wl_error < 0.0 or score_error < 0.0:
+    if not p.uncertainty_weighted or wl_error < 0.0 or score_error < 0.0:
         return 1.0
+    coeff = p.uncertainty_coeff
     u = wl_error
-    c = p.score_factor
+    c = p.score_utility_factor
     if c != 0.0:
         b = p.board_len
         m = (score - t.status[i].x0) / b
@@ -230,7 +220,7 @@ def recompute_utilities(t, i):
     """Recompute every node's utility sums with the current score centre (children have higher
     indices than their parents, so one backward sweep adds subtrees up)."""
     n = t.status[i].nodes
-    biased = t.params[i].bias_factor != 0.0
+    biased = t.params[i].subtree_value_bias_factor != 0.0
     for k in range(n):
         st = t.state[i, k]
         u = node_own_utility(t, i, k)
@@ -265,7 +255,7 @@ def _leaf_values(t, i, leaf):
 def backup(t, i, path, plen, inflight):
     """Add the evaluation of the path's last node to every node of the path (removing the virtual
     loss when the visit was in flight)."""
-    if t.params[i].bias_factor != 0.0:
+    if t.params[i].subtree_value_bias_factor != 0.0:
         _backup_biased(t, i, path, plen, inflight)
         return
     leaf = path[plen - 1]
@@ -311,7 +301,7 @@ def _backup_biased(t, i, path, plen, inflight):
     contributes its subtree's error to the bucket and takes the bucket's correction again, and the
     change of its own (weighted) utility goes into its sums and those of every node above it."""
     params = t.params[i]
-    factor = params.bias_factor
+    factor = params.subtree_value_bias_factor
     leaf = path[plen - 1]
     wl, score, sq, lead, util = _leaf_values(t, i, leaf)
     if t.state[i, leaf] == EXPANDED:
@@ -346,7 +336,9 @@ def _backup_biased(t, i, path, plen, inflight):
         old = nn + t.bias[i, node]
         own_w = t.weight[i, node]
         child_w = t.w_sum[i, node] - own_w
-        observe(t, i, node, nn, (t.util_sum[i, node] - own_w * old) / child_w, child_w, params.bias_exponent)
+        observe(
+            t, i, node, nn, (t.util_sum[i, node] - own_w * old) / child_w, child_w, params.subtree_value_bias_exponent
+        )
         t.bias[i, node] = bucket_bias(t, i, t.bias_slot[i, node], factor)
         new = nn + t.bias[i, node]
         change = own_w * (new - old)
@@ -599,12 +591,12 @@ def prepare_root(t, i):
     for k in range(n):
         probs[k] = t.e_prior[i, start + k]
     apply_temperature(probs, n, t.params[i].root_temperature)
-    if t.params[i].noise and n > 0:
+    if t.params[i].root_noise and n > 0:
         add_noise(
             probs,
             n,
             t.params[i].noise_weight,
-            t.params[i].noise_total,
+            t.params[i].noise_total_concentration,
             t.params[i].noise_shaped,
             t.rng[i],
             t.scratch[i, 1],
@@ -648,7 +640,7 @@ def _compact(t, i, new_root):
         if p >= 0 and remap[p] >= 0:
             remap[k] = kept
             kept += 1
-    keep_buckets(t, i, remap >= 0, t.params[i].bias_free_prop)
+    keep_buckets(t, i, remap >= 0, t.params[i].subtree_value_bias_free_prop)
     # Nodes move to lower or equal indices, in increasing order: nothing is overwritten unread.
     for k in range(new_root, n):
         d = remap[k]

@@ -53,12 +53,12 @@ from common.data.rows import policy_surprise_and_entropy
 from common.data.schema import GAME_MODE_ASYM, GAME_MODE_FORK, GAME_MODE_HANDICAP, GAME_MODE_NORMAL
 from common.data.selfplay_sgf import BRANCH_NOTE, ForkNote, RootInfo, SearchNote, StartNote
 from common.data.weights import soft_resignation_weight
+from common.encoding.features import NN_AREA, NUM_GLOBAL, NUM_SPATIAL, Encoder
 from common.go.game import Game
 from common.go.geometry import BLACK, PASS, WHITE
 from common.go.rules import round_komi
 from common.go.sgf import GameRecord as SgfRecord
 from common.go.sgf import Node
-from common.nn.features import NN_AREA, NUM_GLOBAL, NUM_SPATIAL, Encoder
 from common.settings import SelfPlaySettings
 
 FAIR, HANDICAP, COMPENSATE, OPENING, PLAY, OVER = "fair", "handicap", "compensate", "opening", "play", "over"

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from common.data.selfplay_sgf import PlayoutAdvantage
+from common.encoding.features import PDA_STEPS
 from common.go.geometry import BLACK, WHITE
 from common.go.rules import Rules, round_komi
-from common.nn.features import PDA_STEPS
 from common.settings import SelfPlaySettings
 
 

@@ -31,9 +31,9 @@ from client.selfplay.game import SelfPlayGame
 from client.selfplay.init import GameStart, draw_start
 from client.stop import Stop
 from common.data.rows import game_rows_npz
+from common.encoding.features import Encoder
 from common.files import atomic_write
 from common.go.geometry import BLACK, WHITE
-from common.nn.features import Encoder
 from common.settings import SelfPlaySettings
 
 log = logging.getLogger(__name__)

@@ -7,7 +7,7 @@ except what the search said (policy targets, search values). :class:`RowsAgainst
 record and recomputes, for every row:
 
 - its position: the turn (globalTargetsNC ``GT_TURN_INDEX``) is a move of this game, and the row's
-  input planes and global inputs are, bit for bit, that position's (:class:`common.nn.features.Encoder`);
+  input planes and global inputs are, bit for bit, that position's (:class:`common.encoding.features.Encoder`);
 - the move played: the row's policy target holds it (a search plays a move it visited), and a row's
   next-turn target is the next turn's own target where that turn has rows too;
 - the outcome: the final win/loss/no-result and score, the final score's distribution, the final
@@ -86,11 +86,11 @@ from common.data.schema import (
     VT_SEKI,
     RowArrays,
 )
+from common.encoding.features import NN_AREA, NUM_GLOBAL, NUM_SPATIAL, Encoder, player_pda
 from common.go.board import COLOR
 from common.go.game import Game
 from common.go.geometry import ARR, BLACK, PASS, WHITE, grid_index, xy_of
 from common.go.rules import Rules
-from common.nn.features import NN_AREA, NUM_GLOBAL, NUM_SPATIAL, Encoder, player_pda
 
 # How far the rows may exceed the weight of the game's full searches: the writer rounds each turn's
 # weight up or down at random (common.data.weights.stochastic_row_counts), so the count exceeds the

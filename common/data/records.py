@@ -64,7 +64,7 @@ class TurnRecord:
     rows); ``weight`` decides how often the turn becomes a row.
 
     - ``spatial`` [22, 361] 0/1 and ``global_inputs`` [19]: the encoded inputs of the position
-      (``common.nn.features``), on the 19x19 grid.
+      (``common.encoding.features``), on the 19x19 grid.
     - ``player``: BLACK or WHITE, the side to move; every value here is from its view.
     - ``move``: the grid position played (``y * 19 + x``; 361 = pass).
     - ``policy_target`` [362]: the pruned visit counts the search keeps as its policy target (any

@@ -5,7 +5,7 @@ look legal but come from a network other than the one they name (KataGo's client
 backend against reference outputs for the same reason). The canary is :data:`POSITIONS`: twenty
 positions of several board sizes (19x19, 13x13, 9x9, 7x7 and a 13x9 rectangle), rules and komi,
 some with captures, a ko ban, handicap stones or passes, built from move lists by the Go code
-(:mod:`common.go`) and encoded by the features code (:mod:`common.nn.features`). :func:`evaluate`
+(:mod:`common.go`) and encoded by the features code (:mod:`common.encoding.features`). :func:`evaluate`
 runs a network on them on a device, in fp32 or under an autocast precision, one batch per board
 size cropped as the search crops it; :func:`compare` holds the outputs against a reference (the
 server's fp32 CPU outputs) with :data:`FP32_TOLERANCE` or :data:`REDUCED_TOLERANCE`.
@@ -37,10 +37,10 @@ from functools import lru_cache
 import numpy as np
 import torch
 
+from common.encoding.features import NN_AREA, NN_LEN, NUM_GLOBAL, NUM_SPATIAL, Encoder, new_batch
 from common.go.game import Game
 from common.go.geometry import PASS, loc_of
 from common.go.rules import Rules
-from common.nn.features import NN_AREA, NN_LEN, NUM_GLOBAL, NUM_SPATIAL, Encoder, new_batch
 from common.nn.interpret import interpret, no_result_possible
 from common.nn.model import Model
 from common.nn.outputs import POLICY_LEN, pad_to_grid

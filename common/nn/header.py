@@ -3,7 +3,7 @@
 A network file is one ``.safetensors`` file (see :mod:`common.nn.modelfile`): an 8-byte length, a
 JSON header naming every tensor's dtype, shape and byte range, then the tensor data. Our header
 metadata carries ``format`` = "sente-model", ``format_version`` = "1", the network's ``name`` and
-its ``config`` (:class:`common.nn.config.ModelConfig` as JSON).
+its ``config`` (:class:`common.architecture.ModelConfig` as JSON).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from common import boundedjson
-from common.nn.config import ModelConfig, ModelConfigError
+from common.architecture import ModelConfig, ModelConfigError
 
 FORMAT = "sente-model"
 FORMAT_VERSION = "1"

@@ -29,7 +29,7 @@ import torch
 import torch.nn.functional as F
 from numba import njit
 
-from common.nn.config import (
+from common.architecture import (
     MISC_SHORTTERM_SCORE_ERROR,
     MISC_SHORTTERM_VALUE_ERROR,
     SHORTTERM_MISC_VALUES,

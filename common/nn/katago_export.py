@@ -46,8 +46,7 @@ from typing import Any
 
 import numpy as np
 
-from common.files import atomic_write
-from common.nn.config import (
+from common.architecture import (
     MIN_MISC_VALUES,
     MISC_SHORTTERM_SCORE_ERROR,
     MISC_SHORTTERM_VALUE_ERROR,
@@ -57,6 +56,7 @@ from common.nn.config import (
     POLICY_CHANNEL,
     ModelConfig,
 )
+from common.files import atomic_write
 
 logger = logging.getLogger(__name__)
 

@@ -54,7 +54,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from common.nn.config import (
+from common.architecture import (
     HEADS_POLICY_CHANNELS,
     MISC_SHORTTERM_SCORE_ERROR,
     MISC_SHORTTERM_VALUE_ERROR,

@@ -106,7 +106,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from common.nn.config import (  # noqa: F401 (the architecture's names live on here too)
+from common.architecture import (  # noqa: F401 (the architecture's names live on here too)
     BLOCK_KINDS,
     KATAGO_V8_POLICY_CHANNELS,
     KOMI_PARITY_GLOBAL_INDEX,

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from common.nn.config import ModelConfig
-from common.nn.features import NUM_GLOBAL, NUM_SPATIAL
+from common.architecture import ModelConfig
+from common.encoding.features import NUM_GLOBAL, NUM_SPATIAL
 from common.nn.model import Model
 
 if TYPE_CHECKING:

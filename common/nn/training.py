@@ -34,9 +34,9 @@ from dataclasses import dataclass, replace
 import torch
 from torch import nn
 
+from common.architecture import ModelConfig, named_config
 from common.data.loader import Batch
 from common.files import atomic_write
-from common.nn.config import ModelConfig, named_config
 from common.nn.device import resolve_device
 from common.nn.loss import LossWeights, Targets, compute_loss, targets_from_rows
 from common.nn.model import MaskedBatchNorm, Model

@@ -27,9 +27,9 @@ from common.data.selfplay_sgf import (
     read_root_comment,
     read_search_note,
 )
+from common.encoding.features import PDA_STEPS
 from common.go.geometry import BLACK, WHITE
 from common.go.sgf import GameRecord
-from common.nn.features import PDA_STEPS
 from common.resignation import resigning, winrate_of
 from common.settings import MatchSettings, SelfPlaySettings
 from server.api.errors import ApiError, invalid

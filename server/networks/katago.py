@@ -34,7 +34,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from common.nn.config import ModelConfig, ModelConfigError
+from common.architecture import ModelConfig, ModelConfigError
 from common.nn.header import ModelFileError, read_header
 from common.nn.katago_export import SUFFIX, KataGoExportError, export_refusal, export_version, katago_model_bytes
 from server.files import StoredFiles, sha256_of, stored_name

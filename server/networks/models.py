@@ -96,7 +96,7 @@ class Network(models.Model):
     @property
     def katago_exportable(self) -> bool:
         """Can the network be offered in KataGo's model format (``server.networks.katago``)?"""
-        from common.nn.config import ModelConfig, ModelConfigError
+        from common.architecture import ModelConfig, ModelConfigError
         from common.nn.katago_export import export_refusal
 
         if self.is_random or not self.file or not self.architecture:

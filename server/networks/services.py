@@ -23,7 +23,7 @@ from django.conf import settings
 from django.core.files.base import File
 from django.db import IntegrityError, transaction
 
-from common.nn.config import ModelConfig
+from common.architecture import ModelConfig
 from common.nn.header import ModelFileError, ModelHeader, header_length, parse_header
 from server.accounts.models import User
 from server.api.errors import ApiError, invalid

@@ -262,7 +262,7 @@ def _manage(args: list[str], env: dict[str, str], log: Path) -> None:
 def warm_up(arm: Arm, folder: Path, log: Path) -> None:
     """Compile the search's kernels (numba keeps them on disk) with a few self-play games and a match
     of a fresh network of the arm's, so that the first arm does not pay for compiling them."""
-    from common.nn.config import named_config
+    from common.architecture import named_config
     from common.nn.model import Model
     from common.nn.modelfile import save_model
 

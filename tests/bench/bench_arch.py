@@ -59,8 +59,8 @@ sys.path.insert(0, str(ROOT))
 
 from client.evaluator import Evaluator  # noqa: E402
 from client.selfplay.run import run_selfplay  # noqa: E402
+from common.architecture import MIN_MISC_VALUES, OWN_POLICY_CHANNELS, ModelConfig, named_config  # noqa: E402
 from common.data.loader import RowFile, ShuffledPass, decode_rows, make_batch  # noqa: E402
-from common.nn.config import MIN_MISC_VALUES, OWN_POLICY_CHANNELS, ModelConfig, named_config  # noqa: E402
 from common.nn.model import Model, count_parameters  # noqa: E402
 from common.nn.speed import evals_per_second, training_samples_per_second  # noqa: E402
 from common.nn.training import TrainBatch, Trainer, to_tensors  # noqa: E402

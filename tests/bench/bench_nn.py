@@ -26,10 +26,10 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from client.evaluator import Evaluator  # noqa: E402
+from common.encoding.features import Encoder, new_batch  # noqa: E402
 from common.go.game import Game  # noqa: E402
 from common.go.playout import new_rng, random_move  # noqa: E402
 from common.go.rules import Rules  # noqa: E402
-from common.nn.features import Encoder, new_batch  # noqa: E402
 
 MODEL = ROOT.parent / "shared" / "models" / "g170-b6c96-s175395328-d26788732.bin.gz"
 KATAGO_CPU = {9: 287, 19: 126}

@@ -15,10 +15,10 @@ from client.selfplay.init import draw_start
 from client.selfplay.run import run_selfplay
 from common.data.schema import GAME_MODE_ASYM, GT_GAME_MODE, GT_TURN_INDEX
 from common.data.selfplay_sgf import read_search_note
+from common.encoding.features import PDA_STEPS, Encoder
 from common.go.game import Game
 from common.go.geometry import BLACK, WHITE
 from common.go.sgf import read_sgf
-from common.nn.features import PDA_STEPS, Encoder
 from common.settings import SearchSettings, SelfPlaySettings
 
 pytestmark = pytest.mark.kernels  # plays with the search: after the tests that need no kernel

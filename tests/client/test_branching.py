@@ -30,10 +30,10 @@ from common.data.schema import (
 )
 from common.data.selfplay_sgf import BRANCH_NOTE, read_search_note
 from common.data.validate import validate_rows
+from common.encoding.features import Encoder
 from common.go.game import Game
 from common.go.geometry import BLACK, WHITE, loc_of
 from common.go.sgf import read_sgf
-from common.nn.features import Encoder
 from common.settings import SelfPlaySettings
 
 pytestmark = pytest.mark.kernels  # plays with the search: after the tests that need no kernel

@@ -11,11 +11,11 @@ import torch
 from client.evaluator import Evaluator, PositionEval
 from client.gtp.engine import GtpEngine
 from client.gtp.players import PolicyPlayer, RandomPlayer
+from common.encoding.features import NN_AREA, Encoder, new_batch, symmetry_map
 from common.go.game import Game
 from common.go.geometry import BLACK, WHITE, loc_of, parse_color, parse_gtp_vertex
 from common.go.rules import Rules
 from common.nn import canary
-from common.nn.features import NN_AREA, Encoder, new_batch, symmetry_map
 from common.nn.katago_export import write_katago_model
 from common.nn.model import Model, named_config
 from common.nn.modelfile import read_model_file, save_model
@@ -195,7 +195,7 @@ def test_symmetry_equals_evaluating_the_rotated_position(size, arch):
 
     KataGo's ladder reading bounds the liberties of the last move of the defender's list, and
     which move is last follows the order of a chain's stones, so on rare boards the ladder planes
-    of a turned board differ (the rules allow both answers; tests/common/nn/test_ladders.py reads
+    of a turned board differ (the rules allow both answers; tests/common/encoding/test_ladders.py reads
     them). Every other input must agree exactly; the outputs are compared on the positions whose
     ladder planes agree too, and there must be enough of those for the test to mean something.
     """

@@ -14,11 +14,11 @@ from client.search.engine import BatchedSearch, NullEvaluator, move_positions
 from client.search.noise import add_noise, apply_temperature, dirichlet_alphas, rand_gamma
 from client.search.targets import choose_move, pruned_visits
 from client.search.utility import expected_score_value, score_table
+from common.encoding.features import Encoder
 from common.go.game import Game
 from common.go.geometry import PASS, loc_of
 from common.go.playout import new_rng
 from common.go.rules import Rules
-from common.nn.features import Encoder
 from common.nn.interpret import (
     R_LEAD,
     R_LEN,

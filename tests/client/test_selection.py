@@ -3,6 +3,7 @@ search parameters a search starts with."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -13,7 +14,8 @@ from client.search.engine import search_params
 from client.search.selection import cpuct_stdev_factor, explore_scale, puct_edge
 from common.go.game import Game
 from common.go.geometry import BLACK, WHITE
-from common.settings import SearchSettings
+from common.settings import SearchSettings, SettingsError
+from common.settings.framework import kernel_fields, setting
 
 pytestmark = pytest.mark.kernels  # plays with the search: after the tests that need no kernel
 
@@ -63,7 +65,7 @@ def params(**fields) -> np.void:
 
 def test_an_untouched_node_takes_its_edge_of_highest_prior():
     r = rows([BLACK, WHITE], [1, 1], [0.0, 0.0], (0, 0), [0.5, 0.3, 0.2, 0.6, 0.3, 0.1])
-    assert puct_edge(r, params(fpu=0.2), 1) == 3
+    assert puct_edge(r, params(fpu_reduction=0.2), 1) == 3
     assert puct_edge(r, params(), 0) == 0
 
 
@@ -71,7 +73,7 @@ def test_a_child_wins_by_utility_or_by_prior_as_puct_says():
     # Node 1 (white to move, 3 visits) has two touched children of 1 visit each; white's utilities.
     def choice(u2, u3, fpu=0.2):
         r = rows([BLACK, WHITE, BLACK, BLACK], [1, 3, 1, 1], [0.0, 0.0, u2, u3], (0, 2), [0.4, 0.3, 0.3, 0.4, 0.3, 0.3])
-        return puct_edge(r, params(fpu=fpu), 1)
+        return puct_edge(r, params(fpu_reduction=fpu), 1)
 
     assert choice(0.9, -0.9) == 3
     assert choice(-0.9, 0.9) == 4
@@ -89,15 +91,15 @@ def test_the_puct_value_is_the_papers():
     tie = untouched - 1.0 * 0.5 * sqrt_total / (1 + 1)
     for delta, expected in ((1e-6, 3), (-1e-6, 4)):
         r = rows([BLACK, WHITE, BLACK], [1, 3, 1], [0.0, 0.0, tie + delta], (0, 1), [0.4, 0.3, 0.3, 0.5, 0.5, 0.0])
-        assert puct_edge(r, params(fpu=0.2), 1) == expected
+        assert puct_edge(r, params(fpu_reduction=0.2), 1) == expected
 
 
 def test_forced_playouts_go_to_a_root_child_below_its_share():
     # Root (black to move) with two touched children; child 3 has a large share of the prior and
     # one visit: with forced playouts it is chosen although child 2 is far better for black.
     r = rows([BLACK, WHITE, WHITE, WHITE], [11, 1, 9, 1], [0.0, 0.0, -8.0, 1.0], (2, 0), [0.1, 0.8, 0.1, 0, 0, 0])
-    assert puct_edge(r, params(forced=True, forced_coeff=2.0), 0) == 1
-    assert puct_edge(r, params(forced=False, forced_coeff=2.0), 0) == 0
+    assert puct_edge(r, params(forced_playouts=True, forced_playout_coeff=2.0), 0) == 1
+    assert puct_edge(r, params(forced_playouts=False, forced_playout_coeff=2.0), 0) == 0
 
 
 def test_weighted_visits_count_by_their_weights():
@@ -113,7 +115,7 @@ def test_weighted_visits_count_by_their_weights():
             [0.4, 0.3, 0.3, 0.45, 0.45, 0.1],
             weights=[1.0, 1.0, w2, w3],
         )
-        return puct_edge(r, params(fpu=2.0), 1)
+        return puct_edge(r, params(fpu_reduction=2.0), 1)
 
     assert choice(0.5, 2.0) == 3
     assert choice(2.0, 0.5) == 4
@@ -123,43 +125,48 @@ def test_weighted_visits_count_by_their_weights():
     v3 = 0.6 / 3.0 + 1.1 * 0.5 * explore / 4.0
     v4 = 0.3 / 1.0 + 1.1 * 0.4 * explore / 2.0
     assert v4 > v3 > v4 - 0.3
-    assert puct_edge(r, params(fpu=2.0, cpuct=1.1), 1) == 4
+    assert puct_edge(r, params(fpu_reduction=2.0, cpuct=1.1), 1) == 4
     # The same with the weights' roles swapped on the utilities: the heavier child's mean wins.
     r = rows([BLACK, WHITE, BLACK, BLACK], [1, 5.0, 3.0, 1.0], [0.0, 0.0, 3.0, -0.5], (0, 2), [0] * 3 + [0.5, 0.4, 0.1])
     assert 3.0 / 3.0 + 1.1 * 0.5 * explore / 4.0 > -0.5 + 1.1 * 0.4 * explore / 2.0
-    assert puct_edge(r, params(fpu=2.0, cpuct=1.1), 1) == 3
+    assert puct_edge(r, params(fpu_reduction=2.0, cpuct=1.1), 1) == 3
 
 
 def test_uncertainty_weighted_playouts_are_off_unless_asked():
     p = search_params(SearchSettings(), Game(9), 10, 0.5)
-    assert p["uncertainty_coeff"] == 0.0 and p["optimism"] == 0.0 and p["root_optimism"] == 0.0
+    assert not p["uncertainty_weighted"] and p["policy_optimism"] == 0.0 and p["root_policy_optimism"] == 0.0
     on = SearchSettings(uncertainty_weighted=True, policy_optimism=1.0, root_policy_optimism=0.2)
     p = search_params(on, Game(9), 10, 0.5)
-    assert p["uncertainty_coeff"] == 0.25 and p["uncertainty_exponent"] == 1.0 and p["uncertainty_max_weight"] == 8.0
-    assert p["optimism"] == 1.0 and p["root_optimism"] == 0.2
+    assert (
+        p["uncertainty_weighted"]
+        and p["uncertainty_coeff"] == 0.25
+        and p["uncertainty_exponent"] == 1.0
+        and p["uncertainty_max_weight"] == 8.0
+    )
+    assert p["policy_optimism"] == 1.0 and p["root_policy_optimism"] == 0.2
 
 
 def test_search_params_follow_the_settings():
     settings = SearchSettings(cpuct=1.3, fpu_reduction=0.3, root_noise=False, virtual_loss=2.0)
     p = search_params(settings, Game(9), 123, 0.75)
     assert p["target"] == 123
-    assert not p["noise"] and p["forced"] and p["noise_shaped"]
+    assert not p["root_noise"] and p["forced_playouts"] and p["noise_shaped"]
     assert p["board_len"] == 9.0
-    assert p["cpuct"] == 1.3 and p["fpu"] == 0.3 and p["virtual_loss"] == 2.0
-    assert p["root_fpu"] == settings.root_fpu_reduction
-    assert p["score_factor"] == settings.score_utility_factor
+    assert p["cpuct"] == 1.3 and p["fpu_reduction"] == 0.3 and p["virtual_loss"] == 2.0
+    assert p["root_fpu_reduction"] == settings.root_fpu_reduction
+    assert p["score_utility_factor"] == settings.score_utility_factor
     assert p["root_temperature"] == settings.root_policy_temperature_at(0, 9.0)
     assert p["noise_weight"] == settings.noise_weight
-    assert p["noise_total"] == settings.noise_total_concentration
-    assert p["forced_coeff"] == settings.forced_playout_coeff
+    assert p["noise_total_concentration"] == settings.noise_total_concentration
+    assert p["forced_playout_coeff"] == settings.forced_playout_coeff
     assert p["draw_wl"] == 0.5
-    assert p["cpuct_stdev_scale"] == 0.0  # a constant cPUCT unless asked
+    assert p["cpuct_utility_stdev_scale"] == 0.0  # a constant cPUCT unless asked
     assert p["puct_exponent"] == 0.5  # PUCT unless asked
     dynamic = SearchSettings(cpuct_utility_stdev_scale=0.85)
     p = search_params(dynamic, Game(9), 123, 0.5)
-    assert p["cpuct_stdev_scale"] == 0.85
-    assert p["cpuct_stdev_prior"] == dynamic.cpuct_utility_stdev_prior
-    assert p["cpuct_stdev_prior_weight"] == dynamic.cpuct_utility_stdev_prior_weight
+    assert p["cpuct_utility_stdev_scale"] == 0.85
+    assert p["cpuct_utility_stdev_prior"] == dynamic.cpuct_utility_stdev_prior
+    assert p["cpuct_utility_stdev_prior_weight"] == dynamic.cpuct_utility_stdev_prior_weight
 
 
 def katago_stdev_factor(visits, mean, sq_mean, prior, prior_weight, scale):
@@ -199,7 +206,12 @@ def test_volatile_nodes_explore_and_stable_ones_exploit():
         r = rows(
             [BLACK, WHITE, BLACK, BLACK], [1, 21, 19, 1], utils, (0, 2), [0.4, 0.3, 0.3, 0.6, 0.1, 0.01], util_sqs=sq
         )
-        p = params(fpu=0.2, cpuct_stdev_scale=scale, cpuct_stdev_prior=0.4, cpuct_stdev_prior_weight=2.0)
+        p = params(
+            fpu_reduction=0.2,
+            cpuct_utility_stdev_scale=scale,
+            cpuct_utility_stdev_prior=0.4,
+            cpuct_utility_stdev_prior_weight=2.0,
+        )
         return puct_edge(r, p, 1)
 
     assert choice(0.0, 0.0) == choice(1.0, 0.0) == 3
@@ -214,6 +226,39 @@ def test_gpucts_exploration_is_a_power_of_the_visits():
     tie = untouched - 1.0 * 0.5 * scale / (1 + 1)
     for delta, expected in ((1e-6, 3), (-1e-6, 4)):
         r = rows([BLACK, WHITE, BLACK], [1, 3, 1], [0.0, 0.0, tie + delta], (0, 1), [0.4, 0.3, 0.3, 0.5, 0.5, 0.0])
-        assert puct_edge(r, params(fpu=0.2, puct_exponent=0.737), 1) == expected
+        assert puct_edge(r, params(fpu_reduction=0.2, puct_exponent=0.737), 1) == expected
     assert explore_scale(99.99, 0.5) == math.sqrt(100.0)
     assert explore_scale(99.99, 0.737) == pytest.approx(100.0**0.737)
+
+
+def test_every_kernel_setting_reaches_the_record_under_its_own_name():
+    changed = SearchSettings(
+        **{f.name: _another(getattr(SearchSettings(), f.name)) for f in kernel_fields(SearchSettings)}
+    )
+    p = search_params(changed, Game(9), 10, 0.5)
+    for f in kernel_fields(SearchSettings):
+        assert p[f.name] == getattr(changed, f.name), f.name
+
+
+def _another(value):
+    """A valid value of a kernel setting other than ``value``."""
+    if isinstance(value, bool):
+        return not value
+    return value * 0.5 if value else 0.125
+
+
+@dataclasses.dataclass(frozen=True)
+class _WithAKnob(SearchSettings):
+    knob: float = setting(0.5, 0.0, 1.0, kernel=True)
+
+
+def test_a_search_setting_declared_once_is_read_checked_and_reaches_the_kernel():
+    """One field, its bounds and its kernel mark, and nothing else: the JSON reads it, validation
+    holds it to its bounds, and the search's record carries it to the kernel under its name."""
+    settings = _WithAKnob.from_dict({"knob": 0.25, "cpuct": 1.3})
+    assert settings.knob == 0.25
+    with pytest.raises(SettingsError, match=r"settings knob: must be at most 1\.0, got 2\.0"):
+        _WithAKnob.from_dict({"knob": 2.0})
+    p = search_params(settings, Game(9), 10, 0.5)
+    assert p["knob"] == 0.25 and p["cpuct"] == 1.3 and p["target"] == 10
+    assert "knob" not in tr.SEARCH_PARAMS.names  # the real record holds the real settings only

@@ -14,7 +14,7 @@ from client.evaluator import Evaluator
 from client.search import tree as tr
 from client.search.engine import BatchedSearch, SearchResult
 from client.search.targets import play_values, pruned_visits, utility_lcb
-from common.nn.config import (
+from common.architecture import (
     MISC_SHORTTERM_SCORE_ERROR,
     MISC_SHORTTERM_VALUE_ERROR,
     SHORTTERM_MISC_VALUES,
@@ -112,7 +112,7 @@ def test_an_evaluations_weight_is_katagos():
     assert tr.evaluation_weight(t, 0, 5.0, 0.1, 2.0) == pytest.approx(
         0.25 / (math.sqrt(0.1 + 0.5 * (2 / math.pi) / 9.0 / (1.0 + (3.0 / 9.0) ** 2) * 2.0) + 0.25 / 8.0)
     )
-    t.params[0]["uncertainty_coeff"] = 0.0
+    t.params[0]["uncertainty_weighted"] = False
     assert tr.evaluation_weight(t, 0, 5.0, 0.1, 2.0) == 1.0
 
 
@@ -241,7 +241,7 @@ def test_a_network_without_the_optimistic_head_is_asked_as_before():
     settings = dataclasses.replace(WEIGHTED, policy_optimism=1.0, root_policy_optimism=0.2)
     search, _ = _search(evaluator, settings, game, visits=30)
     assert evaluator.optimistic_calls == 0
-    assert search.trees.params[0]["optimism"] == 0.0 and search.trees.params[0]["root_optimism"] == 0.0
+    assert search.trees.params[0]["policy_optimism"] == 0.0 and search.trees.params[0]["root_policy_optimism"] == 0.0
 
 
 def test_a_methods_page_network_drives_both_methods_through_the_real_evaluator():
@@ -263,7 +263,7 @@ def test_a_methods_page_network_drives_both_methods_through_the_real_evaluator()
     assert asked and all(asked)  # every evaluation reads the optimistic policy too
     check_tree(search, 0)
     t = search.trees
-    assert t.params[0]["optimism"] == 1.0 and t.params[0]["root_optimism"] == 0.2
+    assert t.params[0]["policy_optimism"] == 1.0 and t.params[0]["root_policy_optimism"] == 0.2
     nodes = int(t.status[0]["nodes"])
     weights = t.weight[0, :nodes][t.state[0, :nodes] == tr.EXPANDED]
     assert weights.min() > 0 and weights.std() > 0  # the playouts weigh by the network's errors

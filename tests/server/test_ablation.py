@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from django.core.management import CommandError, call_command
 
-from common.nn.config import NAMED_SIZES
+from common.architecture import NAMED_SIZES
 from common.settings import RunSettings
 from server.platform.ablation import (
     BUILT_IN_ARMS,

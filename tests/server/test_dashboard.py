@@ -15,7 +15,7 @@ from django.core.management import call_command
 from django.test import Client
 from django.utils import timezone
 
-from common.nn.config import named_config
+from common.architecture import named_config
 from tests.server import helpers
 
 pytestmark = pytest.mark.django_db

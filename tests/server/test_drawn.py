@@ -9,9 +9,9 @@ import json
 import pytest
 
 from common.data.selfplay_sgf import PlayoutAdvantage, RootInfo, StartNote
+from common.encoding.features import PDA_STEPS
 from common.go.geometry import BLACK, WHITE
 from common.go.sgf import read_sgf
-from common.nn.features import PDA_STEPS
 from common.settings import SelfPlaySettings
 from server.api.errors import ApiError
 from server.games import drawn

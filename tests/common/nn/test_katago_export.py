@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from common.nn.config import ModelConfig, named_config
+from common.architecture import ModelConfig, named_config
 from common.nn.katago_export import (
     KataGoExportError,
     export_version,

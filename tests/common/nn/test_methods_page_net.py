@@ -8,14 +8,14 @@ import numpy as np
 import pytest
 import torch
 
-from common.data.schema import GT_ONE_MINUS_TD_WEIGHT, GT_TD_SHORT
-from common.nn.config import (
+from common.architecture import (
     MISC_SHORTTERM_SCORE,
     MISC_SHORTTERM_SCORE_ERROR,
     MISC_SHORTTERM_VALUE,
     MISC_SHORTTERM_VALUE_ERROR,
     OPTIMISTIC_POLICY_CHANNEL,
 )
+from common.data.schema import GT_ONE_MINUS_TD_WEIGHT, GT_TD_SHORT
 from common.nn.loss import LossWeights, compute_loss, loss_terms_per_row, targets_from_rows
 from common.nn.model import MaskedBatchNorm, MobileBlock, Model, NestedBottleneckBlock, named_config
 from tests.common.nn.nets import random_inputs

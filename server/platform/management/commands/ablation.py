@@ -234,7 +234,7 @@ class Command(BaseCommand):
     def _rate(self, arms, runs, states, data: Path, board: int, budget: float, levels, options, say, stopping):
         import torch
 
-        from common.nn.config import named_config
+        from common.architecture import named_config
         from common.nn.speed import evals_per_second
 
         visits = options["visits"] or arms[0].settings["rating"]["visits"]

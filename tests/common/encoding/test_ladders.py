@@ -1,4 +1,4 @@
-"""Ladder planes (14 and 17) against a slow reader written from the rules in common/nn/ladders.py.
+"""Ladder planes (14 and 17) against a slow reader written from the rules in common/encoding/ladders.py.
 
 The kernels play and undo moves on the board arrays, tell children from the board before moving
 and stop liberty walks early; the reader here copies a plain list of colours at every move and
@@ -15,13 +15,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from common.encoding.features import _ladder_planes
+from common.encoding.ladders import NODE_BUDGET, STACK_DEPTH, new_buf
 from common.go import board as bk
 from common.go.game import Game
 from common.go.geometry import ADJ, MAX_POINTS, STRIDE, loc_of
 from common.go.playout import new_rng, random_move
 from common.go.rules import Rules
-from common.nn.features import _ladder_planes
-from common.nn.ladders import NODE_BUDGET, STACK_DEPTH, new_buf
 
 EMPTY, BLACK, WHITE, WALL = 0, 1, 2, 3
 MOVES_LEN = 8 * STACK_DEPTH + 2 * MAX_POINTS

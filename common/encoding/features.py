@@ -41,6 +41,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
+from common.encoding.ladders import W_SOLVED, ladder_captured, ladder_captured_attacker_first, new_buf
 from common.go import gamestate as gs
 from common.go.area import TAX_ALL, TAX_NONE, area_ws, independent_life_area_ws, new_area_workspace
 from common.go.board import (
@@ -58,7 +59,6 @@ from common.go.board import (
 )
 from common.go.game import Game
 from common.go.geometry import ADJ, ARR, BLACK, EMPTY, NO_LOC, PASS, STRIDE, WHITE
-from common.nn.ladders import W_SOLVED, ladder_captured, ladder_captured_attacker_first, new_buf
 
 NUM_SPATIAL = 22
 NUM_GLOBAL = 19
@@ -419,7 +419,7 @@ def _mix(h, v):
 
 @njit(cache=True, _nrt=False)
 def position_key(g, b, hist, moves, pla, symmetry, extra):
-    """A 64-bit hash of everything the network's inputs depend on (see common.nn.features)."""
+    """A 64-bit hash of everything the network's inputs depend on (see common.encoding.features)."""
     h = np.int64(0x51E7E)
     h = _mix(h, get_hash(b))
     h = _mix(h, pla)

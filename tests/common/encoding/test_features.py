@@ -5,12 +5,7 @@ import re
 import numpy as np
 import pytest
 
-from common.go import board as bk
-from common.go.game import Game
-from common.go.geometry import BLACK, PASS, WHITE, loc_of, xy_of
-from common.go.rules import Rules
-from common.go.sgf import read_sgf
-from common.nn.features import (
+from common.encoding.features import (
     NN_AREA,
     Encoder,
     inverse_symmetry,
@@ -18,6 +13,11 @@ from common.nn.features import (
     symmetry_map,
     unapply_symmetry,
 )
+from common.go import board as bk
+from common.go.game import Game
+from common.go.geometry import BLACK, PASS, WHITE, loc_of, xy_of
+from common.go.rules import Rules
+from common.go.sgf import read_sgf
 from tests.common.go.helpers import play_all, v
 
 
