@@ -41,7 +41,9 @@ of phases 3 and 4, each from a fresh tree, and tells the network d (the other si
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 import numpy as np
 
@@ -61,8 +63,19 @@ from common.go.sgf import GameRecord as SgfRecord
 from common.go.sgf import Node
 from common.settings import SelfPlaySettings
 
-FAIR, HANDICAP, COMPENSATE, OPENING, PLAY, OVER = "fair", "handicap", "compensate", "opening", "play", "over"
-SIDE, FORK = "side", "fork"
+
+class Phase(StrEnum):
+    """Where a game stands, in the order of the module's list (a checkpoint keeps its value)."""
+
+    FAIR = "fair"
+    HANDICAP = "handicap"
+    COMPENSATE = "compensate"
+    OPENING = "opening"
+    PLAY = "play"
+    SIDE = "side"
+    FORK = "fork"
+    OVER = "over"
+
 
 # A side position's move off the line (play.cpp chooseRandomForkingMove): from the raw policy at
 # temperature 1 with this probability, at temperature 2 up to the next, else any legal move.
@@ -99,7 +112,7 @@ class SelfPlayGame:
     start: GameStart
     rng: np.random.Generator
     encoder: Encoder
-    phase: str = HANDICAP
+    phase: Phase = Phase.HANDICAP
     game: Game = field(init=False)  # made by __post_init__ from start
     handicap_stones: list[int] = field(default_factory=list)
     compensation_rounds: int = 0
@@ -127,18 +140,18 @@ class SelfPlayGame:
         s = self.start
         self.game = Game(s.x_size, s.y_size, s.rules, s.komi, capacity=self.settings.max_moves + 8)
         self._scratch()
-        self.phase = HANDICAP if s.extra_black > 0 else OPENING
+        self.phase = Phase.HANDICAP if s.extra_black > 0 else Phase.OPENING
         self.compensation_rounds = self.settings.handicap_compensation_rounds if s.compensate_komi else 0
         if s.komi_auto and s.fork is None:
             self.fair_komi = round_komi(self.settings.komi_mean)
             self.fair_rounds = self.settings.handicap_compensation_rounds
-            self.phase = FAIR
+            self.phase = Phase.FAIR
         if s.fork is not None:
             for color, loc in s.fork.moves:
                 self.game.play(loc, color)
                 self.notes.append(None)
             self.opening_played = len(s.fork.moves)
-            self.phase = COMPENSATE
+            self.phase = Phase.COMPENSATE
         self._advance_phase()
 
     def _scratch(self) -> None:
@@ -165,86 +178,90 @@ class SelfPlayGame:
     # --- what to search --------------------------------------------------------------------------
     def next_search(self) -> SearchRequest | None:
         """The next search this game needs, or None once it is over."""
-        if self.phase == FAIR:
-            assert self.fair_komi is not None
-            position = Game(self.start.x_size, self.start.y_size, self.start.rules, self.fair_komi)
-            return SearchRequest(position, 1, False, False)
-        if self.phase == HANDICAP:
-            position = Game(self.start.x_size, self.start.y_size, self.start.rules, self.game.komi)
-            if self.handicap_stones:
-                position.setup(black=self.handicap_stones, to_move=BLACK)
-            return SearchRequest(position, 1, False, False)
-        if self.phase in (COMPENSATE, OPENING):
-            return SearchRequest(self.game, 1, False, False)
-        if self.phase == PLAY:
-            s = self.settings
-            full = bool(self.rng.random() < s.full_search_prob)
-            visits = s.visits if full else s.cheap_visits
-            if full and s.reduce_visits:
-                proportion, _ = soft_resignation_weight(
-                    self.white_winloss,
-                    1.0,
-                    s.reduce_visits_threshold,
-                    s.reduce_visits_lookback,
-                    s.reduced_visits_weight,
-                )
-                if proportion > 0:
-                    visits = max(1, round(visits + proportion * (min(s.reduced_visits_min, visits) - visits)))
-            self.pending_full = full
-            if self.start.playouts:  # each from a fresh tree, as KataGo's: the other side's was bigger
-                visits = self._asymmetric(visits, self.game)
-                return SearchRequest(self.game, visits, full, False, self.start.pda_of(BLACK))
-            return SearchRequest(self.game, visits, full, not full)
-        if self.phase == SIDE:
-            line = self.side_queue[0]
-            pda_black = self.start.pda_of(BLACK)
-            if line.searched:
-                return SearchRequest(line.game, 1, False, False, pda_black)
-            return SearchRequest(line.game, self._asymmetric(self.settings.visits, line.game), True, False, pda_black)
-        if self.phase == FORK:
-            position = self._fork_position(self.fork_candidates[len(self.fork_scores)])
-            return SearchRequest(position, 1, False, False)
-        return None
+        handlers = _PHASES.get(self.phase)
+        return handlers[0](self) if handlers is not None else None
+
+    def _search_fair(self) -> SearchRequest:
+        assert self.fair_komi is not None
+        position = Game(self.start.x_size, self.start.y_size, self.start.rules, self.fair_komi)
+        return SearchRequest(position, 1, False, False)
+
+    def _search_handicap(self) -> SearchRequest:
+        position = Game(self.start.x_size, self.start.y_size, self.start.rules, self.game.komi)
+        if self.handicap_stones:
+            position.setup(black=self.handicap_stones, to_move=BLACK)
+        return SearchRequest(position, 1, False, False)
+
+    def _search_raw(self) -> SearchRequest:
+        """The network's look at the game's position (komi compensation, opening moves)."""
+        return SearchRequest(self.game, 1, False, False)
+
+    def _search_play(self) -> SearchRequest:
+        s = self.settings
+        full = bool(self.rng.random() < s.full_search_prob)
+        visits = s.visits if full else s.cheap_visits
+        if full and s.reduce_visits:
+            proportion, _ = soft_resignation_weight(
+                self.white_winloss,
+                1.0,
+                s.reduce_visits_threshold,
+                s.reduce_visits_lookback,
+                s.reduced_visits_weight,
+            )
+            if proportion > 0:
+                visits = max(1, round(visits + proportion * (min(s.reduced_visits_min, visits) - visits)))
+        self.pending_full = full
+        if self.start.playouts:  # each from a fresh tree, as KataGo's: the other side's was bigger
+            visits = self._asymmetric(visits, self.game)
+            return SearchRequest(self.game, visits, full, False, self.start.pda_of(BLACK))
+        return SearchRequest(self.game, visits, full, not full)
+
+    def _search_side(self) -> SearchRequest:
+        line = self.side_queue[0]
+        pda_black = self.start.pda_of(BLACK)
+        if line.searched:
+            return SearchRequest(line.game, 1, False, False, pda_black)
+        return SearchRequest(line.game, self._asymmetric(self.settings.visits, line.game), True, False, pda_black)
+
+    def _search_fork(self) -> SearchRequest:
+        position = self._fork_position(self.fork_candidates[len(self.fork_scores)])
+        return SearchRequest(position, 1, False, False)
 
     def wants_inputs(self) -> bool:
         """Does the next result become a row (its root's network inputs are wanted)?"""
-        return self.phase == PLAY or (self.phase == SIDE and not self.side_queue[0].searched)
+        return self.phase == Phase.PLAY or (self.phase == Phase.SIDE and not self.side_queue[0].searched)
 
     # --- results ---------------------------------------------------------------------------------
     def on_result(self, result: SearchResult) -> int | None:
         """Take a finished search; returns the move played on self.game (None if none was)."""
-        if self.phase == FAIR:
-            self._fair_result(result)
-            return None
-        if self.phase == HANDICAP:
-            self.handicap_stones.append(self._raw_policy_move(result, allow_pass=False))
-            if len(self.handicap_stones) == self.start.extra_black + 1:
-                self.game.place_free_handicap(self.handicap_stones)
-                self.phase = COMPENSATE
-                self._advance_phase()
-            return None
-        if self.phase == COMPENSATE:
-            self.game.komi = round_komi(self.game.komi - result.raw_score)
-            self.compensation_rounds -= 1
+        handlers = _PHASES.get(self.phase)
+        if handlers is None:
+            raise RuntimeError(f"game {self.game_id}: no search was asked for in phase {self.phase}")
+        return handlers[1](self, result)
+
+    def _handicap_result(self, result: SearchResult) -> None:
+        self.handicap_stones.append(self._raw_policy_move(result, allow_pass=False))
+        if len(self.handicap_stones) == self.start.extra_black + 1:
+            self.game.place_free_handicap(self.handicap_stones)
+            self.phase = Phase.COMPENSATE
             self._advance_phase()
-            return None
-        if self.phase == OPENING:
-            move = self._raw_policy_move(result, allow_pass=False)
-            self._play(move, None)
-            self.opening_played += 1
-            self._advance_phase()
-            return move
-        if self.phase == PLAY:
-            return self._play_searched(result)
-        if self.phase == SIDE:
-            self._side_result(result)
-            return None
-        if self.phase == FORK:
-            self.fork_scores.append(result.raw_score)
-            if len(self.fork_scores) == len(self.fork_candidates):
-                self._choose_fork()
-            return None
-        raise RuntimeError(f"game {self.game_id}: no search was asked for in phase {self.phase}")
+
+    def _compensate_result(self, result: SearchResult) -> None:
+        self.game.komi = round_komi(self.game.komi - result.raw_score)
+        self.compensation_rounds -= 1
+        self._advance_phase()
+
+    def _opening_result(self, result: SearchResult) -> int:
+        move = self._raw_policy_move(result, allow_pass=False)
+        self._play(move, None)
+        self.opening_played += 1
+        self._advance_phase()
+        return move
+
+    def _fork_result(self, result: SearchResult) -> None:
+        self.fork_scores.append(result.raw_score)
+        if len(self.fork_scores) == len(self.fork_candidates):
+            self._choose_fork()
 
     def _fair_result(self, result: SearchResult) -> None:
         """One query of the empty board's fair komi (kept within the board's area); after the last,
@@ -256,22 +273,22 @@ class SelfPlayGame:
         if self.fair_rounds > 0:
             return
         self.game.komi = self.settings.auto_komi(self.fair_komi, self.start.komi)
-        self.phase = HANDICAP if self.start.extra_black > 0 else OPENING
+        self.phase = Phase.HANDICAP if self.start.extra_black > 0 else Phase.OPENING
         self._advance_phase()
 
     def _advance_phase(self) -> None:
-        if self.phase == COMPENSATE and self.compensation_rounds <= 0:
-            self.phase = OPENING
-        if self.phase == OPENING and (self.opening_played >= self.start.opening_moves or self.game.is_over):
-            self.phase = PLAY
+        if self.phase == Phase.COMPENSATE and self.compensation_rounds <= 0:
+            self.phase = Phase.OPENING
+        if self.phase == Phase.OPENING and (self.opening_played >= self.start.opening_moves or self.game.is_over):
+            self.phase = Phase.PLAY
             self.start_turn = self.game.num_moves
-        if self.phase == PLAY and self.game.is_over:
-            self.phase = SIDE
-        if self.phase == SIDE and not self.side_queue:
-            self.phase = FORK
+        if self.phase == Phase.PLAY and self.game.is_over:
+            self.phase = Phase.SIDE
+        if self.phase == Phase.SIDE and not self.side_queue:
+            self.phase = Phase.FORK
             self._draw_fork()
-        if self.phase == FORK and not self.fork_candidates:
-            self.phase = OVER
+        if self.phase == Phase.FORK and not self.fork_candidates:
+            self.phase = Phase.OVER
 
     def _asymmetric(self, visits: int, game: Game) -> int:
         """The visits of a search of game's position: as given, or with asymmetric playouts its side's share."""
@@ -448,7 +465,7 @@ class SelfPlayGame:
         )
         self.fork_base = None
         self.fork_candidates = []
-        self.phase = OVER
+        self.phase = Phase.OVER
 
     def _turn_record(
         self, game: Game, result: SearchResult, visits: np.ndarray, move: int, full: bool, side: bool
@@ -580,3 +597,18 @@ class SelfPlayGame:
         for line in self.side_lines:
             record.nodes[line.turn + 1].variations.append(line.nodes)
         return record.to_sgf()
+
+
+# Each phase's handlers: the search it asks for and the taking of that search's result (the phase
+# OVER has none).
+_Search = Callable[[SelfPlayGame], SearchRequest]
+_Take = Callable[[SelfPlayGame, SearchResult], int | None]
+_PHASES: dict[Phase, tuple[_Search, _Take]] = {
+    Phase.FAIR: (SelfPlayGame._search_fair, SelfPlayGame._fair_result),
+    Phase.HANDICAP: (SelfPlayGame._search_handicap, SelfPlayGame._handicap_result),
+    Phase.COMPENSATE: (SelfPlayGame._search_raw, SelfPlayGame._compensate_result),
+    Phase.OPENING: (SelfPlayGame._search_raw, SelfPlayGame._opening_result),
+    Phase.PLAY: (SelfPlayGame._search_play, SelfPlayGame._play_searched),
+    Phase.SIDE: (SelfPlayGame._search_side, SelfPlayGame._side_result),
+    Phase.FORK: (SelfPlayGame._search_fork, SelfPlayGame._fork_result),
+}
