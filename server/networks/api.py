@@ -17,7 +17,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from server.accounts.authentication import ClientTokenAuthentication
-from server.api.errors import ApiError, error_body, invalid
+from server.api.errors import ApiError, error_body
+from server.api.filters import filter_listing
 from server.api.users import request_user
 from server.downloads import stored_file_response
 from server.files import stored_name
@@ -68,15 +69,8 @@ class NetworkList(generics.ListCreateAPIView):
         return super().get_authenticators()
 
     def get_queryset(self):
-        qs = Network.objects.public()
         params = self.request.query_params
-        if params.get("run"):
-            qs = qs.filter(run__name=params["run"])
-        state = params.get("state")
-        if state:
-            if state not in Network.State.values:
-                raise invalid("state", f"{state!r} is not one of {', '.join(Network.State.values)}")
-            qs = qs.filter(state=state)
+        qs = filter_listing(Network.objects.public(), params, {"state": Network.State.values})
         released = params.get("released", "").lower()
         if released in ("1", "true", "yes"):
             qs = qs.filter(released=True)

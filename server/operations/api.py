@@ -14,6 +14,7 @@ from rest_framework.views import APIView
 
 from server.api.addresses import client_key
 from server.api.errors import ApiError, error_body, invalid
+from server.api.filters import filter_listing
 from server.downloads import stored_file_response
 from server.files import stored_name
 from server.networks.models import Network
@@ -45,16 +46,9 @@ class DataExportList(generics.ListAPIView):
     permission_classes = [permissions.AllowAny]
 
     def get_queryset(self):
-        qs = DataExport.objects.select_related("run")
-        params = self.request.query_params
-        if params.get("run"):
-            qs = qs.filter(run__name=params["run"])
-        kind = params.get("kind")
-        if kind:
-            if kind not in DataExport.Kind.values:
-                raise invalid("kind", f"{kind!r} is not one of {', '.join(DataExport.Kind.values)}")
-            qs = qs.filter(kind=kind)
-        return qs
+        return filter_listing(
+            DataExport.objects.select_related("run"), self.request.query_params, {"kind": DataExport.Kind.values}
+        )
 
     @extend_schema(parameters=[OpenApiParameter("run", str), OpenApiParameter("kind", str)])
     def get(self, request, *args, **kwargs):

@@ -7,7 +7,7 @@ from django.utils.html import format_html
 
 from common import boundedjson
 from common.settings import RunSettings, SettingsError
-from server.runs.models import Run, RunSettingsVersion, create_run, forget_state, validate_builds
+from server.runs.models import RUN_FIELDS, Run, RunSettingsVersion, create_run, forget_state, validate_builds
 
 
 class RunForm(forms.ModelForm):
@@ -38,15 +38,7 @@ class RunForm(forms.ModelForm):
 
     class Meta:
         model = Run
-        fields = (
-            "name",
-            "description",
-            "status",
-            "min_client_version",
-            "max_client_version",
-            "client_builds",
-            "webhook_url",
-        )
+        fields = (*RUN_FIELDS, "webhook_url")
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)

@@ -11,7 +11,7 @@ from rest_framework.views import APIView
 from server.api.errors import ApiError
 from server.networks.serializers import network_ref
 from server.ratings.promotion import gating_waits
-from server.runs.models import Run
+from server.runs.models import RUN_FIELDS, Run
 from server.training.serializers import TrainingLineSerializer
 
 
@@ -27,18 +27,7 @@ class RunSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Run
-        fields = (
-            "name",
-            "description",
-            "status",
-            "min_client_version",
-            "max_client_version",
-            "client_builds",
-            "created_at",
-            "settings_version",
-            "settings",
-            "training",
-        )
+        fields = (*RUN_FIELDS, "created_at", "settings_version", "settings", "training")
 
     def _current(self, run: Run):
         # DRF's context is one dict shared by the list serializer's items; its stubs say Mapping

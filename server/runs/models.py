@@ -55,6 +55,10 @@ class RunQuerySet(models.QuerySet):
         return self.active().order_by("-created_at", "-id").first()
 
 
+# What says what a run is and which clients it takes: the admin's form edits these, the API shows them.
+RUN_FIELDS = ("name", "description", "status", "min_client_version", "max_client_version", "client_builds")
+
+
 class Run(models.Model):
     class Status(models.TextChoices):
         ACTIVE = "active", "active: hands out work"
