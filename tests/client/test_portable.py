@@ -68,29 +68,36 @@ def test_the_volunteers_client_stops_when_its_terminal_closes_but_not_under_nohu
     import os
     import signal
     import time
-    from types import SimpleNamespace
 
-    from client.contribute.app import _Contributor
+    from client.contribute.console import take_signals
 
     names = ("SIGINT", "SIGTERM", "SIGHUP", "SIGUSR1", "SIGUSR2")
     before = {name: signal.getsignal(getattr(signal, name)) for name in names}
     done: list[str] = []
-    client = SimpleNamespace(interrupt=lambda: done.append("interrupt"), pause=lambda on: done.append(f"pause {on}"))
+
+    def interrupt() -> None:
+        done.append("interrupt")
+
+    def pause(on: bool) -> None:
+        done.append(f"pause {on}")
+
     try:
         signal.signal(signal.SIGHUP, signal.SIG_DFL)  # as a terminal leaves it (this test may run under nohup)
-        _Contributor._signals(client)  # type: ignore[arg-type]
+        actions = take_signals(interrupt, pause)
+        assert actions is not None
         os.kill(os.getpid(), signal.SIGHUP)
         os.kill(os.getpid(), signal.SIGUSR1)
         deadline = time.monotonic() + 10
         while len(done) < 2 and time.monotonic() < deadline:  # the actions run in their own thread
             time.sleep(0.01)
         assert done == ["interrupt", "pause True"]
-        client._signal_actions.close()
+        actions.close()
         assert signal.getsignal(signal.SIGHUP) is signal.SIG_DFL  # put back at the end
         signal.signal(signal.SIGHUP, signal.SIG_IGN)  # as nohup leaves it
-        _Contributor._signals(client)  # type: ignore[arg-type]
+        actions = take_signals(interrupt, pause)
+        assert actions is not None
         assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
-        client._signal_actions.close()
+        actions.close()
     finally:
         for name, handler in before.items():
             signal.signal(getattr(signal, name), handler)
