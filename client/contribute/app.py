@@ -154,11 +154,6 @@ class _Contributor:
             raise Stop(EXIT_USAGE, str(e)) from None
         if args.retry_seconds <= 0:
             raise Stop(EXIT_USAGE, f"--retry-seconds: {args.retry_seconds} must be positive")
-        if not config.server:
-            raise Stop(
-                EXIT_USAGE,
-                "no server: give --server URL and --username NAME the first time (both are kept for later starts)",
-            )
         self.session = Session(config, stored, config_path, args.config, args.username, args.password_stdin)
         self.config_path = config_path
         self.data_dir = config.data_path()

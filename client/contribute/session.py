@@ -46,7 +46,12 @@ class Session:
         self._config_flag = config_flag
         self._username_flag = username_flag
         self._password_stdin = password_stdin
-        self.server_url = config.server  # logging in keeps it: every later config has this server
+        if not config.server:
+            raise Stop(
+                EXIT_USAGE,
+                "no server: give --server URL and --username NAME the first time (both are kept for later starts)",
+            )
+        self.server_url: str = config.server  # logging in keeps it: every later config has this server
         self.username = config.username or "?"  # the account's name, as the server says once signed in
         self.password_read = False
 

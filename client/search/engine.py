@@ -15,7 +15,6 @@ policy logits [n, W * W + 1], value logits [n, 3] and misc outputs [n, >= 3] as 
 
 from __future__ import annotations
 
-import functools
 import math
 import os
 import weakref
@@ -164,12 +163,17 @@ def move_positions(moves: np.ndarray) -> np.ndarray:
     return np.where(moves == PASS, NN_AREA, pos)
 
 
-@functools.cache
+_RECORDS: dict[type, tuple[np.dtype, tuple[str, ...]]] = {}
+
+
 def _record_of(settings_class: type) -> tuple[np.dtype, tuple[str, ...]]:
     """The parameter record of searches with settings of ``settings_class``, and the names of the
-    settings it holds."""
-    dtype = tr.SEARCH_PARAMS if settings_class is SearchSettings else tr.search_params_dtype(settings_class)
-    return dtype, tuple(f.name for f in kernel_fields(settings_class))
+    settings it holds (made once per class)."""
+    record = _RECORDS.get(settings_class)
+    if record is None:
+        dtype = tr.SEARCH_PARAMS if settings_class is SearchSettings else tr.search_params_dtype(settings_class)
+        record = _RECORDS[settings_class] = (dtype, tuple(f.name for f in kernel_fields(settings_class)))
+    return record
 
 
 def search_params(

@@ -200,7 +200,7 @@ class Settings:
     def validate(self, path: str = "") -> None:
         """Raise SettingsError naming the first key that is out of its bounds or breaks the
         section's own rules (:meth:`check`); nested sections are validated in their turn."""
-        for f in fields(self):  # type: ignore[arg-type]  # every subclass is a dataclass
+        for f in fields(self):  # every subclass is a dataclass
             value = getattr(self, f.name)
             if isinstance(value, Settings):
                 value.validate(at(path, f.name))
