@@ -209,8 +209,8 @@ def has_text_parameter(route: str) -> bool:
 
 def query_parameters() -> set[str]:
     """Every query parameter name the server's code reads (``request.GET``, DRF's ``query_params``,
-    the pages' ``choice``), with DRF's page and format parameters, the login's ``next``, and the
-    admin's search, order, page and list filters."""
+    the pages' ``choice``, the listings' ``filter_listing`` choices), with DRF's page and format
+    parameters, the login's ``next``, and the admin's search, order, page and list filters."""
     from django.contrib import admin
     from django.contrib.admin.views.main import ORDER_VAR, PAGE_VAR, SEARCH_VAR
 
@@ -221,6 +221,7 @@ def query_parameters() -> set[str]:
         r"""(?:GET|query_params|params)\.get\(\s*["'](\w+)["']""",
         r"""params\[["'](\w+)["']\]""",
         r"""choice\(\s*request,\s*["'](\w+)["']""",
+        r"""filter_listing\([^{]*\{\s*["'](\w+)["']""",
     )
     for source in SERVER.rglob("*.py"):
         text = source.read_text()
