@@ -45,12 +45,10 @@ class GatingSettings(Settings):
     virtual_draws: float = setting(4.0, 0.0, 1000.0)
     rollback_confidence: float = setting(0.95, 0.5, 1.0, lo_open=True)
     strongest_min_games: int = setting(25, 0, 1_000_000)  # as KataGo's server lists networks for its Elo chart
-    account_share: float = setting(
-        0.25, 0.0, 1.0, lo_open=True
-    )  # no account counts for more than this share of a gating's or a pair's games
-    rating_min_selfplay_games: int = setting(
-        0, 0, 100_000_000
-    )  # the stored self-play games an account needs before rating tasks
+    # no account counts for more than this share of a gating's or a pair's games
+    account_share: float = setting(0.25, 0.0, 1.0, lo_open=True)
+    # the stored self-play games an account needs before rating tasks
+    rating_min_selfplay_games: int = setting(0, 0, 100_000_000)
     rating_group: str = ""  # when set, only members of this group (of the server's accounts) get rating tasks
 
     def check(self, path: str) -> None:

@@ -45,9 +45,8 @@ class TrainingSettings(Settings):
     early_lr_factor: float = setting(1.0 / 3.0, 0.0, 1.0, lo_open=True)
     momentum: float = setting(0.9, 0.0, 1.0, hi_open=True)
     l2: float = setting(3e-5, 0.0, 1.0)
-    grad_clip: float = setting(
-        10.0, 0.0, lo_open=True
-    )  # not in the paper: a cap on rare gradient spikes, far above a normal batch's norm
+    # not in the paper: a cap on rare gradient spikes, far above a normal batch's norm
+    grad_clip: float = setting(10.0, 0.0, lo_open=True)
     snapshot_every: int = setting(250_000, 1, 10**15)
     export_every: int = setting(1_000_000, 1, 10**15)
     ema_decay: float = setting(0.75, 0.0, 1.0, hi_open=True)
