@@ -39,7 +39,7 @@ limit_request_fields = 100
 
 def _warm_up(server) -> None:
     """Fill numba's cache with the web's kernels in one process before any worker starts, so that no
-    worker compiles one, or writes the cache, while it serves (server/warmup.py). A preloaded master
+    worker compiles one, or writes the cache, while it serves (server/operations/warmup.py). A preloaded master
     did it itself when it loaded the application (server/wsgi.py), and its workers are forks that
     have them; without ``preload_app``, ``manage.py warm_up --web`` does it apart from the master
     (which imports none of the application, so that a reload's new workers load the new code) and

@@ -14,13 +14,17 @@ import hashlib
 import logging
 import os
 import tempfile
+import time
 from pathlib import Path
 
 from django.core.files.base import ContentFile, File
-from django.core.files.storage import FileSystemStorage, default_storage
+from django.core.files.storage import FileSystemStorage, Storage, default_storage
 from django.db.models.fields.files import FieldFile
 
 log = logging.getLogger(__name__)
+
+READ_ATTEMPTS = 3  # a stored file's read is tried this often before the file counts as unreadable
+READ_RETRY_SECONDS = 1.0  # the wait before the second attempt; doubled before each further one
 
 
 class AtomicFileSystemStorage(FileSystemStorage):
@@ -100,3 +104,52 @@ class StoredFiles:
             except Exception:  # the row is gone either way; an orphan file is only wasted space
                 log.exception("could not remove %s after a failed transaction", name)
         self.created.clear()
+
+
+def read_file(name: str) -> bytes:
+    """A stored file's bytes (local disk or object storage). A failed read is tried again
+    (``READ_ATTEMPTS`` in all, waiting a little longer each time): object storage fails now and then.
+    A file that is not there is not waited for."""
+    wait = READ_RETRY_SECONDS
+    for _ in range(READ_ATTEMPTS - 1):
+        try:
+            return _read(name)
+        except FileNotFoundError:
+            raise
+        except Exception as e:
+            log.warning("reading stored file %s failed (%s: %s); trying again in %g s", name, type(e).__name__, e, wait)
+            time.sleep(wait)
+            wait *= 2
+    return _read(name)
+
+
+def _read(name: str) -> bytes:
+    with default_storage.open(name, "rb") as f:
+        return f.read()
+
+
+def storage_problem(storage: Storage) -> str | None:
+    """What keeps ``storage`` from taking files, or None when it is fine. Local storage: its folder
+    must exist (the server makes it at start; a folder gone later is a disk unmounted or a path
+    changed) and take a file: a probe file is written and deleted, which a read-only disk or wrong
+    owner refuses. Object storage must answer a lookup. The answer is short (the endpoint is public);
+    the log says which folder and why."""
+    if isinstance(storage, FileSystemStorage):
+        folder = Path(storage.location)
+        if not folder.is_dir():
+            log.warning("health check: the storage folder %s does not exist", folder)
+            return "folder missing"
+        try:
+            fd, probe = tempfile.mkstemp(prefix=".healthz.", suffix=".tmp", dir=folder)
+            os.close(fd)
+            os.unlink(probe)
+        except OSError as e:
+            log.warning("health check: the storage folder %s takes no files: %s", folder, e)
+            return f"folder not writable: {type(e).__name__}"
+        return None
+    try:
+        storage.exists("healthz")
+    except Exception as e:
+        log.warning("health check: storage unreachable: %s", e)
+        return f"unreachable: {type(e).__name__}"
+    return None

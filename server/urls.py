@@ -1,15 +1,59 @@
-"""URLs of the Sente server: the API under /api/v1/, the admin, accounts, and the site's pages."""
+"""The server's URL table: the API under /api/v1/, the health check and metrics, the admin, the
+accounts' pages, and the website's pages (``server.dashboard.urls``)."""
 
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
-from django.urls import include, path
+from django.urls import include, path, re_path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from server.accounts import views as account_views
+from server.accounts.api import TokenView
+from server.api.errors import not_found
+from server.distribution.api import TaskView
+from server.games.api import MeView, RatingGameUpload, TrainingGameUpload
+from server.networks.api import (
+    NetworkCanaryFile,
+    NetworkDetail,
+    NetworkFile,
+    NetworkKataGoDownload,
+    NetworkList,
+    PickedNetwork,
+)
+from server.operations.api import DataExportFile, DataExportList, GameExport
 from server.operations.health import healthz
 from server.operations.metrics import metrics
+from server.operations.views import data
+from server.ratings.api import RatingsView
+from server.runs.api import CurrentRun, RunDetail, RunList
+
+# The API, mounted at /api/v1/; the busiest endpoints first: URLs are matched in order.
+api_urlpatterns = [
+    path("tasks/", TaskView.as_view(), name="task-create"),
+    path("games/training/", TrainingGameUpload.as_view(), name="game-training-upload"),
+    path("games/rating/", RatingGameUpload.as_view(), name="game-rating-upload"),
+    path("games/export/", GameExport.as_view(), name="game-export"),
+    path("auth/token/", TokenView.as_view(), name="auth-token"),
+    path("me/", MeView.as_view(), name="me"),
+    path("runs/", RunList.as_view(), name="run-list"),
+    path("runs/current/", CurrentRun.as_view(), name="run-current"),
+    path("runs/<str:name>/", RunDetail.as_view(), name="run-detail"),
+    path("networks/", NetworkList.as_view(), name="network-list"),
+    path("networks/strongest/", PickedNetwork.as_view(alias="strongest"), name="network-strongest"),
+    path("networks/released/", PickedNetwork.as_view(alias="released"), name="network-released"),
+    path("networks/<str:name>/", NetworkDetail.as_view(), name="network-detail"),
+    path("networks/<str:name>/file", NetworkFile.as_view(), name="network-file"),
+    path("networks/<str:name>/canary", NetworkCanaryFile.as_view(), name="network-canary"),
+    path("networks/<str:name>/katago", NetworkKataGoDownload.as_view(), name="network-katago-file"),
+    path("ratings/", RatingsView.as_view(), name="ratings"),
+    path("exports/", DataExportList.as_view(), name="export-list"),
+    path("exports/<int:pk>/file", DataExportFile.as_view(), name="export-file"),
+    path("schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+    re_path(r"^(?P<path>.*)$", not_found),
+]
 
 urlpatterns = [
-    path("api/v1/", include("server.api.urls")),
+    path("api/v1/", include(api_urlpatterns)),
     path("healthz", healthz, name="healthz"),
     path("metrics", metrics, name="metrics"),
     path("admin/login/", account_views.admin_login),  # the admin's own, rate limited
@@ -34,5 +78,6 @@ urlpatterns = [
     path("accounts/delete/", account_views.delete_account, name="account_delete"),
     path("accounts/tokens/", account_views.tokens, name="tokens"),
     path("accounts/tokens/<int:pk>/revoke/", account_views.revoke_token, name="token-revoke"),
+    path("data/", data, name="data"),  # the website's other pages: server.dashboard.urls
     path("", include("server.dashboard.urls")),
 ]

@@ -10,7 +10,7 @@ application = get_wsgi_application()
 if os.environ.get("SENTE_WARM_UP", "1") == "1":
     # Load the compiled kernels the web's requests use now: gunicorn loads this module once and forks
     # its workers from it (preload_app), so none of them compiles one, or writes numba's cache, while
-    # it serves (server.warmup).
-    from server import warmup
+    # it serves (server.operations.warmup).
+    from server.operations import warmup
 
     warmup.web()

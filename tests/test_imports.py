@@ -110,3 +110,122 @@ def test_the_parts_of_common_import_one_way() -> None:
     assert "common.encoding" in graph["common.data"] and "common.data" in graph["common.nn"]
     cycles = [cycle for cycle in (cycle_from(graph, p) for p in sorted(graph)) if cycle]
     assert not cycles, " ; ".join(" -> ".join(c) for c in cycles)
+
+
+# The server from the bottom up (docs/architecture.md draws it). Each level holds parts: an app, or
+# the modules of an app that stand below the rest of it (the rows of the audit's verdicts and of the
+# task ledger, the network's row, the run's API that shows what the levels below it made). A module
+# belongs to the part of the longest name it starts with, and imports only the tools and the parts
+# of its own level or below, inside functions too.
+SERVER_TOOLS = (
+    "server.api",  # the API's shared HTTP tools: errors, throttles, limits, filters
+    "server.refusals",  # the domain's refusals, which the API's exception handler answers
+    "server.files",
+    "server.downloads",
+    "server.paging",
+    "server.outbound",
+    "server.sql",
+    "server.settings",
+)
+SERVER_LADDER = (
+    ("server.accounts",),
+    ("server.audit.models", "server.audit.selectors"),
+    ("server.networks.models",),
+    ("server.runs",),
+    ("server.networks",),
+    ("server.distribution.models",),
+    ("server.games",),
+    ("server.ratings",),
+    ("server.training",),
+    ("server.runs.api",),
+    ("server.audit",),
+    ("server.notices",),
+    ("server.distribution",),
+    ("server.dashboard",),
+    ("server.operations",),
+    ("server.platform",),
+)
+SERVER_TOP = ("server", "server.urls", "server.wsgi")  # the URL table and the entry points import anything
+
+
+def _part(module: str, parts: tuple[str, ...]) -> str | None:
+    """The longest of ``parts`` that ``module`` is or lies in."""
+    found = [p for p in parts if module == p or module.startswith(p + ".")]
+    return max(found, key=len) if found else None
+
+
+def upward_imports(graph: dict[str, set[str]], ladder=SERVER_LADDER, tools=SERVER_TOOLS, top=SERVER_TOP) -> list[str]:
+    """Each import that goes up: a tool importing a part of the ladder or the top, a part importing a
+    higher level's part or the top; and each module that belongs nowhere."""
+    level = {part: i for i, parts in enumerate(ladder) for part in parts}
+    every = (*level, *tools)
+    found = []
+    for module in sorted(graph):
+        own = _part(module, every)
+        if own is None:
+            if module not in top:
+                found.append(f"{module} is on no level of the ladder and is not a tool")
+            continue
+        for dep in sorted(graph[module]):
+            theirs = _part(dep, every)
+            if theirs is None or theirs == own:
+                goes_up = theirs is None  # the top
+            elif own in tools:
+                goes_up = theirs not in tools
+            else:
+                goes_up = theirs in level and level[theirs] > level[own]
+            if goes_up:
+                found.append(f"{module} ({own}) imports {dep} ({theirs or 'the top'})")
+    return found
+
+
+def test_upward_imports_are_found() -> None:
+    ladder = (("low.models",), ("low",), ("high",))  # the rows of low below the rest of it
+    graph = {
+        "low.a": {"low.models.m", "tool"},
+        "low.models.m": {"high.x"},  # up
+        "high.x": {"low.a", "low.models.m", "tool"},
+        "tool": {"low.a"},  # a tool importing an app
+        "stray": set(),  # on no level
+        "top": {"high.x"},
+        "high.y": {"top"},  # the top is above everything
+    }
+    assert upward_imports(graph, ladder, ("tool",), ("top",)) == [
+        "high.y (high) imports top (the top)",
+        "low.models.m (low.models) imports high.x (high)",
+        "stray is on no level of the ladder and is not a tool",
+        "tool (tool) imports low.a (low)",
+    ]
+
+
+def test_the_server_is_a_ladder() -> None:
+    """The server's apps import one way, down the ladder: no import from a lower part to a higher one,
+    not even inside a function (a lower app that needs to tell a higher one something sends a signal
+    the higher one connects to)."""
+    assert not (found := upward_imports(import_graph("server"))), "\n".join(found)
+
+
+def orm_reads(source: str) -> list[int]:
+    """The lines of a module that query the database themselves: a model's manager (``X.objects``)
+    or ``get_object_or_404``."""
+
+    def queries(node: ast.AST) -> bool:
+        if isinstance(node, ast.Attribute):
+            return node.attr == "objects"
+        return isinstance(node, ast.Name) and node.id in ("get_object_or_404", "get_list_or_404")
+
+    return sorted(node.lineno for node in ast.walk(ast.parse(source)) if queries(node))
+
+
+def test_orm_reads_are_found() -> None:
+    source = "def page(request):\n    a = get_object_or_404(Run, pk=1)\n    return Network.objects.filter(run=a)\n"
+    assert orm_reads(source) == [2, 3]
+    assert orm_reads("def page(request):\n    return selectors.networks_shown(run, show)\n") == []
+
+
+def test_pages_read_through_selectors() -> None:
+    """The website's views parse the request, call the selectors and render: they query nothing."""
+    pages = sorted((ROOT / "server").glob("*/views.py"))
+    assert {p.parent.name for p in pages} >= {"accounts", "dashboard", "operations"}
+    found = {str(p.relative_to(ROOT)): orm_reads(p.read_text()) for p in pages}
+    assert not {path: lines for path, lines in found.items() if lines}, found

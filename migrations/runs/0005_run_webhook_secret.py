@@ -3,7 +3,7 @@ import secrets
 
 from django.db import migrations, models
 
-import server.notices.targets
+import server.outbound.targets
 
 
 def give_secrets(apps, schema_editor):
@@ -39,7 +39,7 @@ class Migration(migrations.Migration):
                 help_text="posted (JSON, signed) when a network is accepted, released or rolled back, e.g. a chat "
                 "channel's incoming webhook; http or https to a public address; empty: none (docs/website.md)",
                 max_length=500,
-                validators=[server.notices.targets.validate_webhook_url],
+                validators=[server.outbound.targets.validate_webhook_url],
             ),
         ),
         migrations.RunPython(give_secrets, migrations.RunPython.noop),

@@ -2,7 +2,6 @@ from django.contrib import admin
 from django.contrib.auth.admin import UserAdmin
 
 from server.accounts.models import ClientToken, User
-from server.audit.admin import QuarantinePermissions, lift_users, quarantine_users
 
 
 class ClientTokenInline(admin.TabularInline):
@@ -14,10 +13,12 @@ class ClientTokenInline(admin.TabularInline):
 
 
 @admin.register(User)
-class SenteUserAdmin(QuarantinePermissions, UserAdmin):
+class SenteUserAdmin(UserAdmin):
+    """The accounts in the admin, with their client tokens (the audit adds its quarantine actions:
+    ``server.audit.admin``)."""
+
     inlines = [ClientTokenInline]
     list_display = ("username", "email", "is_staff", "is_active", "date_joined", "last_login")
-    actions = [quarantine_users, lift_users]
 
 
 @admin.register(ClientToken)

@@ -1,20 +1,17 @@
-"""API of accounts: a client token from a username and password, and the signed-in user's totals."""
+"""API of accounts: a client token from a username and password."""
 
 from __future__ import annotations
 
 from django.contrib.auth import authenticate
-from drf_spectacular.utils import extend_schema, inline_serializer
+from drf_spectacular.utils import extend_schema
 from rest_framework import exceptions, serializers, status
-from rest_framework.permissions import AllowAny, IsAuthenticated
-from rest_framework.request import Request
+from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from server.accounts.models import ClientToken
-from server.accounts.selectors import contributed
 from server.accounts.throttling import password_check_passed, password_check_wait
 from server.api.errors import ApiError
-from server.api.users import request_user
 
 
 class TokenRequest(serializers.Serializer):
@@ -57,36 +54,4 @@ class TokenView(APIView):
         return Response(
             {"token": key, "name": token.name, "username": user.username, "created_at": token.created_at},
             status=status.HTTP_201_CREATED,
-        )
-
-
-class MeView(APIView):
-    """The signed-in user's totals."""
-
-    permission_classes = [IsAuthenticated]
-
-    @extend_schema(
-        responses={
-            200: inline_serializer(
-                "Me",
-                {
-                    "username": serializers.CharField(),
-                    "training_games": serializers.IntegerField(),
-                    "rating_games": serializers.IntegerField(),
-                    "training_rows": serializers.IntegerField(),
-                    "tasks": serializers.IntegerField(),
-                    "last_game_at": serializers.DateTimeField(allow_null=True),
-                    "is_trainer": serializers.BooleanField(),
-                },
-            )
-        }
-    )
-    def get(self, request: Request) -> Response:
-        user = request_user(request)
-        return Response(
-            {
-                "username": user.username,
-                **contributed(user),
-                "is_trainer": user.has_perm("networks.upload_network"),
-            }
         )

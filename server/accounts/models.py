@@ -26,7 +26,7 @@ class User(AbstractUser):
         null=True, blank=True, help_text="the account was deleted: its games are kept under an anonymous name"
     )
 
-    # is_active as loaded, to tell a change when saved (server.dashboard.signals); unset when the
+    # is_active as loaded, to tell a change when saved (server.dashboard.receivers); unset when the
     # field was not loaded
     _sente_was_active: bool
     revoked_tokens = 0  # the client tokens the last save revoked (a new password revokes them all)

@@ -1,34 +1,17 @@
-"""Reads about an account: what it has contributed."""
+"""Reads of an account for its pages."""
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import TypedDict
+from django.db.models import QuerySet
 
-from django.db.models import Count, Max, Sum
-
-from server.accounts.models import User
-from server.distribution.models import Task
-from server.games.models import RatingGame, TrainingGame
+from server.accounts.models import ClientToken, User
 
 
-class Contributed(TypedDict):
-    training_games: int
-    rating_games: int
-    training_rows: int
-    tasks: int
-    last_game_at: datetime | None
+def tokens_of(user: User) -> QuerySet[ClientToken]:
+    """The account's client tokens, revoked ones too, newest first."""
+    return ClientToken.objects.filter(user=user).order_by("-created_at", "-id")
 
 
-def contributed(user: User) -> Contributed:
-    """The account's games (disabled ones too), training rows and tasks, and when its last game came."""
-    training = TrainingGame.objects.filter(user=user).aggregate(n=Count("id"), rows=Sum("rows"), last=Max("created_at"))
-    rating = RatingGame.objects.filter(user=user).aggregate(n=Count("id"), last=Max("created_at"))
-    lasts = [t for t in (training["last"], rating["last"]) if t is not None]
-    return {
-        "training_games": training["n"],
-        "rating_games": rating["n"],
-        "training_rows": training["rows"] or 0,
-        "tasks": Task.objects.filter(user=user).count(),
-        "last_game_at": max(lasts) if lasts else None,
-    }
+def token_of(user: User, pk: int) -> ClientToken | None:
+    """One of the account's tokens (None: it has none by that id)."""
+    return ClientToken.objects.filter(pk=pk, user=user).first()

@@ -19,12 +19,12 @@ from django.contrib.auth import login, logout
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
 
-from server.accounts import services
+from server.accounts import selectors, services
 from server.accounts.forms import (
     DeleteAccountForm,
     EmailChangeForm,
@@ -35,7 +35,7 @@ from server.accounts.forms import (
 )
 from server.accounts.models import ClientToken, User
 from server.accounts.throttling import password_check_passed, password_check_wait, signup_wait
-from server.dashboard.paging import friendly, paginate
+from server.paging import friendly, paginate
 
 TOKENS_PER_PAGE = 25
 PASSWORDS_REFUSED = "This address tried too many passwords, or too many for this account, in a short time."
@@ -157,9 +157,7 @@ def tokens(request: AuthenticatedHttpRequest) -> HttpResponse:
         token, key = ClientToken.issue(request.user, form.cleaned_data["name"])
         new = {"id": token.pk, "name": token.name, "key": key}
         form = TokenForm()  # an empty form for the next token
-    page, paginator = paginate(
-        request, ClientToken.objects.filter(user=request.user).order_by("-created_at", "-id"), per_page=TOKENS_PER_PAGE
-    )
+    page, paginator = paginate(request, selectors.tokens_of(request.user), per_page=TOKENS_PER_PAGE)
     return render(
         request,
         "accounts/tokens.html",
@@ -177,10 +175,12 @@ def tokens(request: AuthenticatedHttpRequest) -> HttpResponse:
 @never_cache
 @login_required
 @require_POST
-def revoke_token(request: HttpRequest, pk: int) -> HttpResponse:
+def revoke_token(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     if not 0 < pk < 2**63:
         raise Http404(f"there is no token {pk}")
-    token = get_object_or_404(ClientToken, pk=pk, user=request.user)
+    token = selectors.token_of(request.user, pk)
+    if token is None:
+        raise Http404(f"there is no token {pk}")
     if token.active:
         token.revoke()
         messages.success(
@@ -193,7 +193,7 @@ def revoke_token(request: HttpRequest, pk: int) -> HttpResponse:
 @never_cache
 @login_required
 def account(request: AuthenticatedHttpRequest) -> HttpResponse:
-    return render(request, "accounts/account.html", {"tokens": ClientToken.objects.filter(user=request.user).count()})
+    return render(request, "accounts/account.html", {"tokens": selectors.tokens_of(request.user).count()})
 
 
 @never_cache

@@ -18,6 +18,8 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
+from server import refusals
+
 
 class ApiError(exceptions.APIException):
     """An error with a machine code, a message and optionally the field it is about."""
@@ -41,8 +43,23 @@ class ApiError(exceptions.APIException):
             self.status_code = status_code
 
 
-def invalid(field: str | None, message: str, code: str = "invalid") -> ApiError:
-    return ApiError(message, code=code, field=field)
+# The status each kind of the domain's refusals answers with; a kind not named here answers as the
+# nearest kind it derives from.
+REFUSAL_STATUS: dict[type[refusals.Refused], int] = {
+    refusals.Refused: status.HTTP_400_BAD_REQUEST,
+    refusals.NotFound: status.HTTP_404_NOT_FOUND,
+    refusals.Conflict: status.HTTP_409_CONFLICT,
+    refusals.ClientTooOld: status.HTTP_426_UPGRADE_REQUIRED,
+    refusals.Unavailable: status.HTTP_503_SERVICE_UNAVAILABLE,
+}
+
+
+def from_refusal(refusal: refusals.Refused) -> ApiError:
+    """The API's answer to a refusal raised by a service."""
+    kind = next(k for k in type(refusal).__mro__ if k in REFUSAL_STATUS)
+    return ApiError(
+        refusal.message, code=refusal.code, field=refusal.field, status_code=REFUSAL_STATUS[kind], extra=refusal.extra
+    )
 
 
 def _flatten(detail: Any, prefix: str = "") -> list[tuple[str | None, str, str]]:
@@ -71,8 +88,11 @@ def error_body(code: str, message: str, field: str | None = None, **extra: Any) 
 
 
 def exception_handler(exc: Exception, context: dict) -> Response | None:
-    # Django's own exceptions become DRF's first, so that their codes are DRF's (not_found, ...).
-    if isinstance(exc, Http404):
+    # The domain's refusals and Django's own exceptions become the API's first, so that their codes
+    # are the refusal's or DRF's (not_found, ...).
+    if isinstance(exc, refusals.Refused):
+        exc = from_refusal(exc)
+    elif isinstance(exc, Http404):
         exc = exceptions.NotFound(str(exc) or None)
     elif isinstance(exc, DjangoPermissionDenied):
         exc = exceptions.PermissionDenied(str(exc) or None)

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 
 from django.db.models import QuerySet
 
-from server.api.errors import invalid
+from server.refusals import invalid
 
 
 def filter_listing(qs: QuerySet, params: Mapping[str, str], choices: Mapping[str, Sequence[str]]) -> QuerySet:

@@ -7,6 +7,8 @@ from django.contrib import admin, messages
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
 
+from server.accounts.admin import SenteUserAdmin
+from server.accounts.models import User
 from server.audit.models import AuditScore, Quarantine
 from server.audit.services import lift, quarantine
 
@@ -189,3 +191,13 @@ class QuarantineAdmin(QuarantinePermissions, admin.ModelAdmin):
     def lift_selected(self, request, queryset):
         lifted = sum(lift(q.user, request.user) for q in queryset.filter(lifted_at__isnull=True).select_related("user"))
         self.message_user(request, f"{lifted} quarantine(s) lifted", messages.SUCCESS)
+
+
+class QuarantineUserAdmin(QuarantinePermissions, SenteUserAdmin):
+    """The accounts' admin with the quarantine's actions: it replaces the one the accounts register."""
+
+    actions = [quarantine_users, lift_users]
+
+
+admin.site.unregister(User)
+admin.site.register(User, QuarantineUserAdmin)

@@ -23,16 +23,13 @@ from django.utils import timezone
 
 from common.go.geometry import PASS
 from common.go.sgf import SGFError, parse_collection, record_from_tree
-from server.accounts.models import User
+from server.accounts.signals import standing_changed
 from server.audit.models import AuditScore, Quarantine
 from server.audit.rating import MIN_GAMES as MIN_RATING_GAMES
 from server.audit.rating import judge_rating, rating_figures
-from server.dashboard.models import ContributionTotal
-from server.dashboard.services import queue_recounts
-from server.files import stored_name
+from server.files import read_file, stored_name
 from server.games.models import TrainingGame
 from server.ratings.promotion import gating_settings
-from server.ratings.tasks import account_changed
 
 log = logging.getLogger(__name__)
 
@@ -76,7 +73,6 @@ def audit_settings() -> dict:
 def load_network(network):
     """The network's model on the CPU, in eval mode; AuditError says why it cannot be."""
     from common.nn.modelfile import decode_model, model_of
-    from server.training.window import read_file
 
     if network.is_random or not network.file:
         raise AuditError(f"network {network.name} has no file to evaluate rows with")
@@ -113,7 +109,6 @@ def _sample(games: list[TrainingGame], rows: int, rng: np.random.Generator) -> l
 def contributor_figures(model, user_id: int, run, network, since, options: dict, rng: np.random.Generator) -> dict:
     """Evaluate a sample of the contributor's recent rows; the means, counts and worst rows."""
     from server.audit.evaluate import ROW_STATISTICS, RowFigures, evaluate_rows
-    from server.training.window import read_file
 
     recent = TrainingGame.objects.filter(
         run=run, network=network, user_id=user_id, created_at__gte=since, disabled=False
@@ -381,7 +376,7 @@ def quarantine(user, by, reason: str, score: AuditScore | None = None) -> Quaran
         if existing is not None:
             return existing
         q = Quarantine.objects.create(user=user, created_by=by, reason=reason, score=score)
-        _recount(user)
+        standing_changed.send(sender=type(user), user=user)
     log.warning("account %s quarantined by %s: %s", user, by, reason)
     return q
 
@@ -393,17 +388,7 @@ def lift(user, by) -> bool:
             lifted_at=timezone.now(), lifted_by=by
         )
         if done:
-            _recount(user)
+            standing_changed.send(sender=type(user), user=user)
     if done:
         log.warning("quarantine of account %s lifted by %s", user, by)
     return bool(done)
-
-
-def _recount(user: User) -> None:
-    """The site's counts leave quarantined games out as they leave out a turned-off account's: the
-    runs the account played for are counted again, its training window too, and the gatings and
-    ratings of the runs it played rating games for."""
-    runs = list(ContributionTotal.objects.filter(user=user).values_list("run_id", flat=True))
-    runs += list(TrainingGame.objects.filter(user=user).values_list("run_id", flat=True).distinct())
-    queue_recounts(runs, window=True)
-    account_changed(user)

@@ -1,10 +1,11 @@
 """The audit's background work: an audit of a run, queued after uploads at a bounded rate.
 
-A stored self-play game asks for an audit of its run (:func:`request_audit`, inside the upload's
-transaction; nothing is computed in the request). The run's ``AuditState`` makes the request
-idempotent and bounds the rate: only the first game after ``SENTE_AUDIT["interval_seconds"]`` since
-the last audit started queues one, to run after the upload commits. Between those, a process
-remembers when the next audit may be queued and asks the database nothing.
+A stored game of either kind asks for an audit of its run (:func:`audit_when_game_stored`, on the
+games' ``game_stored`` signal inside the upload's transaction; nothing is computed in the request).
+The run's ``AuditState`` makes the request idempotent and bounds the rate: only the first game after
+``SENTE_AUDIT["interval_seconds"]`` since the last audit started queues one, to run after the upload
+commits. Between those, a process remembers when the next audit may be queued and asks the database
+nothing.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import logging
 import time
 from datetime import timedelta
+from typing import Any
 
 from django.db import transaction
 from django.db.models import Q
@@ -65,3 +67,8 @@ def request_audit(run) -> None:
 
     _not_before[run.pk] = time.monotonic() + 1.0
     transaction.on_commit(enqueue)
+
+
+def audit_when_game_stored(sender: type, game, **kwargs: Any) -> None:
+    """game_stored (either kind): the run's audit is asked for (:func:`request_audit`)."""
+    request_audit(game.run)

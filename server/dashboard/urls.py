@@ -32,6 +32,5 @@ urlpatterns = [
     path("releases/", views.releases, name="releases"),
     path("feeds/releases.atom", ReleasesFeed(), name="feed-releases"),
     path("feeds/networks.atom", NetworksFeed(), name="feed-networks"),
-    path("data/", views.data, name="data"),
     path("start/", views.getting_started, name="start"),
 ]

@@ -1,21 +1,21 @@
 """The website's pages: the run at a glance, networks, the Elo chart, games, contributors, releases
-and getting started. Every list is paginated; every page runs a fixed number of queries, whatever
-the number of games (see tests/server/test_dashboard.py and tests/bench/bench_pages.py). Every
-number of games a page shows counts the same games (``tallies.counted``), read from the kept
-tallies, never by counting a network's or a run's games whole."""
+and getting started. Each view parses the request, reads through ``selectors`` (and the kept
+``tallies``) and renders; it queries nothing itself. Every list is paginated; every page runs a fixed
+number of queries, whatever the number of games (see tests/server/test_dashboard.py and
+tests/bench/bench_pages.py). Every number of games a page shows counts the same games
+(``tallies.counted``), read from the kept tallies, never by counting a network's or a run's games
+whole."""
 
 from __future__ import annotations
 
 import functools
 import logging
-from dataclasses import dataclass
 from datetime import timedelta
 
 from django.conf import settings
 from django.core.files.storage import default_storage
-from django.db.models import Q
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET
@@ -23,70 +23,21 @@ from django.views.decorators.http import require_GET
 from common.go.rules import Rules
 from server.accounts.models import User
 from server.dashboard import selectors, services, tallies
-from server.dashboard.paging import choice, friendly, paginate
+from server.dashboard.releases import anchor_words, release_facts
 from server.dashboard.replay import ReplayError, replay_sgf
 from server.dashboard.templatetags.sente import to_rules
 from server.files import stored_name
-from server.games.models import Game, RatingGame, TrainingGame
+from server.games.models import Game
 from server.networks import selectors as picks
 from server.networks.models import Network
-from server.networks.releases import anchor_words, release_facts
-from server.operations.models import DataExport
-from server.ratings.models import AnchorRating, NetworkEvent, RatingFit
+from server.paging import choice, friendly, paginate
+from server.refusals import NotFound
 from server.runs.models import Run
-from server.training.models import TrainingLine
 
 log = logging.getLogger(__name__)
 
 LINEAGE_DEPTH = 12  # ancestors shown on a network's page
-SAMPLE_GAMES = 10
-NETWORK_FILTERS = {
-    "all": Q(),
-    "released": Q(released=True),
-    "accepted": Q(state=Network.State.ACCEPTED),
-    "candidates": Q(state__in=[Network.State.CANDIDATE, Network.State.RATING]),
-    "rejected": Q(state=Network.State.REJECTED),
-    "retired": Q(state=Network.State.RETIRED),
-}
 PERIODS = {"day": timedelta(days=1), "week": timedelta(days=7), "all": None}
-GAME_LIST_FIELDS = ("id", "created_at", "board_x_size", "board_y_size", "komi", "result", "moves", "user__username")
-
-
-@dataclass(frozen=True)
-class GameKind:
-    """What the pages of one kind of game (self-play or rating) read."""
-
-    model: type[TrainingGame] | type[RatingGame]
-    what: str  # in messages: "there is no {what} 12"
-    networks: tuple[str, ...]  # the network fields: both sides' for a rating game
-    list_fields: tuple[str, ...]  # read for the lists besides GAME_LIST_FIELDS
-    sgf: str  # the URL name of a game's SGF
-
-    def of_network(self, network: Network) -> Q:
-        q = Q()
-        for field in self.networks:
-            q |= Q(**{field: network})
-        return q
-
-    def listed(self, items):
-        """The games as the lists show them, newest first (one query, whatever the page holds)."""
-        return (
-            items.select_related("user", *self.networks)
-            .only(*GAME_LIST_FIELDS, *self.list_fields)
-            .order_by("-created_at", "-id")
-        )
-
-
-KINDS = {  # by the name the addresses and the templates use
-    "training": GameKind(TrainingGame, "game", ("network",), ("rows", "network__name"), "game-sgf"),
-    "rating": GameKind(
-        RatingGame,
-        "rating game",
-        ("black_network", "white_network"),
-        ("winner", "black_network__name", "white_network__name"),
-        "rating-game-sgf",
-    ),
-}
 
 
 def _id(pk: int, what: str) -> int:
@@ -113,32 +64,25 @@ def _run(request: HttpRequest) -> Run | None:
     """The run named by ``?run=`` (404 when there is none by that name), else the current run."""
     name = request.GET.get("run")
     if name:
-        run = Run.objects.filter(name=name).first()
+        run = selectors.run_named(name)
         if run is None:
             raise Http404(f"there is no run named {name!r}")
         return run
-    return Run.objects.current()
+    return selectors.current_run()
 
 
 # --- the run at a glance ---------------------------------------------------------------------------
 @require_GET
 def home(request: HttpRequest) -> HttpResponse:
-    run = Run.objects.current()
+    run = selectors.current_run()
     context: dict = {"run": run}
     if run is not None:
         numbers = selectors.live_numbers(run)
         min_games = picks.strongest_min_games(run)
-        network = None
-        if numbers["network"]:
-            network = Network.objects.select_related("rating").filter(name=numbers["network"]).first()
-        lines = list(TrainingLine.objects.filter(run=run).select_related("last_export").order_by("created_at", "id"))
         context.update(
             {
                 "numbers": numbers,
-                "network": network,
-                "lines": lines,
-                "newest": Network.objects.filter(run=run).select_related("rating").order_by("-created_at", "-id")[:5],
-                "fit": RatingFit.objects.filter(run=run).first(),
+                **selectors.front_page(run, numbers["network"]),
                 "strongest": picks.strongest(run, min_games),
                 "strongest_min_games": min_games,
             }
@@ -161,37 +105,28 @@ def live(request: HttpRequest) -> JsonResponse:
 @friendly
 def networks(request: HttpRequest) -> HttpResponse:
     run = _run(request)
-    show = choice(request, "show", tuple(NETWORK_FILTERS), "all")
+    show = choice(request, "show", tuple(selectors.NETWORK_FILTERS), "all")
     page = paginator = None
     if run is not None:
-        items = (
-            Network.objects.filter(NETWORK_FILTERS[show], run=run)
-            .select_related("parent", "rating", "gating")
-            .order_by("-created_at", "-id")
-        )
-        page, paginator = paginate(request, items)
+        page, paginator = paginate(request, selectors.networks_shown(run, show))
         games = tallies.network_games(run, [n.pk for n in page.object_list])
         for n in page.object_list:
             n.selfplay_games = games[n.pk]
     return render(
         request,
         "dashboard/networks.html",
-        {"run": run, "show": show, "filters": list(NETWORK_FILTERS), "page": page, "paginator": paginator},
+        {"run": run, "show": show, "filters": list(selectors.NETWORK_FILTERS), "page": page, "paginator": paginator},
     )
 
 
 @require_GET
 def network_detail(request: HttpRequest, name: str) -> HttpResponse:
-    network = Network.objects.public().filter(name=name).first()
+    network = selectors.public_network(name)
     if network is None:
         raise Http404(f"there is no network named {name!r}")
     ancestors = selectors.ancestors(network, LINEAGE_DEPTH)
-    children = list(network.children.select_related("rating").order_by("created_at", "id"))
-    training, rating = KINDS["training"], KINDS["rating"]
-    games = list(training.listed(TrainingGame.objects.filter(training.of_network(network)))[:SAMPLE_GAMES])
-    rating_games = list(rating.listed(RatingGame.objects.filter(rating.of_network(network)))[:SAMPLE_GAMES])
+    shown = selectors.network_page(network)
     selfplay_games = tallies.network_games(network.run, [network.pk])[network.pk]
-    events = list(NetworkEvent.objects.filter(network=network).order_by("created_at", "id"))
     gating = getattr(network, "gating", None)
     score = None
     if gating is not None:
@@ -207,14 +142,12 @@ def network_detail(request: HttpRequest, name: str) -> HttpResponse:
             "score": score,
             "ancestors": ancestors,
             "more_ancestors": len(ancestors) == LINEAGE_DEPTH and ancestors[-1].parent_id,
-            "children": children,
-            "games": games,
-            "rating_games": rating_games,
+            "children": shown["children"],
+            "games": shown["games"],
+            "rating_games": shown["rating_games"],
             "selfplay_games": selfplay_games,
-            "events": events,
-            "anchor_words": anchor_words(
-                network, list(AnchorRating.objects.filter(run=network.run_id).select_related("anchor"))
-            ),
+            "events": shown["events"],
+            "anchor_words": anchor_words(network, shown["anchors"]),
         },
     )
 
@@ -222,12 +155,9 @@ def network_detail(request: HttpRequest, name: str) -> HttpResponse:
 @require_GET
 def picked_network(request: HttpRequest, alias: str) -> HttpResponse:
     """/networks/strongest/ and /networks/released/: the page of the network the link names now."""
-    from server.api.errors import ApiError
-    from server.networks.api import picked_network as pick
-
     try:
-        network, _ = pick(alias, request.GET.get("run"))
-    except ApiError as e:
+        network, _ = picks.picked(alias, request.GET.get("run"))
+    except NotFound as e:
         raise Http404(e.message) from None
     return redirect("network", network.name)
 
@@ -236,9 +166,7 @@ def picked_network(request: HttpRequest, alias: str) -> HttpResponse:
 @require_GET
 def elo(request: HttpRequest) -> HttpResponse:
     run = _run(request)
-    return render(
-        request, "dashboard/elo.html", {"run": run, "fit": RatingFit.objects.filter(run=run).first() if run else None}
-    )
+    return render(request, "dashboard/elo.html", {"run": run, "fit": selectors.rating_fit(run)})
 
 
 @require_GET
@@ -263,7 +191,7 @@ def _named_network(request: HttpRequest) -> Network | None:
     name = request.GET.get("network")
     if not name:
         return None
-    network = Network.objects.select_related("run").filter(name=name).first()
+    network = selectors.network_named(name)
     if network is None:
         raise Http404(f"there is no network named {name!r}")
     return network
@@ -273,7 +201,7 @@ def _named_user(request: HttpRequest) -> User | None:
     name = request.GET.get("user")
     if not name:
         return None
-    user = User.objects.filter(username=name, is_active=True).first()
+    user = selectors.contributor_named(name)
     if user is None:
         raise Http404(f"there is no contributor named {name!r}")
     return user
@@ -285,16 +213,13 @@ def games(request: HttpRequest, kind: str) -> HttpResponse:
     """The games of a kind (``kind``: training or rating, from the address), of the run, or of a
     network (``?network=``; a rating game is a network's as black or as white), or a contributor's
     (``?user=``), newest first."""
-    of = KINDS[kind]
+    of = selectors.KINDS[kind]
     network = _named_network(request)
     user = _named_user(request)
     run = network.run if network else _run(request)
     page = paginator = None
     if run is not None:
-        items = of.model.objects.filter(of.of_network(network) if network else Q(run=run))
-        if user is not None:
-            items = items.filter(user=user)
-        page, paginator = paginate(request, of.listed(items))
+        page, paginator = paginate(request, of.games(run, network, user))
     return render(
         request,
         "dashboard/games.html",
@@ -323,10 +248,10 @@ def _replay(game: Game) -> tuple[dict | None, str | None, Rules | None, float | 
 
 @require_GET
 def game_detail(request: HttpRequest, pk: int, kind: str) -> HttpResponse:
-    of = KINDS[kind]
-    game = get_object_or_404(
-        of.model.objects.select_related(*of.networks, "user", "settings_version", "run"), pk=_id(pk, of.what)
-    )
+    of = selectors.KINDS[kind]
+    game = of.game(_id(pk, of.what))
+    if game is None:
+        raise Http404(f"there is no {of.what} {pk}")
     board, problem, rules, komi = _replay(game)
     return render(
         request,
@@ -345,8 +270,10 @@ def game_detail(request: HttpRequest, pk: int, kind: str) -> HttpResponse:
 
 @require_GET
 def game_sgf(request: HttpRequest, pk: int, kind: str) -> FileResponse:
-    of = KINDS[kind]
-    game = get_object_or_404(of.model.objects.only("id", "sgf", "client_game_id"), pk=_id(pk, of.what))
+    of = selectors.KINDS[kind]
+    game = of.record(_id(pk, of.what))
+    if game is None:
+        raise Http404(f"there is no {of.what} {pk}")
     try:
         f = default_storage.open(stored_name(game.sgf), "rb")
     except (FileNotFoundError, OSError):
@@ -368,7 +295,7 @@ def contributors(request: HttpRequest) -> HttpResponse:
         span = PERIODS[period]
         since = timezone.now() - span if span else None
         page, paginator = paginate(request, selectors.ranking(run, since, state))
-        names = User.objects.in_bulk([uid for uid, _ in page.object_list])
+        names = selectors.users_by_id([uid for uid, _ in page.object_list])
         window = state.window_users or {}
         page.object_list = [
             {"rank": page.start_index() + i, "user": names[uid], "counts": c, "window_rows": window.get(str(uid), 0)}
@@ -386,7 +313,7 @@ def contributors(request: HttpRequest) -> HttpResponse:
 @require_GET
 @friendly
 def contributor(request: HttpRequest, username: str) -> HttpResponse:
-    who = User.objects.filter(username=username, is_active=True).first()
+    who = selectors.contributor_named(username)
     if who is None:
         raise Http404(f"there is no contributor named {username!r}")
     run = _run(request)
@@ -401,8 +328,7 @@ def contributor(request: HttpRequest, username: str) -> HttpResponse:
             )
             for period, span in PERIODS.items()
         }  # who is active
-        items = KINDS["training"].listed(TrainingGame.objects.filter(run=run, user=who))
-        page, paginator = paginate(request, items, per_page=25)
+        page, paginator = paginate(request, selectors.KINDS["training"].games(run, user=who), per_page=25)
         services.ask_for_window(run, state)
         context.update(
             {
@@ -420,16 +346,11 @@ def contributor(request: HttpRequest, username: str) -> HttpResponse:
 @require_GET
 @friendly
 def releases(request: HttpRequest) -> HttpResponse:
-    items = (
-        Network.objects.filter(released=True)
-        .select_related("run", "rating", "katago_file")
-        .order_by("-created_at", "-id")
-    )
-    page, paginator = paginate(request, items, per_page=20)
+    page, paginator = paginate(request, selectors.released_networks(), per_page=20)
     facts = release_facts(list(page.object_list))
     for n in page.object_list:
         n.facts = facts[n.pk]
-    run = Run.objects.current()
+    run = selectors.current_run()
     context = {
         "page": page,
         "paginator": paginator,
@@ -438,16 +359,6 @@ def releases(request: HttpRequest) -> HttpResponse:
         "base_url": request.build_absolute_uri("/").rstrip("/"),
     }
     return render(request, "dashboard/releases.html", context)
-
-
-@require_GET
-@friendly
-def data(request: HttpRequest) -> HttpResponse:
-    """The daily archives of the games (``manage.py export_games``), newest first."""
-    items = DataExport.objects.select_related("run").order_by("-day", "run__name", "kind")
-    page, paginator = paginate(request, items, per_page=40)
-    runs = Run.objects.order_by("-created_at", "-id").only("name")  # the newest first: the form's default
-    return render(request, "dashboard/data.html", {"page": page, "paginator": paginator, "runs": runs})
 
 
 @require_GET

@@ -13,7 +13,7 @@ from rest_framework.reverse import reverse
 from rest_framework.views import APIView
 
 from common.protocol import TASK_KINDS
-from server.api.users import request_user
+from server.accounts.users import request_user
 from server.distribution.models import Task
 from server.distribution.services import give_up_games, issue_task
 from server.distribution.task_request import TaskRequest, read_task_request

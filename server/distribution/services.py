@@ -21,31 +21,28 @@ from django.db import connection, transaction
 from django.db.models import F
 from django.db.models.functions import Greatest
 from django.utils import timezone
-from rest_framework import status
 
 from server.accounts.models import User
-from server.api.errors import ApiError
 from server.audit.selectors import in_quarantine
 from server.distribution.models import Task
 from server.distribution.task_request import TaskRequestValues
 from server.games.models import TrainingGame
 from server.ratings.scheduling import choose_pair
+from server.refusals import ClientTooOld, Unavailable
 from server.runs.models import current_state
 from server.sql import quoted_column
 
 
 def issue_task(user: User, request: TaskRequestValues) -> Task:
-    """Record the user's next task. Raises ApiError when the client is one the run no longer takes
-    (426) or there is no work of the kinds it takes (503)."""
+    """Record the user's next task. ClientTooOld when the client is one the run no longer takes,
+    Unavailable when there is no work of the kinds it takes."""
     state = current_state()
     if state is None:
-        raise ApiError("no run is active on this server; try again later", code="no_run", status_code=503)
+        raise Unavailable("no run is active on this server; try again later", code="no_run")
     run = state.run
     refusal = run.client_refusal(request.client_version, request.client_build)
     if refusal is not None:
-        raise ApiError(
-            refusal, code="upgrade_required", status_code=status.HTTP_426_UPGRADE_REQUIRED, extra=run.clients_taken()
-        )
+        raise ClientTooOld(refusal, code="upgrade_required", extra=run.clients_taken())
     kinds = request.kinds
     version = state.settings_version
     gating = version.settings.gating
@@ -55,12 +52,11 @@ def issue_task(user: User, request: TaskRequestValues) -> Task:
         eligible = takes_rating_games(user, run, gating.rating_min_selfplay_games, gating.rating_group)
         pair = choose_pair(run) if eligible else None
     if pair is None and Task.Kind.SELFPLAY not in kinds:
-        raise ApiError(
+        raise Unavailable(
             "no rating games are to be played now"
             + ("" if eligible else f" by this account (they go to accounts in good standing{_rating_needs(gating)})")
             + "; ask again later or take self-play tasks",
             code="no_work",
-            status_code=503,
         )
     now = timezone.now()
     task = Task(
@@ -81,9 +77,7 @@ def issue_task(user: User, request: TaskRequestValues) -> Task:
         task.games = min(request.games, version.settings.gating.rating_task_games)
     else:
         if state.network is None:
-            raise ApiError(
-                f"run {run.name} has no network to play yet; try again later", code="no_network", status_code=503
-            )
+            raise Unavailable(f"run {run.name} has no network to play yet; try again later", code="no_network")
         task.kind = Task.Kind.SELFPLAY
         task.network = state.network
     _insert(task)

@@ -1,4 +1,5 @@
-"""``POST /api/v1/games/training/`` and ``POST /api/v1/games/rating/``: game uploads (multipart)."""
+"""``POST /api/v1/games/training/`` and ``POST /api/v1/games/rating/``: game uploads (multipart); and
+``GET /api/v1/me/``: what the signed-in account has contributed."""
 
 from __future__ import annotations
 
@@ -14,11 +15,12 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from server.accounts.models import User
-from server.api.errors import ApiError
-from server.api.users import request_user
+from server.accounts.users import request_user
 from server.games.ingest import Upload, record_refusal, take_rating_game, take_training_game
 from server.games.models import Game as GameRow
 from server.games.models import RatingGame, TrainingGame
+from server.games.selectors import contributed
+from server.refusals import Refused
 
 
 def _file(request, name: str) -> bytes | None:
@@ -45,7 +47,7 @@ def _take(
     transaction) before its error goes back to the client."""
     try:
         return take(request_user(request), _upload(request))
-    except ApiError as e:
+    except Refused as e:
         record_refusal(kind, request.user if request.user.is_authenticated else None, e)
         raise
 
@@ -120,3 +122,35 @@ class RatingGameUpload(APIView):
     def post(self, request):
         game, created = _take(take_rating_game, "rating", request)
         return Response(rating_game_body(game), status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
+
+
+class MeView(APIView):
+    """The signed-in user's totals."""
+
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(
+        responses={
+            200: inline_serializer(
+                "Me",
+                {
+                    "username": serializers.CharField(),
+                    "training_games": serializers.IntegerField(),
+                    "rating_games": serializers.IntegerField(),
+                    "training_rows": serializers.IntegerField(),
+                    "tasks": serializers.IntegerField(),
+                    "last_game_at": serializers.DateTimeField(allow_null=True),
+                    "is_trainer": serializers.BooleanField(),
+                },
+            )
+        }
+    )
+    def get(self, request: Request) -> Response:
+        user = request_user(request)
+        return Response(
+            {
+                "username": user.username,
+                **contributed(user),
+                "is_trainer": user.has_perm("networks.upload_network"),
+            }
+        )

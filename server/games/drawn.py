@@ -7,7 +7,7 @@ root comment (the settings it played with, how the game started) and each search
 share of full searches must be one the settings' probability gives but with odds below
 :data:`FULL_SEARCH_ODDS`; so must the share of searched turns that branched off to side positions
 (the record's variations) and of those that went on, and an early fork's start must be one the
-settings make. Each failure is an :class:`~server.api.errors.ApiError` on the ``sgf``
+settings make. Each failure is an :class:`~server.refusals.Refused` on the ``sgf``
 field with code ``not_in_settings`` (or ``not_selfplay`` for a record without what self-play writes).
 """
 
@@ -32,12 +32,12 @@ from common.go.geometry import BLACK, WHITE
 from common.go.sgf import GameRecord
 from common.resignation import resigning, winrate_of
 from common.settings import MatchSettings, SelfPlaySettings
-from server.api.errors import ApiError, invalid
+from server.refusals import Refused, invalid
 
 FULL_SEARCH_ODDS = 1e-9  # a game whose share of full searches is less likely than this is refused
 
 
-def _refuse(message: str) -> ApiError:
+def _refuse(message: str) -> Refused:
     return invalid("sgf", message, "not_in_settings")
 
 

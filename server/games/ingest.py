@@ -1,7 +1,7 @@
 """Taking an uploaded game: every check before anything is stored, then the row and its files in one
 transaction.
 
-The checks, in order (each failure is an :class:`~server.api.errors.ApiError` naming the field):
+The checks, in order (each failure is an :class:`~server.refusals.Refused` naming the field):
 
 1. the request: fields present, file sizes within the limits, metadata JSON of the right shape;
 2. the game id: the user's own retry gets the stored game back (idempotent); another user's id is a
@@ -50,14 +50,12 @@ from common.go.sgf import GameRecord, SGFError, parse_collection, record_from_tr
 from common.protocol import MetadataError, RatingGameMetadata, TrainingGameMetadata, read_metadata
 from common.settings import MatchSettings, RulesChoice, SelfPlaySettings
 from server.accounts.models import User
-from server.api.errors import ApiError, invalid
-from server.audit.tasks import request_audit
 from server.distribution.models import Task
 from server.files import StoredFiles, content_name, sha256_of
-from server.games import drawn
+from server.games import drawn, signals
 from server.games.models import Game as GameRow
 from server.games.models import RatingGame, TrainingGame, UploadRefusal, Winner
-from server.ratings.tasks import rating_game_stored
+from server.refusals import ClientTooOld, Conflict, Refused, invalid
 
 log = logging.getLogger(__name__)
 
@@ -126,11 +124,10 @@ def _task(upload: Upload, user, kind: str) -> Task:
     # changed its versions or builds) is refused as that client's task request would be.
     refusal = task.run.client_refusal(task.client_version, task.client_build)
     if refusal is not None:
-        raise ApiError(
+        raise ClientTooOld(
             f"this game's task was given to a client the run no longer takes: {refusal}",
             code="upgrade_required",
             field="task",
-            status_code=426,
             extra=task.run.clients_taken(),
         )
     if timezone.now() > task.accepts_until():
@@ -367,11 +364,10 @@ def _existing(model: type[GameRow], game_id: str, user):
     except model.DoesNotExist:
         return None
     if game.user_id != user.pk:
-        raise ApiError(
+        raise Conflict(
             f"game id {game_id!r} was used by another contributor; make a new one",
             code="game_id_taken",
             field="metadata.game_id",
-            status_code=409,
         )
     return game
 
@@ -384,11 +380,9 @@ def _referenced(name: str) -> bool:
     )
 
 
-def _store(
-    model: type[GameRow], task: Task, user, fields: dict, files: dict[str, tuple[bytes, str]], after_insert=None
-):
-    """Insert the row, write its files (named by their content), count it on its task (and pass it to
-    after_insert, in the same transaction), commit; or leave nothing."""
+def _store(model: type[GameRow], task: Task, user, fields: dict, files: dict[str, tuple[bytes, str]]):
+    """Insert the row, write its files (named by their content), count it on its task, tell the apps
+    above (``signals.game_stored``, in the same transaction), commit; or leave nothing."""
     stored = StoredFiles()
     try:
         with transaction.atomic():
@@ -409,8 +403,7 @@ def _store(
             )
             if not counted:
                 raise invalid("task", f"task {task.pk} has all its {task.games} games already", "task_complete")
-            if after_insert is not None:
-                after_insert(game)
+            signals.game_stored.send(sender=model, game=game)
         return game, True
     except IntegrityError:
         stored.discard(_referenced)
@@ -473,7 +466,6 @@ def take_training_game(user, upload: Upload) -> tuple[TrainingGame, bool]:
         user,
         fields,
         {"sgf": (sgf, ".sgf"), "npz": (npz, ".npz")},
-        after_insert=lambda game: request_audit(game.run),
     )
 
 
@@ -520,12 +512,7 @@ def take_rating_game(user, upload: Upload) -> tuple[RatingGame, bool]:
         moves=len(rec.moves),
         **_outcome(meta.result, game),
     )
-    return _store(RatingGame, task, user, fields, {"sgf": (sgf, ".sgf")}, after_insert=_rating_game_stored)
-
-
-def _rating_game_stored(game: RatingGame) -> None:
-    rating_game_stored(game)
-    request_audit(game.run)
+    return _store(RatingGame, task, user, fields, {"sgf": (sgf, ".sgf")})
 
 
 def _storable(text: str, most: int) -> str:
@@ -534,12 +521,12 @@ def _storable(text: str, most: int) -> str:
     return text.replace("\x00", "\\x00")[:most]
 
 
-def record_refusal(kind: str, user: User | None, error: ApiError) -> UploadRefusal:
+def record_refusal(kind: str, user: User | None, error: Refused) -> UploadRefusal:
     """Keep a refused upload's error (``kind``: training or rating; ``user`` None when not signed in)."""
     return UploadRefusal.objects.create(
         kind=kind,
         user=user,
-        code=_storable(str(error.error_code), 32),
+        code=_storable(error.code, 32),
         field=_storable(error.field or "", 32),
         message=_storable(error.message, 300),
     )
@@ -548,7 +535,7 @@ def record_refusal(kind: str, user: User | None, error: ApiError) -> UploadRefus
 def warm_up() -> None:
     """Run the checks' compiled kernels once (replaying, scoring, holding rows against the game) so that
     they are loaded before the first upload; a server calls this before its workers start, which then
-    share them and compile none (``server.warmup``)."""
+    share them and compile none (``server.operations.warmup``)."""
     import numpy as np
 
     from common.data.schema import GT_TURN_INDEX, empty_rows

@@ -17,9 +17,9 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from server.accounts.authentication import ClientTokenAuthentication
+from server.accounts.users import request_user
 from server.api.errors import ApiError, error_body
 from server.api.filters import filter_listing
-from server.api.users import request_user
 from server.downloads import stored_file_response
 from server.files import stored_name
 from server.networks import selectors
@@ -31,7 +31,6 @@ from server.networks.serializers import (
     PickedNetworkSerializer,
 )
 from server.networks.services import NetworkUpload, take_upload
-from server.runs.models import Run
 
 
 class CanUploadNetworks(permissions.BasePermission):
@@ -102,32 +101,6 @@ class NetworkDetail(generics.RetrieveAPIView):
     queryset = Network.objects.public().prefetch_related("events")
 
 
-def picked_network(alias: str, run_name: str | None) -> tuple[Network, Run | None]:
-    """The network a stable link names (``strongest`` or ``released``; see server.networks.selectors)
-    of the run called ``run_name`` or, without one, of the current run (for ``strongest``) or of any
-    run (for ``released``): ApiError 404 with the reason when there is none."""
-    if run_name:
-        run = Run.objects.filter(name=run_name).first()
-        if run is None:
-            raise ApiError(f"there is no run named {run_name!r}", code="not_found", field="run", status_code=404)
-    else:
-        run = Run.objects.current() if alias == "strongest" else None
-    network = selectors.by_alias(alias, run)
-    if network is not None:
-        return network, run
-    if alias == "released":
-        where = f"of run {run.name} " if run is not None else ""
-        raise ApiError(f"no network {where}is released yet", code="no_network", status_code=404)
-    if run is None:
-        raise ApiError("there is no active run to pick the strongest network of", code="no_network", status_code=404)
-    raise ApiError(
-        f"no accepted network of run {run.name} has {selectors.strongest_min_games(run)} rating games yet, the "
-        "games the strongest network needs (its gating.strongest_min_games)",
-        code="no_network",
-        status_code=404,
-    )
-
-
 class PickedNetwork(APIView):
     """``strongest``: the run's strongest network, the highest lower bound of a 95% interval of Elo
     among accepted networks with the run's ``gating.strongest_min_games`` rating games (as KataGo's
@@ -140,7 +113,7 @@ class PickedNetwork(APIView):
 
     @extend_schema(parameters=[OpenApiParameter("run", str)], responses=PickedNetworkSerializer)
     def get(self, request):
-        network, run = picked_network(self.alias, request.query_params.get("run"))
+        network, run = selectors.picked(self.alias, request.query_params.get("run"))
         context = {"request": request, "alias": self.alias, "min_games": None}
         if self.alias == "strongest" and run is not None:
             context["min_games"] = selectors.strongest_min_games(run)
@@ -255,7 +228,7 @@ class PickedNetworkFile(APIView):
 
     @extend_schema(exclude=True)  # a link of the site (docs/website.md), not of the API
     def get(self, request):
-        network, _ = picked_network(self.alias, request.query_params.get("run"))
+        network, _ = selectors.picked(self.alias, request.query_params.get("run"))
         if self.katago:
             response = katago_file_response(request, network, stable_link=True)
         else:

@@ -15,7 +15,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from common.nn import canary
-from server.files import StoredFiles, sha256_of, stored_name
+from server.files import StoredFiles, read_file, sha256_of, stored_name
 from server.networks.models import Network, NetworkCanary
 
 log = logging.getLogger(__name__)
@@ -33,7 +33,6 @@ def compute_canary(network: Network) -> NetworkCanary:
     import torch
 
     from common.nn.modelfile import ModelFileError, decode_model, model_of
-    from server.training.window import read_file
 
     if network.is_random or not network.file:
         raise ValueError(f"network {network.name} is the random network: it has no outputs to check")

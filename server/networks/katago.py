@@ -37,7 +37,7 @@ from django.utils import timezone
 from common.architecture import ModelConfig, ModelConfigError
 from common.nn.header import ModelFileError, read_header
 from common.nn.katago_export import SUFFIX, KataGoExportError, export_refusal, export_version, katago_model_bytes
-from server.files import StoredFiles, sha256_of, stored_name
+from server.files import StoredFiles, read_file, sha256_of, storage_problem, stored_name
 from server.networks.models import Network, NetworkKataGoFile
 
 log = logging.getLogger(__name__)
@@ -160,8 +160,6 @@ def _missing(network: Network, name: str) -> str | None:
     """The refusal of a network whose file ``name`` the storage says is not there, when the storage
     itself is (a file deleted or lost does not come back); None when the storage is away (an outage:
     the file may be there when it is back)."""
-    from server.operations.health import storage_problem
-
     problem = storage_problem(default_storage)
     if problem is not None:
         log.warning("KataGo file of %s: its file %s was not found, and the storage: %s", network.name, name, problem)
@@ -173,8 +171,6 @@ def _export(network: Network, row: NetworkKataGoFile) -> str | None:
     """Read, convert and store the network's file, and mark the row ready (its failures forgotten);
     the refusal instead, when the file is not in the storage (and the storage is there), unreadable,
     or its architecture has no KataGo equivalent."""
-    from server.training.window import read_file
-
     name = stored_name(network.file)
     try:
         data = read_file(name)

@@ -14,6 +14,7 @@ from django.db.models import ExpressionWrapper, F, FloatField, QuerySet
 
 from common.elo import Z95
 from server.networks.models import ALIASES, Network
+from server.refusals import NotFound
 from server.runs.models import Run
 
 
@@ -67,3 +68,28 @@ def by_alias(alias: str, run: Run | None) -> Network | None:
 
 def _with_files(qs: QuerySet[Network]) -> QuerySet[Network]:
     return qs.filter(is_random=False).exclude(file="")
+
+
+def picked(alias: str, run_name: str | None) -> tuple[Network, Run | None]:
+    """The network a stable link names (``strongest`` or ``released``)
+    of the run called ``run_name`` or, without one, of the current run (for ``strongest``) or of any
+    run (for ``released``): NotFound with the reason when there is none."""
+    if run_name:
+        run = Run.objects.filter(name=run_name).first()
+        if run is None:
+            raise NotFound(f"there is no run named {run_name!r}", code="not_found", field="run")
+    else:
+        run = Run.objects.current() if alias == "strongest" else None
+    network = by_alias(alias, run)
+    if network is not None:
+        return network, run
+    if alias == "released":
+        where = f"of run {run.name} " if run is not None else ""
+        raise NotFound(f"no network {where}is released yet", code="no_network")
+    if run is None:
+        raise NotFound("there is no active run to pick the strongest network of", code="no_network")
+    raise NotFound(
+        f"no accepted network of run {run.name} has {strongest_min_games(run)} rating games yet, the "
+        "games the strongest network needs (its gating.strongest_min_games)",
+        code="no_network",
+    )

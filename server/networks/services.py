@@ -1,7 +1,7 @@
 """Adding a network: an uploaded file checked (:func:`take_upload`), then its row and its file
 stored together or not at all (:func:`store_network`).
 
-The upload's checks, in order (each failure is an :class:`~server.api.errors.ApiError` naming the
+The upload's checks, in order (each failure is an :class:`~server.refusals.Refused` naming the
 field): the run and the parent exist, the parent is of the run, the name is no stable link's
 (``strongest``, ``released``) and is free, the file is within
 the size limit, its header reads and names this network, its sha256 is the declared one (if any),
@@ -10,7 +10,7 @@ and no network has this very file.
 The file is stored by its sha256 (``server.files``) inside the transaction that makes the row; if
 the transaction fails, the file this call wrote is removed again. Both the upload API and the
 trainer add networks through here. A run whose gating rule is ``none`` accepts the network in the
-same transaction (``server.ratings.promotion.accept_ungated``). Once the row is committed, the
+same transaction (the ratings answer ``signals.network_stored``). Once the row is committed, the
 network's canary reference is queued for the background worker (``server.networks.tasks``).
 """
 
@@ -26,11 +26,11 @@ from django.db import IntegrityError, transaction
 from common.architecture import ModelConfig
 from common.nn.header import ModelFileError, ModelHeader, header_length, parse_header
 from server.accounts.models import User
-from server.api.errors import ApiError, invalid
 from server.files import StoredFiles
+from server.networks import signals
 from server.networks.models import ALIASES, Network
 from server.networks.tasks import request_canary
-from server.ratings.promotion import accept_ungated
+from server.refusals import Conflict, invalid
 from server.runs.models import Run, forget_state
 
 CHUNK = 1 << 20
@@ -73,8 +73,8 @@ def store_network(
             network.file.name = files.put("networks", content, ".safetensors", sha256=sha256)
             network.save(update_fields=["file"])
             request_canary(network)
-            if accept_ungated(run):
-                network.refresh_from_db(fields=["state"])
+            signals.network_stored.send(sender=Network, network=network)
+            network.refresh_from_db(fields=["state"])  # a run that gates nothing has accepted it
     except BaseException:
         files.discard(lambda stored: Network.objects.filter(file=stored).exists())
         raise
@@ -96,8 +96,8 @@ class NetworkUpload:
     notes: str = ""
 
 
-def _name_taken(name: str) -> ApiError:
-    return ApiError(f"a network named {name!r} exists already", code="exists", field="name", status_code=409)
+def _name_taken(name: str) -> Conflict:
+    return Conflict(f"a network named {name!r} exists already", code="exists", field="name")
 
 
 def _run_and_parent(upload: NetworkUpload) -> tuple[Run, Network | None]:
@@ -146,9 +146,7 @@ def _sha256(upload: NetworkUpload) -> str:
         )
     twin = Network.objects.filter(sha256=sha256).first()
     if twin is not None:
-        raise ApiError(
-            f"network {twin.name!r} has this very file already", code="duplicate_file", field="file", status_code=409
-        )
+        raise Conflict(f"network {twin.name!r} has this very file already", code="duplicate_file", field="file")
     return sha256
 
 

@@ -1,6 +1,6 @@
 """The networks' background work: a new network's canary reference (see server.networks.canary) and
 a network's file in KataGo's format (see server.networks.katago), queued when the network is accepted
-or released (:func:`network_event_saved`, connected in ``server.networks.apps``) or first asked for."""
+or released (``server.ratings.receivers``, where the decisions are recorded) or first asked for."""
 
 from __future__ import annotations
 
@@ -60,21 +60,3 @@ def request_katago_file(network: Network) -> NetworkKataGoFile:
 
         transaction.on_commit(enqueue)
     return row
-
-
-def network_event_saved(sender, instance, created: bool = False, raw: bool = False, **kwargs) -> None:
-    """post_save of a NetworkEvent: an accepted or released network's KataGo file is queued, so that
-    it is ready before anyone asks for it."""
-    from server.ratings.models import NetworkEvent
-
-    kinds = (NetworkEvent.Kind.ACCEPTED, NetworkEvent.Kind.FORCED_ACCEPT, NetworkEvent.Kind.RELEASED)
-    if raw or not created or instance.kind not in kinds:
-        return
-    network = instance.network
-    if network.is_random or not network.file:
-        return
-    try:
-        with transaction.atomic():  # a failure here must not undo the decision that saved the event
-            request_katago_file(network)
-    except Exception:  # the first download queues it instead
-        log.exception("queueing the KataGo file of network %s failed", network.name)

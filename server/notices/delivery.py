@@ -14,10 +14,10 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from common import __version__
-from server.notices import signing
 from server.notices.models import WebhookDelivery
-from server.notices.targets import Refused, TargetError, resolve
-from server.notices.transport import Deadline, PostFailed, post, printable
+from server.outbound import signing
+from server.outbound.targets import Refused, TargetError, resolve
+from server.outbound.transport import Deadline, PostFailed, post, printable
 
 log = logging.getLogger(__name__)
 

@@ -4,9 +4,9 @@ channel's incoming webhook) when one of its networks is accepted, released or ro
 The post is recorded with the event, in the same transaction (a :class:`WebhookDelivery`), and made
 by the background worker, never by the request that caused it (``server.notices.tasks`` says when;
 without a worker, ``SENTE_TASKS=immediate``, a thread of the process). Each attempt checks the URL's
-addresses again and connects only to those it checked (``server.notices.targets``), is signed with
-the run's secret (``server.notices.signing``), and must be answered within
-``SENTE_WEBHOOK_TIMEOUT_SECONDS`` in all (``server.notices.transport``). A failed post (no 2xx
+addresses again and connects only to those it checked (``server.outbound.targets``), is signed with
+the run's secret (``server.outbound.signing``), and must be answered within
+``SENTE_WEBHOOK_TIMEOUT_SECONDS`` in all (``server.outbound.transport``). A failed post (no 2xx
 answer in time) is retried after ``SENTE_WEBHOOK_BACKOFF_SECONDS`` doubled at each attempt, up to
 ``SENTE_WEBHOOK_ATTEMPTS`` attempts (with the defaults: 30 s, 1 min, 2, 4 ... about 2 hours in all),
 then given up and logged; a refused address is given up at once.

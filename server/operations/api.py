@@ -13,7 +13,7 @@ from rest_framework.reverse import reverse
 from rest_framework.views import APIView
 
 from server.api.addresses import client_key
-from server.api.errors import ApiError, error_body, invalid
+from server.api.errors import ApiError, error_body
 from server.api.filters import filter_listing
 from server.downloads import stored_file_response
 from server.files import stored_name
@@ -22,6 +22,7 @@ from server.operations import admission, selection
 from server.operations.archives import stream
 from server.operations.models import DataExport
 from server.operations.sending import WithinDeadline
+from server.refusals import invalid
 from server.runs.models import Run
 
 

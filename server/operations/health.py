@@ -4,42 +4,14 @@ schema match the code (every migration applied)?"""
 from __future__ import annotations
 
 import logging
-import os
-import tempfile
-from pathlib import Path
 
-from django.core.files.storage import FileSystemStorage, Storage, default_storage
+from django.core.files.storage import default_storage
 from django.db import connection
 from django.http import HttpRequest, JsonResponse
 
+from server.files import storage_problem
+
 log = logging.getLogger(__name__)
-
-
-def storage_problem(storage: Storage) -> str | None:
-    """What keeps ``storage`` from taking files, or None when it is fine. Local storage: its folder
-    must exist (the server makes it at start; a folder gone later is a disk unmounted or a path
-    changed) and take a file: a probe file is written and deleted, which a read-only disk or wrong
-    owner refuses. Object storage must answer a lookup. The answer is short (the endpoint is public);
-    the log says which folder and why."""
-    if isinstance(storage, FileSystemStorage):
-        folder = Path(storage.location)
-        if not folder.is_dir():
-            log.warning("health check: the storage folder %s does not exist", folder)
-            return "folder missing"
-        try:
-            fd, probe = tempfile.mkstemp(prefix=".healthz.", suffix=".tmp", dir=folder)
-            os.close(fd)
-            os.unlink(probe)
-        except OSError as e:
-            log.warning("health check: the storage folder %s takes no files: %s", folder, e)
-            return f"folder not writable: {type(e).__name__}"
-        return None
-    try:
-        storage.exists("healthz")
-    except Exception as e:
-        log.warning("health check: storage unreachable: %s", e)
-        return f"unreachable: {type(e).__name__}"
-    return None
 
 
 _schema_current = False  # once every migration is applied, it stays so for this process's code

@@ -29,8 +29,8 @@ import numpy as np
 
 from common.elo import Z95
 from common.files import atomic_write
-from server.platform.matches import gnugo_command, gnugo_referee, gtp_command, twogtp
 from server.ratings.fit import fit_ratings
+from server.ratings.matches import gnugo_command, gnugo_referee, gtp_command, twogtp
 
 UNIFORM = "uniform"
 VIRTUAL_DRAWS = 1.0

@@ -6,7 +6,7 @@ event, minutes counted from the run's creation) plays GNU Go at each level and e
 visits per move. The games are played after the run, ``jobs`` matches at once, through ``python -m
 client twogtp`` (the ablation's rating, ``server.platform.ablation_rating.play``): Chinese rules,
 colours alternating, each pair of games from its own random opening moves, the dead stones of a
-game ended by two passes judged by GNU Go as referee (``server.platform.matches.gnugo_referee``).
+game ended by two passes judged by GNU Go as referee (``server.ratings.matches.gnugo_referee``).
 A network that is the checkpoint's of several plays each level and visits once, with the most games
 any of them asks for, and each of those checkpoints reports that result.
 
@@ -140,7 +140,7 @@ def play(
     """Play the matches of ``todo`` that ``known`` does not hold with as many games, ``jobs`` at a
     time (each one's games and engine output in ``folder/logs``); every result."""
     from server.platform import ablation_rating as rating
-    from server.platform.matches import copy_network_file, gtp_command
+    from server.ratings.matches import copy_network_file, gtp_command
 
     results = {key: known[key] for key in todo if key in known and known[key].games >= todo[key]}
     missing = {key: games for key, games in todo.items() if key not in results}

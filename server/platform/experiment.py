@@ -25,7 +25,7 @@ from pathlib import Path
 
 from common.elo import Z95
 from common.files import atomic_write
-from server.platform.matches import gnugo_path, play_gnugo, play_random, play_uniform
+from server.ratings.matches import gnugo_path, play_gnugo, play_random, play_uniform
 
 
 @dataclass

@@ -17,6 +17,7 @@ import logging
 from pathlib import Path
 
 from server.networks.models import Network
+from server.ratings.matches import play_gnugo
 from server.ratings.models import Anchor, AnchorMatch
 
 log = logging.getLogger(__name__)
@@ -48,8 +49,6 @@ def to_play(run, anchor: Anchor, games: int, newest: int | None = None) -> list[
 def play(network: Network, anchor: Anchor, games: int, visits: int, size: int, komi: float, log_path: Path):
     """Play and record ``games`` games of the network against the anchor; None (nothing recorded)
     when GNU Go is not installed."""
-    from server.platform.matches import play_gnugo
-
     if anchor.program != "gnugo":
         raise ValueError(f"anchor {anchor.name}: only GNU Go anchors are played")
     result = play_gnugo(network, size, komi, games, visits, anchor.level, log_path)

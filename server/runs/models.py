@@ -23,8 +23,8 @@ from django.utils import timezone
 from common import __version__
 from common.protocol import parse_version
 from common.settings import RunSettings, SettingsError
-from server.notices import signing
-from server.notices.targets import validate_webhook_url
+from server.outbound import signing
+from server.outbound.targets import validate_webhook_url
 
 if TYPE_CHECKING:
     from server.networks.models import Network

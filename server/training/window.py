@@ -15,10 +15,8 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import time
 from dataclasses import dataclass
 
-from django.core.files.storage import default_storage
 from django.db.models import Q, QuerySet, Sum
 
 from common.data.loader import RowFile
@@ -27,9 +25,6 @@ from server.audit.selectors import quarantined_users
 from server.games.models import TrainingGame
 
 log = logging.getLogger(__name__)
-
-READ_ATTEMPTS = 3  # a stored file's read is tried this often before the file counts as unreadable
-READ_RETRY_SECONDS = 1.0  # the wait before the second attempt; doubled before each further one
 
 
 @dataclass(frozen=True)
@@ -114,25 +109,3 @@ def training_window(run, settings: TrainingSettings, counts: RowCounts | None = 
 def validation_files(run, settings: TrainingSettings) -> list[RowFile]:
     """The newest held-out games, about ``validation_rows`` rows of them."""
     return _newest(counted_games(run), settings, True, settings.validation_rows)
-
-
-def read_file(name: str) -> bytes:
-    """A stored file's bytes (local disk or object storage). A failed read is tried again
-    (``READ_ATTEMPTS`` in all, waiting a little longer each time): object storage fails now and then.
-    A file that is not there is not waited for."""
-    wait = READ_RETRY_SECONDS
-    for _ in range(READ_ATTEMPTS - 1):
-        try:
-            return _read(name)
-        except FileNotFoundError:
-            raise
-        except Exception as e:
-            log.warning("reading stored file %s failed (%s: %s); trying again in %g s", name, type(e).__name__, e, wait)
-            time.sleep(wait)
-            wait *= 2
-    return _read(name)
-
-
-def _read(name: str) -> bytes:
-    with default_storage.open(name, "rb") as f:
-        return f.read()

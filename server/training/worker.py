@@ -70,7 +70,7 @@ from common.nn.training import (
     to_tensors,
 )
 from common.settings import TrainingSettings
-from server.files import stored_name
+from server.files import read_file, stored_name
 from server.networks.models import Network
 from server.networks.services import store_network
 from server.runs.models import Run
@@ -88,7 +88,7 @@ from server.training.plan import (
     plan_training,
     seed_of,
 )
-from server.training.window import read_file, row_counts, training_window, validation_files
+from server.training.window import row_counts, training_window, validation_files
 
 log = logging.getLogger(__name__)
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from server.platform.matches import gnugo_path
+from server.ratings.matches import gnugo_path
 from tests.server.live import free_port
 
 pytestmark = pytest.mark.slow

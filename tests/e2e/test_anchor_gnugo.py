@@ -8,7 +8,7 @@ import io
 import pytest
 from django.core.management import call_command
 
-from server.platform.matches import gnugo_path
+from server.ratings.matches import gnugo_path
 from tests.e2e.needs import missing
 from tests.e2e.test_experiment import generation  # noqa: F401 (a fixture)
 

@@ -13,7 +13,7 @@ from django.core.files.base import ContentFile
 
 from common.settings import TrainingSettings
 from server.platform.experiment import measure, write_report
-from server.platform.matches import gnugo_path
+from server.ratings.matches import gnugo_path
 from tests.server import helpers
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db]

@@ -12,7 +12,7 @@ from common.go.game import Game
 from common.go.geometry import BLACK, WHITE
 from common.go.rules import Rules
 from common.go.sgf import parse_collection, read_sgf, record_from_tree
-from server.platform.matches import gnugo_path
+from server.ratings.matches import gnugo_path
 from tests.e2e.needs import missing
 
 pytestmark = pytest.mark.slow

@@ -694,8 +694,8 @@ def test_the_account_pages_ask_a_fixed_number_of_queries(web, alice, django_asse
 
 def test_contributed(run, alice, selfplay_games):
     """An account's games, rows and tasks, and when its last game came."""
-    from server.accounts.selectors import contributed
     from server.distribution.models import Task
+    from server.games.selectors import contributed
     from tests.server import helpers
 
     user, _ = alice

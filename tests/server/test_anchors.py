@@ -110,7 +110,7 @@ def test_which_networks_still_have_games_to_play(run):
 
 
 def test_the_command_refuses_bad_levels(run, monkeypatch):
-    from server.platform import matches
+    from server.ratings import matches
 
     monkeypatch.setattr(matches, "gnugo_path", lambda: "/usr/games/gnugo")
     with pytest.raises(CommandError, match="--levels '1,x'"):

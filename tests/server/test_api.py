@@ -23,7 +23,9 @@ from rest_framework.throttling import SimpleRateThrottle
 
 from common import __version__
 from common.protocol import TASK_KINDS
+from server import refusals
 from server.accounts.models import ClientToken, User
+from server.api.errors import exception_handler
 from server.distribution.models import Task
 from tests.server.conftest import api_error as _error
 
@@ -236,6 +238,31 @@ def test_method_not_allowed(db):
     assert _error(response)["code"] == "method_not_allowed"
     assert "POST" in response["Allow"]
     assert "GET" not in response["Allow"].split(", ")
+
+
+class _Stale(refusals.Unavailable):
+    """A kind of refusal the handler does not name: it answers as the kind it derives from."""
+
+
+@pytest.mark.parametrize(
+    ("refusal", "status"),
+    [
+        (refusals.invalid("task", "is not a task id"), 400),
+        (refusals.NotFound("there is no run 'x'", code="not_found", field="run"), 404),
+        (refusals.Conflict("a network named 'n' exists already", code="exists", field="name"), 409),
+        (refusals.ClientTooOld("upgrade", code="upgrade_required", extra={"min_client_version": "1.0"}), 426),
+        (refusals.Unavailable("no run is active", code="no_run"), 503),
+        (_Stale("the network is being replaced", code="stale"), 503),
+    ],
+)
+def test_a_services_refusal_is_answered_with_its_status_and_the_error_body(refusal, status):
+    """Services raise the domain's refusals, not HTTP errors; the one exception handler answers each
+    kind with its status and the JSON body, the refusal's extra facts included."""
+    response = exception_handler(refusal, {})
+    assert response is not None and response.status_code == status
+    error = response.data["error"]
+    assert (error["code"], error["message"], error.get("field")) == (refusal.code, refusal.message, refusal.field)
+    assert {k: error[k] for k in refusal.extra} == refusal.extra
 
 
 @pytest.mark.parametrize(

@@ -460,7 +460,7 @@ def test_rating_games_list(web, run, alice, selfplay_games, django_assert_num_qu
 
 
 def test_game_list_is_capped_and_paged(web, run, alice, selfplay_games, monkeypatch):
-    from server.dashboard import paging
+    from server import paging
 
     helpers.store_training_games(run, alice[0], selfplay_games)
     monkeypatch.setattr(paging, "PER_PAGE", 2)

@@ -13,8 +13,8 @@ from common.encoding.features import PDA_STEPS
 from common.go.geometry import BLACK, WHITE
 from common.go.sgf import read_sgf
 from common.settings import SelfPlaySettings
-from server.api.errors import ApiError
 from server.games import drawn
+from server.refusals import Refused
 from tests.server import helpers
 
 
@@ -33,9 +33,9 @@ def check(rec, settings: SelfPlaySettings) -> None:
 
 
 def refusal(rec, settings: SelfPlaySettings) -> str:
-    with pytest.raises(ApiError) as e:
+    with pytest.raises(Refused) as e:
         check(rec, settings)
-    assert (e.value.field, e.value.error_code) == ("sgf", "not_in_settings")
+    assert (e.value.field, e.value.code) == ("sgf", "not_in_settings")
     return e.value.message
 
 
@@ -111,7 +111,7 @@ def playouts_draws(settings: SelfPlaySettings, extra_black: int = 0, player: int
 
 
 def playouts_refusal(draws, settings: SelfPlaySettings) -> str:
-    with pytest.raises(ApiError) as e:
+    with pytest.raises(Refused) as e:
         drawn._check_playouts(draws, settings)
     return e.value.message
 

@@ -378,8 +378,8 @@ def test_a_variation_that_is_no_side_position_is_refused(run, alice, task, side_
 @pytest.mark.kernels
 def test_branching_more_often_than_the_settings_say_is_refused(tmp_path):
     from common.data.validate import load_rows
-    from server.api.errors import ApiError
     from server.games.ingest import check_selfplay_game
+    from server.refusals import Refused
 
     settings = HONEST["branching"]
     games = helpers.selfplay_games(tmp_path, helpers.RANDOM_NET, count=4, settings=settings, parallel=2)
@@ -392,5 +392,5 @@ def test_branching_more_often_than_the_settings_say_is_refused(tmp_path):
         info = json.loads(rec.comment)
         info["settings"] = claimed.to_dict()
         rec.nodes[0].comment = json.dumps(info, sort_keys=True)
-        with pytest.raises(ApiError, match=words):
+        with pytest.raises(Refused, match=words):
             check_selfplay_game(rec, rec.rules, load_rows(played.npz), played.metadata["game_id"], rec.result, claimed)

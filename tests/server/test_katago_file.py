@@ -31,16 +31,14 @@ State = NetworkKataGoFile.State
 @pytest.fixture
 def reads(monkeypatch):
     """The stored files the KataGo export reads, by name, as it reads them."""
-    from server.training import window
-
     names: list[str] = []
-    real = window.read_file
+    real = katago.read_file
 
     def counted(name: str) -> bytes:
         names.append(name)
         return real(name)
 
-    monkeypatch.setattr(window, "read_file", counted)
+    monkeypatch.setattr(katago, "read_file", counted)
     return names
 
 
@@ -217,8 +215,6 @@ def test_an_unreadable_file_is_refused_once(run, trainer, tiny_network_file, rea
 def test_a_failed_build_is_given_back_and_a_lost_one_queued_again(
     run, trainer, tiny_network_file, monkeypatch, django_capture_on_commit_callbacks
 ):
-    from server.training import window
-
     _, client = trainer
     helpers.upload_network(client, "test-net1", tiny_network_file)
     network = Network.objects.get(name="test-net1")
@@ -228,7 +224,7 @@ def test_a_failed_build_is_given_back_and_a_lost_one_queued_again(
     def broken(name: str) -> bytes:
         raise OSError("the storage is down")
 
-    monkeypatch.setattr(window, "read_file", broken)
+    monkeypatch.setattr(katago, "read_file", broken)
     with pytest.raises(OSError, match="the storage is down"):
         katago.build(network.pk)
     row = NetworkKataGoFile.objects.get()
@@ -338,15 +334,13 @@ def test_two_workers_never_build_the_same_file_at_once(run, trainer, tiny_networ
     """While one worker reads the network's file, another given the same task builds nothing."""
     from django.db import connection
 
-    from server.training import window
-
     _, client = trainer
     helpers.upload_network(client, "test-net1", tiny_network_file)
     network = Network.objects.get(name="test-net1")
     katago.queue(network)
     inside, go_on = threading.Event(), threading.Event()
     reads: list[str] = []
-    real = window.read_file
+    real = katago.read_file
 
     def held(name: str) -> bytes:
         reads.append(name)
@@ -354,7 +348,7 @@ def test_two_workers_never_build_the_same_file_at_once(run, trainer, tiny_networ
         assert go_on.wait(60)
         return real(name)
 
-    monkeypatch.setattr(window, "read_file", held)
+    monkeypatch.setattr(katago, "read_file", held)
     results: list = []
 
     def first() -> None:

@@ -17,10 +17,11 @@ from rest_framework.test import APIClient
 
 from common.nn.model import named_config
 from server.accounts.models import ClientToken, User
-from server.api.errors import ApiError
+from server.api.errors import from_refusal
 from server.distribution.models import Task
 from server.networks.models import Network
 from server.networks.services import NetworkUpload, take_upload
+from server.refusals import Conflict, Refused
 from server.runs.models import create_run
 from tests.server import helpers
 from tests.server.conftest import api_error as _error
@@ -391,12 +392,13 @@ def test_take_upload_stores_a_candidate(run, trainer):
     ],
 )
 def test_take_upload_refusals(run, trainer, upload, status, code, field):
-    """Each refusal is an ApiError with the status, code and field the API answers with; nothing is
-    stored."""
+    """Each refusal is a Refused that the API answers with the status, code and field given; nothing
+    is stored."""
     user, _ = trainer
-    with pytest.raises(ApiError) as refused:
+    with pytest.raises(Refused) as refused:
         take_upload(user, upload())
-    assert (refused.value.status_code, refused.value.error_code, refused.value.field) == (status, code, field)
+    answer = from_refusal(refused.value)
+    assert (answer.status_code, answer.error_code, answer.field) == (status, code, field)
     assert not Network.objects.filter(name="svc-2").exists()
 
 
@@ -404,14 +406,14 @@ def test_take_upload_conflicts(run, trainer):
     """A taken name and a file some network has already are conflicts (409)."""
     user, _ = trainer
     take_upload(user, _network_upload("svc-4"))
-    with pytest.raises(ApiError) as taken:
+    with pytest.raises(Conflict) as taken:
         take_upload(user, _network_upload("svc-4"))
-    assert (taken.value.status_code, taken.value.error_code) == (409, "exists")
+    assert (from_refusal(taken.value).status_code, taken.value.code) == (409, "exists")
     data = net_file("svc-5")
     Network.objects.create(name="svc-6", run=run, sha256=hashlib.sha256(data).hexdigest(), size_bytes=len(data))
-    with pytest.raises(ApiError) as twin:
+    with pytest.raises(Conflict) as twin:
         take_upload(user, _network_upload("svc-5", data=data))
-    assert (twin.value.status_code, twin.value.error_code) == (409, "duplicate_file")
+    assert (from_refusal(twin.value).status_code, twin.value.code) == (409, "duplicate_file")
 
 
 def _limits(**changes) -> dict:

@@ -33,8 +33,8 @@ def test_markdown_is_rendered_and_nothing_unsafe_gets_through():
 
 
 def test_the_words_for_strength_and_training():
+    from server.dashboard.releases import strength_words, trained_on_words
     from server.networks.models import Network
-    from server.networks.releases import strength_words, trained_on_words
     from server.ratings.models import Rating
 
     def rated(name, elo, se):

@@ -15,11 +15,12 @@ from django.utils.dateparse import parse_datetime
 from rest_framework.test import APIClient
 
 from common import __version__
-from server.api.errors import ApiError
+from server.api.errors import from_refusal
 from server.distribution.models import Task
 from server.distribution.services import give_up_games, issue_task
 from server.distribution.task_request import TaskRequestValues
 from server.networks.models import Network
+from server.refusals import ClientTooOld, Unavailable
 from server.runs.models import create_run
 from tests.server import helpers
 from tests.server.conftest import api_error as _error
@@ -591,12 +592,12 @@ def test_issue_task_records_a_selfplay_task(run, alice):
 
 def test_issue_task_refusals(run, alice):
     """An old client gets 426, a rating-only request with nothing to rate 503."""
-    with pytest.raises(ApiError) as old:
+    with pytest.raises(ClientTooOld) as old:
         issue_task(alice[0], _values(client_version="0.0.1"))
-    assert (old.value.status_code, old.value.error_code) == (426, "upgrade_required")
-    with pytest.raises(ApiError) as none:
+    assert (from_refusal(old.value).status_code, old.value.code) == (426, "upgrade_required")
+    with pytest.raises(Unavailable) as none:
         issue_task(alice[0], _values(kinds=("rating",)))
-    assert (none.value.status_code, none.value.error_code) == (503, "no_work")
+    assert (from_refusal(none.value).status_code, none.value.code) == (503, "no_work")
     assert not Task.objects.exists()
 
 

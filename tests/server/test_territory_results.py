@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from common.go.sgf import read_sgf
-from server.api.errors import ApiError
 from server.games.ingest import _check_result
+from server.refusals import Refused
 
 
 def _katago_territory_games(shared) -> list[str]:
@@ -37,10 +37,10 @@ def test_a_wrong_result_of_a_territory_game_is_refused_naming_the_game_and_both_
     }[which]
     rec = read_sgf(line)
     wrong = _flipped(rec.result)
-    with pytest.raises(ApiError) as refusal:
+    with pytest.raises(Refused) as refusal:
         _check_result(rec.to_game(), wrong, True, 1000, resign_allowed=False, game_id="g-17")
     error = refusal.value
-    assert (error.field, error.error_code) == ("sgf", "wrong_result")
+    assert (error.field, error.code) == ("sgf", "wrong_result")
     assert f"game 'g-17' ended (two passes) with {rec.result} by territory scoring, but declares {wrong}" in str(
         error.message
     )
@@ -49,5 +49,5 @@ def test_a_wrong_result_of_a_territory_game_is_refused_naming_the_game_and_both_
 def test_a_territory_game_stopped_before_its_encore_ends_has_no_result_to_declare(shared):
     rec = read_sgf(_katago_territory_games(shared)[0])
     game = rec.to_game(upto=len(rec.moves) - 1)  # the last pass, which would end the game, not played
-    with pytest.raises(ApiError, match="no two passes ended its second encore phase"):
+    with pytest.raises(Refused, match="no two passes ended its second encore phase"):
         _check_result(game, rec.result, True, 1000, resign_allowed=False, game_id="g-1")

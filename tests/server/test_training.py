@@ -222,9 +222,9 @@ def test_games_are_held_out_by_their_content_and_a_window_holds_each_file_once(r
 def test_a_stored_file_is_read_again_when_a_read_fails(monkeypatch):
     from django.core.files.storage import default_storage
 
-    from server.training import window
+    from server import files
 
-    monkeypatch.setattr(window, "READ_RETRY_SECONDS", 0.001)
+    monkeypatch.setattr(files, "READ_RETRY_SECONDS", 0.001)
     default_storage.save("rows/flaky.npz", ContentFile(b"PK rows"))
     opened = []
 
@@ -240,18 +240,18 @@ def test_a_stored_file_is_read_again_when_a_read_fails(monkeypatch):
                 raise ConnectionError("connection reset by peer")
             return default_storage.open(name, mode)
 
-    monkeypatch.setattr(window, "default_storage", Flaky(window.READ_ATTEMPTS - 1))
-    assert window.read_file("rows/flaky.npz") == b"PK rows"
-    assert len(opened) == window.READ_ATTEMPTS
+    monkeypatch.setattr(files, "default_storage", Flaky(files.READ_ATTEMPTS - 1))
+    assert files.read_file("rows/flaky.npz") == b"PK rows"
+    assert len(opened) == files.READ_ATTEMPTS
     opened.clear()
-    monkeypatch.setattr(window, "default_storage", Flaky(window.READ_ATTEMPTS))
+    monkeypatch.setattr(files, "default_storage", Flaky(files.READ_ATTEMPTS))
     with pytest.raises(ConnectionError):
-        window.read_file("rows/flaky.npz")
-    assert len(opened) == window.READ_ATTEMPTS  # then it gives up
+        files.read_file("rows/flaky.npz")
+    assert len(opened) == files.READ_ATTEMPTS  # then it gives up
     opened.clear()
-    monkeypatch.setattr(window, "default_storage", Flaky(0))
+    monkeypatch.setattr(files, "default_storage", Flaky(0))
     with pytest.raises(FileNotFoundError):
-        window.read_file("rows/missing.npz")
+        files.read_file("rows/missing.npz")
     assert len(opened) == 1  # a file that is not there is not waited for
 
 
@@ -492,8 +492,8 @@ def uniform_policy_loss(held_out) -> float:
     from common.data.schema import GT_TURN_INDEX
     from common.go.sgf import read_sgf
     from common.nn.loss import targets_from_rows
+    from server.files import read_file
     from server.games.models import TrainingGame
-    from server.training.window import read_file
 
     total, rows = 0.0, 0
     for f in held_out:
@@ -520,7 +520,8 @@ def test_the_trained_network_predicts_held_out_moves_better_than_the_initial_one
     network has learned which moves are legal; an untrained one is about 1 nat worse.)"""
     from common.data.loader import ShuffledPass
     from common.nn.training import Trainer, evaluate, to_tensors
-    from server.training.window import read_file, validation_files
+    from server.files import read_file
+    from server.training.window import validation_files
 
     use_training(run, TRAIN.replace(window_c=700, samples_per_row=6.0, export_every=4096, snapshot_every=512))
     helpers.store_training_games(run, alice[0], training_games, network=gen1)

@@ -216,7 +216,7 @@ def _delivery(run, url: str, **fields):
     ],
 )
 def test_every_kind_of_inner_address_is_named(address, why, private):
-    from server.notices.targets import classify
+    from server.outbound.targets import classify
 
     found = classify(ipaddress.ip_address(address))
     assert found is not None and why in found[0] and found[1] is private
@@ -226,13 +226,13 @@ def test_every_kind_of_inner_address_is_named(address, why, private):
     "address", ["93.184.215.14", "8.8.8.8", "2606:4700::1111", "::ffff:8.8.8.8", "::ffff:0:808:808", "2002:808:808::1"]
 )
 def test_public_addresses_pass(address):
-    from server.notices.targets import classify
+    from server.outbound.targets import classify
 
     assert classify(ipaddress.ip_address(address)) is None
 
 
 def test_what_is_kept_of_an_answer_is_short_and_printable():
-    from server.notices.transport import printable
+    from server.outbound.transport import printable
 
     assert printable("bad\x1b[31m token\r\n\x00\u200b\tend", 100) == "bad [31m token end"
     assert printable("x" * 500, 10) == "x" * 9 + "…"
@@ -474,8 +474,8 @@ def test_an_attempt_looks_the_name_up_once_and_connects_to_what_it_checked(
     not resolve at all is posted to when its checked address is given, and a real attempt asks the
     resolver once."""
     from server.notices import delivery as posts
-    from server.notices import targets
-    from server.notices.transport import Deadline, post
+    from server.outbound import targets
+    from server.outbound.transport import Deadline, post
 
     receiver = receivers()
     endpoint = targets.Endpoint(ipaddress.ip_address("127.0.0.1"), socket.AF_INET, ("127.0.0.1", receiver.port))
@@ -524,8 +524,8 @@ def _certificate(folder: Path, name: str) -> Path:
 
 
 def test_tls_names_and_verifies_the_host_while_connecting_to_the_checked_address(tmp_path, receivers):
-    from server.notices import targets
-    from server.notices.transport import Deadline, PostFailed, post
+    from server.outbound import targets
+    from server.outbound.transport import Deadline, PostFailed, post
 
     cert = _certificate(tmp_path, "hooks.example.test")
     server_side = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
@@ -589,8 +589,8 @@ def test_a_receiver_that_dribbles_is_cut_at_the_overall_deadline(run, settings, 
 @pytest.mark.django_db
 def test_a_huge_answer_is_not_read_past_the_cap_nor_kept(run, settings, hook_settings, receivers):
     from server.notices import delivery as posts
-    from server.notices import targets
-    from server.notices.transport import REPLY_BYTES, Deadline, PostFailed, post
+    from server.outbound import targets
+    from server.outbound.transport import REPLY_BYTES, Deadline, PostFailed, post
 
     sent = {"bytes": 0, "error": None}
     secret = b"root:x:0:0:root:/root:/bin/bash\n\x1b[2J\x00AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI\r\n" * 40

@@ -7,7 +7,7 @@ import time
 
 from django.core.management.base import BaseCommand
 
-from server import warmup
+from server.operations import warmup
 
 
 class Command(BaseCommand):

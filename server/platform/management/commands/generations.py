@@ -16,7 +16,7 @@ from django.db.models import Sum
 from common.files import atomic_write
 from server.platform.demo import DEMO_RUN
 from server.platform.experiment import generations
-from server.platform.matches import copy_network_file
+from server.ratings.matches import copy_network_file
 
 
 class Command(BaseCommand):

@@ -9,7 +9,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from common.elo import Z95
-from server.ratings import anchors
+from server.ratings import anchors, matches
 from server.ratings.services import refit
 from server.runs.models import Run
 
@@ -31,9 +31,7 @@ class Command(BaseCommand):
         parser.add_argument("--log", default=None, help="the games' log (default: DATA_DIR/anchor.log)")
 
     def handle(self, *args, **options):
-        from server.platform.matches import gnugo_path
-
-        if gnugo_path() is None:
+        if matches.gnugo_path() is None:
             raise CommandError("GNU Go is not installed (Debian package gnugo): there is no anchor to play")
         run = Run.objects.filter(name=options["run"]).first() if options["run"] else Run.objects.current()
         if run is None:

@@ -1,4 +1,4 @@
-"""One HTTP POST to a checked webhook target (``server.notices.targets``).
+"""One HTTP POST to a checked webhook target (``server.outbound.targets``).
 
 Made with the standard library's ``socket``, ``ssl`` and ``http.client`` so that each step is ours:
 the TCP connection goes to an address the check passed, never looked up again; TLS sends the URL's
@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 
 from requests.utils import DEFAULT_CA_BUNDLE_PATH
 
-from server.notices.targets import Target
+from server.outbound.targets import Target
 
 if TYPE_CHECKING:
     from _typeshed import WriteableBuffer

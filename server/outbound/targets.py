@@ -6,7 +6,7 @@ IPv6 forms (IPv4-mapped, IPv4-translated, NAT64, 6to4).
 
 The check runs when staff save a run's webhook URL (:func:`validate_webhook_url`, the model field's
 validator) and again before every attempt (:func:`resolve`), whose connection goes to the addresses
-checked there and nowhere else (``server.notices.transport``): a name that answers differently the
+checked there and nowhere else (``server.outbound.transport``): a name that answers differently the
 second time (DNS rebinding) gains nothing. Numeric forms a parser might miss (``http://2130706433/``,
 ``http://127.1/``, ``http://[::ffff:127.0.0.1]/``) are resolved like names and their addresses checked.
 

@@ -13,9 +13,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from django.conf import settings as django_settings
 from django.core.files.storage import default_storage
-
-from server.platform.processes import ROOT
 
 
 def copy_network_file(network, folder: Path) -> Path:
@@ -214,6 +213,6 @@ def _run(command: list[str], log_path: Path) -> None:
     with open(log_path, "ab") as log:
         log.write(f"\n--- {time.strftime('%H:%M:%S')} {' '.join(command)}\n".encode())
         log.flush()
-        done = subprocess.run(command, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+        done = subprocess.run(command, cwd=django_settings.BASE_DIR, stdout=log, stderr=subprocess.STDOUT)
     if done.returncode != 0:
         raise RuntimeError(f"{' '.join(command[:4])} ... failed with status {done.returncode}; see {log_path}")
