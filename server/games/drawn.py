@@ -3,12 +3,13 @@
 A client draws each game's board size, komi, rules, handicap and opening, and each move's search
 (full or cheap, and its visits), from the task's settings. The record says what it drew: the SGF's
 root comment (the settings it played with, how the game started) and each searched move's note
-(:mod:`common.data.selfplay_sgf`). Every drawn value must be one the settings can produce, and the
-share of full searches must be one the settings' probability gives but with odds below
+(:mod:`common.data.selfplay_sgf`). Every drawn value must be one the settings can produce (the
+start's, by the checks :mod:`common.draws` keeps beside the draws the client makes), and the share
+of full searches must be one the settings' probability gives but with odds below
 :data:`FULL_SEARCH_ODDS`; so must the share of searched turns that branched off to side positions
 (the record's variations) and of those that went on, and an early fork's start must be one the
-settings make. Each failure is an :class:`~server.refusals.Refused` on the ``sgf``
-field with code ``not_in_settings`` (or ``not_selfplay`` for a record without what self-play writes).
+settings make. Each failure is an :class:`~server.refusals.Refused` on the ``sgf`` field with code
+``not_in_settings`` (or ``not_selfplay`` for a record without what self-play writes).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from common.data.selfplay_sgf import (
     read_root_comment,
     read_search_note,
 )
-from common.encoding.features import PDA_STEPS
+from common.draws import asymmetry_problem, board_problem, handicap_problem, komi_problem
 from common.go.geometry import BLACK, WHITE
 from common.go.sgf import GameRecord
 from common.resignation import resigning, winrate_of
@@ -39,6 +40,12 @@ FULL_SEARCH_ODDS = 1e-9  # a game whose share of full searches is less likely th
 
 def _refuse(message: str) -> Refused:
     return invalid("sgf", message, "not_in_settings")
+
+
+def _held(problem: str | None) -> None:
+    """Refuse the record for a drawn value the settings do not draw (``common.draws``' checks)."""
+    if problem is not None:
+        raise _refuse(problem)
 
 
 @dataclass(frozen=True)
@@ -190,28 +197,14 @@ def check_selfplay(draws: SelfPlayDraws, rec: GameRecord, settings: SelfPlaySett
     """The self-play record's draws against the task's self-play settings."""
     info, start = draws.info, draws.info.start
     _played_with(info.settings, settings.to_dict(), "self-play")
-    board = f"{rec.x_size}x{rec.y_size}"
-    if not settings.draws_board(rec.x_size, rec.y_size):
-        raise _refuse(
-            f"a {board} board is not drawn by the task's settings (sizes {list(settings.sizes_in_play())}, "
-            f"rectangles with probability {settings.rectangle_prob:g})"
-        )
-    most = settings.max_handicap(min(rec.x_size, rec.y_size))
+    _held(board_problem(settings, rec.x_size, rec.y_size))
     expected_handicap = start.extra_black + 1 if start.extra_black else 0
     if rec.handicap != expected_handicap:
         raise _refuse(
             f"handicap {rec.handicap} disagrees with the {start.extra_black} extra black moves its start records"
         )
-    if start.extra_black and (settings.handicap_prob <= 0 or start.extra_black > most):
-        raise _refuse(
-            f"a handicap of {rec.handicap} stones on {board} is not drawn by the task's settings "
-            f"(probability {settings.handicap_prob:g}, at most {most + 1} stones)"
-        )
-    low, high = settings.komi_bounds()
-    if not low <= start.komi_drawn <= high:
-        raise _refuse(
-            f"komi {start.komi_drawn:g} was not drawn by the task's settings (they draw from {low:g} to {high:g})"
-        )
+    _held(handicap_problem(settings, rec.x_size, rec.y_size, start.extra_black))
+    _held(komi_problem(settings, start.komi_drawn))
     if start.komi_fair is not None and (start.fork is not None or start.komi_compensated):
         raise _refuse("its komi was both compensated and made fair for the empty board")
     if start.fork is not None:
@@ -286,25 +279,7 @@ def _check_playouts(draws: SelfPlayDraws, settings: SelfPlaySettings) -> None:
     """Asymmetric playouts: only where the settings give them, of an advantage they draw (in a
     handicap game, white's)."""
     start = draws.info.start
-    playouts = start.playouts
-    if playouts is None:
-        return
-    kind = "handicap" if start.extra_black else "normal"
-    if getattr(settings, f"{kind}_asymmetric_playout_prob") <= 0:
-        raise _refuse(
-            f"it has asymmetric playouts, which the task's settings do not give a {kind} game "
-            f"({kind}_asymmetric_playout_prob 0)"
-        )
-    if start.fork is not None:
-        raise _refuse("it starts from an early fork and has asymmetric playouts; forks are played evenly")
-    d = playouts.doublings
-    if not 0 < d < settings.max_doublings() or d * PDA_STEPS != int(d * PDA_STEPS):
-        raise _refuse(
-            f"its playout doubling advantage {d:g} is not one the task's settings draw (a multiple of "
-            f"1/{PDA_STEPS} below log2 of max_asymmetric_ratio {settings.max_asymmetric_ratio:g})"
-        )
-    if start.extra_black and playouts.player != WHITE:
-        raise _refuse("in a handicap game of asymmetric playouts white has the advantage, not black")
+    _held(asymmetry_problem(settings, start.extra_black, start.playouts, forked=start.fork is not None))
 
 
 def _upper_odds(k: int, n: int, p: float) -> float:

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from client.search.engine import NullEvaluator
-from client.selfplay.init import draw_board, draw_komi, draw_start
+from client.selfplay.init import draw_start
 from client.selfplay.run import run_selfplay
 from common.data.schema import (
     GT_AREA_SCORING,
@@ -22,6 +22,7 @@ from common.data.schema import (
     unpack_spatial,
 )
 from common.data.validate import validate_rows
+from common.draws import draw_board, draw_komi
 from common.go.geometry import BLACK
 from common.go.rules import round_komi
 from common.go.sgf import read_sgf
