@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 RATE_WINDOW = 60.0  # seconds over which moves/s and evaluations/s are measured
+COUNTS = ("selfplay_games", "rating_games", "rows", "moves", "evals", "offered")  # a worker's, since it started
 STATUS_LINE_SECONDS = 60.0  # without a terminal: how often the status line is written
 
 
@@ -35,6 +36,7 @@ class Status:
     started: float = field(default_factory=time.time)
     _history: deque = field(default_factory=lambda: deque(maxlen=600))
     _announced: set = field(default_factory=set)
+    _earlier: dict[str, float] = field(default_factory=dict)  # the counts of workers' earlier lives
 
     def update(self, index: int, report: dict) -> None:
         self.workers[index] = report
@@ -42,6 +44,13 @@ class Status:
             if text not in self._announced:  # logged once, whether or not a panel shows it
                 self._announced.add(text)
                 log.info("announcement from the server: %s", text)
+
+    def restarted(self, index: int) -> None:
+        """Worker ``index`` starts a new life, counting from zero: what it had counted stays in the
+        totals (else they, and the rates over them, would go backwards)."""
+        last = self.workers.pop(index, None) or {}
+        for key in COUNTS:
+            self._earlier[key] = self._earlier.get(key, 0) + last.get(key, 0)
 
     def announcements(self) -> list[str]:
         """The server's announcements, as the workers' last task answers gave them."""
@@ -60,8 +69,8 @@ class Status:
         return all(seen) if seen else None
 
     def totals(self) -> dict[str, float]:
-        keys = ("playing", "selfplay_games", "rating_games", "rows", "moves", "evals", "offered")
-        return {k: sum(w.get(k, 0) for w in self.workers.values()) for k in keys}
+        keys = ("playing", *COUNTS)
+        return {k: self._earlier.get(k, 0) + sum(w.get(k, 0) for w in self.workers.values()) for k in keys}
 
     def sample(self, now: float | None = None) -> None:
         """Remember the totals now, for the rates."""

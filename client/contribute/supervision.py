@@ -17,6 +17,7 @@ from typing import Any
 
 from client.contribute import inplay
 from client.contribute.config import parse_hours, within_hours
+from client.contribute.crashes import exit_words, read_crash
 from client.contribute.exits import EXIT_FAILED, EXIT_OF_KIND
 from client.contribute.status import Status
 from client.contribute.worker import Control, WorkerSpec, worker_main
@@ -170,20 +171,17 @@ class Workers:
                 self.ended.add(index)
                 continue
             spec = self.specs[index]
+            how = exit_words(process.exitcode)
+            stacks = read_crash(spec.data_dir, index)
+            if stacks:
+                log.error("worker %d (%s) was %s; its threads then:\n%s", index, spec.device, how, stacks)
             if not self.restarts.spend(time.monotonic()):
-                self.fail(
-                    EXIT_FAILED,
-                    f"worker {index} ({spec.device}) keeps failing (exit code {process.exitcode}); see {self.log_path}",
-                )
+                self.fail(EXIT_FAILED, f"worker {index} ({spec.device}) keeps failing ({how}); see {self.log_path}")
                 self.ended.add(index)
                 continue
-            log.error(
-                "worker %d (%s) ended unexpectedly (exit code %s); starting it again",
-                index,
-                spec.device,
-                process.exitcode,
-            )
+            log.error("worker %d (%s) ended unexpectedly (%s); starting it again", index, spec.device, how)
             inplay.gather(self.data_dir, index)  # its games in play, for it to play on
+            self.status.restarted(index)
             self.processes[index] = self._start(spec)
 
     def shut_down(self, deadline: StopDeadline) -> None:

@@ -55,6 +55,7 @@ import numpy as np
 from client.build import BUILD
 from client.contribute.bounded import DEFAULT_MAX_DOWNLOAD
 from client.contribute.canary import CanaryGuard
+from client.contribute.crashes import record_fatal_signals
 from client.contribute.inplay import DEFAULT_CHECKPOINT_SECONDS, InPlay, Saved
 from client.contribute.netcache import NetworkCache, NetworkRef
 from client.contribute.outbox import Outbox
@@ -175,6 +176,7 @@ def worker_main(spec: WorkerSpec, control: Control, messages, log_queue) -> None
     root = logging.getLogger()
     root.handlers[:] = [logging.handlers.QueueHandler(log_queue)]
     root.setLevel(logging.INFO)
+    record_fatal_signals(spec.data_dir, spec.index)  # faulthandler holds the file open from now on
     if spec.device == "cpu":
         share_the_cpu(spec.cores)
     try:

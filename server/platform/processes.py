@@ -132,7 +132,9 @@ class Supervisor:
 
     def __init__(self, logs: Path, env: dict[str, str]) -> None:
         self.logs = logs
-        self.env = env
+        # A child killed by a fatal signal (a crash in compiled code) writes every thread's stack to
+        # its log, where its last lines are shown when it ends by itself.
+        self.env = {"PYTHONFAULTHANDLER": "1", **env}
         self.children: list[Child] = []
         logs.mkdir(parents=True, exist_ok=True)
 

@@ -46,6 +46,22 @@ def test_rates_come_from_the_last_minute_of_every_worker():
     assert "network net-1" in line and "7 sent, 2 pending" in line and "server reachable" in line
 
 
+def test_a_restarted_worker_adds_to_what_it_had_counted():
+    """A worker that crashed starts again counting from zero: the totals and the rates go on from
+    where they were instead of going backwards."""
+    status = Status(server="http://s", username="alice")
+    status.update(0, _report(1000, 9000, 10000))
+    status.update(1, _report(500, 5000, 5000))
+    status.sample(now=1000.0)
+    status.restarted(1)
+    assert status.totals()["moves"] == 1500 and status.totals()["playing"] == 4  # its games left with it
+    status.update(1, _report(100, 1000, 1000))
+    status.update(0, _report(1200, 10000, 11000))
+    status.sample(now=1010.0)
+    assert status.totals()["moves"] == 1800 and status.totals()["selfplay_games"] == 24 + 10 + 2
+    assert status.rates() == (30.0, 200.0, 1.0)
+
+
 def test_the_server_is_unreachable_when_any_part_found_it_so():
     status = Status(server="http://s", username="alice")
     assert status.reachable is None and "not asked yet" in status.line()
