@@ -105,6 +105,13 @@ def test_the_built_in_arms_are_the_full_method_with_one_thing_taken_out(board):
     assert full.training.early_lr_samples == 0
     assert early.learning_rate_at(0, "tiny") == pytest.approx(full.training.learning_rate_at(0, "tiny") / 3)
     assert early.learning_rate_at(100_000, "tiny") == full.training.learning_rate_at(100_000, "tiny")
+    # The trainer's samples per row received: the full method's 8 on 9x9 (4 below) against 4 and 16.
+    assert full.training.samples_per_row == (8.0 if board == 9 else 4.0)
+    assert changed("per-row-4") == (set() if board < 9 else {"training.samples_per_row"})
+    assert changed("per-row-16") == {"training.samples_per_row"}
+    assert RunSettings.from_dict(arms["per-row-16"].settings).training.samples_per_row == 16.0
+    for name in ("per-row-4", "per-row-16"):
+        assert not arms[name].claim and "9x9" in arms[name].description
 
 
 def write_arm(folder, name: str, doc: dict):
@@ -465,7 +472,8 @@ def test_the_report_of_two_repetitions_gives_each_and_the_arms_pooled_difference
 
 
 def test_games_against_gnu_go_are_refereed_and_a_result_counted_otherwise_is_played_again(tmp_path, monkeypatch):
-    from server.platform import ablation_rating, matches
+    from server.platform import ablation_rating
+    from server.ratings import matches
 
     monkeypatch.setattr(matches, "gnugo_path", lambda: "/usr/games/gnugo")
     net = ablation_rating.Player("full/net-1", "full: net-1", "engine")
