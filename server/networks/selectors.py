@@ -71,9 +71,9 @@ def _with_files(qs: QuerySet[Network]) -> QuerySet[Network]:
 
 
 def picked(alias: str, run_name: str | None) -> tuple[Network, Run | None]:
-    """The network a stable link names (``strongest`` or ``released``)
-    of the run called ``run_name`` or, without one, of the current run (for ``strongest``) or of any
-    run (for ``released``): NotFound with the reason when there is none."""
+    """The network a stable link names (``strongest`` or ``released``) of the run called ``run_name``
+    or, without one, of the current run (for ``strongest``) or of any run (for ``released``), with
+    that run; NotFound with the reason when there is none."""
     if run_name:
         run = Run.objects.filter(name=run_name).first()
         if run is None:
