@@ -17,10 +17,17 @@ def crash_path(data_dir: str | Path, index: int) -> Path:
     return Path(data_dir) / f"worker-{index}.crash"
 
 
-def record_fatal_signals(data_dir: str | Path, index: int) -> TextIO:
+def record_fatal_signals(data_dir: str | Path, index: int) -> TextIO | None:
     """In the worker: write the stacks of every thread to its crash file on a fatal signal. The file
-    is emptied now (a new life of the worker) and must stay open for as long as the process runs."""
-    out = crash_path(data_dir, index).open("w")
+    is emptied now (a new life of the worker) and stays open for as long as the process runs. A file
+    that cannot be written costs only the diagnosis: the stacks go to standard error instead (None)."""
+    try:
+        path = crash_path(data_dir, index)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        out = path.open("w")
+    except OSError:
+        faulthandler.enable(all_threads=True)
+        return None
     faulthandler.enable(out, all_threads=True)
     return out
 
@@ -29,7 +36,7 @@ def read_crash(data_dir: str | Path, index: int) -> str:
     """In the supervisor: the stacks the worker wrote when it died (empty when it wrote none)."""
     try:
         text = crash_path(data_dir, index).read_text(errors="replace")
-    except FileNotFoundError:
+    except OSError:  # none written, or none could be
         return ""
     return text.strip()[-MOST_CHARS:]
 

@@ -33,3 +33,18 @@ def test_exit_words():
     assert exit_words(1) == "exit code 1"
     assert exit_words(-9) == "killed by SIGKILL"
     assert exit_words(None) == "exit code None"
+
+
+def _crash_file_unwritable(data_dir: str) -> None:
+    assert record_fatal_signals(data_dir, 0) is None  # the worker goes on, its stacks to stderr
+    faulthandler._sigsegv()
+
+
+def test_a_crash_file_that_cannot_be_written_does_not_stop_the_worker(tmp_path):
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("")
+    process = multiprocessing.get_context("spawn").Process(target=_crash_file_unwritable, args=(str(blocker),))
+    process.start()
+    process.join(60)
+    assert exit_words(process.exitcode) == "killed by SIGSEGV"  # it got as far as its crash
+    assert read_crash(blocker, 0) == ""
