@@ -197,10 +197,12 @@ def _play(b, mv, p, buf, r):
         buf[_u(r + R_BIG_STONES)] = _nstones(b, big)
         newlibs = _libs(b, big)
         if nfriends == 1:
-            # Only the new stone joins: its empty neighbours that big does not touch are new.
+            # Only the new stone joins: its empty neighbours that big does not touch are new. (A
+            # wall's neighbours may lie outside the board's array: only empty points are asked.)
             for d in range(4):
                 e = mv + ADJ[d]
-                newlibs += (_color(b, e) == EMPTY) * (1 - _touches(b, e, big, p))
+                if _color(b, e) == EMPTY:
+                    newlibs += 1 - _touches(b, e, big, p)
             b[_u(HEAD + mv)] = big
             b[_u(NEXT + mv)] = _next(b, big)
             b[_u(NEXT + big)] = mv

@@ -497,3 +497,57 @@ def test_the_bound_is_on_the_last_move_of_the_defenders_list():
         _ladder_planes(b, 14, 17, opp, spatial, new_buf(), np.zeros(4, dtype=np.int64))
         assert np.argwhere(spatial[14].reshape(19, 19)).tolist() == [[4, 3], [4, 4]]
         assert spatial[17].sum() == 0
+
+
+# --- memory ---------------------------------------------------------------------------------------
+def _guarded(items: int, at_end: bool) -> np.ndarray:
+    """An int64 array of ``items`` that starts right after a page no process may read (or, with
+    ``at_end``, ends right before one): a read outside it by a few items faults. The kernels index
+    without bounds checks, and such a read lands beside the array, usually on memory that answers;
+    a board that sits at the start of a fresh heap of a thread (as in the client's self-play
+    threads) has none there, and the process dies of SIGSEGV."""
+    import ctypes
+    import mmap
+
+    page = mmap.PAGESIZE
+    span = -(-items * 8 // page) * page
+    memory = mmap.mmap(-1, span + 2 * page)
+    start = ctypes.addressof(ctypes.c_char.from_buffer(memory))
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mprotect.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
+    for guard in (start, start + page + span):
+        if libc.mprotect(guard, page, 0) != 0:  # PROT_NONE
+            raise OSError(ctypes.get_errno(), "mprotect")
+    offset = page + span - items * 8 if at_end else page
+    return np.frombuffer(memory, dtype=np.int64, count=items, offset=offset)
+
+
+def read_every_case_between_guard_pages() -> None:
+    """The ladder planes of every position of CASES, each board (and the search's workspace) put
+    between pages no process may read; returns if no read strayed (a stray read kills the process)."""
+    for at_end in (False, True):
+        buf = _guarded(len(new_buf()), at_end)
+        board = _guarded(bk.BOARD_LEN, at_end)
+        work = np.zeros(4, dtype=np.int64)
+        spatial = np.zeros((22, 361), dtype=np.float32)
+        for size, count, suicide, style in CASES:
+            for b in random_positions(size, count, 1000 * size + 2 * suicide + len(style), suicide, style):
+                for opp in (BLACK, WHITE):
+                    board[:] = b
+                    _ladder_planes(board, 14, 17, opp, spatial, buf, work)
+
+
+def test_ladder_reading_stays_inside_the_boards_arrays():
+    """A first-line move that joins one chain used to read the neighbours of the wall above it, up
+    to a row before the board's array: harmless beside other memory, fatal (SIGSEGV) for a board at
+    the start of a thread's heap, which killed the client's self-play workers now and then."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    if sys.platform != "linux":
+        pytest.skip("the guard pages are made with Linux's mprotect")
+    root = Path(__file__).resolve().parents[3]
+    code = "from tests.common.encoding.test_ladders import read_every_case_between_guard_pages as r; r()"
+    done = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, (done.returncode, done.stderr[-3000:])
