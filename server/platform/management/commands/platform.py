@@ -129,7 +129,9 @@ class Command(BaseCommand):
                 return
             supervisor.start("worker", [python, "manage.py", "db_worker"])
             # Everything shares this machine's cores: torch threads that wait for a busy core slow
-            # every operation down (tens of times for small batches), so the trainer takes half.
+            # every operation down (tens of times for small batches), so the trainer takes half. It
+            # looks for new rows every 2 s: the database is on this machine, and a trainer that has
+            # used its rows should not sleep while self-play brings more.
             supervisor.start(
                 "trainer",
                 [
@@ -139,7 +141,7 @@ class Command(BaseCommand):
                     "--run",
                     run.name,
                     "--poll-seconds",
-                    "10",
+                    "2",
                     "--checkpoint-minutes",
                     "2",
                     *device,
