@@ -140,8 +140,8 @@ def network_page(network: Network) -> dict[str, Any]:
     training, rating = KINDS["training"], KINDS["rating"]
     return {
         "children": list(network.children.select_related("rating").order_by("created_at", "id")),
-        "games": list(training.listed(TrainingGame.objects.filter(training.of_network(network)))[:SAMPLE_GAMES]),
-        "rating_games": list(rating.listed(RatingGame.objects.filter(rating.of_network(network)))[:SAMPLE_GAMES]),
+        "games": list(training.games(network.run, network)[:SAMPLE_GAMES]),
+        "rating_games": list(rating.games(network.run, network)[:SAMPLE_GAMES]),
         "events": list(NetworkEvent.objects.filter(network=network).order_by("created_at", "id")),
         "anchors": list(AnchorRating.objects.filter(run=network.run_id).select_related("anchor")),
     }
