@@ -537,6 +537,7 @@ def read_every_case_between_guard_pages() -> None:
                     _ladder_planes(board, 14, 17, opp, spatial, buf, work)
 
 
+@pytest.mark.kernels  # its process loads the ladder kernels the warm-up compiled, rather than compile them beside it
 def test_ladder_reading_stays_inside_the_boards_arrays():
     """A first-line move that joins one chain used to read the neighbours of the wall above it, up
     to a row before the board's array: harmless beside other memory, fatal (SIGSEGV) for a board at
