@@ -24,8 +24,8 @@ and what places each generation on the compute axis) and, once it stopped, its a
 
 The CPU time is the platform's whole process tree (web server, worker, trainer, client), user and
 system, summed over every process seen: on a machine shared with other work an arm still gets its
-budget, though its processes then contend with others. Before the first arm, the search's kernels
-are compiled (numba caches them on disk), so that no arm pays for compiling them.
+budget, though its processes then contend with others. Before the first arm, the server's and the
+search's kernels are compiled (numba caches them on disk), so that no arm pays for compiling them.
 """
 
 from __future__ import annotations
@@ -260,13 +260,16 @@ def _manage(args: list[str], env: dict[str, str], log: Path) -> None:
 
 
 def warm_up(arm: Arm, folder: Path, log: Path) -> None:
-    """Compile the search's kernels (numba keeps them on disk) with a few self-play games and a match
-    of a fresh network of the arm's, so that the first arm does not pay for compiling them."""
+    """Compile the kernels the platform's processes run (numba keeps them on disk): the server's
+    (``manage.py warm_up``, in an arm's environment), then the search's, with a few self-play games
+    and a match of a fresh network of the arm's, so that the first arm does not pay for compiling
+    them (the server's alone took a 5x5 arm's first half CPU-minute)."""
     from common.architecture import named_config
     from common.nn.model import Model
     from common.nn.modelfile import save_model
 
     folder.mkdir(parents=True, exist_ok=True)
+    _manage(["warm_up"], arm_env(folder / "data"), log)
     with tempfile.TemporaryDirectory(dir=folder) as tmp:
         net = Path(tmp) / "warm-up.safetensors"
         save_model(Model(named_config(arm.architecture)).eval(), net, "warm-up")

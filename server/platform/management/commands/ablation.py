@@ -201,7 +201,7 @@ class Command(BaseCommand):
         states = {run.name: ArmState.load(run.folder(data) / "state.json") for run in runs}
         todo = [run for run in runs if not (states[run.name].finished or states[run.name].cpu_seconds >= budget)]
         if todo:
-            say("compiling the search's kernels first, so that no arm pays for it")
+            say("compiling the server's and the search's kernels first, so that no arm pays for them")
             warm_up(todo[0].arm, data / "warm-up", data / "warm-up.log")
         ports: queue.Queue[int] = queue.Queue()
         for k in range(options["arms_at_once"]):
