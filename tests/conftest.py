@@ -133,7 +133,10 @@ def pytest_collection_modifyitems(config, items):
     rest last; between those two kinds that order is kept. The tests that need no compiled kernel
     come first, so that the warm-up compiles while they run: the plain database tests without
     kernels, those without a database, then the plain database tests with kernels, the
-    transactional ones without and with kernels, and last the rest with kernels."""
+    transactional ones without and with kernels, and last the rest with kernels. (`make test` runs
+    pytest-xdist's worksteal: one test process starts at the front of this order, the other half way,
+    where it waits for the warm-up while the compiling processes and the first test process keep both
+    cores busy; each runs its tests in this order, and takes the other's last ones when it runs out.)"""
     from pytest_django.plugin import validate_django_db
 
     def group(item: pytest.Item) -> int:  # as pytest-django orders
