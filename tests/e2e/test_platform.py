@@ -25,22 +25,24 @@ ROOT = Path(__file__).resolve().parents[2]
 
 SETTINGS = RunSettings(
     selfplay=SelfPlaySettings(
-        board_sizes=(5,), board_size_weights=(1.0,), visits=16, cheap_visits=4, komi_mean=24.0, max_moves=60
+        board_sizes=(5,), board_size_weights=(1.0,), visits=8, cheap_visits=2, komi_mean=24.0, max_moves=50
     ),
-    rating=MatchSettings(board_sizes=(5,), board_size_weights=(1.0,), visits=16, komi=24.0, max_moves=60),
-    gating=GatingSettings(rating_game_prob=0.5, fixed_games=4, fixed_wins=2, account_share=1.0),
+    rating=MatchSettings(board_sizes=(5,), board_size_weights=(1.0,), visits=8, komi=24.0, max_moves=50),
+    gating=GatingSettings(rating_game_prob=0.5, fixed_games=2, fixed_wins=1, account_share=1.0),
     training=TrainingSettings(
         architecture="tiny",
-        window_c=600,
+        window_c=300,
         samples_per_row=4.0,
         batch_size=64,
         learning_rate=3e-4,
-        snapshot_every=600,
-        export_every=2400,
-        validation_rows=200,
-        shuffle_rows=2000,
+        snapshot_every=300,
+        export_every=1200,
+        validation_rows=100,
+        shuffle_rows=1000,
     ),
 )
+# The trainer starts once the run has a window of rows and exports its first candidate after these samples.
+WINDOW, EXPORT = SETTINGS.training.window_c, SETTINGS.training.export_every
 
 
 def _start(data: Path, port: int, settings_file: Path) -> tuple[subprocess.Popen, list[str]]:
@@ -172,14 +174,14 @@ def test_the_platform_learns_gates_stops_and_continues(tmp_path):
     )[0]
     name, parent, train_step, rows_seen, file, state = network
     assert name.startswith("demo-tiny-s") and parent == "demo-random"
-    assert train_step >= 2400 and rows_seen >= 600
+    assert train_step >= EXPORT and rows_seen >= WINDOW
     assert (data / "files" / file).is_file()
     assert state == {"accept": "accepted", "reject": "rejected"}[decision]
     games, rows = read_sqlite(db, "SELECT COUNT(*), SUM(rows) FROM games_traininggame")[0]
-    assert games > 0 and rows >= 600
+    assert games > 0 and rows >= WINDOW
     assert read_sqlite(db, "SELECT COUNT(*) FROM games_ratinggame")[0][0] >= 2
     line = read_sqlite(db, "SELECT samples, status FROM training_trainingline WHERE architecture = 'tiny'")[0]
-    assert line == (line[0], "stopped") and line[0] >= 2400
+    assert line == (line[0], "stopped") and line[0] >= EXPORT
     assert (data / "training" / "demo" / "tiny.ckpt").is_file()
     assert not list((data / "client" / "outbox" / "pending").iterdir())  # every finished game delivered
 

@@ -523,15 +523,16 @@ def _guarded(items: int, at_end: bool) -> np.ndarray:
 
 
 def read_every_case_between_guard_pages() -> None:
-    """The ladder planes of every position of CASES, each board (and the search's workspace) put
-    between pages no process may read; returns if no read strayed (a stray read kills the process)."""
+    """The ladder planes of a quarter of the positions of each of CASES (before the mend, a fortieth
+    of them already strayed), each board (and the search's workspace) put between pages no process
+    may read; returns if no read strayed (a stray read kills the process)."""
     for at_end in (False, True):
         buf = _guarded(len(new_buf()), at_end)
         board = _guarded(bk.BOARD_LEN, at_end)
         work = np.zeros(4, dtype=np.int64)
         spatial = np.zeros((22, 361), dtype=np.float32)
         for size, count, suicide, style in CASES:
-            for b in random_positions(size, count, 1000 * size + 2 * suicide + len(style), suicide, style):
+            for b in random_positions(size, count // 4, 1000 * size + 2 * suicide + len(style), suicide, style):
                 for opp in (BLACK, WHITE):
                     board[:] = b
                     _ladder_planes(board, 14, 17, opp, spatial, buf, work)
