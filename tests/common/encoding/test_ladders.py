@@ -500,8 +500,8 @@ def test_the_bound_is_on_the_last_move_of_the_defenders_list():
 
 
 # --- memory ---------------------------------------------------------------------------------------
-def _guarded(items: int, at_end: bool) -> np.ndarray:
-    """An int64 array of ``items`` that starts right after a page no process may read (or, with
+def _guarded(items: int, at_end: bool, dtype: type = np.int64) -> np.ndarray:
+    """An array of ``items`` that starts right after a page no process may read (or, with
     ``at_end``, ends right before one): a read outside it by a few items faults. The kernels index
     without bounds checks, and such a read lands beside the array, usually on memory that answers;
     a board that sits at the start of a fresh heap of a thread (as in the client's self-play
@@ -509,8 +509,8 @@ def _guarded(items: int, at_end: bool) -> np.ndarray:
     import ctypes
     import mmap
 
-    page = mmap.PAGESIZE
-    span = -(-items * 8 // page) * page
+    page, size = mmap.PAGESIZE, np.dtype(dtype).itemsize
+    span = -(-items * size // page) * page
     memory = mmap.mmap(-1, span + 2 * page)
     start = ctypes.addressof(ctypes.c_char.from_buffer(memory))
     libc = ctypes.CDLL(None, use_errno=True)
@@ -518,8 +518,8 @@ def _guarded(items: int, at_end: bool) -> np.ndarray:
     for guard in (start, start + page + span):
         if libc.mprotect(guard, page, 0) != 0:  # PROT_NONE
             raise OSError(ctypes.get_errno(), "mprotect")
-    offset = page + span - items * 8 if at_end else page
-    return np.frombuffer(memory, dtype=np.int64, count=items, offset=offset)
+    offset = page + span - items * size if at_end else page
+    return np.frombuffer(memory, dtype=dtype, count=items, offset=offset)
 
 
 def read_every_case_between_guard_pages() -> None:
@@ -528,7 +528,7 @@ def read_every_case_between_guard_pages() -> None:
     may read; returns if no read strayed (a stray read kills the process)."""
     for at_end in (False, True):
         buf = _guarded(len(new_buf()), at_end)
-        board = _guarded(bk.BOARD_LEN, at_end)
+        board = _guarded(bk.BOARD_LEN, at_end, np.int32)  # as the game's boards: the search's own kernels
         work = np.zeros(4, dtype=np.int64)
         spatial = np.zeros((22, 361), dtype=np.float32)
         for size, count, suicide, style in CASES:
