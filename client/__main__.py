@@ -456,7 +456,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="play the games a server's run asks for and upload them (the "
         "volunteer's command; log in once with --server and --username)",
     )
-    from client.contribute.app import add_arguments
+    from client.contribute.options import add_arguments
 
     add_arguments(co)
     co.set_defaults(func=_contribute)

@@ -11,8 +11,8 @@ import threading
 import numpy as np
 import pytest
 
-from client.contribute.app import DEFAULT_PARALLEL_CPU, DEFAULT_PARALLEL_GPU, default_parallel
 from client.contribute.netcache import NetworkCache
+from client.contribute.options import DEFAULT_PARALLEL_CPU, DEFAULT_PARALLEL_GPU, default_parallel
 from client.contribute.server import ServerClient
 from client.contribute.sizing import Sizing
 from client.contribute.supervision import Pauses
