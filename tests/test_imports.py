@@ -112,6 +112,22 @@ def test_the_parts_of_common_import_one_way() -> None:
     assert not cycles, " ; ".join(" -> ".join(c) for c in cycles)
 
 
+def test_the_search_and_the_commands_that_play_without_a_network_load_no_torch() -> None:
+    """The search reads numpy arrays (common.encoding.readout), so the GTP engine's random player,
+    twogtp, matches and self-play of the random network start without loading torch (a second of
+    processor time at each start), and so does every command's parser."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; sys.modules['torch'] = None\n"
+        "import client.__main__, client.gtp.engine, client.gtp.twogtp, client.match.run, client.selfplay.run\n"
+        "client.__main__.build_parser()"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
 # The server from the bottom up (docs/architecture.md draws it). Each level holds parts: an app, or
 # the modules of an app that stand below the rest of it (the rows of the audit's verdicts and of the
 # task ledger, the network's row, the run's API that shows what the levels below it made). A module

@@ -71,11 +71,7 @@ from common.encoding.features import (
     position_key,
     symmetry_index,
 )
-from common.go import gamestate as gs
-from common.go.board import BOARD_LEN, M_XSIZE, M_YSIZE, copy_board
-from common.go.geometry import NO_LOC, PASS, WHITE
-from common.go.playout import rand_below
-from common.nn.interpret import (
+from common.encoding.readout import (
     R_LEAD,
     R_LEN,
     R_LOSS,
@@ -87,6 +83,10 @@ from common.nn.interpret import (
     interpret_values,
     policy_softmax,
 )
+from common.go import gamestate as gs
+from common.go.board import BOARD_LEN, M_XSIZE, M_YSIZE, copy_board
+from common.go.geometry import NO_LOC, PASS, WHITE
+from common.go.playout import rand_below
 
 OPTIMISM_STEPS = 1 << 20  # the optimistic policy's share, as the position cache's key tells shares apart
 

@@ -15,11 +15,7 @@ from client.search.noise import add_noise, apply_temperature, dirichlet_alphas, 
 from client.search.targets import choose_move, pruned_visits
 from client.search.utility import expected_score_value, score_table
 from common.encoding.features import Encoder
-from common.go.game import Game
-from common.go.geometry import PASS, loc_of
-from common.go.playout import new_rng
-from common.go.rules import Rules
-from common.nn.interpret import (
+from common.encoding.readout import (
     R_LEAD,
     R_LEN,
     R_LOSS,
@@ -28,10 +24,14 @@ from common.nn.interpret import (
     R_SCORE_MEAN_SQ,
     R_SCORE_STDEV,
     R_WIN,
-    interpret,
     interpret_values,
     policy_softmax,
 )
+from common.go.game import Game
+from common.go.geometry import PASS, loc_of
+from common.go.playout import new_rng
+from common.go.rules import Rules
+from common.nn.interpret import interpret
 from common.nn.outputs import ModelOutput
 from common.settings import SearchSettings
 from tests.client.results import root_result

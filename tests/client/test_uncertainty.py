@@ -22,7 +22,7 @@ from common.architecture import (
     SHORTTERM_VALUE_ERROR_MULTIPLIER,
     named_config,
 )
-from common.nn.interpret import R_LEN, R_SHORTTERM_SCORE_ERROR, R_SHORTTERM_WL_ERROR, interpret_values
+from common.encoding.readout import R_LEN, R_SHORTTERM_SCORE_ERROR, R_SHORTTERM_WL_ERROR, interpret_values
 from common.settings import SearchSettings
 from tests.client.results import root_result
 from tests.client.trees import VaryingEvaluator, check_tree, mid_game
