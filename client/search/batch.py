@@ -161,6 +161,14 @@ class StepState(structref.StructRefProxy):
 structref.define_proxy(StepState, _StepStateType, ["t", "r", "w", "b", "cache"])
 
 
+@njit(cache=True)
+def new_step_state(t, r, w, b, cache):
+    """A StepState of these arrays, made in compiled code: ``StepState(...)`` called from Python
+    compiles its constructor anew in every process (numba does not cache it), two seconds of each
+    start of a GTP engine or a self-play worker; this one numba's cache keeps."""
+    return StepState(t, r, w, b, cache)
+
+
 def new_roots(games: int, history: int, table_size: int) -> Roots:
     return Roots(
         boards=np.zeros((games, BOARD_LEN), np.int32),

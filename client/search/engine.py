@@ -27,12 +27,12 @@ import numpy as np
 from client.search import tree as tr
 from client.search.batch import (
     Selection,
-    StepState,
     apply_pass,
     apply_pass_ranges,
     finish_step,
     new_batch,
     new_roots,
+    new_step_state,
     new_work,
     select_pass,
     select_pass_ranges,
@@ -242,7 +242,7 @@ class BatchedSearch:
         self._gathered = np.zeros_like(self.batch.spatial)
         self._gathered_glob = np.zeros_like(self.batch.glob)
         self.cache = new_cache(cache_entries)
-        self.state = StepState(self.trees, self.roots, self.work, self.batch, self.cache)
+        self.state = new_step_state(self.trees, self.roots, self.work, self.batch, self.cache)
         self.scratch = new_scratch()
         self.use_cache = cache_entries > 0
         self.sizes = np.zeros(games, np.int64)  # the larger side of each game's board
