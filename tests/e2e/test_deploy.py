@@ -1028,12 +1028,13 @@ def _copy_of_the_kernel_cache(cache: Path) -> None:
     while another test compiles holds whole files."""
     from numba.core.caching import UserProvidedCacheLocator
 
-    for index in [i for package in ("common", "client", "server") for i in (ROOT / package).rglob("*.nbi")]:
-        source = index.parent.parent / "x.py"  # a module of that folder: numba names the folder
-        folder = cache / UserProvidedCacheLocator.get_suitable_cache_subpath(str(source))
-        folder.mkdir(parents=True, exist_ok=True)
-        for path in index.parent.glob(index.name.removesuffix(".nbi") + ".*"):
-            shutil.copy2(path, folder / path.name)
+    for pycache in [p for package in ("common", "client", "server") for p in (ROOT / package).rglob("__pycache__")]:
+        compiled = [*pycache.glob("*.nbi"), *pycache.glob("*.nbc")]
+        if compiled:  # numba names the folder by the modules' folder: any module of it will do
+            folder = cache / UserProvidedCacheLocator.get_suitable_cache_subpath(str(pycache.parent / "x.py"))
+            folder.mkdir(parents=True)
+            for path in compiled:
+                shutil.copy2(path, folder / path.name)
 
 
 _CACHE_LINE = re.compile(r"\[cache\] (index|data) (loaded from|saved to) '([^']+)'")
