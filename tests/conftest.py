@@ -22,15 +22,12 @@ _warmup: list[subprocess.Popen] = []
 
 
 def pytest_sessionstart(session):
-    """Compile numba's kernels in other processes (``tests/warmup.py``, one per family of kernels)
-    while the first tests run: on a clean checkout numba's cache is empty and compiling takes minutes
-    of processor time, which the two families share between the cores; the first tests (the server's
-    that need no kernels) are short. With the cache filled it takes seconds. SENTE_NO_WARMUP=1 turns
-    it off."""
+    """Compile numba's kernels in another process (``tests/warmup.py``) while the first tests run: on
+    a clean checkout numba's cache is empty and compiling takes minutes of one core, while the first
+    tests (the server's that need no kernels) run on the other. With the cache filled it takes
+    seconds. SENTE_NO_WARMUP=1 turns it off."""
     import numba
     import torch
-
-    from tests.warmup import FAMILIES
 
     # torch on one thread in the test process: beside the warm-up's compilers and the servers and
     # clients the tests start, a second thread spends its time waiting for a core (a trainer test
@@ -44,16 +41,15 @@ def pytest_sessionstart(session):
     _wait_for_the_warmup_on_a_cache_miss()
     if hasattr(session.config, "workerinput"):  # a test process of pytest-xdist: its controller warms up
         return
-    for family in FAMILIES:
-        _warmup.append(
-            subprocess.Popen(
-                [sys.executable, "-m", "tests.warmup", family],
-                cwd=ROOT,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-            )
+    _warmup.append(
+        subprocess.Popen(
+            [sys.executable, "-m", "tests.warmup"],
+            cwd=ROOT,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
         )
+    )
     # The test processes pytest-xdist starts next inherit this: the file appears when the warm-up ends.
     done = Path(tempfile.mkdtemp(prefix="sente-warmup-")) / "done"
     os.environ[WARMUP_DONE] = str(done)
@@ -166,7 +162,14 @@ def pytest_collection_modifyitems(config, items):
 
 
 # What a test module imports that runs numba kernels (the rules, the features, the rows, the search).
-KERNEL_MODULES = ("common.go", "common.data", "common.encoding.features", "common.nn.canary", "client.")
+KERNEL_MODULES = (
+    "common.go",
+    "common.data",
+    "common.encoding.features",
+    "common.canary",
+    "common.nn.canary",
+    "client.",
+)
 
 
 @functools.cache
