@@ -8,7 +8,7 @@ white's point of view. An LRU cache keyed by a hash of everything the inputs dep
 repeated positions.
 
 On CUDA the forward pass runs under fp16 (or bf16) autocast when a start-up check on the canary
-positions (common.nn.canary) shows the reduced precision agrees with fp32 within KataGo's
+positions (common.canary) shows the reduced precision agrees with fp32 within KataGo's
 tolerance for it (as KataGo's client checks its fp16 path);
 otherwise it runs in fp32. On the CPU it runs in fp32 unless a reduced precision is asked for (it
 is then checked the same way).
@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from common import canary
 from common.architecture import OPTIMISTIC_POLICY_CHANNEL, POLICY_CHANNEL
 from common.encoding.features import (
     NN_AREA,
@@ -39,7 +40,7 @@ from common.encoding.features import (
 )
 from common.go.game import Game
 from common.go.geometry import BLACK, WHITE
-from common.nn import canary
+from common.nn.canary import evaluate_canary
 from common.nn.device import GPU_TYPES, resolve_device
 from common.nn.interpret import interpret, no_result_possible
 from common.nn.model import Model
@@ -305,13 +306,13 @@ class Evaluator:
     # --- precision check -------------------------------------------------------------------------
     def _choose_precision(self, precision: str) -> None:
         """Use the first candidate precision whose outputs on the canary positions agree with fp32's
-        on this device within KataGo's reduced-precision tolerance (common.nn.canary)."""
+        on this device within KataGo's reduced-precision tolerance (common.canary)."""
         candidates = {"fp16": [torch.float16], "bf16": [torch.bfloat16]}.get(precision, [torch.float16, torch.bfloat16])
         with self._lock:
-            ref = canary.evaluate(self.model, self.device, None)
+            ref = evaluate_canary(self.model, self.device, None)
             for dtype in candidates:
                 try:
-                    got = canary.evaluate(self.model, self.device, dtype)
+                    got = evaluate_canary(self.model, self.device, dtype)
                 except RuntimeError as e:  # a device without that type
                     log.info("%s autocast unavailable: %s", dtype, e)
                     continue

@@ -128,6 +128,26 @@ def test_the_search_and_the_commands_that_play_without_a_network_load_no_torch()
     assert done.returncode == 0, done.stderr[-3000:]
 
 
+def test_the_web_server_and_its_database_worker_load_no_torch() -> None:
+    """A web process serves pages and the API with Django alone: it checks a canary's fingerprint
+    (common.canary) but never evaluates a network, which the database worker's tasks do after
+    loading torch themselves. Each gunicorn master and each management command that is not a
+    trainer so starts without torch (a second and a half of processor time)."""
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; sys.modules['torch'] = None\n"
+        "import django; django.setup()\n"
+        "import server.urls, server.wsgi, server.networks.tasks\n"
+        "from django.core.management import call_command; call_command('check')"
+    )
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "server.settings"}
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
 # The server from the bottom up (docs/architecture.md draws it). Each level holds parts: an app, or
 # the modules of an app that stand below the rest of it (the rows of the audit's verdicts and of the
 # task ledger, the network's row, the run's API that shows what the levels below it made). A module

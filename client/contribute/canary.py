@@ -1,7 +1,7 @@
 """The worker's canary checks: does this device still compute what the network computes?
 
 Before a network plays its first game on a device, and then again and again while it plays, the
-worker evaluates it on the canary positions (:mod:`common.nn.canary`) with the precision it plays
+worker evaluates it on the canary positions (:mod:`common.canary`) with the precision it plays
 with, and holds the outputs against the reference the server computed on its CPU in fp32 (fetched
 once per network; when the server has none yet, this client computes it on its own CPU in fp32, which
 is slower but as honest). A CPU in fp32 must agree within KataGo's fp32 tolerance; reduced precision
@@ -30,7 +30,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from client.contribute.tasks import CANARY, Fatal
-from common.nn import canary
+from common import canary
+from common.nn.canary import evaluate_canary
 from common.nn.device import GPU_TYPES
 
 log = logging.getLogger(__name__)
@@ -89,7 +90,7 @@ class CanaryGuard:
         from client.evaluator import load_network
 
         started = time.perf_counter()
-        outputs = canary.evaluate(load_network(path, "cpu").eval(), "cpu", None)
+        outputs = evaluate_canary(load_network(path, "cpu").eval(), "cpu", None)
         log.info("canary reference of %s computed on the CPU in %.1f s", path.name, time.perf_counter() - started)
         return outputs
 
@@ -138,7 +139,7 @@ class CanaryGuard:
             return result
 
     def _compare(self, evaluator, reference: canary.CanaryOutputs, dtype) -> canary.CanaryResult:
-        got = canary.evaluate(evaluator.model, evaluator.device, dtype)
+        got = evaluate_canary(evaluator.model, evaluator.device, dtype)
         return canary.compare(reference, got, canary.tolerance_for(evaluator.device, dtype))
 
     def vouched(self, device: str, networks: tuple[str, ...], ended: float) -> bool:

@@ -203,7 +203,7 @@ class ServerClient:
         """The network's reference outputs on the canary positions as the server computed them (npz
         bytes, checked against the sha256 it gave), or None while it has none or has them only for
         another canary than this client's."""
-        from common.nn import canary
+        from common import canary
 
         info = (
             self._check(self.session.get(self.url(f"networks/{name}/"), headers=self._headers(), timeout=self.timeout))

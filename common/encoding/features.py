@@ -63,7 +63,8 @@ from common.go.geometry import ADJ, ARR, BLACK, EMPTY, NO_LOC, PASS, STRIDE, WHI
 NUM_SPATIAL = 22
 NUM_GLOBAL = 19
 NN_LEN = 19
-NN_AREA = NN_LEN * NN_LEN
+NN_AREA = NN_LEN * NN_LEN  # the network's grid: smaller boards sit in its top-left corner
+POLICY_LEN = NN_AREA + 1  # board points, then pass
 # A playout doubling advantage (global inputs 15-16) is a multiple of 1 / PDA_STEPS: exact in the
 # float32 inputs, in JSON and as a whole number in a position's key.
 PDA_STEPS = 1024

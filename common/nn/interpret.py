@@ -35,6 +35,7 @@ from common.architecture import (
     SHORTTERM_SCORE_ERROR_MULTIPLIER,
     SHORTTERM_VALUE_ERROR_MULTIPLIER,
 )
+from common.encoding.features import NN_AREA, NN_LEN, POLICY_LEN
 from common.nn.model import (
     LEAD_MULTIPLIER,
     MISC_LEAD,
@@ -46,7 +47,7 @@ from common.nn.model import (
     SCORE_STDEV_MULTIPLIER,
     VARIANCE_TIME_MULTIPLIER,
 )
-from common.nn.outputs import NN_AREA, NN_LEN, POLICY_LEN, ModelOutput
+from common.nn.outputs import ModelOutput
 
 NO_RESULT_LOGIT_PENALTY = 100000.0
 

@@ -149,6 +149,7 @@ from common.data.schema import (
     GT_VARIANCE_TIME,
     SCORE_DISTR_LEN,
 )
+from common.encoding.features import NN_LEN
 from common.nn.model import (
     LEAD_MULTIPLIER,
     MISC_LEAD,
@@ -165,7 +166,7 @@ from common.nn.model import (
     SOFT_POLICY_CHANNEL,
     VARIANCE_TIME_MULTIPLIER,
 )
-from common.nn.outputs import NN_LEN, SCORE_BELIEF_LEN, ModelOutput
+from common.nn.outputs import SCORE_BELIEF_LEN, ModelOutput
 
 log = logging.getLogger(__name__)
 

@@ -138,8 +138,9 @@ from common.architecture import (  # noqa: F401 (the architecture's names live o
     ModelConfigError,
     named_config,
 )
+from common.encoding.features import NN_LEN
 from common.nn.device import resolve_device
-from common.nn.outputs import NN_LEN, SCORE_BELIEF_LEN, SCORE_BELIEF_OFFSET, ModelOutput
+from common.nn.outputs import SCORE_BELIEF_LEN, SCORE_BELIEF_OFFSET, ModelOutput
 
 # ---------------------------------------------------------------------------------------------
 # Building blocks

@@ -12,9 +12,8 @@ from dataclasses import dataclass
 
 import torch
 
-NN_LEN = 19
-NN_AREA = NN_LEN * NN_LEN
-POLICY_LEN = NN_AREA + 1  # board points, then pass
+from common.encoding.features import NN_AREA, NN_LEN
+
 SCORE_BELIEF_OFFSET = NN_AREA + 60  # S: scores run over -S+0.5 .. S-0.5
 SCORE_BELIEF_LEN = 2 * SCORE_BELIEF_OFFSET  # 842
 

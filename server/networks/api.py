@@ -238,7 +238,7 @@ class PickedNetworkFile(APIView):
 
 
 class NetworkCanaryFile(APIView):
-    """The network's reference outputs on the canary positions (npz; see ``common.nn.canary``)."""
+    """The network's reference outputs on the canary positions (npz; see ``common.canary``)."""
 
     permission_classes = [permissions.AllowAny]
 

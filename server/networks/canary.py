@@ -1,5 +1,5 @@
 """The networks' canary references: each network's fp32 CPU outputs on the canary positions
-(``common.nn.canary``), stored as an npz file and served with the network's details.
+(``common.canary``), stored as an npz file and served with the network's details.
 
 A stored network queues its computation (``server.networks.tasks.request_canary``; the upload
 answers at once, the database worker computes it); ``manage.py canary`` computes what is missing or
@@ -14,7 +14,7 @@ import time
 from django.db import transaction
 from django.utils import timezone
 
-from common.nn import canary
+from common import canary
 from server.files import StoredFiles, read_file, sha256_of, stored_name
 from server.networks.models import Network, NetworkCanary
 
@@ -30,8 +30,9 @@ def is_current(network: Network) -> bool:
 def compute_canary(network: Network) -> NetworkCanary:
     """Evaluate the network on the canary positions (CPU, fp32) and store the outputs, replacing an
     earlier reference. ValueError naming the network for the random network or an unreadable file."""
-    import torch
+    import torch  # here, not above: the web processes that check fingerprints never load torch
 
+    from common.nn.canary import evaluate_canary
     from common.nn.modelfile import ModelFileError, decode_model, model_of
 
     if network.is_random or not network.file:
@@ -43,7 +44,7 @@ def compute_canary(network: Network) -> NetworkCanary:
         raise ValueError(f"network {network.name}: {e}") from None
     started = time.perf_counter()
     with torch.inference_mode():
-        outputs = canary.evaluate(model, "cpu", None)
+        outputs = evaluate_canary(model, "cpu", None)
     seconds = time.perf_counter() - started
     npz = outputs.to_npz()
     sha256 = sha256_of(npz)

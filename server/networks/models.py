@@ -108,7 +108,7 @@ class Network(models.Model):
 
 
 class NetworkCanary(models.Model):
-    """A network's reference outputs on the canary positions (``common.nn.canary``), computed on the
+    """A network's reference outputs on the canary positions (``common.canary``), computed on the
     server's CPU in fp32 in the background after the network was stored; clients hold their own
     evaluation against them before they upload games of the network."""
 

@@ -135,7 +135,7 @@ class PickedNetworkSerializer(NetworkSerializer):
 
 class CanarySerializer(serializers.Serializer):
     version = serializers.IntegerField()
-    fingerprint = serializers.CharField(help_text="sha256 of the canary positions and their inputs (common.nn.canary)")
+    fingerprint = serializers.CharField(help_text="sha256 of the canary positions and their inputs (common.canary)")
     url = serializers.SerializerMethodField(help_text="the reference outputs (npz)")
     sha256 = serializers.CharField()
     bytes = serializers.IntegerField(source="size_bytes")

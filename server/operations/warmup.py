@@ -30,7 +30,7 @@ def web() -> None:
 def background() -> None:
     """The kernels the background worker's jobs add: positions set up with stones, evaluated by a
     network (the canary references)."""
-    from common.nn import canary
+    from common.nn.canary import evaluate_canary
     from common.nn.model import Model, named_config
 
-    canary.evaluate(Model(named_config("tiny")).eval())
+    evaluate_canary(Model(named_config("tiny")).eval())

@@ -25,7 +25,8 @@ sys.path.insert(0, str(ROOT))
 
 from client.contribute.canary import CanaryGuard  # noqa: E402
 from client.evaluator import Evaluator, load_network  # noqa: E402
-from common.nn import canary  # noqa: E402
+from common import canary  # noqa: E402
+from common.nn.canary import evaluate_canary  # noqa: E402
 from common.nn.model import Model, named_config  # noqa: E402
 from common.nn.modelfile import save_model  # noqa: E402
 
@@ -46,7 +47,7 @@ def median_ms(fn, runs: int = RUNS) -> float:
 
 def check_ms(path: Path) -> float:
     evaluator = Evaluator.from_file(path, device="cpu")
-    reference = canary.evaluate(evaluator.model).to_npz()
+    reference = evaluate_canary(evaluator.model).to_npz()
     guard = CanaryGuard("cpu", lambda name: reference)
     return median_ms(lambda: guard.check("bench", evaluator, path))
 
@@ -60,7 +61,7 @@ def main() -> None:
             "check_ms_tiny": check_ms(tiny),
             "check_ms_b6c96": check_ms(MODEL),
             "reference_ms_b6c96": median_ms(
-                lambda: canary.evaluate(load_network(MODEL, "cpu").eval()).to_npz(), runs=3
+                lambda: evaluate_canary(load_network(MODEL, "cpu").eval()).to_npz(), runs=3
             ),
             "positions": len(canary.positions()),
             "torch_threads": torch.get_num_threads(),

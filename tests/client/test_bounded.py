@@ -143,7 +143,7 @@ def test_a_compressed_answer_is_bounded_as_it_inflates(answers):
 
 
 def test_a_canary_reference_longer_than_announced_is_cut(answers):
-    from common.nn import canary
+    from common import canary
 
     data = os.urandom(1000)
     info = {

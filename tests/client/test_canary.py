@@ -11,14 +11,15 @@ from client.contribute.canary import CanaryGuard
 from client.contribute.outbox import Outbox
 from client.contribute.tasks import CANARY, Fatal
 from client.evaluator import Evaluator
-from common.nn import canary
+from common import canary
+from common.nn.canary import evaluate_canary
 from tests.client.test_evaluator import G170
 
 
 def test_g170_passes_and_a_perturbed_weight_fails(shared):
     path = shared / G170
     evaluator = Evaluator.from_file(path, device="cpu")
-    g170_reference = canary.evaluate(evaluator.model).to_npz()  # what the server computes: fp32 on its CPU
+    g170_reference = evaluate_canary(evaluator.model).to_npz()  # what the server computes: fp32 on its CPU
     asked = []
     guard = CanaryGuard("cpu", lambda name: asked.append(name) or g170_reference)
     result = guard.check("g170", evaluator, path)

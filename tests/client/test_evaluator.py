@@ -11,11 +11,11 @@ import torch
 from client.evaluator import Evaluator, PositionEval
 from client.gtp.engine import GtpEngine
 from client.gtp.players import PolicyPlayer, RandomPlayer
+from common import canary
 from common.encoding.features import NN_AREA, Encoder, new_batch, symmetry_map
 from common.go.game import Game
 from common.go.geometry import BLACK, WHITE, loc_of, parse_color, parse_gtp_vertex
 from common.go.rules import Rules
-from common.nn import canary
 from common.nn.katago_export import write_katago_model
 from common.nn.model import Model, named_config
 from common.nn.modelfile import read_model_file, save_model

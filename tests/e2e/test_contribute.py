@@ -233,7 +233,8 @@ def test_a_damaged_network_and_a_failed_canary_check_are_refused(server, volunte
 
 def _store_canary_of_other_weights(server, name: str, data: bytes) -> None:
     """Give the network a canary reference computed from its file (data) with some weights changed."""
-    from common.nn import canary
+    from common import canary
+    from common.nn.canary import evaluate_canary
     from common.nn.model import Model
     from common.nn.modelfile import decode_model
     from server.files import content_name, sha256_of
@@ -243,7 +244,7 @@ def _store_canary_of_other_weights(server, name: str, data: bytes) -> None:
     model = Model(mf.config, initialize=False)
     model.load_state_dict(mf.state_dict)
     model.conv_spatial.weight.data[:, 0] += 1.0
-    npz = canary.evaluate(model.eval()).to_npz()
+    npz = evaluate_canary(model.eval()).to_npz()
     sha256 = sha256_of(npz)
     file_name = content_name("canaries", sha256, ".npz")
     path = server.data_dir / "files" / file_name

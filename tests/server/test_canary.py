@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 from django.core.management import CommandError, call_command
 
-from common.nn import canary
+from common import canary
+from common.nn.canary import evaluate_canary
 from common.nn.model import Model
 from common.nn.modelfile import decode_model
 from server.networks.models import Network, NetworkCanary
@@ -45,7 +46,7 @@ def test_upload_queues_the_canary_which_the_task_computes_and_the_api_serves(
     mf = decode_model(tiny_network_file)
     model = Model(mf.config, initialize=False)
     model.load_state_dict(mf.state_dict)
-    result = canary.compare(reference, canary.evaluate(model.eval()))
+    result = canary.compare(reference, evaluate_canary(model.eval()))
     assert result.passed, result.describe()
     assert np.allclose(reference.policy.sum(axis=1), 1.0, atol=1e-4)
 

@@ -5,8 +5,8 @@ import math
 
 import torch
 
+from common.encoding.features import NN_LEN
 from common.nn.model import Model, ModelConfig, board_mask, named_config
-from common.nn.outputs import NN_LEN
 
 
 def random_model(seed: int = 0, config: ModelConfig | None = None) -> Model:

@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 import torch
 
+from common.encoding.features import NN_AREA, NN_LEN, POLICY_LEN
 from common.nn import katago_import
 from common.nn.interpret import interpret, no_result_possible
 from common.nn.katago_import import KataGoModelError, build_katago_model, read_katago_model
 from common.nn.model import Model
-from common.nn.outputs import NN_AREA, NN_LEN, POLICY_LEN
 
 G170 = "g170-b6c96-s175395328-d26788732"
 COLUMNS = "ABCDEFGHJKLMNOPQRST"

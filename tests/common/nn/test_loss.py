@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import torch
 
+from common.encoding.features import NN_AREA, NN_LEN, POLICY_LEN
 from common.nn.loss import (
     PAPER_ROOT_VARIANCE_WEIGHT,
     LossWeights,
@@ -18,7 +19,7 @@ from common.nn.loss import (
     targets_from_rows,
 )
 from common.nn.model import MISC_LEAD, MISC_ROOT_VARIANCE, MISC_VARIANCE_TIME, Model, named_config
-from common.nn.outputs import NN_AREA, NN_LEN, POLICY_LEN, SCORE_BELIEF_LEN, ModelOutput
+from common.nn.outputs import SCORE_BELIEF_LEN, ModelOutput
 
 PASS = NN_AREA
 LN2, LN3, LN6 = math.log(2), math.log(3), math.log(6)

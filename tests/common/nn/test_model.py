@@ -5,6 +5,7 @@ import math
 import pytest
 import torch
 
+from common.encoding.features import NN_AREA, NN_LEN, POLICY_LEN
 from common.nn.device import default_device, mps_available, resolve_device
 from common.nn.interpret import PostProcessParams, interpret, no_result_possible
 from common.nn.model import (
@@ -31,7 +32,7 @@ from common.nn.model import (
     named_config,
     value_pool,
 )
-from common.nn.outputs import NN_AREA, NN_LEN, POLICY_LEN, SCORE_BELIEF_LEN, ModelOutput
+from common.nn.outputs import SCORE_BELIEF_LEN, ModelOutput
 from tests.common.nn.nets import random_inputs, random_model
 
 # (width, height) of the boards mixed in one batch

@@ -6,6 +6,7 @@ import pytest
 import safetensors.torch
 import torch
 
+from common.encoding.features import NN_LEN
 from common.nn.katago_import import build_katago_model
 from common.nn.model import Model, board_mask, named_config
 from common.nn.modelfile import (
@@ -18,7 +19,6 @@ from common.nn.modelfile import (
     read_model_file,
     save_model,
 )
-from common.nn.outputs import NN_LEN
 
 from .test_model import random_inputs, random_model
 
