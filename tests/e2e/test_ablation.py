@@ -61,11 +61,13 @@ def test_two_repetitions_are_run_rated_in_one_fit_and_reported(tmp_path):
         "--port",
         str(free_port()),
         "--points",
-        "2",
+        "1",
         "--visits",
         "8",
         "--reference-games",
         "4",
+        "--gnugo-levels",
+        "3",
         "--gnugo-games",
         "2",
         "--uniform-games",
@@ -97,7 +99,7 @@ def test_two_repetitions_are_run_rated_in_one_fit_and_reported(tmp_path):
         # Each stopped once its processes had used the half minute (plus what stopping them took).
         assert 0.5 <= run["cpu_minutes"] < 1.0 and run["sittings"] == 1
         assert run["selfplay_games"] > 0 and run["rows"] > 0 and run["training_samples"] >= 512
-        assert run["candidates"] >= 1 and 1 <= len(run["points"]) <= 3  # two shares and the final one
+        assert run["candidates"] >= 1 and 1 <= len(run["points"]) <= 2  # one share and the final one
         assert run["points"][-1]["train_step"] == max(p["train_step"] for p in run["points"])
         assert [p["gating"] for p in run["points"][:-1]] == ["accepted"] * (len(run["points"]) - 1)
         assert run["points"][-1]["gating"] in ("accepted", "rejected", "waiting")
@@ -125,12 +127,13 @@ def test_two_repetitions_are_run_rated_in_one_fit_and_reported(tmp_path):
     anchors = {a["key"]: a for a in report["anchors"]}
     assert anchors["uniform"]["elo"] == 0.0 and anchors["uniform"]["games"] > 0
     rated = sum(len(run["points"]) for run in runs)
-    levels = 2 if gnugo_path() else 0
-    # Each rated network: the random player and each GNU Go level; the others also the reference.
+    levels = 1 if gnugo_path() else 0
+    # Each rated network: the random player and GNU Go; the others also the reference.
     assert report["pairings"] == rated * (1 + levels) + rated - 1
     assert report["games"] == rated * (2 + 2 * levels) + 4 * (rated - 1)
     if levels:
-        assert anchors["gnugo-1"]["games"] == 2 * rated and math.isfinite(anchors["gnugo-5"]["elo"])
+        assert anchors["gnugo-3"]["games"] == 2 * rated and math.isfinite(anchors["gnugo-3"]["elo"])
+        assert "gnugo-1" not in anchors and "gnugo-5" not in anchors  # only the levels asked for
 
     text = (out / "ablation-2026-01-02.md").read_text()
     assert "| the full method | 1 | " in text and "| the full method | 2 | " in text
