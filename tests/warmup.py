@@ -1,19 +1,20 @@
 """Compile numba's kernels into numba's cache, in two families one after the other:
 
+- ``network``: the kernels a network's evaluation and a finished game use outside the search: a tiny
+  network evaluates the canary's positions (set up with stones) and a game's, and the game is scored.
+  These come first: the rules engine and the features, which the Go and canary tests that come
+  early in the run's order wait for.
 - ``search``: the search's kernels, with the null network: a tiny GTP game, two tiny self-play games
   and a tiny match. The GTP game comes first: the first tests play a match in a client process, which
   compiles the match's kernels itself, and play over GTP after it.
-- ``network``: the kernels a network's evaluation and a finished game use outside the search: a tiny
-  network evaluates the canary's positions (set up with stones) and a game's, and the game is scored.
-  The search compiles these late (its self-play games write rows): by then this process has saved them.
 
-The test run starts one process for both, the search's first: on a clean checkout (an empty cache)
-compiling it takes about two minutes of one core, while the first test process runs the tests that need
-no kernel on the other. The network's family then takes seconds, as the two share most of their kernels
-(the rules, the features): compiled in two processes at once, the shared ones were compiled twice, some
-55 s of processor time more (the network's family alone 64 s, after the search's 9 s).
+The test run starts one process for both: on a clean checkout (an empty cache) compiling takes about
+two minutes of one core, while the first test process runs the tests that need no kernel on the
+other. The two families share many kernels (the rules, the features): compiled in two processes at
+once, the shared ones were compiled twice, some 55 s of processor time more (the network's family
+took 64 s alone and 9 s after the search's).
 
-Run from the project root: .venv/bin/python -m tests.warmup [search|network]
+Run from the project root: .venv/bin/python -m tests.warmup [network|search]
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-FAMILIES = ("search", "network")
+FAMILIES = ("network", "search")  # in this order (above)
 
 
 def search() -> None:
