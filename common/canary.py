@@ -32,7 +32,7 @@ import hashlib
 import io
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from functools import lru_cache
 
 import numpy as np
@@ -68,17 +68,6 @@ class CanaryPosition:
             else:
                 game.play(loc_of(ord(word[0]) - 97, ord(word[1]) - 97))
         return game
-
-    def to_dict(self) -> dict:
-        return {
-            "name": self.name,
-            "x_size": self.x_size,
-            "y_size": self.y_size,
-            "rules": self.rules,
-            "komi": self.komi,
-            "moves": self.moves,
-            "handicap": self.handicap,
-        }
 
 
 _OPENING_19 = "pd dp pp dd fq qf nc jd cf ch qn nq cn"
@@ -175,7 +164,7 @@ def fingerprint() -> str:
     digest = hashlib.sha256()
     digest.update(
         json.dumps(
-            {"version": CANARY_VERSION, "positions": [p.to_dict() for p in positions()]},
+            {"version": CANARY_VERSION, "positions": [asdict(p) for p in positions()]},
             sort_keys=True,
             separators=(",", ":"),
         ).encode()
