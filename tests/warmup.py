@@ -1,9 +1,12 @@
 """Compile numba's kernels into numba's cache, in two families one after the other:
 
 - ``network``: the kernels a network's evaluation and a finished game use outside the search: a tiny
-  network evaluates the canary's positions (set up with stones) and a game's, and the game is scored.
-  These come first: the rules engine and the features, which the Go and canary tests that come
-  early in the run's order wait for.
+  network evaluates the canary's positions (set up with stones) and a game's, and the game is scored;
+  and what the first Go and evaluator tests call from Python besides (hashes, undo, the ownership
+  methods, an encore, a symmetry map). These come first: the rules engine and the features, which the
+  Go and canary tests that come early in the run's order wait for. A test that meets a kernel the
+  warm-up never compiles waits until the warm-up ends: the first Go tests so waited 180 s, the
+  evaluator's symmetry test 70 s, one core idle meanwhile.
 - ``search``: the search's kernels, with the null network: a tiny GTP game, two tiny self-play games
   and a tiny match. The GTP game comes first: the first tests play a match in a client process, which
   compiles the match's kernels itself, and play over GTP after it.
@@ -47,8 +50,12 @@ def search() -> None:
 
 
 def network() -> None:
+    import numpy as np
+
     from client.evaluator import Evaluator
-    from common.go.game import Game
+    from common.encoding.features import NN_AREA, symmetry_map
+    from common.go.game import PASS, Game
+    from common.go.rules import Rules
     from common.nn.canary import evaluate_canary
     from common.nn.model import Model, named_config
 
@@ -58,7 +65,29 @@ def network() -> None:
     for _ in range(12):
         moves = game.legal_moves()
         game.play(moves[len(moves) // 2])
-    Evaluator(model, device="cpu").evaluate([game])
+    # What the first Go and evaluator tests call from Python besides: a kernel the warm-up never
+    # compiles keeps a test that meets it waiting until the warm-up ends (70 s and more).
+    stone = moves[len(moves) // 2]
+    game.illegal_reason(game.legal_moves()[0], game.to_move)
+    game.chain_liberties(stone)
+    game.hash, game.situation_hash  # noqa: B018
+    game.play(game.legal_moves()[0])
+    game.undo()
+    game.is_all_pass_alive()
+    game.end_if_all_pass_alive()
+    for method in ("katago", "tromp-taylor", "pass-alive"):
+        game.ownership(method)
+    game.seki_stones()
+    territory = Game(7, rules=Rules.from_text("japanese"))
+    territory.play(stone)
+    territory.play(PASS)
+    territory.play(PASS)  # the encore
+    territory.illegal_reason(territory.legal_moves()[0], territory.to_move)
+    territory.is_pass_for_ko(stone)
+    symmetry_map(7, 7, 5, np.empty(NN_AREA, dtype=np.int64))
+    evaluator = Evaluator(model, device="cpu")
+    evaluator.evaluate([game])
+    evaluator.evaluate([game], symmetries=[5])
     game.ownership("scoring")
 
 
