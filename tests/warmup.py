@@ -65,8 +65,7 @@ def network() -> None:
     for _ in range(12):
         moves = game.legal_moves()
         game.play(moves[len(moves) // 2])
-    # What the first Go and evaluator tests call from Python besides: a kernel the warm-up never
-    # compiles keeps a test that meets it waiting until the warm-up ends (70 s and more).
+    # What the first Go and evaluator tests call from Python besides (the docstring says why).
     stone = moves[len(moves) // 2]
     game.illegal_reason(game.legal_moves()[0], game.to_move)
     game.chain_liberties(stone)
