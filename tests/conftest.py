@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
+from tests.warmup import COMPILING, marker
+
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = Path(os.environ.get("SENTE_SHARED", ROOT.parent / "shared"))
 
@@ -41,6 +43,12 @@ def pytest_sessionstart(session):
     _wait_for_the_warmup_on_a_cache_miss()
     if hasattr(session.config, "workerinput"):  # a test process of pytest-xdist: its controller warms up
         return
+    # The warm-up and the test processes pytest-xdist starts next inherit these: the file that appears
+    # when the warm-up ends, and the folder of the markers of what it is compiling.
+    folder = Path(tempfile.mkdtemp(prefix="sente-warmup-"))
+    (folder / "compiling").mkdir()
+    os.environ[WARMUP_DONE] = str(folder / "done")
+    os.environ[COMPILING] = str(folder / "compiling")
     _warmup.append(
         subprocess.Popen(
             [sys.executable, "-m", "tests.warmup"],
@@ -50,10 +58,7 @@ def pytest_sessionstart(session):
             stderr=subprocess.DEVNULL,
         )
     )
-    # The test processes pytest-xdist starts next inherit this: the file appears when the warm-up ends.
-    done = Path(tempfile.mkdtemp(prefix="sente-warmup-")) / "done"
-    os.environ[WARMUP_DONE] = str(done)
-    threading.Thread(target=_mark_the_warmup_done, args=(done,), daemon=True).start()
+    threading.Thread(target=_mark_the_warmup_done, args=(folder / "done",), daemon=True).start()
 
 
 WARMUP_DONE = "SENTE_WARMUP_DONE"
@@ -75,21 +80,29 @@ def _warmup_running() -> bool:
     return bool(done) and not Path(done).exists()
 
 
+def _warmup_compiling(py_func) -> bool:
+    """Whether the warm-up is compiling the kernel whose Python function this is (its marker)."""
+    folder = os.environ.get(COMPILING)
+    return bool(folder) and marker(Path(folder), py_func).exists() and _warmup_running()
+
+
 def _wait_for_the_warmup_on_a_cache_miss() -> None:
-    """A kernel the test process needs and numba's cache does not hold yet: while the warm-up runs it
-    is probably compiling that kernel, so look in the cache again every half second until it is
-    there or the warm-up has ended, rather than compile it a second time beside it (a test left
-    among the first ones that evaluated a network took 78 s so)."""
+    """A kernel the test process needs and numba's cache does not hold yet: while the warm-up is
+    compiling that very kernel, look in the cache again every fifth of a second until the warm-up has
+    saved it, rather than compile it a second time beside it; a kernel the warm-up is not compiling
+    the test process compiles itself, rather than wait with its core idle for the whole warm-up to
+    end (the first Go tests so waited 70 s and 31 s)."""
     from numba.core import caching
 
     load = caching.Cache.load_overload
 
     def load_or_wait(self, sig, target_context):
-        found = load(self, sig, target_context)
-        while found is None and _warmup_running():
-            time.sleep(0.5)
+        while True:
+            compiling = _warmup_compiling(self._py_func)  # before the look: a compile ending between is seen
             found = load(self, sig, target_context)
-        return found
+            if found is not None or not compiling:
+                return found
+            time.sleep(0.2)
 
     caching.Cache.load_overload = load_or_wait
 
