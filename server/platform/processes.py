@@ -116,6 +116,7 @@ class Child:
     log_path: Path
     process: subprocess.Popen = field(repr=False)
     stop_signal: int = signal.SIGTERM
+    asked: bool = False  # sent its stop signal (a second one hurries it)
 
     def running(self) -> bool:
         return self.process.poll() is None
@@ -176,12 +177,19 @@ class Supervisor:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(child.process.pid, signum)
 
+    def ask(self, child: Child) -> None:
+        """Ask ``child`` to stop with its signal, once: a second signal would hurry it."""
+        if not child.asked:
+            child.asked = True
+            self.signal(child, child.stop_signal)
+
     def stop(self, child: Child, timeout: float, hurry=lambda: False) -> None:
-        """Ask ``child`` to stop with its signal and wait up to ``timeout`` seconds (less once
-        ``hurry()`` says so: then it is asked again, and killed after a few seconds)."""
+        """Ask ``child`` to stop with its signal (unless it was asked already) and wait up to
+        ``timeout`` seconds (less once ``hurry()`` says so: then it is asked again, and killed after a
+        few seconds)."""
         if not child.running():
             return
-        self.signal(child, child.stop_signal)
+        self.ask(child)
         deadline = time.monotonic() + timeout
         hurried = False
         while child.running() and time.monotonic() < deadline:
@@ -195,6 +203,11 @@ class Supervisor:
             self.signal(child, signal.SIGKILL)
             child.process.wait()
 
-    def stop_all(self, timeouts: dict[str, float], hurry=lambda: False) -> None:
+    def stop_all(self, timeouts: dict[str, float], hurry=lambda: False, at_once: tuple[str, ...] = ()) -> None:
+        """Stop the children in reverse order, each once the one started after it has ended; those
+        named in ``at_once`` are all asked at the start, so that they wind down side by side."""
+        for child in self.children:
+            if child.name in at_once:
+                self.ask(child)
         for child in reversed(self.children):
             self.stop(child, timeouts.get(child.name, 30.0), hurry)

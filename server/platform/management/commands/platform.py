@@ -198,7 +198,9 @@ class Command(BaseCommand):
                     self.stdout.write(f"[{time.strftime('%H:%M:%S')}] {run_status(run)}")
                 time.sleep(0.5)
         finally:
-            supervisor.stop_all(STOP_TIMEOUTS, hurry=lambda: stop["requests"] > 1)
+            # The trainer checkpoints while the client finishes its games: trained on after the
+            # stop, it only held cores back from the games in play.
+            supervisor.stop_all(STOP_TIMEOUTS, hurry=lambda: stop["requests"] > 1, at_once=("client", "trainer"))
             handlers.close()
         self.stdout.write(f"stopped; {run_status(run)}")
         self.stdout.write("start it again to continue the run")
