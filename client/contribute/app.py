@@ -76,8 +76,9 @@ class _Contributor:
             config = client_config.load(config_path, flags=flags)
         except client_config.ConfigError as e:
             raise Stop(EXIT_USAGE, str(e)) from None
-        if args.retry_seconds <= 0:
-            raise Stop(EXIT_USAGE, f"--retry-seconds: {args.retry_seconds} must be positive")
+        for flag, value in (("--retry-seconds", args.retry_seconds), ("--look-seconds", args.look_seconds)):
+            if not value > 0:  # NaN too
+                raise Stop(EXIT_USAGE, f"{flag}: {value} must be positive")
         self.session = Session(config, stored, config_path, args.config, args.username, args.password_stdin)
         self.config_path = config_path
         self.data_dir = config.data_path()
@@ -210,6 +211,7 @@ class _Contributor:
                 parallel=cfg.parallel or default_parallel(d, cfg.gpu_share),
                 data_dir=str(self.data_dir),
                 retry_start=self.args.retry_seconds,
+                look_seconds=self.args.look_seconds,
                 kinds=kinds,
                 proxy=cfg.proxy,
                 max_download=cfg.max_download(),

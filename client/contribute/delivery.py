@@ -1,10 +1,13 @@
 """Delivering the outbox while the client runs: a thread of its own sends every finished game as it
-is due (what earlier runs left first); while the server cannot be reached it waits longer and
-longer, from --retry-seconds doubling up to an hour; a Retry-After is waited out. Once the workers
-have ended, one last pass sends everything still pending, now."""
+is due (rating games first, then what earlier runs left); while the server cannot be reached it
+waits longer and longer, from --retry-seconds doubling up to an hour; a Retry-After is waited out.
+A pass over the outbox lasts at most PASS_SECONDS before it looks for new games again, so that a
+rating game finished behind a backlog of self-play games goes out next. Once the workers have
+ended, one last pass sends everything still pending, now."""
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
@@ -19,6 +22,14 @@ from client.contribute.supervision import STOP_SECONDS
 log = logging.getLogger("client.contribute")
 
 FINAL_PATIENCE = 30.0  # the longest Retry-After the last delivery waits out before leaving the games for later
+# A pass's longest run before the outbox is looked at again: a fast small-board client finishes dozens of
+# self-play games a second, and a rating game behind them waited 7 s to go out (10 s for its gating).
+PASS_SECONDS = 1.0
+
+
+def _over(done: threading.Event, ends: float) -> bool:
+    """Whether a delivery pass is to end: the sender stops, or the pass has had its time."""
+    return done.is_set() or time.monotonic() > ends
 
 
 class Delivery:
@@ -54,9 +65,10 @@ class Delivery:
         outbox, done = self.outbox, self._done
         pause = self.retry_seconds
         while not done.is_set():
+            ends = time.monotonic() + PASS_SECONDS
             try:
                 outbox.refresh()
-                outcome = outbox.deliver_due(self.server.upload, stop=done.is_set)
+                outcome = outbox.deliver_due(self.server.upload, stop=functools.partial(_over, done, ends))
             except Exception:  # the disk's trouble, say: logged, and tried again
                 log.exception("delivering the outbox failed; trying again in %.0f s", pause)
                 done.wait(pause)
@@ -87,7 +99,8 @@ class Delivery:
             if outcome is None and (outbox.counts.delivered or outbox.counts.rejected):
                 self.status.upload_reachable = True
             pause = self.retry_seconds
-            done.wait(0.5)
+            if time.monotonic() <= ends:  # the pass sent all that was due: wait for more
+                done.wait(0.5)
 
     def final(self, interrupted: Callable[[], bool]) -> None:
         """After the workers finished (and the sender stopped): one more try for every pending game,

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from client.contribute import config as client_config
 from client.contribute.inplay import DEFAULT_CHECKPOINT_SECONDS
+from client.contribute.tasks import LOOK_SECONDS
 
 DEFAULT_PARALLEL_GPU = 64
 DEFAULT_PARALLEL_CPU = 16
@@ -84,4 +85,11 @@ def add_arguments(parser) -> None:
         type=float,
         default=5.0,
         help="first pause before trying the server again; it doubles up to an hour (default 5)",
+    )
+    parser.add_argument(
+        "--look-seconds",
+        type=float,
+        default=LOOK_SECONDS,
+        help=f"how often to look at the server's run for a new network, new settings or a candidate waiting for "
+        f"its rating games (default {LOOK_SECONDS:.0f}; a client beside its server can look every few seconds)",
     )

@@ -16,7 +16,8 @@ pass, so that no other game is sent before the wait is over. A refusal that is n
 as fatal: the client stops and says why, and the game goes out once that is fixed. (A 426 for a
 game an earlier build played is that game's own: see :meth:`ServerClient.upload`.)
 
-Entries go out oldest first; on start the pending ones from earlier runs are simply there.
+Rating games go out first (a gating decision waits for them, and it holds up the whole run), then
+the others, each kind oldest first; on start the pending ones from earlier runs are simply there.
 
 A worker puts its games in ``held/`` instead, marked with its device and the networks that played
 them, and moves them to ``pending/`` only once a canary check of each of those networks on that
@@ -297,13 +298,14 @@ class Outbox:
 
     # --- delivering -------------------------------------------------------------------------------
     def pending(self) -> list[Entry]:
+        """The entries in the order they go out (the module docstring)."""
         with self._lock:
-            return sorted(self._entries.values(), key=lambda e: e.path.name)
+            return sorted(self._entries.values(), key=lambda e: (e.kind != "rating", e.path.name))
 
     def deliver_due(
         self, send: Callable[[Entry], Outcome], now: float | None = None, stop: Callable[[], bool] | None = None
     ) -> Outcome | None:
-        """Try every entry that is due, oldest first, with send(entry). Stops at the first FATAL
+        """Try every entry that is due, in the order they go out, with send(entry). Stops at the first FATAL
         outcome, the first time the server cannot be reached at all (send raised: the others wait
         for the next pass rather than each fail alike), or the first time it asks to be asked later
         (Retry-After: the others wait as long), and returns that outcome; otherwise returns None. A

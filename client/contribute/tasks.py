@@ -6,13 +6,14 @@ asked for in tasks of ten minutes), so that the device plays on through an outag
 It downloads a task's networks into the cache *before* the task is offered, so the games in play go
 on while the next task and its network arrive and the device never waits for them.
 
-Every minute it also looks at the server's current run. A reserve never means stale data: when the
-run's self-play network or settings version changed, the games not yet started of the tasks for the
-old ones are given up (the games in play finish) and new tasks are asked for. Every five minutes the
-look also downloads the run's newest network while the current one plays (a candidate about to play
-its rating games, or the next self-play network). A task whose lifetime (as the server gave it) is over is given
-up the same way. The server is told of every game given up, and at the worker's end of every game
-the worker will not deliver, so that its ledger of open tasks owes no game that will not come.
+Every minute (``look_seconds``) it also looks at the server's current run. A reserve never means
+stale data: when the run's self-play network or settings version changed, the games not yet started
+of the tasks for the old ones are given up (the games in play finish) and new tasks are asked for.
+Every five minutes the look also downloads the run's newest network while the current one plays (a
+candidate about to play its rating games, or the next self-play network). A task whose lifetime (as
+the server gave it) is over is given up the same way. The server is told of every game given up,
+and at the worker's end of every game the worker will not deliver, so that its ledger of open tasks
+owes no game that will not come.
 
 While the look says a candidate waits for its gating games, a worker that takes both kinds of task
 also asks for a rating task whenever it has none in hand or in play, and looks again as soon as one

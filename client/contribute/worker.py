@@ -61,7 +61,7 @@ from client.contribute.netcache import NetworkCache, NetworkRef
 from client.contribute.outbox import Outbox
 from client.contribute.server import ServerClient
 from client.contribute.sizing import Sizing
-from client.contribute.tasks import CANARY, PROTOCOL, Fatal, Task, TaskQueue
+from client.contribute.tasks import CANARY, LOOK_SECONDS, PROTOCOL, Fatal, Task, TaskQueue
 from common.files import atomic_write
 
 if TYPE_CHECKING:  # imported where they are used: they bring in torch
@@ -90,6 +90,7 @@ class WorkerSpec:
     parallel: int
     data_dir: str
     retry_start: float = 5.0
+    look_seconds: float = LOOK_SECONDS  # how often the task queue looks at the server's run
     seed: int | None = None
     kinds: tuple[str, ...] = ("selfplay", "rating")  # the kinds of task it asks for
     proxy: str | None = None
@@ -246,7 +247,12 @@ class Worker:
         self.cache = NetworkCache(spec.networks_dir, session=server.session, mirror=spec.mirror)
         self.outbox = Outbox(spec.outbox_dir, deliver=False)  # the supervisor delivers
         self.queue = TaskQueue(
-            server, self.cache, Sizing(spec.parallel), retry_start=spec.retry_start, kinds=spec.kinds
+            server,
+            self.cache,
+            Sizing(spec.parallel),
+            retry_start=spec.retry_start,
+            look_seconds=spec.look_seconds,
+            kinds=spec.kinds,
         )
         self.canary = CanaryGuard(spec.device, server.network_canary)
         self.inplay = InPlay(spec.data_dir, spec.index)

@@ -1,11 +1,13 @@
 """The volunteer's options of ``sente contribute`` that the workers and the supervisor act on: a
 number of games (--games), one kind of task (--only), the hours to play (--hours), the share of
-the GPU (--gpu-share), the SGF copies (--sgf-dir) and the watch file (--watch-file)."""
+the GPU (--gpu-share), the SGF copies (--sgf-dir), the watch file (--watch-file) and how often it looks
+at the server's run (--look-seconds)."""
 
 from __future__ import annotations
 
 import datetime
 import multiprocessing
+import queue
 import threading
 
 import numpy as np
@@ -129,3 +131,25 @@ def test_the_watch_file_follows_one_game_move_by_move(tmp_path):
     assert text_file.read_text().startswith(f"game {last_id}, network net-1, move {last_moves}\n")
     assert " A B C D E F G" in text_file.read_text()
     assert len(read_sgf(sgf_file.read_bytes()).moves) >= 1
+
+
+@pytest.mark.parametrize("seconds", ["0", "-5", "nan"])
+def test_a_look_interval_that_is_not_positive_is_refused_at_start(tmp_path, capsys, seconds):
+    from client.__main__ import main
+
+    config, data = tmp_path / "client.json", tmp_path / "data"
+    status = main(["contribute", "--config", str(config), "--data-dir", str(data), "--look-seconds", seconds])
+    assert status == 2
+    assert f"--look-seconds: {float(seconds)} must be positive" in capsys.readouterr().err
+    assert not config.exists()  # nothing written
+
+
+def test_the_look_interval_reaches_each_workers_task_queue(tmp_path):
+    from client.__main__ import build_parser
+    from client.contribute.tasks import LOOK_SECONDS
+    from client.contribute.worker import Worker, WorkerSpec
+
+    assert build_parser().parse_args(["contribute"]).look_seconds == LOOK_SECONDS
+    assert build_parser().parse_args(["contribute", "--look-seconds", "2"]).look_seconds == 2.0
+    spec = WorkerSpec(0, "cpu", "http://127.0.0.1:9", "t", "i", 2, str(tmp_path), look_seconds=2.0)
+    assert Worker(spec, Control(CONTEXT), queue.Queue()).queue.look_seconds == 2.0

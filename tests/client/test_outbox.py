@@ -8,6 +8,7 @@ import random
 import subprocess
 import sys
 import textwrap
+import time
 
 import pytest
 
@@ -49,6 +50,53 @@ def test_games_wait_on_disk_until_the_server_confirms_them(tmp_path):
     assert sent == ["g-a", "g-b"] and again.pending() == [] and again.counts.delivered == 2
     assert not any((tmp_path / "pending").iterdir())
     assert Outbox(tmp_path).pending() == []
+
+
+def put_rating(outbox: Outbox, game_id: str):
+    meta = dict(META, game_id=game_id, kind="rating")
+    return outbox.put("rating", "2b0f1c9e-0000-4000-8000-000000000001", meta, b"(;GM[1])", None)
+
+
+def test_rating_games_go_out_before_older_self_play_games(tmp_path):
+    outbox = Outbox(tmp_path)
+    put(outbox, "g-a")
+    put_rating(outbox, "r-a")
+    put(outbox, "g-b")
+    put_rating(outbox, "r-b")
+    assert [e.game_id for e in Outbox(tmp_path).pending()] == ["r-a", "r-b", "g-a", "g-b"]
+
+
+def test_a_rating_game_finished_behind_a_backlog_goes_out_within_a_pass(tmp_path):
+    """The sender's pass over a long backlog ends after PASS_SECONDS and looks again: a rating game
+    put meanwhile goes out next, not after every self-play game that was there before it."""
+    from client.contribute.delivery import Delivery
+    from client.contribute.status import Status
+
+    outbox = Outbox(tmp_path)
+    for k in range(200):
+        put(outbox, f"g-{k:03d}")
+    sent: list[str] = []
+
+    class Server:  # the upload's answer, after the time a real one takes on a busy server
+        def upload(self, entry):
+            time.sleep(0.02)
+            sent.append(entry.game_id)
+            return Outcome(DELIVERED)
+
+    delivery = Delivery(Server(), outbox, Status("http://127.0.0.1:9", "alice"), 5.0, lambda *a: None)
+    delivery.start()
+    try:
+        while len(sent) < 5:
+            time.sleep(0.01)
+        put_rating(Outbox(tmp_path), "r-late")  # another process (a worker) puts it
+        deadline = time.monotonic() + 60
+        while "r-late" not in sent and time.monotonic() < deadline:
+            time.sleep(0.01)
+    finally:
+        delivery.stop()
+    late = sent.index("r-late")
+    assert late < 100, late  # within a pass (PASS_SECONDS), not after the 4 s the backlog takes
+    assert sorted(sent[:late]) == sent[:late] and len(sent) > late  # the backlog went on after it
 
 
 def test_failures_back_off_with_jitter_up_to_the_cap_and_honour_retry_after(tmp_path):
