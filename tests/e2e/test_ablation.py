@@ -1,8 +1,9 @@
-"""``manage.py ablation`` whole: an arm on 5x5 (settings that export networks within a minute) in two
-repetitions, each running the real platform for half a CPU-minute in its own folder, then rating games
-against the real uniform random player, GNU Go (when installed) and the reference, one fit, the
-report with each repetition and the arm's pooled figures, and its plot; a second start keeps what
-the first did, and a changed budget is refused. (Two repetitions of one arm cost what two arms did:
+"""``manage.py ablation`` whole: an arm on 5x5 (settings that export networks within seconds) in two
+repetitions, each running the real platform for half a CPU-minute in its own folder (four games at a
+time, so that its client soon finishes those in play when it stops), then rating games against the
+real uniform random player, GNU Go (when installed) and the reference, one fit, the report with each
+repetition and the arm's pooled figures, and its plot; a second start keeps what the first did, and
+a changed budget is refused. (Two repetitions of one arm cost what two arms did:
 the arms' documents and their differences are the unit tests'.)"""
 
 from __future__ import annotations
@@ -64,6 +65,8 @@ def test_two_repetitions_are_run_rated_in_one_fit_and_reported(tmp_path):
         "1",
         "--visits",
         "8",
+        "--parallel",
+        "4",
         "--reference-games",
         "4",
         "--gnugo-levels",
