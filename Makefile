@@ -28,13 +28,18 @@ run: $(VENV)/.installed-run
 test: $(VENV)/.installed-dev
 	$(BIN)/ruff format --check .
 	$(BIN)/ruff check .
-	$(BIN)/mypy
 	@# Byte-compiled once here, the project's modules load at once in each of the hundreds of Python
 	@# processes the tests start (where PYTHONDONTWRITEBYTECODE is set, each would compile them anew).
 	$(BIN)/python -m compileall -q -j 0 common server client tests manage.py >/dev/null
+	@# The type check runs beside the tests, in the time their waits leave a core idle (alone it kept
+	@# one core busy for 20 s); what it finds is printed after them, and either failing fails the run.
 	@# worksteal: a test process that runs out of tests takes the other's queued ones, so that neither
 	@# waits at the end while the other runs the last long end-to-end tests it was given.
-	$(BIN)/python -m pytest -n 2 --dist worksteal --durations=20
+	@types=$$(mktemp); $(BIN)/mypy >$$types 2>&1 & checking=$$!; \
+	echo "$(BIN)/python -m pytest -n 2 --dist worksteal --durations=20 (and $(BIN)/mypy beside it)"; \
+	$(BIN)/python -m pytest -n 2 --dist worksteal --durations=20; tested=$$?; \
+	wait $$checking; typed=$$?; echo "$(BIN)/mypy:"; cat $$types; rm -f $$types; \
+	[ $$tested = 0 ] && [ $$typed = 0 ]
 
 ## bench: the speed benchmarks
 bench: $(VENV)/.installed-dev
