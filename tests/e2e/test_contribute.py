@@ -91,7 +91,7 @@ def test_a_volunteer_logs_in_plays_and_uploads(server, volunteer, contributors, 
     assert (client.data / "networks" / f"{NETWORK}.safetensors").exists()
 
 
-OUTAGE_SECONDS = 15.0
+OUTAGE_SECONDS = 8.0
 
 
 def test_a_stopped_server_and_a_killed_client_lose_no_game(server, volunteer, contributors, tmp_path):
