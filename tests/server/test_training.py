@@ -559,18 +559,18 @@ def test_a_larger_architecture_takes_over_once_it_predicts_better(run, alice, ge
     tiny = line("tiny")
     assert tiny.role == "current" and tiny.exports > 0
 
-    # b6c96 alongside: its exports are measured against tiny's last one; a worse one changes nothing.
+    # b3c32 alongside: its exports are measured against tiny's last one; a worse one changes nothing.
     from server.training.window import row_counts, validation_files
     from server.training.worker import TrainerOptions, TrainingWorker
 
-    use_training(run, TRAIN.replace(export_every=256, samples_per_row=2.0, next_architecture="b6c96"))
+    use_training(run, TRAIN.replace(export_every=256, samples_per_row=2.0, next_architecture="b3c32"))
     worker = TrainingWorker(TrainerOptions(run=helpers.RUN, checkpoints=tmp_path, device="cpu"))
     worker.run_row, worker.settings = run, run.current_settings().settings.training
     big = worker._sync_lines(run, worker.settings, row_counts(run).total)[1]
-    assert (big.architecture, big.role) == ("b6c96", "next")
+    assert (big.architecture, big.role) == ("b3c32", "next")
     held_out = validation_files(run, worker.settings)
     assert not worker._overtakes(big, {"rows": 100, "policy": 50.0, "value": 50.0}, held_out)
-    assert (line("tiny").role, line("b6c96").role) == ("current", "next")
+    assert (line("tiny").role, line("b3c32").role) == ("current", "next")
 
     # The current line's last export turns out bad (a scrambled copy): the next line overtakes it.
     bad = Network.objects.create(
@@ -589,13 +589,13 @@ def test_a_larger_architecture_takes_over_once_it_predicts_better(run, alice, ge
     scrambled = {k: (v * 40 if v.is_floating_point() and "running" not in k else v) for k, v in mf.state_dict.items()}
     bad.file.save("scrambled.safetensors", ContentFile(encode_model(mf.config, scrambled, "test-scrambled")))
     TrainingLine.objects.filter(architecture="tiny").update(last_export=bad)
-    helpers.store_training_games(run, alice[0], training_games[20:40], network=gen1)  # b6c96's own rows
-    train(tmp_path, architecture="b6c96")
-    assert line("b6c96").role == "current"
-    assert line("tiny").role == "retired" and "overtaken by b6c96" in line("tiny").status_note
-    candidate = run.networks.filter(name__contains="-b6c96-").latest("train_step")
-    assert candidate.state == "candidate" and candidate.size_name == "b6c96"
-    assert line("b6c96").last_export == candidate
+    helpers.store_training_games(run, alice[0], training_games[20:40], network=gen1)  # b3c32's own rows
+    train(tmp_path, architecture="b3c32")
+    assert line("b3c32").role == "current"
+    assert line("tiny").role == "retired" and "overtaken by b3c32" in line("tiny").status_note
+    candidate = run.networks.filter(name__contains="-b3c32-").latest("train_step")
+    assert candidate.state == "candidate" and candidate.size_name == "b3c32"
+    assert line("b3c32").last_export == candidate
 
 
 def test_bad_trainer_options_are_refused_with_what_to_do(run, tmp_path):
