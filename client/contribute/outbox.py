@@ -305,11 +305,11 @@ class Outbox:
     def deliver_due(
         self, send: Callable[[Entry], Outcome], now: float | None = None, stop: Callable[[], bool] | None = None
     ) -> Outcome | None:
-        """Try every entry that is due, in the order they go out, with send(entry). Stops at the first FATAL
-        outcome, the first time the server cannot be reached at all (send raised: the others wait
-        for the next pass rather than each fail alike), or the first time it asks to be asked later
-        (Retry-After: the others wait as long), and returns that outcome; otherwise returns None. A
-        true ``stop()`` ends the pass before the next entry."""
+        """Try every entry that is due, in the order they go out, with send(entry). Stops at the first
+        FATAL outcome, the first time the server cannot be reached at all (send raised: the others
+        wait for the next pass rather than each fail alike), or the first time it asks to be asked
+        later (Retry-After: the others wait as long), and returns that outcome; otherwise returns
+        None. A true ``stop()`` ends the pass before the next entry."""
         for entry in self.pending():
             if stop is not None and stop():
                 return None
