@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from client.search.engine import BatchedSearch
-from client.search.targets import choose_move, play_values
+from client.search.targets import choose_move, gumbel_move, play_values
 from client.stop import Stop
 from common.data.selfplay_sgf import SearchNote, read_note_winrate
 from common.elo import score_elo
@@ -205,7 +205,10 @@ def run_match(
         game = m.game
         temperature = settings.move_temperature_at(game.num_moves, math.sqrt(game.x_size * game.y_size))
         search = side_search[m.network_to_move()]
-        move = int(result.moves[choose_move(play_values(result, search), temperature, m.rng)])
+        if search.gumbel:  # its draws, not a temperature, vary its moves
+            move = int(result.moves[gumbel_move(result, search)])
+        else:
+            move = int(result.moves[choose_move(play_values(result, search), temperature, m.rng)])
         # The win rate as the record notes it: resignation is decided on what the server can check.
         note = SearchNote(True, result.root_visits, 0.5 * (1.0 + result.root_winloss), result.root_score)
         m.notes.append(note)

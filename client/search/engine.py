@@ -94,7 +94,8 @@ class SearchResult:
     and noise), ``raw_priors`` (the network's), and the children's weighted mean ``utility``,
     ``winloss``, ``score``, ``lead``, ``score_sq`` and ``utility_sq`` (0 where unvisited).
     ``root_*``: the root's averages over the whole search; ``raw_*``: the network at the root.
-    The move to play and the policy target go by the weights, as KataGo's.
+    The move to play and the policy target go by the weights, as KataGo's; a Gumbel search's by its
+    draws (``gumbel``) and completed Q (with ``raw_utility``), :mod:`client.search.targets`.
     """
 
     pla: int
@@ -127,6 +128,8 @@ class SearchResult:
     terminal_visits: int
     collisions: int
     inputs: tuple[np.ndarray, np.ndarray] | None = None  # the root's network inputs, when asked for
+    gumbel: np.ndarray | None = None  # per root edge, its Gumbel draw (a Gumbel search: 0 without noise)
+    raw_utility: float = 0.0  # a Gumbel search: the network's utility of the root, the root player's
 
     @property
     def root_score_stdev(self) -> float:
@@ -368,9 +371,11 @@ class BatchedSearch:
         params = search_params(settings, game, visits, draw_equivalent_wins, pda_black)
         if not self.optimistic:
             params["policy_optimism"] = params["root_policy_optimism"] = 0.0
-        # A reused root was expanded as a child, with the priors of the optimism below the root.
+        # A reused root was expanded as a child, with the priors of the optimism below the root; a
+        # Gumbel search counts its root's visits from its first simulation (sequential halving).
         if (
             not reuse
+            or settings.gumbel
             or t.state[i, 0] != tr.EXPANDED
             or t.pla[i, 0] != game.to_move
             or t.params[i]["pda_black"] != pda_black
@@ -492,6 +497,7 @@ class BatchedSearch:
         sign = 1.0 if t.pla[i, 0] == WHITE else -1.0
         own = t.own[i, 0]
         status = t.status[i]
+        gumbel = bool(t.params[i]["gumbel"])
         return SearchResult(
             pla=int(t.pla[i, 0]),
             moves=moves,
@@ -523,6 +529,8 @@ class BatchedSearch:
             terminal_visits=int(status["terminal_visits"]),
             collisions=int(status["collisions"]),
             inputs=self.root_inputs(i) if inputs else None,
+            gumbel=t.root_gumbel[i, :n].copy() if gumbel else None,
+            raw_utility=sign * float(tr.own_utility(t, i, 0)) if gumbel and n else 0.0,
         )
 
     def root_inputs(self, i: int) -> tuple[np.ndarray, np.ndarray]:

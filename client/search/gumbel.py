@@ -107,7 +107,8 @@ def transformed_q(value, q, visits, prior, n, c_visit, c_scale, out):
 
 @njit(cache=True, _nrt=False)
 def improved_policy(prior, sigma, n, out):
-    """softmax(logit + sigma) over the first n moves, into out; a move of prior 0 gets 0."""
+    """softmax(logit + sigma) over the first n moves, into out; a move of prior 0 gets 0 (all of
+    them when every prior is 0)."""
     top = -math.inf
     for a in range(n):
         if prior[a] > 0.0:
@@ -117,7 +118,7 @@ def improved_policy(prior, sigma, n, out):
         out[a] = math.exp(math.log(prior[a]) + sigma[a] - top) if prior[a] > 0.0 else 0.0
         total += out[a]
     for a in range(n):
-        out[a] /= total
+        out[a] = out[a] / total if total > 0.0 else 0.0
 
 
 @njit(cache=True, _nrt=False)

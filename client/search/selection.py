@@ -21,6 +21,7 @@ import math
 import numpy as np
 from numba import njit
 
+from client.search.gumbel import considered_visit, improved_policy, interior_choice, root_choice, transformed_q
 from common.go.geometry import WHITE
 
 
@@ -103,3 +104,112 @@ def puct_edge(rows, params, node):
         if value > best_value:
             best = e
     return best
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def gumbel_edge(rows, params, node, value):
+    """Gumbel search below the root (:mod:`client.search.gumbel`): the edge of largest
+    pi'(a) - N(a) / (1 + N), pi' = softmax(logit + sigma(completed Q)), with ``value`` the node's own
+    evaluation (white's utility) completing the Q of the moves without a finished visit. Visits count
+    by their weights, an in-flight one as 1; an untouched child's pi' grows with its prior alone, so
+    that the touched children and the next untouched edge are all it looks at."""
+    start = rows.edge_start[node]
+    count = rows.edge_count[node]
+    touched = rows.n_touched[node]
+    sign = 1.0 if rows.players[node] == WHITE else -1.0
+    # The mixed value of the moves without a finished visit: the value and the visited moves' Q by prior.
+    done = 0.0
+    prior_sum = 0.0
+    weighted = 0.0
+    most = 0.0
+    for e in range(start, start + touched):
+        c = rows.e_child[e]
+        w = rows.w_sums[c]
+        if w > 0.0:
+            done += w
+            prior_sum += rows.e_prior[e]
+            weighted += rows.e_prior[e] * sign * rows.utils[c] / w
+            most = max(most, w)
+    fill = sign * value
+    if done > 0.0 and prior_sum > 0.0:
+        fill = (fill + weighted / prior_sum * done) / (1.0 + done)
+    low = math.inf
+    high = -math.inf
+    unfinished = touched < count
+    for e in range(start, start + touched):
+        c = rows.e_child[e]
+        w = rows.w_sums[c]
+        if w > 0.0:
+            q = sign * rows.utils[c] / w
+            low = min(low, q)
+            high = max(high, q)
+        else:
+            unfinished = True
+    if unfinished:
+        low = min(low, fill)
+        high = max(high, fill)
+    scale = (params.gumbel_c_visit + most) * params.gumbel_c_scale / max(high - low, 1e-8)
+    top = (high - low) * scale  # the largest sigma: exponents are taken below it
+    fill_term = math.exp((fill - low) * scale - top)
+    # softmax's denominator: the touched moves one by one, the others at the mixed value together.
+    total = 0.0
+    rest = 0.0
+    for e in range(start, start + count):
+        if e < start + touched:
+            c = rows.e_child[e]
+            w = rows.w_sums[c]
+            term = math.exp((sign * rows.utils[c] / w - low) * scale - top) if w > 0.0 else fill_term
+            total += rows.e_prior[e] * term
+        else:
+            rest += rows.e_prior[e]
+    total += rest * fill_term
+    if total <= 0.0:
+        return start + touched if touched < count else start
+    children_n = rows.w_sums[node] - rows.weights[node] + rows.inflights[node]
+    best = -1
+    best_value = -np.inf
+    for e in range(start, start + touched):
+        c = rows.e_child[e]
+        w = rows.w_sums[c]
+        term = math.exp((sign * rows.utils[c] / w - low) * scale - top) if w > 0.0 else fill_term
+        value_e = rows.e_prior[e] * term / total - (w + rows.inflights[c]) / (1.0 + children_n)
+        if value_e > best_value:
+            best_value = value_e
+            best = e
+    if touched < count:
+        e = start + touched
+        if rows.e_prior[e] * fill_term / total > best_value:
+            best = e
+    return best
+
+
+@njit(cache=True, _nrt=False)
+def gumbel_root_choice(rows, params, n_visits, value, gumbel, work):
+    """Gumbel search at the root (:mod:`client.search.gumbel`): the index, among the root's edges,
+    of the move sequential halving visits next: among the moves with the visit count the schedule
+    gives this simulation (``n_visits``, the nodes' visit counts, with those in flight), the one of
+    largest g + logit + sigma(completed Q). ``value``: the root's own evaluation (white's utility);
+    ``gumbel``: the root's draws; ``work``: float64[4, 362] to compute in. Should no move have that
+    count (the tree ran out of room), the improved policy's deterministic choice."""
+    start = rows.edge_start[0]
+    n = rows.edge_count[0]
+    sign = 1.0 if rows.players[0] == WHITE else -1.0
+    finished, q, visits, sigma = work[0], work[1], work[2], work[3]
+    legal = 0
+    simulation = 0
+    for k in range(n):
+        c = rows.e_child[start + k]
+        finished[k] = n_visits[c] if c >= 0 and rows.w_sums[c] > 0.0 else 0.0
+        q[k] = sign * rows.utils[c] / rows.w_sums[c] if finished[k] > 0.0 else 0.0
+        visits[k] = n_visits[c] + rows.inflights[c] if c >= 0 else 0.0
+        simulation += int(visits[k])
+        if rows.root_prior[k] > 0.0:
+            legal += 1
+    transformed_q(sign * value, q, finished, rows.root_prior, n, params.gumbel_c_visit, params.gumbel_c_scale, sigma)
+    m = min(params.gumbel_considered, legal)
+    wanted = considered_visit(m, max(1, params.target - 1), simulation)
+    k = root_choice(gumbel, rows.root_prior, sigma, visits, n, float(wanted))
+    if k < 0:
+        improved_policy(rows.root_prior, sigma, n, q)
+        k = interior_choice(q, visits, n)
+    return max(k, 0)

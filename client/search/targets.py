@@ -1,4 +1,6 @@
-"""What a finished search yields: the pruned policy target (paper section 5.3) and the move to play.
+"""What a finished search yields: the pruned policy target (paper section 5.3) and the move to play;
+for a Gumbel search, the improved policy and the best of the most visited moves
+(:mod:`client.search.gumbel`).
 
 Visits below are the children's weights (:class:`client.search.engine.SearchResult`): their visit
 counts, unless playouts are weighted by the network's uncertainty, where KataGo too chooses the move,
@@ -27,6 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 from client.search.engine import SearchResult
+from client.search.gumbel import improved_policy, root_choice, transformed_q
 from client.search.selection import cpuct_stdev_factor, explore_scale
 from common.settings import SearchSettings
 
@@ -107,9 +110,15 @@ def utility_lcb(result: SearchResult, score_factor: float, stdevs: float) -> tup
 
 def play_values(result: SearchResult, settings: SearchSettings) -> np.ndarray:
     """What the move to play is chosen by (float64, one per root edge): the visits (weights), with
-    the best lower confidence bound raised above them when ``settings.lcb_for_selection``."""
+    the best lower confidence bound raised above them when ``settings.lcb_for_selection``; for a
+    Gumbel search, with its move (:func:`gumbel_move`) raised above them instead."""
     values = result.weights.copy()
-    if not settings.lcb_for_selection or values.size == 0 or values.max() <= 0:
+    if values.size == 0 or values.max() <= 0:
+        return values
+    if settings.gumbel and result.gumbel is not None:
+        values[gumbel_move(result, settings)] = values.max() + 1.0
+        return values
+    if not settings.lcb_for_selection:
         return values
     lcb, radius = utility_lcb(result, settings.score_utility_factor, settings.lcb_stdevs)
     eligible = (values > 0) & (values >= settings.lcb_min_visit_prop * values.max())
@@ -120,3 +129,39 @@ def play_values(result: SearchResult, settings: SearchSettings) -> np.ndarray:
     factor = (radius[beaten] + margin[beaten]) / (radius[beaten] + 0.2 * margin[beaten])
     values[best] = max(values[best], float((factor * factor * values[beaten]).max(initial=0.0)))
     return values
+
+
+def _gumbel_sigma(result: SearchResult, settings: SearchSettings) -> np.ndarray:
+    """sigma(completed Q) of the root's moves, as the search's root rule had it at its end."""
+    n = result.visits.size
+    finished = np.where(result.weights > 0, result.visits, 0).astype(np.float64)
+    sigma = np.empty(n)
+    transformed_q(
+        result.raw_utility,
+        result.utility,
+        finished,
+        result.priors.astype(np.float64),
+        n,
+        settings.gumbel_c_visit,
+        settings.gumbel_c_scale,
+        sigma,
+    )
+    return sigma
+
+
+def gumbel_policy(result: SearchResult, settings: SearchSettings) -> np.ndarray:
+    """A Gumbel search's policy target: the improved policy softmax(logit + sigma(completed Q)) over
+    the root's edges (float64)."""
+    out = np.empty(result.visits.size)
+    improved_policy(result.priors.astype(np.float64), _gumbel_sigma(result, settings), result.visits.size, out)
+    return out
+
+
+def gumbel_move(result: SearchResult, settings: SearchSettings) -> int:
+    """The index of the edge a Gumbel search plays: among the most visited, the largest
+    g + logit + sigma(completed Q)."""
+    if result.gumbel is None or result.visits.size == 0 or result.visits.max() <= 0:
+        raise ValueError("no move to choose from: not a Gumbel search with a visited child")
+    visits = result.visits.astype(np.float64)
+    sigma = _gumbel_sigma(result, settings)
+    return int(root_choice(result.gumbel, result.priors.astype(np.float64), sigma, visits, visits.size, visits.max()))

@@ -33,8 +33,9 @@ import numpy as np
 from numba import njit
 
 from client.search.cache import V_SCORE, V_SCORE_ERROR, V_WL_ERROR
+from client.search.gumbel import gumbel_draw
 from client.search.noise import add_noise, apply_temperature
-from client.search.selection import puct_edge
+from client.search.selection import gumbel_edge, gumbel_root_choice, puct_edge
 from client.search.utility import expected_score_value
 from client.search.valuebias import bucket_bias, clear_buckets, keep_buckets, observe, table_size
 from common.encoding.features import NN_AREA, NN_LEN
@@ -120,11 +121,14 @@ class Trees(NamedTuple):
     e_move: np.ndarray  # int16[G, E]: board location or PASS
     e_prior: np.ndarray  # float32[G, E]
     e_child: np.ndarray  # int32[G, E]
-    root_prior: np.ndarray  # float32[G, 362]: the root's edges' priors after temperature and noise
+    root_prior: np.ndarray  # float32[G, 362]: the root's edges' priors after temperature and noise (Gumbel: neither)
+    root_gumbel: np.ndarray  # float64[G, 362]: the root's edges' Gumbel draws (Gumbel search; 0 without noise)
     params: np.ndarray  # SEARCH_PARAMS[G]
     status: np.ndarray  # SEARCH_STATUS[G]
     rng: np.ndarray  # uint64[G, 1]: per game generator (noise, symmetries)
-    scratch: np.ndarray  # float64[G, 2, 362]: the root's priors and noise while they are derived
+    # float64[G, 4, 362]: the root's priors and noise while they are derived; then the Gumbel root
+    # rule's completed visits, mean utilities, visits with those in flight, and sigma
+    scratch: np.ndarray
     score_table: np.ndarray  # float64[M, S]: see client.search.utility
     # Subtree value bias correction (client.search.valuebias): per node, the correction its own
     # utility carries, its bucket's slot (-1: none) and its contribution to the bucket; per game, the
@@ -164,10 +168,11 @@ def new_trees(games: int, nodes: int, edges: int, score_table: np.ndarray) -> Tr
         e_prior=np.zeros((g, edges), np.float32),
         e_child=np.full((g, edges), -1, np.int32),
         root_prior=np.zeros((g, NN_AREA + 1), np.float32),
+        root_gumbel=np.zeros((g, NN_AREA + 1), np.float64),
         params=np.zeros(g, SEARCH_PARAMS),
         status=np.zeros(g, SEARCH_STATUS),
         rng=np.ones((g, 1), np.uint64),
-        scratch=np.zeros((g, 2, NN_AREA + 1), np.float64),
+        scratch=np.zeros((g, 4, NN_AREA + 1), np.float64),
         score_table=score_table,
         bias=np.zeros((g, nodes), np.float64),
         bias_slot=np.full((g, nodes), -1, np.int32),
@@ -213,6 +218,12 @@ def evaluation_weight(t, i, score, wl_error, score_error):
 @njit(cache=True, inline="always", _nrt=False)
 def node_own_utility(t, i, node):
     return utility(t, i, t.own[i, node, OWN_WL], t.own[i, node, OWN_SCORE], t.own[i, node, OWN_SD])
+
+
+@njit(cache=True, _nrt=False)
+def own_utility(t, i, node):
+    """White's utility of the node's own evaluation, as the search has it now (called from Python)."""
+    return node_own_utility(t, i, node)
 
 
 @njit(cache=True, _nrt=False)
@@ -412,6 +423,7 @@ def _swap_edges(t, i, a, b, root_start):
         ra = a - root_start
         rb = b - root_start
         t.root_prior[i, ra], t.root_prior[i, rb] = t.root_prior[i, rb], t.root_prior[i, ra]
+        t.root_gumbel[i, ra], t.root_gumbel[i, rb] = t.root_gumbel[i, rb], t.root_gumbel[i, ra]
 
 
 @njit(cache=True, inline="always", _nrt=False)
@@ -563,7 +575,12 @@ def descend(t, i, path, pmove):
         if rows.edge_count[node] == 0 or plen >= depth_cap:
             t.status[i].full = True
             return plen, DESCEND_FULL
-        best = puct_edge(rows, params, node)
+        if not params.gumbel:
+            best = puct_edge(rows, params, node)
+        elif node == 0:
+            best = _gumbel_root(t, i, rows, params)
+        else:
+            best = gumbel_edge(rows, params, node, node_own_utility(t, i, node))
         c = rows.e_child[best]
         pmove[plen] = rows.e_move[best]
         if c < 0:
@@ -575,6 +592,21 @@ def descend(t, i, path, pmove):
         path[plen] = c
         plen += 1
         node = c
+
+
+@njit(cache=True, _nrt=False)
+def _gumbel_root(t, i, rows, params):
+    """The edge the Gumbel root rule picks (:func:`client.search.selection.gumbel_root_choice`),
+    moved to the front of the untouched edges when it is untouched, where :func:`new_child` takes
+    it."""
+    start = rows.edge_start[0]
+    k = gumbel_root_choice(rows, params, t.n_visits[i], node_own_utility(t, i, 0), t.root_gumbel[i], t.scratch[i])
+    e = start + k
+    first = start + rows.n_touched[0]
+    if rows.e_child[e] < 0 and e != first:
+        _swap_edges(t, i, first, e, start)
+        e = first
+    return e
 
 
 # --- the root ----------------------------------------------------------------------------------------
@@ -590,8 +622,12 @@ def prepare_root(t, i):
     probs = t.scratch[i, 0]
     for k in range(n):
         probs[k] = t.e_prior[i, start + k]
-    apply_temperature(probs, n, t.params[i].root_temperature)
-    if t.params[i].root_noise and n > 0:
+    gumbel = t.params[i].gumbel
+    for k in range(n):  # Gumbel search explores by its draws, in place of temperature and noise
+        t.root_gumbel[i, k] = gumbel_draw(t.rng[i]) if gumbel and t.params[i].root_noise else 0.0
+    if not gumbel:
+        apply_temperature(probs, n, t.params[i].root_temperature)
+    if t.params[i].root_noise and n > 0 and not gumbel:
         add_noise(
             probs,
             n,

@@ -48,11 +48,11 @@ from enum import StrEnum
 import numpy as np
 
 from client.search.engine import SearchResult, move_positions
-from client.search.targets import choose_move, pruned_visits
+from client.search.targets import choose_move, gumbel_move, gumbel_policy, pruned_visits
 from client.selfplay.init import Fork, GameStart
 from common.data.records import GameRecord, GameResult, NetValues, SearchValues, SideTurn, TurnRecord
 from common.data.rows import policy_surprise_and_entropy
-from common.data.schema import GAME_MODE_ASYM, GAME_MODE_FORK, GAME_MODE_HANDICAP, GAME_MODE_NORMAL
+from common.data.schema import GAME_MODE_ASYM, GAME_MODE_FORK, GAME_MODE_HANDICAP, GAME_MODE_NORMAL, POLICY_TARGET_MAX
 from common.data.selfplay_sgf import BRANCH_NOTE, ForkNote, RootInfo, SearchNote, StartNote
 from common.data.weights import soft_resignation_weight
 from common.encoding.features import NN_AREA, NUM_GLOBAL, NUM_SPATIAL, Encoder
@@ -305,20 +305,30 @@ class SelfPlayGame:
             return PASS
         return int(result.moves[int(self.rng.choice(p.size, p=p / p.sum()))])
 
+    def _target_and_move(self, result: SearchResult, full: bool, temperature: float) -> tuple[np.ndarray, int]:
+        """The policy target of a search (per root edge) and the index of the edge to play: the visits
+        (pruned of forced playouts on a full search) and a move drawn from them at ``temperature``;
+        for a Gumbel search, its improved policy (at the resolution the rows keep: its largest share
+        at their largest count) and its move."""
+        search = self.settings.search
+        if search.gumbel:
+            target = gumbel_policy(result, search)
+            return target * (POLICY_TARGET_MAX / target.max()), gumbel_move(result, search)
+        visits = pruned_visits(result, search) if full and search.forced_playouts else result.weights.copy()
+        return visits, choose_move(visits, temperature, self.rng)
+
     def _play_searched(self, result: SearchResult) -> int:
         s = self.settings
         full = self.pending_full
         game = self.game
         pla = game.to_move
         if full:
-            visits = pruned_visits(result, s.search) if s.search.forced_playouts else result.weights.copy()
             self.full_searches += 1
         else:
-            visits = result.weights.copy()
             self.cheap_searches += 1
         self.visits += result.root_visits
-        temperature = s.move_temperature_at(game.num_moves, self.board_length)
-        move = int(result.moves[choose_move(visits, temperature, self.rng)])
+        visits, index = self._target_and_move(result, full, s.move_temperature_at(game.num_moves, self.board_length))
+        move = int(result.moves[index])
         self.turns.append(self._turn_record(game, result, visits, move, full, side=False))
         if s.side_position_prob > 0 and self.rng.random() < s.side_position_prob:
             self._branch_off(result, move)
@@ -387,10 +397,8 @@ class SelfPlayGame:
                 self.side_queue.pop(0)
             self._advance_phase()
             return
-        visits = pruned_visits(result, s.search) if s.search.forced_playouts else result.weights.copy()
-        reply = int(
-            result.moves[choose_move(visits, s.move_temperature_at(game.num_moves, self.board_length), self.rng)]
-        )
+        visits, index = self._target_and_move(result, True, s.move_temperature_at(game.num_moves, self.board_length))
+        reply = int(result.moves[index])
         line.records.append(SideTurn(game.num_moves, self._turn_record(game, result, visits, reply, True, side=True)))
         self.side_searches += 1
         self.visits += result.root_visits

@@ -69,6 +69,17 @@ class SearchSettings(Settings):
     # below it (KataGo's policyOptimism and rootPolicyOptimism; its GTP play takes 1 and 0.2).
     policy_optimism: float = probability(0.0, kernel=True)
     root_policy_optimism: float = probability(0.0, kernel=True)
+    # Gumbel search (Danihelka, Guez, Schrittwieser and Silver, ICLR 2022; client/search/gumbel.py): at
+    # the root, sequential halving over the gumbel_considered moves of highest g + logit, g drawn from
+    # Gumbel(0, 1) where root_noise is on (0 elsewhere), in place of the Dirichlet noise and the root's
+    # policy temperature; below it, the deterministic choice whose visits follow the improved policy
+    # softmax(logit + sigma(completed Q)), sigma = (c_visit + max visits) * c_scale * Q rescaled to
+    # [0, 1]. The improved policy is the policy target (no forced playouts, no pruning), and the move
+    # played the best of the most visited by g + logit + sigma. mctx's defaults: 16, 50 and 0.1.
+    gumbel: bool = setting(False, kernel=True)
+    gumbel_considered: int = setting(16, 1, 362, kernel=True)
+    gumbel_c_visit: float = setting(50.0, 0.0, 1e6, kernel=True)
+    gumbel_c_scale: float = setting(0.1, 0.0, 100.0, lo_open=True, kernel=True)
     symmetries: str = "random"  # network input symmetry per evaluation: "random" or "none"
     # The move to play (not the policy target) by lower confidence bound, as KataGo's match and GTP
     # play: among moves with at least lcb_min_visit_prop of the top visits, the best utility minus

@@ -17,7 +17,7 @@ import pytest
 from django.utils import timezone
 
 from common.go.sgf import read_sgf
-from common.settings import SelfPlaySettings
+from common.settings import SearchSettings, SelfPlaySettings
 from tests.server import helpers
 from tests.server.conftest import new_task, stored_files
 from tests.server.helpers import PlayedGame, upload_fields
@@ -595,3 +595,20 @@ def test_a_rating_game_notes_every_move(run, alice, second_network, rating_games
 def test_a_selfplay_task_does_not_take_rating_games(run, alice, task, second_network, rating_games):
     assert_refused(post(alice[1], RATING, upload_fields(task["id"], rating_games[0])), "task", "wrong_kind")
     assert_nothing_stored(task["id"])
+
+
+def test_a_game_of_gumbel_search_goes_in(alice, tmp_path):
+    """Self-play with the Gumbel search: its policy targets (the improved policy, scaled to the rows'
+    largest count) and its moves (the best of the most visited) pass the replay's checks."""
+    from server.games.models import TrainingGame
+    from server.runs.models import create_run
+
+    search = SearchSettings(gumbel=True, gumbel_considered=4)
+    settings = helpers.SETTINGS.replace(selfplay=helpers.SELFPLAY.replace(search=search))
+    create_run(helpers.RUN, settings.to_dict())
+    games = helpers.selfplay_games(tmp_path, helpers.RANDOM_NET, count=3, seed=3, settings=settings.selfplay)
+    task = new_task(alice[1])
+    for game in games:
+        response = post(alice[1], TRAINING, upload_fields(task["id"], game))
+        assert response.status_code == 201, response.content
+    assert TrainingGame.objects.count() == len(games) > 0
