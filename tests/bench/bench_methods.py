@@ -19,6 +19,11 @@ The methods and their settings (each a key of the run's search settings):
   Table 2 has it 5-25 points of score above PUCT at 256 to 1024 descents (+35 to +90 Elo).
 - ``subtree_bias``: subtree value bias correction (methods page: lambda 0.35, alpha 0.8; the page
   measures +30 to +60 Elo).
+- ``gumbel``: Gumbel search (Danihelka et al., ICLR 2022: sequential halving over 16 considered
+  moves at the root, the improved policy's deterministic choice below it; without noise, as the
+  other side), against PUCT. The paper has it stronger than PUCT at few simulations and as strong
+  at many; its keys are also ``elo_gumbel_vs_puct_<visits>`` (``--methods gumbel --visits
+  8,16,32,64,200``).
 
 About 200 games per method and visits give an interval of +-50 Elo; that takes hours on a CPU, so
 ``--games`` sets the count (the interval is printed with every figure).
@@ -37,7 +42,8 @@ Run from the project root: .venv/bin/python tests/bench/bench_methods.py [--game
 [--visits 100,400] [--methods lcb,dynamic_cpuct,gpuct] [--parallel 16] [--threads 2] [--results FILE]
 [--sweep [--rules puct,gpuct] [--multipliers 0.5,0.7,1,1.4,2]]
 The last line is one JSON object: elo_<method> and elo_<method>_ci95 for each method (at the
-highest visits run; per visits under "by_visits"), and visits_per_s_<method> with its off side.
+highest visits run; per visits under "by_visits"; for gumbel also per visits as above), and
+visits_per_s_<method> with its off side.
 """
 
 from __future__ import annotations
@@ -77,6 +83,7 @@ METHODS: dict[str, tuple[SearchSettings, str]] = {
     ),
     "lcb": (OFF.replace(lcb_for_selection=True), "no figure in the seeds"),
     "gpuct": (OFF.replace(puct_exponent=0.737, cpuct=0.057 * 1.1 / 0.15), "+35 to +90 at 256-1024 descents (Cazenave)"),
+    "gumbel": (OFF.replace(gumbel=True), "above PUCT at few visits, even at many (Danihelka et al.)"),
 }
 
 
@@ -318,6 +325,9 @@ def main() -> None:
             figures["by_visits"][f"{m}_{visits}"] = results.done[f"{m}_{visits}"]  # type: ignore[index]
             figures[f"elo_{m}"] = round(elo, 1) if finite else None
             figures[f"elo_{m}_ci95"] = round(half, 1) if finite else None
+            if m == "gumbel":  # against PUCT at each visits level, the keys its comparison is known by
+                figures[f"elo_gumbel_vs_puct_{visits}"] = figures[f"elo_{m}"]
+                figures[f"elo_gumbel_vs_puct_{visits}_ci95"] = figures[f"elo_{m}_ci95"]
         speed_on, speed_off = visits_per_second(evaluator, [on, OFF], visits_levels[0])
         figures[f"visits_per_s_{m}"] = round(speed_on, 1)
         figures[f"visits_per_s_{m}_off"] = round(speed_off, 1)

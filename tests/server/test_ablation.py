@@ -100,6 +100,7 @@ def test_the_built_in_arms_are_the_full_method_with_one_thing_taken_out(board):
     gated = RunSettings.from_dict(arms["gated"].settings).gating
     assert (gated.rule, gated.fixed_games, gated.fixed_wins, gated.rating_game_prob) == ("fixed", 20, 10, 0.25)
     # KataGo's lowered early learning rate, over the first 100,000 samples of each network.
+    assert changed("gumbel") == {search + "gumbel"} and arms["gumbel"].expect == "better"
     assert changed("early-lr") == {"training.early_lr_samples"}
     early = RunSettings.from_dict(arms["early-lr"].settings).training
     assert full.training.early_lr_samples == 0
