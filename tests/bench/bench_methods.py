@@ -197,7 +197,7 @@ class Results:
             data = {"games": self.games, "seed": self.seed, "by_visits": self.done}
             if self.unfinished:
                 data["unfinished"] = self.unfinished
-            atomic_write(self.path, json.dumps(data).encode())
+            atomic_write(self.path, (json.dumps(data, indent=1) + "\n").encode())  # as kept in docs/
 
 
 def sweep(
