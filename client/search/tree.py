@@ -622,21 +622,21 @@ def prepare_root(t, i):
     probs = t.scratch[i, 0]
     for k in range(n):
         probs[k] = t.e_prior[i, start + k]
-    gumbel = t.params[i].gumbel
-    for k in range(n):  # Gumbel search explores by its draws, in place of temperature and noise
-        t.root_gumbel[i, k] = gumbel_draw(t.rng[i]) if gumbel and t.params[i].root_noise else 0.0
-    if not gumbel:
+    if t.params[i].gumbel:  # it explores by its draws, in place of temperature and noise
+        for k in range(n):
+            t.root_gumbel[i, k] = gumbel_draw(t.rng[i]) if t.params[i].root_noise else 0.0
+    else:
         apply_temperature(probs, n, t.params[i].root_temperature)
-    if t.params[i].root_noise and n > 0 and not gumbel:
-        add_noise(
-            probs,
-            n,
-            t.params[i].noise_weight,
-            t.params[i].noise_total_concentration,
-            t.params[i].noise_shaped,
-            t.rng[i],
-            t.scratch[i, 1],
-        )
+        if t.params[i].root_noise and n > 0:
+            add_noise(
+                probs,
+                n,
+                t.params[i].noise_weight,
+                t.params[i].noise_total_concentration,
+                t.params[i].noise_shaped,
+                t.rng[i],
+                t.scratch[i, 1],
+            )
     for k in range(n):
         t.root_prior[i, k] = probs[k]
     t.status[i].ready = True
