@@ -22,10 +22,15 @@ sampled every few seconds with the time and the load average: what a run that re
 and what places each generation on the compute axis) and, once it stopped, its accepted generations
 (``manage.py generations``).
 
-The CPU time is the platform's whole process tree (web server, worker, trainer, client), user and
-system, summed over every process seen: on a machine shared with other work an arm still gets its
-budget, though its processes then contend with others. Before the first arm, the server's and the
-search's kernels are compiled (numba caches them on disk), so that no arm pays for compiling them.
+The CPU time is user and system time summed over every process seen, counted one of two ways (the
+ablation's ``--budget``): ``platform``, the platform's whole process tree (web server, worker,
+trainer, client), or ``selfplay``, the client's process tree alone (its self-play games, and the
+run's rating games it plays beside them), as the paper's section 7.2 counts self-play compute with
+training kept up with the data: the trainer, at the platform's normal priority above the client's,
+trains every row's samples as they come, whatever its CPU. Both are kept. On a machine shared with
+other work an arm still gets its budget, though its processes then contend with others. Before the
+first arm, the server's and the search's kernels are compiled (numba caches them on disk), so that no
+arm pays for compiling them.
 """
 
 from __future__ import annotations
@@ -65,6 +70,8 @@ REFERENCE_ARM = "full"
 EXPECTATIONS = ("worse", "better")
 ARM_KEYS = {"title", "description", "from", "settings", "paper"}
 SAMPLE_SECONDS = 5.0
+# What --cpu-minutes counts: the platform's whole process tree, or its client's alone (self-play).
+BUDGETS = ("platform", "selfplay")
 # The platform's client finishes its games and delivers them when asked to stop.
 STOP_SECONDS = 400.0
 
@@ -179,14 +186,16 @@ def merged(base: dict, changes: dict) -> dict:
 # --- an arm's state ------------------------------------------------------------------------------------
 @dataclass
 class ArmState:
-    """What an arm has used: CPU seconds and wall seconds over all its sittings, and samples
-    [unix time, CPU seconds so far, 1-minute load average] taken while it ran."""
+    """What an arm has used: CPU seconds (the platform's, and its client's alone: ``selfplay_seconds``)
+    and wall seconds over all its sittings, and samples [unix time, CPU seconds so far, 1-minute load
+    average, self-play CPU seconds so far] taken while it ran."""
 
     cpu_seconds: float = 0.0
     wall_seconds: float = 0.0
     finished: bool = False
     sittings: int = 0
     samples: list[list[float]] = field(default_factory=list)
+    selfplay_seconds: float = 0.0
 
     @classmethod
     def load(cls, path: Path) -> ArmState:
@@ -201,14 +210,21 @@ class ArmState:
     def save(self, path: Path) -> None:
         atomic_write(path, json.dumps(self.__dict__).encode())
 
-    def cpu_at(self, when: float) -> float:
-        """CPU seconds used by the unix time ``when`` (interpolated between samples)."""
-        if not self.samples:
+    def used(self, budget: str) -> float:
+        """The CPU seconds the budget ``budget`` (one of BUDGETS) counts."""
+        return self.selfplay_seconds if budget == "selfplay" else self.cpu_seconds
+
+    def cpu_at(self, when: float, budget: str = "platform") -> float:
+        """CPU seconds the budget ``budget`` counts used by the unix time ``when`` (interpolated
+        between samples)."""
+        column = 3 if budget == "selfplay" else 1
+        points = [(s[0], s[column] if len(s) > column else 0.0) for s in self.samples]
+        if not points:
             return 0.0
-        previous = self.samples[0]
+        previous = points[0]
         if when <= previous[0]:
             return previous[1]
-        for sample in self.samples[1:]:
+        for sample in points[1:]:
             if when <= sample[0]:
                 if sample[0] - previous[0] > 4 * SAMPLE_SECONDS:  # a gap between sittings: the arm was stopped
                     return previous[1]
@@ -222,21 +238,45 @@ class ArmState:
         return sum(loads) / len(loads) if loads else None
 
 
+def is_client(argv: list[str]) -> bool:
+    """Whether a command line is the platform's self-play client (``python -m client contribute``)."""
+    return any(argv[k : k + 3] == ["-m", "client", "contribute"] for k in range(len(argv)))
+
+
 class CpuMeter:
     """CPU seconds (user and system) of a process and all its descendants, each process counted with
-    the last figure seen of it, so that processes that ended keep theirs."""
+    the last figure seen of it, so that processes that ended keep theirs; ``selfplay_seconds`` counts
+    those of the client's tree alone (a child of the root that :func:`is_client`, and its descendants)."""
 
     def __init__(self, pid: int) -> None:
         self.root = psutil.Process(pid)
         self.seen: dict[tuple[int, float], float] = {}
+        self.client: set[tuple[int, float]] = set()
 
-    def seconds(self) -> float:
+    def _sample(self) -> None:
         with contextlib.suppress(psutil.Error):
+            clients: set[tuple[int, float]] = set()
+            for child in self.root.children():
+                with contextlib.suppress(psutil.Error):
+                    if is_client(child.cmdline()):
+                        clients.add((child.pid, child.create_time()))
+                        for process in child.children(recursive=True):
+                            with contextlib.suppress(psutil.Error):
+                                clients.add((process.pid, process.create_time()))
+            self.client |= clients
             for process in [self.root, *self.root.children(recursive=True)]:
                 with contextlib.suppress(psutil.Error):
                     times = process.cpu_times()
                     self.seen[(process.pid, process.create_time())] = times.user + times.system
+
+    def seconds(self) -> float:
+        """All the tree's CPU seconds (sampled now)."""
+        self._sample()
         return sum(self.seen.values())
+
+    def selfplay_seconds(self) -> float:
+        """The client's tree's CPU seconds, as of the last :meth:`seconds`."""
+        return sum(v for k, v in self.seen.items() if k in self.client)
 
 
 # --- running an arm ------------------------------------------------------------------------------------
@@ -307,10 +347,11 @@ def run_arm(
     parallel: int,
     progress: Callable[[str], None],
     stopping: Callable[[], bool],
+    budget: str = "platform",
 ) -> ArmState:
     """Run the platform on the repetition ``run`` in its folder under the ablation's ``data`` until its
-    processes used ``cpu_budget`` CPU seconds over all sittings (or ``stopping()`` says so), then list
-    its generations. Returns its state."""
+    processes used ``cpu_budget`` CPU seconds over all sittings, those that ``budget`` (one of BUDGETS)
+    counts (or ``stopping()`` says so), then list its generations. Returns its state."""
     arm, name, folder = run.arm, run.name, run.folder(data)
     folder.mkdir(parents=True, exist_ok=True)
     settings_file = folder / "settings.json"
@@ -322,7 +363,7 @@ def run_arm(
     atomic_write(settings_file, json.dumps(arm.settings, indent=1).encode())
     state_path = folder / "state.json"
     state = ArmState.load(state_path)
-    if state.finished or state.cpu_seconds >= cpu_budget:
+    if state.finished or state.used(budget) >= cpu_budget:
         state.finished = True
         return state
     env = arm_env(folder / "data")
@@ -348,29 +389,32 @@ def run_arm(
     )
     state.sittings += 1
     meter = CpuMeter(platform.process.pid)
-    cpu_before, wall_before, started = state.cpu_seconds, state.wall_seconds, time.time()
+    cpu_before, selfplay_before = state.cpu_seconds, state.selfplay_seconds
+    wall_before, started = state.wall_seconds, time.time()
     last_note = 0.0
 
     def measure() -> None:
         now = time.time()
         state.cpu_seconds = cpu_before + meter.seconds()
+        state.selfplay_seconds = selfplay_before + meter.selfplay_seconds()
         state.wall_seconds = wall_before + now - started
-        state.samples.append([now, state.cpu_seconds, load_average() or 0.0])
+        state.samples.append([now, state.cpu_seconds, load_average() or 0.0, state.selfplay_seconds])
         state.save(state_path)
 
     try:
-        while platform.running() and state.cpu_seconds < cpu_budget and not stopping():
+        while platform.running() and state.used(budget) < cpu_budget and not stopping():
             if time.time() - last_note >= 60:
                 last_note = time.time()
                 progress(
-                    f"arm {name}: {state.cpu_seconds / 60:.1f} of {cpu_budget / 60:g} CPU-minutes "
-                    f"({state.wall_seconds / 60:.1f} minutes)"
+                    f"arm {name}: {state.used(budget) / 60:.1f} of {cpu_budget / 60:g} CPU-minutes "
+                    f"of {budget} ({state.cpu_seconds / 60:.1f} of the platform's; "
+                    f"{state.wall_seconds / 60:.1f} minutes)"
                 )
             time.sleep(SAMPLE_SECONDS)
             measure()
     finally:
         if platform.running():
-            progress(f"arm {name}: {state.cpu_seconds / 60:.1f} CPU-minutes used; stopping its platform")
+            progress(f"arm {name}: {state.used(budget) / 60:.1f} CPU-minutes of {budget} used; stopping its platform")
             supervisor.stop(platform, STOP_SECONDS)
         measure()
     if platform.process.returncode != 0:
@@ -378,7 +422,7 @@ def run_arm(
             f"arm {name}: its platform ended with status {platform.process.returncode}; the end of "
             f"{platform.log_path}:\n{platform.log_tail()}"
         )
-    state.finished = state.cpu_seconds >= cpu_budget
+    state.finished = state.used(budget) >= cpu_budget
     state.save(state_path)
     list_generations(folder)
     return state

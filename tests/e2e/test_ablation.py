@@ -148,7 +148,7 @@ def test_two_repetitions_are_run_rated_in_one_fit_and_reported(tmp_path):
     games = (data / "rating" / "games.json").read_text()
     second = ablation()
     assert second.returncode == 0, second.stdout[-4000:] + second.stderr[-4000:]
-    assert "CPU-minutes used" not in second.stdout and "pairings to play" not in second.stdout
+    assert "CPU-minutes of platform used" not in second.stdout and "pairings to play" not in second.stdout
     assert (data / "rating" / "games.json").read_text() == games
     again = json.loads((out / "ablation-2026-01-02.json").read_text())
     assert again["games"] == report["games"] and again["arms"][0]["repetitions"] == runs
@@ -157,4 +157,4 @@ def test_two_repetitions_are_run_rated_in_one_fit_and_reported(tmp_path):
         [*command[:5], "--cpu-minutes", "1", *command[7:]], cwd=ROOT, env=env, capture_output=True, text=True
     )
     assert changed.returncode != 0
-    assert f"{data} holds an ablation on 5x5 with 0.5 CPU-minutes per arm" in changed.stderr
+    assert f"{data} holds an ablation on 5x5 with 0.5 CPU-minutes of platform per arm" in changed.stderr

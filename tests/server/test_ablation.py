@@ -24,6 +24,7 @@ from server.platform.ablation import (
     ArmState,
     CpuMeter,
     built_in_arms,
+    is_client,
     load_arm,
     merged,
     repetitions,
@@ -204,6 +205,12 @@ def test_an_arms_cpu_time_is_read_between_its_samples_and_kept_over_a_gap(tmp_pa
     assert state.cpu_at(50.0) == 0.0 and state.cpu_at(107.5) == pytest.approx(15.0)
     assert state.cpu_at(300.0) == 20.0  # stopped between sittings: nothing used
     assert state.cpu_at(900.0) == 30.0 and state.mean_load() == pytest.approx(1.375)
+    assert state.cpu_at(107.5, "selfplay") == 0.0  # samples from before the self-play count
+    counted = ArmState(
+        cpu_seconds=20.0, selfplay_seconds=12.0, samples=[[100.0, 0.0, 1.0, 0.0], [110.0, 20.0, 1.0, 12.0]]
+    )
+    assert counted.cpu_at(105.0, "selfplay") == pytest.approx(6.0) and counted.cpu_at(105.0) == pytest.approx(10.0)
+    assert (counted.used("selfplay"), counted.used("platform")) == (12.0, 20.0)
     state.save(tmp_path / "state.json")
     assert ArmState.load(tmp_path / "state.json") == state
     (tmp_path / "state.json").write_text("{}x")
@@ -223,6 +230,34 @@ def test_the_meter_counts_the_cpu_time_of_a_process_and_its_children():
         time.sleep(0.05)
     # The child's spin (0.6 s) is counted though it ended: its last figure is kept.
     assert seen >= 0.5 and meter.seconds() == seen
+    assert meter.selfplay_seconds() == 0.0  # no client among them
+
+
+def test_the_self_play_count_is_the_client_and_its_descendants_alone(tmp_path):
+    """A platform with a trainer and a client, each spinning, and the client's worker under it: the
+    self-play count has the client's and its worker's time, not the trainer's nor the platform's."""
+    spin = "import time\nend = time.process_time() + {}\nwhile time.process_time() < end: pass\n"
+    worker = f"import subprocess, sys; subprocess.run([sys.executable, '-c', {spin.format(0.4)!r}])\n"
+    # A stand-in ``client`` package in the processes' folder: ``-m client contribute`` runs it, and it
+    # runs the worker, then spins itself.
+    (tmp_path / "client").mkdir()
+    (tmp_path / "client" / "__main__.py").write_text(worker + spin.format(0.3))
+    platform = (
+        "import subprocess, sys\n"
+        f"trainer = subprocess.Popen([sys.executable, '-c', {spin.format(0.8)!r}])\n"
+        "client = subprocess.Popen([sys.executable, '-m', 'client', 'contribute'])\n"
+        "trainer.wait(); client.wait()\n"
+    )
+    parent = subprocess.Popen([sys.executable, "-c", platform], cwd=tmp_path)
+    meter = CpuMeter(parent.pid)
+    while parent.poll() is None:
+        meter.seconds()
+        time.sleep(0.02)
+    total, selfplay = meter.seconds(), meter.selfplay_seconds()
+    assert 0.6 <= selfplay <= 1.0, (total, selfplay)  # 0.7 s of spinning, and starting up
+    assert total >= selfplay + 0.75, (total, selfplay)  # the trainer's 0.8 s besides
+    assert is_client([sys.executable, "-m", "client", "contribute", "--server", "x"])
+    assert not is_client([sys.executable, "manage.py", "train"]) and not is_client(["client", "contribute"])
 
 
 def results(*rows):

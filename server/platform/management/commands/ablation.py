@@ -27,6 +27,7 @@ from common.files import atomic_write
 from common.interrupt import on_signals
 from server.platform import ablation_rating as rating
 from server.platform.ablation import (
+    BUDGETS,
     BUILT_IN_ARMS,
     REFERENCE_ARM,
     AblationError,
@@ -66,7 +67,11 @@ COUNTS = {
     "gnugo_games": (10, "games of each rated network per GNU Go level"),
     "uniform_games": (4, "games of each rated network against the uniform random player"),
 }
-DEFAULTS = {key: default for key, (default, _) in COUNTS.items()} | {"visits": None, "gnugo_levels": "1,5"}
+DEFAULTS = {key: default for key, (default, _) in COUNTS.items()} | {
+    "visits": None,
+    "gnugo_levels": "1,5",
+    "budget": "platform",
+}
 
 
 def _levels(text: str) -> list[int]:
@@ -93,7 +98,15 @@ class Command(BaseCommand):
             "--cpu-minutes",
             type=float,
             required=True,
-            help="each arm's CPU time (each repetition's), all its processes together",
+            help="each arm's CPU time (each repetition's), of the processes --budget names",
+        )
+        parser.add_argument(
+            "--budget",
+            choices=BUDGETS,
+            default=DEFAULTS["budget"],
+            help="what --cpu-minutes counts: the platform's processes together (platform, the default), or its "
+            "self-play client's alone (selfplay: the paper's self-play compute, the trainer keeping up with the "
+            "rows whatever its CPU)",
         )
         parser.add_argument(
             "--board", type=int, default=7, choices=range(5, 10), metavar="5..9", help="board size (default 7)"
@@ -145,7 +158,7 @@ class Command(BaseCommand):
                 f"--arms {options['arms']} with --seeds {options['seeds']}: {clash} is both an arm and a "
                 "repetition of another; rename that arm's document"
             )
-        self._check_folder(data, board, budget)
+        self._check_folder(data, board, budget, options["budget"])
 
         stop = {"requests": 0}
 
@@ -175,20 +188,21 @@ class Command(BaseCommand):
         say(report.markdown(path.with_suffix(".png").name))
         say(f"report written to {path}")
 
-    def _check_folder(self, data: Path, board: int, budget: float) -> None:
+    def _check_folder(self, data: Path, board: int, budget: float, counted: str) -> None:
         """The ablation's folder keeps its board and budget: an arm run with others would not compare."""
         meta = data / "ablation.json"
-        mine = {"board": board, "cpu_minutes": budget}
+        mine = {"board": board, "cpu_minutes": budget, "budget": counted}
         if meta.exists():
             try:
                 theirs = json.loads(meta.read_text())
             except (OSError, ValueError) as e:
                 raise CommandError(f"{meta}: {e}") from None
+            theirs.setdefault("budget", "platform")  # a folder from before --budget
             if {k: theirs.get(k) for k in mine} != mine:
                 raise CommandError(
                     f"{data} holds an ablation on {theirs.get('board')}x{theirs.get('board')} with "
-                    f"{theirs.get('cpu_minutes')} CPU-minutes per arm: give the same --board and --cpu-minutes, "
-                    "or another --data"
+                    f"{theirs.get('cpu_minutes')} CPU-minutes of {theirs.get('budget')} per arm: give the same "
+                    "--board, --cpu-minutes and --budget, or another --data"
                 )
         data.mkdir(parents=True, exist_ok=True)
         atomic_write(meta, json.dumps(mine).encode())
@@ -199,7 +213,8 @@ class Command(BaseCommand):
         """Run the repetitions that have CPU time left, ``--arms-at-once`` at a time (each on a port of
         its own); their states by name."""
         states = {run.name: ArmState.load(run.folder(data) / "state.json") for run in runs}
-        todo = [run for run in runs if not (states[run.name].finished or states[run.name].cpu_seconds >= budget)]
+        counted = options["budget"]
+        todo = [run for run in runs if not (states[run.name].finished or states[run.name].used(counted) >= budget)]
         if todo:
             say("compiling the server's and the search's kernels first, so that no arm pays for them")
             warm_up(todo[0].arm, data / "warm-up", data / "warm-up.log")
@@ -212,9 +227,9 @@ class Command(BaseCommand):
                 return states[run.name]
             port = ports.get()
             try:
-                used = states[run.name].cpu_seconds / 60
-                say(f"arm {run.name} ({run.arm.title}): {used:.1f} of {budget / 60:g} CPU-minutes used")
-                return run_arm(run, data, budget, port, options["parallel"], say, stopping)
+                used = states[run.name].used(counted) / 60
+                say(f"arm {run.name} ({run.arm.title}): {used:.1f} of {budget / 60:g} CPU-minutes of {counted} used")
+                return run_arm(run, data, budget, port, options["parallel"], say, stopping, counted)
             except BaseException:
                 halt()
                 raise
@@ -247,14 +262,14 @@ class Command(BaseCommand):
         for run in runs:
             folder = run.folder(data)
             listed[run.name] = generations = read_generations(folder)
-            state = states[run.name]
+            state, counted = states[run.name], options["budget"]
             for g in generations["generations"]:
-                g["cpu_seconds"] = state.cpu_at(g["accepted_at"]) if g["accepted_at"] else 0.0
+                g["cpu_seconds"] = state.cpu_at(g["accepted_at"], counted) if g["accepted_at"] else 0.0
                 g["gating"] = "accepted"
-            chosen = rating.pick_points(generations["generations"], options["points"], state.cpu_seconds)
+            chosen = rating.pick_points(generations["generations"], options["points"], state.used(counted))
             final = generations["final"]
             if final is not None and final["gating"] != "accepted":
-                chosen.append(dict(final, cpu_seconds=state.cpu_at(final["created_at"])))
+                chosen.append(dict(final, cpu_seconds=state.cpu_at(final["created_at"], counted)))
             play = folder / PLAY_SETTINGS
             atomic_write(play, json.dumps(run.arm.settings["rating"]).encode())
             rated[run.name] = [
