@@ -4,9 +4,11 @@ The players: the uniform random player (held at 0 Elo), GNU Go at its levels (wh
 the networks rated: from each repetition of each arm, the generation accepted last before each of
 ``points`` evenly spaced shares of its CPU time, and its final network (its newest, even one its
 gating had not decided when the time ran out). The final network of the full arm's first repetition
-is the reference that every other rated network also plays. Every game goes through ``python -m
-client twogtp``, Chinese rules, the board's fair komi, each pair of games (colours swapped) from its
-own random opening moves; a network plays with its arm's rating search at the given visits.
+is the reference that every other rated network also plays; the other final networks may also play
+each other (``round_robin``), so that the repetitions are tied to each other and not through the
+reference alone. Every game goes through ``python -m client twogtp``, Chinese rules, the board's fair
+komi, each pair of games (colours swapped) from its own random opening moves; a network plays with
+its arm's rating search at the given visits.
 
 Each pairing's result is kept in ``games.json`` as it finishes, so that a stopped rating goes on
 from the pairings it has. The fit is the ratings' (``server.ratings.fit``) with one virtual draw in
@@ -120,6 +122,15 @@ class Games:
             for r in (self.results.get(p.key) for p in pairings)
             if r is not None
         ]
+
+
+def round_robin(finals: list[Player], reference: Player | None, games: int) -> list[Pairing]:
+    """``games`` games between every two of ``finals`` (the repetitions' final networks), but the
+    reference's, which plays every rated network already; none when ``games`` is 0."""
+    others = [p for p in finals if p != reference]
+    if games < 1:
+        return []
+    return [Pairing(a, b, games) for k, a in enumerate(others) for b in others[k + 1 :]]
 
 
 def play(

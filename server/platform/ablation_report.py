@@ -49,6 +49,7 @@ class RepetitionReport:
     points: list[Point] = field(default_factory=list)
     vs_reference: float | None = None  # its final network's Elo minus the reference's
     vs_reference_ci95: float | None = None
+    selfplay_minutes: float = 0.0  # the CPU time of its client's processes alone
 
     @property
     def final(self) -> Point | None:
@@ -102,6 +103,11 @@ class AblationReport:
     pairings: int
     games: int
     fit_iterations: int
+    budget: str = "platform"  # what cpu_minutes counts: the platform's processes, or its client's (selfplay)
+
+    @property
+    def selfplay(self) -> bool:
+        return self.budget == "selfplay"
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -112,17 +118,22 @@ class AblationReport:
         gnugo = f"GNU Go at {', '.join(levels)}" if levels else "no GNU Go (not installed)"
         several = self.seeds > 1
         platform = "Each arm ran the whole platform (self-play client, trainer, gating) "
+        counted = (
+            "CPU-minutes of its self-play client (the trainer kept up with the rows, its CPU not counted)"
+            if self.selfplay
+            else "CPU-minutes of its processes"
+        )
         if several:
             ran = (
                 f"{platform}{self.seeds} times, each repetition from the random network for {self.cpu_minutes:g} "
-                f"CPU-minutes of its processes on {self.machine}, in its own data folder (the platform takes no "
+                f"{counted} on {self.machine}, in its own data folder (the platform takes no "
                 "seed: a repetition is an independent run). Their generations then played the anchors (the "
                 f"uniform random player, {gnugo}) and the reference, the final network of the full arm's first "
                 "repetition"
             )
         else:
             ran = (
-                f"{platform}from the random network for {self.cpu_minutes:g} CPU-minutes of its processes on "
+                f"{platform}from the random network for {self.cpu_minutes:g} {counted} on "
                 f"{self.machine}, in its own data folder. Its generations then played the anchors (the uniform "
                 f"random player, {gnugo}) and the full arm's final network"
             )
@@ -148,6 +159,7 @@ class AblationReport:
                 "Elo ± 95%",
                 "against the full arm ± 95%",
                 "CPU-min",
+                *(["self-play CPU-min"] if self.selfplay else []),
                 "minutes (load)",
                 "self-play games",
                 "rows",
@@ -155,7 +167,7 @@ class AblationReport:
                 "accepted / exported",
                 "network, evaluations/s",
             ),
-            "|---" * (11 + len(seed)) + "|",
+            "|---" * (11 + len(seed) + self.selfplay) + "|",
         ]
         for arm in self.arms:
             speed = f"{arm.architecture}, {arm.evals_per_s:,.0f}" if arm.evals_per_s else arm.architecture
@@ -170,6 +182,7 @@ class AblationReport:
                         f"{final.elo:+.0f} ± {final.ci95:.0f}" if final else "-",
                         _against(r.vs_reference, r.vs_reference_ci95, "0 (the reference)"),
                         f"{r.cpu_minutes:.1f}",
+                        *([f"{r.selfplay_minutes:.1f}"] if self.selfplay else []),
                         f"{r.wall_minutes:.1f}{load}",
                         f"{r.selfplay_games:,}",
                         f"{r.rows:,}",
@@ -180,7 +193,9 @@ class AblationReport:
                 )
         lines += [
             "",
-            "CPU-min: the CPU time its platform's processes used (user and system, all sittings); minutes: the "
+            "CPU-min: the CPU time its platform's processes used (user and system, all sittings); "
+            + ("self-play CPU-min: its client's alone, the budget; " if self.selfplay else "")
+            + "minutes: the "
             "wall time, with the mean 1-minute load average of the machine while it ran. Evaluations/s: its "
             "network at the client's batch on this board, one thread, measured before the rating."
             + (" Against the full arm: the final network's Elo minus the reference's." if several else ""),
@@ -230,7 +245,8 @@ class AblationReport:
             "",
             f"![Elo of each arm's generations against the CPU time it had used]({plot_file})",
             "",
-            "| arm | network | CPU-min | self-play games | rows | training samples | Elo ± 95% | games |",
+            f"| arm | network | {'self-play ' if self.selfplay else ''}CPU-min | self-play games | rows | training "
+            "samples | Elo ± 95% | games |",
             "|---|---|---|---|---|---|---|---|",
         ]
         for arm in self.arms:
@@ -324,7 +340,11 @@ def plot(report: AblationReport, path: Path) -> Path:
             va="bottom",
         )
     ax.set_xlim(left=0.0)
-    ax.set_xlabel("compute: CPU-minutes of the arm's whole platform (self-play, training, server)")
+    ax.set_xlabel(
+        "compute: CPU-minutes of the arm's self-play client"
+        if report.selfplay
+        else "compute: CPU-minutes of the arm's whole platform (self-play, training, server)"
+    )
     ax.set_ylabel("Elo (the uniform random player 0)")
     ax.set_title(f"Ablation on {report.board}x{report.board}, {report.date}")
     ax.grid(alpha=0.3)

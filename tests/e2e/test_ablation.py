@@ -101,6 +101,8 @@ def test_two_repetitions_are_run_rated_in_one_fit_and_reported(tmp_path):
     for run in runs:
         # Each stopped once its processes had used the half minute (plus what stopping them took).
         assert 0.5 <= run["cpu_minutes"] < 1.0 and run["sittings"] == 1
+        # Its self-play client's share of that, found among the platform's processes, is kept beside it.
+        assert 0.0 < run["selfplay_minutes"] < run["cpu_minutes"]
         assert run["selfplay_games"] > 0 and run["rows"] > 0 and run["training_samples"] >= 512
         assert run["candidates"] >= 1 and 1 <= len(run["points"]) <= 2  # one share and the final one
         assert run["points"][-1]["train_step"] == max(p["train_step"] for p in run["points"])

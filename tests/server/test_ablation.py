@@ -505,6 +505,32 @@ def test_the_report_of_two_repetitions_gives_each_and_the_arms_pooled_difference
     ]
     assert arm["repetitions"][1]["points"][1]["elo"] == 240.0
     assert (tmp_path / "ablation-2026-12-05.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "self-play CPU-min" not in text
+
+    # Counted as self-play compute: the budget says so, and each repetition's client time is a column.
+    report.budget = "selfplay"
+    for arm in report.arms:
+        for r in arm.repetitions:
+            r.selfplay_minutes = 30.1
+    text = write(report, tmp_path).read_text()
+    assert "for 30 CPU-minutes of its self-play client (the trainer kept up with the rows, its CPU not" in text
+    assert "| CPU-min | self-play CPU-min | minutes (load) |" in text
+    assert "| the no-pcr arm | 2 | net-2 (not gated) | +240 ± 60 | -60 ± 52 | 60.2 | 30.1 | 33.0 (1.8) |" in text
+    assert "| arm | network | self-play CPU-min | self-play games |" in text
+    assert json.loads((tmp_path / "ablation-2026-12-05.json").read_text())["budget"] == "selfplay"
+
+
+def test_the_final_networks_play_each_other_but_the_reference_and_none_without_games():
+    from server.platform.ablation_rating import Player, round_robin
+
+    players = [Player(f"arm{k}/net", f"arm{k}: net", f"engine {k}") for k in range(4)]
+    pairings = round_robin(players, players[0], 6)
+    assert [(p.first.key, p.second.key, p.games) for p in pairings] == [
+        ("arm1/net", "arm2/net", 6),
+        ("arm1/net", "arm3/net", 6),
+        ("arm2/net", "arm3/net", 6),
+    ]
+    assert round_robin(players, players[0], 0) == [] and len(round_robin(players, None, 2)) == 6
 
 
 def test_games_against_gnu_go_are_refereed_and_a_result_counted_otherwise_is_played_again(tmp_path, monkeypatch):

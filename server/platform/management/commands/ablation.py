@@ -64,6 +64,11 @@ COUNTS = {
     ),
     "points": (3, "generations rated per arm (per repetition), besides its final one"),
     "reference_games": (20, "games of each rated network against the reference"),
+    "final_games": (
+        0,
+        "games between every two final networks of the repetitions, besides the reference's: they tie the "
+        "repetitions to each other, not through the reference alone",
+    ),
     "gnugo_games": (10, "games of each rated network per GNU Go level"),
     "uniform_games": (4, "games of each rated network against the uniform random player"),
 }
@@ -139,7 +144,7 @@ class Command(BaseCommand):
         for key in ("points", "jobs", "parallel", "arms_at_once", "seeds"):
             if options[key] < 1:
                 raise CommandError(f"--{key.replace('_', '-')} {options[key]}: must be at least 1")
-        for key in ("reference_games", "gnugo_games", "uniform_games"):
+        for key in ("reference_games", "final_games", "gnugo_games", "uniform_games"):
             if options[key] < 0:
                 raise CommandError(f"--{key.replace('_', '-')} {options[key]}: must not be negative")
         levels = _levels(options["gnugo_levels"])
@@ -289,6 +294,9 @@ class Command(BaseCommand):
                     pairings += [rating.Pairing(player, g, options["gnugo_games"]) for g in gnugos]
                 if reference is not None and player != reference and options["reference_games"]:
                     pairings.append(rating.Pairing(player, reference, options["reference_games"]))
+        pairings += rating.round_robin(
+            [rated[run.name][-1][1] for run in runs if rated[run.name]], reference, options["final_games"]
+        )
         games = rating.Games(data / "rating" / "games.json")
         rating.play(pairings, games, board, komi, visits, data / "rating" / "logs", options["jobs"], say, stopping)
         if stopping():
@@ -351,6 +359,7 @@ class Command(BaseCommand):
             pairings=len(results),
             games=sum(r.games for r in results),
             fit_iterations=fit.iterations,
+            budget=options["budget"],
         )
 
     @staticmethod
@@ -374,6 +383,7 @@ class Command(BaseCommand):
             seed=run.seed,
             name=run.name,
             cpu_minutes=state.cpu_seconds / 60,
+            selfplay_minutes=state.selfplay_seconds / 60,
             wall_minutes=state.wall_seconds / 60,
             mean_load=state.mean_load(),
             sittings=state.sittings,
