@@ -27,7 +27,8 @@ ablation's ``--budget``): ``platform``, the platform's whole process tree (web s
 trainer, client), or ``selfplay``, the client's process tree alone (its self-play games, and the
 run's rating games it plays beside them), as the paper's section 7.2 counts self-play compute with
 training kept up with the data: the trainer, at the platform's normal priority above the client's,
-trains every row's samples as they come, whatever its CPU. Both are kept. On a machine shared with
+trains every row's samples as they come, whatever its CPU, and once the client's time is up the client
+pauses while the trainer trains the rows it has left (``trainer_idle``). Both counts are kept. On a machine shared with
 other work an arm still gets its budget, though its processes then contend with others. Before the
 first arm, the server's and the search's kernels are compiled (numba caches them on disk), so that no
 arm pays for compiling them.
@@ -39,6 +40,7 @@ import contextlib
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -72,6 +74,10 @@ ARM_KEYS = {"title", "description", "from", "settings", "paper"}
 SAMPLE_SECONDS = 5.0
 # What --cpu-minutes counts: the platform's whole process tree, or its client's alone (self-play).
 BUDGETS = ("platform", "selfplay")
+# Under the self-play budget, how long the trainer may take to train the rows it has after the
+# client's time is up (the client paused meanwhile), and how many idle readings in a row say it has.
+CATCH_UP_SECONDS = 1800.0
+IDLE_READINGS = 2
 # The platform's client finishes its games and delivers them when asked to stop.
 STOP_SECONDS = 400.0
 
@@ -196,6 +202,10 @@ class ArmState:
     sittings: int = 0
     samples: list[list[float]] = field(default_factory=list)
     selfplay_seconds: float = 0.0
+    # Under the self-play budget: whether the trainer trained the rows it had once the client's time
+    # was up, and the wall seconds that took (the client paused).
+    caught_up: bool = False
+    catch_up_seconds: float = 0.0
 
     @classmethod
     def load(cls, path: Path) -> ArmState:
@@ -213,6 +223,10 @@ class ArmState:
     def used(self, budget: str) -> float:
         """The CPU seconds the budget ``budget`` (one of BUDGETS) counts."""
         return self.selfplay_seconds if budget == "selfplay" else self.cpu_seconds
+
+    def done(self, budget: str, cpu_budget: float) -> bool:
+        """Whether the arm used its budget (and, under the self-play one, its trainer caught up)."""
+        return self.used(budget) >= cpu_budget and (budget != "selfplay" or self.caught_up)
 
     def cpu_at(self, when: float, budget: str = "platform") -> float:
         """CPU seconds the budget ``budget`` counts used by the unix time ``when`` (interpolated
@@ -277,6 +291,29 @@ class CpuMeter:
     def selfplay_seconds(self) -> float:
         """The client's tree's CPU seconds, as of the last :meth:`seconds`."""
         return sum(v for k, v in self.seen.items() if k in self.client)
+
+    def signal_client(self, signum: int) -> None:
+        """Send ``signum`` to every live process of the client's tree (SIGSTOP pauses it, SIGCONT
+        resumes it)."""
+        self._sample()
+        for pid, created in self.client:
+            with contextlib.suppress(psutil.Error):
+                process = psutil.Process(pid)
+                if process.create_time() == created:
+                    process.send_signal(signum)
+
+
+def trainer_idle(database: Path) -> bool:
+    """Whether every training line of the arm's run (its embedded database, read-only) is idle: it
+    has trained the rows it received. False while it trains, or when that cannot be read yet."""
+    try:
+        with contextlib.closing(sqlite3.connect(f"{database.as_uri()}?mode=ro", uri=True, timeout=5.0)) as db:
+            statuses = [
+                row[0] for row in db.execute("SELECT status FROM training_trainingline WHERE role != 'retired'")
+            ]
+    except sqlite3.Error:
+        return False
+    return bool(statuses) and all(status == "idle" for status in statuses)
 
 
 # --- running an arm ------------------------------------------------------------------------------------
@@ -363,7 +400,7 @@ def run_arm(
     atomic_write(settings_file, json.dumps(arm.settings, indent=1).encode())
     state_path = folder / "state.json"
     state = ArmState.load(state_path)
-    if state.finished or state.used(budget) >= cpu_budget:
+    if state.finished or state.done(budget, cpu_budget):
         state.finished = True
         return state
     env = arm_env(folder / "data")
@@ -401,6 +438,7 @@ def run_arm(
         state.samples.append([now, state.cpu_seconds, load_average() or 0.0, state.selfplay_seconds])
         state.save(state_path)
 
+    paused = False
     try:
         while platform.running() and state.used(budget) < cpu_budget and not stopping():
             if time.time() - last_note >= 60:
@@ -412,7 +450,29 @@ def run_arm(
                 )
             time.sleep(SAMPLE_SECONDS)
             measure()
+        if budget == "selfplay" and state.used(budget) >= cpu_budget and platform.running() and not stopping():
+            # The client's time is up: it pauses while the trainer trains the rows it has, so that
+            # training is not what limits the arm.
+            progress(
+                f"arm {name}: self-play paused at {state.used(budget) / 60:.1f} CPU-minutes; the trainer catches up"
+            )
+            meter.signal_client(signal.SIGSTOP)
+            paused, began, idle = True, time.time(), 0
+            database = folder / "data" / "sente.sqlite3"
+            while platform.running() and not stopping() and time.time() - began < CATCH_UP_SECONDS:
+                time.sleep(SAMPLE_SECONDS)
+                measure()
+                idle = idle + 1 if trainer_idle(database) else 0
+                if idle >= IDLE_READINGS:
+                    state.caught_up = True
+                    break
+            state.catch_up_seconds += time.time() - began
+            if not state.caught_up and time.time() - began >= CATCH_UP_SECONDS:
+                state.caught_up = True  # as far as it got: the report's samples say how far
+                progress(f"arm {name}: the trainer did not catch up in {CATCH_UP_SECONDS / 60:g} minutes")
     finally:
+        if paused:
+            meter.signal_client(signal.SIGCONT)
         if platform.running():
             progress(f"arm {name}: {state.used(budget) / 60:.1f} CPU-minutes of {budget} used; stopping its platform")
             supervisor.stop(platform, STOP_SECONDS)
@@ -422,7 +482,7 @@ def run_arm(
             f"arm {name}: its platform ended with status {platform.process.returncode}; the end of "
             f"{platform.log_path}:\n{platform.log_tail()}"
         )
-    state.finished = state.used(budget) >= cpu_budget
+    state.finished = state.done(budget, cpu_budget)
     state.save(state_path)
     list_generations(folder)
     return state

@@ -29,6 +29,7 @@ from server.platform.ablation import (
     merged,
     repetitions,
     run_arm,
+    trainer_idle,
 )
 from server.platform.ablation_rating import Fit, Result, fit, pick_points
 from server.platform.ablation_report import (
@@ -258,6 +259,26 @@ def test_the_self_play_count_is_the_client_and_its_descendants_alone(tmp_path):
     assert total >= selfplay + 0.75, (total, selfplay)  # the trainer's 0.8 s besides
     assert is_client([sys.executable, "-m", "client", "contribute", "--server", "x"])
     assert not is_client([sys.executable, "manage.py", "train"]) and not is_client(["client", "contribute"])
+
+
+def test_the_trainer_is_idle_once_every_line_of_its_run_has_trained_its_rows(tmp_path):
+    import sqlite3
+
+    database = tmp_path / "sente.sqlite3"
+    assert not trainer_idle(database)  # no database yet
+    with sqlite3.connect(database) as db:
+        db.execute("CREATE TABLE training_trainingline (architecture TEXT, role TEXT, status TEXT)")
+        assert not trainer_idle(database)  # no line yet
+        db.execute("INSERT INTO training_trainingline VALUES ('b3c32', 'current', 'training')")
+        db.execute("INSERT INTO training_trainingline VALUES ('tiny', 'retired', 'stopped')")
+    assert not trainer_idle(database)
+    with sqlite3.connect(database) as db:
+        db.execute("UPDATE training_trainingline SET status = 'idle' WHERE role = 'current'")
+    assert trainer_idle(database)  # the retired line does not count
+    state = ArmState(selfplay_seconds=61.0, cpu_seconds=90.0)
+    assert state.done("platform", 60.0) and not state.done("selfplay", 60.0)
+    state.caught_up = True
+    assert state.done("selfplay", 60.0) and not state.done("selfplay", 62.0)
 
 
 def results(*rows):

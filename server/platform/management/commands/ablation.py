@@ -219,7 +219,7 @@ class Command(BaseCommand):
         its own); their states by name."""
         states = {run.name: ArmState.load(run.folder(data) / "state.json") for run in runs}
         counted = options["budget"]
-        todo = [run for run in runs if not (states[run.name].finished or states[run.name].used(counted) >= budget)]
+        todo = [run for run in runs if not (states[run.name].finished or states[run.name].done(counted, budget))]
         if todo:
             say("compiling the server's and the search's kernels first, so that no arm pays for them")
             warm_up(todo[0].arm, data / "warm-up", data / "warm-up.log")
