@@ -27,11 +27,11 @@ ablation's ``--budget``): ``platform``, the platform's whole process tree (web s
 trainer, client), or ``selfplay``, the client's process tree alone (its self-play games, and the
 run's rating games it plays beside them), as the paper's section 7.2 counts self-play compute with
 training kept up with the data: the trainer, at the platform's normal priority above the client's,
-trains every row's samples as they come, whatever its CPU, and once the client's time is up the client
-pauses while the trainer trains the rows it has left (``trainer_idle``). Both counts are kept. On a machine shared with
-other work an arm still gets its budget, though its processes then contend with others. Before the
-first arm, the server's and the search's kernels are compiled (numba caches them on disk), so that no
-arm pays for compiling them.
+trains every row's samples as they come, whatever its CPU, and once the client's time is up the
+client pauses while the trainer trains the rows it has left (``trainer_idle``). Both counts are
+kept. On a machine shared with other work an arm still gets its budget, though its processes then
+contend with others. Before the first arm, the server's and the search's kernels are compiled (numba
+caches them on disk), so that no arm pays for compiling them.
 """
 
 from __future__ import annotations
