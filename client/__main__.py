@@ -253,6 +253,30 @@ def _contribute(args) -> int:
     return run(args)
 
 
+def _service(args) -> int:
+    from client import service
+
+    try:
+        if args.action == "install":
+            svc = service.service(args.options)
+            if args.print:
+                written = svc.definition()
+                sys.stdout.write(written.decode("utf-16") if svc.system == "win32" else written.decode())
+                return 0
+            said = service.install(svc, start=not args.no_start)
+        elif args.action == "uninstall":
+            said = service.uninstall(service.service())
+        else:
+            status, text = service.status(service.service())
+            print(text)
+            return status
+    except service.ServiceError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2 if args.action == "install" else 1
+    print("\n".join(said))
+    return 0
+
+
 def _convert_katago(args) -> int:
     from common.nn.katago_import import KataGoModelError, read_katago_model
     from common.nn.modelfile import ModelFileError, save_model_file
@@ -461,6 +485,30 @@ def build_parser() -> argparse.ArgumentParser:
     add_arguments(co)
     co.set_defaults(func=_contribute)
 
+    svc = sub.add_parser(
+        "service",
+        help="run the contributing client as a service of your account, started at login and again after a "
+        "failure (systemd on Linux, launchd on macOS, Task Scheduler on Windows)",
+        description="Run `sente contribute` as a service of your account: started at login, at a low priority, "
+        "and again after a failure that waiting can mend. Log in first with `sente contribute --server URL "
+        "--username NAME`.",
+    )
+    actions = svc.add_subparsers(dest="action", required=True)
+    install = actions.add_parser(
+        "install",
+        usage="%(prog)s [--no-start] [--print] [OPTIONS OF sente contribute ...]",
+        help="write the service's definition and start it; the options after it are `sente contribute`'s",
+        description="Write the service's definition and start it. The other options are those of `sente "
+        "contribute`, which the service passes on (checked now; paths made absolute).",
+    )
+    install.add_argument(
+        "--no-start", action="store_true", help="write the definition, and neither register nor start it"
+    )
+    install.add_argument("--print", action="store_true", help="print the definition, and write nothing")
+    actions.add_parser("uninstall", help="stop the service, unregister it and delete its definition")
+    actions.add_parser("status", help="the service manager's account of the service")
+    svc.set_defaults(func=_service, options=[])
+
     conv = sub.add_parser("convert-katago", help="convert a KataGo model file (.bin.gz) to our .safetensors")
     conv.add_argument("input", help="KataGo model file, version 8 (.bin.gz or .txt.gz)")
     conv.add_argument("output", help="the .safetensors file to write")
@@ -534,7 +582,12 @@ def main(argv: list[str] | None = None) -> int:
         except _UsageError as e:
             print(f"error: {e}", file=sys.stderr)
             return 2
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if getattr(args, "action", None) == "install":
+        args.options = extra  # sente contribute's, checked by the service
+    elif extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
     try:
         return args.func(args)
     except _UsageError as e:
