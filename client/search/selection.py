@@ -150,7 +150,9 @@ def gumbel_edge(rows, params, node, value):
         high = max(high, fill)
     scale = (params.gumbel_c_visit + most) * params.gumbel_c_scale / max(high - low, 1e-8)
     top = (high - low) * scale  # the largest sigma: exponents are taken below it
-    fill_term = math.exp((fill - low) * scale - top)
+    # The mixed value's term, for the moves without a finished visit. When every move has one, the
+    # mixed value is outside [low, high] and its exponent could overflow: it is not used then.
+    fill_term = math.exp((fill - low) * scale - top) if unfinished else 0.0
     # softmax's denominator: the touched moves one by one, the others at the mixed value together.
     total = 0.0
     rest = 0.0
@@ -180,7 +182,7 @@ def gumbel_edge(rows, params, node, value):
         e = start + touched
         if rows.e_prior[e] * fill_term / total > best_value:
             best = e
-    return best
+    return best if best >= 0 else start  # no value compared (not a number): never an index before the edges
 
 
 @njit(cache=True, _nrt=False)

@@ -105,7 +105,7 @@ def test_the_rule_below_the_root_takes_the_improved_policys_deterministic_choice
     rng = np.random.default_rng(11)
     picked = set()
     for case in range(400):
-        count = int(rng.integers(2, 9))
+        count = int(rng.integers(1, 9))  # one move: a node with a single legal move, the pass
         touched = int(rng.integers(1, count + 1))
         prior = rng.dirichlet(np.ones(count))
         prior[touched:] = np.sort(prior[touched:])[::-1]  # the next untouched edge has the most prior
