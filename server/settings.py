@@ -357,6 +357,26 @@ PASSWORD_RESET_TIMEOUT = env_int("SENTE_PASSWORD_RESET_SECONDS", 3 * 24 * 3600)
 SENTE_WINDOW_TALLY_SECONDS = float(env_str("SENTE_WINDOW_TALLY_SECONDS", "300"))
 # where volunteers get the client: the getting-started page shows `git clone` of it when set
 SENTE_SOURCE_URL = env_str("SENTE_SOURCE_URL")
+
+
+def _newest_client_version() -> str:
+    """The newest client release, announced with the run so that older clients say how to upgrade:
+    SENTE_NEWEST_CLIENT_VERSION, or this server's own version (a release ships both)."""
+    from common.protocol import CLIENT_VERSION, parse_version
+
+    value = env_str("SENTE_NEWEST_CLIENT_VERSION") or CLIENT_VERSION
+    try:
+        parse_version(value)
+    except ValueError:
+        raise ImproperlyConfigured(
+            f"environment variable SENTE_NEWEST_CLIENT_VERSION={value!r}: must be a version such as 1.4.0"
+        ) from None
+    return value
+
+
+SENTE_NEWEST_CLIENT_VERSION = _newest_client_version()
+# The command an older client shows for upgrading to it.
+SENTE_CLIENT_UPGRADE = env_str("SENTE_CLIENT_UPGRADE", "pipx upgrade sente")
 # The site's address as people reach it, for the links of messages sent without a request
 # (webhooks; e-mails take the request's own).
 DEFAULT_PUBLIC_URL = "http://127.0.0.1:8000"

@@ -154,7 +154,7 @@ class _Contributor:
         outbox = Outbox(self.data_dir / "outbox", backoff_start=self.args.retry_seconds)
         cache = NetworkCache(self.data_dir / "networks")
         cache.prune()
-        status = Status(server=self.session.server_url, username=self.session.username)
+        status = Status(server=self.session.server_url, username=self.session.username, upgrade=self.session.upgrade)
         status.outbox = outbox.counts
         if outbox.counts.pending:
             log.warning(

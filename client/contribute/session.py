@@ -54,6 +54,7 @@ class Session:
         self.server_url: str = config.server  # logging in keeps it: every later config has this server
         self.username = config.username or "?"  # the account's name, as the server says once signed in
         self.password_read = False
+        self.upgrade: str | None = None  # the server's word of a newer client release, and how to get it
 
     def sign_in(self) -> ServerClient:
         """A client of the server, checked: logged in when need be, the token taken (a refused one
@@ -209,6 +210,9 @@ class Session:
             refusal = not_taken(current)
             if refusal is not None:
                 raise Stop(EXIT_UPGRADE, refusal)
+            self.upgrade = newer_release(current)
+            if self.upgrade is not None:
+                log.warning("%s", self.upgrade)
             log.info("run %s, network %s", current.get("run"), (current.get("network") or {}).get("name"))
         except ServerError as e:
             log.warning("the server has no run to work for yet (%s); the client waits for one", e.message)
@@ -223,6 +227,19 @@ def _unreachable(server: str | None, error: requests.RequestException, advice: s
 
 def _token_from_env() -> bool:
     return bool(os.environ.get(client_config.ENV["token"]))
+
+
+def newer_release(current: dict) -> str | None:
+    """What to say when the server announces a client release newer than this one, with the command
+    that upgrades to it (None: this one is the newest, or the server names none, or a bad one)."""
+    newest, command = current.get("newest_client_version"), current.get("client_upgrade")
+    try:
+        if not isinstance(newest, str) or parse_version(newest) <= parse_version(CLIENT_VERSION):
+            return None
+    except ValueError:
+        return None
+    how = f": {command}" if isinstance(command, str) and command.strip() else ""
+    return f"client {newest} is out (this is {CLIENT_VERSION}); upgrade{how}"
 
 
 def not_taken(current: dict) -> str | None:

@@ -33,6 +33,7 @@ class Status:
     outbox: OutboxCounts = field(default_factory=OutboxCounts)
     upload_reachable: bool | None = None  # as the last upload found it
     mode: str = "running"  # running, paused, finishing, stopping
+    upgrade: str | None = None  # a newer client release, as the server announced it at start
     started: float = field(default_factory=time.time)
     _history: deque = field(default_factory=lambda: deque(maxlen=600))
     _announced: set = field(default_factory=set)
@@ -106,6 +107,7 @@ class Status:
             f"{t['selfplay_games']:.0f} self-play + {t['rating_games']:.0f} rating; {moves:.1f} moves/s, "
             f"{evals:.0f} evals/s, batch fill {100 * fill:.0f}%; uploads: {o.delivered} sent, {o.pending} "
             f"pending, {o.rejected} rejected, {o.failed_attempts} failed tries; server {self.server_text()}"
+            + (f"; {self.upgrade}" if self.upgrade else "")
         )
 
     def panel(self):
@@ -145,6 +147,8 @@ class Status:
             table.add_row(f"worker {index}", f"{w.get('device')}: {w.get('state')}{in_hand(w)}")
         for text in self.announcements():
             table.add_row("[yellow]news[/]", escape(text))
+        if self.upgrade:
+            table.add_row("[yellow]upgrade[/]", escape(self.upgrade))
         title = f"Sente contributor: {self.mode}, up {duration(time.time() - self.started)}"
         return Panel(table, title=title, subtitle="Ctrl-C: finish and stop; type pause / resume")
 

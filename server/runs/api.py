@@ -59,9 +59,10 @@ class RunDetail(generics.RetrieveAPIView):
 
 
 class CurrentRun(APIView):
-    """The run that hands out work now: the client versions and builds it takes, its settings
-    version, its self-play network, the most games a task may have, and whether a candidate waits
-    for its gating games (a client then asks for rating tasks beside its reserve of self-play)."""
+    """The run that hands out work now: the client versions and builds it takes, the newest client
+    release and the command that upgrades to it, its settings version, its self-play network, the
+    most games a task may have, and whether a candidate waits for its gating games (a client then
+    asks for rating tasks beside its reserve of self-play)."""
 
     permission_classes = [permissions.AllowAny]
 
@@ -75,6 +76,10 @@ class CurrentRun(APIView):
                     "min_client_version": serializers.CharField(),
                     "max_client_version": serializers.CharField(allow_null=True),
                     "client_builds": serializers.ListField(child=serializers.CharField(), help_text="empty: any build"),
+                    "newest_client_version": serializers.CharField(
+                        help_text="the newest client release: an older client that the run takes says how to upgrade"
+                    ),
+                    "client_upgrade": serializers.CharField(help_text="the command that upgrades the client"),
                     "settings_version": serializers.IntegerField(),
                     "network": serializers.DictField(allow_null=True),
                     "games_per_task": serializers.IntegerField(),
@@ -94,6 +99,8 @@ class CurrentRun(APIView):
                 "run": run.name,
                 "status": run.status,
                 **run.clients_taken(),
+                "newest_client_version": settings.SENTE_NEWEST_CLIENT_VERSION,
+                "client_upgrade": settings.SENTE_CLIENT_UPGRADE,
                 "settings_version": current.version if current else None,
                 "network": network_ref(network, request) if network else None,
                 "games_per_task": settings.SENTE_LIMITS["games_per_task"],

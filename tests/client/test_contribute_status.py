@@ -190,3 +190,26 @@ def test_without_a_terminal_the_status_is_a_line_once_a_minute(monkeypatch, caps
     lines = capsys.readouterr().out.splitlines()
     assert [line.split(":")[0] for line in lines] == ["running", "finishing"]
     assert lines[1] == status.line()
+
+
+def test_a_newer_release_announced_by_the_server_is_said_with_its_command_in_the_panel_and_the_line():
+    from rich.console import Console
+
+    from client.contribute.session import newer_release
+    from common.protocol import CLIENT_VERSION, parse_version
+
+    major, minor, patch = parse_version(CLIENT_VERSION)
+    newer = f"{major}.{minor}.{patch + 1}"
+    said = newer_release({"newest_client_version": newer, "client_upgrade": "pipx upgrade sente"})
+    assert said == f"client {newer} is out (this is {CLIENT_VERSION}); upgrade: pipx upgrade sente"
+    # This release or an older one, none named, or one that is no version: nothing to say.
+    for newest in (CLIENT_VERSION, f"{major}.{minor}", None, "latest", 7):
+        assert newer_release({"newest_client_version": newest, "client_upgrade": "x"}) is None
+    assert newer_release({"newest_client_version": newer}).endswith("); upgrade")  # no command named
+    status = Status(server="http://s", username="alice", upgrade=said)
+    assert status.line().endswith(f"; {said}")
+    console = Console(width=160, record=True, file=open("/dev/null", "w"))  # noqa: SIM115
+    console.print(status.panel())
+    assert f"upgrade  {said}" in console.export_text()
+    plain = Status(server="http://s", username="alice")
+    assert "upgrade" not in plain.line()

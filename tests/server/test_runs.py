@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from io import StringIO
 
 import pytest
@@ -240,11 +243,27 @@ def test_current_run(run):
         "min_client_version": run.min_client_version,
         "max_client_version": None,
         "client_builds": [],
+        "newest_client_version": __version__,  # the server's own release, unless set otherwise
+        "client_upgrade": "pipx upgrade sente",
         "settings_version": 1,
         "games_per_task": 256,
         "gating": False,
         "network": {"name": f"{run.name}-random", "is_random": True, "url": None, "sha256": None, "bytes": 0},
     }
+
+
+def test_the_newest_client_release_is_the_operators_and_a_bad_one_is_refused_at_start(run, settings):
+    settings.SENTE_NEWEST_CLIENT_VERSION, settings.SENTE_CLIENT_UPGRADE = "9.1.0", "pip install -U sente"
+    answer = APIClient().get("/api/v1/runs/current/").json()
+    assert (answer["newest_client_version"], answer["client_upgrade"]) == ("9.1.0", "pip install -U sente")
+    refused = subprocess.run(
+        [sys.executable, "-c", "import django; django.setup()"],
+        env={**os.environ, "DJANGO_SETTINGS_MODULE": "server.settings", "SENTE_NEWEST_CLIENT_VERSION": "newest"},
+        capture_output=True,
+        text=True,
+    )
+    assert refused.returncode != 0
+    assert "SENTE_NEWEST_CLIENT_VERSION='newest': must be a version such as 1.4.0" in refused.stderr
 
 
 def test_current_run_is_the_newest_active(run):
