@@ -43,6 +43,7 @@ from client.contribute.inplay import DEFAULT_CHECKPOINT_SECONDS
 from client.contribute.netcache import NetworkCache
 from client.contribute.options import default_parallel
 from client.contribute.outbox import Outbox
+from client.contribute.priority import set_priority
 from client.contribute.server import ServerClient
 from client.contribute.session import Session
 from client.contribute.status import Display, Status
@@ -115,6 +116,8 @@ class _Contributor:
     def run(self) -> int:
         listener = start_logging(self.data_dir, self.log_queue, self.config_path)
         try:
+            # Before any worker starts: they inherit it.
+            log.info("process priority: %s", set_priority(self.config.priority or "low"))
             devices = self._devices()
             server = self.session.sign_in()
             if self.args.password_stdin and not self.session.password_read:

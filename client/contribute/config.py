@@ -28,6 +28,7 @@ from typing import Any
 import platformdirs
 
 from client.contribute.bounded import DEFAULT_MAX_DOWNLOAD
+from client.contribute.priority import PRIORITIES
 from common.files import atomic_write
 
 APP = "sente"  # the folders' name
@@ -49,6 +50,7 @@ ENV = {
     "gpu_share": "SENTE_GPU_SHARE",
     "checkpoint_seconds": "SENTE_CHECKPOINT_SECONDS",
     "max_download_mb": "SENTE_MAX_DOWNLOAD_MB",
+    "priority": "SENTE_PRIORITY",
 }
 ONLY = ("selfplay", "rating")
 MIB = 1 << 20
@@ -77,6 +79,7 @@ class ClientConfig:
     gpu_share: float | None = None  # the share of the default games at once (0 < share <= 1)
     checkpoint_seconds: float | None = None  # how often a game in play is saved (client.contribute.inplay)
     max_download_mb: float | None = None  # the most any download may bring, in MiB (client.contribute.bounded)
+    priority: str | None = None  # the process priority: "low" (None: low) or "normal" (client.contribute.priority)
 
     def merged(self, values: Mapping[str, object], source: str) -> ClientConfig:
         """These settings with the given ones (None values skipped) on top, each checked."""
@@ -186,6 +189,8 @@ def _checked(key: str, value: Any, where: str) -> Any:
                 raise ConfigError(
                     f"{where}: {part!r} is not a device (cpu, cuda, cuda:N, mps; several separated by commas)"
                 )
+    if key == "priority" and value not in PRIORITIES:
+        raise ConfigError(f"{where}: {value!r} is not one of {', '.join(PRIORITIES)}")
     if key == "only" and value not in ONLY:
         raise ConfigError(f"{where}: {value!r} is not one of {', '.join(ONLY)}")
     if key in ("proxy", "mirror") and not value.startswith(("http://", "https://")):

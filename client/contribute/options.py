@@ -76,6 +76,11 @@ def add_arguments(parser) -> None:
         help="the share of each GPU to use, 0.5 for half: that share of the default games at once (default 1)",
     )
     parser.add_argument(
+        "--priority",
+        help="the client's process priority: low (the default: nice 10, below normal on Windows, so that your own "
+        "programs come first) or normal",
+    )
+    parser.add_argument(
         "--checkpoint-seconds",
         help=f"save each game in play this often, to play it on after a crash or a reboot (default "
         f"{DEFAULT_CHECKPOINT_SECONDS:.0f})",
