@@ -71,7 +71,10 @@ def contribute_options(options: Sequence[str], cwd: Path) -> list[str]:
                 f"{name}: a service has no terminal to ask for a password; log in first with "
                 "`sente contribute --server URL --username NAME`, then install the service without it"
             )
-    parser = argparse.ArgumentParser(prog="sente service install", add_help=False, exit_on_error=False)
+    # No abbreviations: each option is written out as contribute names it (its path made absolute).
+    parser = argparse.ArgumentParser(
+        prog="sente service install", add_help=False, exit_on_error=False, allow_abbrev=False
+    )
     add_arguments(parser)
     try:
         _, extra = parser.parse_known_args(list(options))

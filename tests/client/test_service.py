@@ -119,6 +119,7 @@ def test_the_launchd_agent_and_the_task_run_the_same_command_at_login_at_low_pri
         (["--password-stdin"], "--password-stdin: a service has no terminal"),
         (["--colour", "blue"], "--colour blue is not an option of `sente contribute`"),
         (["--server"], "argument --server: expected one argument"),
+        (["--data", "d"], "--data d is not an option"),  # an abbreviation: its path would stay relative
     ],
 )
 def test_options_a_service_cannot_run_are_refused_before_anything_is_written(tmp_path, options, said):
