@@ -61,7 +61,9 @@ class Contributor:
             args += ["--server", server_url]
         if login:
             args += ["--username", "alice", "--password-stdin"]
-        env = {k: v for k, v in os.environ.items() if not k.startswith("SENTE_")} | (environ or {})
+        env = {k: v for k, v in os.environ.items() if not k.startswith("SENTE_")}
+        # At its default low priority, the client would wait for the other test process's cores.
+        env = env | {"SENTE_PRIORITY": "normal"} | (environ or {})
         env["PYTHONPATH"] = str(ROOT)
         if program is not None:  # the installed package alone, as a volunteer has it
             del env["PYTHONPATH"]
