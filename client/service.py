@@ -257,7 +257,8 @@ def install(svc: Service, start: bool = True, run: Run = _run) -> list[str]:
 
 def _domain() -> str:
     """launchd's domain of the user's agents."""
-    return f"gui/{os.getuid()}" if hasattr(os, "getuid") else "gui"
+    uid = getattr(os, "getuid", None)  # launchd is macOS's, where it exists; the module loads anywhere
+    return f"gui/{uid()}" if uid is not None else "gui"
 
 
 def _start_commands(svc: Service) -> list[tuple[list[str], bool]]:
