@@ -39,8 +39,10 @@ from client.contribute import inplay
 from client.contribute.console import LOG_NAME, Console, start_logging
 from client.contribute.delivery import Delivery
 from client.contribute.exits import EXIT_AUTH, EXIT_OK, EXIT_USAGE, Stop
+from client.contribute.gpuwatch import GpuWatch
 from client.contribute.inplay import DEFAULT_CHECKPOINT_SECONDS
 from client.contribute.netcache import NetworkCache
+from client.contribute.nvml import GpuReader, NvmlReader
 from client.contribute.options import default_parallel
 from client.contribute.outbox import Outbox
 from client.contribute.priority import set_priority
@@ -48,7 +50,7 @@ from client.contribute.server import ServerClient
 from client.contribute.session import Session
 from client.contribute.status import Display, Status
 from client.contribute.supervision import Pauses, StopDeadline, Workers
-from client.contribute.worker import Control, WorkerSpec, cpu_share
+from client.contribute.worker import MAX_WORKERS, Control, WorkerSpec, cpu_share
 
 log = logging.getLogger("client.contribute")
 
@@ -141,6 +143,8 @@ class _Contributor:
                     raise Stop(
                         EXIT_USAGE, f"--device {self.config.device}: there is no {d} on this machine (GPUs: {there})"
                     )
+            if len(devices) > MAX_WORKERS:
+                raise Stop(EXIT_USAGE, f"--device: {len(devices)} devices; one client plays on {MAX_WORKERS} at most")
             if "mps" in devices and not mps_available():
                 raise Stop(EXIT_USAGE, f"--device {self.config.device}: this machine has no Apple GPU torch can use")
         else:
@@ -182,10 +186,11 @@ class _Contributor:
         console.start()
         self._keep_hours()  # outside the hours to play, the workers start paused
         workers.start()
+        gpus = self._gpu_watch(devices, status, workers)
         deadline = StopDeadline()
         try:
             with Display(status) as display:
-                self._supervise(workers, status, cache, display, deadline)
+                self._supervise(workers, status, cache, display, deadline, gpus)
                 delivery.stop()
                 if not self.control.stopping.is_set():
                     status.mode = "sending the last games"
@@ -227,16 +232,61 @@ class _Contributor:
             for i, d in enumerate(devices)
         ]
 
+    def _gpu_watch(self, devices: list[str], status: Status, workers: Workers) -> GpuWatch | None:
+        """The watch of the NVIDIA GPUs' heat, power and other programs (None without NVML: the
+        limits asked for cannot act, which is said once)."""
+        cfg = self.config
+        asked = [
+            flag
+            for flag, value in (
+                ("--max-temperature", cfg.max_temperature),
+                ("--max-power", cfg.max_power),
+                ("--pause-when-busy", cfg.pause_when_busy),
+            )
+            if value
+        ]
+        reader = self.gpu_reader(devices)
+        if isinstance(reader, str):
+            if asked:
+                log.warning("%s cannot act: %s", " and ".join(asked), reader)
+            return None
+        if asked and any(not d.startswith("cuda") for d in devices):
+            off = ", ".join(sorted({d for d in devices if not d.startswith("cuda")}))
+            log.warning("%s act on NVIDIA GPUs only, not on %s", " and ".join(asked), off)
+        return GpuWatch(
+            reader,
+            dict(enumerate(devices)),
+            self.control,
+            status,
+            lambda: {os.getpid(), *workers.pids()},
+            max_temperature=cfg.max_temperature,
+            max_power=cfg.max_power,
+            pause_when_busy=bool(cfg.pause_when_busy),
+        )
+
+    def gpu_reader(self, devices: list[str]) -> GpuReader | str:
+        """NVML's reader, or why there is none (the tests give their own)."""
+        return NvmlReader.open(devices)
+
     def _supervise(
-        self, workers: Workers, status: Status, cache: NetworkCache, display: Display, deadline: StopDeadline
+        self,
+        workers: Workers,
+        status: Status,
+        cache: NetworkCache,
+        display: Display,
+        deadline: StopDeadline,
+        gpus: GpuWatch | None = None,
     ) -> None:
         """Look after the workers until every one has ended, or stopping has waited for them long
-        enough: act on signals and messages, start crashed workers again, show the status."""
+        enough: act on signals and messages, start crashed workers again, keep the GPUs within their
+        limits, show the status."""
         last_prune = time.monotonic()
         while not workers.all_ended():
             self._wake.wait(0.5)
             self._wake.clear()
             self._keep_hours()
+            if gpus is not None:
+                gpus.look(time.monotonic())
             workers.look_after()
             if self.control.stopping.is_set():
                 # Stopping means now: a worker stuck in a long step is not waited for long.

@@ -58,6 +58,7 @@ class CanaryGuard:
         self.passed_at: dict[str, float] = {}  # network -> when its last passing check began (time.time)
         self.last_check = 0.0  # time.monotonic() of the last round of checks
         self.last_seconds = 0.0  # how long it took
+        self.not_before = 0.0  # time.time() before which no check vouches for a game (distrust)
         self._lock = threading.Lock()
 
     # --- the reference ------------------------------------------------------------------------------
@@ -143,8 +144,17 @@ class CanaryGuard:
         return canary.compare(reference, got, canary.tolerance_for(evaluator.device, dtype))
 
     def vouched(self, device: str, networks: tuple[str, ...], ended: float) -> bool:
-        """Did a check of each network on this device pass after a game that ended at ``ended``?"""
-        return device == self.device and all(self.passed_at.get(n, -1.0) > ended for n in networks)
+        """Did a check of each network on this device pass after a game that ended at ``ended``
+        (and after the last :meth:`distrust`)?"""
+        after = max(ended, self.not_before)
+        return device == self.device and all(self.passed_at.get(n, -1.0) > after for n in networks)
+
+    def distrust(self, since: float) -> None:
+        """Something may have gone wrong on the device at ``since`` (its GPU passed a limit): the
+        games held now go out only after a check begun later, and the next round of checks is due
+        at once."""
+        self.not_before = max(self.not_before, since)
+        self.last_check = 0.0
 
     def interval(self) -> float:
         """Seconds from one round of checks to the next."""

@@ -28,6 +28,7 @@ from typing import Any
 import platformdirs
 
 from client.contribute.bounded import DEFAULT_MAX_DOWNLOAD
+from client.contribute.gpuwatch import parse_power, parse_temperature
 from client.contribute.priority import PRIORITIES
 from common.files import atomic_write
 
@@ -51,6 +52,9 @@ ENV = {
     "checkpoint_seconds": "SENTE_CHECKPOINT_SECONDS",
     "max_download_mb": "SENTE_MAX_DOWNLOAD_MB",
     "priority": "SENTE_PRIORITY",
+    "max_temperature": "SENTE_MAX_TEMPERATURE",
+    "max_power": "SENTE_MAX_POWER",
+    "pause_when_busy": "SENTE_PAUSE_WHEN_BUSY",
 }
 ONLY = ("selfplay", "rating")
 MIB = 1 << 20
@@ -80,6 +84,9 @@ class ClientConfig:
     checkpoint_seconds: float | None = None  # how often a game in play is saved (client.contribute.inplay)
     max_download_mb: float | None = None  # the most any download may bring, in MiB (client.contribute.bounded)
     priority: str | None = None  # the process priority: "low" (None: low) or "normal" (client.contribute.priority)
+    max_temperature: float | None = None  # degrees Celsius a GPU may reach (client.contribute.gpuwatch)
+    max_power: str | None = None  # watts a GPU may draw, "200", or a share of its limit, "80%"
+    pause_when_busy: bool | None = None  # pause a GPU's games while another program uses it
 
     def merged(self, values: Mapping[str, object], source: str) -> ClientConfig:
         """These settings with the given ones (None values skipped) on top, each checked."""
@@ -176,6 +183,27 @@ def _checked(key: str, value: Any, where: str) -> Any:
         if seconds is None or not 0 < seconds < float("inf"):
             raise ConfigError(f"{where}: {value!r} is not a number of seconds above 0")
         return seconds
+    if key == "max_temperature":
+        try:
+            return parse_temperature(value)
+        except ValueError as e:
+            raise ConfigError(f"{where}: {e}") from None
+    if key == "pause_when_busy":
+        if isinstance(value, bool):
+            return value
+        words = {
+            "1": True,
+            "true": True,
+            "yes": True,
+            "on": True,
+            "0": False,
+            "false": False,
+            "no": False,
+            "off": False,
+        }
+        if isinstance(value, str) and value.strip().lower() in words:
+            return words[value.strip().lower()]
+        raise ConfigError(f"{where}: {value!r} is not true or false")
     if not isinstance(value, str) or not value.strip():
         raise ConfigError(f"{where}: {value!r} must be a non-empty text")
     value = value.strip()
@@ -197,6 +225,11 @@ def _checked(key: str, value: Any, where: str) -> Any:
         raise ConfigError(f"{where}: {value!r} is not an http:// or https:// address")
     if key == "mirror" and "{name}" not in value and "{sha256}" not in value:
         raise ConfigError(f"{where}: {value!r} names no file: put {{name}} or {{sha256}} where the network goes")
+    if key == "max_power":
+        try:
+            parse_power(value)
+        except ValueError as e:
+            raise ConfigError(f"{where}: {e}") from None
     if key == "hours":
         try:
             parse_hours(value)

@@ -76,6 +76,23 @@ def add_arguments(parser) -> None:
         help="the share of each GPU to use, 0.5 for half: that share of the default games at once (default 1)",
     )
     parser.add_argument(
+        "--max-temperature",
+        help="the hottest an NVIDIA GPU may run, in degrees Celsius, e.g. 80: above it the GPU plays half its games "
+        "at once, then a quarter, then pauses until it is 5 degrees cooler (default: no limit)",
+    )
+    parser.add_argument(
+        "--max-power",
+        help="the most an NVIDIA GPU may draw, in watts (200) or as a share of the card's own limit (80%%); above it "
+        "the GPU plays fewer games at once, as for --max-temperature (default: no limit)",
+    )
+    parser.add_argument(
+        "--pause-when-busy",
+        action="store_true",
+        default=None,
+        help="pause a GPU's games while another program (a game, a render) uses that GPU; they go on 10 s after it "
+        "is free again",
+    )
+    parser.add_argument(
         "--priority",
         help="the client's process priority: low (the default: nice 10, below normal on Windows, so that your own "
         "programs come first) or normal",

@@ -34,6 +34,7 @@ class Status:
     upload_reachable: bool | None = None  # as the last upload found it
     mode: str = "running"  # running, paused, finishing, stopping
     upgrade: str | None = None  # a newer client release, as the server announced it at start
+    gpus: dict[int, str] = field(default_factory=dict)  # by worker: its GPU's temperature and power (gpuwatch)
     started: float = field(default_factory=time.time)
     _history: deque = field(default_factory=lambda: deque(maxlen=600))
     _announced: set = field(default_factory=set)
@@ -107,6 +108,9 @@ class Status:
             f"{t['selfplay_games']:.0f} self-play + {t['rating_games']:.0f} rating; {moves:.1f} moves/s, "
             f"{evals:.0f} evals/s, batch fill {100 * fill:.0f}%; uploads: {o.delivered} sent, {o.pending} "
             f"pending, {o.rejected} rejected, {o.failed_attempts} failed tries; server {self.server_text()}"
+            + "".join(
+                f"; {self.workers.get(i, {}).get('device', f'worker {i}')} {self.gpus[i]}" for i in sorted(self.gpus)
+            )
             + (f"; {self.upgrade}" if self.upgrade else "")
         )
 
@@ -144,7 +148,8 @@ class Status:
         )
         for index in sorted(self.workers):
             w = self.workers[index]
-            table.add_row(f"worker {index}", f"{w.get('device')}: {w.get('state')}{in_hand(w)}")
+            gpu = f"; {self.gpus[index]}" if index in self.gpus else ""
+            table.add_row(f"worker {index}", f"{w.get('device')}: {w.get('state')}{in_hand(w)}{gpu}")
         for text in self.announcements():
             table.add_row("[yellow]news[/]", escape(text))
         if self.upgrade:

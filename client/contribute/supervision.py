@@ -133,6 +133,10 @@ class Workers:
     def start(self) -> None:
         self.processes = {spec.index: self._start(spec) for spec in self.specs}
 
+    def pids(self) -> list[int]:
+        """The process ids of the workers started."""
+        return [p.pid for p in self.processes.values() if p.pid is not None]
+
     def all_ended(self) -> bool:
         return len(self.ended) >= len(self.specs)
 

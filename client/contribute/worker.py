@@ -37,6 +37,7 @@ import gc
 import importlib
 import logging
 import logging.handlers
+import math
 import multiprocessing
 import os
 import signal
@@ -76,6 +77,7 @@ STATUS_SECONDS = 1.0
 SHARED_POLL_SECONDS = 0.05  # how often a waiting driver looks at the supervisor's stop
 FINISH_WAIT_SECONDS = 5.0  # how long finishing waits for a game being started
 EVALUATORS_KEPT = 4  # networks kept loaded: the self-play one, the next, and a rating pair
+MAX_WORKERS = 128  # the most devices one client plays on
 
 
 @dataclass(frozen=True)
@@ -111,14 +113,36 @@ class WorkerSpec:
 
 
 class Control:
-    """The supervisor's hold on its workers: three events shared with their processes, and the
-    games left to start when the volunteer asked for a number of games (``--games``)."""
+    """The supervisor's hold on its workers: three events shared with their processes, the games
+    left to start when the volunteer asked for a number of games (``--games``), and per worker the
+    share of its games at once it may play (a hot GPU plays fewer, 0 pauses it:
+    :mod:`client.contribute.gpuwatch`) and a count of the canary checks asked of it."""
 
     def __init__(self, context, games: int | None = None) -> None:
         self.finishing = context.Event()
         self.stopping = context.Event()
         self.paused = context.Event()
         self.games_left = context.Value("q", -1 if games is None else games)  # -1: no limit
+        # Each written by the supervisor alone and read whole: no lock.
+        self.shares = context.Array("d", [1.0] * MAX_WORKERS, lock=False)
+        self.rechecks = context.Array("q", MAX_WORKERS, lock=False)
+
+    def set_share(self, index: int, share: float) -> None:
+        if self.shares[index] != share:
+            self.shares[index] = share
+
+    def games_at_once(self, index: int, parallel: int) -> int:
+        """The games worker ``index`` may have in play now (0 while it is held)."""
+        share = self.shares[index]
+        return 0 if share <= 0 else max(1, math.floor(parallel * share))
+
+    def held(self, index: int) -> bool:
+        """Do worker ``index``'s games wait: paused, or held by its GPU's limits or owner?"""
+        return self.paused.is_set() or self.shares[index] <= 0
+
+    def recheck(self, index: int) -> None:
+        """Ask worker ``index`` for a canary check now; its held games wait for one begun later."""
+        self.rechecks[index] += 1
 
     def start_game(self, take: Callable[[], T]) -> T | None:
         """``take()`` a game to start, unless the workers are finishing or stopping, or the games asked
@@ -332,10 +356,15 @@ class Worker:
     # --- canary checks ----------------------------------------------------------------------------
     def _canary_loop(self, done: threading.Event) -> None:
         """Check the loaded networks again while games wait for it, then let those games go."""
+        rechecks = self.control.rechecks[self.spec.index]
         while not done.wait(min(1.0, self.canary.interval())):
             if self.abort.is_set():
                 return
-            if time.monotonic() - self.canary.last_check < self.canary.interval():
+            if self.control.rechecks[self.spec.index] != rechecks:  # the GPU went over a limit
+                rechecks = self.control.rechecks[self.spec.index]
+                self.canary.distrust(time.time())
+                log.info("a canary check of the networks on %s, asked for after a limit was passed", self.spec.device)
+            elif time.monotonic() - self.canary.last_check < self.canary.interval():
                 continue
             if not self.outbox.held(self.spec.device):
                 continue
@@ -424,10 +453,14 @@ class Worker:
                 continue
             self._play_rating(task)
 
+    def held(self) -> bool:
+        return self.control.held(self.spec.index)
+
     def room_for_selfplay(self) -> bool:
         """May a self-play game start: are fewer than ``parallel`` games of both lanes in play?"""
         with self._lock:
-            return self.selfplay_playing + self.rating_playing < self.spec.parallel
+            playing = self.selfplay_playing + self.rating_playing
+            return playing < self.control.games_at_once(self.spec.index, self.spec.parallel)
 
     # --- networks ---------------------------------------------------------------------------------
     def evaluator(self, ref: NetworkRef, path: Path | None):
@@ -511,7 +544,7 @@ class Worker:
             on_game=on_game,
             stop=_StopView(self.control.stopping, self.abort),
             more=lambda: self.control.start_game(lambda: True) is not None,
-            paused=self.control.paused.is_set,
+            paused=self.held,
         )
         with self._lock:
             self.rating_playing = 0
@@ -552,7 +585,7 @@ class Worker:
                 totals[k] += live[k]
             totals["games"] += live["games"]
             network = s.task.networks[0].name
-        if self.control.paused.is_set():
+        if self.control.held(self.spec.index):
             state = "paused"
         elif self.control.finishing.is_set():
             state = "finishing the games in play"
@@ -743,7 +776,7 @@ class _Session:
                 next_game,
                 finished,
                 stop=_StopView(control.stopping, worker.abort),
-                paused=control.paused.is_set,
+                paused=worker.held,
                 on_move=on_move,
             )
         finally:

@@ -24,7 +24,17 @@ pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True, serializ
 
 # What only the server needs: none of it may come with the client.
 SERVER_ONLY = {"django", "djangorestframework", "gunicorn", "boto3", "psycopg", "redis", "whitenoise", "django-tasks"}
-CLIENT_NEEDS = {"torch", "numpy", "numba", "requests", "rich", "safetensors", "filelock", "platformdirs"}
+CLIENT_NEEDS = {
+    "torch",
+    "numpy",
+    "numba",
+    "requests",
+    "rich",
+    "safetensors",
+    "filelock",
+    "platformdirs",
+    "nvidia-ml-py",
+}
 
 
 def _run(*args: str | Path, cwd: Path | None = None) -> str:

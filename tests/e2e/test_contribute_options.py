@@ -1,7 +1,8 @@
 """The volunteer's options, with the real client against the real server under gunicorn: a number
 of games, self-play only, a proxy for every request, a copy of every SGF and the watch file, all
-given as a volunteer may give them (the settings file, the environment and flags); and the games in
-play saved to disk, played on after a kill."""
+given as a volunteer may give them (the settings file, the environment and flags), and a GPU's
+limits that say once they cannot act on the CPU; and the games in play saved to disk, played on
+after a kill."""
 
 from __future__ import annotations
 
@@ -38,7 +39,7 @@ def test_a_number_of_self_play_games_through_a_proxy_with_copies_and_a_watch_fil
     home.mkdir()
     copies, watch = tmp_path / "copies", tmp_path / "watching" / "game.txt"
     (home / "client.json").write_text(json.dumps({"games": GAMES, "sgf_dir": str(copies)}))
-    flags = ("--proxy", proxy.url, "--watch-file", str(watch))
+    flags = ("--proxy", proxy.url, "--watch-file", str(watch), "--max-temperature", "80", "--pause-when-busy")
     client = Contributor(home, server.url, True, *flags, environ={"SENTE_ONLY": "selfplay"})
     contributors.append(client)
     assert client.wait(timeout=300) == 0, client.output()  # it ends by itself after the games asked for
@@ -47,6 +48,8 @@ def test_a_number_of_self_play_games_through_a_proxy_with_copies_and_a_watch_fil
     # Every game played is kept; those with training rows (a game without a full search has none)
     # are on the server.
     log = (client.data / "contribute.log").read_text()
+    # A GPU's limits cannot act on the CPU, and the client says so once.
+    assert log.count("--max-temperature and --pause-when-busy cannot act: no NVIDIA GPU is played on") == 1
     without_rows = set(re.findall(r"game (\S+) has no training rows; it is not uploaded", log))
     sent = set(TrainingGame.objects.values_list("client_game_id", flat=True))
     assert len(sent) + len(without_rows) == GAMES and RatingGame.objects.count() == 0
