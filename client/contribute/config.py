@@ -71,7 +71,7 @@ class ClientConfig:
     token: str | None = None
     instance_id: str | None = None
     device: str | None = None  # "cpu", "cuda:0", "cuda:0,cuda:1", "mps"; None: the GPUs there are, else the CPU
-    parallel: int | None = None  # games per worker
+    parallel: int | str | None = None  # games per worker, or "auto" (None: auto; client.contribute.autoparallel)
     data_dir: str | None = None
     games: int | None = None  # stop after this many games (self-play and rating together)
     only: str | None = None  # "selfplay" or "rating"; None: both
@@ -158,13 +158,16 @@ def save(config: ClientConfig, path: Path | None = None) -> Path:
 
 
 def _checked(key: str, value: Any, where: str) -> Any:
+    if key == "parallel" and isinstance(value, str) and value.strip() == "auto":
+        return "auto"
     if key in ("parallel", "games"):
+        what = "a whole number of games" + (" or auto" if key == "parallel" else "")
         if isinstance(value, bool):
-            raise ConfigError(f"{where}: {value!r} is not a whole number of games")
+            raise ConfigError(f"{where}: {value!r} is not {what}")
         try:
             n = int(value)
         except (TypeError, ValueError):
-            raise ConfigError(f"{where}: {value!r} is not a whole number of games") from None
+            raise ConfigError(f"{where}: {value!r} is not {what}") from None
         if n < 1 or (isinstance(value, float) and value != n):
             raise ConfigError(f"{where}: {value!r} must be a whole number of games, at least 1")
         return n

@@ -14,8 +14,9 @@ DEFAULT_PARALLEL_CPU = 16
 
 
 def default_parallel(device: str, gpu_share: float | None) -> int:
-    """Games at once on a device when --parallel is not given: the default, times the share of the
-    GPU (--gpu-share) on a GPU."""
+    """Games at once on a device with --parallel auto until a measurement says otherwise (and with
+    the random network, which is not measured): the default, times the share of the GPU
+    (--gpu-share) on a GPU."""
     if device == "cpu":
         return DEFAULT_PARALLEL_CPU
     return max(1, round(DEFAULT_PARALLEL_GPU * (gpu_share or 1.0)))
@@ -39,7 +40,8 @@ def add_arguments(parser) -> None:
     )
     parser.add_argument(
         "--parallel",
-        help=f"games at once per worker (default {DEFAULT_PARALLEL_GPU} on a GPU, {DEFAULT_PARALLEL_CPU} on the CPU)",
+        help="games at once per worker, or auto (the default): measured on each device the first time it plays a "
+        "network of a given size, where evaluations per second stop rising, and kept",
     )
     parser.add_argument(
         "--data-dir", help="where the outbox, the networks and the log live (default: ~/.local/share/sente)"
@@ -73,7 +75,8 @@ def add_arguments(parser) -> None:
     )
     parser.add_argument(
         "--gpu-share",
-        help="the share of each GPU to use, 0.5 for half: that share of the default games at once (default 1)",
+        help="the share of each GPU to use, 0.5 for half: that share of the games at once --parallel auto finds "
+        "(default 1)",
     )
     parser.add_argument(
         "--max-temperature",

@@ -206,6 +206,11 @@ class Workers:
         )
         process.start()
         log.info(
-            "worker %d started on %s (pid %d), %d games at once", spec.index, spec.device, process.pid, spec.parallel
+            "worker %d started on %s (pid %d), %d games at once%s",
+            spec.index,
+            spec.device,
+            process.pid,
+            spec.parallel,
+            " until a network is measured (--parallel auto)" if spec.auto_parallel else "",
         )
         return process

@@ -89,7 +89,7 @@ class WorkerSpec:
     server: str
     token: str
     instance_id: str
-    parallel: int
+    parallel: int  # games at once; with auto_parallel, until a measurement says otherwise
     data_dir: str
     retry_start: float = 5.0
     look_seconds: float = LOOK_SECONDS  # how often the task queue looks at the server's run
@@ -102,6 +102,8 @@ class WorkerSpec:
     watch_file: str | None = None  # one self-play game in play, rewritten after each of its moves
     checkpoint_seconds: float = DEFAULT_CHECKPOINT_SECONDS  # how often a game in play is saved (inplay)
     cores: int | None = None  # on the CPU: the cores this worker shares with no other (None: all)
+    auto_parallel: bool = False  # measure the games at once per network size (autoparallel)
+    gpu_share: float | None = None  # the share of the measured games at once to play (--gpu-share)
 
     @property
     def outbox_dir(self) -> Path:
@@ -282,6 +284,9 @@ class Worker:
         self.inplay = InPlay(spec.data_dir, spec.index)
         self._paths: dict[str, Path] = {}  # the loaded networks' files
         self.rng = np.random.default_rng(spec.seed)
+        self.parallel = spec.parallel  # games at once, both lanes together
+        self.measuring = False  # the games at once are being measured (autoparallel)
+        self._measure_lock = threading.Lock()
         self._evaluators: OrderedDict[str, object] = OrderedDict()
         self._evaluators_lock = threading.Lock()
         self._lock = threading.Lock()
@@ -460,7 +465,32 @@ class Worker:
         """May a self-play game start: are fewer than ``parallel`` games of both lanes in play?"""
         with self._lock:
             playing = self.selfplay_playing + self.rating_playing
-            return playing < self.control.games_at_once(self.spec.index, self.spec.parallel)
+            return playing < self.control.games_at_once(self.spec.index, self.parallel)
+
+    def parallel_for(self, evaluator, settings) -> int:
+        """The games at once for a self-play session of this network and settings: with
+        ``--parallel auto``, the count measured on this device for the network's size and the board
+        (measured now the first time; :mod:`client.contribute.autoparallel`)."""
+        if not self.spec.auto_parallel:
+            return self.parallel
+        from client.contribute.autoparallel import ParallelCache, games_at_once
+
+        with self._measure_lock:
+            self.measuring = True
+            try:
+                cache = ParallelCache(Path(self.spec.data_dir) / "parallel")
+                count = games_at_once(cache, self.spec.device, self.spec.cores, evaluator, settings)
+            finally:
+                self.measuring = False
+        if count is None:  # the random network: not measured
+            return self.parallel
+        if self.spec.gpu_share is not None and self.spec.device != "cpu":
+            count = max(1, round(count * self.spec.gpu_share))
+        if count != self.parallel:
+            log.info("worker %d (%s): %d games at once from now on", self.spec.index, self.spec.device, count)
+            self.parallel = count
+            self.queue.sizing = Sizing(count)
+        return count
 
     # --- networks ---------------------------------------------------------------------------------
     def evaluator(self, ref: NetworkRef, path: Path | None):
@@ -527,7 +557,7 @@ class Worker:
                 self.rating_playing = min(parallel, task.games - done[0])
                 self.rating_moves += meta.moves
 
-        parallel = min(self.spec.parallel, task.games)
+        parallel = min(self.parallel, task.games)
         done = [0]
         with self._lock:
             self.rating_playing = parallel
@@ -587,6 +617,8 @@ class Worker:
             network = s.task.networks[0].name
         if self.control.held(self.spec.index):
             state = "paused"
+        elif self.measuring:
+            state = "measuring the best number of games at once"
         elif self.control.finishing.is_set():
             state = "finishing the games in play"
         elif playing or rating[0]:
@@ -695,9 +727,8 @@ class _Session:
         network = self.task.networks[0]
         try:
             evaluator = worker.evaluator(network, self.task.files[0])
-            self.driver = SelfPlayDriver(
-                evaluator, settings, worker.spec.parallel, seed=int(worker.rng.integers(1 << 31))
-            )
+            parallel = worker.parallel_for(evaluator, settings)
+            self.driver = SelfPlayDriver(evaluator, settings, parallel, seed=int(worker.rng.integers(1 << 31)))
         except BaseException:
             self.draining.set()
             worker.session_ended(self)

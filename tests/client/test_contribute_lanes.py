@@ -1,5 +1,5 @@
 """The worker's two lanes share its ``parallel``: while rating games play, no self-play game starts
-beyond what is left of it."""
+beyond what is left of it; ``--parallel auto`` and a GPU's limits change how many that is."""
 
 from __future__ import annotations
 
@@ -95,3 +95,51 @@ def test_workers_on_the_cpu_share_its_cores_and_their_lanes_search_on_their_shar
 
     assert threads_of_a_lane(1) == 1
     assert threads_of_a_lane(None) == min(2, numba.config.NUMBA_NUM_THREADS)
+
+
+def test_parallel_auto_measures_once_per_network_size_and_a_hot_gpu_plays_its_share(tmp_path, monkeypatch):
+    """With --parallel auto the worker plays the measured count (the queue sizes its tasks by it),
+    keeps it for the next session of that size, and a GPU over its limits (its share in Control)
+    plays that share of it."""
+    from types import SimpleNamespace
+
+    from client.contribute import autoparallel
+    from client.search.engine import NullEvaluator
+    from common.architecture import named_config
+    from common.settings import SelfPlaySettings
+
+    measured: list[int] = []
+
+    def rate_at(count: int, seconds: float) -> float:
+        measured.append(count)
+        return 100.0 * min(count, 8)
+
+    monkeypatch.setattr(autoparallel, "selfplay_rate", lambda evaluator, settings: rate_at)
+    spec = WorkerSpec(0, "cpu", "http://127.0.0.1:9", "t", "i", 16, str(tmp_path), auto_parallel=True, gpu_share=0.5)
+    control = Control(multiprocessing.get_context("spawn"))
+    worker = Worker(spec, control, queue.Queue())
+    settings = SelfPlaySettings(board_sizes=(9,), board_size_weights=(1.0,))
+    assert worker.parallel_for(NullEvaluator(), settings) == 16 and not measured  # the random network
+    network = SimpleNamespace(model=SimpleNamespace(config=named_config("tiny")))
+    assert worker.parallel_for(network, settings) == 8  # the CPU takes no share of a GPU
+    assert worker.parallel == 8 and worker.queue.sizing.parallel == 8 and measured
+    count = len(measured)
+    assert worker.parallel_for(network, settings) == 8 and len(measured) == count  # kept
+    worker.selfplay_playing = 7
+    assert worker.room_for_selfplay()
+    control.set_share(0, 0.5)  # over a limit: half of the 8
+    assert not worker.room_for_selfplay()
+    worker.selfplay_playing = 3
+    assert worker.room_for_selfplay()
+    # On a GPU, --gpu-share takes its share of the measured count.
+    gpu = Worker(
+        WorkerSpec(1, "cuda:0", "http://127.0.0.1:9", "t", "i", 64, str(tmp_path), auto_parallel=True, gpu_share=0.5),
+        control,
+        queue.Queue(),
+    )
+    monkeypatch.setattr(autoparallel, "device_model", lambda device, cores: "a test GPU")
+    assert gpu.parallel_for(network, settings) == 8  # half of the 16 where a GPU's rates stop rising here
+    # A number given to --parallel is never measured.
+    fixed = Worker(WorkerSpec(2, "cpu", "http://127.0.0.1:9", "t", "i", 12, str(tmp_path)), control, queue.Queue())
+    before = len(measured)
+    assert fixed.parallel_for(network, settings) == 12 and len(measured) == before
