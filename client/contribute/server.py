@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import platform
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import requests
@@ -113,6 +114,7 @@ class ServerClient:
         self.base_url = base_url.rstrip("/")
         self.token = token
         self.instance_id = instance_id
+        self.machine: Callable[[], dict] | None = None  # what task requests say of the machine (the worker's)
         self.session = session or ProxiedSession(proxy, max_download)
         self.session.headers["User-Agent"] = (
             f"sente-client/{CLIENT_VERSION} (build {BUILD}; Python {platform.python_version()})"
@@ -149,19 +151,18 @@ class ServerClient:
 
     def task(self, games: int = 1, kinds: tuple[str, ...] = TASK_KINDS) -> dict:
         """A new task for up to `games` games of the given kinds (the request names this client's
-        version and build, which the run may not take: UpgradeRequired)."""
-        r = self.session.post(
-            self.url("tasks/"),
-            headers=self._headers(),
-            timeout=self.timeout,
-            json={
-                "client_version": CLIENT_VERSION,
-                "client_build": BUILD,
-                "client_instance_id": self.instance_id,
-                "kinds": list(kinds),
-                "games": games,
-            },
-        )
+        version and build, which the run may not take: UpgradeRequired), and what ``machine()``
+        says of the machine and device, for the account's figures."""
+        body: dict = {
+            "client_version": CLIENT_VERSION,
+            "client_build": BUILD,
+            "client_instance_id": self.instance_id,
+            "kinds": list(kinds),
+            "games": games,
+        }
+        if self.machine is not None:
+            body["machine"] = self.machine()
+        r = self.session.post(self.url("tasks/"), headers=self._headers(), timeout=self.timeout, json=body)
         return self._check(r).json()
 
     def release(self, games: dict[str, int]) -> dict:

@@ -40,12 +40,14 @@ import logging.handlers
 import math
 import multiprocessing
 import os
+import platform
+import re
 import signal
 import threading
 import time
 import traceback
 import uuid
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -77,6 +79,8 @@ STATUS_SECONDS = 1.0
 SHARED_POLL_SECONDS = 0.05  # how often a waiting driver looks at the supervisor's stop
 FINISH_WAIT_SECONDS = 5.0  # how long finishing waits for a game being started
 EVALUATORS_KEPT = 4  # networks kept loaded: the self-play one, the next, and a rating pair
+RATE_SECONDS = 600.0  # the evaluations per second a task request reports are over this long
+RATE_MIN_SECONDS = 60.0  # and over at least this long
 MAX_WORKERS = 128  # the most devices one client plays on
 
 
@@ -270,6 +274,7 @@ class Worker:
             proxy=spec.proxy,
             max_download=spec.max_download,
         )
+        server.machine = self.machine
         self.cache = NetworkCache(spec.networks_dir, session=server.session, mirror=spec.mirror)
         self.outbox = Outbox(spec.outbox_dir, deliver=False)  # the supervisor delivers
         self.queue = TaskQueue(
@@ -287,6 +292,8 @@ class Worker:
         self.parallel = spec.parallel  # games at once, both lanes together
         self.measuring = False  # the games at once are being measured (autoparallel)
         self._measure_lock = threading.Lock()
+        self._evals: deque[tuple[float, float]] = deque()  # (time.monotonic(), evaluations so far)
+        self._device_model: str | None = None
         self._evaluators: OrderedDict[str, object] = OrderedDict()
         self._evaluators_lock = threading.Lock()
         self._lock = threading.Lock()
@@ -461,6 +468,30 @@ class Worker:
     def held(self) -> bool:
         return self.control.held(self.spec.index)
 
+    def machine(self) -> dict:
+        """What task requests say of this machine and device: its name, the device's model, and the
+        evaluations per second over the last ten minutes (None before a minute of play)."""
+        from client.contribute.autoparallel import device_model
+
+        if self._device_model is None:
+            try:
+                self._device_model = _printable(device_model(self.spec.device, self.spec.cores))
+            except Exception as e:  # a driver that cannot name its card: the figures go without it
+                log.debug("the model of %s cannot be read: %s", self.spec.device, e)
+                self._device_model = ""
+        return {
+            "name": _printable(platform.node()),
+            "device": self._device_model,
+            "evals_per_second": self.evals_per_second(),
+        }
+
+    def evals_per_second(self) -> float | None:
+        with self._lock:
+            if len(self._evals) < 2 or self._evals[-1][0] - self._evals[0][0] < RATE_MIN_SECONDS:
+                return None
+            (t0, e0), (t1, e1) = self._evals[0], self._evals[-1]
+        return round((e1 - e0) / (t1 - t0), 1)
+
     def room_for_selfplay(self) -> bool:
         """May a self-play game start: are fewer than ``parallel`` games of both lanes in play?"""
         with self._lock:
@@ -615,6 +646,7 @@ class Worker:
                 totals[k] += live[k]
             totals["games"] += live["games"]
             network = s.task.networks[0].name
+        self._remember_evals(totals["evals"])
         if self.control.held(self.spec.index):
             state = "paused"
         elif self.measuring:
@@ -648,6 +680,13 @@ class Worker:
                 },
             )
         )
+
+    def _remember_evals(self, evals: float) -> None:
+        now = time.monotonic()
+        with self._lock:
+            self._evals.append((now, evals))
+            while self._evals and self._evals[0][0] < now - RATE_SECONDS:
+                self._evals.popleft()
 
     def session_ended(self, session: _Session) -> None:
         live = session.driver.live() if session.driver is not None else {}
@@ -842,3 +881,11 @@ def _rows(game, order):
     from common.data.rows import game_rows_npz
 
     return game_rows_npz(game.training_record(), order.rng)
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def _printable(text: str) -> str:
+    """A name as the server takes it: no control characters, at most 64 characters."""
+    return _CONTROL.sub("", text).strip()[:64]

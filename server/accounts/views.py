@@ -193,7 +193,13 @@ def revoke_token(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
 @never_cache
 @login_required
 def account(request: AuthenticatedHttpRequest) -> HttpResponse:
-    return render(request, "accounts/account.html", {"tokens": selectors.tokens_of(request.user).count()})
+    from server.distribution.machines import machines_of
+
+    return render(
+        request,
+        "accounts/account.html",
+        {"tokens": selectors.tokens_of(request.user).count(), "machines": machines_of(request.user)},
+    )
 
 
 @never_cache

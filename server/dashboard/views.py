@@ -26,6 +26,7 @@ from server.dashboard import selectors, services, tallies
 from server.dashboard.releases import anchor_words, release_facts
 from server.dashboard.replay import ReplayError, replay_sgf
 from server.dashboard.templatetags.sente import to_rules
+from server.distribution.machines import device_totals
 from server.files import stored_name
 from server.games.models import Game
 from server.networks import selectors as picks
@@ -290,7 +291,9 @@ def contributors(request: HttpRequest) -> HttpResponse:
     run = _run(request)
     period = choice(request, "period", tuple(PERIODS), "day")
     page = paginator = state = None
+    devices: list[dict] = []
     if run is not None:
+        devices = device_totals(run)
         state = tallies.tally_state(run)
         span = PERIODS[period]
         since = timezone.now() - span if span else None
@@ -306,7 +309,15 @@ def contributors(request: HttpRequest) -> HttpResponse:
     return render(
         request,
         "dashboard/contributors.html",
-        {"run": run, "period": period, "periods": list(PERIODS), "page": page, "paginator": paginator, "state": state},
+        {
+            "run": run,
+            "period": period,
+            "periods": list(PERIODS),
+            "page": page,
+            "paginator": paginator,
+            "state": state,
+            "devices": devices,
+        },
     )
 
 

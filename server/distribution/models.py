@@ -53,6 +53,11 @@ class Task(models.Model):
         max_length=16, blank=True, default="", help_text="the hash of the client's search and data code (client.build)"
     )
     client_instance_id = models.CharField(max_length=64)
+    # What the client said of its machine when it asked (the account's machines page and the totals
+    # by device model read them; the client's own figures, bounded, not verified).
+    machine_name = models.CharField(max_length=64, blank=True, default="")
+    device_model = models.CharField(max_length=64, blank=True, default="")
+    evals_per_second = models.FloatField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     expires_at = models.DateTimeField()
 

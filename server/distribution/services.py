@@ -67,6 +67,9 @@ def issue_task(user: User, request: TaskRequestValues) -> Task:
         client_version=request.client_version,
         client_build=request.client_build,
         client_instance_id=request.client_instance_id,
+        machine_name=request.machine_name,
+        device_model=request.device_model,
+        evals_per_second=request.evals_per_second,
         created_at=now,
         expires_at=now + timedelta(seconds=settings.SENTE_TASK_SECONDS),
     )

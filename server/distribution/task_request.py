@@ -8,6 +8,7 @@ schema and words the errors (form-encoded bodies, strings for numbers, a missing
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -28,6 +29,43 @@ class TaskRequestValues:
     client_instance_id: str
     kinds: tuple[str, ...]
     games: int
+    machine_name: str = ""
+    device_model: str = ""
+    evals_per_second: float | None = None
+
+
+MACHINE_TEXT = 64  # the longest machine name or device model
+MOST_EVALS_PER_SECOND = 1e8  # beyond any card for years: a larger figure is no measurement
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def _plain_text(value: str) -> None:
+    if _CONTROL.search(value):
+        raise serializers.ValidationError("holds a control character")
+
+
+class Machine(serializers.Serializer):
+    """What the client says of the machine and device it plays on (shown to the account's owner, and
+    in the totals by device model): its own figures, bounded."""
+
+    name = serializers.CharField(
+        max_length=MACHINE_TEXT, allow_blank=True, default="", validators=[_plain_text], help_text="the machine's name"
+    )
+    device = serializers.CharField(
+        max_length=MACHINE_TEXT,
+        allow_blank=True,
+        default="",
+        validators=[_plain_text],
+        help_text="the device's model, e.g. NVIDIA GeForce RTX 3060",
+    )
+    evals_per_second = serializers.FloatField(
+        min_value=0.0,
+        max_value=MOST_EVALS_PER_SECOND,
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="the worker's network evaluations per second lately",
+    )
 
 
 class TaskRequest(serializers.Serializer):
@@ -49,6 +87,7 @@ class TaskRequest(serializers.Serializer):
         help_text="the kinds of task the client takes",
     )
     games = serializers.IntegerField(min_value=1, default=1, help_text="how many games the client wants to play")
+    machine = Machine(required=False, help_text="the machine and device the client plays on")
 
     def validate_client_version(self, value: str) -> str:
         try:
@@ -67,7 +106,23 @@ class TaskRequest(serializers.Serializer):
 # \Z, not $: $ also matches before a final line break, which would let one into the ledger.
 _INSTANCE_ID = re.compile(rf"^{INSTANCE_ID_PATTERN}\Z")
 _BUILD = re.compile(rf"^{BUILD_PATTERN}\Z")
-_FIELDS = frozenset(("client_version", "client_build", "client_instance_id", "kinds", "games"))
+_FIELDS = frozenset(("client_version", "client_build", "client_instance_id", "kinds", "games", "machine"))
+_MACHINE_FIELDS = frozenset(("name", "device", "evals_per_second"))
+
+
+def _plain_machine(data: Any) -> tuple[str, str, float | None] | None:
+    """A well-formed machine object's values, or None (then the serializer words the problem)."""
+    if type(data) is not dict or not _MACHINE_FIELDS.issuperset(data):
+        return None
+    name, device, rate = data.get("name", ""), data.get("device", ""), data.get("evals_per_second")
+    for text in (name, device):
+        if type(text) is not str or len(text) > MACHINE_TEXT or _CONTROL.search(text):
+            return None
+    if rate is not None and (
+        type(rate) not in (int, float) or not math.isfinite(rate) or not 0 <= rate <= MOST_EVALS_PER_SECOND
+    ):
+        return None
+    return name, device, None if rate is None else float(rate)
 
 
 def plain_task_request(data: Any) -> TaskRequestValues | None:
@@ -95,7 +150,10 @@ def plain_task_request(data: Any) -> TaskRequestValues | None:
         parse_version(version)
     except ValueError:
         return None
-    return TaskRequestValues(version, build, instance, tuple(kinds), games)
+    machine = _plain_machine(data["machine"]) if "machine" in data else ("", "", None)
+    if machine is None:
+        return None
+    return TaskRequestValues(version, build, instance, tuple(kinds), games, *machine)
 
 
 def read_task_request(data: Any) -> TaskRequestValues:
@@ -107,6 +165,14 @@ def read_task_request(data: Any) -> TaskRequestValues:
     serializer = TaskRequest(data=data)
     serializer.is_valid(raise_exception=True)
     v = serializer.validated_data
+    machine = v.get("machine") or {}
     return TaskRequestValues(
-        v["client_version"], v["client_build"], v["client_instance_id"], tuple(v["kinds"]), v["games"]
+        v["client_version"],
+        v["client_build"],
+        v["client_instance_id"],
+        tuple(v["kinds"]),
+        v["games"],
+        machine.get("name", ""),
+        machine.get("device", ""),
+        machine.get("evals_per_second"),
     )

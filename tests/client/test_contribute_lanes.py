@@ -1,5 +1,6 @@
 """The worker's two lanes share its ``parallel``: while rating games play, no self-play game starts
-beyond what is left of it; ``--parallel auto`` and a GPU's limits change how many that is."""
+beyond what is left of it; ``--parallel auto`` and a GPU's limits change how many that is; its
+task requests describe its machine."""
 
 from __future__ import annotations
 
@@ -143,3 +144,17 @@ def test_parallel_auto_measures_once_per_network_size_and_a_hot_gpu_plays_its_sh
     fixed = Worker(WorkerSpec(2, "cpu", "http://127.0.0.1:9", "t", "i", 12, str(tmp_path)), control, queue.Queue())
     before = len(measured)
     assert fixed.parallel_for(network, settings) == 12 and len(measured) == before
+
+
+def test_task_requests_name_the_machine_the_device_and_its_evaluations_lately(tmp_path, monkeypatch):
+    import platform
+
+    spec = WorkerSpec(0, "cpu", "http://127.0.0.1:9", "t", "i", 4, str(tmp_path), cores=1)
+    worker = Worker(spec, Control(multiprocessing.get_context("spawn")), queue.Queue())
+    assert worker.queue.server.machine == worker.machine  # every task request carries it
+    monkeypatch.setattr(platform, "node", lambda: "alice's\nbox" + "x" * 80)
+    said = worker.machine()
+    assert said["name"] == ("alice'sbox" + "x" * 80)[:64] and said["device"].endswith("CPU, 1 cores")
+    assert said["evals_per_second"] is None  # no minute of play yet
+    worker._evals.extend([(100.0, 0.0), (130.0, 30_000.0), (190.0, 90_000.0)])
+    assert worker.machine()["evals_per_second"] == 1000.0

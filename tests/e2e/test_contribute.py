@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 import re
 import shlex
 import signal
@@ -89,6 +90,15 @@ def test_a_volunteer_logs_in_plays_and_uploads(server, volunteer, contributors, 
     kept = json.loads(client.config.read_text())
     assert kept["token"] and kept["username"] == "alice" and PASSWORD not in client.config.read_text()
     assert (client.data / "networks" / f"{NETWORK}.safetensors").exists()
+    # Each worker's task requests named this machine and its device, for the account's figures.
+    from server.distribution.machines import installation
+    from server.distribution.models import Task
+
+    said = set(Task.objects.values_list("client_instance_id", "machine_name", "device_model"))
+    assert {(installation(i), n) for i, n, _ in said} == {(kept["instance_id"], platform.node()[:64])}
+    assert {i for i, _, _ in said} == {f"{kept['instance_id']}-0", f"{kept['instance_id']}-1"}
+    cores = max(1, (os.cpu_count() or 1) // 2)  # two workers share the CPU's cores
+    assert all(d.endswith(f"CPU, {cores} cores") for _, _, d in said)
 
 
 OUTAGE_SECONDS = 8.0

@@ -282,6 +282,27 @@ def test_malformed_instance_id(run, alice, instance):
     assert _error(response)["field"] == "client_instance_id"
 
 
+def test_the_machine_a_client_names_is_kept_with_its_task_and_a_bad_one_is_named(run, alice):
+    machine = {"name": "alice-desktop", "device": "NVIDIA GeForce RTX 3060", "evals_per_second": 5120.5}
+    response = _request(alice[1], machine=machine)
+    assert response.status_code == 201
+    task = Task.objects.get(pk=response.json()["id"])
+    assert (task.machine_name, task.device_model, task.evals_per_second) == (
+        "alice-desktop",
+        "NVIDIA GeForce RTX 3060",
+        5120.5,
+    )
+    assert _request(alice[1]).status_code == 201  # an older client names none
+    for bad, field in (
+        ({"evals_per_second": 1e12}, "machine.evals_per_second"),
+        ({"name": "<b>" * 30}, "machine.name"),
+        ({"device": "RTX\r\nSet-Cookie: x"}, "machine.device"),
+    ):
+        response = _request(alice[1], machine=bad)
+        assert response.status_code == 400 and _error(response)["field"] == field, response.json()
+    assert Task.objects.count() == 2  # nothing of the refused requests was kept
+
+
 def test_too_many_games(run, alice):
     """More games than SENTE_LIMITS["games_per_task"] gets 400 naming games; the limit itself is fine."""
     most = django_settings.SENTE_LIMITS["games_per_task"]
@@ -545,6 +566,23 @@ def test_a_bad_give_up_names_the_field(run, alice, body, field):
         {"client_version": "0.1.0"},
         {"client_version": "0.1.0", "client_instance_id": "a", "extra": 1},
         ["not", "a", "dict"],
+        {"client_version": "0.1.0", "client_instance_id": "a", "machine": {"name": "box", "device": "RTX 3060"}},
+        {"client_version": "0.1.0", "client_instance_id": "a", "machine": {"evals_per_second": 4200.5}},
+        {"client_version": "0.1.0", "client_instance_id": "a", "machine": {"evals_per_second": 0}},
+        {"client_version": "0.1.0", "client_instance_id": "a", "machine": {"evals_per_second": None}},
+        {"client_version": "0.1.0", "client_instance_id": "a", "machine": {}},
+        {"client_version": "0.1.0", "client_instance_id": "a", "machine": {"name": "x" * 64}},
+        {"client_version": "0.1.0", "client_instance_id": "a", "machine": {"name": "x" * 65}},
+        {"client_version": "0.1.0", "client_instance_id": "a", "machine": {"name": "line\nbreak"}},
+        {"client_version": "0.1.0", "client_instance_id": "a", "machine": {"device": "nul\x00"}},
+        {"client_version": "0.1.0", "client_instance_id": "a", "machine": {"device": 3060}},
+        {"client_version": "0.1.0", "client_instance_id": "a", "machine": {"evals_per_second": -1}},
+        {"client_version": "0.1.0", "client_instance_id": "a", "machine": {"evals_per_second": 1e9}},
+        {"client_version": "0.1.0", "client_instance_id": "a", "machine": {"evals_per_second": float("nan")}},
+        {"client_version": "0.1.0", "client_instance_id": "a", "machine": {"evals_per_second": True}},
+        {"client_version": "0.1.0", "client_instance_id": "a", "machine": {"evals_per_second": "fast"}},
+        {"client_version": "0.1.0", "client_instance_id": "a", "machine": {"owner": "bob"}},
+        {"client_version": "0.1.0", "client_instance_id": "a", "machine": "box"},
     ],
 )
 def test_the_plain_path_agrees_with_the_serializer(db, body):
@@ -562,10 +600,29 @@ def test_the_plain_path_agrees_with_the_serializer(db, body):
             read_task_request(body)
         return
     v = serializer.validated_data
-    expected = (v["client_version"], v["client_build"], v["client_instance_id"], tuple(v["kinds"]), v["games"])
+    machine = v.get("machine") or {}
+    expected = (
+        v["client_version"],
+        v["client_build"],
+        v["client_instance_id"],
+        tuple(v["kinds"]),
+        v["games"],
+        machine.get("name", ""),
+        machine.get("device", ""),
+        machine.get("evals_per_second"),
+    )
     for values in (plain, read_task_request(body)):
         if values is not None:
-            read = (values.client_version, values.client_build, values.client_instance_id, values.kinds, values.games)
+            read = (
+                values.client_version,
+                values.client_build,
+                values.client_instance_id,
+                values.kinds,
+                values.games,
+                values.machine_name,
+                values.device_model,
+                values.evals_per_second,
+            )
             assert read == expected
 
 
