@@ -10,10 +10,11 @@ So the first time a worker plays a network of a given size on a board of a given
 device, it plays self-play for :data:`SECONDS_EACH` seconds at each of the counts of
 :data:`CANDIDATES` in turn (from the smallest, once warmed up) and takes the count past which the
 evaluations per second stop rising: the first whose next count brings less than :data:`RISE`
-times as many. The measurement (a quarter of a minute to a minute, its games thrown away) is kept
-in the data folder (``parallel/``, one file per device and size) and used from then on; a network
-of another size, or another board, is measured anew. The random network, which needs no
-evaluation, is not measured: it plays at the default count.
+times as many (or the last that fits in the device's memory). The measurement (a quarter of a
+minute to a minute, its games thrown away) is kept in the data folder (``parallel/``, one file per
+device and size) and used from then on; a network of another size, or another board, is measured
+anew. The random network, which needs no evaluation, is not measured: it plays at the default
+count.
 """
 
 from __future__ import annotations
@@ -55,7 +56,13 @@ def measure(rate_at: Callable[[int, float], float], candidates: Sequence[int], s
     rate_at(candidates[0], WARM_SECONDS)
     rates: dict[int, float] = {}
     for count in candidates:
-        rates[count] = rate_at(count, seconds)
+        try:
+            rates[count] = rate_at(count, seconds)
+        except (RuntimeError, MemoryError) as e:  # out of the device's memory (torch's is a RuntimeError)
+            if not rates:
+                raise
+            log.info("%d games at once do not fit (%s): %d it is", count, str(e).splitlines()[0][:200], max(rates))
+            return max(rates), rates
         log.info("%d games at once: %.0f evaluations/s", count, rates[count])
         chosen = choose(rates)
         if chosen is not None:

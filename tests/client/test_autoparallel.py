@@ -41,6 +41,13 @@ def test_measuring_stops_once_they_stop_rising_and_takes_the_largest_if_they_nev
     count, rates = measure(lambda c, s: float(c), (4, 8, 16), 1.0)
     assert count == 16 and len(rates) == 3
 
+    def out_of_memory_past_64(count: int, seconds: float) -> float:
+        if count > 64:
+            raise RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB")
+        return float(count)
+
+    assert measure(out_of_memory_past_64, (16, 32, 64, 128, 256), 1.0) == (64, {16: 16.0, 32: 32.0, 64: 64.0})
+
 
 def evaluator(name: str = "tiny") -> SimpleNamespace:
     return SimpleNamespace(model=SimpleNamespace(config=named_config(name)))
