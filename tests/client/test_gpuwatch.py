@@ -184,3 +184,31 @@ def test_the_settings_come_from_a_flag_the_environment_or_the_file_and_bad_ones_
     with pytest.raises(client_config.ConfigError, match="pause_when_busy: 'sometimes' is not true or false"):
         path.write_text('{"pause_when_busy": "sometimes"}')
         client_config.load(path, environ={})
+
+
+def test_the_client_watches_its_gpus_with_the_options_given_or_says_once_why_it_cannot(tmp_path, monkeypatch, caplog):
+    import argparse
+    import logging
+    import os
+    from types import SimpleNamespace
+
+    from client.contribute import app, options
+
+    parser = argparse.ArgumentParser()
+    options.add_arguments(parser)
+    given = ["--server", "http://127.0.0.1:9", "--config", str(tmp_path / "client.json")]
+    given += ["--data-dir", str(tmp_path / "data"), "--max-power", "80%", "--pause-when-busy"]
+    contributor = app._Contributor(parser.parse_args(given))
+    status = Status(server="http://127.0.0.1:9", username="alice")
+    workers = SimpleNamespace(pids=lambda: [4242])
+    caplog.set_level(logging.WARNING)
+    monkeypatch.setattr(contributor, "gpu_reader", lambda devices: "NVML cannot be used: Driver Not Loaded")
+    assert contributor._gpu_watch(["cuda:0"], status, workers) is None
+    assert caplog.text.count("--max-power and --pause-when-busy cannot act: NVML cannot be used") == 1
+    reader = Readings()
+    monkeypatch.setattr(contributor, "gpu_reader", lambda devices: reader)
+    watch = contributor._gpu_watch(["cuda:0", "cpu"], status, workers)
+    assert watch is not None and watch.devices == {0: "cuda:0"} and watch.pause_when_busy
+    assert watch.heat[0].max_power == "80%" and watch.heat[0].max_temperature is None
+    assert watch.ours() == {os.getpid(), 4242}
+    assert "act on NVIDIA GPUs only, not on cpu" in caplog.text
