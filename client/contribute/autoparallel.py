@@ -34,7 +34,7 @@ from common.files import atomic_write
 
 log = logging.getLogger(__name__)
 
-CANDIDATES = {"gpu": (16, 32, 64, 128, 256, 512), "cpu": (4, 8, 16, 32, 64)}
+CANDIDATES = {"gpu": (16, 32, 64, 128, 256, 512, 1024), "cpu": (4, 8, 16, 32, 64, 128, 256)}
 SECONDS_EACH = {"gpu": 4.0, "cpu": 6.0}
 WARM_SECONDS = 2.0  # first, at the smallest count: the network's first batches are slow
 RISE = 1.05  # a count is worth it if it brings 5% more evaluations per second than the one before

@@ -1,11 +1,13 @@
 """Benchmark of ``--parallel auto`` on this machine's CPU: the games at once the client's measurement
 chooses for the g170 b6c96 network on 9x9 self-play (the run's default settings for 9x9), then
-self-play at that count and at the client's old fixed default of 64, interleaved over several rounds
-in this one run, evaluations per second each (the median of the rounds).
+self-play at that count, at 64 (the fixed default on a GPU) and at 16 (the fixed default on the
+CPU), interleaved over several rounds in this one run, evaluations per second each (the median of
+the rounds).
 
 Run from the project root: .venv/bin/python tests/bench/bench_parallel.py [--rounds 3] [--seconds 20]
 The last line is one JSON object with the figures: parallel_chosen, evals_per_second_chosen,
-evals_per_second_64, ratio (chosen against 64), the measurement's rates, the load average.
+evals_per_second_64, evals_per_second_16, ratio_64 and ratio_16 (chosen against each), the
+measurement's rates and time, the load average.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from common.settings import SelfPlaySettings  # noqa: E402
 
 SHARED = Path(os.environ.get("SENTE_SHARED", ROOT.parent / "shared"))
 MODEL = SHARED / "models" / "g170-b6c96-s175395328-d26788732.bin.gz"
-FIXED = 64
+FIXED = (64, 16)
 
 
 def main() -> None:
@@ -42,22 +44,23 @@ def main() -> None:
     chosen, rates = measure(rate_at, CANDIDATES["cpu"], SECONDS_EACH["cpu"])
     measuring = time.monotonic() - started
     print(f"chosen: {chosen} games at once, measured in {measuring:.0f} s: {rates}", flush=True)
-    runs: dict[int, list[float]] = {chosen: [], FIXED: []}
+    counts = list(dict.fromkeys((chosen, *FIXED)))  # each once, should the chosen be a fixed one
+    runs: dict[int, list[float]] = {count: [] for count in counts}
     for r in range(args.rounds):
-        order = (chosen, FIXED) if r % 2 == 0 else (FIXED, chosen)
-        for count in order:
+        for count in counts if r % 2 == 0 else reversed(counts):
             runs[count].append(rate_at(count, args.seconds))
             print(f"round {r + 1}: {count} games at once, {runs[count][-1]:.0f} evaluations/s", flush=True)
+    median = {count: round(statistics.median(values), 1) for count, values in runs.items()}
     figures = {
         "parallel_chosen": chosen,
-        "evals_per_second_chosen": round(statistics.median(runs[chosen]), 1),
-        "evals_per_second_64": round(statistics.median(runs[FIXED]), 1),
+        "evals_per_second_chosen": median[chosen],
+        **{f"evals_per_second_{count}": median[count] for count in FIXED},
+        **{f"ratio_{count}": round(median[chosen] / median[count], 3) for count in FIXED},
         "rounds": {str(k): [round(v, 1) for v in vs] for k, vs in runs.items()},
         "measurement": {str(k): round(v, 1) for k, v in rates.items()},
         "measurement_seconds": round(measuring, 1),
         "load_average": os.getloadavg()[0],
     }
-    figures["ratio"] = round(figures["evals_per_second_chosen"] / figures["evals_per_second_64"], 3)
     print(json.dumps(figures))
 
 
