@@ -9,6 +9,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from server.accounts import views as account_views
 from server.accounts.api import TokenView
 from server.api.errors import not_found
+from server.dashboard import views as dashboard_views
 from server.distribution.api import TaskView
 from server.games.api import MeView, RatingGameUpload, TrainingGameUpload
 from server.networks.api import (
@@ -72,7 +73,7 @@ urlpatterns = [
         name="password_reset_confirm",
     ),
     path("accounts/reset/done/", auth_views.PasswordResetCompleteView.as_view(), name="password_reset_complete"),
-    path("accounts/", account_views.account, name="account"),
+    path("accounts/", dashboard_views.account, name="account"),
     path("accounts/email/", account_views.email_change, name="email_change"),
     path("accounts/email/confirm/<str:token>/", account_views.email_confirm, name="email_confirm"),
     path("accounts/delete/", account_views.delete_account, name="account_delete"),

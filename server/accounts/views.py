@@ -189,19 +189,7 @@ def revoke_token(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     return redirect("tokens")
 
 
-# --- the account page: a new e-mail address, deletion ---------------------------------------------
-@never_cache
-@login_required
-def account(request: AuthenticatedHttpRequest) -> HttpResponse:
-    from server.distribution.machines import machines_of
-
-    return render(
-        request,
-        "accounts/account.html",
-        {"tokens": selectors.tokens_of(request.user).count(), "machines": machines_of(request.user)},
-    )
-
-
+# --- the account's changes: a new e-mail address, deletion (the page itself: server.dashboard) -----
 @never_cache
 @login_required
 @require_http_methods(["GET", "POST"])

@@ -13,20 +13,24 @@ import logging
 from datetime import timedelta
 
 from django.conf import settings
+from django.contrib.auth.decorators import login_required
 from django.core.files.storage import default_storage
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
+from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
 from common.go.rules import Rules
+from server.accounts import selectors as account_selectors
 from server.accounts.models import User
+from server.accounts.views import AuthenticatedHttpRequest
 from server.dashboard import selectors, services, tallies
 from server.dashboard.releases import anchor_words, release_facts
 from server.dashboard.replay import ReplayError, replay_sgf
 from server.dashboard.templatetags.sente import to_rules
-from server.distribution.machines import device_totals
+from server.distribution.machines import device_totals, machines_of
 from server.files import stored_name
 from server.games.models import Game
 from server.networks import selectors as picks
@@ -351,6 +355,19 @@ def contributor(request: HttpRequest, username: str) -> HttpResponse:
             }
         )
     return render(request, "dashboard/contributor.html", context)
+
+
+# --- the account page ------------------------------------------------------------------------------
+@never_cache
+@login_required
+def account(request: AuthenticatedHttpRequest) -> HttpResponse:
+    """The signed-in account: its settings' pages, its client tokens and its machines of the last
+    week (``server.distribution.machines``: the page belongs to the website, above both)."""
+    return render(
+        request,
+        "accounts/account.html",
+        {"tokens": account_selectors.tokens_of(request.user).count(), "machines": machines_of(request.user)},
+    )
 
 
 # --- releases and getting started ------------------------------------------------------------------
