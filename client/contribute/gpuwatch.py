@@ -11,6 +11,10 @@
   its processes, less the client's own), its worker pauses; it plays again once the GPU has been
   free for :data:`FREE_SECONDS`.
 
+A GPU that cannot be read (its driver was reset, say) keeps its games at once for
+:data:`UNREAD_SECONDS`, then plays all of them again, saying that its limits cannot act: a
+volunteer's GPU is never held for good by readings that stopped.
+
 The policies are arithmetic on readings (:class:`~client.contribute.nvml.GpuReading`) and the
 caller's clock; :class:`GpuWatch` reads the GPUs through a reader (NVML's, or the tests'), sets each
 worker's share of its games at once in :class:`~client.contribute.worker.Control`, and says what it
@@ -34,6 +38,7 @@ TEMPERATURE_MARGIN = 5.0  # degrees under --max-temperature before playing more 
 POWER_MARGIN = 0.9  # the share of --max-power to be under before playing more again
 FREE_SECONDS = 10.0  # how long the GPU must be free of other programs before play resumes
 LOOK_SECONDS = 2.0  # how often the GPUs are read
+UNREAD_SECONDS = 60.0  # how long a GPU held by its limits stays held while it cannot be read
 
 
 def parse_power(text: str) -> tuple[float, bool]:
@@ -181,6 +186,7 @@ class GpuWatch:
         self.pause_when_busy = pause_when_busy
         self.heat = {i: HeatGuard(max_temperature, max_power) for i in self.devices}
         self.busy = {i: BusyGuard() for i in self.devices}
+        self.last_read: dict[int, float | None] = {i: None for i in self.devices}  # when each GPU was last read
         self.last_look: float | None = None
 
     def look(self, now: float) -> None:
@@ -191,7 +197,9 @@ class GpuWatch:
         for index, device in self.devices.items():
             reading = self.reader.read(device)
             if reading is None:
+                self._unread(index, device, now)
                 continue
+            self.last_read[index] = now
             heat = self.heat[index]
             step = heat.observe(reading, now)
             if step < 0:
@@ -217,6 +225,20 @@ class GpuWatch:
             elif heat.level:
                 words += f"; over its limit: {_share_words(heat.share)}"
             self.status.gpus[index] = words
+
+    def _unread(self, index: int, device: str, now: float) -> None:
+        since = self.last_read[index]
+        if since is None:
+            self.last_read[index] = since = now
+        held = self.heat[index].level or self.busy[index].busy
+        if held and now - since >= UNREAD_SECONDS:
+            log.warning(
+                "%s cannot be read for %.0f s: its limits cannot act; it plays all its games", device, now - since
+            )
+            self.heat[index] = HeatGuard(self.heat[index].max_temperature, self.heat[index].max_power)
+            self.busy[index] = BusyGuard()
+            self.control.set_share(index, 1.0)
+        self.status.gpus[index] = "cannot be read"
 
 
 def _share_words(share: float) -> str:

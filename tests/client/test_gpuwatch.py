@@ -15,6 +15,7 @@ from client.contribute.gpuwatch import (
     FREE_SECONDS,
     LOOK_SECONDS,
     STEP_SECONDS,
+    UNREAD_SECONDS,
     BusyGuard,
     GpuWatch,
     HeatGuard,
@@ -140,6 +141,17 @@ def test_the_watch_sets_each_workers_share_asks_for_a_check_and_shows_the_gpus()
         t += LOOK_SECONDS
         watch.look(t)
     assert not control.held(1) and control.shares[1] == 1.0
+
+    # Readings that stop do not hold a GPU for good: after UNREAD_SECONDS it plays all its games.
+    reader.now = {"cuda:0": None, "cuda:1": hot(60, 120, pids=(12,))}
+    start = t
+    while t < start + UNREAD_SECONDS - LOOK_SECONDS:
+        t += LOOK_SECONDS
+        watch.look(t)
+    assert control.shares[0] == 0.5 and status.gpus[0] == "cannot be read"
+    t += 2 * LOOK_SECONDS
+    watch.look(t)
+    assert control.shares[0] == 1.0 and watch.heat[0].level == 0
 
     # A share never leaves a worker with no game while it is not held.
     control.set_share(3, 0.25)
