@@ -22,6 +22,8 @@ GAME_ID_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}"
 NETWORK_NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}"
 INSTANCE_ID_PATTERN = r"[A-Za-z0-9._:-]{1,64}"  # a client installation
 TASK_KINDS = ("selfplay", "rating")
+CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f]")  # U+0000 to U+001F and U+007F: in no text of the protocol
+MACHINE_TEXT = 64  # the longest machine name or device model a task request carries
 
 _VERSION = re.compile(r"^(\d+)\.(\d+)(?:\.(\d+))?$")
 

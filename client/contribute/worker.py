@@ -41,7 +41,6 @@ import math
 import multiprocessing
 import os
 import platform
-import re
 import signal
 import threading
 import time
@@ -66,6 +65,7 @@ from client.contribute.server import ServerClient
 from client.contribute.sizing import Sizing
 from client.contribute.tasks import CANARY, LOOK_SECONDS, PROTOCOL, Fatal, Task, TaskQueue
 from common.files import atomic_write
+from common.protocol import CONTROL_CHARS, MACHINE_TEXT
 
 if TYPE_CHECKING:  # imported where they are used: they bring in torch
     from client.evaluator import Evaluator
@@ -883,9 +883,6 @@ def _rows(game, order):
     return game_rows_npz(game.training_record(), order.rng)
 
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-
-
 def _printable(text: str) -> str:
-    """A name as the server takes it: no control characters, at most 64 characters."""
-    return _CONTROL.sub("", text).strip()[:64]
+    """A name as the server takes it: no control characters, at most MACHINE_TEXT characters."""
+    return CONTROL_CHARS.sub("", text).strip()[:MACHINE_TEXT]

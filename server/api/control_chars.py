@@ -18,9 +18,8 @@ from django.core.exceptions import TooManyFieldsSent
 from django.http import HttpResponse
 from django.shortcuts import render
 
+from common.protocol import CONTROL_CHARS
 from server.api.errors import error_body
-
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 def _where(m: re.Match[str]) -> str:
@@ -29,19 +28,19 @@ def _where(m: re.Match[str]) -> str:
 
 def _problem(request) -> tuple[str, str] | None:
     """The field and the message naming the first control character of the path or the query."""
-    if m := _CONTROL.search(request.path):
+    if m := CONTROL_CHARS.search(request.path):
         return "path", f"the address's path holds {_where(m)}"
     query = request.META.get("QUERY_STRING", "")
-    if "%" in query or _CONTROL.search(query):  # otherwise nothing in it decodes to one
+    if "%" in query or CONTROL_CHARS.search(query):  # otherwise nothing in it decodes to one
         try:
             params = list(request.GET.lists())
         except TooManyFieldsSent as e:
             return "query", str(e)
         for name, values in params:
-            if m := _CONTROL.search(name):
+            if m := CONTROL_CHARS.search(name):
                 return "query", f"a query parameter's name holds {_where(m)}"
             for value in values:
-                if m := _CONTROL.search(value):
+                if m := CONTROL_CHARS.search(value):
                     return name, f"the query parameter {name} holds {_where(m)}"
     return None
 
@@ -60,6 +59,6 @@ class ControlCharacterMiddleware:
                 )
             return render(request, "400.html", {"message": message}, status=400)
         cookies = request.COOKIES
-        for name in [n for n, value in cookies.items() if _CONTROL.search(n) or _CONTROL.search(value)]:
+        for name in [n for n, value in cookies.items() if CONTROL_CHARS.search(n) or CONTROL_CHARS.search(value)]:
             del cookies[name]
         return self.get_response(request)

@@ -16,7 +16,7 @@ from typing import Any
 from django.conf import settings
 from rest_framework import serializers
 
-from common.protocol import INSTANCE_ID_PATTERN, TASK_KINDS, parse_version
+from common.protocol import CONTROL_CHARS, INSTANCE_ID_PATTERN, MACHINE_TEXT, TASK_KINDS, parse_version
 from server.runs.models import BUILD_PATTERN
 
 
@@ -34,13 +34,11 @@ class TaskRequestValues:
     evals_per_second: float | None = None
 
 
-MACHINE_TEXT = 64  # the longest machine name or device model
 MOST_EVALS_PER_SECOND = 1e8  # beyond any card for years: a larger figure is no measurement
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 def _plain_text(value: str) -> None:
-    if _CONTROL.search(value):
+    if CONTROL_CHARS.search(value):
         raise serializers.ValidationError("holds a control character")
 
 
@@ -116,7 +114,7 @@ def _plain_machine(data: Any) -> tuple[str, str, float | None] | None:
         return None
     name, device, rate = data.get("name", ""), data.get("device", ""), data.get("evals_per_second")
     for text in (name, device):
-        if type(text) is not str or len(text) > MACHINE_TEXT or _CONTROL.search(text):
+        if type(text) is not str or len(text) > MACHINE_TEXT or CONTROL_CHARS.search(text):
             return None
     if rate is not None and (
         type(rate) not in (int, float) or not math.isfinite(rate) or not 0 <= rate <= MOST_EVALS_PER_SECOND
