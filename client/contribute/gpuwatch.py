@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -186,6 +187,7 @@ class GpuWatch:
         self.pause_when_busy = pause_when_busy
         self.heat = {i: HeatGuard(max_temperature, max_power) for i in self.devices}
         self.busy = {i: BusyGuard() for i in self.devices}
+        self.workers_on = Counter(self.devices.values())  # the client's workers on each GPU
         self.last_read: dict[int, float | None] = {i: None for i in self.devices}  # when each GPU was last read
         self.last_look: float | None = None
 
@@ -211,9 +213,8 @@ class GpuWatch:
                 )
             busy = False
             if self.pause_when_busy:
-                workers_here = sum(1 for d in self.devices.values() if d == device)
                 was = self.busy[index].busy
-                busy = self.busy[index].observe(others_on(reading, ours, workers_here), now)
+                busy = self.busy[index].observe(others_on(reading, ours, self.workers_on[device]), now)
                 if busy != was:
                     log.warning(
                         "another program uses %s: its games wait" if busy else "%s is free again: playing", device
