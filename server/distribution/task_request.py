@@ -114,7 +114,8 @@ def _plain_machine(data: Any) -> tuple[str, str, float | None] | None:
         return None
     name, device, rate = data.get("name", ""), data.get("device", ""), data.get("evals_per_second")
     for text in (name, device):
-        if type(text) is not str or len(text) > MACHINE_TEXT or CONTROL_CHARS.search(text):
+        # The serializer trims spaces at the ends: such a text is its to read.
+        if type(text) is not str or len(text) > MACHINE_TEXT or CONTROL_CHARS.search(text) or text != text.strip():
             return None
     if rate is not None and (
         type(rate) not in (int, float) or not math.isfinite(rate) or not 0 <= rate <= MOST_EVALS_PER_SECOND

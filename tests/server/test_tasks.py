@@ -573,6 +573,7 @@ def test_a_bad_give_up_names_the_field(run, alice, body, field):
         {"client_version": "0.1.0", "client_instance_id": "a", "machine": {}},
         {"client_version": "0.1.0", "client_instance_id": "a", "machine": {"name": "x" * 64}},
         {"client_version": "0.1.0", "client_instance_id": "a", "machine": {"name": "x" * 65}},
+        {"client_version": "0.1.0", "client_instance_id": "a", "machine": {"name": " box ", "device": "RTX "}},
         {"client_version": "0.1.0", "client_instance_id": "a", "machine": {"name": "line\nbreak"}},
         {"client_version": "0.1.0", "client_instance_id": "a", "machine": {"device": "nul\x00"}},
         {"client_version": "0.1.0", "client_instance_id": "a", "machine": {"device": 3060}},
