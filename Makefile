@@ -30,7 +30,7 @@ test: $(VENV)/.installed-dev
 	$(BIN)/ruff check .
 	@# Byte-compiled once here, the project's modules load at once in each of the hundreds of Python
 	@# processes the tests start (where PYTHONDONTWRITEBYTECODE is set, each would compile them anew).
-	$(BIN)/python -m compileall -q -j 0 common server client tests manage.py >/dev/null
+	$(BIN)/python -m compileall -q -j 0 common server client buildtools tests manage.py >/dev/null
 	@# The type check runs beside the tests, in the time their waits leave a core idle (alone it kept
 	@# one core busy for 20 s); what it finds is printed after them, and either failing fails the run.
 	@# worksteal: a test process that runs out of tests takes the other's queued ones, so that neither

@@ -7,8 +7,9 @@
   Go and canary tests that come early in the run's order need, and find compiled rather than compile
   them themselves.
 - ``search``: the search's kernels, with the null network: a tiny GTP game, two tiny self-play games
-  and a tiny match. The GTP game comes first: the first tests play a match in a client process, which
-  compiles the match's kernels itself, and play over GTP after it.
+  and a tiny match (``client.kernels``, which the wheel's build runs too). The GTP game comes first:
+  the first tests play a match in a client process, which compiles the match's kernels itself, and
+  play over GTP after it.
 
 The test run starts one process for both: on a clean checkout (an empty cache) compiling takes about
 two minutes of one core, while the first test process runs the tests that need no kernel on the
@@ -31,7 +32,6 @@ import contextlib
 import os
 import re
 import sys
-import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -72,62 +72,28 @@ def mark_compiles(folder: Path) -> None:
 
 
 def search() -> None:
-    from client.gtp.engine import GtpEngine
-    from client.gtp.search_player import SearchPlayer
-    from client.match.run import run_match
-    from client.search.engine import NullEvaluator
-    from client.selfplay.run import run_selfplay
-    from common.settings import MatchSettings, SelfPlaySettings
+    from client.kernels import search
 
-    selfplay = SelfPlaySettings(board_sizes=(7,), board_size_weights=(1.0,), visits=8, cheap_visits=2, max_moves=60)
-    match = MatchSettings(board_sizes=(7,), board_size_weights=(1.0,), visits=4, max_moves=40)
-    gtp = GtpEngine(SearchPlayer(NullEvaluator(), 8))
-    for command in ("boardsize 7", "komi 7", *(f"genmove {'bw'[k % 2]}" for k in range(12)), "final_score"):
-        gtp.handle(command)
-    with tempfile.TemporaryDirectory() as out:
-        run_selfplay(NullEvaluator(), selfplay, games=2, parallel=2, out_dir=out, progress=False)
-        run_match([NullEvaluator(), NullEvaluator()], ("a", "b"), match, games=2, parallel=2, out_dir=None)
+    search()
 
 
 def network() -> None:
-    import numpy as np
-
     from client.evaluator import Evaluator
-    from common.encoding.features import NN_AREA, symmetry_map
-    from common.go.game import PASS, Game
-    from common.go.rules import Rules
+    from client.kernels import rules
+    from common.go.game import Game
     from common.nn.canary import evaluate_canary
     from common.nn.model import Model, named_config
 
     model = Model(named_config("tiny")).eval()
     evaluate_canary(model)
+    rules()  # the rules, the features and the evaluator's kernels, which need no network
     game = Game(7)
-    for _ in range(12):
+    for _ in range(6):
         moves = game.legal_moves()
         game.play(moves[len(moves) // 2])
-    # What the first Go and evaluator tests call from Python besides (the docstring says why).
-    stone = moves[len(moves) // 2]
-    game.illegal_reason(game.legal_moves()[0], game.to_move)
-    game.chain_liberties(stone)
-    game.hash, game.situation_hash  # noqa: B018
-    game.play(game.legal_moves()[0])
-    game.undo()
-    game.is_all_pass_alive()
-    game.end_if_all_pass_alive()
-    for method in ("katago", "tromp-taylor", "pass-alive"):
-        game.ownership(method)
-    game.seki_stones()
-    territory = Game(7, rules=Rules.from_text("japanese"))
-    territory.play(stone)
-    territory.play(PASS)
-    territory.play(PASS)  # the encore
-    territory.illegal_reason(territory.legal_moves()[0], territory.to_move)
-    territory.is_pass_for_ko(stone)
-    symmetry_map(7, 7, 5, np.empty(NN_AREA, dtype=np.int64))
     evaluator = Evaluator(model, device="cpu")
     evaluator.evaluate([game])
     evaluator.evaluate([game], symmetries=[5])
-    game.ownership("scoring")
 
 
 def main(families: list[str]) -> None:

@@ -4,10 +4,7 @@ contribute`` plays and uploads a game to the real server under gunicorn."""
 
 from __future__ import annotations
 
-import importlib.metadata
 import json
-import os
-import re
 import shutil
 import subprocess
 import sys
@@ -19,6 +16,7 @@ from client.build import BUILD
 from tests.e2e.contributor import Contributor, until, upload_network
 from tests.server import helpers
 from tests.server.live import ROOT
+from tests.venvs import lend_torch
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
 
@@ -44,14 +42,30 @@ def _run(*args: str | Path, cwd: Path | None = None) -> str:
 
 
 def build_wheel(out: Path) -> Path:
-    """The wheel of this checkout's client, built from a copy (the build writes beside its sources)."""
+    """The wheel of this checkout's client, built from a copy (the build writes beside its sources)
+    that holds the checkout's compiled kernels: the build's compile of them then loads them rather
+    than compiling for minutes (numba's cache names no path, only each source's content)."""
     source = out / "source"
-    ignore = shutil.ignore_patterns("__pycache__", "*.nbi", "*.nbc")
-    for package in ("client", "common"):
+    ignore = shutil.ignore_patterns("*.pyc")
+    for package in ("client", "common", "buildtools"):
         shutil.copytree(ROOT / package, source / package, ignore=ignore)
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(ROOT / name, source / name)
-    _run(sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "--wheel-dir", out / "dist", source)
+    # This environment's setuptools and numba build it (a volunteer's pip installs them for the build
+    # alone: tests/client/test_kernels.py checks what the build asks for, and the first-move benchmark
+    # builds it so), which saves the test installing them again.
+    _run(
+        sys.executable,
+        "-m",
+        "pip",
+        "wheel",
+        "--no-deps",
+        "--no-build-isolation",
+        "--quiet",
+        "--wheel-dir",
+        out / "dist",
+        source,
+    )
     (wheel,) = (out / "dist").glob("sente-*.whl")
     return wheel
 
@@ -64,59 +78,14 @@ def install(wheel: Path, venv: Path) -> Path:
     return venv / "bin" / "sente"
 
 
-def lend_torch(venv: Path) -> None:
-    """This environment's torch (and what torch itself needs) in the new one, as links named by a
-    .pth file, so that pip finds it there and keeps it: installing the same 800 MB again took half
-    the test, and pip would otherwise fetch the newest build (CUDA's, gigabytes). What the client
-    needs beyond torch, pip installs."""
-    folder = venv / "lent"
-    folder.mkdir()
-    for dist in _requirements("torch", {}).values():
-        if dist.metadata["Name"].lower() == "setuptools":  # the new environment has its own
-            continue
-        for top in {f.parts[0] for f in dist.files or []} - {"..", "__pycache__"}:
-            source = Path(dist.locate_file(top))
-            if source.exists() and not top.endswith(".pth") and not (folder / top).exists():
-                (folder / top).symlink_to(source)
+def compiled_kernels(venv: Path) -> dict[str, int]:
+    """numba's cache files of the installed client and common packages, with their times."""
     (site,) = venv.glob("lib/python*/site-packages")
-    (site / "lent-torch.pth").write_text(f"{folder}\n")
-
-
-def _requirements(name: str, seen: dict) -> dict:
-    """The distribution ``name`` and those it requires, transitively (extras left out)."""
-    key = name.lower().replace("_", "-")
-    if key in seen:
-        return seen
-    try:
-        dist = importlib.metadata.distribution(name)
-    except importlib.metadata.PackageNotFoundError:
-        return seen
-    seen[key] = dist
-    for requirement in dist.requires or []:
-        if "extra ==" not in requirement:
-            _requirements(re.match(r"[A-Za-z0-9._-]+", requirement).group(0), seen)
-    return seen
-
-
-def share_compiled_kernels(venv: Path) -> int:
-    """Copy this checkout's compiled numba kernels into the installed packages, with the sources'
-    times, so that the installed client loads them rather than compiling for minutes as on a
-    volunteer's first start (numba's cache holds no path, only each source's time and size). Where
-    the checkout's cache is empty the client compiles them itself. The number of files copied."""
-    (site,) = venv.glob("lib/python*/site-packages")
-    copied = 0
-    for cache in [*(ROOT / "client").rglob("__pycache__"), *(ROOT / "common").rglob("__pycache__")]:
-        package = cache.parent.relative_to(ROOT)
-        for source in cache.parent.glob("*.py"):
-            installed = site / package / source.name
-            if installed.read_bytes() == source.read_bytes():
-                stat = source.stat()
-                os.utime(installed, ns=(stat.st_atime_ns, stat.st_mtime_ns))
-        for compiled in [*cache.glob("*.nbi"), *cache.glob("*.nbc")]:
-            (site / package / "__pycache__").mkdir(exist_ok=True)
-            shutil.copy2(compiled, site / package / "__pycache__" / compiled.name)
-            copied += 1
-    return copied
+    return {
+        str(f.relative_to(site)): f.stat().st_mtime_ns
+        for package in ("client", "common")
+        for f in (site / package).rglob("__pycache__/*.nb[ic]")
+    }
 
 
 def test_the_wheel_installs_the_client_alone_and_contributes(server, volunteer, tmp_path):
@@ -135,7 +104,11 @@ def test_the_wheel_installs_the_client_alone_and_contributes(server, volunteer, 
     assert _run(sente, "--version").startswith("Sente client ")
     assert "usage: sente contribute" in _run(sente, "contribute", "--help")
 
-    share_compiled_kernels(sente.parents[1])
+    # The kernels came compiled with the wheel, for this processor too (numba's generic one), and the
+    # first start compiles none of them: no cache file is added or written again.
+    shipped = compiled_kernels(sente.parents[1])
+    modules = {Path(name).parent.parent.as_posix() for name in shipped}
+    assert {"client/search", "common/go", "common/encoding"} <= modules, sorted(modules)
     upload_network(server.url, tmp_path, "test-net1", helpers.RANDOM_NET)
     client = Contributor(tmp_path / "alice", server.url, True, program=sente)
     try:
@@ -143,5 +116,6 @@ def test_the_wheel_installs_the_client_alone_and_contributes(server, volunteer, 
         assert client.stop() == 0, client.output()
     finally:
         client.kill()
+    assert compiled_kernels(sente.parents[1]) == shipped, "the installed client compiled kernels at its first start"
     # The installed code is the checkout's: the same build, which a run that allows one allows both.
     assert set(Task.objects.filter(user__username="alice").values_list("client_build", flat=True)) == {BUILD}
