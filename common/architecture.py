@@ -116,7 +116,7 @@ class ModelConfig:
     bottleneck_channels: int = 0  # width inside nested bottleneck blocks; 0 without them
     nbt_inner_blocks: int = 2  # residual blocks inside each nested bottleneck block
     mobile_expansion: int = 6  # mobile blocks: the expanded width, in trunk widths (Cazenave: 6)
-    se_ratio: int = 16  # mobile blocks: the squeeze layer is trunk_channels / se_ratio wide (at least 1)
+    se_ratio: int = 16  # mobile blocks: the squeeze layer is trunk_channels / se_ratio wide (at least 1); 0: none
     norm: str = "batch"  # one of NORM_KINDS; left out of to_dict when "batch"
 
     def __post_init__(self) -> None:
@@ -180,9 +180,15 @@ class ModelConfig:
                     f"model config: nbt_gpool blocks pool gpool_channels ({self.gpool_channels}) of "
                     f"bottleneck_channels ({self.bottleneck_channels}); it must be fewer"
                 )
-        for name in ("mobile_expansion", "se_ratio"):
-            if getattr(self, name) <= 0:
-                raise ModelConfigError(f"model config: {name} must be a positive integer, got {getattr(self, name)}")
+        if self.mobile_expansion <= 0:
+            raise ModelConfigError(
+                f"model config: mobile_expansion must be a positive integer, got {self.mobile_expansion}"
+            )
+        if self.se_ratio < 0:
+            raise ModelConfigError(
+                "model config: se_ratio must be a non-negative integer (0: no squeeze and excitation), "
+                f"got {self.se_ratio}"
+            )
 
     def _has(self, kinds: tuple[str, ...]) -> bool:
         return any(kind in kinds for kind in self.blocks)
@@ -202,8 +208,8 @@ class ModelConfig:
 
     @property
     def se_channels(self) -> int:
-        """The width of a mobile block's squeeze layer."""
-        return max(1, self.trunk_channels // self.se_ratio)
+        """The width of a mobile block's squeeze layer (0: the blocks have no squeeze and excitation)."""
+        return max(1, self.trunk_channels // self.se_ratio) if self.se_ratio else 0
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)

@@ -295,7 +295,8 @@ class MobileBlock(nn.Module):
     residual): norm, ReLU, 1x1 conv up to ``mobile_expansion`` times the trunk's width; norm, ReLU,
     depthwise 3x3 conv; norm, ReLU, 1x1 conv back down; squeeze and excitation (mean over the
     on-board cells, a ReLU layer of ``se_channels``, a sigmoid gate per channel) scales the result
-    before it is added to the trunk. Pre-activation and masked, as the other blocks."""
+    before it is added to the trunk (``se_ratio`` 0: the result is added as it is, MobileNetV2's
+    block). Pre-activation and masked, as the other blocks."""
 
     def __init__(self, cfg: ModelConfig, variance: float = 1.0) -> None:
         super().__init__()
@@ -306,13 +307,17 @@ class MobileBlock(nn.Module):
         self.conv_depthwise = nn.Conv2d(e, e, kernel_size=3, padding=1, groups=e, bias=False)
         self.norm3 = norms(e)
         self.conv_project = _conv(e, c, 1)
-        self.se_squeeze = nn.Linear(c, cfg.se_channels, bias=False)
-        self.se_excite = nn.Linear(cfg.se_channels, c, bias=False)
+        self.squeeze_excite = cfg.se_channels > 0
+        if self.squeeze_excite:
+            self.se_squeeze = nn.Linear(c, cfg.se_channels, bias=False)
+            self.se_excite = nn.Linear(cfg.se_channels, c, bias=False)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor, mask_sum: torch.Tensor) -> torch.Tensor:
         h = self.conv_expand(self.norm1(x, mask, mask_sum))
         h = self.conv_depthwise(self.norm2(h, mask, mask_sum))
         h = self.conv_project(self.norm3(h, mask, mask_sum))
+        if not self.squeeze_excite:
+            return x + h
         gate = torch.sigmoid(self.se_excite(F.relu(self.se_squeeze(h.sum(dim=(2, 3)) / mask_sum))))
         return x + h * gate.unsqueeze(-1).unsqueeze(-1)
 
@@ -532,7 +537,7 @@ def init_weights(model: Model) -> None:
     fixed-variance norms every conv keeps its He initialisation, which passes on the variance it
     reads: the norms' scales are set for exactly that. For it to hold, the truncated normal's std is
     corrected for the truncation (as KataGo's initialisation does), and a mobile block's projection
-    starts at twice that scale, for its squeeze and excitation gate halves what it passes at first.
+    starts at twice that scale where its squeeze and excitation gate halves what it passes at first.
     Output layers start small.
     """
     fixscale = model.config.norm == "fixscale"
@@ -546,7 +551,8 @@ def init_weights(model: Model) -> None:
                     nn.init.zeros_(m.bias)
         for m in model.modules():
             if isinstance(m, MobileBlock) and fixscale:
-                m.conv_project.weight.mul_(2.0)
+                if m.squeeze_excite:
+                    m.conv_project.weight.mul_(2.0)
             elif fixscale:
                 continue
             elif isinstance(m, RegularBlock | GPoolBlock):

@@ -6,11 +6,16 @@ The rows: self-play of KataGo's g170 b6c96 network on 9x9 (komi 7, area scoring)
 fixed seed and kept out of the repository, in ``$XDG_CACHE_HOME/sente/bench_arch/`` (``~/.cache``
 without it); the same options make the same rows again. One game in ten is held out.
 
-The networks, in three groups (``--group``):
+The networks, in four groups (``--group``; by default the first three):
 - ``params``: about equal weights (about a million: b6c96, a 10-block c96 nested bottleneck net,
   Cazenave's b17c64mobile, his "less than one million parameters" net);
 - ``speed``: about equal evaluations per second on this CPU: b6c96, then the nested bottleneck and
   MobileNet depths whose measured evaluations per second (batch 64, 9x9, fp32) come closest to it;
+- ``mobile``: the 9x9 ablation's MobileNet question, trained as its arms train (the one-machine
+  run's training settings, the methods page's norms and heads): b3c32 (the full arm's), tinymobile
+  (the MobileNet arm's), tinymobile without squeeze and excitation, tinymobile at a third and at
+  three times the learning rate, and a MobileNet of b3c32's depth and width; with ``--rows``, on
+  the arms' own rows;
 - ``sizes``: the named sizes from tiny to b6c96 (tiny, b3c32, b4c48, b4c48nbt, b6c96) as they are,
   measured for speed only and without the data set: evaluations per second (batch 64, 9x9, fp32)
   and training samples per second (the trainer's real step at the demo run's settings, batch 128,
@@ -31,8 +36,8 @@ says what our trunks do here, not whether his figures hold at his. Every network
 norms and heads, so that only the trunks differ.
 
 Run from the project root: .venv/bin/python tests/bench/bench_arch.py [--games 1000] [--visits 100]
-[--samples 100000] [--group params,speed,sizes] [--rounds 3] [--seconds 3]
-The last line is one JSON object. With ``params`` or ``speed``: per network name, ``params``,
+[--samples 100000] [--group params,speed,sizes,mobile] [--rounds 3] [--seconds 3] [--rows FOLDER]
+The last line is one JSON object. With ``params``, ``speed`` or ``mobile``: per network name, ``params``,
 ``policy_acc``, ``value_loss``, ``score_loss`` and ``evals_per_s``; and the data set's ``rows``,
 ``held_out_rows`` and ``samples``. With ``sizes``: per size, ``evals_per_s_<size>``,
 ``train_samples_per_s_<size>`` and ``params_<size>``, the ``sizes_rounds`` and ``sizes_seconds``
@@ -71,7 +76,7 @@ MODEL = ROOT.parent / "shared" / "models" / "g170-b6c96-s175395328-d26788732.bin
 GOLDEN_ROWS = ROOT.parent / "shared" / "golden" / "katago_selfplay_9x9.npz"
 BATCH = 128
 HOLD_OUT_ONE_IN = 10
-GROUPS = ("params", "speed", "sizes")
+GROUPS = ("params", "speed", "sizes", "mobile")
 SIZES = ("tiny", "b3c32", "b4c48", "b4c48nbt", "b6c96")  # the small named sizes, smallest first
 
 
@@ -105,8 +110,8 @@ def make_rows(games: int, visits: int, seed: int) -> Path:
 
 
 def row_files(folder: Path) -> tuple[list[RowFile], list[RowFile]]:
-    """(training files, held-out files): every tenth game is held out."""
-    files = [RowFile(str(p), len(decode_rows(p.read_bytes(), p.name))) for p in sorted(folder.glob("*.npz"))]
+    """(training files, held-out files) of the npz files under ``folder``: every tenth game is held out."""
+    files = [RowFile(str(p), len(decode_rows(p.read_bytes(), p.name))) for p in sorted(folder.rglob("*.npz"))]
     held = [f for i, f in enumerate(files) if i % HOLD_OUT_ONE_IN == 0]
     train = [f for i, f in enumerate(files) if i % HOLD_OUT_ONE_IN != 0]
     return train, held
@@ -169,6 +174,22 @@ def networks(groups: list[str]) -> dict[str, ModelConfig]:
             name = f"b{d}c96nbt" if family == "nbt" else f"b{d}c64mobile"
             chosen.setdefault(name, make(d))
     return chosen
+
+
+# The ablation's MobileNet question (docs/experiments): the 9x9 arms' trunks as the arms train them
+# (the one-machine run's training settings, the methods page's norms and heads), and what the
+# MobileNet arm did not try: its blocks without squeeze and excitation, other learning rates, and a
+# MobileNet of b3c32's width and depth. Name: (config, learning rate factor).
+def mobile_networks() -> dict[str, tuple[ModelConfig, float]]:
+    tinymobile = named_config("tinymobile")
+    return {
+        "b3c32": (named_config("b3c32"), 1.0),
+        "tinymobile": (tinymobile, 1.0),
+        "tinymobile-no-se": (replace(tinymobile, se_ratio=0), 1.0),
+        "tinymobile-lr/3": (tinymobile, 1.0 / 3.0),
+        "tinymobile-lr*3": (tinymobile, 3.0),
+        "b3c32mobile": (replace(tinymobile, blocks=["mobile"] * 3, trunk_channels=32), 1.0),
+    }
 
 
 def golden_batches(count: int, seed: int) -> list[TrainBatch]:
@@ -246,11 +267,14 @@ def main() -> None:
     parser.add_argument("--visits", type=int, default=100, help="visits of its full searches (100)")
     parser.add_argument("--samples", type=int, default=100_000, help="training samples per network (100000)")
     parser.add_argument(
-        "--group", default=",".join(GROUPS), help="params, speed, sizes, or several (see the docstring)"
+        "--group", default="params,speed,sizes", help="params, speed, sizes, mobile, or several (see the docstring)"
     )
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds of the sizes group (3)")
     parser.add_argument("--seconds", type=float, default=3.0, help="seconds of each figure in each round (3)")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--rows", type=Path, help="train on the npz files under this folder (e.g. an ablation arm's) instead of g170's"
+    )
     args = parser.parse_args()
     groups = [g.strip() for g in args.group.split(",") if g.strip()]
     if not groups or set(groups) - set(GROUPS):
@@ -273,8 +297,8 @@ def main() -> None:
 
 
 def compare_trunks(groups: list[str], args: argparse.Namespace) -> dict[str, object]:
-    """The ``params`` and ``speed`` groups: each network trained on the data set, then measured."""
-    folder = make_rows(args.games, args.visits, args.seed)
+    """The ``params``, ``speed`` and ``mobile`` groups: each network trained on the data set, then measured."""
+    folder = args.rows or make_rows(args.games, args.visits, args.seed)
     train_files, held_files = row_files(folder)
     train = batches(train_files, args.seed, args.samples)
     held = batches(held_files, args.seed + 1000)
@@ -283,10 +307,16 @@ def compare_trunks(groups: list[str], args: argparse.Namespace) -> dict[str, obj
     print(f"{rows} training rows, {held_rows} held out; {len(train) * BATCH} samples per network", flush=True)
 
     torch.set_num_threads(2)
-    settings = TrainingSettings(architecture="b6c96", batch_size=BATCH)
+    papers = TrainingSettings(architecture="b6c96", batch_size=BATCH)
+    runs = demo_settings(9).training.replace(batch_size=BATCH)  # the 9x9 arms' training
+    trunks = [g for g in groups if g in ("params", "speed")]
+    chosen = {name: (config, papers) for name, config in networks(trunks).items()} if trunks else {}
+    if "mobile" in groups:
+        for name, (config, factor) in mobile_networks().items():
+            chosen[name] = (config, runs.replace(learning_rate=runs.learning_rate * factor))
     figures: dict[str, object] = {"rows": rows, "held_out_rows": held_rows, "samples": len(train) * BATCH}
-    print(f"{'network':<14} {'params':>9} {'policy acc':>10} {'value loss':>10} {'score loss':>10} {'evals/s':>8}")
-    for name, config in networks(groups).items():
+    print(f"{'network':<17} {'params':>9} {'policy acc':>10} {'value loss':>10} {'score loss':>10} {'evals/s':>8}")
+    for name, (config, settings) in chosen.items():
         trainer = Trainer(name, settings, device="cpu", seed=args.seed, config=config)
         start = time.perf_counter()
         trainer.model.train()
@@ -302,7 +332,7 @@ def compare_trunks(groups: list[str], args: argparse.Namespace) -> dict[str, obj
             "params": params,
         }
         print(
-            f"{name:<14} {params:>9,} {metrics['policy_acc']:>10.3f} {metrics['value_loss']:>10.3f} "
+            f"{name:<17} {params:>9,} {metrics['policy_acc']:>10.3f} {metrics['value_loss']:>10.3f} "
             f"{metrics['score_loss']:>10.3f} {speed:>8.0f}   ({seconds:.0f} s of training)",
             flush=True,
         )

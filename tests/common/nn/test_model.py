@@ -137,6 +137,34 @@ def test_mobile_blocks_are_inverted_residuals_with_squeeze_and_excitation():
     assert out[1].abs().sum() > 0
 
 
+def test_mobile_blocks_without_squeeze_and_excitation_add_the_projection_as_it_is():
+    """se_ratio 0: MobileNetV2's block, no squeeze and excitation layers, and (fixed-variance norms)
+    the projection at its plain He scale, with no gate to halve what it passes at first."""
+    plain = dataclasses.replace(named_config("tinymobile"), se_ratio=0)
+    assert plain.se_channels == 0 and ModelConfig.from_dict(plain.to_dict()) == plain
+    model, gated = random_model(config=plain), random_model(config=named_config("tinymobile"))
+    block, gated_block = model.blocks[0], gated.blocks[0]
+    assert not any("se_" in name for name, _ in block.named_parameters())
+    squeeze_excite = sum(p.numel() for name, p in gated_block.named_parameters() if name.startswith("se_"))
+    assert squeeze_excite > 0
+    assert count_parameters(gated) - count_parameters(model) == squeeze_excite * len(gated.blocks)
+    spatial, glob = random_inputs([(9, 9), (7, 7)])
+    mask = spatial[:, 0:1]
+    ms = mask.sum(dim=(2, 3))
+    x = torch.randn(2, plain.trunk_channels, NN_LEN, NN_LEN) * mask
+    with torch.no_grad():
+        h = block.conv_depthwise(block.norm2(block.conv_expand(block.norm1(x, mask, ms)), mask, ms))
+        assert torch.allclose(block(x, mask, ms) - x, block.conv_project(block.norm3(h, mask, ms)), atol=1e-5)
+        assert torch.isfinite(model(spatial, glob).value).all()
+    # A fresh network: the gated projection starts at twice the plain one's scale.
+    assert plain.norm == "fixscale"
+    torch.manual_seed(0)
+    fresh_plain = Model(plain).blocks[0].conv_project.weight.detach().std()
+    torch.manual_seed(0)
+    fresh_gated = Model(named_config("tinymobile")).blocks[0].conv_project.weight.detach().std()
+    assert float(fresh_gated / fresh_plain) == pytest.approx(2.0, rel=0.2)
+
+
 def test_networks_without_nested_blocks_keep_their_config_json():
     """Files of the paper's networks read as before in programs that predate nested bottlenecks."""
     assert not {"bottleneck_channels", "norm"} & set(named_config("b6c96").to_dict())
@@ -212,7 +240,7 @@ def test_config_json_round_trip():
         ({"blocks": ["nbt_gpool"], "bottleneck_channels": 8, "gpool_channels": 8}, "must be fewer"),
         ({"blocks": ["nbt"], "bottleneck_channels": 8, "nbt_inner_blocks": 0}, "nbt_inner_blocks"),
         ({"mobile_expansion": 4}, "mobile_expansion is set but no block is mobile"),
-        ({"blocks": ["mobile"], "se_ratio": 0}, "se_ratio must be a positive integer"),
+        ({"blocks": ["mobile"], "se_ratio": -1}, "se_ratio must be a non-negative integer"),
     ],
 )
 def test_bad_configs_are_refused_naming_the_field(change, message):
