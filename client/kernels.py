@@ -84,14 +84,19 @@ def search() -> None:
     with tempfile.TemporaryDirectory() as out:
         run_selfplay(NullEvaluator(), selfplay, games=2, parallel=2, out_dir=out, progress=False)
         run_match([NullEvaluator(), NullEvaluator()], ("a", "b"), match, games=2, parallel=2, out_dir=None)
-    # A step that selects no leaf (every visit a cache hit or a game's end) closes with this alone: rare
-    # in games this short, and the first self-play game compiled it for half a minute.
+
+
+def rare() -> None:
+    """What games this short never reach: a step that selects no leaf (every visit a cache hit or a
+    game's end) closes with ``finish_step`` alone, which a first self-play game compiled for half a
+    minute."""
     finish_step(BatchedSearch(NullEvaluator(), 1, 8).state)
 
 
 def compile_all() -> None:
     rules()
     search()
+    rare()
 
 
 if __name__ == "__main__":
