@@ -67,6 +67,7 @@ def compile_kernels() -> bool:
     """Compile the client's kernels into numba's cache beside the modules of the source tree (the
     current folder, where the build runs). Whether it worked."""
     env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}  # the cache beside the modules
+    env["NUMBA_CPU_NAME"] = "generic"  # what the client asks numba for, whatever this shell asks
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [os.getcwd(), env.get("PYTHONPATH")]))
     print("compiling the client's numba kernels into the wheel (minutes on a first build)", file=sys.stderr)
     done = subprocess.run([sys.executable, "-m", "client.kernels"], env=env, stdin=subprocess.DEVNULL)
