@@ -5,7 +5,24 @@ from __future__ import annotations
 
 import importlib.metadata
 import re
+import shutil
 from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+# What the client's package is built from (pyproject.toml; deploy/Dockerfile's client stage copies the same).
+PACKAGE_SOURCES = ("client", "common", "buildtools", "pyproject.toml", "README.md")
+
+
+def copy_package_sources(source: Path, *ignored: str) -> Path:
+    """This checkout's client package sources copied into ``source`` (files matching ``ignored``
+    left out), for a build that writes beside them."""
+    for name in PACKAGE_SOURCES:
+        if (ROOT / name).is_dir():
+            shutil.copytree(ROOT / name, source / name, ignore=shutil.ignore_patterns(*ignored))
+        else:
+            source.mkdir(parents=True, exist_ok=True)
+            shutil.copy(ROOT / name, source / name)
+    return source
 
 
 def lend_torch(venv: Path) -> None:

@@ -26,7 +26,6 @@ import argparse
 import json
 import os
 import re
-import shutil
 import statistics
 import subprocess
 import sys
@@ -37,7 +36,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from tests.venvs import lend_torch  # noqa: E402
+from tests.venvs import copy_package_sources, lend_torch  # noqa: E402
 
 SHARED = Path(os.environ.get("SENTE_SHARED", ROOT.parent / "shared"))
 MODEL = SHARED / "models" / "g170-b6c96-s175395328-d26788732.bin.gz"
@@ -55,17 +54,6 @@ settings = SelfPlaySettings(board_sizes=(9,), board_size_weights=(1.0,))
 rate_at = selfplay_rate(Evaluator.from_file(sys.argv[1], device="cpu"), settings)
 print(rate_at(64, float(sys.argv[2])))
 """
-
-
-def fresh_source(folder: Path) -> Path:
-    """This checkout's client as a fresh clone holds it: no compiled kernel, no byte code."""
-    source = folder / "source"
-    ignore = shutil.ignore_patterns("__pycache__")
-    for package in ("client", "common", "buildtools"):
-        shutil.copytree(ROOT / package, source / package, ignore=ignore)
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy(ROOT / name, source / name)
-    return source
 
 
 def install(source: Path, venv: Path) -> float:
@@ -141,7 +129,8 @@ def main() -> None:
     loads = [os.getloadavg()[0]]
     with tempfile.TemporaryDirectory(prefix="sente-first-move-") as tmp:
         folder = Path(tmp)
-        installing = install(fresh_source(folder), folder / "venv")
+        # This checkout's client as a fresh clone holds it: no compiled kernel, no byte code.
+        installing = install(copy_package_sources(folder / "source", "__pycache__"), folder / "venv")
         print(f"installed in {installing:.0f} s", flush=True)
         sente = folder / "venv" / "bin" / "sente"
         base = {k: v for k, v in os.environ.items() if not k.startswith("NUMBA_")}

@@ -19,6 +19,7 @@ import pytest
 from tests.e2e.contributor import PASSWORD, until, upload_network
 from tests.server import helpers
 from tests.server.live import ROOT
+from tests.venvs import PACKAGE_SOURCES
 
 DOCKERFILE = ROOT / "deploy" / "Dockerfile"
 
@@ -49,7 +50,7 @@ def test_the_image_keeps_settings_and_data_in_its_volume_kernels_compiled_and_th
     ).stdout.split()
     assert all(p.startswith(volume + "/") for p in paths), paths
     copied = sorted(source for line in stage if line.startswith("COPY ") for source in line.split()[1:-1])
-    assert copied == ["README.md", "buildtools", "client", "common", "pyproject.toml"], "the package's sources alone"
+    assert copied == sorted(PACKAGE_SOURCES), "the package's sources alone"
     assert 'ENTRYPOINT ["sente"]' in stage and next(line for line in stage if line.startswith("USER ")) == "USER sente"
 
 

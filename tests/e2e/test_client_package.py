@@ -5,7 +5,6 @@ contribute`` plays and uploads a game to the real server under gunicorn."""
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -15,8 +14,7 @@ import pytest
 from client.build import BUILD
 from tests.e2e.contributor import Contributor, until, upload_network
 from tests.server import helpers
-from tests.server.live import ROOT
-from tests.venvs import lend_torch
+from tests.venvs import copy_package_sources, lend_torch
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
 
@@ -45,12 +43,7 @@ def build_wheel(out: Path) -> Path:
     """The wheel of this checkout's client, built from a copy (the build writes beside its sources)
     that holds the checkout's compiled kernels: the build's compile of them then loads them rather
     than compiling for minutes (numba's cache names no path, only each source's content)."""
-    source = out / "source"
-    ignore = shutil.ignore_patterns("*.pyc")
-    for package in ("client", "common", "buildtools"):
-        shutil.copytree(ROOT / package, source / package, ignore=ignore)
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy(ROOT / name, source / name)
+    source = copy_package_sources(out / "source", "*.pyc")
     # This environment's setuptools and numba build it (a volunteer's pip installs them for the build
     # alone: tests/client/test_kernels.py checks what the build asks for, and the first-move benchmark
     # builds it so), which saves the test installing them again.
