@@ -15,7 +15,8 @@ The networks, in four groups (``--group``; by default the first three):
   run's training settings, the methods page's norms and heads): b3c32 (the full arm's), tinymobile
   (the MobileNet arm's), tinymobile without squeeze and excitation, tinymobile at a third and at
   three times the learning rate, and a MobileNet of b3c32's depth and width; with ``--rows``, on
-  the arms' own rows;
+  the arms' own rows; and each one's speed as the ablation measures the arms' (9x9, the client's
+  batch of ``--client-batch`` games, one thread), in ``--rounds`` interleaved rounds;
 - ``sizes``: the named sizes from tiny to b6c96 (tiny, b3c32, b4c48, b4c48nbt, b6c96) as they are,
   measured for speed only and without the data set: evaluations per second (batch 64, 9x9, fp32)
   and training samples per second (the trainer's real step at the demo run's settings, batch 128,
@@ -37,12 +38,15 @@ norms and heads, so that only the trunks differ.
 
 Run from the project root: .venv/bin/python tests/bench/bench_arch.py [--games 1000] [--visits 100]
 [--samples 100000] [--group params,speed,sizes,mobile] [--rounds 3] [--seconds 3] [--rows FOLDER]
+[--seeds 1] [--client-batch 16]
 The last line is one JSON object. With ``params``, ``speed`` or ``mobile``: per network name, ``params``,
-``policy_acc``, ``value_loss``, ``score_loss`` and ``evals_per_s``; and the data set's ``rows``,
-``held_out_rows`` and ``samples``. With ``sizes``: per size, ``evals_per_s_<size>``,
-``train_samples_per_s_<size>`` and ``params_<size>``, the ``sizes_rounds`` and ``sizes_seconds``
-they were measured in, and the load averages (1 minute) before and after them, ``sizes_load_start``
-and ``sizes_load_end``.
+``policy_acc``, ``value_loss``, ``score_loss`` (with ``--seeds`` above 1, the mean of the seeds,
+each seed's in ``seeds``) and ``evals_per_s``; and the data set's ``rows``, ``held_out_rows`` and
+``samples``. With ``mobile``, besides: ``evals_per_s_client_<network>``, ``client_batch``,
+``client_batch_rounds`` and ``client_batch_load`` (the load averages before and after). With
+``sizes``: per size, ``evals_per_s_<size>``, ``train_samples_per_s_<size>`` and ``params_<size>``,
+the ``sizes_rounds`` and ``sizes_seconds`` they were measured in, and the load averages (1 minute)
+before and after them, ``sizes_load_start`` and ``sizes_load_end``.
 """
 
 from __future__ import annotations
@@ -234,6 +238,47 @@ def size_speeds(rounds: int, seconds: float, seed: int) -> dict[str, object]:
     return figures
 
 
+def client_batch_speeds(configs: dict[str, ModelConfig], args: argparse.Namespace) -> dict[str, object]:
+    """The ``mobile`` group's speeds as the ablation measures its arms': 9x9, a batch of the client's
+    games at once (``--client-batch``, the ablation's ``--parallel``), one thread, in ``--rounds``
+    interleaved rounds (in turn forwards and backwards) of ``--seconds`` each, each the best of its
+    rounds: measured one network after the other, the 9x9 reports found the MobileNet 0.69 and 1.05
+    times as fast as b3c32, each beside other work."""
+    names = list(configs)
+    found: dict[str, list[float]] = {n: [] for n in names}
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    load_start = os.getloadavg()[0]
+    try:
+        for k in range(args.rounds):
+            for name in names if k % 2 == 0 else names[::-1]:
+                found[name].append(evals_per_second(configs[name], 9, args.client_batch, args.seconds))
+            print(
+                f"round {k + 1}, batch {args.client_batch}, one thread: "
+                + ", ".join(f"{n} {found[n][-1]:.0f}" for n in names),
+                flush=True,
+            )
+    finally:
+        torch.set_num_threads(threads)
+    load_end = os.getloadavg()[0]
+    figures: dict[str, object] = {
+        "client_batch": args.client_batch,
+        "client_batch_rounds": args.rounds,
+        "client_batch_load": [round(load_start, 2), round(load_end, 2)],
+    }
+    for name in names:
+        figures[f"evals_per_s_client_{name}"] = round(max(found[name]), 1)
+    base = max(found["b3c32"])
+    print(
+        f"{'network':<17} {'evals/s':>8} {'vs b3c32':>9}   "
+        f"(batch {args.client_batch}, one thread, best of {args.rounds})"
+    )
+    for name in names:
+        print(f"{name:<17} {max(found[name]):>8.0f} {max(found[name]) / base:>9.2f}")
+    print(f"load average (1 minute): {load_start:.2f} before, {load_end:.2f} after", flush=True)
+    return figures
+
+
 def held_out_metrics(model: Model, held: list[TrainBatch]) -> dict[str, float]:
     model.eval()
     correct = policy_rows = 0.0
@@ -269,9 +314,18 @@ def main() -> None:
     parser.add_argument(
         "--group", default="params,speed,sizes", help="params, speed, sizes, mobile, or several (see the docstring)"
     )
-    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds of the sizes group (3)")
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds of the speed figures (3)")
     parser.add_argument("--seconds", type=float, default=3.0, help="seconds of each figure in each round (3)")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--seeds",
+        type=int,
+        default=1,
+        help="trainings of each network, from seeds --seed on; the figures are their mean (1)",
+    )
+    parser.add_argument(
+        "--client-batch", type=int, default=16, help="the mobile group's speed: games at once, as the client plays (16)"
+    )
     parser.add_argument(
         "--rows", type=Path, help="train on the npz files under this folder (e.g. an ablation arm's) instead of g170's"
     )
@@ -281,6 +335,10 @@ def main() -> None:
         raise SystemExit(f"--group: expected some of {', '.join(GROUPS)}, got {args.group!r}")
     if args.samples < BATCH:
         raise SystemExit(f"--samples: at least one batch ({BATCH}), got {args.samples}")
+    if args.seeds < 1:
+        raise SystemExit(f"--seeds: at least 1, got {args.seeds}")
+    if args.client_batch < 1:
+        raise SystemExit(f"--client-batch: at least 1, got {args.client_batch}")
     if args.rounds < 1:
         raise SystemExit(f"--rounds: at least 1, got {args.rounds}")
     if not args.seconds > 0:
@@ -317,25 +375,42 @@ def compare_trunks(groups: list[str], args: argparse.Namespace) -> dict[str, obj
     figures: dict[str, object] = {"rows": rows, "held_out_rows": held_rows, "samples": len(train) * BATCH}
     print(f"{'network':<17} {'params':>9} {'policy acc':>10} {'value loss':>10} {'score loss':>10} {'evals/s':>8}")
     for name, (config, settings) in chosen.items():
-        trainer = Trainer(name, settings, device="cpu", seed=args.seed, config=config)
-        start = time.perf_counter()
-        trainer.model.train()
-        for batch in train:
-            trainer.step(batch)
-        seconds = time.perf_counter() - start
-        metrics = held_out_metrics(trainer.model, held)
+        # Each seed its own initial weights; the batches are the same, in the same order.
+        runs_metrics, seconds = [], 0.0
+        for seed in range(args.seed, args.seed + args.seeds):
+            trainer = Trainer(name, settings, device="cpu", seed=seed, config=config)
+            start = time.perf_counter()
+            trainer.model.train()
+            for batch in train:
+                trainer.step(batch)
+            seconds += time.perf_counter() - start
+            runs_metrics.append(held_out_metrics(trainer.model, held))
+        metrics = {k: float(np.mean([m[k] for m in runs_metrics])) for k in runs_metrics[0]}
         speed = evals_per_s(config)
         params = count_parameters(trainer.model)
-        figures[name] = {
+        figure: dict[str, object] = {
             **{k: round(v, 4) for k, v in metrics.items()},
             "evals_per_s": round(speed, 1),
             "params": params,
         }
+        if args.seeds > 1:
+            figure["seeds"] = [{k: round(v, 4) for k, v in m.items()} for m in runs_metrics]
+        figures[name] = figure
+        spread = (
+            "; seeds: " + ", ".join(f"{m['policy_acc']:.3f}/{m['value_loss']:.3f}" for m in runs_metrics)
+            if args.seeds > 1
+            else ""
+        )
         print(
             f"{name:<17} {params:>9,} {metrics['policy_acc']:>10.3f} {metrics['value_loss']:>10.3f} "
-            f"{metrics['score_loss']:>10.3f} {speed:>8.0f}   ({seconds:.0f} s of training)",
+            f"{metrics['score_loss']:>10.3f} {speed:>8.0f}   ({seconds:.0f} s of training{spread})",
             flush=True,
         )
+    if "mobile" in groups:  # each trunk once: the learning rate variants share tinymobile's
+        trunks_once: dict[str, str] = {}
+        for name, (config, _) in mobile_networks().items():
+            trunks_once.setdefault(repr(config), name)
+        figures.update(client_batch_speeds({name: chosen[name][0] for name in trunks_once.values()}, args))
     print("Cazenave (19x19, 10,000 GPU hours): MobileNets+SE more accurate and lower value loss than residual nets")
     print(f"of the same weight or speed. Load average at the end: {os.getloadavg()[0]:.1f}.")
     return figures
