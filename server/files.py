@@ -67,6 +67,16 @@ def content_name(kind: str, sha256: str, suffix: str) -> str:
     return f"{kind}/{sha256[:2]}/{sha256[2:4]}/{sha256}{suffix}"
 
 
+def public_url(name: str) -> str | None:
+    """The address at which anyone can read the stored file ``name`` (``SENTE_FILES_PUBLIC_URL``, a
+    bucket behind a CDN), or None when there is none. The name is the content's, so the address never
+    changes its content: a CDN may keep it for ever."""
+    from django.conf import settings
+
+    base = settings.SENTE_FILES_PUBLIC_URL
+    return f"{base}{name}" if base and name else None
+
+
 def sha256_of(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 

@@ -270,6 +270,25 @@ WHITENOISE_USE_FINDERS = not PRODUCTION
 # Django: the prefix of the internal location that maps onto the storage folder.
 NETWORK_FILE_ACCEL_PREFIX = env_str("SENTE_NETWORK_FILE_ACCEL_PREFIX")
 
+
+def _files_public_url() -> str:
+    """Where the storage's network files can be read by anyone (a bucket's prefix behind a CDN):
+    tasks and the website name each network file there by its content-addressed storage name, the
+    server's own download beside it as the fallback. Empty: the server's download only."""
+    url = env_str("SENTE_FILES_PUBLIC_URL").strip()
+    if not url:
+        return ""
+    parts = urlparse(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname or parts.query or parts.fragment:
+        raise ImproperlyConfigured(
+            f"SENTE_FILES_PUBLIC_URL {url!r}: must be an http:// or https:// address with a host and no query, "
+            "the folder that holds the storage's networks/ and katago/ (e.g. https://cdn.example.org/sente/)"
+        )
+    return url.rstrip("/") + "/"
+
+
+SENTE_FILES_PUBLIC_URL = _files_public_url()
+
 # --- caches (throttle counters) ------------------------------------------------------------------
 _cache_url = env_str("CACHE_URL")
 if _cache_url.startswith(("redis://", "rediss://")):

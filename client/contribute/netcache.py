@@ -64,6 +64,7 @@ class NetworkRef:
     sha256: str | None
     size: int
     is_random: bool = False
+    public_url: str | None = None  # the file at the run's public download base (a CDN), tried first
 
     @classmethod
     def from_task(cls, ref: dict) -> NetworkRef:
@@ -72,6 +73,7 @@ class NetworkRef:
             name = ref["name"]
             is_random = bool(ref.get("is_random", False))
             url, sha256, size = ref.get("url"), ref.get("sha256"), int(ref.get("bytes") or 0)
+            public_url = ref.get("public_url")
         except (KeyError, TypeError, ValueError) as e:
             raise ValueError(f"network reference {ref!r}: {e}") from None
         if not isinstance(name, str) or re.fullmatch(NETWORK_NAME_PATTERN, name) is None:
@@ -83,7 +85,18 @@ class NetworkRef:
                 raise ValueError(f"network {name}: sha256 {sha256!r} is not 64 hex digits")
             if size <= 0:
                 raise ValueError(f"network {name}: size {size} is not positive")
-        return cls(name=name, url=url, sha256=sha256, size=size, is_random=is_random)
+            if public_url is not None and (
+                not isinstance(public_url, str) or not public_url.startswith(("http://", "https://"))
+            ):
+                raise ValueError(f"network {name}: public_url {public_url!r} is not an http(s) address")
+        return cls(
+            name=name,
+            url=url,
+            sha256=sha256,
+            size=size,
+            is_random=is_random,
+            public_url=None if is_random else public_url,
+        )
 
 
 class NetworkCache:
@@ -152,11 +165,17 @@ class NetworkCache:
                     f"network {ref.name} from {ref.url}: its {ref.size} bytes are more than the limit of a "
                     f"download ({self.max_download} bytes); raise --max-download-mb to take it"
                 )
-            if self.mirror is not None and self._from_mirror(ref, ref.sha256):
-                os.replace(self._partial(ref.name), path)
-                fsync_dir(self.directory)
-                self._checked[ref.name] = ref.sha256
-                return path
+            copies: list[tuple[str, str]] = []  # tried in this order, each once, before the server
+            if self.mirror is not None:
+                copies.append((self.mirror.replace("{name}", ref.name).replace("{sha256}", ref.sha256), "the mirror"))
+            if ref.public_url:
+                copies.append((ref.public_url, "the run's public download"))
+            for url, where in copies:
+                if self._from_copy(ref, url, where):
+                    os.replace(self._partial(ref.name), path)
+                    fsync_dir(self.directory)
+                    self._checked[ref.name] = ref.sha256
+                    return path
             problems = []
             for _ in range(self.attempts):
                 problem = self._download(ref, ref.url, ref.sha256)
@@ -173,19 +192,20 @@ class NetworkCache:
                 + "; ".join(dict.fromkeys(problems))
             )
 
-    def _from_mirror(self, ref: NetworkRef, sha256: str) -> bool:
-        """One download from the mirror; False (the partial file deleted) when it did not bring the
-        right file, whatever went wrong: the server's copy is the fallback."""
-        assert self.mirror is not None
-        url = self.mirror.replace("{name}", ref.name).replace("{sha256}", sha256)
+    def _from_copy(self, ref: NetworkRef, url: str, where: str) -> bool:
+        """One download from a copy of the file outside the server (``where``: the volunteer's mirror
+        or the run's public download); False (the partial file deleted) when it did not bring the
+        right file, whatever went wrong: the next copy, and last the server's, is the fallback. The
+        sha256 the server announced decides, so a copy can only fail, never change the network."""
+        assert ref.sha256 is not None
         try:
-            problem = self._download(ref, url, sha256)
+            problem = self._download(ref, url, ref.sha256)
         except (requests.RequestException, ServerError, NetworkFileError) as e:
             problem = str(e)
         if problem is None:
-            log.info("network %s: downloaded from the mirror %s", ref.name, url)
+            log.info("network %s: downloaded from %s, %s", ref.name, where, url)
             return True
-        log.warning("network %s from the mirror %s: %s; fetching it from the server", ref.name, url, problem)
+        log.warning("network %s from %s, %s: %s; fetching it elsewhere", ref.name, where, url, problem)
         self._partial(ref.name).unlink(missing_ok=True)
         return False
 

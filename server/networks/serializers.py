@@ -5,6 +5,7 @@ from rest_framework import serializers
 from rest_framework.reverse import reverse
 
 from common.protocol import NETWORK_NAME_PATTERN
+from server.files import public_url
 from server.networks.models import Network, NetworkCanary
 from server.runs.models import Run
 
@@ -163,13 +164,14 @@ class NetworkDetailSerializer(NetworkSerializer):
 
 
 def network_ref(network: Network, request) -> dict:
-    """What a task says about a network: enough to fetch and check it."""
+    """What a task says about a network: enough to fetch and check it. ``public_url``: the file at
+    the public download base, tried before ``url`` (the server's own download, the fallback)."""
+    has_file = not network.is_random and bool(network.file)
     return {
         "name": network.name,
         "is_random": network.is_random,
-        "url": None
-        if network.is_random or not network.file
-        else reverse("network-file", args=[network.name], request=request),
+        "url": reverse("network-file", args=[network.name], request=request) if has_file else None,
+        "public_url": public_url(network.file.name or "") if has_file else None,
         "sha256": network.sha256 or None,
         "bytes": network.size_bytes,
     }

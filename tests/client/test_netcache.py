@@ -7,6 +7,7 @@ import os
 import re
 import threading
 import time
+from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -307,6 +308,8 @@ def test_bad_references_are_refused_with_what_is_wrong():
         ({"sha256": "abc"}, "sha256"),
         ({"bytes": 0}, "size 0"),
         ({"bytes": "many"}, "bytes"),
+        ({"public_url": "file:///etc/passwd"}, "public_url"),
+        ({"public_url": 7}, "public_url"),
     ):
         with pytest.raises(ValueError, match=message):
             NetworkRef.from_task({**good, **change})
@@ -338,6 +341,54 @@ def test_a_mirror_is_tried_first_and_the_servers_copy_is_the_fallback(server, tm
         assert NetworkCache(tmp_path / "c", mirror=dead).get(server.ref("net-b")).read_bytes() == server.files["net-b"]
     finally:
         mirror.close()
+
+
+def test_the_runs_public_download_comes_after_the_mirror_and_before_the_server(server, tmp_path):
+    """A task may name the file at the run's public download base (a CDN): it is tried after the
+    volunteer's own mirror and before the server, once; whatever it sends that is not the announced
+    file (nothing, a damaged copy, another network) gives way to the server's copy."""
+    cdn, mirror = FileServer(), FileServer()
+    try:
+        data = server.files["net-a"]
+        sha = hashlib.sha256(data).hexdigest()
+        cdn.files[f"networks/{sha}"] = data
+
+        def ref(name: str) -> NetworkRef:
+            sha = hashlib.sha256(server.files[name]).hexdigest()
+            public = f"http://127.0.0.1:{cdn.httpd.server_port}/n/networks/{sha}"
+            return replace(server.ref(name), public_url=public)
+
+        assert NetworkCache(tmp_path / "a").get(ref("net-a")).read_bytes() == data
+        assert [name for name, _ in cdn.requests] == [f"networks/{sha}"] and server.requests == []
+        # The mirror comes first; without the file there, the public copy.
+        template = f"http://127.0.0.1:{mirror.httpd.server_port}/n/{{name}}"
+        assert NetworkCache(tmp_path / "b", mirror=template).get(ref("net-a")).read_bytes() == data
+        assert [name for name, _ in mirror.requests] == ["net-a"] and len(cdn.requests) == 2
+        assert server.requests == []
+        # A public copy that is damaged, or missing: the server's, once each.
+        cdn.corrupt.add(f"networks/{sha}")
+        assert NetworkCache(tmp_path / "c").get(ref("net-a")).read_bytes() == data
+        assert NetworkCache(tmp_path / "d").get(ref("net-b")).read_bytes() == server.files["net-b"]
+        assert [name for name, _ in server.requests] == ["net-a", "net-b"]
+        assert not list(tmp_path.glob("*/.*.part"))
+        # Another network's bytes under the address: refused by the sha256, the server's taken.
+        cdn.corrupt.clear()
+        cdn.files[f"networks/{hashlib.sha256(server.files['net-b']).hexdigest()}"] = data
+        assert NetworkCache(tmp_path / "e").get(ref("net-b")).read_bytes() == server.files["net-b"]
+    finally:
+        cdn.close()
+        mirror.close()
+
+
+def test_a_task_without_a_public_download_names_none():
+    ref = NetworkRef.from_task(
+        {"name": "net-a", "is_random": False, "url": "http://x/n/net-a", "sha256": "0" * 64, "bytes": 10}
+    )
+    assert ref.public_url is None
+    random = NetworkRef.from_task(
+        {"name": "run-random", "is_random": True, "url": None, "sha256": None, "bytes": 0, "public_url": None}
+    )
+    assert random.public_url is None
 
 
 def _answers_ended(server: FileServer, count: int) -> list[int]:

@@ -12,7 +12,9 @@ import platform
 import re
 import shlex
 import signal
+import threading
 import time
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -24,6 +26,7 @@ from common.data.validate import validate_rows
 from common.go.sgf import read_sgf
 from tests.e2e.contributor import NETWORK, PASSWORD, Contributor, rating_often, until, upload_network
 from tests.server import helpers
+from tests.server.live import free_port
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
 
@@ -48,11 +51,39 @@ def _stored_games_are_valid(settings_dir: Path) -> tuple[int, int]:
     return len(training), len(rating)
 
 
+# The run's public download base: a static file server over the storage folder, as a CDN in front of
+# a bucket would be (deploy/README.md), on a port chosen before the server starts.
+CDN_PORT = free_port()
+
+
+class _StaticFiles(ThreadingHTTPServer):
+    """A static file server over ``folder`` that keeps the paths it was asked for, and whether a
+    request carried credentials (a volunteer's token must never reach a third party)."""
+
+    def __init__(self, folder: Path, port: int) -> None:
+        self.asked: list[str] = []
+        self.credentials: list[str] = []
+        asked, credentials = self.asked, self.credentials
+
+        class Handler(SimpleHTTPRequestHandler):
+            def __init__(self, *args, **kwargs):
+                super().__init__(*args, directory=str(folder), **kwargs)
+
+            def log_message(self, format, *args):
+                asked.append(self.path)
+                credentials.extend(h for h in ("Authorization", "Cookie") if h in self.headers)
+
+        super().__init__(("127.0.0.1", port), Handler)
+        threading.Thread(target=self.serve_forever, args=(0.05,), daemon=True).start()
+
+
+@pytest.mark.parametrize("server", [{"SENTE_FILES_PUBLIC_URL": f"http://127.0.0.1:{CDN_PORT}/"}], indirect=True)
 def test_a_volunteer_logs_in_plays_and_uploads(server, volunteer, contributors, tmp_path):
     from server.games.models import RatingGame, TrainingGame
 
     upload_network(server.url, tmp_path, NETWORK, helpers.RANDOM_NET)
     rating_often()
+    cdn = _StaticFiles(server.data_dir / "files", CDN_PORT)
     # Two workers (as with two GPUs), sharing the outbox and the network cache.
     client = Contributor(tmp_path / "alice", server.url, True, "--device", "cpu,cpu", "--parallel", "2")
     contributors.append(client)
@@ -90,6 +121,13 @@ def test_a_volunteer_logs_in_plays_and_uploads(server, volunteer, contributors, 
     kept = json.loads(client.config.read_text())
     assert kept["token"] and kept["username"] == "alice" and PASSWORD not in client.config.read_text()
     assert (client.data / "networks" / f"{NETWORK}.safetensors").exists()
+    # The network came from the run's public download, by its content-addressed name, not the server.
+    cdn.shutdown()
+    cdn.server_close()
+    from server.networks.models import Network
+
+    assert cdn.asked == [f"/{Network.objects.get(name=NETWORK).file.name}"] and cdn.credentials == []
+    assert not [r for r in server.requests() if r.path.endswith(f"/networks/{NETWORK}/file")]
     # Each worker's task requests named this machine and its device, for the account's figures.
     from server.distribution.machines import installation
     from server.distribution.models import Task

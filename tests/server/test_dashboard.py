@@ -969,6 +969,29 @@ def test_releases_page(web, run, django_assert_num_queries):
     assert networks[2].name not in listed
 
 
+def test_the_releases_page_links_the_public_download_with_the_servers_beside_it(web, run, settings):
+    """With a public download base, a release's file is linked there (its storage name, which never
+    changes its content), and the server's own download beside it as the fallback; the KataGo file
+    too once it is made (before, only the server can make it)."""
+    from server.networks.models import NetworkKataGoFile
+
+    networks = _networks(run, 7)
+    n5 = networks[5]
+    settings.SENTE_FILES_PUBLIC_URL = "https://cdn.example.org/sente/"
+    html = _html(web.get("/releases/"))
+    assert f'href="https://cdn.example.org/sente/{n5.file.name}" download="{n5.name}.safetensors"' in html
+    assert f'href="/api/v1/networks/{n5.name}/file" download>from this server' in html
+    assert f'href="/api/v1/networks/{n5.name}/katago" download="{n5.name}.bin.gz"' in html
+    NetworkKataGoFile.objects.create(
+        network=n5, state="ready", file="katago/ab/cd/abcd.bin.gz", sha256="ab" * 32, size_bytes=10, version=8
+    )
+    html = _html(web.get("/releases/"))
+    assert f'href="https://cdn.example.org/sente/katago/ab/cd/abcd.bin.gz" download="{n5.name}.bin.gz"' in html
+    assert f'href="/api/v1/networks/{n5.name}/katago" download>from this server' in html
+    settings.SENTE_FILES_PUBLIC_URL = ""
+    assert "cdn.example.org" not in _html(web.get("/releases/"))
+
+
 def test_releases_page_with_none(web, db):
     assert "No network is released yet" in _text(web.get("/releases/"))
 

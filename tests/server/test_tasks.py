@@ -4,6 +4,7 @@ build, limits, no run, no work); ``PATCH /api/v1/tasks/``: games given up."""
 from __future__ import annotations
 
 import hashlib
+import re
 from datetime import timedelta
 
 import pytest
@@ -67,7 +68,14 @@ def test_selfplay_task(run, alice):
     task = new_task(alice[1], games=4)
     assert task["kind"] == "selfplay"
     assert task["run"] == run.name
-    assert task["network"] == {"name": f"{run.name}-random", "is_random": True, "url": None, "sha256": None, "bytes": 0}
+    assert task["network"] == {
+        "name": f"{run.name}-random",
+        "is_random": True,
+        "url": None,
+        "public_url": None,
+        "sha256": None,
+        "bytes": 0,
+    }
     assert "networks" not in task
     assert task["settings"] == helpers.SETTINGS.to_dict()
     assert task["settings_version"] == 1
@@ -155,10 +163,48 @@ def test_task_uses_an_uploaded_network(run, alice, trainer):
     assert network["sha256"] == hashlib.sha256(data).hexdigest()
     assert network["bytes"] == len(data)
     assert network["url"].endswith("/api/v1/networks/tasknet/file")
+    assert network["public_url"] is None  # no public download base: the server's alone
     download = APIClient().get(network["url"])
     assert download.status_code == 200
     assert b"".join(download.streaming_content) == data
     assert Task.objects.get(pk=task["id"]).network.name == "tasknet"
+    # With a public download base (a bucket behind a CDN), the task names the file there too, by its
+    # content-addressed storage name, which no other content ever takes; the server's stays beside it.
+    with override_settings(SENTE_FILES_PUBLIC_URL="https://cdn.example.org/sente/"):
+        network = new_task(alice[1])["network"]
+        sha256 = hashlib.sha256(data).hexdigest()
+        assert network["public_url"] == (
+            f"https://cdn.example.org/sente/networks/{sha256[:2]}/{sha256[2:4]}/{sha256}.safetensors"
+        )
+        assert network["url"].endswith("/api/v1/networks/tasknet/file")
+        assert APIClient().get("/api/v1/runs/current/").json()["network"]["public_url"] == network["public_url"]
+        random = Network.objects.get(name=helpers.RANDOM_NET)
+        from server.networks.serializers import network_ref
+
+        assert network_ref(random, None)["public_url"] is None and network_ref(random, None)["url"] is None
+
+
+@pytest.mark.parametrize(
+    "value, problem",
+    [
+        ("cdn.example.org/sente", "http:// or https://"),
+        ("ftp://cdn.example.org/", "http:// or https://"),
+        ("https:///sente/", "with a host"),
+        ("https://cdn.example.org/sente/?token=1", "no query"),
+    ],
+)
+def test_a_bad_public_download_base_is_refused_at_start(monkeypatch, value, problem):
+    from django.core.exceptions import ImproperlyConfigured
+
+    from server import settings as server_settings
+
+    monkeypatch.setenv("SENTE_FILES_PUBLIC_URL", value)
+    with pytest.raises(ImproperlyConfigured, match=re.escape(f"SENTE_FILES_PUBLIC_URL {value!r}") + f".*{problem}"):
+        server_settings._files_public_url()
+    monkeypatch.setenv("SENTE_FILES_PUBLIC_URL", "https://cdn.example.org/sente")
+    assert server_settings._files_public_url() == "https://cdn.example.org/sente/"
+    monkeypatch.setenv("SENTE_FILES_PUBLIC_URL", " ")
+    assert server_settings._files_public_url() == ""
 
 
 def test_task_skips_rejected_and_retired_networks(run, alice):

@@ -1,4 +1,5 @@
-"""Template filters of the site: numbers, sizes, Elo, rules, and links that keep a page's filters."""
+"""Template filters of the site: numbers, sizes, Elo, rules, public file addresses, and links that keep a
+page's filters."""
 
 from __future__ import annotations
 
@@ -22,6 +23,15 @@ def markdown(value) -> str:
     from server.dashboard.markdown import to_html
 
     return mark_safe(to_html(str(value or "")))
+
+
+@register.filter
+def public_url(file) -> str:
+    """A stored file's address at the public download base (``SENTE_FILES_PUBLIC_URL``), or "" when
+    there is none (or no file)."""
+    from server.files import public_url as address
+
+    return address(getattr(file, "name", "") or "") or ""
 
 
 @register.filter
