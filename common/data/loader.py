@@ -9,7 +9,9 @@ rows holds well over a thousand games). This is a shuffle buffer with a fixed sc
 only the block it resumes in, and the same seed gives the same batches.
 
 A background thread reads and decodes the files and assembles the next batches while the caller
-trains on the current one (decompression and numpy's copies release the GIL).
+trains on the current one (decompression and numpy's copies release the GIL). It reads a block's
+files ``readers`` at a time: on object storage each file is a request that waits a round trip, and
+one after another a block of thousands of games waited thousands of them.
 
 Each batch is cropped to the largest board in it: rows sit in the top-left corner of the 19x19 data
 grid, and a 9x9 batch computed on a 9x9 tensor costs a fifth of one on 19x19. Board masks are input
@@ -28,6 +30,7 @@ import logging
 import queue
 import threading
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -46,6 +49,8 @@ from common.data.schema import (
 from common.data.symmetry import NUM_SYMMETRIES, turn
 
 log = logging.getLogger(__name__)
+
+READERS = 16  # files of a block read at once: a round trip each on object storage
 
 _NPZ_ARRAYS = (
     "binaryInputNCHWPacked",
@@ -205,9 +210,10 @@ def make_batch(rows: _Rows, rng: np.random.Generator | None) -> Batch:
 class ShuffledPass:
     """One pass over ``files`` in shuffled batches of ``batch_size`` rows (see the module docstring).
 
-    ``open_file(name)`` returns a file's bytes. A file that cannot be read or decoded is logged and
-    skipped (its rows are missing from the pass; ``skipped_files`` names them, ``read_files`` counts
-    the files the pass tried to read). ``transform`` is
+    ``open_file(name)`` returns a file's bytes; it is called from up to ``readers`` threads at once.
+    A file that cannot be read or decoded is logged and skipped (its rows are missing from the pass;
+    ``skipped_files`` names them, ``read_files`` counts the files the pass tried to read). The rows
+    are the same, in the same order, whatever ``readers`` is. ``transform`` is
     applied to each :class:`Batch` in the background thread (e.g. to make tensors); ``prefetch``
     batches are made ahead. ``drop_last`` leaves out the last, smaller batch.
     """
@@ -223,11 +229,15 @@ class ShuffledPass:
         drop_last: bool = False,
         transform: Callable[[Batch], object] | None = None,
         prefetch: int = 4,
+        readers: int = READERS,
     ) -> None:
         if batch_size < 1:
             raise ValueError(f"batch_size must be positive, got {batch_size}")
         if block_rows < 1:
             raise ValueError(f"block_rows must be positive, got {block_rows}")
+        if readers < 1:
+            raise ValueError(f"readers must be positive, got {readers}")
+        self.readers = readers
         self.files = list(files)
         self.open_file = open_file
         self.batch_size = batch_size
@@ -304,13 +314,24 @@ class ShuffledPass:
 
     # --- the schedule, in the calling thread's terms ---------------------------------------------------
     def _load(self, block: int) -> _Rows | None:
-        parts = []
-        for f in self.blocks[block]:
-            self.read_files += 1
+        files = self.blocks[block]
+
+        def one(f: RowFile) -> _Rows | Exception:
             try:
-                rows = decode_rows(self.open_file(f.name), f.name)
+                return decode_rows(self.open_file(f.name), f.name)
             except Exception as e:
-                log.error("skipping training rows %s: %s", f.name, e)
+                return e
+
+        if self.readers == 1 or len(files) == 1:
+            loaded = [one(f) for f in files]
+        else:
+            with ThreadPoolExecutor(max_workers=min(self.readers, len(files)), thread_name_prefix="rows") as pool:
+                loaded = list(pool.map(one, files))  # in the block's order, whichever came first
+        parts = []
+        for f, rows in zip(files, loaded, strict=True):
+            self.read_files += 1
+            if isinstance(rows, Exception):
+                log.error("skipping training rows %s: %s", f.name, rows)
                 self.skipped_files.append(f.name)
                 continue
             if len(rows) != f.rows:

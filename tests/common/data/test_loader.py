@@ -187,6 +187,35 @@ def test_a_pass_resumed_in_a_block_that_cannot_be_read_goes_on_at_the_next_block
     )
 
 
+def test_a_block_is_read_several_files_at_once_into_the_same_batches(window):
+    """Each file is a request that waits on object storage: a block's files are read ``readers`` at
+    a time, and the batches are the same, row for row, as read one after another."""
+    import threading
+    import time
+
+    lock, running, most = threading.Lock(), [0], [0]
+
+    def slow(name: str) -> bytes:
+        with lock:
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+        time.sleep(0.02)  # a round trip
+        with lock:
+            running[0] -= 1
+        if name == "g5.npz":
+            raise OSError("the object storage failed")
+        return window[name]
+
+    files = files_of(window)
+    one = ShuffledPass(files, slow, 16, seed=3, block_rows=40, readers=1)
+    assert [ids(b) for b in one.batches()] == [ids(b) for b in one.batches()] and most[0] == 1
+    several = ShuffledPass(files, slow, 16, seed=3, block_rows=40, readers=4)
+    assert [ids(b) for b in several.batches()] == [ids(b) for b in one.batches()]
+    assert most[0] == 4 and several.skipped_files == ["g5.npz"] and several.read_files == len(files)
+    with pytest.raises(ValueError, match="readers must be positive"):
+        ShuffledPass(files, slow, 16, seed=3, readers=0)
+
+
 def test_decode_names_the_file_and_the_problem(window):
     with pytest.raises(ValueError, match=r"training rows bad\.npz: cannot be read"):
         decode_rows(b"junk", "bad.npz")
