@@ -115,6 +115,18 @@ def content(response) -> bytes:
     return b"".join(response.streaming_content) if response.streaming else response.content
 
 
+def random_network_ref(run_name: str) -> dict:
+    """What tasks and the current run say of a run's random network: it has no file to fetch."""
+    return {
+        "name": f"{run_name}-random",
+        "is_random": True,
+        "url": None,
+        "public_url": None,
+        "sha256": None,
+        "bytes": 0,
+    }
+
+
 def network_file(name: str, seed: int = 0) -> bytes:
     """A tiny random-weight network file named name."""
     import torch

@@ -248,14 +248,7 @@ def test_current_run(run):
         "settings_version": 1,
         "games_per_task": 256,
         "gating": False,
-        "network": {
-            "name": f"{run.name}-random",
-            "is_random": True,
-            "url": None,
-            "public_url": None,
-            "sha256": None,
-            "bytes": 0,
-        },
+        "network": helpers.random_network_ref(run.name),
     }
 
 

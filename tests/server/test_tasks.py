@@ -68,14 +68,7 @@ def test_selfplay_task(run, alice):
     task = new_task(alice[1], games=4)
     assert task["kind"] == "selfplay"
     assert task["run"] == run.name
-    assert task["network"] == {
-        "name": f"{run.name}-random",
-        "is_random": True,
-        "url": None,
-        "public_url": None,
-        "sha256": None,
-        "bytes": 0,
-    }
+    assert task["network"] == helpers.random_network_ref(run.name)
     assert "networks" not in task
     assert task["settings"] == helpers.SETTINGS.to_dict()
     assert task["settings_version"] == 1
