@@ -22,8 +22,11 @@ import tomllib
 
 from setuptools import build_meta as _setuptools
 from setuptools.build_meta import (  # noqa: F401  (the hooks this backend leaves to setuptools)
+    build_editable,
     build_sdist,
+    get_requires_for_build_editable,
     get_requires_for_build_sdist,
+    prepare_metadata_for_build_editable,
     prepare_metadata_for_build_wheel,
 )
 
@@ -41,18 +44,6 @@ def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
     if _kernel_requirements():
         compile_kernels()
     return _setuptools.build_wheel(wheel_directory, config_settings, metadata_directory)
-
-
-def build_editable(wheel_directory, config_settings=None, metadata_directory=None):
-    return _setuptools.build_editable(wheel_directory, config_settings, metadata_directory)
-
-
-def get_requires_for_build_editable(config_settings=None):
-    return _setuptools.get_requires_for_build_editable(config_settings)
-
-
-def prepare_metadata_for_build_editable(metadata_directory, config_settings=None):
-    return _setuptools.prepare_metadata_for_build_editable(metadata_directory, config_settings)
 
 
 def _kernel_requirements() -> list[str]:
