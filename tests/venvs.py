@@ -6,6 +6,9 @@ from __future__ import annotations
 import importlib.metadata
 import re
 import shutil
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -23,6 +26,18 @@ def copy_package_sources(source: Path, *ignored: str) -> Path:
             source.mkdir(parents=True, exist_ok=True)
             shutil.copy(ROOT / name, source / name)
     return source
+
+
+def install_client(package: Path, venv: Path) -> float:
+    """A new virtual environment at ``venv``, this environment's torch lent to it, and ``package`` (a
+    wheel, or a source folder that pip builds as it does for a volunteer) installed with pip; the
+    seconds pip took."""
+    subprocess.run([sys.executable, "-m", "venv", venv], check=True)
+    lend_torch(venv)
+    started = time.monotonic()
+    pip = [venv / "bin" / "python", "-m", "pip", "install", "--quiet", "--disable-pip-version-check", package]
+    subprocess.run(pip, check=True)
+    return time.monotonic() - started
 
 
 def lend_torch(venv: Path) -> None:

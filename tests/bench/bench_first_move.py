@@ -36,7 +36,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from tests.venvs import copy_package_sources, lend_torch  # noqa: E402
+from tests.venvs import copy_package_sources, install_client  # noqa: E402
 
 SHARED = Path(os.environ.get("SENTE_SHARED", ROOT.parent / "shared"))
 MODEL = SHARED / "models" / "g170-b6c96-s175395328-d26788732.bin.gz"
@@ -54,16 +54,6 @@ settings = SelfPlaySettings(board_sizes=(9,), board_size_weights=(1.0,))
 rate_at = selfplay_rate(Evaluator.from_file(sys.argv[1], device="cpu"), settings)
 print(rate_at(64, float(sys.argv[2])))
 """
-
-
-def install(source: Path, venv: Path) -> float:
-    subprocess.run([sys.executable, "-m", "venv", venv], check=True)
-    lend_torch(venv)
-    started = time.monotonic()
-    subprocess.run(
-        [venv / "bin" / "python", "-m", "pip", "install", "--quiet", "--disable-pip-version-check", source], check=True
-    )
-    return time.monotonic() - started
 
 
 def first_move(sente: Path, env: dict[str, str]) -> tuple[float, list[str]]:
@@ -130,7 +120,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="sente-first-move-") as tmp:
         folder = Path(tmp)
         # This checkout's client as a fresh clone holds it: no compiled kernel, no byte code.
-        installing = install(copy_package_sources(folder / "source", "__pycache__"), folder / "venv")
+        installing = install_client(copy_package_sources(folder / "source", "__pycache__"), folder / "venv")
         print(f"installed in {installing:.0f} s", flush=True)
         sente = folder / "venv" / "bin" / "sente"
         base = {k: v for k, v in os.environ.items() if not k.startswith("NUMBA_")}

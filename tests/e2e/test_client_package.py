@@ -14,7 +14,7 @@ import pytest
 from client.build import BUILD
 from tests.e2e.contributor import Contributor, until, upload_network
 from tests.server import helpers
-from tests.venvs import copy_package_sources, lend_torch
+from tests.venvs import copy_package_sources, install_client
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
 
@@ -63,14 +63,6 @@ def build_wheel(out: Path) -> Path:
     return wheel
 
 
-def install(wheel: Path, venv: Path) -> Path:
-    """A fresh virtual environment with the wheel installed; its ``sente`` command."""
-    _run(sys.executable, "-m", "venv", venv)
-    lend_torch(venv)
-    _run(venv / "bin" / "python", "-m", "pip", "install", "--quiet", "--disable-pip-version-check", wheel)
-    return venv / "bin" / "sente"
-
-
 def compiled_kernels(venv: Path) -> dict[str, int]:
     """numba's cache files of the installed client and common packages, with their times."""
     (site,) = venv.glob("lib/python*/site-packages")
@@ -89,7 +81,8 @@ def test_the_wheel_installs_the_client_alone_and_contributes(server, volunteer, 
     names = {n.split("/")[0] for n in _run(sys.executable, "-m", "zipfile", "-l", wheel).split()}
     assert {"client", "common"} <= names and not names & {"server", "tests", "migrations"}
 
-    sente = install(wheel, tmp_path / "venv")
+    install_client(wheel, tmp_path / "venv")
+    sente = tmp_path / "venv" / "bin" / "sente"
     listed = json.loads(_run(sente.parent / "pip", "list", "--format", "json", "--disable-pip-version-check"))
     installed = {p["name"].lower() for p in listed}
     assert installed >= CLIENT_NEEDS
