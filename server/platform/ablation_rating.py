@@ -8,7 +8,8 @@ is the reference that every other rated network also plays; the other final netw
 each other (``round_robin``), so that the repetitions are tied to each other and not through the
 reference alone. Every game goes through ``python -m client twogtp``, Chinese rules, the board's fair
 komi, each pair of games (colours swapped) from its own random opening moves; a network plays with
-its arm's rating search at the given visits.
+its arm's rating search at the given visits. Both engines are seeded, so a pairing's games are
+repeatable: a further round of a pairing (``narrowing``) plays other openings.
 
 Each pairing's result is kept in ``games.json`` as it finishes, so that a stopped rating goes on
 from the pairings it has. The fit is the ratings' (``server.ratings.fit``) with one virtual draw in
@@ -37,6 +38,7 @@ from server.ratings.matches import gnugo_command, gnugo_referee, gtp_command, tw
 UNIFORM = "uniform"
 VIRTUAL_DRAWS = 1.0
 OPENINGS = 2
+NARROWING_ROUNDS = 4  # further rounds at most for an arm whose interval is wider than asked
 
 
 @dataclass(frozen=True)
@@ -64,10 +66,12 @@ class Pairing:
     first: Player
     second: Player
     games: int
+    round: int = 1  # the seed of its openings: a further round of two players' games plays others
 
     @property
     def key(self) -> str:
-        return f"{self.first.key} vs {self.second.key}"
+        key = f"{self.first.key} vs {self.second.key}"
+        return key if self.round == 1 else f"{key} (round {self.round})"
 
     @property
     def referee(self) -> str | None:
@@ -133,6 +137,41 @@ def round_robin(finals: list[Player], reference: Player | None, games: int) -> l
     return [Pairing(a, b, games) for k, a in enumerate(others) for b in others[k + 1 :]]
 
 
+def narrow(
+    fit: Fit,
+    arms: dict[str, list[Player]],
+    full: list[Player],
+    interval: float,
+    games: int,
+    play_round: Callable[[list[Pairing], int], Fit | None],
+) -> tuple[Fit | None, list[Pairing]]:
+    """Further rounds for the arms (by name, each its final networks) whose 95% interval against the
+    full arm's final networks ``full`` in ``fit`` is wider than ± ``interval``: ``games`` games
+    between each of their finals and each of the full arm's, from openings no earlier round played.
+    These games measure the difference asked about directly; the anchors' and the other arms' games
+    reach it only through the fit. ``play_round(pairings, round)`` plays a round and returns the fit
+    with its games, or None when stopped. The rounds stop once every arm is within ± ``interval`` or
+    after ``NARROWING_ROUNDS``: on the intervals' widths, never on the differences themselves.
+    Returns the last fit (None: stopped) and the pairings the rounds played."""
+    played: list[Pairing] = []
+    theirs = [p.key for p in full]
+    for round_ in range(2, 2 + NARROWING_ROUNDS):
+        wide = [
+            finals
+            for finals in arms.values()
+            if finals and not fit.difference([p.key for p in finals], theirs)[1] <= interval
+        ]
+        if not wide or not full or games < 1:
+            break
+        more = [Pairing(a, f, games, round_) for finals in wide for a in finals for f in full if a != f]
+        refit = play_round(more, round_)
+        if refit is None:
+            return None, played
+        fit = refit
+        played += more
+    return fit, played
+
+
 def play(
     pairings: list[Pairing],
     games: Games,
@@ -167,6 +206,7 @@ def play(
             OPENINGS,
             log,
             referee=pairing.referee,
+            seed=pairing.round,
         )
         games.add(pairing, visits, summary)
         finished[0] += 1

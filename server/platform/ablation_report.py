@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from common.files import atomic_write
+from server.platform.ablation_rating import NARROWING_ROUNDS
 
 
 @dataclass
@@ -104,6 +105,8 @@ class AblationReport:
     games: int
     fit_iterations: int
     budget: str = "platform"  # what cpu_minutes counts: the platform's processes, or its client's (selfplay)
+    interval: float = 0.0  # the half-width asked of each arm against the full arm (0: none asked)
+    narrowing_games: int = 0  # the games of the further rounds played for it
 
     @property
     def selfplay(self) -> bool:
@@ -111,6 +114,20 @@ class AblationReport:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+    def _narrowing(self) -> str:
+        """What the further rounds asked by ``interval`` played."""
+        if not self.interval:
+            return ""
+        asked = f"an interval against the full arm no wider than ± {self.interval:g}"
+        if not self.narrowing_games:
+            return f" Every arm had {asked} after these games, so no further rounds were played."
+        return (
+            f" {self.narrowing_games:,} of the games were further rounds, each with openings of its own, between the "
+            f"final networks of the arms without {asked} and the full arm's, until each had one or "
+            f"{NARROWING_ROUNDS} rounds were played: they stopped on the interval's width, never on the "
+            "difference itself."
+        )
 
     def markdown(self, plot_file: str) -> str:
         b = self.board
@@ -142,7 +159,8 @@ class AblationReport:
             f"# Ablation on {b}x{b}, {self.date}",
             "",
             f"{ran}: {self.games:,} games in {self.pairings} pairings at {self.visits} visits per move, rated in "
-            f"one Bradley-Terry fit with the uniform random player at 0 ({self.fit_iterations} Newton steps).",
+            f"one Bradley-Terry fit with the uniform random player at 0 ({self.fit_iterations} Newton steps)."
+            + self._narrowing(),
             "",
             "Reproduce:",
             "",

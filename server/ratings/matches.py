@@ -169,12 +169,14 @@ def twogtp(
     openings: int,
     log_path: Path,
     referee: str | None = None,
+    seed: int = 1,
 ) -> dict:
     """A match between two GTP engines, each (command line, name), through ``python -m client
     twogtp`` (Chinese rules, colours alternating, the first black in the first game; a command None
     is the uniform random player; ``referee``: the GTP command line that judges the dead stones of
-    games ended by two passes): its summary (``wins``, ``wins_as_black``, ``draws``,
-    ``no_result``, ``distinct_games``), the games and engine output appended to ``log_path``."""
+    games ended by two passes; ``seed``: its openings', the same seed the same openings): its
+    summary (``wins``, ``wins_as_black``, ``draws``, ``no_result``, ``distinct_games``), the games
+    and engine output appended to ``log_path``."""
     with tempfile.TemporaryDirectory() as tmp:
         summary_file = Path(tmp) / "summary.json"
         command = [
@@ -198,6 +200,8 @@ def twogtp(
             str(games),
             "--openings",
             str(openings),
+            "--seed",
+            str(seed),
             "--summary",
             str(summary_file),
         ]

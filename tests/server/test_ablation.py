@@ -31,7 +31,7 @@ from server.platform.ablation import (
     run_arm,
     trainer_idle,
 )
-from server.platform.ablation_rating import Fit, Result, fit, pick_points
+from server.platform.ablation_rating import NARROWING_ROUNDS, Fit, Pairing, Player, Result, fit, narrow, pick_points
 from server.platform.ablation_report import (
     AblationReport,
     Anchor,
@@ -198,6 +198,10 @@ def test_an_arm_named_as_a_repetition_and_no_repetitions_are_refused(tmp_path):
         call_command(*common, "--arms", f"full,{clash}", "--seeds", "2")
     with pytest.raises(CommandError, match="--seeds 0: must be at least 1"):
         call_command(*common, "--seeds", "0")
+    with pytest.raises(CommandError, match="--interval -80: must be 0 Elo or more"):
+        call_command(*common, "--interval", "-80")
+    with pytest.raises(CommandError, match="--interval needs --reference-games"):
+        call_command(*common, "--interval", "80", "--reference-games", "0")
     assert not data.exists()
 
 
@@ -539,6 +543,17 @@ def test_the_report_of_two_repetitions_gives_each_and_the_arms_pooled_difference
     assert "| the no-pcr arm | 2 | net-2 (not gated) | +240 ± 60 | -60 ± 52 | 60.2 | 30.1 | 33.0 (1.8) |" in text
     assert "| arm | network | self-play CPU-min | self-play games |" in text
     assert json.loads((tmp_path / "ablation-2026-12-05.json").read_text())["budget"] == "selfplay"
+    assert "further rounds" not in text
+
+    # Further rounds asked for an interval: the report says how many games they were, or that none were needed.
+    report.interval, report.narrowing_games = 80.0, 96
+    text = write(report, tmp_path).read_text()
+    assert "(8 Newton steps). 96 of the games were further rounds, each with openings of its own, between" in text
+    assert "the arms without an interval against the full arm no wider than ± 80 and the full arm's" in text
+    assert json.loads((tmp_path / "ablation-2026-12-05.json").read_text())["narrowing_games"] == 96
+    report.narrowing_games = 0
+    text = write(report, tmp_path).read_text()
+    assert "no wider than ± 80 after these games, so no further rounds were played." in text
 
 
 def test_the_final_networks_play_each_other_but_the_reference_and_none_without_games():
@@ -552,6 +567,87 @@ def test_the_final_networks_play_each_other_but_the_reference_and_none_without_g
         ("arm2/net", "arm3/net", 6),
     ]
     assert round_robin(players, players[0], 0) == [] and len(round_robin(players, None, 2)) == 6
+
+
+def test_further_rounds_play_the_wide_arms_finals_against_the_full_arms_until_within_the_interval():
+    net = {key: Player(key, key, f"engine {key}") for key in ("full/1", "full.seed2/1", "far/1", "far.seed2/1")}
+    net |= {key: Player(key, key, f"engine {key}") for key in ("near/1", "near.seed2/1")}
+    arms = {"far": [net["far/1"], net["far.seed2/1"]], "near": [net["near/1"], net["near.seed2/1"]]}
+    full = [net["full/1"], net["full.seed2/1"]]
+    players = ["uniform", *net]
+    # "far" wins 11 of 12 against the full arm, "near" half of many games: far's interval is the wide one.
+    played = results(
+        *((key, "uniform", 4, 4, 0, 0) for key in net),
+        ("far/1", "full/1", 12, 11, 1, 0),
+        ("far.seed2/1", "full/1", 12, 11, 1, 0),
+        ("near/1", "full/1", 200, 100, 100, 0),
+        ("near.seed2/1", "full/1", 200, 100, 100, 0),
+        ("full.seed2/1", "full/1", 200, 100, 100, 0),
+    )
+    rounds: list[list[Pairing]] = []
+    widths: list[float] = []
+
+    def play_round(more, round_):
+        rounds.append(more)
+        # the far arm keeps winning 9 games of 10 against the full arm's finals
+        played.extend(Result(p.first.key, p.second.key, p.games, 9 * p.games // 10, p.games // 10, 0) for p in more)
+        refit = fit(players, played, "full/1")
+        widths.append(refit.difference(["far/1", "far.seed2/1"], ["full/1", "full.seed2/1"])[1])
+        return refit
+
+    start = fit(players, played, "full/1")
+    first_width = start.difference(["far/1", "far.seed2/1"], ["full/1", "full.seed2/1"])[1]
+    assert start.difference(["near/1", "near.seed2/1"], ["full/1", "full.seed2/1"])[1] < 60 < first_width
+    last, more = narrow(start, arms, full, 60.0, 40, play_round)
+    assert last is not None and 1 <= len(rounds) <= NARROWING_ROUNDS and more == [p for r in rounds for p in r]
+    assert [(p.first.key, p.second.key, p.games, p.round) for p in rounds[0]] == [
+        ("far/1", "full/1", 40, 2),
+        ("far/1", "full.seed2/1", 40, 2),
+        ("far.seed2/1", "full/1", 40, 2),
+        ("far.seed2/1", "full.seed2/1", 40, 2),
+    ]
+    assert [r[0].round for r in rounds] == list(range(2, 2 + len(rounds)))
+    assert (
+        rounds[0][0].key == "far/1 vs full/1 (round 2)" and Pairing(net["far/1"], full[0], 10).key == "far/1 vs full/1"
+    )
+    # It stopped on the width: the last round brought it within ± 60, the ones before had not.
+    assert len(rounds) > 1 and widths == sorted(widths, reverse=True)
+    assert widths[-1] <= 60 < min([first_width, *widths[:-1]])
+    assert last.difference(["far/1", "far.seed2/1"], ["full/1", "full.seed2/1"])[1] == widths[-1]
+
+    # Never more than NARROWING_ROUNDS rounds, however wide; none when every arm is within the interval.
+    rounds.clear()
+    narrow(start, arms, full, 1.0, 10, play_round)
+    assert len(rounds) == NARROWING_ROUNDS
+    rounds.clear()
+    assert narrow(start, arms, full, 400.0, 10, play_round) == (start, []) and rounds == []
+    # Stopped during a round: no fit, and the rounds finished before it.
+    assert narrow(start, arms, full, 60.0, 10, lambda more, round_: None) == (None, [])
+
+
+def test_a_further_round_of_a_pairing_is_kept_apart_and_plays_other_openings(tmp_path):
+    from server.platform import ablation_rating
+    from server.ratings.matches import twogtp
+
+    net = ablation_rating.Player("full/net-1", "full: net-1", "engine")
+    other = ablation_rating.Player("far/net-1", "far: net-1", "engine")
+    games = ablation_rating.Games(tmp_path / "games.json")
+    games.add(ablation_rating.Pairing(other, net, 4), 48, {"wins": [3, 1], "draws": 0, "no_result": 0})
+    again = ablation_rating.Pairing(other, net, 4, round=2)
+    assert not games.done(again, 48) and games.done(ablation_rating.Pairing(other, net, 4), 48)
+    games.add(again, 48, {"wins": [2, 2], "draws": 0, "no_result": 0})
+    assert [(r.first_wins, r.second_wins) for r in games.of([ablation_rating.Pairing(other, net, 4), again])] == [
+        (3, 1),
+        (2, 2),
+    ]
+    # A round's seed gives the match other openings (the same seed, the same games: tests/e2e/test_twogtp.py).
+    random_player = f"{sys.executable} -m client gtp --player random --seed 7"
+    sgfs = []
+    for seed in (1, 2):
+        log = tmp_path / f"match-{len(sgfs)}.log"
+        twogtp((random_player, "a"), (None, "b"), 5, 0.5, 2, 3, log, seed=seed)
+        sgfs.append([line for line in log.read_text().splitlines() if line.startswith("(;")])
+    assert len(sgfs[0]) == len(sgfs[1]) == 2 and sgfs[0] != sgfs[1]
 
 
 def test_games_against_gnu_go_are_refereed_and_a_result_counted_otherwise_is_played_again(tmp_path, monkeypatch):

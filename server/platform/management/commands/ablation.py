@@ -73,6 +73,7 @@ COUNTS = {
     "uniform_games": (4, "games of each rated network against the uniform random player"),
 }
 DEFAULTS = {key: default for key, (default, _) in COUNTS.items()} | {
+    "interval": 0.0,
     "visits": None,
     "gnugo_levels": "1,5",
     "budget": "platform",
@@ -127,6 +128,15 @@ class Command(BaseCommand):
             parser.add_argument(
                 f"--{key.replace('_', '-')}", type=int, default=default, help=f"{text} (default {default})"
             )
+        parser.add_argument(
+            "--interval",
+            type=float,
+            default=DEFAULTS["interval"],
+            metavar="ELO",
+            help="play further rounds of --reference-games games, with other openings, between the final networks "
+            "of any arm whose 95%% interval against the full arm is wider than ± ELO and the full arm's, until it "
+            f"is within it or {rating.NARROWING_ROUNDS} rounds were played (default 0: none)",
+        )
         parser.add_argument("--visits", type=int, help="visits per move in the rating games (default: the arms')")
         parser.add_argument(
             "--gnugo-levels", default=DEFAULTS["gnugo_levels"], help="GNU Go's levels among the anchors (default 1,5)"
@@ -147,6 +157,10 @@ class Command(BaseCommand):
         for key in ("reference_games", "final_games", "gnugo_games", "uniform_games"):
             if options[key] < 0:
                 raise CommandError(f"--{key.replace('_', '-')} {options[key]}: must not be negative")
+        if not options["interval"] >= 0:  # NaN too
+            raise CommandError(f"--interval {options['interval']:g}: must be 0 Elo or more")
+        if options["interval"] and not options["reference_games"]:
+            raise CommandError("--interval needs --reference-games: its further rounds are of that many games")
         levels = _levels(options["gnugo_levels"])
         try:
             arms = [load_arm(spec.strip(), board) for spec in options["arms"].split(",") if spec.strip()]
@@ -297,13 +311,40 @@ class Command(BaseCommand):
         pairings += rating.round_robin(
             [rated[run.name][-1][1] for run in runs if rated[run.name]], reference, options["final_games"]
         )
+
+        def finals(arm) -> list[rating.Player]:
+            """The final networks of the arm's repetitions that exported one."""
+            return [rated[run.name][-1][1] for run in runs if run.arm is arm and rated[run.name]]
+
+        def keys_of(players: list[rating.Player]) -> list[str]:
+            return [p.key for p in players]
+
+        full = next((arm for arm in arms if arm.name == REFERENCE_ARM), None)
         games = rating.Games(data / "rating" / "games.json")
-        rating.play(pairings, games, board, komi, visits, data / "rating" / "logs", options["jobs"], say, stopping)
+        logs = data / "rating" / "logs"
+        rating.play(pairings, games, board, komi, visits, logs, options["jobs"], say, stopping)
         if stopping():
             return None
         keys = [uniform.key] + [g.key for g in gnugos] + [p.key for run in runs for _, p in rated[run.name]]
+        fit = rating.fit(keys, games.of(pairings), reference.key if reference else None)
+        if options["interval"] and reference is not None and full is not None:
+            wide = {arm.name: finals(arm) for arm in arms if arm is not full}
+            played: list[rating.Pairing] = []
+            reference_key = reference.key
+
+            def play_round(more: list[rating.Pairing], round_: int) -> rating.Fit | None:
+                say(f"rating: round {round_} for the arms wider than ± {options['interval']:g} against the full arm")
+                rating.play(more, games, board, komi, visits, logs, options["jobs"], say, stopping, f"round {round_}")
+                played.extend(more)
+                return None if stopping() else rating.fit(keys, games.of(pairings + played), reference_key)
+
+            narrowed_fit, more = rating.narrow(
+                fit, wide, finals(full), options["interval"], options["reference_games"], play_round
+            )
+            if narrowed_fit is None:
+                return None
+            fit, pairings = narrowed_fit, pairings + more
         results = games.of(pairings)
-        fit = rating.fit(keys, results, reference.key if reference else None)
 
         say("measuring each arm's network speed")
         speeds: dict[str, float] = {}
@@ -317,11 +358,6 @@ class Command(BaseCommand):
         finally:
             torch.set_num_threads(threads)
 
-        def finals(arm) -> list[str]:
-            """The player keys of the final networks of the arm's repetitions that exported one."""
-            return [rated[run.name][-1][1].key for run in runs if run.arm is arm and rated[run.name]]
-
-        full = next((arm for arm in arms if arm.name == REFERENCE_ARM), None)
         reports = []
         for arm in arms:
             report = ArmReport(
@@ -335,11 +371,11 @@ class Command(BaseCommand):
             )
             for run in (run for run in runs if run.arm is arm):
                 report.repetitions.append(self._repetition(run, states[run.name], listed[run.name], rated, fit))
-            mine = finals(arm)
+            mine = keys_of(finals(arm))
             if mine:
                 report.mean_elo, report.mean_elo_ci95 = fit.difference(mine, [])
             if reference is not None and full is not None and mine:
-                report.vs_reference, report.vs_reference_ci95 = fit.difference(mine, finals(full))
+                report.vs_reference, report.vs_reference_ci95 = fit.difference(mine, keys_of(finals(full)))
             report.verdict = verdict(report, reference is not None and arm is full)
             reports.append(report)
         anchors = [
@@ -360,6 +396,8 @@ class Command(BaseCommand):
             games=sum(r.games for r in results),
             fit_iterations=fit.iterations,
             budget=options["budget"],
+            interval=options["interval"],
+            narrowing_games=sum(p.games for p in pairings if p.round > 1),
         )
 
     @staticmethod
