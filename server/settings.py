@@ -428,6 +428,18 @@ SENTE_WEBHOOK = {
     "allow_private": env_bool("SENTE_WEBHOOK_ALLOW_PRIVATE"),
 }
 
+# --- shards (server.games.shards) ------------------------------------------------------------------
+# The packer closes a shard of a run's self-play games once they hold ``rows`` rows or ``bytes`` bytes,
+# or once its oldest game has waited ``seconds``; a shard never spans two UTC days.
+SENTE_SHARDS = {
+    "rows": env_int("SENTE_SHARD_ROWS", 100_000),
+    "bytes": env_int("SENTE_SHARD_BYTES", 512 * 1024 * 1024),
+    "seconds": env_int("SENTE_SHARD_SECONDS", 3600),
+}
+for _key, _value in SENTE_SHARDS.items():
+    if _value < 1:
+        raise ImproperlyConfigured(f"SENTE_SHARD_{_key.upper()}={_value}: must be at least 1")
+
 # --- limits --------------------------------------------------------------------------------------
 SENTE_LIMITS = {
     "sgf_bytes": env_int("SENTE_MAX_SGF_BYTES", 200 * 1024),

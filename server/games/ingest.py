@@ -55,6 +55,7 @@ from server.files import StoredFiles, content_name, sha256_of
 from server.games import drawn, signals
 from server.games.models import Game as GameRow
 from server.games.models import RatingGame, TrainingGame, UploadRefusal, Winner
+from server.games.tasks import request_packing
 from server.refusals import ClientTooOld, Conflict, Refused, invalid
 
 log = logging.getLogger(__name__)
@@ -404,6 +405,8 @@ def _store(model: type[GameRow], task: Task, user, fields: dict, files: dict[str
             if not counted:
                 raise invalid("task", f"task {task.pk} has all its {task.games} games already", "task_complete")
             signals.game_stored.send(sender=model, game=game)
+            if model is TrainingGame:
+                request_packing(task.run)
         return game, True
     except IntegrityError:
         stored.discard(_referenced)

@@ -48,6 +48,10 @@ class TrainingGame(Game):
     rows = models.PositiveIntegerField()
     npz = models.FileField(max_length=200)
     npz_sha256 = models.CharField(max_length=64)
+    # The shard its rows were packed into, and where its npz file lies in it (None: not packed yet).
+    shard = models.ForeignKey("games.Shard", null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    shard_offset = models.BigIntegerField(null=True, blank=True)
+    shard_length = models.PositiveIntegerField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -55,7 +59,39 @@ class TrainingGame(Game):
             models.Index(fields=["network", "created_at"], name="tgame_network_created"),
             models.Index(fields=["user", "created_at"], name="tgame_user_created"),
             models.Index(fields=["run", "created_at"], name="tgame_run_created"),
+            # the games the packer has yet to pack, oldest first
+            models.Index(
+                fields=["run", "created_at", "id"], name="tgame_unpacked", condition=models.Q(shard__isnull=True)
+            ),
         ]
+
+
+class Shard(models.Model):
+    """Many self-play games' training rows in one stored file (``server.games.shards``): an
+    uncompressed tar of their npz files, ``<game id>.npz``, named by its content's sha256. Its games
+    are of one run and one UTC day, oldest first; each game row says where its file lies in it."""
+
+    run = models.ForeignKey("runs.Run", on_delete=models.PROTECT, related_name="shards")
+    file = models.FileField(max_length=200)
+    sha256 = models.CharField(max_length=64, unique=True)
+    size_bytes = models.BigIntegerField()
+    rows = models.PositiveIntegerField()
+    games = models.PositiveIntegerField()
+    day = models.DateField(help_text="the UTC day its games were stored")
+    first_game = models.ForeignKey(
+        TrainingGame, null=True, blank=True, on_delete=models.SET_NULL, related_name="+", help_text="its oldest game"
+    )
+    last_game = models.ForeignKey(
+        TrainingGame, null=True, blank=True, on_delete=models.SET_NULL, related_name="+", help_text="its newest game"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-day", "-id"]
+        indexes = [models.Index(fields=["run", "day"], name="shard_run_day")]
+
+    def __str__(self) -> str:
+        return f"{self.run_id}/{self.day}/{self.sha256[:12]}"
 
 
 class RatingGame(Game):

@@ -1,0 +1,234 @@
+"""Shards: a run's self-play rows packed many games to a file, so that reading a window of a million
+games takes a few hundred requests to storage rather than a million.
+
+A game is stored as it is accepted, one npz file of its own (``server.games.ingest``); the packer
+later packs the run's games not yet in a shard, oldest first, into an uncompressed tar of their npz
+files named ``<game id>.npz`` (KataGo's layout: its tools read a folder of such files, and ``tar x``
+makes one), closes it into storage under its content's sha256 and records it: a ``Shard`` row (its
+rows, games, first and last game) and, on each of its games, the shard and where its file lies in
+it (``shard_offset``, ``shard_length``), so that one game's rows are one ranged read. A shard holds
+the games of one UTC day and is closed once they hold ``SENTE_SHARDS["rows"]`` rows or
+``["bytes"]`` bytes, once its oldest game has waited ``["seconds"]``, or once its day is over.
+
+The tar is deterministic (members in the games' order, times, owners and modes zeroed): the same
+games always make the same bytes and so the same name.
+
+Nothing is lost to a crash, because a game is packed only from its stored file and a shard counts
+only once the transaction that records it commits. Killed before the commit, the packer leaves the
+games unpacked (packed again by the next run, into the same name) and at most a file no row names;
+killed after it, the shard is whole and recorded. Two packers of one run take turns at the commit
+(the run's row, locked): the second finds its games taken and discards its file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import logging
+import tarfile
+import tempfile
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
+
+from django.conf import settings
+from django.core.files import File
+from django.db import transaction
+from django.db.models import Min, Sum
+from django.utils import timezone
+
+from server.files import StoredFiles, read_file
+from server.games.models import Shard, TrainingGame
+from server.runs.models import Run
+
+log = logging.getLogger(__name__)
+
+KIND = "shards"  # the storage folder: shards/<aa>/<bb>/<sha256>.tar
+READERS = 16  # game files read at once: a round trip each on object storage
+
+
+class ShardConflict(Exception):
+    """Another packer packed some of the games first."""
+
+
+@dataclass(frozen=True)
+class Caps:
+    rows: int
+    bytes: int
+    seconds: int
+
+    @classmethod
+    def from_settings(cls) -> Caps:
+        return cls(**settings.SENTE_SHARDS)
+
+
+@dataclass(frozen=True)
+class _Game:
+    id: int
+    game_id: str
+    npz: str
+    rows: int
+    created_at: datetime
+
+
+def _day_bounds(day: date) -> tuple[datetime, datetime]:
+    start = datetime(day.year, day.month, day.day, tzinfo=UTC)
+    return start, start + timedelta(days=1)
+
+
+def unpacked(run):
+    """The run's self-play games not in a shard yet, oldest first."""
+    return TrainingGame.objects.filter(run=run, shard__isnull=True).order_by("created_at", "id")
+
+
+def _due_day(run, caps: Caps, now: datetime, force: bool) -> date | None:
+    """The UTC day whose oldest unpacked games make a shard now, or None: the oldest day with
+    unpacked games, when they fill a shard's rows, their day is over, the oldest has waited
+    ``caps.seconds`` or ``force``."""
+    oldest = unpacked(run).aggregate(first=Min("created_at"))["first"]
+    if oldest is None:
+        return None
+    day = oldest.astimezone(UTC).date()
+    end = _day_bounds(day)[1]
+    if force or now >= end or now - oldest >= timedelta(seconds=caps.seconds):
+        return day
+    rows = unpacked(run).filter(created_at__lt=end).aggregate(n=Sum("rows"))["n"] or 0
+    return day if rows >= caps.rows else None
+
+
+def _games(run, day: date) -> Iterator[_Game]:
+    start, end = _day_bounds(day)
+    fields = ("id", "client_game_id", "npz", "rows", "created_at")
+    for row in unpacked(run).filter(created_at__gte=start, created_at__lt=end).values_list(*fields).iterator(2000):
+        yield _Game(*row)
+
+
+def _read(game: _Game) -> bytes:
+    try:
+        return read_file(game.npz)
+    except FileNotFoundError:
+        raise FileNotFoundError(
+            f"game {game.game_id}: its rows' file {game.npz} is not in storage; its run's games are not packed "
+            "until it is restored or the game deleted"
+        ) from None
+
+
+def _read_all(games: Iterator[_Game]) -> Iterator[tuple[_Game, bytes]]:
+    """Each game with its npz file's bytes, ``READERS`` files read at once, in the games' order."""
+    with ThreadPoolExecutor(max_workers=READERS) as pool:
+        batch: list[_Game] = []
+        for game in games:
+            batch.append(game)
+            if len(batch) == READERS:
+                yield from zip(batch, pool.map(_read, batch), strict=True)
+                batch = []
+        yield from zip(batch, pool.map(_read, batch), strict=True)
+
+
+def _write(out, games: Iterator[_Game], caps: Caps) -> list[tuple[_Game, int, int]]:
+    """Write the tar of the games' npz files to ``out``, stopping after the game that fills the
+    rows or before the one that would pass the bytes (never before the first); each game written
+    with its file's offset and length in the tar."""
+    placed: list[tuple[_Game, int, int]] = []
+    rows = 0
+    with tarfile.open(fileobj=out, mode="w", format=tarfile.USTAR_FORMAT) as archive:
+        for game, data in _read_all(games):
+            info = tarfile.TarInfo(f"{game.game_id}.npz")
+            info.size, info.mtime, info.mode = len(data), 0, 0o644
+            header = len(info.tobuf(tarfile.USTAR_FORMAT, archive.encoding, archive.errors))
+            padded = -(-len(data) // tarfile.BLOCKSIZE) * tarfile.BLOCKSIZE
+            if placed and archive.offset + header + padded + 2 * tarfile.BLOCKSIZE > caps.bytes:
+                break
+            offset = archive.offset + header
+            archive.addfile(info, io.BytesIO(data))
+            archive.getmembers().clear()  # a shard of many games keeps none of them in memory
+            placed.append((game, offset, len(data)))
+            rows += game.rows
+            if rows >= caps.rows:
+                break
+    return placed
+
+
+def pack(run, caps: Caps | None = None, now: datetime | None = None, force: bool = False) -> Shard | None:
+    """Close one shard of the run's oldest unpacked games if one is due (see the module); None
+    when none is. ``force``: close one of whatever games there are."""
+    caps = caps or Caps.from_settings()
+    now = now or timezone.now()
+    day = _due_day(run, caps, now, force)
+    if day is None:
+        return None
+    started = time.monotonic()
+    with tempfile.TemporaryFile() as out:
+        placed = _write(out, _games(run, day), caps)
+        if not placed:
+            return None
+        size = out.tell()
+        out.seek(0)
+        digest = hashlib.sha256()
+        for chunk in iter(lambda: out.read(1 << 20), b""):
+            digest.update(chunk)
+        sha256 = digest.hexdigest()
+        out.seek(0)
+        files = StoredFiles()
+        name = files.put(KIND, File(out, name=f"{sha256}.tar"), ".tar", sha256=sha256)
+    try:
+        shard = _record(run, day, name, sha256, size, placed)
+    except BaseException:
+        files.discard(referenced=lambda stored: Shard.objects.filter(file=stored).exists())
+        raise
+    log.info(
+        "run %s: shard %s of %s: %d games, %d rows, %d bytes in %.1f s",
+        run.name,
+        sha256[:12],
+        day,
+        shard.games,
+        shard.rows,
+        size,
+        time.monotonic() - started,
+    )
+    return shard
+
+
+def _record(run, day: date, name: str, sha256: str, size: int, placed: list[tuple[_Game, int, int]]) -> Shard:
+    """The shard's row and its games' places, in one transaction, or ShardConflict when another
+    packer took some of the games first."""
+    ids = [game.id for game, _, _ in placed]
+    with transaction.atomic():
+        # Packers of one run take turns here; uploads, which only reference the run, go on.
+        Run.objects.select_for_update(no_key=True).filter(pk=run.pk).first()
+        if TrainingGame.objects.filter(pk__in=ids, shard__isnull=True).count() != len(ids):
+            raise ShardConflict(f"run {run.name}: games of the shard of {day} were packed meanwhile")
+        shard = Shard.objects.create(
+            run=run,
+            file=name,
+            sha256=sha256,
+            size_bytes=size,
+            rows=sum(game.rows for game, _, _ in placed),
+            games=len(placed),
+            day=day,
+            first_game_id=placed[0][0].id,
+            last_game_id=placed[-1][0].id,
+        )
+        games = [
+            TrainingGame(pk=game.id, shard=shard, shard_offset=offset, shard_length=length)
+            for game, offset, length in placed
+        ]
+        TrainingGame.objects.bulk_update(games, ["shard", "shard_offset", "shard_length"], batch_size=1000)
+    return shard
+
+
+def pack_due(run, caps: Caps | None = None, now: datetime | None = None, force: bool = False) -> list[Shard]:
+    """Every shard of the run that is due (``force``: and then the rest of its unpacked games)."""
+    shards: list[Shard] = []
+    while True:
+        try:
+            shard = pack(run, caps, now, force)
+        except ShardConflict as e:
+            log.info("%s: another packer has them", e)
+            break
+        if shard is None:
+            return shards
+        shards.append(shard)
+    return shards

@@ -1,0 +1,199 @@
+"""Shards: a run's self-play games packed into content-addressed tars, closed on rows, bytes, age and
+the day's end, recorded with each game's place, and never losing a game to a crash."""
+
+from __future__ import annotations
+
+import io
+import tarfile
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+import pytest
+
+from server.games import shards, tasks
+from server.games.shards import Caps, ShardConflict, pack, pack_due
+from tests.server import helpers
+from tests.server.conftest import stored_files
+
+NOW = datetime(2026, 12, 6, 18, 0, tzinfo=UTC)
+CAPS = Caps(rows=100, bytes=1 << 30, seconds=3600)
+
+
+@pytest.fixture
+def alice_user(alice):
+    return alice[0]
+
+
+def fake_games(count: int, rows: int = 10, seed: int = 0) -> list[helpers.PlayedGame]:
+    """Games whose npz bytes differ (the packer reads them, never parses them)."""
+    rng = np.random.default_rng(seed)
+    meta = {"board_x_size": 9, "board_y_size": 9, "komi": 7.0, "result": "B+R", "moves": 40, "rows": rows}
+    return [helpers.PlayedGame(b"sgf", rng.bytes(3000 + 17 * k), dict(meta)) for k in range(count)]
+
+
+def store(run, user, games, end: datetime, minutes_apart: float = 1.0) -> list:
+    """The games stored oldest first, ``minutes_apart`` apart, the last at ``end``."""
+    rows = helpers.store_training_games(run, user, games, minutes_apart=minutes_apart)
+    for k, game in enumerate(rows):
+        game.created_at = end - timedelta(minutes=minutes_apart * (len(rows) - 1 - k))
+        game.save(update_fields=["created_at"])
+    return rows
+
+
+def read_back(shard) -> dict[str, bytes]:
+    with shard.file.open("rb") as f:
+        data = f.read()
+    with tarfile.open(fileobj=io.BytesIO(data)) as archive:
+        return {m.name: archive.extractfile(m).read() for m in archive.getmembers()}
+
+
+def test_a_shard_closes_on_its_rows_and_says_where_each_game_lies(run, alice_user):
+    games = store(run, alice_user, fake_games(25), NOW)  # 250 rows, the oldest 24 minutes old
+    assert pack(run, CAPS, NOW) is not None
+    first = run.shards.get()
+    assert (first.rows, first.games, first.day) == (100, 10, NOW.date())
+    assert (first.first_game_id, first.last_game_id) == (games[0].id, games[9].id)
+    assert first.file.name == f"shards/{first.sha256[:2]}/{first.sha256[2:4]}/{first.sha256}.tar"
+    with first.file.open("rb") as f:
+        data = f.read()
+    assert len(data) == first.size_bytes
+    # Each game's npz file at its offset, and the tar KataGo's tools unpack: <game id>.npz.
+    for game in games[:10]:
+        game.refresh_from_db()
+        assert game.shard_id == first.id
+        original = game.npz.open("rb").read()
+        assert data[game.shard_offset : game.shard_offset + game.shard_length] == original
+    assert read_back(first) == {f"{g.client_game_id}.npz": g.npz.open("rb").read() for g in games[:10]}
+    # 150 rows left: one more full shard, then 50 rows that wait (their oldest has waited 4 minutes).
+    assert len(pack_due(run, CAPS, NOW)) == 1
+    assert run.shards.count() == 2 and shards.unpacked(run).count() == 5
+    assert pack(run, CAPS, NOW) is None
+    # An hour after the oldest of them, they close a shard of their own.
+    assert pack(run, CAPS, NOW + timedelta(minutes=55)) is None
+    last = pack(run, CAPS, NOW + timedelta(minutes=56))
+    assert last is not None and (last.rows, last.games) == (50, 5) and not shards.unpacked(run).exists()
+
+
+def test_the_same_games_make_the_same_bytes_and_name(run, alice_user):
+    store(run, alice_user, fake_games(4), NOW)
+    shard = pack(run, CAPS, NOW, force=True)
+    first = shard.file.open("rb").read()
+    from server.games.models import TrainingGame
+
+    TrainingGame.objects.update(shard=None, shard_offset=None, shard_length=None)
+    shard.delete()
+    again = pack(run, CAPS, NOW + timedelta(days=3), force=True)
+    assert again.sha256 == shard.sha256 and again.file.name == shard.file.name
+    assert again.file.open("rb").read() == first
+    with tarfile.open(fileobj=io.BytesIO(first)) as archive:
+        assert {(m.mtime, m.uid, m.gid, m.uname, m.gname, m.mode) for m in archive} == {(0, 0, 0, "", "", 0o644)}
+
+
+def test_a_shard_holds_one_days_games_and_a_day_over_is_packed_whatever_its_rows(run, alice_user):
+    midnight = datetime(2026, 12, 6, tzinfo=UTC)
+    store(run, alice_user, fake_games(6), midnight + timedelta(minutes=2))  # 3 before midnight, 3 after
+    assert pack(run, CAPS, midnight + timedelta(minutes=5)) is not None  # the 5th is over: its 3 games
+    shard = run.shards.get()
+    assert (shard.day.isoformat(), shard.games, shard.rows) == ("2026-12-05", 3, 30)
+    assert pack(run, CAPS, midnight + timedelta(minutes=5)) is None  # the 6th's have waited 5 minutes
+    assert [s.games for s in pack_due(run, CAPS, midnight + timedelta(minutes=5), force=True)] == [3]
+
+
+def test_a_shard_closes_before_the_game_that_would_pass_its_bytes(run, alice_user):
+    store(run, alice_user, fake_games(10), NOW)
+    closed = pack_due(run, Caps(rows=10_000, bytes=14_000, seconds=60), NOW)
+    # Each game is about 3.5 KiB of tar: three fit in 14,000 bytes with the tar's end, a fourth would not.
+    # The tenth waits: it is alone, and fresh.
+    assert [s.games for s in closed] == [3, 3, 3] and shards.unpacked(run).count() == 1
+    assert all(s.size_bytes <= 14_000 + tarfile.RECORDSIZE for s in closed)
+    # A game larger than the cap on its own still gets a shard: one game each.
+    store(run, alice_user, fake_games(1, seed=5), NOW)
+    assert [s.games for s in pack_due(run, Caps(rows=10_000, bytes=100, seconds=60), NOW, force=True)] == [1, 1]
+
+
+def test_a_crash_before_the_commit_loses_no_game_and_leaves_no_shard(run, alice_user, monkeypatch):
+    games = store(run, alice_user, fake_games(12), NOW)
+    before = {p.name for p in stored_files()}
+
+    def killed(*args, **kwargs):
+        raise KeyboardInterrupt  # as a process stopped between writing the file and recording it
+
+    monkeypatch.setattr(shards.TrainingGame.objects, "bulk_update", killed)
+    with pytest.raises(KeyboardInterrupt):
+        pack(run, CAPS, NOW)
+    assert not run.shards.exists() and shards.unpacked(run).count() == 12
+    assert {p.name for p in stored_files()} == before  # the shard's file was removed with it
+    monkeypatch.undo()
+    closed = pack_due(run, CAPS, NOW, force=True)
+    assert sum(s.games for s in closed) == 12 and not shards.unpacked(run).exists()
+    for game in games:
+        game.refresh_from_db()
+        data = game.shard.file.open("rb").read()
+        assert data[game.shard_offset : game.shard_offset + game.shard_length] == game.npz.open("rb").read()
+
+
+def test_a_packer_that_finds_its_games_taken_discards_its_file(run, alice_user, monkeypatch):
+    store(run, alice_user, fake_games(3), NOW)
+    real_write = shards._write
+
+    def write_then_lose_the_race(out, games, caps):
+        placed = real_write(out, games, caps)
+        shards.TrainingGame.objects.filter(pk=placed[0][0].id).update(shard_offset=0)  # not the race yet
+        other = shards.Shard.objects.create(
+            run=run, file="shards/other.tar", sha256="0" * 64, size_bytes=0, rows=0, games=0, day=NOW.date()
+        )
+        shards.TrainingGame.objects.filter(pk=placed[0][0].id).update(shard=other)
+        return placed
+
+    monkeypatch.setattr(shards, "_write", write_then_lose_the_race)
+    with pytest.raises(ShardConflict, match="were packed meanwhile"):
+        pack(run, CAPS, NOW, force=True)
+    assert list(run.shards.values_list("sha256", flat=True)) == ["0" * 64]
+    assert not any(p.suffix == ".tar" for p in stored_files())
+
+
+def test_a_missing_game_file_stops_the_packing_and_names_the_game(run, alice_user):
+    games = store(run, alice_user, fake_games(3), NOW)
+    games[1].npz.storage.delete(games[1].npz.name)
+    with pytest.raises(FileNotFoundError, match=f"game {games[1].client_game_id}: its rows' file"):
+        pack(run, CAPS, NOW, force=True)
+    assert not run.shards.exists() and not any(p.suffix == ".tar" for p in stored_files())
+
+
+def test_an_upload_queues_the_packing_at_most_once_a_minute(
+    run, alice, settings, monkeypatch, selfplay_games, django_capture_on_commit_callbacks
+):
+    """Through the API: an upload's game is stored in a file of its own, and once the upload commits
+    the packer is queued (here run at once) and packs what is due; a process queues it at most once
+    a minute per run, so the second upload's game waits for a later one."""
+    from tests.server.conftest import new_task
+    from tests.server.test_games import TRAINING, post
+
+    settings.TASKS = {"default": {"BACKEND": "django_tasks.backends.immediate.ImmediateBackend"}}
+    settings.SENTE_SHARDS = {"rows": 1, "bytes": 1 << 30, "seconds": 3600}
+    monkeypatch.setattr(tasks, "_not_before", {})
+    task = new_task(alice[1], games=2)
+    for game in selfplay_games[:2]:
+        with django_capture_on_commit_callbacks(execute=True):
+            response = post(alice[1], TRAINING, helpers.upload_fields(task["id"], game))
+        assert response.status_code == 201, response.content
+    shard = run.shards.get()
+    assert shard.games == 1 and shard.rows == selfplay_games[0].metadata["rows"]
+    assert [g.client_game_id for g in shards.unpacked(run)] == [selfplay_games[1].metadata["game_id"]]
+    monkeypatch.setattr(tasks, "_not_before", {})  # a minute later
+    with django_capture_on_commit_callbacks(execute=True):
+        tasks.request_packing(run)
+    assert run.shards.count() == 2 and not shards.unpacked(run).exists()
+
+
+def test_the_command_packs_what_is_due_and_with_all_the_rest(run, alice_user):
+    from django.core.management import CommandError, call_command
+
+    store(run, alice_user, fake_games(3), datetime.now(UTC), minutes_apart=0)
+    out = io.StringIO()
+    call_command("shard", stdout=out)
+    assert "test: 0 shard(s) closed, 0 games, 0 rows; 3 game(s) wait for the next" in out.getvalue()
+    call_command("shard", "--run", "test", "--all", stdout=out)
+    assert "test: 1 shard(s) closed, 3 games, 30 rows; 0 game(s) wait for the next" in out.getvalue()
+    with pytest.raises(CommandError, match="there is no run 'nope'"):
+        call_command("shard", "--run", "nope")
