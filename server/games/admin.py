@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from server.games.models import RatingGame, TrainingGame, UploadRefusal
+from server.games.models import RatingGame, Shard, TrainingGame, UploadRefusal
 from server.games.services import set_disabled
 
 
@@ -74,3 +74,22 @@ class UploadRefusalAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request):
         return False
+
+
+@admin.register(Shard)
+class ShardAdmin(admin.ModelAdmin):
+    """The packer's shards, to look at: made and recorded by the packer alone."""
+
+    list_display = ("day", "run", "games", "rows", "size_bytes", "sha256", "created_at")
+    list_filter = ("run",)
+    search_fields = ("sha256",)
+    date_hierarchy = "day"
+
+    def get_readonly_fields(self, request, obj=None):
+        return [f.name for f in self.model._meta.fields]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False  # its games name it

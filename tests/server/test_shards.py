@@ -197,3 +197,14 @@ def test_the_command_packs_what_is_due_and_with_all_the_rest(run, alice_user):
     assert "test: 1 shard(s) closed, 3 games, 30 rows; 0 game(s) wait for the next" in out.getvalue()
     with pytest.raises(CommandError, match="there is no run 'nope'"):
         call_command("shard", "--run", "nope")
+
+
+def test_the_admin_shows_the_shards_and_changes_none(run, alice_user, admin_client):
+    store(run, alice_user, fake_games(2), NOW)
+    shard = pack(run, CAPS, NOW, force=True)
+    page = admin_client.get("/admin/games/shard/")
+    assert page.status_code == 200 and shard.sha256.encode() in page.content
+    assert admin_client.get(f"/admin/games/shard/{shard.pk}/change/").status_code == 200
+    assert admin_client.get("/admin/games/shard/add/").status_code == 403
+    assert admin_client.post(f"/admin/games/shard/{shard.pk}/delete/", {"post": "yes"}).status_code == 403
+    assert run.shards.get() == shard
