@@ -669,3 +669,14 @@ def test_games_against_gnu_go_are_refereed_and_a_result_counted_otherwise_is_pla
     del stored[refereed.key]["referee"]
     (tmp_path / "games.json").write_text(json.dumps(stored))
     assert not ablation_rating.Games(tmp_path / "games.json").done(refereed, 48)
+
+
+def test_the_reports_command_names_what_differs_from_the_defaults_as_typed():
+    from server.platform.ablation import BUILT_IN_ARMS
+    from server.platform.management.commands.ablation import DEFAULTS, reproduce
+
+    options = DEFAULTS | {"data": "x", "cpu_minutes": 10.0, "board": 9, "arms": ",".join(BUILT_IN_ARMS)}
+    options |= {"report_dir": None, "interval": 80.0, "final_games": 12}
+    assert reproduce(options) == (
+        ".venv/bin/python manage.py ablation --data x --cpu-minutes 10 --board 9 --final-games 12 --interval 80"
+    )

@@ -445,7 +445,8 @@ def reproduce(options) -> str:
     words += ["--arms", options["arms"]] if options["arms"] != ",".join(BUILT_IN_ARMS) else []
     for key, default in DEFAULTS.items():
         if options[key] != default:
-            words += [f"--{key.replace('_', '-')}", str(options[key])]
+            value = options[key]
+            words += [f"--{key.replace('_', '-')}", f"{value:g}" if isinstance(value, float) else str(value)]
     if options["report_dir"] is not None:
         words += ["--report-dir", str(options["report_dir"])]
     return shlex.join(words)
