@@ -15,6 +15,7 @@ import logging
 import os
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from django.core.files.base import ContentFile, File
@@ -120,22 +121,57 @@ def read_file(name: str) -> bytes:
     """A stored file's bytes (local disk or object storage). A failed read is tried again
     (``READ_ATTEMPTS`` in all, waiting a little longer each time): object storage fails now and then.
     A file that is not there is not waited for."""
+    return _retried(name, lambda: _read(name))
+
+
+def read_range(name: str, offset: int, length: int) -> bytes:
+    """``length`` bytes of the stored file ``name`` from ``offset`` (fewer at its end), tried again
+    as :func:`read_file` is."""
+    return _retried(name, lambda: _read(name, offset, length))
+
+
+def _retried(name: str, read: Callable[[], bytes]) -> bytes:
     wait = READ_RETRY_SECONDS
     for _ in range(READ_ATTEMPTS - 1):
         try:
-            return _read(name)
+            return read()
         except FileNotFoundError:
             raise
         except Exception as e:
             log.warning("reading stored file %s failed (%s: %s); trying again in %g s", name, type(e).__name__, e, wait)
             time.sleep(wait)
             wait *= 2
-    return _read(name)
+    return read()
 
 
-def _read(name: str) -> bytes:
+def _read(name: str, offset: int = 0, length: int = -1) -> bytes:
+    if length >= 0 and hasattr(default_storage, "bucket"):
+        return _s3_range(default_storage, name, offset, length)
     with default_storage.open(name, "rb") as f:
-        return f.read()
+        if offset:
+            f.seek(offset)
+        return f.read(length)
+
+
+def _s3_range(storage, name: str, offset: int, length: int) -> bytes:
+    """One ranged GET of an object of django-storages' S3 storage (whose files read the whole object
+    before the first byte)."""
+    from botocore.exceptions import ClientError
+    from storages.utils import clean_name
+
+    if length == 0:
+        return b""
+    key = storage._normalize_name(clean_name(name))
+    try:
+        answer = storage.bucket.Object(key).get(Range=f"bytes={offset}-{offset + length - 1}")
+    except ClientError as e:
+        code = e.response.get("Error", {}).get("Code")
+        if code in ("NoSuchKey", "404"):
+            raise FileNotFoundError(f"{name}: no such object in storage") from None
+        if code == "InvalidRange":  # from past its end
+            return b""
+        raise
+    return answer["Body"].read()
 
 
 def storage_problem(storage: Storage) -> str | None:

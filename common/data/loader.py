@@ -1,17 +1,19 @@
 """Shuffled batches of training rows, streamed from npz files without holding the window in memory.
 
-A pass over a window (files with their row counts) goes like this: the files are put in a random
-order, cut in that order into blocks of at least ``block_rows`` rows, and each block's rows are
-shuffled; the pass is the shuffled blocks one after the other, cut into batches. Every row comes
-exactly once per pass, and a batch mixes rows of the many games of its block (a block of 100,000
-rows holds well over a thousand games). This is a shuffle buffer with a fixed schedule: where batch
-``k`` of a pass starts follows from the row counts alone, so a trainer resumed at batch ``k`` reads
-only the block it resumes in, and the same seed gives the same batches.
+A pass over a window (files with their row counts) goes like this: the window is cut into reads,
+a file alone, or a run of neighbouring files of one shard fetched in one ranged read (at most an
+eighth of a block's rows, so that a block mixes rows of at least eight places in the window); the
+reads are put in a random order, cut in that order into blocks of at least ``block_rows`` rows, and
+each block's rows are shuffled; the pass is the shuffled blocks one after the other, cut into
+batches. Every row comes exactly once per pass, and a batch mixes rows of the many games of its
+block (a block of 100,000 rows holds well over a thousand games). This is a shuffle buffer with a
+fixed schedule: where batch ``k`` of a pass starts follows from the row counts alone, so a trainer
+resumed at batch ``k`` reads only the block it resumes in, and the same seed gives the same batches.
 
 A background thread reads and decodes the files and assembles the next batches while the caller
-trains on the current one (decompression and numpy's copies release the GIL). It reads a block's
-files ``readers`` at a time: on object storage each file is a request that waits a round trip, and
-one after another a block of thousands of games waited thousands of them.
+trains on the current one (decompression and numpy's copies release the GIL). It makes a block's
+reads ``readers`` at a time: on object storage each is a request that waits a round trip, and one
+file after another a block of thousands of games waited thousands of them.
 
 Each batch is cropped to the largest board in it: rows sit in the top-left corner of the 19x19 data
 grid, and a 9x9 batch computed on a 9x9 tensor costs a fifth of one on 19x19. Board masks are input
@@ -50,7 +52,9 @@ from common.data.symmetry import NUM_SYMMETRIES, turn
 
 log = logging.getLogger(__name__)
 
-READERS = 16  # files of a block read at once: a round trip each on object storage
+READERS = 16  # reads of a block made at once: a round trip each on object storage
+UNITS_PER_BLOCK = 8  # a block mixes rows of at least this many places of the window (a shard's run each)
+GAP_BYTES = 1 << 20  # bytes not in the window a ranged read of a shard reads through rather than cut
 
 _NPZ_ARRAYS = (
     "binaryInputNCHWPacked",
@@ -64,10 +68,56 @@ _NPZ_ARRAYS = (
 
 @dataclass(frozen=True)
 class RowFile:
-    """One npz file of a window: the name ``open_file`` reads it by, and the rows it holds."""
+    """One npz file of a window: the name ``open_file`` reads it by, and the rows it holds; for a
+    file packed into a shard, also the shard's name and where the file lies in it, so that it is
+    read with its neighbours in one ranged read of the shard."""
 
     name: str
     rows: int
+    shard: str = ""  # "": read by its name alone
+    offset: int = 0
+    length: int = 0
+
+
+@dataclass(frozen=True)
+class _Unit:
+    """What one read fetches: a file alone, or a run of one shard's files in their order there
+    (one ranged read of the shard, from the first's start to the last's end)."""
+
+    files: tuple[RowFile, ...]
+
+    @property
+    def rows(self) -> int:
+        return sum(f.rows for f in self.files)
+
+    @property
+    def span(self) -> tuple[int, int]:
+        return self.files[0].offset, self.files[-1].offset + self.files[-1].length
+
+
+def units(files: Sequence[RowFile], unit_rows: int, gap_bytes: int = GAP_BYTES) -> list[_Unit]:
+    """The reads that fetch ``files``: each file by its name alone, and the files packed into a shard
+    in runs of at most ``unit_rows`` rows (never less than one file) of neighbours in the shard, a
+    run cut where more than ``gap_bytes`` not in the window lie between two of its files. Unpacked
+    files first, in the order given, then the shards' runs, by shard name and offset."""
+    out = [_Unit((f,)) for f in files if not f.shard]
+    by_shard: dict[str, list[RowFile]] = {}
+    for f in files:
+        if f.shard:
+            by_shard.setdefault(f.shard, []).append(f)
+    for shard in sorted(by_shard):
+        run: list[RowFile] = []
+        held = 0
+        for f in sorted(by_shard[shard], key=lambda f: f.offset):
+            gap = f.offset - (run[-1].offset + run[-1].length) if run else 0
+            if run and (held + f.rows > unit_rows or gap > gap_bytes):
+                out.append(_Unit(tuple(run)))
+                run, held = [], 0
+            run.append(f)
+            held += f.rows
+        if run:
+            out.append(_Unit(tuple(run)))
+    return out
 
 
 @dataclass
@@ -210,7 +260,16 @@ def make_batch(rows: _Rows, rng: np.random.Generator | None) -> Batch:
 class ShuffledPass:
     """One pass over ``files`` in shuffled batches of ``batch_size`` rows (see the module docstring).
 
-    ``open_file(name)`` returns a file's bytes; it is called from up to ``readers`` threads at once.
+    Of ``world`` processes training together, process ``rank`` reads and yields only its share of
+    the pass: the reads go in the pass's order each to the process with the fewest rows so far, so
+    that every byte of the window is read once by one process (``read_bytes`` counts this one's) and
+    the shares differ by at most one read's rows (``process_batches``: every share's batches).
+
+    ``open_file(name)`` returns a file's bytes, ``open_range(name, offset, length)`` that many bytes
+    of a shard from ``offset`` (needed when files are in shards); both are called from up to
+    ``readers`` threads at once. The pass reads in units (:func:`units`): a file alone, or a run of
+    at most ``unit_rows`` rows (default: a ``UNITS_PER_BLOCK``-th of a block) of one shard's files in
+    one ranged read, so that a block still mixes rows of many places in the window.
     A file that cannot be read or decoded is logged and skipped (its rows are missing from the pass;
     ``skipped_files`` names them, ``read_files`` counts the files the pass tried to read). The rows
     are the same, in the same order, whatever ``readers`` is. ``transform`` is
@@ -230,6 +289,10 @@ class ShuffledPass:
         transform: Callable[[Batch], object] | None = None,
         prefetch: int = 4,
         readers: int = READERS,
+        open_range: Callable[[str, int, int], bytes] | None = None,
+        unit_rows: int | None = None,
+        rank: int = 0,
+        world: int = 1,
     ) -> None:
         if batch_size < 1:
             raise ValueError(f"batch_size must be positive, got {batch_size}")
@@ -237,9 +300,14 @@ class ShuffledPass:
             raise ValueError(f"block_rows must be positive, got {block_rows}")
         if readers < 1:
             raise ValueError(f"readers must be positive, got {readers}")
+        if not 0 <= rank < world:
+            raise ValueError(f"rank {rank} of {world} processes: must be 0 to {world - 1}")
         self.readers = readers
         self.files = list(files)
         self.open_file = open_file
+        self.open_range = open_range
+        if open_range is None and any(f.shard for f in self.files):
+            raise ValueError("files in shards need open_range")
         self.batch_size = batch_size
         self.seed = seed
         self.symmetries = symmetries
@@ -248,19 +316,30 @@ class ShuffledPass:
         self.prefetch = max(1, prefetch)
         self.skipped_files: list[str] = []
         self.read_files = 0
-        order = np.random.default_rng([seed, 0]).permutation(len(self.files))
-        self.blocks: list[list[RowFile]] = []
-        block: list[RowFile] = []
-        held = 0
+        self.read_bytes = 0
+        reads = units(self.files, unit_rows or max(1, block_rows // UNITS_PER_BLOCK))
+        order = [int(i) for i in np.random.default_rng([seed, 0]).permutation(len(reads))]
+        # Each read to the process with the fewest rows so far (the lowest rank among equals), in the
+        # pass's order: each reads its share alone, and the shares differ by at most one read's rows.
+        self.process_rows = [0] * world
+        mine: list[int] = []
         for i in order:
-            block.append(self.files[i])
-            held += self.files[i].rows
+            owner = self.process_rows.index(min(self.process_rows))
+            self.process_rows[owner] += reads[i].rows
+            if owner == rank:
+                mine.append(i)
+        self.blocks: list[list[_Unit]] = []
+        block: list[_Unit] = []
+        held = 0
+        for i in mine:
+            block.append(reads[i])
+            held += reads[i].rows
             if held >= block_rows:
                 self.blocks.append(block)
                 block, held = [], 0
         if block:
             self.blocks.append(block)
-        self.block_starts = np.concatenate(([0], np.cumsum([sum(f.rows for f in b) for b in self.blocks])))
+        self.block_starts = np.concatenate(([0], np.cumsum([sum(u.rows for u in b) for b in self.blocks])))
 
     @property
     def num_rows(self) -> int:
@@ -268,7 +347,15 @@ class ShuffledPass:
 
     @property
     def num_batches(self) -> int:
-        full, rest = divmod(self.num_rows, self.batch_size)
+        """This process's batches: of its share of the pass (the whole pass in one process)."""
+        return self._batches_of(self.num_rows)
+
+    def process_batches(self) -> list[int]:
+        """The batches of every process's share, by rank."""
+        return [self._batches_of(rows) for rows in self.process_rows]
+
+    def _batches_of(self, rows: int) -> int:
+        full, rest = divmod(rows, self.batch_size)
         return full + (1 if rest and not self.drop_last else 0)
 
     def batches(self, start: int = 0, stride: int = 1) -> Iterator[object]:
@@ -313,22 +400,46 @@ class ShuffledPass:
             thread.join()
 
     # --- the schedule, in the calling thread's terms ---------------------------------------------------
-    def _load(self, block: int) -> _Rows | None:
-        files = self.blocks[block]
-
-        def one(f: RowFile) -> _Rows | Exception:
+    def _read(self, unit: _Unit) -> tuple[int, list[_Rows | Exception]]:
+        """The bytes read for the unit, and each of its files decoded or the reason it could not be."""
+        if not unit.files[0].shard:
+            f = unit.files[0]
             try:
-                return decode_rows(self.open_file(f.name), f.name)
+                data = self.open_file(f.name)
             except Exception as e:
-                return e
+                return 0, [e]
+            try:
+                return len(data), [decode_rows(data, f.name)]
+            except Exception as e:
+                return len(data), [e]
+        assert self.open_range is not None
+        start, end = unit.span
+        try:
+            data = self.open_range(unit.files[0].shard, start, end - start)
+        except Exception as e:
+            return 0, [e] * len(unit.files)
+        if len(data) != end - start:
+            problem = ValueError(f"{unit.files[0].shard}: {len(data)} bytes from {start}, {end - start} asked for")
+            return len(data), [problem] * len(unit.files)
+        out: list[_Rows | Exception] = []
+        for f in unit.files:
+            try:
+                out.append(decode_rows(data[f.offset - start : f.offset - start + f.length], f.name))
+            except Exception as e:
+                out.append(e)
+        return len(data), out
 
-        if self.readers == 1 or len(files) == 1:
-            loaded = [one(f) for f in files]
+    def _load(self, block: int) -> _Rows | None:
+        reads = self.blocks[block]
+        if self.readers == 1 or len(reads) == 1:
+            loaded = [self._read(u) for u in reads]
         else:
-            with ThreadPoolExecutor(max_workers=min(self.readers, len(files)), thread_name_prefix="rows") as pool:
-                loaded = list(pool.map(one, files))  # in the block's order, whichever came first
+            with ThreadPoolExecutor(max_workers=min(self.readers, len(reads)), thread_name_prefix="rows") as pool:
+                loaded = list(pool.map(self._read, reads))  # in the block's order, whichever came first
+        files = [f for u in reads for f in u.files]
+        self.read_bytes += sum(size for size, _ in loaded)
         parts = []
-        for f, rows in zip(files, loaded, strict=True):
+        for f, rows in zip(files, [r for _, part in loaded for r in part], strict=True):
             self.read_files += 1
             if isinstance(rows, Exception):
                 log.error("skipping training rows %s: %s", f.name, rows)

@@ -49,14 +49,16 @@ class Chunk:
 
     def to_dict(self) -> dict:
         d = asdict(self)
-        d["files"] = [[f.name, f.rows] for f in self.files]
+        d["files"] = [
+            [f.name, f.rows, f.shard, f.offset, f.length] if f.shard else [f.name, f.rows] for f in self.files
+        ]
         return d
 
     @classmethod
     def from_dict(cls, d: dict | None) -> Chunk | None:
         if not d:
             return None
-        return cls(**{**d, "files": [RowFile(name, rows) for name, rows in d["files"]]})
+        return cls(**{**d, "files": [RowFile(*f) for f in d["files"]]})  # [name, rows] or with its shard's place
 
 
 @dataclass(frozen=True)

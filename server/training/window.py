@@ -84,12 +84,14 @@ def _newest(queryset: QuerySet, settings: TrainingSettings, held_out: bool, rows
     held = 0
     if rows <= 0 or (held_out and settings.holdout_one_in == 0):
         return files
-    games = queryset.order_by("-created_at", "-id").values_list("npz", "npz_sha256", "rows")
-    for name, sha256, count in games.iterator(chunk_size=2000):
+    fields = ("npz", "npz_sha256", "rows", "shard__file", "shard_offset", "shard_length")
+    games = queryset.order_by("-created_at", "-id").values_list(*fields)
+    for name, sha256, count, shard, offset, length in games.iterator(chunk_size=2000):
         if name in names or is_held_out(sha256, settings.holdout_one_in) != held_out:
             continue
         names.add(name)
-        files.append(RowFile(name, count))
+        # A packed game is read from its shard, with its neighbours there (common.data.loader).
+        files.append(RowFile(name, count, shard, offset, length) if shard else RowFile(name, count))
         held += count
         if held >= rows:
             break

@@ -27,9 +27,11 @@ Progress goes to the line's row (status, samples, window, losses per head), to t
 ``--tensorboard`` to TensorBoard. A checkpoint (weights, optimiser, average, where it was in the
 chunk) is written every ``--checkpoint-minutes``, after every chunk and export, and on a clean stop
 (Ctrl-C or SIGTERM finish the step at hand); a trainer started again continues from it at the exact
-batch. Under ``torchrun`` every process trains on its share of each batch schedule with
-DistributedDataParallel; process 0 reads the database, plans, reports, checkpoints and exports, and
-the checkpoint folder must be one that every process can read.
+batch. Under ``torchrun`` every process reads its own share of the window (every byte of it once
+between them) and trains on its batches with DistributedDataParallel; process 0 reads the database,
+plans, reports, checkpoints and exports, and the checkpoint folder must be one that every process
+can read. (A chunk checkpointed by a trainer from before the shares, with several processes, goes
+on in the new schedule: some of its rows come twice in that chunk and others not at all.)
 """
 
 from __future__ import annotations
@@ -70,7 +72,7 @@ from common.nn.training import (
     to_tensors,
 )
 from common.settings import TrainingSettings
-from server.files import read_file, stored_name
+from server.files import read_file, read_range, stored_name
 from server.networks.models import Network
 from server.networks.services import store_network
 from server.runs.models import Run
@@ -328,20 +330,27 @@ class TrainingWorker:
         return partial(to_tensors, pin=self.device.type == "cuda")
 
     def _train_chunk(self, line: Line, chunk: Chunk) -> None:
-        trainer, world = line.trainer, self.dist.world
+        trainer, world, rank = line.trainer, self.dist.world, self.dist.rank
         line.chunk = chunk = chunk.with_layout(self.settings)
         batch_size, shuffle_rows, symmetries = chunk.layout()
-        passes = ShuffledPass(
-            chunk.files,
-            read_file,
-            batch_size,
-            chunk.seed,
+        layout = dict(
             block_rows=shuffle_rows,
             symmetries=symmetries,
             drop_last=True,
             transform=self._transform(),
+            open_range=read_range,
         )
-        usable = passes.num_batches - passes.num_batches % world
+        # Each process reads its own share of the window (every byte once between them) and trains
+        # on its batches in step with the others, as far as the smallest share goes; a window too
+        # small to give each a batch is read whole by each, which takes every world-th batch of it.
+        passes = ShuffledPass(chunk.files, read_file, batch_size, chunk.seed, rank=rank, world=world, **layout)
+        if min(passes.process_batches()) > 0:
+            usable = world * min(passes.process_batches())
+            schedule = partial(passes.batches, chunk.next_batch // world)
+        else:
+            passes = ShuffledPass(chunk.files, read_file, batch_size, chunk.seed, **layout)
+            usable = passes.num_batches - passes.num_batches % world
+            schedule = partial(passes.batches, chunk.next_batch + rank, stride=world)
         row = self._row(line) if self.dist.main else None
         if row is not None:
             self._update(
@@ -357,9 +366,7 @@ class TrainingWorker:
         report_samples = trainer.samples
         due = chunk.next_batch < usable and trainer.samples < chunk.end_samples
         taken = 0
-        steps = Lockstep(
-            self.dist, passes.batches(chunk.next_batch + self.dist.rank, stride=world) if due else (), self.stop.is_set
-        )
+        steps = Lockstep(self.dist, schedule() if due else (), self.stop.is_set)
         batches = iter(steps)
         try:
             for batch in batches:
@@ -383,6 +390,15 @@ class TrainingWorker:
                     last_checkpoint = now
         finally:
             batches.close()  # ends the reader thread: the counts of files read are final
+        log.info(
+            "%s: process %d of %d read %d bytes of training rows (%d files) in %d steps",
+            line.architecture,
+            rank,
+            world,
+            passes.read_bytes,
+            passes.read_files,
+            taken,
+        )
         read_too_little = self._read_too_little(line, passes, due, taken, steps.stopped)
         if not steps.stopped:
             line.chunk = None
@@ -468,6 +484,7 @@ class TrainingWorker:
             block_rows=settings.shuffle_rows,
             symmetries=symmetries,
             transform=self._transform(),
+            open_range=read_range,
         ).batches()
 
     def _export(self, line: Line, chunk: Chunk) -> None:

@@ -5,6 +5,7 @@ started again, it continues from its checkpoint."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -80,7 +81,12 @@ def test_two_processes_train_export_stop_and_resume(tmp_path):
 
     alice = User.objects.create_user("alice", "alice@example.org", "a long enough password")
     games = helpers.selfplay_games(tmp_path / "games", helpers.RANDOM_NET, count=12, seed=21)
-    helpers.store_training_games(run, alice, games, network=gen1)
+    helpers.store_training_games(run, alice, games, network=gen1, minutes_apart=0)  # one moment: one UTC day
+    # The older eight games packed into a shard, the newer four not yet: the trainer reads both.
+    from server.games.shards import Caps, pack
+
+    shard = pack(run, Caps(rows=sum(g.metadata["rows"] for g in games[:8]), bytes=1 << 30, seconds=3600), force=True)
+    assert shard is not None and shard.games == 8
     checkpoints = tmp_path / "checkpoints"
 
     # Started, it trains; stopped with SIGTERM while training, it writes its checkpoint and ends (torchrun
@@ -103,6 +109,11 @@ def test_two_processes_train_export_stop_and_resume(tmp_path):
     output = process.communicate(timeout=300)[0]
     assert process.returncode == 0, output
     assert "resumed from its checkpoint at" in output
+    # Each process read its own share of the window: the two together no more than it holds.
+    read = {rank: [int(b) for b in re.findall(rf"process {rank} of 2 read (\d+) bytes", output)] for rank in (0, 1)}
+    assert read[0] and read[1] and len(read[0]) == len(read[1])
+    window = shard.size_bytes + sum(len(g.npz) for g in games[8:])
+    assert all(0 < a + b <= window for a, b in zip(read[0], read[1], strict=True)), (read, window)
     line = TrainingLine.objects.get()
     budget = int(3.0 * line.rows_total)
     assert budget - 10 * 32 <= line.samples < budget + 32 and line.samples > stopped_at

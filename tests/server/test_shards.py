@@ -208,3 +208,116 @@ def test_the_admin_shows_the_shards_and_changes_none(run, alice_user, admin_clie
     assert admin_client.get("/admin/games/shard/add/").status_code == 403
     assert admin_client.post(f"/admin/games/shard/{shard.pk}/delete/", {"post": "yes"}).status_code == 403
     assert run.shards.get() == shard
+
+
+def test_the_window_reads_packed_games_from_their_shards_every_row_once(run, alice_user, selfplay_games):
+    """The trainer's window names each packed game's shard and place: a pass reads them in ranged
+    reads of the shard and yields every row once, as it does from the games' own files."""
+    from common.data.loader import ShuffledPass
+    from common.data.schema import GT_GAME_HASH_FIRST, GT_TURN_INDEX
+    from server.files import read_file, read_range
+    from server.training.plan import Chunk
+    from server.training.window import training_window
+
+    settings = run.current_settings().settings.training.replace(holdout_one_in=0, window_c=10**6)
+    store(run, alice_user, selfplay_games[:4], NOW)
+    store(run, alice_user, selfplay_games[4:], NOW + timedelta(minutes=10))
+
+    def rows(files) -> list[tuple[int, int]]:
+        batches = ShuffledPass(files, read_file, 7, seed=3, open_range=read_range, unit_rows=50).batches()
+        t = [b.global_targets for b in batches]
+        return sorted((int(r[GT_GAME_HASH_FIRST]), int(r[GT_TURN_INDEX])) for batch in t for r in batch)
+
+    unpacked = training_window(run, settings).files
+    assert not any(f.shard for f in unpacked)
+    four = Caps(rows=sum(g.metadata["rows"] for g in selfplay_games[:4]), bytes=1 << 30, seconds=3600)
+    pack(run, four, NOW + timedelta(minutes=11), force=True)  # the older four; the newer two stay unpacked
+    window = training_window(run, settings).files
+    assert [bool(f.shard) for f in window] == [False] * 2 + [True] * 4
+    packed = window[2:]
+    shard = run.shards.get()
+    assert {f.shard for f in packed} == {shard.file.name} and all(f.length > 0 for f in packed)
+    assert rows(window) == rows(unpacked) and len(rows(window)) == sum(f.rows for f in window)
+    # A chunk of the plan keeps the places, and one made before the packing reads the files by name.
+    for files in (window, unpacked):
+        chunk = Chunk(seed=1, files=files, end_samples=64, total_rows=1, window_rows=1)
+        assert Chunk.from_dict(chunk.to_dict()).files == files
+
+
+def test_a_stored_files_range_is_read_as_asked(run):
+    from server.files import StoredFiles, read_range
+
+    name = StoredFiles().put("shards", bytes(range(256)) * 4, ".tar")
+    assert read_range(name, 0, 3) == b"\x00\x01\x02"
+    assert read_range(name, 1020, 100) == bytes([252, 253, 254, 255])  # fewer at its end
+    with pytest.raises(FileNotFoundError):
+        read_range("shards/none.tar", 0, 1)
+
+
+@pytest.fixture
+def s3(settings, monkeypatch):
+    """The default storage on an S3 server on this machine (moto's, serving the S3 protocol over
+    HTTP on a free port), in a bucket of its own under a prefix."""
+    import boto3
+    from moto.server import ThreadedMotoServer
+
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    for key, value in (
+        ("AWS_ACCESS_KEY_ID", "test"),
+        ("AWS_SECRET_ACCESS_KEY", "test"),
+        ("AWS_DEFAULT_REGION", "us-east-1"),
+    ):
+        monkeypatch.setenv(key, value)
+    endpoint = f"http://{host}:{port}"
+    boto3.client("s3", endpoint_url=endpoint).create_bucket(Bucket="sente-files")
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "default": {
+            "BACKEND": "storages.backends.s3.S3Storage",
+            "OPTIONS": {
+                "bucket_name": "sente-files",
+                "location": "run",
+                "endpoint_url": endpoint,
+                "file_overwrite": False,
+            },
+        },
+    }
+    yield endpoint
+    server.stop()
+
+
+def test_a_range_of_an_object_on_s3_is_one_ranged_request(s3):
+    from django.core.files.storage import default_storage
+
+    from server.files import StoredFiles, read_file, read_range
+
+    data = bytes(range(256)) * 4
+    name = StoredFiles().put("shards", data, ".tar")
+    asked: list[str | None] = []
+    events = default_storage.connection.meta.client.meta.events
+    events.register("before-send.s3.GetObject", lambda request, **_: asked.append(request.headers.get("Range")))
+    assert read_range(name, 1000, 10) == data[1000:1010]
+    assert read_range(name, 1020, 100) == data[1020:]  # fewer at its end
+    assert read_range(name, 5000, 10) == b""  # past it
+    assert [a.decode() if isinstance(a, bytes) else a for a in asked] == [
+        "bytes=1000-1009",
+        "bytes=1020-1119",
+        "bytes=5000-5009",
+    ]
+    assert read_file(name) == data
+    with pytest.raises(FileNotFoundError, match="no such object"):
+        read_range("shards/none.tar", 0, 1)
+
+
+def test_a_shard_on_s3_holds_each_game_at_its_place(s3, run, alice_user):
+    from server.files import read_range
+
+    games = store(run, alice_user, fake_games(5), NOW)
+    shard = pack(run, CAPS, NOW, force=True)
+    assert shard is not None and shard.games == 5
+    for game in games:
+        game.refresh_from_db()
+        with game.npz.open("rb") as f:
+            assert read_range(shard.file.name, game.shard_offset, game.shard_length) == f.read()

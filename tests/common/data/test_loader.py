@@ -9,7 +9,7 @@ import logging
 import numpy as np
 import pytest
 
-from common.data.loader import RowFile, ShuffledPass, decode_rows, make_batch
+from common.data.loader import RowFile, ShuffledPass, decode_rows, make_batch, units
 from common.data.rows import rows_npz
 from common.data.schema import (
     DATA_AREA,
@@ -175,7 +175,7 @@ def test_a_pass_resumed_in_a_block_that_cannot_be_read_goes_on_at_the_next_block
     passes = ShuffledPass(files, window.__getitem__, batch_size=5, seed=9, block_rows=12)
     every = [row for b in passes.batches() for row in ids(b)]
     assert len(passes.blocks) > 3
-    lost = passes.blocks[1]
+    lost = [f for read in passes.blocks[1] for f in read.files]
     broken = {name: (b"gone" if name in {f.name for f in lost} else data) for name, data in window.items()}
     start = int(passes.block_starts[1]) // 5 + 1  # a batch that starts inside block 1
     assert passes.block_starts[1] < start * 5 < passes.block_starts[2]
@@ -183,7 +183,7 @@ def test_a_pass_resumed_in_a_block_that_cannot_be_read_goes_on_at_the_next_block
     seen = [row for b in resumed.batches(start) for row in ids(b)]
     assert seen == every[int(passes.block_starts[2]) :]  # block 2 whole, from its first row
     assert resumed.skipped_files == [f.name for f in lost] and resumed.read_files == len(files) - sum(
-        len(b) for b in passes.blocks[:1]
+        len(read.files) for read in passes.blocks[0]
     )
 
 
@@ -221,3 +221,99 @@ def test_decode_names_the_file_and_the_problem(window):
         decode_rows(b"junk", "bad.npz")
     with pytest.raises(ValueError, match="stride must be positive"):
         next(ShuffledPass(files_of(window), window.__getitem__, 4, 0).batches(stride=0))
+
+
+def shard_of(window: dict[str, bytes], names: list[str], gap: int = 0) -> tuple[bytes, list[RowFile]]:
+    """The files ``names`` one after another in one shard's bytes (``gap`` bytes of filler between
+    each two), with their places in it."""
+    data, placed = b"", []
+    for name in names:
+        data += b"\0" * (gap if data else 0)
+        placed.append(RowFile(name, len(decode_rows(window[name], name)), "s.tar", len(data), len(window[name])))
+        data += window[name]
+    return data, placed
+
+
+def test_files_in_a_shard_are_read_in_runs_of_neighbours_with_every_row_once(window):
+    """Eight of the twelve files packed into one shard: they are fetched in a few ranged reads,
+    runs of at most ``unit_rows`` rows, and the pass is every row once, as unpacked."""
+    names = list(window)
+    shard, packed = shard_of(window, names[4:])
+    files = files_of({n: window[n] for n in names[:4]}) + packed[::-1]  # the window's order is newest first
+    asked: list[tuple[str, int, int]] = []
+
+    def open_range(name: str, offset: int, length: int) -> bytes:
+        asked.append((name, offset, length))
+        return {"s.tar": shard}[name][offset : offset + length]
+
+    passes = ShuffledPass(files, window.__getitem__, 16, seed=1, block_rows=30, open_range=open_range, unit_rows=25)
+    seen = [row for b in passes.batches() for row in ids(b)]
+    every = {(i, t) for i in range(12) for t in range(3 + i)}
+    assert len(seen) == len(every) and set(seen) == every
+    # The packed files hold 7+8+...+14 = 84 rows: runs of neighbours of at most 25 rows, in shard order.
+    reads = units(files, 25)
+    assert [[f.name for f in read.files] for read in reads[4:]] == [
+        ["g4.npz", "g5.npz", "g6.npz"],
+        ["g7.npz", "g8.npz"],
+        ["g9.npz", "g10.npz"],
+        ["g11.npz"],
+    ]
+    spans = [read.span for read in reads[4:]]
+    assert sorted(asked) == [("s.tar", start, end - start) for start, end in spans] and passes.read_files == 12
+    # The same batches read one unit at a time, and resumed in the middle.
+    again = ShuffledPass(files, window.__getitem__, 16, seed=1, block_rows=30, open_range=open_range, unit_rows=25)
+    assert [ids(b) for b in again.batches(2)] == [ids(b) for b in passes.batches()][2:]
+    with pytest.raises(ValueError, match="files in shards need open_range"):
+        ShuffledPass(files, window.__getitem__, 16, seed=1)
+
+
+def test_a_run_is_cut_where_bytes_not_in_the_window_lie_between_its_files(window):
+    names = list(window)[:4]
+    _, packed = shard_of(window, names, gap=3000)
+    assert [len(read.files) for read in units(packed, 1000, gap_bytes=2999)] == [1, 1, 1, 1]
+    assert [len(read.files) for read in units(packed, 1000, gap_bytes=3000)] == [4]
+
+
+def test_a_shard_that_cannot_be_read_skips_its_files_and_names_them(window, caplog):
+    names = list(window)
+    shard, packed = shard_of(window, names[6:])
+    files = files_of({n: window[n] for n in names[:6]}) + packed
+
+    def short(name: str, offset: int, length: int) -> bytes:
+        return shard[offset : offset + length - 1]  # a read cut short
+
+    passes = ShuffledPass(files, window.__getitem__, 16, seed=1, open_range=short, unit_rows=1000)
+    with caplog.at_level(logging.ERROR):
+        seen = {row for b in passes.batches() for row in ids(b)}
+    assert passes.skipped_files == names[6:] and passes.read_files == 12
+    assert {i for i, _ in seen} == set(range(6)) and "bytes from" in caplog.text
+
+
+def test_processes_read_disjoint_shares_that_cover_the_window_once(window):
+    """Two processes training together: each reads only its share, every byte of the window once
+    between them, and the shares differ by at most one read's rows."""
+    names = list(window)
+    shard, packed = shard_of(window, names[5:])
+    files = files_of({n: window[n] for n in names[:5]}) + packed
+    everything = {(i, t) for i in range(12) for t in range(3 + i)}
+    total_bytes = sum(len(window[n]) for n in names[:5]) + len(shard)
+
+    def open_range(name: str, offset: int, length: int) -> bytes:
+        return shard[offset : offset + length]
+
+    shares = [
+        ShuffledPass(files, window.__getitem__, 4, seed=3, block_rows=40, open_range=open_range, rank=r, world=2)
+        for r in range(2)
+    ]
+    seen = [[row for b in share.batches() for row in ids(b)] for share in shares]
+    assert set(seen[0]).isdisjoint(seen[1]) and set(seen[0]) | set(seen[1]) == everything
+    assert shares[0].read_bytes + shares[1].read_bytes == total_bytes
+    assert [share.num_rows for share in shares] == shares[0].process_rows == shares[1].process_rows
+    assert abs(shares[0].num_rows - shares[1].num_rows) <= max(f.rows for f in files) * 2
+    assert shares[0].process_batches() == [-(-rows // 4) for rows in shares[0].process_rows]
+    # One process alone reads the window once too, and its share is the whole pass.
+    alone = ShuffledPass(files, window.__getitem__, 4, seed=3, block_rows=40, open_range=open_range)
+    assert {row for b in alone.batches() for row in ids(b)} == everything and alone.read_bytes == total_bytes
+    assert alone.process_batches() == [alone.num_batches]
+    with pytest.raises(ValueError, match="rank 2 of 2 processes: must be 0 to 1"):
+        ShuffledPass(files, window.__getitem__, 4, seed=3, open_range=open_range, rank=2, world=2)
