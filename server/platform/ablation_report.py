@@ -119,14 +119,16 @@ class AblationReport:
         """What the further rounds asked by ``interval`` played."""
         if not self.interval:
             return ""
-        asked = f"an interval against the full arm no wider than ± {self.interval:g}"
         if not self.narrowing_games:
-            return f" Every arm had {asked} after these games, so no further rounds were played."
+            return (
+                f" Every arm's interval against the full arm was within ± {self.interval:g} after these games, so "
+                "no further rounds were played."
+            )
         return (
-            f" {self.narrowing_games:,} of the games were further rounds, each with openings of its own, between the "
-            f"final networks of the arms without {asked} and the full arm's, until each had one or "
-            f"{NARROWING_ROUNDS} rounds were played: they stopped on the interval's width, never on the "
-            "difference itself."
+            f" {self.narrowing_games:,} of the games were further rounds, each from openings of its own, between "
+            f"the final networks of every arm whose interval against the full arm was wider than ± {self.interval:g} "
+            f"and the full arm's, until every arm's was within it or {NARROWING_ROUNDS} rounds had been played: "
+            "they stopped on the intervals' widths, never on the differences themselves."
         )
 
     def markdown(self, plot_file: str) -> str:

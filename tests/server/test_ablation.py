@@ -548,12 +548,12 @@ def test_the_report_of_two_repetitions_gives_each_and_the_arms_pooled_difference
     # Further rounds asked for an interval: the report says how many games they were, or that none were needed.
     report.interval, report.narrowing_games = 80.0, 96
     text = write(report, tmp_path).read_text()
-    assert "(8 Newton steps). 96 of the games were further rounds, each with openings of its own, between" in text
-    assert "the arms without an interval against the full arm no wider than ± 80 and the full arm's" in text
+    assert "(8 Newton steps). 96 of the games were further rounds, each from openings of its own, between" in text
+    assert "of every arm whose interval against the full arm was wider than ± 80 and the full arm's, until" in text
     assert json.loads((tmp_path / "ablation-2026-12-05.json").read_text())["narrowing_games"] == 96
     report.narrowing_games = 0
     text = write(report, tmp_path).read_text()
-    assert "no wider than ± 80 after these games, so no further rounds were played." in text
+    assert "interval against the full arm was within ± 80 after these games, so no further rounds" in text
 
 
 def test_the_final_networks_play_each_other_but_the_reference_and_none_without_games():
