@@ -82,6 +82,17 @@ def sha256_of(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def sha256_of_file(f) -> tuple[str, int]:
+    """The sha256 and the size of a file object's content, read from its start; it is left there."""
+    f.seek(0)
+    digest, size = hashlib.sha256(), 0
+    for chunk in iter(lambda: f.read(1 << 20), b""):
+        digest.update(chunk)
+        size += len(chunk)
+    f.seek(0)
+    return digest.hexdigest(), size
+
+
 class StoredFiles:
     """The files one request writes, so they can be removed if its transaction fails."""
 

@@ -22,7 +22,6 @@ killed after it, the shard is whole and recorded. Two packers of one run take tu
 
 from __future__ import annotations
 
-import hashlib
 import io
 import logging
 import tarfile
@@ -39,7 +38,7 @@ from django.db import transaction
 from django.db.models import Min, Sum
 from django.utils import timezone
 
-from server.files import StoredFiles, read_file
+from server.files import StoredFiles, read_file, sha256_of_file
 from server.games.models import Shard, TrainingGame
 from server.runs.models import Run
 
@@ -164,13 +163,7 @@ def pack(run, caps: Caps | None = None, now: datetime | None = None, force: bool
         placed = _write(out, _games(run, day), caps)
         if not placed:
             return None
-        size = out.tell()
-        out.seek(0)
-        digest = hashlib.sha256()
-        for chunk in iter(lambda: out.read(1 << 20), b""):
-            digest.update(chunk)
-        sha256 = digest.hexdigest()
-        out.seek(0)
+        sha256, size = sha256_of_file(out)
         files = StoredFiles()
         name = files.put(KIND, File(out, name=f"{sha256}.tar"), ".tar", sha256=sha256)
     try:

@@ -13,7 +13,6 @@ failure on the way leaves the old archive as it was, listed and downloadable.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import tempfile
 from collections.abc import Callable, Iterator
@@ -24,6 +23,7 @@ from django.core.files import File
 from django.core.files.storage import default_storage
 from django.db import transaction
 
+from server.files import sha256_of_file
 from server.games.models import RatingGame, TrainingGame
 from server.operations.archives import Member, npz_tar, sgf_zip
 from server.operations.models import DataExport
@@ -79,13 +79,8 @@ def export_day(run, day: date, kind: str, force: bool = False) -> DataExport | N
         games = WRITERS[kind](out, run, day)
         if games == 0:
             return None
-        out.seek(0)
-        digest = hashlib.sha256()
-        for chunk in iter(lambda: out.read(1 << 20), b""):
-            digest.update(chunk)
-        size = out.tell()
-        out.seek(0)
-        export = DataExport(run=run, day=day, kind=kind, size_bytes=size, sha256=digest.hexdigest(), games=games)
+        sha256, size = sha256_of_file(out)
+        export = DataExport(run=run, day=day, kind=kind, size_bytes=size, sha256=sha256, games=games)
         stem, suffix = export.filename.rsplit(".", 1)
         stored = default_storage.save(
             f"exports/{run.name}/{stem}.{export.sha256[:16]}.{suffix}", File(out, name=export.filename)
