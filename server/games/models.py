@@ -69,7 +69,8 @@ class TrainingGame(Game):
 class Shard(models.Model):
     """Many self-play games' training rows in one stored file (``server.games.shards``): an
     uncompressed tar of their npz files, ``<game id>.npz``, named by its content's sha256. Its games
-    are of one run and one UTC day, oldest first; each game row says where its file lies in it."""
+    are of one run and one UTC day, oldest first, and all held out of training or none; each game
+    row says where its file lies in it."""
 
     run = models.ForeignKey("runs.Run", on_delete=models.PROTECT, related_name="shards")
     file = models.FileField(max_length=200)
@@ -78,6 +79,7 @@ class Shard(models.Model):
     rows = models.PositiveIntegerField()
     games = models.PositiveIntegerField()
     day = models.DateField(help_text="the UTC day its games were stored")
+    held_out = models.BooleanField(default=False, help_text="its games are held out of training")
     first_game = models.ForeignKey(
         TrainingGame, null=True, blank=True, on_delete=models.SET_NULL, related_name="+", help_text="its oldest game"
     )

@@ -10,6 +10,11 @@ it (``shard_offset``, ``shard_length``), so that one game's rows are one ranged 
 the games of one UTC day and is closed once they hold ``SENTE_SHARDS["rows"]`` rows or
 ``["bytes"]`` bytes, once its oldest game has waited ``["seconds"]``, or once its day is over.
 
+The run's held-out games (``server.training.window``, one in ``holdout_one_in`` by the settings at
+packing time) go into shards of their own, so that a window's ranged reads never read through
+them: a shard's games are all held out or none are (``Shard.held_out``). A later change of
+``holdout_one_in`` costs only bytes read through, never a wrong row.
+
 The tar is deterministic (members in the games' order, times, owners and modes zeroed): the same
 games always make the same bytes and so the same name.
 
@@ -23,6 +28,7 @@ killed after it, the shard is whole and recorded. Two packers of one run take tu
 from __future__ import annotations
 
 import io
+import itertools
 import logging
 import tarfile
 import tempfile
@@ -41,6 +47,7 @@ from django.utils import timezone
 from server.files import StoredFiles, read_file, sha256_of_file
 from server.games.models import Shard, TrainingGame
 from server.runs.models import Run
+from server.training.window import is_held_out
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +77,7 @@ class _Game:
     npz: str
     rows: int
     created_at: datetime
+    held_out: bool
 
 
 def _day_bounds(day: date) -> tuple[datetime, datetime]:
@@ -97,11 +105,17 @@ def _due_day(run, caps: Caps, now: datetime, force: bool) -> date | None:
     return day if rows >= caps.rows else None
 
 
-def _games(run, day: date) -> Iterator[_Game]:
+def _holdout_one_in(run) -> int:
+    version = run.current_settings()
+    return version.settings.training.holdout_one_in if version is not None else 0
+
+
+def _games(run, day: date, holdout_one_in: int) -> Iterator[_Game]:
     start, end = _day_bounds(day)
-    fields = ("id", "client_game_id", "npz", "rows", "created_at")
-    for row in unpacked(run).filter(created_at__gte=start, created_at__lt=end).values_list(*fields).iterator(2000):
-        yield _Game(*row)
+    fields = ("id", "client_game_id", "npz", "rows", "created_at", "npz_sha256")
+    games = unpacked(run).filter(created_at__gte=start, created_at__lt=end).values_list(*fields)
+    for *row, sha256 in games.iterator(2000):
+        yield _Game(*row, held_out=is_held_out(sha256, holdout_one_in))
 
 
 def _read(game: _Game) -> bytes:
@@ -159,24 +173,32 @@ def pack(run, caps: Caps | None = None, now: datetime | None = None, force: bool
     if day is None:
         return None
     started = time.monotonic()
+    games = _games(run, day, _holdout_one_in(run))
+    oldest = next(games, None)
+    if oldest is None:
+        return None
+    # The day's oldest unpacked game says whether this shard holds held-out games or the others.
+    held_out = oldest.held_out
+    games = itertools.chain([oldest], (game for game in games if game.held_out == held_out))
     with tempfile.TemporaryFile() as out:
-        placed = _write(out, _games(run, day), caps)
+        placed = _write(out, games, caps)
         if not placed:
             return None
         sha256, size = sha256_of_file(out)
         files = StoredFiles()
         name = files.put(KIND, File(out, name=f"{sha256}.tar"), ".tar", sha256=sha256)
     try:
-        shard = _record(run, day, name, sha256, size, placed)
+        shard = _record(run, day, name, sha256, size, placed, held_out)
     except BaseException:
         files.discard(referenced=lambda stored: Shard.objects.filter(file=stored).exists())
         raise
     log.info(
-        "run %s: shard %s of %s: %d games, %d rows, %d bytes in %.1f s",
+        "run %s: shard %s of %s: %d %sgames, %d rows, %d bytes in %.1f s",
         run.name,
         sha256[:12],
         day,
         shard.games,
+        "held-out " if held_out else "",
         shard.rows,
         size,
         time.monotonic() - started,
@@ -184,7 +206,9 @@ def pack(run, caps: Caps | None = None, now: datetime | None = None, force: bool
     return shard
 
 
-def _record(run, day: date, name: str, sha256: str, size: int, placed: list[tuple[_Game, int, int]]) -> Shard:
+def _record(
+    run, day: date, name: str, sha256: str, size: int, placed: list[tuple[_Game, int, int]], held_out: bool
+) -> Shard:
     """The shard's row and its games' places, in one transaction, or ShardConflict when another
     packer took some of the games first."""
     ids = [game.id for game, _, _ in placed]
@@ -201,6 +225,7 @@ def _record(run, day: date, name: str, sha256: str, size: int, placed: list[tupl
             rows=sum(game.rows for game, _, _ in placed),
             games=len(placed),
             day=day,
+            held_out=held_out,
             first_game_id=placed[0][0].id,
             last_game_id=placed[-1][0].id,
         )

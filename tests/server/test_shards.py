@@ -24,6 +24,19 @@ def alice_user(alice):
     return alice[0]
 
 
+def with_holdout(run, one_in: int):
+    document = run.current_settings().settings.to_dict()
+    document["training"]["holdout_one_in"] = one_in
+    run.set_settings(document)
+    return run
+
+
+@pytest.fixture
+def no_holdout(run):
+    """The run holds out none of its games (the packing of held-out games has a test of its own)."""
+    with_holdout(run, 0)
+
+
 def fake_games(count: int, rows: int = 10, seed: int = 0) -> list[helpers.PlayedGame]:
     """Games whose npz bytes differ (the packer reads them, never parses them)."""
     rng = np.random.default_rng(seed)
@@ -47,7 +60,7 @@ def read_back(shard) -> dict[str, bytes]:
         return {m.name: archive.extractfile(m).read() for m in archive.getmembers()}
 
 
-def test_a_shard_closes_on_its_rows_and_says_where_each_game_lies(run, alice_user):
+def test_a_shard_closes_on_its_rows_and_says_where_each_game_lies(run, no_holdout, alice_user):
     games = store(run, alice_user, fake_games(25), NOW)  # 250 rows, the oldest 24 minutes old
     assert pack(run, CAPS, NOW) is not None
     first = run.shards.get()
@@ -74,7 +87,7 @@ def test_a_shard_closes_on_its_rows_and_says_where_each_game_lies(run, alice_use
     assert last is not None and (last.rows, last.games) == (50, 5) and not shards.unpacked(run).exists()
 
 
-def test_the_same_games_make_the_same_bytes_and_name(run, alice_user):
+def test_the_same_games_make_the_same_bytes_and_name(run, no_holdout, alice_user):
     store(run, alice_user, fake_games(4), NOW)
     shard = pack(run, CAPS, NOW, force=True)
     first = shard.file.open("rb").read()
@@ -89,7 +102,7 @@ def test_the_same_games_make_the_same_bytes_and_name(run, alice_user):
         assert {(m.mtime, m.uid, m.gid, m.uname, m.gname, m.mode) for m in archive} == {(0, 0, 0, "", "", 0o644)}
 
 
-def test_a_shard_holds_one_days_games_and_a_day_over_is_packed_whatever_its_rows(run, alice_user):
+def test_a_shard_holds_one_days_games_and_a_day_over_is_packed_whatever_its_rows(run, no_holdout, alice_user):
     midnight = datetime(2026, 12, 6, tzinfo=UTC)
     store(run, alice_user, fake_games(6), midnight + timedelta(minutes=2))  # 3 before midnight, 3 after
     assert pack(run, CAPS, midnight + timedelta(minutes=5)) is not None  # the 5th is over: its 3 games
@@ -99,7 +112,7 @@ def test_a_shard_holds_one_days_games_and_a_day_over_is_packed_whatever_its_rows
     assert [s.games for s in pack_due(run, CAPS, midnight + timedelta(minutes=5), force=True)] == [3]
 
 
-def test_a_shard_closes_before_the_game_that_would_pass_its_bytes(run, alice_user):
+def test_a_shard_closes_before_the_game_that_would_pass_its_bytes(run, no_holdout, alice_user):
     store(run, alice_user, fake_games(10), NOW)
     closed = pack_due(run, Caps(rows=10_000, bytes=14_000, seconds=60), NOW)
     # Each game is about 3.5 KiB of tar: three fit in 14,000 bytes with the tar's end, a fourth would not.
@@ -111,7 +124,7 @@ def test_a_shard_closes_before_the_game_that_would_pass_its_bytes(run, alice_use
     assert [s.games for s in pack_due(run, Caps(rows=10_000, bytes=100, seconds=60), NOW, force=True)] == [1, 1]
 
 
-def test_a_crash_before_the_commit_loses_no_game_and_leaves_no_shard(run, alice_user, monkeypatch):
+def test_a_crash_before_the_commit_loses_no_game_and_leaves_no_shard(run, no_holdout, alice_user, monkeypatch):
     games = store(run, alice_user, fake_games(12), NOW)
     before = {p.name for p in stored_files()}
 
@@ -132,7 +145,7 @@ def test_a_crash_before_the_commit_loses_no_game_and_leaves_no_shard(run, alice_
         assert data[game.shard_offset : game.shard_offset + game.shard_length] == game.npz.open("rb").read()
 
 
-def test_a_packer_that_finds_its_games_taken_discards_its_file(run, alice_user, monkeypatch):
+def test_a_packer_that_finds_its_games_taken_discards_its_file(run, no_holdout, alice_user, monkeypatch):
     store(run, alice_user, fake_games(3), NOW)
     real_write = shards._write
 
@@ -152,7 +165,7 @@ def test_a_packer_that_finds_its_games_taken_discards_its_file(run, alice_user, 
     assert not any(p.suffix == ".tar" for p in stored_files())
 
 
-def test_a_missing_game_file_stops_the_packing_and_names_the_game(run, alice_user):
+def test_a_missing_game_file_stops_the_packing_and_names_the_game(run, no_holdout, alice_user):
     games = store(run, alice_user, fake_games(3), NOW)
     games[1].npz.storage.delete(games[1].npz.name)
     with pytest.raises(FileNotFoundError, match=f"game {games[1].client_game_id}: its rows' file"):
@@ -186,7 +199,7 @@ def test_an_upload_queues_the_packing_at_most_once_a_minute(
     assert run.shards.count() == 2 and not shards.unpacked(run).exists()
 
 
-def test_the_command_packs_what_is_due_and_with_all_the_rest(run, alice_user):
+def test_the_command_packs_what_is_due_and_with_all_the_rest(run, no_holdout, alice_user):
     from django.core.management import CommandError, call_command
 
     store(run, alice_user, fake_games(3), datetime.now(UTC), minutes_apart=0)
@@ -199,7 +212,7 @@ def test_the_command_packs_what_is_due_and_with_all_the_rest(run, alice_user):
         call_command("shard", "--run", "nope")
 
 
-def test_the_admin_shows_the_shards_and_changes_none(run, alice_user, admin_client):
+def test_the_admin_shows_the_shards_and_changes_none(run, no_holdout, alice_user, admin_client):
     store(run, alice_user, fake_games(2), NOW)
     shard = pack(run, CAPS, NOW, force=True)
     page = admin_client.get("/admin/games/shard/")
@@ -210,7 +223,31 @@ def test_the_admin_shows_the_shards_and_changes_none(run, alice_user, admin_clie
     assert run.shards.get() == shard
 
 
-def test_the_window_reads_packed_games_from_their_shards_every_row_once(run, alice_user, selfplay_games):
+def test_held_out_games_go_into_shards_of_their_own(run, alice_user):
+    """A shard's games are all held out of training or none are, so that reading a window's games
+    from their shards never reads a held-out game's bytes; each kind keeps its games' order."""
+    from server.games.models import TrainingGame
+    from server.training.window import is_held_out
+
+    with_holdout(run, 3)
+    games = store(run, alice_user, fake_games(30, rows=5), NOW)  # 150 rows
+    held = [g.id for g in games if is_held_out(g.npz_sha256, 3)]
+    assert 3 <= len(held) <= 20
+    packed = pack_due(run, Caps(rows=40, bytes=1 << 30, seconds=3600), NOW, force=True)
+    assert not shards.unpacked(run).exists()
+
+    def members(shard) -> list[int]:
+        return list(TrainingGame.objects.filter(shard=shard).order_by("shard_offset").values_list("id", flat=True))
+
+    for shard in packed:
+        ids = members(shard)
+        assert shard.games == len(ids) and ids == sorted(ids)
+        assert all((game in held) == shard.held_out for game in ids), shard
+    assert sorted(g for s in packed if s.held_out for g in members(s)) == held
+    assert {s.held_out for s in packed} == {True, False}
+
+
+def test_the_window_reads_packed_games_from_their_shards_every_row_once(run, no_holdout, alice_user, selfplay_games):
     """The trainer's window names each packed game's shard and place: a pass reads them in ranged
     reads of the shard and yields every row once, as it does from the games' own files."""
     from common.data.loader import ShuffledPass
