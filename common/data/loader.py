@@ -10,10 +10,11 @@ block (a block of 100,000 rows holds well over a thousand games). This is a shuf
 fixed schedule: where batch ``k`` of a pass starts follows from the row counts alone, so a trainer
 resumed at batch ``k`` reads only the block it resumes in, and the same seed gives the same batches.
 
-A background thread reads and decodes the files and assembles the next batches while the caller
-trains on the current one (decompression and numpy's copies release the GIL). It makes a block's
-reads ``readers`` at a time: on object storage each is a request that waits a round trip, and one
-file after another a block of thousands of games waited thousands of them.
+A background thread assembles the next batches while the caller trains on the current one, and
+``readers`` threads read and decode the next block's files meanwhile (decompression and numpy's
+copies release the GIL; ``common.data.npz`` inflates each array in one call): on object storage each
+read is a request that waits a round trip, and one file after another a block of thousands of games
+waited thousands of them. The memory held is two blocks' rows, whatever the window's size.
 
 Each batch is cropped to the largest board in it: rows sit in the top-left corner of the 19x19 data
 grid, and a 9x9 batch computed on a 9x9 tensor costs a fifth of one on 19x19. Board masks are input
@@ -27,16 +28,16 @@ Only numpy here: the trainer turns batches into tensors through the ``transform`
 
 from __future__ import annotations
 
-import io
 import logging
 import queue
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
 
+from common.data.npz import read_arrays
 from common.data.schema import (
     DATA_AREA,
     DATA_LEN,
@@ -179,9 +180,7 @@ def decode_rows(data: bytes, name: str = "<bytes>") -> _Rows:
     if not data.startswith(b"PK"):
         raise ValueError(f"training rows {name}: cannot be read: not an npz (zip) file")
     try:
-        with np.load(io.BytesIO(data), allow_pickle=False) as npz:
-            names = set(npz.files)
-            arrays = {a: npz[a] for a in _NPZ_ARRAYS if a in names}
+        arrays = read_arrays(data, _NPZ_ARRAYS)
     except Exception as e:  # a broken zip or npy header
         raise ValueError(f"training rows {name}: cannot be read ({type(e).__name__}: {e})") from None
     missing = [a for a in _NPZ_ARRAYS if a not in arrays]
@@ -271,7 +270,8 @@ class ShuffledPass:
     at most ``unit_rows`` rows (default: a ``UNITS_PER_BLOCK``-th of a block) of one shard's files in
     one ranged read, so that a block still mixes rows of many places in the window.
     A file that cannot be read or decoded is logged and skipped (its rows are missing from the pass;
-    ``skipped_files`` names them, ``read_files`` counts the files the pass tried to read). The rows
+    ``skipped_files`` names them, ``read_files`` counts the files the pass tried to read, and
+    ``read_packed`` those of them in shards). The rows
     are the same, in the same order, whatever ``readers`` is. ``transform`` is
     applied to each :class:`Batch` in the background thread (e.g. to make tensors); ``prefetch``
     batches are made ahead. ``drop_last`` leaves out the last, smaller batch.
@@ -316,6 +316,7 @@ class ShuffledPass:
         self.prefetch = max(1, prefetch)
         self.skipped_files: list[str] = []
         self.read_files = 0
+        self.read_packed = 0  # of them, files read from their shard
         self.read_bytes = 0
         reads = units(self.files, unit_rows or max(1, block_rows // UNITS_PER_BLOCK))
         order = [int(i) for i in np.random.default_rng([seed, 0]).permutation(len(reads))]
@@ -429,18 +430,19 @@ class ShuffledPass:
                 out.append(e)
         return len(data), out
 
-    def _load(self, block: int) -> _Rows | None:
-        reads = self.blocks[block]
-        if self.readers == 1 or len(reads) == 1:
-            loaded = [self._read(u) for u in reads]
-        else:
-            with ThreadPoolExecutor(max_workers=min(self.readers, len(reads)), thread_name_prefix="rows") as pool:
-                loaded = list(pool.map(self._read, reads))  # in the block's order, whichever came first
-        files = [f for u in reads for f in u.files]
+    def _submit(self, pool: ThreadPoolExecutor, block: int) -> list[Future]:
+        """Start the block's reads on the pool (each read's bytes and decoded files, in the block's order)."""
+        return [pool.submit(self._read, unit) for unit in self.blocks[block]]
+
+    def _collect(self, block: int, reads: list[Future]) -> _Rows | None:
+        """The block's rows once its reads are done; None when none of its files could be read."""
+        loaded = [read.result() for read in reads]
+        files = [f for u in self.blocks[block] for f in u.files]
         self.read_bytes += sum(size for size, _ in loaded)
         parts = []
         for f, rows in zip(files, [r for _, part in loaded for r in part], strict=True):
             self.read_files += 1
+            self.read_packed += bool(f.shard)
             if isinstance(rows, Exception):
                 log.error("skipping training rows %s: %s", f.name, rows)
                 self.skipped_files.append(f.name)
@@ -460,24 +462,33 @@ class ShuffledPass:
         index = start
         pending: list[_Rows] = []
         held = 0
-        for block in range(first, len(self.blocks)):
-            rows = self._load(block)
-            if rows is None:  # (the rows to skip were in it: the next block starts at its beginning)
+        # The next block is read while this one is cut into batches: two blocks' rows at most in memory.
+        pool = ThreadPoolExecutor(max_workers=self.readers, thread_name_prefix="rows")
+        try:
+            reads = self._submit(pool, first)
+            for block in range(first, len(self.blocks)):
+                rows = self._collect(block, reads)
+                if block + 1 < len(self.blocks):
+                    reads = self._submit(pool, block + 1)
+                if rows is None:  # (the rows to skip were in it: the next block starts at its beginning)
+                    skip = 0
+                    continue
+                order = np.random.default_rng([self.seed, 1, block]).permutation(len(rows))[skip:]
                 skip = 0
-                continue
-            order = np.random.default_rng([self.seed, 1, block]).permutation(len(rows))[skip:]
-            skip = 0
-            pos = 0
-            while pos < len(order):
-                take = order[pos : pos + size - held]
-                pos += len(take)
-                pending.append(rows.take(take))
-                held += len(take)
-                if held == size:
-                    if (index - start) % stride == 0:
-                        yield self._batch(pending, index)
-                    index += 1
-                    pending, held = [], 0
+                pos = 0
+                while pos < len(order):
+                    take = order[pos : pos + size - held]
+                    pos += len(take)
+                    pending.append(rows.take(take))
+                    held += len(take)
+                    if held == size:
+                        if (index - start) % stride == 0:
+                            yield self._batch(pending, index)
+                        index += 1
+                        pending, held = [], 0
+                del rows  # (before the next block's rows come)
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
         if held and not self.drop_last and (index - start) % stride == 0:
             yield self._batch(pending, index)
 

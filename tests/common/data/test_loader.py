@@ -5,6 +5,8 @@ at a batch, process shares, and files that cannot be read."""
 from __future__ import annotations
 
 import logging
+import threading
+import time
 
 import numpy as np
 import pytest
@@ -234,6 +236,31 @@ def shard_of(window: dict[str, bytes], names: list[str], gap: int = 0) -> tuple[
     return data, placed
 
 
+def test_the_next_block_is_read_while_this_one_is_cut_into_batches(window):
+    """Reading block k+1 starts as soon as block k's rows are in, before the caller asks for block
+    k+1's first batch, and no further: at most two blocks' rows are held."""
+    files = files_of(window)
+    read: list[str] = []
+    second = threading.Event()
+    passes = ShuffledPass(files, window.__getitem__, 4, seed=1, block_rows=30, prefetch=1)
+    blocks = [{f.name for u in block for f in u.files} for block in passes.blocks]
+    assert len(blocks) >= 3
+
+    def open_file(name: str) -> bytes:
+        read.append(name)
+        if name in blocks[1]:
+            second.set()
+        return window[name]
+
+    passes.open_file = open_file
+    batches = passes.batches()
+    next(batches)  # block 0's first batch
+    assert second.wait(10), "block 1 was not read ahead"
+    time.sleep(0.2)
+    assert set(read) == blocks[0] | blocks[1]  # block 2 waits for block 1's rows to be taken
+    assert len(list(batches)) == passes.num_batches - 1
+
+
 def test_files_in_a_shard_are_read_in_runs_of_neighbours_with_every_row_once(window):
     """Eight of the twelve files packed into one shard: they are fetched in a few ranged reads,
     runs of at most ``unit_rows`` rows, and the pass is every row once, as unpacked."""
@@ -260,6 +287,7 @@ def test_files_in_a_shard_are_read_in_runs_of_neighbours_with_every_row_once(win
     ]
     spans = [read.span for read in reads[4:]]
     assert sorted(asked) == [("s.tar", start, end - start) for start, end in spans] and passes.read_files == 12
+    assert passes.read_packed == 8
     # The same batches read one unit at a time, and resumed in the middle.
     again = ShuffledPass(files, window.__getitem__, 16, seed=1, block_rows=30, open_range=open_range, unit_rows=25)
     assert [ids(b) for b in again.batches(2)] == [ids(b) for b in passes.batches()][2:]
