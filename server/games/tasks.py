@@ -1,11 +1,13 @@
 """The games' background work: packing a run's self-play games into shards (``server.games.shards``),
-queued after uploads at most once a minute per process and run."""
+queued after uploads at most once a minute per process and run (or once every
+``SENTE_SHARDS["seconds"]``, when a shard comes due sooner by its age)."""
 
 from __future__ import annotations
 
 import logging
 import time
 
+from django.conf import settings
 from django.db import transaction
 from django_tasks import task
 
@@ -29,10 +31,11 @@ def pack_run(run_id: int) -> None:
 
 def request_packing(run) -> None:
     """Queue the packing of the run's due shards once the current transaction commits, at most once
-    every ``REQUEST_SECONDS`` per process and run (call after storing a self-play game)."""
+    every ``REQUEST_SECONDS`` (or a shard's age limit, if shorter) per process and run (call after
+    storing a self-play game)."""
     if time.monotonic() < _not_before.get(run.pk, 0.0):
         return
-    _not_before[run.pk] = time.monotonic() + REQUEST_SECONDS
+    _not_before[run.pk] = time.monotonic() + min(REQUEST_SECONDS, settings.SENTE_SHARDS["seconds"])
 
     def enqueue() -> None:
         try:

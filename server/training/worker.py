@@ -391,12 +391,13 @@ class TrainingWorker:
         finally:
             batches.close()  # ends the reader thread: the counts of files read are final
         log.info(
-            "%s: process %d of %d read %d bytes of training rows (%d files) in %d steps",
+            "%s: process %d of %d read %d bytes of training rows (%d files, %d of them from shards) in %d steps",
             line.architecture,
             rank,
             world,
             passes.read_bytes,
             passes.read_files,
+            passes.read_packed,
             taken,
         )
         read_too_little = self._read_too_little(line, passes, due, taken, steps.stopped)

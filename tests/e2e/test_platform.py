@@ -51,7 +51,8 @@ def _start(data: Path, port: int, settings_file: Path) -> tuple[subprocess.Popen
         for k, v in os.environ.items()
         if not k.startswith(("SENTE_", "DJANGO_")) and k not in ("DATABASE_URL", "STORAGE_URL", "CACHE_URL")
     }
-    env.update(SENTE_DATA_DIR=str(data), PYTHONUNBUFFERED="1")
+    # Small shards, closed within seconds, so that the trainer reads packed games as it does at scale.
+    env.update(SENTE_DATA_DIR=str(data), PYTHONUNBUFFERED="1", SENTE_SHARD_ROWS="100", SENTE_SHARD_SECONDS="5")
     process = subprocess.Popen(
         [
             sys.executable,
@@ -182,6 +183,10 @@ def test_the_platform_learns_gates_stops_and_continues(tmp_path):
     assert read_sqlite(db, "SELECT COUNT(*) FROM games_ratinggame")[0][0] >= 2
     line = read_sqlite(db, "SELECT samples, status FROM training_trainingline WHERE architecture = 'tiny'")[0]
     assert line == (line[0], "stopped") and line[0] >= EXPORT
+    # The uploads had the games packed into shards, and the trainer read packed games from them.
+    assert read_sqlite(db, "SELECT COUNT(*) FROM games_shard")[0][0] > 0
+    packed = re.findall(r"files, (\d+) of them from shards\)", (data / "logs" / "trainer.log").read_text())
+    assert packed and max(int(n) for n in packed) > 0, packed
     assert (data / "training" / "demo" / "tiny.ckpt").is_file()
     assert not list((data / "client" / "outbox" / "pending").iterdir())  # every finished game delivered
 
