@@ -29,6 +29,7 @@ Only numpy here: the trainer turns batches into tensors through the ``transform`
 from __future__ import annotations
 
 import logging
+import os
 import queue
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -54,6 +55,7 @@ from common.data.symmetry import NUM_SYMMETRIES, turn
 log = logging.getLogger(__name__)
 
 READERS = 16  # reads of a block made at once: a round trip each on object storage
+DECODERS = max(1, min(4, os.cpu_count() or 1))  # of them, decoding their files at once
 UNITS_PER_BLOCK = 8  # a block mixes rows of at least this many places of the window (a shard's run each)
 GAP_BYTES = 1 << 20  # bytes not in the window a ranged read of a shard reads through rather than cut
 
@@ -218,7 +220,10 @@ def decode_rows(data: bytes, name: str = "<bytes>") -> _Rows:
 
 def _board_sides(packed: np.ndarray, name: str) -> np.ndarray:
     """Each row's board side: the larger of its mask's height and width (boards sit top-left)."""
-    mask = np.unpackbits(packed[:, 0], axis=-1, count=DATA_AREA).reshape(-1, DATA_LEN, DATA_LEN).astype(bool)
+    masks = packed[:, 0]
+    if len(masks) > 1 and (masks == masks[0]).all():  # one game's rows: one board, measured once
+        return np.repeat(_board_sides(packed[:1], name), len(masks))
+    mask = np.unpackbits(masks, axis=-1, count=DATA_AREA).reshape(-1, DATA_LEN, DATA_LEN).astype(bool)
     rows_used = np.any(mask, axis=2)
     cols_used = np.any(mask, axis=1)
     if not rows_used.any(axis=1).all():
@@ -303,6 +308,8 @@ class ShuffledPass:
         if not 0 <= rank < world:
             raise ValueError(f"rank {rank} of {world} processes: must be 0 to {world - 1}")
         self.readers = readers
+        # Reads wait on storage, decoding on the CPU: more decoders than cores only fight over the GIL.
+        self._decoding = threading.BoundedSemaphore(min(readers, DECODERS))
         self.files = list(files)
         self.open_file = open_file
         self.open_range = open_range
@@ -410,7 +417,8 @@ class ShuffledPass:
             except Exception as e:
                 return 0, [e]
             try:
-                return len(data), [decode_rows(data, f.name)]
+                with self._decoding:
+                    return len(data), [decode_rows(data, f.name)]
             except Exception as e:
                 return len(data), [e]
         assert self.open_range is not None
@@ -423,11 +431,12 @@ class ShuffledPass:
             problem = ValueError(f"{unit.files[0].shard}: {len(data)} bytes from {start}, {end - start} asked for")
             return len(data), [problem] * len(unit.files)
         out: list[_Rows | Exception] = []
-        for f in unit.files:
-            try:
-                out.append(decode_rows(data[f.offset - start : f.offset - start + f.length], f.name))
-            except Exception as e:
-                out.append(e)
+        with self._decoding:
+            for f in unit.files:
+                try:
+                    out.append(decode_rows(data[f.offset - start : f.offset - start + f.length], f.name))
+                except Exception as e:
+                    out.append(e)
         return len(data), out
 
     def _submit(self, pool: ThreadPoolExecutor, block: int) -> list[Future]:

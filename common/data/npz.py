@@ -12,7 +12,9 @@ does.
 
 from __future__ import annotations
 
+import functools
 import io
+import math
 import struct
 import zipfile
 import zlib
@@ -55,12 +57,29 @@ def _array(data: memoryview, info: zipfile.ZipInfo) -> np.ndarray:
         raise ValueError(f"{info.filename}: compression method {info.compress_type} is not deflate or none")
     if len(body) != info.file_size or zlib.crc32(body) != info.CRC:
         raise ValueError(f"{info.filename}: its content does not match its size and CRC")
-    header = io.BytesIO(body)
-    version = npy_format.read_magic(header)
-    read_header = npy_format.read_array_header_1_0 if version == (1, 0) else npy_format.read_array_header_2_0
-    shape, fortran_order, dtype = read_header(header)
+    shape, fortran_order, dtype, start = _header(body[: _header_end(body, info.filename)])
     if dtype.hasobject:
         raise ValueError(f"{info.filename}: an object array (pickled), which is not read")
-    count = int(np.prod(shape, dtype=np.int64))
-    array = np.frombuffer(body, dtype=dtype, count=count, offset=header.tell())
+    array = np.frombuffer(body, dtype=dtype, count=math.prod(shape), offset=start)
     return array.reshape(shape, order="F" if fortran_order else "C")
+
+
+def _header_end(body: bytes, name: str) -> int:
+    """Where an npy member's header ends: the magic string, the version, the header's length
+    (two bytes in version 1, four after), the header."""
+    if body[:6] != b"\x93NUMPY":
+        raise ValueError(f"{name}: not an npy array")
+    if body[6] == 1:
+        return 10 + int.from_bytes(body[8:10], "little")
+    return 12 + int.from_bytes(body[8:12], "little")
+
+
+@functools.lru_cache(maxsize=4096)
+def _header(header: bytes) -> tuple[tuple[int, ...], bool, np.dtype, int]:
+    """An npy header parsed by numpy (a Python literal, costly to parse: the files of a run repeat a
+    few hundred of them, so each is parsed once), with the array's offset."""
+    stream = io.BytesIO(header)
+    version = npy_format.read_magic(stream)
+    read_header = npy_format.read_array_header_1_0 if version == (1, 0) else npy_format.read_array_header_2_0
+    shape, fortran_order, dtype = read_header(stream)
+    return shape, fortran_order, dtype, stream.tell()

@@ -4,6 +4,7 @@ at a batch, process shares, and files that cannot be read."""
 
 from __future__ import annotations
 
+import io
 import logging
 import threading
 import time
@@ -121,6 +122,24 @@ def test_batches_are_cropped_to_their_largest_board_and_zero_off_it(window):
             board_policy = batch.policy[:, :, :-1].reshape(batch.size, 2, batch.side, batch.side)
             assert not board_policy.transpose(1, 0, 2, 3)[:, off].any()
             assert (batch.policy[:, :, -1] == [7, 3]).all()  # pass stays pass
+
+
+def test_each_rows_board_is_measured_whether_or_not_a_file_holds_one_board(window):
+    """A game's rows share one board (measured once); a file whose rows are of several boards has
+    each row measured on its own."""
+    one = decode_rows(window["g2.npz"], "g2.npz")  # a 5x9 rectangle: side 9
+    assert (one.sides == 9).all() and len(one) == 5
+    arrays = {
+        name: np.concatenate([a[name] for a in (rows_of(window, "g0.npz"), rows_of(window, "g2.npz"))])
+        for name in rows_of(window, "g0.npz")
+    }
+    mixed = decode_rows(rows_npz(arrays), "mixed.npz")
+    assert mixed.sides.tolist() == [7] * 3 + [9] * 5
+
+
+def rows_of(window: dict[str, bytes], name: str) -> dict[str, np.ndarray]:
+    with np.load(io.BytesIO(window[name])) as z:
+        return {a: z[a] for a in z.files}
 
 
 def test_symmetries_turn_inputs_and_targets_together(window):

@@ -63,3 +63,11 @@ def test_a_damaged_member_is_refused_by_its_crc():
 def test_a_file_that_is_no_zip_is_refused():
     with pytest.raises(zipfile.BadZipFile):
         read_arrays(b"PK not really", ["a"])
+
+
+def test_a_member_that_is_no_npy_array_is_refused():
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("a.npy", b"not an array at all")
+    with pytest.raises(ValueError, match=r"a\.npy: not an npy array"):
+        read_arrays(out.getvalue(), ["a"])
