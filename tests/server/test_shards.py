@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import tarfile
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
@@ -328,12 +329,16 @@ def s3(settings, monkeypatch):
 def test_a_range_of_an_object_on_s3_is_one_ranged_request(s3):
     from django.core.files.storage import default_storage
 
-    from server.files import StoredFiles, read_file, read_range
+    from server.files import StoredFiles, _s3_client, read_file, read_range
 
     data = bytes(range(256)) * 4
     name = StoredFiles().put("shards", data, ".tar")
     asked: list[str | None] = []
-    events = default_storage.connection.meta.client.meta.events
+    # One client serves every thread's ranged reads (a session and a resource per thread cost the GIL).
+    with ThreadPoolExecutor(4) as pool:
+        clients = set(pool.map(lambda _: id(_s3_client(default_storage)), range(8)))
+    assert clients == {id(_s3_client(default_storage))}
+    events = _s3_client(default_storage).meta.events
     events.register("before-send.s3.GetObject", lambda request, **_: asked.append(request.headers.get("Range")))
     assert read_range(name, 1000, 10) == data[1000:1010]
     assert read_range(name, 1020, 100) == data[1020:]  # fewer at its end
