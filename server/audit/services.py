@@ -29,6 +29,7 @@ from server.audit.rating import MIN_GAMES as MIN_RATING_GAMES
 from server.audit.rating import judge_rating, rating_figures
 from server.files import read_file, stored_name
 from server.games.models import TrainingGame
+from server.games.rows import game_rows
 from server.ratings.promotion import gating_settings
 
 log = logging.getLogger(__name__)
@@ -113,13 +114,13 @@ def contributor_figures(model, user_id: int, run, network, since, options: dict,
     recent = TrainingGame.objects.filter(
         run=run, network=network, user_id=user_id, created_at__gte=since, disabled=False
     )
-    games = list(recent.order_by("-created_at", "-id")[: options["games"]])
+    games = list(recent.select_related("shard").order_by("-created_at", "-id")[: options["games"]])
     figures: list[RowFigures] = []
     where: list[tuple[str, int]] = []
     passes = moves = 0
     for game, indices in _sample(games, options["rows"], rng):
         try:
-            part = evaluate_rows(model, read_file(stored_name(game.npz)), indices, stored_name(game.npz))
+            part = evaluate_rows(model, game_rows(game), indices, stored_name(game.npz))
         except (FileNotFoundError, ValueError) as e:
             log.warning("audit: rows of game %s skipped: %s", game.client_game_id, e)
             continue

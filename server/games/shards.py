@@ -44,8 +44,9 @@ from django.db import transaction
 from django.db.models import Min, Sum
 from django.utils import timezone
 
-from server.files import StoredFiles, read_file, sha256_of_file
+from server.files import StoredFiles, sha256_of_file
 from server.games.models import Shard, TrainingGame
+from server.games.rows import Place, read_rows
 from server.runs.models import Run
 from server.training.window import is_held_out
 
@@ -114,13 +115,13 @@ def _games(run, day: date, holdout_one_in: int) -> Iterator[_Game]:
     start, end = _day_bounds(day)
     fields = ("id", "client_game_id", "npz", "rows", "created_at", "npz_sha256")
     games = unpacked(run).filter(created_at__gte=start, created_at__lt=end).values_list(*fields)
-    for *row, sha256 in games.iterator(2000):
-        yield _Game(*row, held_out=is_held_out(sha256, holdout_one_in))
+    for pk, game_id, npz, rows, created_at, sha256 in games.iterator(2000):
+        yield _Game(pk, game_id, npz, rows, created_at, held_out=is_held_out(sha256, holdout_one_in))
 
 
 def _read(game: _Game) -> bytes:
     try:
-        return read_file(game.npz)
+        return read_rows(Place(game.npz))
     except FileNotFoundError:
         raise FileNotFoundError(
             f"game {game.game_id}: its rows' file {game.npz} is not in storage; its run's games are not packed "

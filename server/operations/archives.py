@@ -16,7 +16,8 @@ from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 from typing import Any, Literal, NamedTuple
 
-from django.core.files.storage import default_storage
+from server.files import read_file
+from server.games.rows import Place, read_rows
 
 STREAM_CHUNK = 1 << 20  # bytes gathered before they are handed out
 
@@ -25,6 +26,10 @@ class Member(NamedTuple):
     name: str  # in the archive
     stored: str  # the stored file's name
     modified: datetime
+    rows: Place | None = None  # a game's training rows: read where they are (its shard once packed)
+
+    def read(self) -> bytes:
+        return read_rows(self.rows) if self.rows is not None else read_file(self.stored)
 
 
 Writer = Callable[[Any, Iterable[Member]], Iterator[None]]  # (a file to write to, the members)
@@ -34,8 +39,7 @@ def sgf_zip(out, members: Iterable[Member]) -> Iterator[None]:
     """A zip (deflated) of the members' SGF files, yielding after each."""
     with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED) as archive:
         for member in members:
-            with default_storage.open(member.stored, "rb") as f:
-                data = f.read()
+            data = member.read()
             info = zipfile.ZipInfo(member.name, date_time=member.modified.timetuple()[:6])
             info.compress_type = zipfile.ZIP_DEFLATED
             archive.writestr(info, data)
@@ -56,8 +60,7 @@ def sgf_tar_gz(out, members: Iterable[Member]) -> Iterator[None]:
 def _tar(out, members: Iterable[Member], mode: Literal["w|", "w|gz"]) -> Iterator[None]:
     with tarfile.open(fileobj=out, mode=mode) as archive:
         for member in members:
-            with default_storage.open(member.stored, "rb") as f:
-                data = f.read()
+            data = member.read()
             info = tarfile.TarInfo(member.name)
             info.size = len(data)
             info.mtime = int(member.modified.timestamp())

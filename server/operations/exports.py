@@ -24,6 +24,7 @@ from django.core.files.storage import default_storage
 from django.db import transaction
 
 from server.files import sha256_of_file
+from server.games import rows
 from server.games.models import RatingGame, TrainingGame
 from server.operations.archives import Member, npz_tar, sgf_zip
 from server.operations.models import DataExport
@@ -52,10 +53,10 @@ def _training_and_rating(run, day: date) -> Iterator[Member]:
 
 
 def _rows(run, day: date) -> Iterator[Member]:
-    for game_id, name, stamp in (
-        _games(TrainingGame, run, day).values_list("client_game_id", "npz", "created_at").iterator()
+    for game_id, stamp, *place in (
+        _games(TrainingGame, run, day).values_list("client_game_id", "created_at", *rows.FIELDS).iterator()
     ):
-        yield Member(f"{game_id}.npz", name, stamp)
+        yield Member(f"{game_id}.npz", place[0], stamp, rows.Place(*place))
 
 
 def _write_sgf(out, run, day: date) -> int:

@@ -18,6 +18,7 @@ import django_filters
 from django.db.models import Q, QuerySet
 
 from common.go.rules import KO_RULES, SCORING_RULES
+from server.games import rows
 from server.games.models import RatingGame, TrainingGame, Winner
 from server.operations.archives import Member, Writer, npz_tar, sgf_tar_gz
 from server.runs.models import Run
@@ -135,6 +136,10 @@ def archive(run: Run, kind: str, games: str, params) -> Export:
 
 
 def _members(qs: QuerySet, field: str, pattern: str) -> Iterator[Member]:
-    rows = qs.values_list("client_game_id", field, "created_at").iterator(chunk_size=BATCH)
-    for game_id, stored, created in rows:
+    if field == "npz":  # training rows: read where they are (server.games.rows)
+        games = qs.values_list("client_game_id", "created_at", *rows.FIELDS).iterator(chunk_size=BATCH)
+        for game_id, created, *place in games:
+            yield Member(pattern.format(id=game_id), place[0], created, rows.Place(*place))
+        return
+    for game_id, stored, created in qs.values_list("client_game_id", field, "created_at").iterator(chunk_size=BATCH):
         yield Member(pattern.format(id=game_id), stored, created)

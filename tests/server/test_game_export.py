@@ -105,6 +105,22 @@ def test_the_npz_archive_holds_the_rows(stored):
         assert archive.extractfile(member).read() == games[2].npz.open("rb").read()
 
 
+def test_the_npz_archive_reads_packed_games_from_their_shards(stored, run):
+    """Once packed, a game's rows are read from its shard: its own file may be gone."""
+    from django.core.files.storage import default_storage
+
+    from server.games.shards import pack_due
+
+    games, _ = stored
+    rows = {g.client_game_id: g.npz.open("rb").read() for g in games[:3]}
+    assert pack_due(run, force=True)
+    for game in games:
+        default_storage.delete(game.npz.name)
+    with tarfile.open(fileobj=io.BytesIO(_body(Client().get("/api/v1/games/export/?kind=npz")))) as archive:
+        members = {m.name: archive.extractfile(m).read() for m in archive.getmembers()}
+    assert members == {f"{game_id}.npz": data for game_id, data in rows.items()}
+
+
 @pytest.mark.parametrize(
     ("query", "field", "words"),
     [
