@@ -20,9 +20,17 @@ from server.networks.api import (
     NetworkList,
     PickedNetwork,
 )
-from server.operations.api import DataExportFile, DataExportList, GameExport
+from server.operations.api import (
+    ArchiveDisabled,
+    ArchiveFileList,
+    ArchiveShardFile,
+    DataExportFile,
+    DataExportList,
+    GameExport,
+)
 from server.operations.health import healthz
 from server.operations.metrics import metrics
+from server.operations.views import archive as data_archive
 from server.operations.views import data
 from server.ratings.api import RatingsView
 from server.runs.api import CurrentRun, RunDetail, RunList
@@ -48,6 +56,9 @@ api_urlpatterns = [
     path("ratings/", RatingsView.as_view(), name="ratings"),
     path("exports/", DataExportList.as_view(), name="export-list"),
     path("exports/<int:pk>/file", DataExportFile.as_view(), name="export-file"),
+    path("exports/<int:pk>/files/", ArchiveFileList.as_view(), name="export-files"),
+    path("exports/<int:pk>/shards/<int:shard>/file", ArchiveShardFile.as_view(), name="export-shard-file"),
+    path("exports/<int:pk>/disabled", ArchiveDisabled.as_view(), name="export-disabled"),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
     re_path(r"^(?P<path>.*)$", not_found),
@@ -80,5 +91,6 @@ urlpatterns = [
     path("accounts/tokens/", account_views.tokens, name="tokens"),
     path("accounts/tokens/<int:pk>/revoke/", account_views.revoke_token, name="token-revoke"),
     path("data/", data, name="data"),  # the website's other pages: server.dashboard.urls
+    path("data/<int:pk>/", data_archive, name="data-archive"),
     path("", include("server.dashboard.urls")),
 ]

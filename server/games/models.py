@@ -63,6 +63,8 @@ class TrainingGame(Game):
             models.Index(
                 fields=["run", "created_at", "id"], name="tgame_unpacked", condition=models.Q(shard__isnull=True)
             ),
+            # the disabled games of a shard, which a daily npz archive lists for its downloaders to skip
+            models.Index(fields=["shard"], name="tgame_disabled_packed", condition=models.Q(disabled=True)),
         ]
 
 

@@ -51,6 +51,9 @@ ENDPOINTS = {
     "/api/v1/ratings/": {"get"},
     "/api/v1/exports/": {"get"},
     "/api/v1/exports/{id}/file": {"get"},
+    "/api/v1/exports/{id}/files/": {"get"},
+    "/api/v1/exports/{id}/shards/{shard}/file": {"get"},
+    "/api/v1/exports/{id}/disabled": {"get"},
 }
 
 

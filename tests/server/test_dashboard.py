@@ -1031,9 +1031,51 @@ def test_data_page_lists_the_daily_archives(web, run, django_assert_num_queries)
                 )
 
     _queries_at_two_sizes(django_assert_num_queries, web, "/data/", 3, grow, _listed)
-    export = DataExport.objects.get(day=date(2026, 1, 3), kind="npz")
-    assert f'href="/api/v1/exports/{export.pk}/file"' in html and "test-2026-01-03-npz.tar" in text
+    export = DataExport.objects.get(day=date(2026, 1, 3), kind="sgf")
+    assert f'href="/api/v1/exports/{export.pk}/file"' in html and "test-2026-01-03-sgf.zip" in text
+    npz = DataExport.objects.get(day=date(2026, 1, 3), kind="npz")
+    assert f'href="/data/{npz.pk}/"' in html and "training rows (npz): 0 files" in text
     assert "2.0 kB" in text
+
+
+def test_an_npz_archives_page_lists_its_shards_and_its_disabled_games(
+    web, run, alice, selfplay_games, django_assert_num_queries
+):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from server.games.models import TrainingGame
+    from server.games.shards import Caps, pack_due
+    from server.operations.exports import export_day
+
+    day = (timezone.now() - timedelta(days=1)).date()
+
+    def grow(games):
+        stored = helpers.store_training_games(run, alice[0], games)
+        TrainingGame.objects.filter(pk__in=[g.pk for g in stored]).update(
+            created_at=timezone.now() - timedelta(days=1, minutes=1)
+        )
+        return stored
+
+    grow(selfplay_games[:1])
+    pack_due(run, Caps(rows=1, bytes=1 << 30, seconds=3600))  # a shard a game
+    export = export_day(run, day, "npz")
+    assert web.get(f"/data/{export.pk + 1000}/").status_code == 404
+
+    def more():
+        games = grow(selfplay_games[1:3])
+        TrainingGame.objects.filter(pk=games[0].pk).update(disabled=True)
+        pack_due(run, Caps(rows=1, bytes=1 << 30, seconds=3600))
+        export_day(run, day, "npz", force=True)
+
+    first, second = _queries_at_two_sizes(django_assert_num_queries, web, f"/data/{export.pk}/", 3, more, _listed)
+    assert "No game of the day is disabled" in _text(first)
+    text, html = _text(second), _html(second)
+    assert "3 games in 3 files" in text and "1 game of the day is disabled" in text
+    assert f'href="/api/v1/exports/{export.pk}/disabled"' in html
+    for shard in export.shards.all():
+        assert f'href="/api/v1/exports/{export.pk}/shards/{shard.pk}/file"' in html and shard.sha256 in text
 
 
 def test_getting_started_fills_in_the_server_and_the_user(web, alice, django_assert_num_queries, settings):

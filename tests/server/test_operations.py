@@ -1,6 +1,6 @@
 """Operations: Prometheus metrics read from the database, refused uploads recorded, the daily data
-exports (made once, downloadable in pieces, disabled games left out), and the rows past their
-retention pruned."""
+exports (made once, downloadable in pieces; the SGF zip without the disabled games, the npz archive
+the day's shards listing them), and the rows past their retention pruned."""
 
 from __future__ import annotations
 
@@ -158,7 +158,8 @@ def test_daily_exports_hold_the_days_games_and_download_in_pieces(run, alice, se
     call_command("export_games", stdout=out)
     assert "2 archive(s) ready" in out.getvalue()
     sgf, npz = (DataExport.objects.get(kind=kind) for kind in ("sgf", "npz"))
-    assert sgf.day == yesterday.date() and sgf.games == npz.games == 3
+    assert sgf.day == npz.day == yesterday.date() and sgf.games == 3
+    assert npz.games == 4 and not npz.file.name  # every game of the day, in the shards, no tar of its own
 
     api = APIClient()
     listing = api.get("/api/v1/exports/", {"run": "test"}).json()
@@ -176,12 +177,34 @@ def test_daily_exports_hold_the_days_games_and_download_in_pieces(run, alice, se
     part = api.get(url, HTTP_RANGE="bytes=10-19")
     assert part.status_code == 206 and b"".join(part.streaming_content) == data[10:20]
 
-    response = api.get(next(e["url"] for e in listing["results"] if e["kind"] == "npz"))
-    with tarfile.open(fileobj=io.BytesIO(b"".join(response.streaming_content))) as archive:
-        members = {m.name: archive.extractfile(m).read() for m in archive.getmembers()}
-    assert members == {
-        f"{g.client_game_id}.npz": game.npz for g, game in zip(games[:3], selfplay_games[:3], strict=True)
-    }
+    # The npz archive: the day's shards, each downloadable, together every game of the day; the
+    # disabled one listed to be skipped.
+    listed = next(e for e in listing["results"] if e["kind"] == "npz")
+    assert (listed["url"], listed["sha256"], listed["games"], listed["disabled_games"]) == (None, None, 4, 1)
+    files = api.get(listed["files_url"]).json()["results"]
+    shards = list(npz.shards.order_by("id"))
+    assert listed["files"] == len(files) == len(shards) >= 1
+    assert sum(f["size_bytes"] for f in files) == listed["size_bytes"] == npz.size_bytes
+    members = {}
+    for listed_file, shard in zip(files, shards, strict=True):
+        assert (listed_file["sha256"], listed_file["rows"], listed_file["held_out"]) == (
+            shard.sha256,
+            shard.rows,
+            shard.held_out,
+        )
+        response = api.get(listed_file["url"])
+        body = b"".join(response.streaming_content)
+        assert response["ETag"] == f'"{shard.sha256}"' and hashlib.sha256(body).hexdigest() == shard.sha256
+        assert listed_file["filename"] in response["Content-Disposition"]
+        with tarfile.open(fileobj=io.BytesIO(body)) as archive:
+            members.update({m.name: archive.extractfile(m).read() for m in archive.getmembers()})
+    assert members == {f"{g.client_game_id}.npz": game.npz for g, game in zip(games, selfplay_games[:4], strict=True)}
+    disabled = api.get(listed["disabled_url"])
+    assert b"".join(disabled.streaming_content).decode() == f"{games[3].client_game_id}.npz\n"
+    assert api.get(f"/api/v1/exports/{npz.pk}/file").json()["error"]["files_url"] == listed["files_url"]
+    assert not default_storage.listdir("exports/test")[1] or all(
+        name.endswith(".zip") for name in default_storage.listdir("exports/test")[1]
+    )
 
     again = io.StringIO()
     call_command("export_games", stdout=again)  # nothing new to do
@@ -216,7 +239,7 @@ def test_an_export_made_again_replaces_the_old_only_once_the_new_is_stored(run, 
 
     with monkeypatch.context() as m:
         m.setattr(default_storage, "save", full)
-        with pytest.raises(CommandError, match="2 archive"):
+        with pytest.raises(CommandError, match="1 archive"):
             call_command("export_games", "--force", "--day", str(old.day), stdout=io.StringIO(), stderr=io.StringIO())
     again = DataExport.objects.get(kind="sgf")
     assert (again.pk, again.file.name, again.sha256) == (old.pk, old_name, old.sha256)
@@ -239,29 +262,129 @@ def test_an_export_made_again_replaces_the_old_only_once_the_new_is_stored(run, 
     assert b"".join(APIClient().get(listed[0]["url"]).streaming_content) == data
 
 
-def test_a_failed_export_of_one_kind_is_made_at_the_next_run(run, alice, selfplay_games, monkeypatch):
-    from server.operations import exports
+def test_a_failed_export_of_one_kind_is_made_at_the_next_run(run, alice, selfplay_games):
+    """A game whose file is missing stops its run's packing, so its day's npz archive waits (never
+    listed with a game missing) until the file is back; the SGF archive is made meanwhile."""
     from server.operations.models import DataExport
 
     user, _ = alice
-    _yesterdays_games(run, user, selfplay_games[:2])
-
-    def broken(out, run, day):
-        raise OSError(5, "Input/output error")
-
-    with monkeypatch.context() as m:
-        m.setitem(exports.WRITERS, DataExport.Kind.NPZ, broken)
-        err = io.StringIO()
-        with pytest.raises(CommandError, match="1 archive"):
-            call_command("export_games", stdout=io.StringIO(), stderr=err)
-        assert "npz: failed" in err.getvalue()
+    games = _yesterdays_games(run, user, selfplay_games[:2])
+    name = games[1].npz.name
+    kept = default_storage.open(name).read()
+    default_storage.delete(name)
+    err = io.StringIO()
+    with pytest.raises(CommandError, match="1 archive"):
+        call_command("export_games", stdout=io.StringIO(), stderr=err)
+    assert "npz: failed" in err.getvalue() and games[1].client_game_id in err.getvalue()
     assert set(DataExport.objects.values_list("kind", flat=True)) == {"sgf"}
     sgf = DataExport.objects.get(kind="sgf")
 
+    default_storage.save(name, io.BytesIO(kept))
     out = io.StringIO()
     call_command("export_games", stdout=out)
     assert "1 archive(s) ready" in out.getvalue() and " npz: 2 games" in out.getvalue()
     assert DataExport.objects.get(kind="sgf") == sgf and DataExport.objects.get(kind="npz").games == 2
+
+
+def test_an_npz_archive_waits_for_its_day_to_end_and_its_games_to_be_packed(run, alice, selfplay_games):
+    from server.operations.exports import NotPacked, export_day
+
+    user, _ = alice
+    (game,) = helpers.store_training_games(run, user, selfplay_games[:1])
+    with pytest.raises(NotPacked, match="not over"):
+        export_day(run, timezone.now().date(), "npz")
+    err = io.StringIO()
+    with pytest.raises(CommandError, match="1 archive"):
+        call_command("export_games", "--day", str(timezone.now().date()), stdout=io.StringIO(), stderr=err)
+    assert "npz: not made" in err.getvalue()
+    # Yesterday's game, whose file is missing: the packer stops on it, and the day has no npz archive.
+    from server.games.models import TrainingGame
+
+    TrainingGame.objects.filter(pk=game.pk).update(created_at=timezone.now() - timedelta(days=1))
+    default_storage.delete(game.npz.name)
+    with pytest.raises(FileNotFoundError):
+        export_day(run, (timezone.now() - timedelta(days=1)).date(), "npz")
+    from server.operations.models import DataExport
+
+    assert not DataExport.objects.filter(kind="npz").exists()
+
+
+def test_an_npz_archive_made_again_keeps_its_row_and_lists_games_disabled_later(run, alice, selfplay_games):
+    from server.games.models import TrainingGame
+    from server.games.services import set_disabled
+    from server.operations.exports import export_day
+
+    user, _ = alice
+    games = _yesterdays_games(run, user, selfplay_games[:3])
+    day = games[0].created_at.date()
+    export = export_day(run, day, "npz")
+    shards = set(export.shards.values_list("pk", flat=True))
+    api = APIClient()
+    (listed,) = api.get("/api/v1/exports/", {"kind": "npz"}).json()["results"]
+    assert listed["disabled_games"] == 0 and b"".join(api.get(listed["disabled_url"]).streaming_content) == b""
+    # Disabled after the archive was made: listed at once, without making it again.
+    set_disabled(TrainingGame.objects.filter(pk__in=[games[2].pk, games[0].pk]), True)
+    (listed,) = api.get("/api/v1/exports/", {"kind": "npz"}).json()["results"]
+    assert listed["disabled_games"] == 2
+    lines = b"".join(api.get(listed["disabled_url"]).streaming_content).decode().splitlines()
+    assert lines == sorted(f"{g.client_game_id}.npz" for g in (games[0], games[2]))
+    again = export_day(run, day, "npz", force=True)
+    assert again.pk == export.pk and set(again.shards.values_list("pk", flat=True)) == shards
+    from server.operations.models import DataExport
+
+    assert again.games == 3 and DataExport.objects.filter(run=run).count() == 1
+
+
+def _games_of(run, user, games, days_ago: int) -> list:
+    from server.games.models import TrainingGame
+
+    stored = helpers.store_training_games(run, user, games)
+    TrainingGame.objects.filter(pk__in=[g.pk for g in stored]).update(
+        created_at=(timezone.now() - timedelta(days=days_ago)).replace(hour=12)
+    )
+    return stored
+
+
+def test_the_archives_cost_an_anonymous_caller_the_same_whatever_their_size(
+    run, alice, selfplay_games, django_assert_num_queries
+):
+    """The list, an npz archive's files and one shard's download take a fixed number of queries,
+    however many days, shards and disabled games there are; a shard is downloadable only through an
+    archive that lists it (today's, in no archive yet, is not)."""
+    from server.games.models import Shard, TrainingGame
+    from server.games.shards import Caps, pack_due
+    from server.operations.exports import export_day
+
+    user, _ = alice
+    api = APIClient()
+
+    def made(days_ago: int, games, disabled: int = 0):
+        stored = _games_of(run, user, games, days_ago)
+        TrainingGame.objects.filter(pk__in=[g.pk for g in stored[:disabled]]).update(disabled=True)
+        pack_due(run, Caps(rows=1, bytes=1 << 30, seconds=3600))  # a shard a game
+        return export_day(run, (timezone.now() - timedelta(days=days_ago)).date(), "npz")
+
+    def costs(export) -> None:
+        with django_assert_num_queries(2):  # the count, the page
+            assert api.get("/api/v1/exports/").status_code == 200
+        with django_assert_num_queries(3):  # the archive, the count, the page
+            assert api.get(f"/api/v1/exports/{export.pk}/files/").status_code == 200
+        shard = export.shards.first()
+        with django_assert_num_queries(2):  # the archive, the shard in it
+            assert api.get(f"/api/v1/exports/{export.pk}/shards/{shard.pk}/file").status_code == 200
+
+    costs(made(3, selfplay_games[:1]))
+    made(2, selfplay_games[1:3], disabled=1)
+    bigger = made(1, selfplay_games[3:6], disabled=1)
+    costs(bigger)
+    listing = api.get("/api/v1/exports/").json()["results"]
+    assert [(e["files"], e["games"], e["disabled_games"]) for e in listing] == [(3, 3, 1), (2, 2, 1), (1, 1, 0)]
+    files = api.get(f"/api/v1/exports/{bigger.pk}/files/").json()["results"]
+    assert [f["sha256"] for f in files] == list(bigger.shards.order_by("id").values_list("sha256", flat=True))
+    helpers.store_training_games(run, user, selfplay_games[:1])
+    pack_due(run, force=True)
+    today = Shard.objects.get(day=timezone.now().date())
+    assert api.get(f"/api/v1/exports/{bigger.pk}/shards/{today.pk}/file").status_code == 404
 
 
 def test_a_day_of_rating_games_only_is_exported_too(run, alice, selfplay_games):

@@ -35,6 +35,12 @@ def public_url(file) -> str:
 
 
 @register.filter
+def shard_filename(export, shard) -> str:
+    """The download name of one of an npz archive's shards."""
+    return export.shard_filename(shard)
+
+
+@register.filter
 def num(value) -> str:
     """1234567 -> 1,234,567 (None -> an en dash)."""
     if value is None or value == "":

@@ -10,7 +10,7 @@ from django.db.models import Min
 from django.utils import timezone
 
 from server.games.models import RatingGame, TrainingGame
-from server.operations.exports import export_day
+from server.operations.exports import NotPacked, export_day
 from server.operations.models import DataExport
 from server.runs.models import Run
 
@@ -19,8 +19,8 @@ logger = logging.getLogger(__name__)
 
 class Command(BaseCommand):
     help = (
-        "Make the daily archives (SGF zip, npz tar) of the runs' games: by default yesterday's (UTC) of every "
-        "run, and every earlier day that lacks one of them."
+        "Make the daily archives of the runs' games (an SGF zip; the npz archive lists the day's shards, packed "
+        "first): by default yesterday's (UTC) of every run, and every earlier day that lacks one of them."
     )
 
     def add_arguments(self, parser):
@@ -60,6 +60,10 @@ class Command(BaseCommand):
             for day, kind in wanted:
                 try:
                     export = export_day(run, day, kind, force=options["force"])
+                except NotPacked as e:  # made at a later run, once its games are all in shards
+                    failed += 1
+                    self.stderr.write(f"{run.name} {day} {kind}: not made: {e}")
+                    continue
                 except Exception as e:  # the other archives are still made; the command then fails
                     failed += 1
                     logger.exception("run %s: the %s export of %s failed", run.name, kind, day)
