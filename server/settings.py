@@ -439,6 +439,9 @@ SENTE_SHARDS = {
 for _key, _value in SENTE_SHARDS.items():
     if _value < 1:
         raise ImproperlyConfigured(f"SENTE_SHARD_{_key.upper()}={_value}: must be at least 1")
+# Delete a game's own npz file once its shard is recorded (its rows are then read from the shard);
+# off, the per-game files stay as the record of each upload (server.games.shards).
+SENTE_SHARD_DROP_GAME_FILES = env_bool("SENTE_SHARD_DROP_GAME_FILES")
 
 # --- limits --------------------------------------------------------------------------------------
 SENTE_LIMITS = {

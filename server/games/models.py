@@ -46,6 +46,8 @@ class Game(models.Model):
 class TrainingGame(Game):
     network = models.ForeignKey("networks.Network", on_delete=models.PROTECT, related_name="training_games")
     rows = models.PositiveIntegerField()
+    # The rows' file, named by their content: the name stays when the file is dropped once the game
+    # is packed (its shard's game_files_dropped), as the rows' identity, read from the shard.
     npz = models.FileField(max_length=200)
     npz_sha256 = models.CharField(max_length=64)
     # The shard its rows were packed into, and where its npz file lies in it (None: not packed yet).
@@ -65,6 +67,8 @@ class TrainingGame(Game):
             ),
             # the disabled games of a shard, which a daily npz archive lists for its downloaders to skip
             models.Index(fields=["shard"], name="tgame_disabled_packed", condition=models.Q(disabled=True)),
+            # whether a game not packed yet names an npz file (which is then kept)
+            models.Index(fields=["npz"], name="tgame_unpacked_npz", condition=models.Q(shard__isnull=True)),
         ]
 
 
@@ -82,6 +86,9 @@ class Shard(models.Model):
     games = models.PositiveIntegerField()
     day = models.DateField(help_text="the UTC day its games were stored")
     held_out = models.BooleanField(default=False, help_text="its games are held out of training")
+    game_files_dropped = models.BooleanField(
+        default=False, help_text="its games' own npz files were deleted (SENTE_SHARD_DROP_GAME_FILES)"
+    )
     first_game = models.ForeignKey(
         TrainingGame, null=True, blank=True, on_delete=models.SET_NULL, related_name="+", help_text="its oldest game"
     )

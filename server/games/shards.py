@@ -23,10 +23,23 @@ only once the transaction that records it commits. Killed before the commit, the
 games unpacked (packed again by the next run, into the same name) and at most a file no row names;
 killed after it, the shard is whole and recorded. Two packers of one run take turns at the commit
 (the run's row, locked): the second finds its games taken and discards its file.
+
+With ``SENTE_SHARD_DROP_GAME_FILES`` the packer then deletes the games' own npz files (off, they stay
+as the record of each upload): only after the commit, so a file is deleted only once its game is
+recorded as packed, and read from its shard since (``server.games.rows``); and never a file that a
+game not packed yet names (the same rows uploaded again: names are the content's). An upload holds
+its file's name (:func:`hold_rows_file`) from before it looks for the file until it commits, and the
+packer holds the names it deletes, so an upload that finds the file there is committed before the
+packer looks for unpacked games naming it, and one that comes after the deletion stores the file
+again. ``TrainingGame.npz`` keeps the name: it is the rows' identity (the training window reads each
+distinct one once). A shard is marked ``game_files_dropped`` once its files are gone; a packer killed
+before that leaves files that are only wasted space, and the run's next packing deletes them (as it
+does those of every shard packed before the setting was turned on).
 """
 
 from __future__ import annotations
 
+import hashlib
 import io
 import itertools
 import logging
@@ -40,7 +53,8 @@ from datetime import UTC, date, datetime, timedelta
 
 from django.conf import settings
 from django.core.files import File
-from django.db import transaction
+from django.core.files.storage import default_storage
+from django.db import connection, transaction
 from django.db.models import Min, Sum
 from django.utils import timezone
 
@@ -54,6 +68,7 @@ log = logging.getLogger(__name__)
 
 KIND = "shards"  # the storage folder: shards/<aa>/<bb>/<sha256>.tar
 READERS = 16  # game files read at once: a round trip each on object storage
+DROP_BATCH = 500  # game files deleted per transaction (their names held meanwhile)
 
 
 class ShardConflict(Exception):
@@ -193,6 +208,8 @@ def pack(run, caps: Caps | None = None, now: datetime | None = None, force: bool
     except BaseException:
         files.discard(referenced=lambda stored: Shard.objects.filter(file=stored).exists())
         raise
+    if settings.SENTE_SHARD_DROP_GAME_FILES:
+        drop_game_files(shard)
     log.info(
         "run %s: shard %s of %s: %d %sgames, %d rows, %d bytes in %.1f s",
         run.name,
@@ -238,8 +255,56 @@ def _record(
     return shard
 
 
+def _name_key(name: str) -> int:
+    """The advisory lock of a stored file's name: 64 bits of its hash, in a namespace of its own."""
+    return int.from_bytes(hashlib.sha256(f"sente/rows-file/{name}".encode()).digest()[:8], "big", signed=True)
+
+
+def hold_rows_file(name: str) -> None:
+    """Hold the npz file ``name`` until the current transaction ends: an upload, before it looks for
+    the file, so that no packer deletes it in between (shared: uploads do not wait for each other).
+    SQLite needs nothing: each transaction there holds the whole database from its start."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock_shared(%s)", [_name_key(name)])
+
+
+def drop_game_files(shard: Shard) -> int:
+    """Delete the own npz files of the shard's games that no game outside a shard names (see the
+    module); returns how many names it deleted. Safe to run again."""
+    names = sorted(set(TrainingGame.objects.filter(shard=shard).values_list("npz", flat=True)))
+    deleted = 0
+    for start in range(0, len(names), DROP_BATCH):
+        batch = names[start : start + DROP_BATCH]
+        with transaction.atomic():
+            if connection.vendor == "postgresql":
+                with connection.cursor() as cursor:  # in order: two packers never wait for each other's
+                    for key in sorted(_name_key(name) for name in batch):
+                        cursor.execute("SELECT pg_advisory_xact_lock(%s)", [key])
+            kept = set(TrainingGame.objects.filter(npz__in=batch, shard__isnull=True).values_list("npz", flat=True))
+            for name in batch:
+                if name not in kept:
+                    default_storage.delete(name)  # a file gone already (a run before this one) is no error
+                    deleted += 1
+    Shard.objects.filter(pk=shard.pk).update(game_files_dropped=True)
+    log.info(
+        "shard %s: %d game file(s) deleted, %d kept for games not packed yet", shard, deleted, len(names) - deleted
+    )
+    return deleted
+
+
+def drop_due(run) -> None:
+    """Delete the game files of the run's shards that still have theirs (a packer killed before it
+    deleted them, or shards packed before ``SENTE_SHARD_DROP_GAME_FILES`` was on)."""
+    if settings.SENTE_SHARD_DROP_GAME_FILES:
+        for shard in Shard.objects.filter(run=run, game_files_dropped=False).order_by("id"):
+            drop_game_files(shard)
+
+
 def pack_due(run, caps: Caps | None = None, now: datetime | None = None, force: bool = False) -> list[Shard]:
-    """Every shard of the run that is due (``force``: and then the rest of its unpacked games)."""
+    """Every shard of the run that is due (``force``: and then the rest of its unpacked games), after
+    the game files of its earlier shards left to drop (:func:`drop_due`)."""
+    drop_due(run)
     shards: list[Shard] = []
     while True:
         try:

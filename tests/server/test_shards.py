@@ -363,3 +363,129 @@ def test_a_shard_on_s3_holds_each_game_at_its_place(s3, run, alice_user):
         game.refresh_from_db()
         with game.npz.open("rb") as f:
             assert read_range(shard.file.name, game.shard_offset, game.shard_length) == f.read()
+
+
+# --- SENTE_SHARD_DROP_GAME_FILES ------------------------------------------------------------------
+def _exists(game) -> bool:
+    return game.npz.storage.exists(game.npz.name)
+
+
+@pytest.fixture
+def drop(settings):
+    settings.SENTE_SHARD_DROP_GAME_FILES = True
+
+
+def test_by_default_the_game_files_stay_beside_their_shard(run, no_holdout, alice_user):
+    games = store(run, alice_user, fake_games(3), NOW)
+    (shard,) = pack_due(run, CAPS, NOW, force=True)
+    assert all(_exists(game) for game in games) and not shard.game_files_dropped
+
+
+def test_dropped_game_files_are_read_from_their_shards(run, no_holdout, alice_user, drop):
+    from django.test import Client
+
+    from server.games.models import TrainingGame
+    from server.games.rows import game_rows
+
+    games = store(run, alice_user, fake_games(3), NOW)
+    rows = {game.client_game_id: game.npz.open("rb").read() for game in games}
+    names = {game.pk: game.npz.name for game in games}
+    (shard,) = pack_due(run, CAPS, NOW, force=True)
+    shard.refresh_from_db()
+    assert shard.game_files_dropped and not any(_exists(game) for game in games)
+    for game in TrainingGame.objects.select_related("shard").filter(run=run):
+        assert game.npz.name == names[game.pk]  # the rows' name stays: their identity
+        assert game_rows(game) == rows[game.client_game_id]
+    response = Client().get("/api/v1/games/export/?kind=npz")
+    with tarfile.open(fileobj=io.BytesIO(b"".join(response.streaming_content))) as archive:
+        members = {m.name: archive.extractfile(m).read() for m in archive.getmembers()}
+    assert members == {f"{game_id}.npz": data for game_id, data in rows.items()}
+
+
+def test_a_file_a_game_not_packed_yet_names_is_kept_until_that_game_is_packed(run, no_holdout, alice_user, drop):
+    """The same rows uploaded twice share one file: packing the first game must not delete it while
+    the second, not packed yet, still reads it."""
+    (played,) = fake_games(1)
+    (first,) = store(run, alice_user, [played], NOW - timedelta(days=1))
+    (second,) = store(run, alice_user, [played], NOW)
+    assert first.npz.name == second.npz.name
+    (shard,) = pack_due(run, CAPS, NOW)  # yesterday's game; today's is not due
+    shard.refresh_from_db()
+    assert shard.game_files_dropped and _exists(second) and shards.unpacked(run).get() == second
+    assert len(pack_due(run, CAPS, NOW, force=True)) == 1
+    assert not _exists(second)
+    for game in (first, second):
+        game.refresh_from_db()
+        data = game.shard.file.open("rb").read()
+        assert data[game.shard_offset : game.shard_offset + game.shard_length] == played.npz
+
+
+def test_files_left_by_a_packer_killed_after_its_commit_are_deleted_by_the_next(
+    run, no_holdout, alice_user, settings, monkeypatch
+):
+    """Killed between the shard's commit and the deletion, a packer leaves files no one needs (the
+    games are packed); the run's next packing deletes them, as it does those of the shards packed
+    before the setting was turned on."""
+    from django.core.files.storage import default_storage
+
+    from server.games.rows import game_rows
+
+    settings.SENTE_SHARD_DROP_GAME_FILES = True
+    games = store(run, alice_user, fake_games(3, seed=2), NOW - timedelta(days=1))
+
+    def killed(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(default_storage, "delete", killed)
+    with pytest.raises(KeyboardInterrupt):
+        pack_due(run, CAPS, NOW)
+    monkeypatch.undo()
+    assert not shards.unpacked(run).exists() and all(_exists(game) for game in games)
+    settings.SENTE_SHARD_DROP_GAME_FILES = False
+    early = store(run, alice_user, fake_games(2, seed=1), NOW - timedelta(days=2))
+    pack_due(run, CAPS, NOW)  # the setting off: the files stay, and those left are left
+    assert all(_exists(game) for game in early + games)
+    assert not run.shards.filter(game_files_dropped=True).exists()
+    settings.SENTE_SHARD_DROP_GAME_FILES = True
+    assert pack_due(run, CAPS, NOW) == []
+    assert run.shards.filter(game_files_dropped=False).count() == 0
+    for game in early + games:
+        game.refresh_from_db()
+        assert (
+            not _exists(game)
+            and game_rows(game)
+            == game.shard.file.open("rb").read()[game.shard_offset : game.shard_offset + game.shard_length]
+        )
+
+
+def test_an_upload_waits_for_a_packer_deleting_its_file(run, no_holdout, alice_user, drop, transactional_db):
+    """The packer holds the names it deletes: an upload of the same rows meanwhile waits, then stores
+    the file again rather than naming one that is gone."""
+    import threading
+
+    from django.db import connection, transaction
+
+    from server.games.shards import _name_key, hold_rows_file
+
+    (played,) = fake_games(1)
+    (game,) = store(run, alice_user, [played], NOW - timedelta(days=1))
+    name = game.npz.name
+    done = []
+
+    def upload():
+        try:
+            with transaction.atomic():
+                hold_rows_file(name)
+                done.append(True)
+        finally:
+            connection.close()
+
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_name_key(name)])
+        thread = threading.Thread(target=upload)
+        thread.start()
+        thread.join(1.0)
+        assert not done  # the upload waits while the packer holds the name
+    thread.join(10.0)
+    assert done == [True]
