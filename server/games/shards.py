@@ -59,10 +59,10 @@ from django.db.models import Min, Sum
 from django.utils import timezone
 
 from server.files import StoredFiles, sha256_of_file
+from server.games.holdout import is_held_out
 from server.games.models import Shard, TrainingGame
 from server.games.rows import Place, read_rows
 from server.runs.models import Run
-from server.training.window import is_held_out
 
 log = logging.getLogger(__name__)
 

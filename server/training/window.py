@@ -4,16 +4,15 @@ The rows a run counts are those of its self-play games that are not disabled and
 accounts are active and not in quarantine (``server.audit``). The trainer's budget counts every one
 of them (``server.training.plan``); the window's size counts the rows of the random network only up
 to ``window_c`` (the paper's footnote 11: it keeps the window from depending on how long the random
-network played). One game in ``holdout_one_in`` is held out: never trained on, its newest rows
-measure the networks. Which games are held out follows from their rows' content (the npz file's
-sha256), not from their ids: files are stored by their content, so the same rows uploaded under two
-game ids are one file, held out under both or under neither, and a window or the held-out rows hold
-each file once.
+network played). One game in ``holdout_one_in`` is held out (``server.games.holdout``): never
+trained on, its newest rows measure the networks. Which games are held out follows from their rows'
+content (the npz file's sha256), not from their ids: files are stored by their content, so the same
+rows uploaded under two game ids are one file, held out under both or under neither, and a window or
+the held-out rows hold each file once.
 """
 
 from __future__ import annotations
 
-import hashlib
 import logging
 from dataclasses import dataclass
 
@@ -22,6 +21,7 @@ from django.db.models import Q, QuerySet, Sum
 from common.data.loader import RowFile
 from common.settings import TrainingSettings
 from server.audit.selectors import quarantined_users
+from server.games.holdout import is_held_out
 from server.games.models import TrainingGame
 
 log = logging.getLogger(__name__)
@@ -67,14 +67,6 @@ def row_counts(run) -> RowCounts:
         random=Sum("rows", filter=Q(network__is_random=True)), other=Sum("rows", filter=Q(network__is_random=False))
     )
     return RowCounts(random=sums["random"] or 0, other=sums["other"] or 0)
-
-
-def is_held_out(npz_sha256: str, holdout_one_in: int) -> bool:
-    """Whether the game whose rows have this sha256 is held out (one in ``holdout_one_in``; 0: none)."""
-    if holdout_one_in == 0:
-        return False
-    slot = int.from_bytes(hashlib.sha256(f"holdout/{npz_sha256}".encode()).digest()[:8], "big")
-    return slot % holdout_one_in == 0
 
 
 def _newest(queryset: QuerySet, settings: TrainingSettings, held_out: bool, rows: int) -> list[RowFile]:

@@ -227,8 +227,8 @@ def test_the_admin_shows_the_shards_and_changes_none(run, no_holdout, alice_user
 def test_held_out_games_go_into_shards_of_their_own(run, alice_user):
     """A shard's games are all held out of training or none are, so that reading a window's games
     from their shards never reads a held-out game's bytes; each kind keeps its games' order."""
+    from server.games.holdout import is_held_out
     from server.games.models import TrainingGame
-    from server.training.window import is_held_out
 
     with_holdout(run, 3)
     games = store(run, alice_user, fake_games(30, rows=5), NOW)  # 150 rows
@@ -458,7 +458,8 @@ def test_files_left_by_a_packer_killed_after_its_commit_are_deleted_by_the_next(
         )
 
 
-def test_an_upload_waits_for_a_packer_deleting_its_file(run, no_holdout, alice_user, drop, transactional_db):
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)  # two connections see each other's locks
+def test_an_upload_waits_for_a_packer_deleting_its_file(run, no_holdout, alice_user, drop):
     """The packer holds the names it deletes: an upload of the same rows meanwhile waits, then stores
     the file again rather than naming one that is gone."""
     import threading

@@ -141,9 +141,10 @@ def test_a_line_shows_its_numeric_losses_by_head():
 
 
 def test_the_rows_counted_and_the_window(run, alice, bob, training_games, tmp_path):
+    from server.games.holdout import is_held_out
     from server.networks.models import Network
     from server.training.plan import Fresh, LineState, budget, plan_training
-    from server.training.window import is_held_out, row_counts, training_window, validation_files
+    from server.training.window import row_counts, training_window, validation_files
     from server.training.worker import TrainerOptions, TrainingWorker
 
     use_training(run, TRAIN.replace(window_c=150, export_every=256))
@@ -199,7 +200,8 @@ def test_the_rows_counted_and_the_window(run, alice, bob, training_games, tmp_pa
 def test_games_are_held_out_by_their_content_and_a_window_holds_each_file_once(run, alice, bob, gen1, training_games):
     """The same rows uploaded under other game ids (files are stored by their content) are held out
     under every id or under none, and count once in the window."""
-    from server.training.window import is_held_out, training_window, validation_files
+    from server.games.holdout import is_held_out
+    from server.training.window import training_window, validation_files
 
     use_training(run, TRAIN.replace(window_c=100_000, validation_rows=100_000))
     first = helpers.store_training_games(run, alice[0], training_games[:30], network=gen1, minutes_apart=2)
