@@ -10,7 +10,7 @@ it (``shard_offset``, ``shard_length``), so that one game's rows are one ranged 
 the games of one UTC day and is closed once they hold ``SENTE_SHARDS["rows"]`` rows or
 ``["bytes"]`` bytes, once its oldest game has waited ``["seconds"]``, or once its day is over.
 
-The run's held-out games (``server.training.window``, one in ``holdout_one_in`` by the settings at
+The run's held-out games (``server.games.holdout``, one in ``holdout_one_in`` by the settings at
 packing time) go into shards of their own, so that a window's ranged reads never read through
 them: a shard's games are all held out or none are (``Shard.held_out``). A later change of
 ``holdout_one_in`` costs only bytes read through, never a wrong row.
