@@ -16,7 +16,9 @@ class _UsageError(Exception):
     """A bad command-line value: the message names the option."""
 
 
-def _load_evaluator(spec: str, device: str | None, seed: int | None = None, compile: bool = False):
+def _load_evaluator(
+    spec: str, device: str | None, seed: int | None = None, compile: bool = False, precision: str = "auto"
+):
     """A network from a file, or the null network for "random" (uniform policy, even value)."""
     if spec == "random":
         from client.search.engine import NullEvaluator
@@ -27,7 +29,7 @@ def _load_evaluator(spec: str, device: str | None, seed: int | None = None, comp
     from common.nn.modelfile import ModelFileError
 
     try:
-        return Evaluator.from_file(spec, device=device, seed=seed, compile=compile)
+        return Evaluator.from_file(spec, device=device, seed=seed, compile=compile, precision=precision)
     except (OSError, KataGoModelError, ModelFileError, ValueError) as e:
         raise _UsageError(f"--model: {e}") from None
 
@@ -92,7 +94,9 @@ def gtp_engine(args):
         rules.check_playable()
     except RulesError as e:
         raise _UsageError(f"--rules: {e}") from None
-    evaluator = _load_evaluator(args.model, args.device, args.seed, compile=args.compile) if args.model else None
+    evaluator = (
+        _load_evaluator(args.model, args.device, args.seed, args.compile, args.precision) if args.model else None
+    )
     player_kind = gtp_player_kind(args)
     if player_kind in ("policy", "search") and evaluator is None:
         raise _UsageError(f"--player {player_kind} needs a network: --model FILE (or --model random)")
@@ -128,7 +132,7 @@ def _analysis(args) -> int:
     from client.analysis import AnalysisConfig, run_analysis
     from client.analysis.query import PERSPECTIVES
 
-    evaluator = _load_evaluator(args.model, args.device, args.seed)
+    evaluator = _load_evaluator(args.model, args.device, args.seed, precision=args.precision)
     config = AnalysisConfig(max_visits=args.visits, report_as=PERSPECTIVES[args.report_as.lower()])
     return run_analysis(
         evaluator,
@@ -159,7 +163,7 @@ def _katago(argv: list[str]) -> int:
     if command.model is None:  # the parser requires it in every mode but version
         print("error: -model FILE is required", file=sys.stderr)
         return 1
-    evaluator = _load_evaluator(command.model, command.device, command.seed)
+    evaluator = _load_evaluator(command.model, command.device, command.seed, precision=command.precision)
     return run_analysis(
         evaluator,
         command.config,
@@ -182,7 +186,7 @@ def _selfplay(args) -> int:
             settings = settings.replace(board_sizes=(args.size,), board_size_weights=(1.0,))
     except SettingsError as e:
         raise _UsageError(str(e)) from None
-    evaluator = _load_evaluator(args.model, args.device, args.seed, compile=args.compile)
+    evaluator = _load_evaluator(args.model, args.device, args.seed, args.compile, args.precision)
     name = "random" if args.model == "random" else Path(args.model).name
     return _play_until_stopped(
         args,
@@ -210,7 +214,9 @@ def _match(args) -> int:
             settings = settings.replace(board_sizes=(args.size,), board_size_weights=(1.0,))
     except SettingsError as e:
         raise _UsageError(str(e)) from None
-    evaluators = [_load_evaluator(m, args.device, args.seed, compile=args.compile) for m in (args.first, args.second)]
+    evaluators = [
+        _load_evaluator(m, args.device, args.seed, args.compile, args.precision) for m in (args.first, args.second)
+    ]
     first, second = ("random" if m == "random" else Path(m).name for m in (args.first, args.second))
     names = (first, second)
     if names[0] == names[1]:
@@ -344,6 +350,19 @@ def _board_size(text: str) -> tuple[int, int]:
 
 def _add_device_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--device", default=None, help="torch device, e.g. cuda:0 or cpu (default: cuda if present)")
+    _add_precision_option(parser)
+
+
+def _add_precision_option(parser: argparse.ArgumentParser) -> None:
+    from common.nn.precision import PRECISIONS
+
+    parser.add_argument(
+        "--precision",
+        choices=PRECISIONS,
+        default="auto",
+        help="the network's arithmetic: auto (the default) uses fp16 or bf16 on a GPU, and bf16 on a CPU with bf16 "
+        "instructions, when it agrees with fp32 on the canary positions; fp32 otherwise",
+    )
 
 
 def _add_play_options(parser: argparse.ArgumentParser, files: str, parallel: int) -> None:

@@ -7,11 +7,11 @@ post-processed as KataGo does (common.nn.interpret). Results come from the side 
 white's point of view. An LRU cache keyed by a hash of everything the inputs depend on skips
 repeated positions.
 
-On CUDA the forward pass runs under fp16 (or bf16) autocast when a start-up check on the canary
-positions (common.canary) shows the reduced precision agrees with fp32 within KataGo's
-tolerance for it (as KataGo's client checks its fp16 path);
-otherwise it runs in fp32. On the CPU it runs in fp32 unless a reduced precision is asked for (it
-is then checked the same way).
+The precision (common.nn.precision): ``auto`` runs a GPU under fp16 (or bf16) autocast, and a CPU
+with bf16 instructions on a bf16 copy of the weights, when a start-up check on the canary positions
+(common.canary) shows the reduced precision agrees with fp32 within KataGo's tolerance for it (as
+KataGo's client checks its fp16 path); otherwise, and on every other CPU, fp32. A precision asked
+for by name is checked the same way, and fp32 is used if it fails.
 """
 
 from __future__ import annotations
@@ -40,8 +40,10 @@ from common.encoding.features import (
 )
 from common.go.game import Game
 from common.go.geometry import BLACK, WHITE
+from common.nn import precision as precisions
+from common.nn import runner as runners
 from common.nn.canary import evaluate_canary
-from common.nn.device import GPU_TYPES, resolve_device
+from common.nn.device import resolve_device
 from common.nn.interpret import interpret, no_result_possible
 from common.nn.model import Model
 from common.nn.outputs import ModelOutput, pad_to_grid
@@ -106,15 +108,22 @@ class Evaluator:
         seed: int | None = None,
         compile: bool = False,
     ) -> None:
+        # One caller at a time: the buffers, the cache and the counters are shared, and concurrent
+        # forward passes would only contend for the device (self-play drives its groups of games
+        # from several threads; each waits here while the others go on with their own work).
+        self._lock = threading.RLock()
+        precisions.check_precision(precision)
         self.device = resolve_device(device)
         self.model = model.to(self.device).eval()
         # torch.compile fuses the many small operations of a forward pass (several times faster on
         # the CPU at small batches) at the price of compiling once per input shape.
+        self.compile = compile
+        # The precision in use (None: fp32), the modules that run each one checked so far, and the
+        # one the forward pass calls (compiled when asked).
+        self.dtype: torch.dtype | None = None
+        self._runners: dict[torch.dtype | None, torch.nn.Module] = {None: self.model}
         self.net: Callable[..., ModelOutput] = self.model
-        if compile:
-            # One compilation per (batch, board) shape: allow as many as a client meets.
-            torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, COMPILED_SHAPES)
-            self.net = torch.compile(self.model, dynamic=False)
+        self.set_dtype(None)
         self.max_batch = max_batch
         # The search mixes the optimistic policy into its priors when the network has that head
         # (common.architecture; the short-term errors it finds by the misc outputs' width).
@@ -128,15 +137,7 @@ class Evaluator:
         self.legal = np.zeros((max_batch, NN_AREA + 1), dtype=np.float32)
         self.hits = 0
         self.misses = 0
-        # One caller at a time: the buffers, the cache and the counters are shared, and concurrent
-        # forward passes would only contend for the device (self-play drives its groups of games
-        # from several threads; each waits here while the others go on with their own work).
-        self._lock = threading.RLock()
-        self.autocast_dtype: torch.dtype | None = None
-        if precision not in ("auto", "fp32", "fp16", "bf16"):
-            raise ValueError(f"precision {precision!r}: expected auto, fp32, fp16 or bf16")
-        if precision in ("fp16", "bf16") or (precision == "auto" and self.device.type in GPU_TYPES):
-            self._choose_precision(precision)
+        self._choose_precision(precision)
 
     @classmethod
     def from_file(cls, path: str | Path, **kwargs) -> Evaluator:
@@ -272,7 +273,7 @@ class Evaluator:
         n = spatial.shape[0]
         x = torch.from_numpy(spatial).view(n, NUM_SPATIAL, width, width)
         g = torch.from_numpy(glob)
-        if self.net is not self.model and n % 8:
+        if self.compile and n % 8:
             pad = 8 - n % 8
             x = torch.cat([x, x.new_zeros((pad, *x.shape[1:]))])
             g = torch.cat([g, g.new_zeros((pad, g.shape[1]))])
@@ -287,38 +288,79 @@ class Evaluator:
             self.misses += n
         return policy, value, misc
 
-    def _run(self, spatial: torch.Tensor, glob: torch.Tensor, dtype: torch.dtype | None = None) -> ModelOutput:
-        """The network on the device, under autocast to dtype (default: the checked precision)."""
-        dtype = self.autocast_dtype if dtype is None else dtype
+    def _run(self, spatial: torch.Tensor, glob: torch.Tensor) -> ModelOutput:
+        """The network on the device, in the checked precision."""
         non_blocking = self.device.type == "cuda"
         spatial = spatial.to(self.device, non_blocking=non_blocking)
         glob = glob.to(self.device, non_blocking=non_blocking)
         with torch.inference_mode():
-            if dtype is not None:
-                with torch.autocast(self.device.type, dtype=dtype):
-                    return self.net(spatial, glob, with_score_belief=False)
             return self.net(spatial, glob, with_score_belief=False)
 
-    def _forward(self, spatial: torch.Tensor, glob: torch.Tensor, dtype: torch.dtype | None = None) -> ModelOutput:
-        out = self._run(spatial, glob, dtype)
+    def _forward(self, spatial: torch.Tensor, glob: torch.Tensor) -> ModelOutput:
+        out = self._run(spatial, glob)
         return out.map(lambda t: t.float())
 
-    # --- precision check -------------------------------------------------------------------------
-    def _choose_precision(self, precision: str) -> None:
-        """Use the first candidate precision whose outputs on the canary positions agree with fp32's
-        on this device within KataGo's reduced-precision tolerance (common.canary)."""
-        candidates = {"fp16": [torch.float16], "bf16": [torch.bfloat16]}.get(precision, [torch.float16, torch.bfloat16])
+    # --- precision -------------------------------------------------------------------------------
+    @property
+    def precision(self) -> str:
+        """The precision in use: fp32, fp16 or bf16."""
+        return runners.name_of(self.dtype)
+
+    def runner(self, dtype: torch.dtype | None) -> torch.nn.Module:
+        """The (uncompiled) module that runs the network in ``dtype`` (None: fp32) on this device."""
+        if dtype not in self._runners:
+            self._runners[dtype] = runners.runner(self.model, self.device, dtype)
+        return self._runners[dtype]
+
+    def set_dtype(self, dtype: torch.dtype | None) -> None:
+        """Run the network in ``dtype`` (None: fp32) from now on."""
         with self._lock:
-            ref = evaluate_canary(self.model, self.device, None)
+            module = self.runner(dtype)
+            if self.compile:
+                # One compilation per (batch, board) shape: allow as many as a client meets.
+                torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, COMPILED_SHAPES)
+                self.net = torch.compile(module, dynamic=False)
+            else:
+                self.net = module
+            self.dtype = dtype
+            for other in [d for d in self._runners if d not in (None, dtype)]:
+                del self._runners[other]  # a precision given up: its copy of the weights goes
+
+    def canary_outputs(self, dtype: torch.dtype | None) -> canary.CanaryOutputs:
+        """The network's outputs on the canary positions as it runs in ``dtype`` (None: fp32) here."""
+        with self._lock:
+            return evaluate_canary(self.model, self.device, dtype, net=self.runner(dtype))
+
+    def _choose_precision(self, precision: str) -> None:
+        """Use the first candidate precision (common.nn.precision.candidates) whose outputs on the
+        canary positions agree with fp32's on this device within KataGo's reduced-precision tolerance
+        (common.canary); fp32 when none does."""
+        candidates = [runners.DTYPES[name] for name in precisions.candidates(precision, self.device.type)]
+        if not candidates:
+            return
+        with self._lock:
+            ref = self.canary_outputs(None)
             for dtype in candidates:
                 try:
-                    got = evaluate_canary(self.model, self.device, dtype)
+                    got = self.canary_outputs(dtype)
                 except RuntimeError as e:  # a device without that type
-                    log.info("%s autocast unavailable: %s", dtype, e)
+                    log.info("%s unavailable on %s: %s", runners.name_of(dtype), self.device, e)
+                    self._runners.pop(dtype, None)
                     continue
                 result = canary.compare(ref, got, PRECISION_TOLERANCE)
                 if result.passed:
-                    self.autocast_dtype = dtype
-                    log.info("using %s autocast (against fp32 on the canary: %s)", dtype, result.summary())
+                    self.set_dtype(dtype)
+                    log.info(
+                        "running the network in %s on %s (against fp32 on the canary: %s)",
+                        runners.name_of(dtype),
+                        self.device,
+                        result.summary(),
+                    )
                     return
-                log.warning("%s differs from fp32 on %s (%s): using fp32", dtype, self.device, result.describe())
+                self._runners.pop(dtype, None)
+                log.warning(
+                    "%s differs from fp32 on %s (%s): using fp32",
+                    runners.name_of(dtype),
+                    self.device,
+                    result.describe(),
+                )

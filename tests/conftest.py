@@ -201,6 +201,19 @@ def _compiled_kernels(request):
         wait_for_warmup()
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _fp32_on_every_cpu():
+    """Tests hold the network's outputs against fp32 references (KataGo's among them) within fp32's
+    tolerances, and ``--precision auto`` would run bf16 on a processor with bf16 instructions: in
+    the tests' own process the CPU is taken to have none. Tests of bf16 ask for it by name, or set
+    the flags themselves."""
+    from common.nn import precision
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(precision, "cpu_features", lambda: frozenset())
+        yield
+
+
 @pytest.fixture(scope="session")
 def shared() -> Path:
     """The shared folder with KataGo's golden outputs and models (beside the checkout)."""

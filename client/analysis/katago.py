@@ -1,8 +1,9 @@
 """KataGo's command line, so that programs which run KataGo can run us (the ``sente-katago`` command).
 
 KaTrain starts ``KATAGO analysis -model MODEL -config CFG -analysis-threads N``; other tools add
-``-override-config k=v,...`` or ``-quit-without-waiting``. :func:`parse_katago_command` reads such a
-command line (one or two leading dashes, ``-flag value`` or ``-flag=value``) and the config files
+``-override-config k=v,...`` or ``-quit-without-waiting``; this engine adds ``-device`` and
+``-precision``. :func:`parse_katago_command` reads such a command line (one or two leading dashes,
+``-flag value`` or ``-flag=value``) and the config files
 it names (KataGo's ``key = value`` lines with ``#`` comments): the settings the analysis engine uses
 (maxVisits, maxTime, reportAnalysisWinratesAs, analysisPVLen, rootPolicyTemperature,
 rootFpuReductionMax; see :class:`client.analysis.query.AnalysisConfig`) are applied, the rest is
@@ -16,6 +17,7 @@ from pathlib import Path
 
 from client.analysis.engine import DEFAULT_MAX_VISITS
 from client.analysis.query import AnalysisConfig
+from common.nn.precision import PRECISIONS
 
 MODES = ("analysis", "version")
 # Flags that take a value; the others (-quit-without-waiting) are switches.
@@ -29,6 +31,7 @@ VALUE_FLAGS = {
     "seed",
     "max-visits",
     "log-file",
+    "precision",
 }
 SWITCHES = {"quit-without-waiting"}
 
@@ -43,6 +46,7 @@ class KataGoCommand:
     model: str | None = None
     config: AnalysisConfig = field(default_factory=AnalysisConfig)
     device: str | None = None
+    precision: str = "auto"  # common.nn.precision
     seed: int = 0
     max_visits: int = DEFAULT_MAX_VISITS
     quit_without_waiting: bool = False
@@ -86,6 +90,7 @@ def parse_katago_command(argv: list[str]) -> KataGoCommand:
         raise KataGoCommandError(
             "usage: sente-katago analysis -model FILE [-config FILE.cfg] "
             "[-override-config key=value,...] [-analysis-threads N] [-quit-without-waiting] "
+            "[-device cpu|cuda:N|mps] [-precision auto|fp32|fp16|bf16] "
             "| sente-katago version"
         )
     mode = argv[0]
@@ -141,6 +146,10 @@ def parse_katago_command(argv: list[str]) -> KataGoCommand:
             command.warnings.append(f"-{name} is not supported by this engine; ignored")
     command.device = values["device"][-1] if "device" in values else None
     command.quit_without_waiting = "quit-without-waiting" in values
+    if "precision" in values:
+        command.precision = values["precision"][-1]
+        if command.precision not in PRECISIONS:
+            raise KataGoCommandError(f"-precision: expected one of {', '.join(PRECISIONS)}, got {command.precision!r}")
     for name, attr in (("seed", "seed"), ("max-visits", "max_visits"), ("analysis-threads", None)):
         if name in values:
             try:

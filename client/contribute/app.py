@@ -219,6 +219,7 @@ class _Contributor:
                 parallel=cfg.parallel if isinstance(cfg.parallel, int) else default_parallel(d, cfg.gpu_share),
                 auto_parallel=not isinstance(cfg.parallel, int),
                 gpu_share=cfg.gpu_share,
+                precision=cfg.precision or "auto",
                 data_dir=str(self.data_dir),
                 retry_start=self.args.retry_seconds,
                 look_seconds=self.args.look_seconds,

@@ -33,18 +33,13 @@ from client.contribute.tasks import CANARY, Fatal
 from common import canary
 from common.nn.canary import evaluate_canary
 from common.nn.device import GPU_TYPES
+from common.nn.runner import name_of
 
 log = logging.getLogger(__name__)
 
 MIN_SECONDS = 2.0
 MAX_SECONDS = 3600.0
 SHARE = 0.01
-
-PRECISION_NAMES = {None: "fp32", "torch.float16": "fp16", "torch.bfloat16": "bf16"}
-
-
-def precision_name(dtype) -> str:
-    return PRECISION_NAMES.get(None if dtype is None else str(dtype), str(dtype))
 
 
 class CanaryGuard:
@@ -103,19 +98,19 @@ class CanaryGuard:
             began = time.time()
             reference, source = self.reference(name, path)
             with evaluator._lock:  # between two batches of the games
-                dtype = evaluator.autocast_dtype
+                dtype = evaluator.dtype
                 result = self._compare(evaluator, reference, dtype)
                 if not result.passed and dtype is not None:
                     log.warning(
                         "network %s on %s in %s fails the canary check (%s); trying fp32",
                         name,
                         self.device,
-                        precision_name(dtype),
+                        name_of(dtype),
                         result.describe(),
                     )
                     fp32 = self._compare(evaluator, reference, None)
                     if fp32.passed:
-                        evaluator.autocast_dtype = None
+                        evaluator.set_dtype(None)
                         log.warning(
                             "network %s on %s plays in fp32 from now on: it passes the canary check there",
                             name,
@@ -123,9 +118,7 @@ class CanaryGuard:
                         )
                         result = fp32
             if not result.passed:
-                tried = (
-                    f"in {precision_name(dtype)} and in fp32" if dtype is not None else f"in {precision_name(dtype)}"
-                )
+                tried = f"in {name_of(dtype)} and in fp32" if dtype is not None else f"in {name_of(dtype)}"
                 raise Fatal(CANARY, failure_message(name, self.device, tried, source, result))
             first = name not in self.passed_at
             self.passed_at[name] = began
@@ -134,13 +127,13 @@ class CanaryGuard:
                 "canary check of network %s on %s in %s passed (%s)",
                 name,
                 self.device,
-                precision_name(evaluator.autocast_dtype),
+                evaluator.precision,
                 result.summary(),
             )
             return result
 
     def _compare(self, evaluator, reference: canary.CanaryOutputs, dtype) -> canary.CanaryResult:
-        got = evaluate_canary(evaluator.model, evaluator.device, dtype)
+        got = evaluator.canary_outputs(dtype)
         return canary.compare(reference, got, canary.tolerance_for(evaluator.device, dtype))
 
     def vouched(self, device: str, networks: tuple[str, ...], ended: float) -> bool:

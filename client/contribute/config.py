@@ -31,6 +31,7 @@ from client.contribute.bounded import DEFAULT_MAX_DOWNLOAD
 from client.contribute.gpuwatch import parse_power, parse_temperature
 from client.contribute.priority import PRIORITIES
 from common.files import atomic_write
+from common.nn.precision import PRECISIONS
 
 APP = "sente"  # the folders' name
 
@@ -55,6 +56,7 @@ ENV = {
     "max_temperature": "SENTE_MAX_TEMPERATURE",
     "max_power": "SENTE_MAX_POWER",
     "pause_when_busy": "SENTE_PAUSE_WHEN_BUSY",
+    "precision": "SENTE_PRECISION",
 }
 ONLY = ("selfplay", "rating")
 MIB = 1 << 20
@@ -87,6 +89,7 @@ class ClientConfig:
     max_temperature: float | None = None  # degrees Celsius a GPU may reach (client.contribute.gpuwatch)
     max_power: str | None = None  # watts a GPU may draw, "200", or a share of its limit, "80%"
     pause_when_busy: bool | None = None  # pause a GPU's games while another program uses it
+    precision: str | None = None  # the network's precision (common.nn.precision; None: auto)
 
     def merged(self, values: Mapping[str, object], source: str) -> ClientConfig:
         """These settings with the given ones (None values skipped) on top, each checked."""
@@ -222,6 +225,8 @@ def _checked(key: str, value: Any, where: str) -> Any:
                 )
     if key == "priority" and value not in PRIORITIES:
         raise ConfigError(f"{where}: {value!r} is not one of {', '.join(PRIORITIES)}")
+    if key == "precision" and value not in PRECISIONS:
+        raise ConfigError(f"{where}: {value!r} is not one of {', '.join(PRECISIONS)}")
     if key == "only" and value not in ONLY:
         raise ConfigError(f"{where}: {value!r} is not one of {', '.join(ONLY)}")
     if key in ("proxy", "mirror") and not value.startswith(("http://", "https://")):

@@ -39,6 +39,12 @@ def add_arguments(parser) -> None:
         "GPU, else the CPU)",
     )
     parser.add_argument(
+        "--precision",
+        help="the network's arithmetic: auto (the default) uses fp16 or bf16 on a GPU, and bf16 on a CPU with bf16 "
+        "instructions, when it agrees with fp32 on the canary positions; fp32, fp16 or bf16 asks for one (a "
+        "reduced one is still checked, and fp32 used if it fails)",
+    )
+    parser.add_argument(
         "--parallel",
         help="games at once per worker, or auto (the default): measured on each device the first time it plays a "
         "network of a given size, where evaluations per second stop rising, and kept",

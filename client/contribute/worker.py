@@ -108,6 +108,7 @@ class WorkerSpec:
     cores: int | None = None  # on the CPU: the cores this worker shares with no other (None: all)
     auto_parallel: bool = False  # measure the games at once per network size (autoparallel)
     gpu_share: float | None = None  # the share of the measured games at once to play (--gpu-share)
+    precision: str = "auto"  # the network's precision (common.nn.precision)
 
     @property
     def outbox_dir(self) -> Path:
@@ -542,7 +543,10 @@ class Worker:
                 log.info("loading network %s on %s", ref.name, self.spec.device)
                 try:
                     evaluator = Evaluator.from_file(
-                        path, device=self.spec.device, compile=self.spec.device.startswith("cuda")
+                        path,
+                        device=self.spec.device,
+                        compile=self.spec.device.startswith("cuda"),
+                        precision=self.spec.precision,
                     )
                 except (OSError, KataGoModelError, ModelFileError, ValueError) as e:
                     raise Fatal(

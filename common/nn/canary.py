@@ -3,6 +3,8 @@ outputs' format and their comparison)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import torch
 
@@ -10,15 +12,22 @@ from common.canary import CanaryOutputs, encode, fingerprint, games
 from common.encoding.features import NN_AREA, NN_LEN, NUM_GLOBAL, NUM_SPATIAL, POLICY_LEN
 from common.nn.interpret import interpret, no_result_possible
 from common.nn.model import Model
-from common.nn.outputs import pad_to_grid
+from common.nn.outputs import ModelOutput, pad_to_grid
+from common.nn.runner import runner
 
 
 def evaluate_canary(
-    model: Model, device: torch.device | str = "cpu", dtype: torch.dtype | None = None
+    model: Model,
+    device: torch.device | str = "cpu",
+    dtype: torch.dtype | None = None,
+    net: Callable[..., ModelOutput] | None = None,
 ) -> CanaryOutputs:
-    """The model's outputs on the canary positions, evaluated on ``device`` in fp32 or under autocast
-    to ``dtype`` (float16, bfloat16). One batch per board size, cropped to it."""
+    """The model's outputs on the canary positions, evaluated on ``device`` in fp32 or in ``dtype``
+    (float16, bfloat16) as :func:`common.nn.precision.runner` runs it there, or by ``net`` (a module
+    that runs the model, as an evaluator does). One batch per board size, cropped to it."""
     device = torch.device(device)
+    if net is None:
+        net = runner(model, device, dtype)
     game_list = games()
     spatial, glob, legal = encode(game_list)
     n = len(game_list)
@@ -35,11 +44,7 @@ def evaluate_canary(
         x = x.contiguous().to(device)
         g = torch.from_numpy(glob[rows]).view(len(rows), NUM_GLOBAL).to(device)
         with torch.inference_mode():
-            if dtype is not None:
-                with torch.autocast(device.type, dtype=dtype):
-                    raw = model(x, g, with_score_belief=False)
-            else:
-                raw = model(x, g, with_score_belief=False)
+            raw = net(x, g, with_score_belief=False)
             out = pad_to_grid(raw.map(lambda t: t.float()), h, w)
             ev = interpret(
                 out,

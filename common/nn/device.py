@@ -7,9 +7,11 @@ import logging
 
 import torch
 
+from common.nn.precision import GPU_TYPES
+
 logger = logging.getLogger(__name__)
 
-GPU_TYPES = ("cuda", "mps")  # devices whose reduced precision is checked against fp32 before use
+__all__ = ["GPU_TYPES", "default_device", "mps_available", "resolve_device"]
 
 
 def mps_available() -> bool:

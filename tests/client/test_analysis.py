@@ -538,7 +538,8 @@ def test_katago_command_lines():
         ]
     )
     assert c.model == "net.bin.gz" and c.config.max_visits == 33 and c.config.report_as == WHITE
-    assert c.quit_without_waiting
+    assert c.quit_without_waiting and c.precision == "auto"
+    assert parse_katago_command(["analysis", "-model", "m", "-precision=fp32"]).precision == "fp32"
     assert any("foo" in w for w in c.warnings) and any("-frobnicate x" in w for w in c.warnings)
     for argv, words in (
         (["gtp", "-model", "m"], "not supported"),
@@ -546,6 +547,7 @@ def test_katago_command_lines():
         (["analysis", "-model"], "needs a value"),
         (["analysis", "-model", "m", "-override-config", "maxVisits=lots"], "maxVisits"),
         (["analysis", "-model", "m", "-config", "/no/such.cfg"], "/no/such.cfg"),
+        (["analysis", "-model", "m", "-precision", "fp64"], "-precision: expected one of auto, fp32, fp16, bf16"),
     ):
         with pytest.raises(KataGoCommandError, match=words):
             parse_katago_command(argv)

@@ -40,12 +40,24 @@ def test_g170_passes_and_a_perturbed_weight_fails(shared):
 
 def test_without_a_server_reference_a_failing_reduced_precision_falls_back_to_fp32(network, monkeypatch):
     evaluator = Evaluator.from_file(network, device="cpu", precision="bf16")
-    assert evaluator.autocast_dtype == torch.bfloat16
+    assert evaluator.dtype == torch.bfloat16
     guard = CanaryGuard("cpu", lambda name: None)  # the server has no reference yet
     monkeypatch.setattr(canary, "REDUCED_TOLERANCE", canary.Tolerance("exact", *[(0.0, 0.0)] * 4))
     assert guard.check("tiny", evaluator, network).passed
-    assert evaluator.autocast_dtype is None  # it plays in fp32 from now on
+    assert evaluator.dtype is None and evaluator.net is evaluator.model  # it plays in fp32 from now on
     assert "this computer's CPU" in guard.references["tiny"][1]
+
+
+def test_the_check_runs_the_bf16_copy_that_plays(network):
+    """On the CPU bf16 plays from its own copy of the weights: the check evaluates that copy, so a
+    fault in it is found even though the fp32 weights are sound."""
+    evaluator = Evaluator.from_file(network, device="cpu", precision="bf16")
+    guard = CanaryGuard("cpu", lambda name: evaluate_canary(evaluator.model).to_npz())
+    assert guard.check("tiny", evaluator, network).passed and evaluator.precision == "bf16"
+    with torch.no_grad():
+        evaluator.net.model.conv_spatial.weight.mul_(-1.0)  # the copy that plays, not evaluator.model
+    assert guard.check("tiny", evaluator, network).passed  # by fp32, which is sound
+    assert evaluator.precision == "fp32" and evaluator.net is evaluator.model
 
 
 def test_held_games_wait_for_a_check(tmp_path):

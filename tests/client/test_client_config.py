@@ -55,6 +55,7 @@ def test_the_file_keeps_the_token_for_its_owner_only(tmp_path):
         ('{"games": 2.5}', {}, {}, r"client.json: games: 2.5 must be a whole number of games"),
         ("{}", {"SENTE_ONLY": "training"}, {}, "environment variable SENTE_ONLY: 'training' is not one of selfplay"),
         ("{}", {}, {"gpu_share": "0"}, r"--gpu-share: '0' is not a share of the GPU"),
+        ("{}", {"SENTE_PRECISION": "int8"}, {}, r"SENTE_PRECISION: 'int8' is not one of auto, fp32, fp16, bf16"),
         ("{}", {}, {"gpu_share": "1.5"}, r"--gpu-share: '1.5' is not a share of the GPU"),
         ("{}", {}, {"proxy": "proxy:3128"}, "--proxy: 'proxy:3128' is not an http:// or https:// address"),
         ("{}", {}, {"mirror": "https://m.example.org/"}, r"--mirror: .* names no file: put \{name\} or \{sha256\}"),
@@ -96,7 +97,9 @@ def test_the_volunteers_options_come_from_the_file_the_environment_and_the_flags
     path.write_text('{"hours": "22-7", "games": 10, "gpu_share": 0.5, "sgf_dir": "/tmp/games"}')
     environ = {"SENTE_ONLY": "rating", "SENTE_PROXY": "http://proxy:3128", "SENTE_GAMES": "20"}
     flags = {"mirror": "https://m.example.org/{sha256}", "watch_file": "/tmp/watch.txt", "gpu_share": "0.25"}
+    flags["precision"] = "fp32"
     config = load(path, environ=environ, flags=flags)
+    assert config.precision == "fp32"
     assert (config.hours, config.games, config.gpu_share, config.sgf_dir) == ("22-7", 20, 0.25, "/tmp/games")
     assert (config.only, config.proxy) == ("rating", "http://proxy:3128")
     assert (config.mirror, config.watch_file) == ("https://m.example.org/{sha256}", "/tmp/watch.txt")

@@ -336,11 +336,38 @@ def test_reduced_precision_is_checked_against_fp32(monkeypatch, arch):
     torch.manual_seed(1)
     model = Model(named_config(arch))
     ev = Evaluator(model, device="cpu", precision="bf16")
-    assert ev.autocast_dtype == torch.bfloat16  # a tiny net agrees with fp32 within tolerance
+    assert ev.dtype == torch.bfloat16 and ev.precision == "bf16"  # a tiny net agrees with fp32 within tolerance
+    # On the CPU it runs a bf16 copy of the weights in channels-last layout; the model stays fp32.
+    conv = ev.net.model.conv_spatial.weight
+    assert conv.dtype == torch.bfloat16 and conv.is_contiguous(memory_format=torch.channels_last)
+    assert model.conv_spatial.weight.dtype == torch.float32
     a = ev.evaluate([Game(9)])[0]
     assert a.policy.sum() == pytest.approx(1.0, abs=1e-3)
+    reference = Evaluator(model, device="cpu", precision="fp32").evaluate([Game(9)])[0]
+    assert abs(a.win - reference.win) < 0.02 and np.abs(a.policy - reference.policy).max() < 0.02
+    spatial, glob = encoded_position(Game(9))
+    policy, value, misc = ev.forward_raw(spatial[:, :, :9, :9].reshape(1, -1, 81).numpy(), glob.numpy(), 9)
+    assert policy.dtype == value.dtype == misc.dtype == np.float32
     zero = canary.Tolerance("exact", (0.0, 0.0), (0.0, 0.0), (0.0, 0.0), (0.0, 0.0))
     monkeypatch.setattr(evaluator_module, "PRECISION_TOLERANCE", zero)
     strict = Evaluator(model, device="cpu", precision="bf16")
-    assert strict.autocast_dtype is None  # disagreement: fp32
-    assert Evaluator(model, device="cpu").autocast_dtype is None  # CPU default: fp32
+    assert strict.dtype is None and strict.net is model  # disagreement: fp32, and the copy is dropped
+    assert list(strict._runners) == [None]
+
+
+def test_auto_uses_bf16_on_a_cpu_only_when_it_has_bf16_instructions(monkeypatch):
+    import common.nn.precision as precision
+
+    model = Model(named_config("tiny"))
+    checks = []
+    real = Evaluator.canary_outputs
+    monkeypatch.setattr(Evaluator, "canary_outputs", lambda self, dtype: checks.append(dtype) or real(self, dtype))
+    monkeypatch.setattr(precision, "cpu_features", lambda: frozenset({"avx2", "fma"}))
+    plain = Evaluator(model, device="cpu")
+    assert plain.precision == "fp32" and checks == []  # nothing tried, nothing evaluated at start
+    monkeypatch.setattr(precision, "cpu_features", lambda: frozenset({"avx2", "avx512f", "avx512_bf16"}))
+    fast = Evaluator(model, device="cpu")
+    assert fast.precision == "bf16" and checks == [None, torch.bfloat16]  # fp32's outputs, then bf16's
+    assert Evaluator(model, device="cpu", precision="fp32").precision == "fp32"
+    with pytest.raises(ValueError, match="precision 'int4': expected one of auto, fp32, fp16, bf16"):
+        Evaluator(model, device="cpu", precision="int4")

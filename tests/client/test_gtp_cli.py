@@ -25,6 +25,13 @@ def test_a_network_file_alone_plays_the_search(network):
     assert move.startswith("= ") and move.strip() != "= resign"
 
 
+def test_the_precision_is_asked_for_by_name(network):
+    assert engine("--model", network, "--precision", "fp32").evaluator.precision == "fp32"
+    assert engine("--model", network, "--precision", "bf16").evaluator.precision == "bf16"  # checked, agrees
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["gtp", "--precision", "fp64"])
+
+
 def test_visits_and_player_choose_otherwise(network):
     assert engine("--model", network, "--visits", "32").player.visits == 32
     policy = engine("--model", network, "--player", "policy")
