@@ -338,6 +338,12 @@ class Evaluator:
         candidates = [runners.DTYPES[name] for name in precisions.candidates(precision, self.device.type)]
         if not candidates:
             return
+        if self.device.type == "cpu" and not precisions.cpu_bf16():
+            log.warning(
+                "this CPU has no bf16 instructions (AVX-512 BF16, AMX or Arm BF16): torch emulates %s here, "
+                "several times slower than fp32 (--precision auto picks fp32 on it)",
+                precision,
+            )
         with self._lock:
             ref = self.canary_outputs(None)
             for dtype in candidates:

@@ -4,9 +4,9 @@ command line names them before anything loads torch; :mod:`common.nn.runner` run
 On a GPU a reduced precision (fp16, bf16) runs under autocast. On the CPU torch does bf16 quickly
 only on processors with bf16 instructions (x86's AVX-512 BF16 or AMX, Arm's BF16); elsewhere it
 converts every value to fp32 and back, and is several times slower than fp32 (four times in
-compiled self-play on an AMD EPYC with AVX2 only, twenty uncompiled). ``auto`` tries fp16 then bf16 on a GPU, bf16 on a CPU that has bf16
-instructions, and nothing else; the evaluator keeps the first one whose outputs agree with fp32's
-on the canary positions.
+compiled self-play on an AMD EPYC with AVX2 only, twenty uncompiled). ``auto`` tries fp16 then
+bf16 on a GPU, bf16 on a CPU that has bf16 instructions, and nothing else; the evaluator keeps the
+first one whose outputs agree with fp32's on the canary positions.
 """
 
 from __future__ import annotations

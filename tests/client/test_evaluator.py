@@ -1,6 +1,7 @@
 """The batched evaluator and the network's GTP commands, against real KataGo outputs."""
 
 import json
+import logging
 import subprocess
 import sys
 
@@ -14,12 +15,12 @@ from client.gtp.players import PolicyPlayer, RandomPlayer
 from common import canary
 from common.encoding.features import NN_AREA, Encoder, new_batch, symmetry_map
 from common.go.game import Game
-from common.go.geometry import BLACK, WHITE, loc_of, parse_color, parse_gtp_vertex
-from common.go.rules import Rules
+from common.go.geometry import BLACK, WHITE, loc_of
 from common.nn.katago_export import write_katago_model
 from common.nn.model import Model, named_config
 from common.nn.modelfile import read_model_file, save_model
 from tests.common.nn.nets import random_model
+from tests.golden import golden_positions
 
 G170 = "models/g170-b6c96-s175395328-d26788732.bin.gz"
 
@@ -27,21 +28,6 @@ G170 = "models/g170-b6c96-s175395328-d26788732.bin.gz"
 @pytest.fixture(scope="module")
 def g170(shared):
     return Evaluator.from_file(shared / G170, device="cpu")
-
-
-def golden_positions(shared, name="katago_rawnn_sample.jsonl"):
-    for line in (shared / "golden" / name).read_text().splitlines():
-        d = json.loads(line)
-        size = d["size"]
-        game = Game(size, rules=Rules.from_text(json.dumps(d["rules"])), komi=d["komi"], capacity=512)
-        if d.get("setup_black"):
-            # Handicap stones, then Black moves first, as KataGo's self-play starts such games.
-            game.setup(black=[parse_gtp_vertex(x, size, size) for x in d["setup_black"]], to_move=BLACK)
-        for c, vertex in d["moves"]:
-            game.play(parse_gtp_vertex(vertex, size, size), parse_color(c))
-        assert game.to_move == parse_color(d["next_color"])
-        assert game.encore_phase == d.get("encore_phase", 0)
-        yield game, d
 
 
 @pytest.mark.parametrize(
@@ -355,7 +341,7 @@ def test_reduced_precision_is_checked_against_fp32(monkeypatch, arch):
     assert list(strict._runners) == [None]
 
 
-def test_auto_uses_bf16_on_a_cpu_only_when_it_has_bf16_instructions(monkeypatch):
+def test_auto_uses_bf16_on_a_cpu_only_when_it_has_bf16_instructions(monkeypatch, caplog):
     import common.nn.precision as precision
 
     model = Model(named_config("tiny"))
@@ -369,5 +355,9 @@ def test_auto_uses_bf16_on_a_cpu_only_when_it_has_bf16_instructions(monkeypatch)
     fast = Evaluator(model, device="cpu")
     assert fast.precision == "bf16" and checks == [None, torch.bfloat16]  # fp32's outputs, then bf16's
     assert Evaluator(model, device="cpu", precision="fp32").precision == "fp32"
+    monkeypatch.setattr(precision, "cpu_features", lambda: frozenset({"avx2", "fma"}))
+    with caplog.at_level(logging.WARNING, logger="client.evaluator"):
+        assert Evaluator(model, device="cpu", precision="bf16").precision == "bf16"  # asked for: it runs
+    assert "this CPU has no bf16 instructions" in caplog.text
     with pytest.raises(ValueError, match="precision 'int4': expected one of auto, fp32, fp16, bf16"):
         Evaluator(model, device="cpu", precision="int4")
