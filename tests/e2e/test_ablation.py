@@ -1,5 +1,5 @@
 """``manage.py ablation`` whole: an arm on 5x5 (settings that export networks within seconds) in two
-repetitions, each running the real platform for half a CPU-minute in its own folder (four games at a
+repetitions, each running the real platform for a CPU-minute in its own folder (four games at a
 time, so that its client soon finishes those in play when it stops), then rating games against the
 real uniform random player, GNU Go (when installed) and the reference, one fit, the report with each
 repetition and the arm's pooled figures, and its plot; a second start keeps what the first did, and
@@ -52,7 +52,7 @@ def test_two_repetitions_are_run_rated_in_one_fit_and_reported(tmp_path):
         "--data",
         str(data),
         "--cpu-minutes",
-        "0.5",
+        "1",
         "--board",
         "5",
         "--arms",
@@ -93,17 +93,17 @@ def test_two_repetitions_are_run_rated_in_one_fit_and_reported(tmp_path):
     first = ablation()
     assert first.returncode == 0, first.stdout[-4000:] + first.stderr[-4000:]
     report = json.loads((out / "ablation-2026-01-02.json").read_text())
-    assert report["board"] == 5 and report["cpu_minutes"] == 0.5 and report["visits"] == 8 and report["seeds"] == 2
+    assert report["board"] == 5 and report["cpu_minutes"] == 1.0 and report["visits"] == 8 and report["seeds"] == 2
     [arm] = report["arms"]
     assert arm["name"] == "full"
     runs = arm["repetitions"]
     assert [(run["seed"], run["name"]) for run in runs] == [(1, "full"), (2, "full.seed2")]
     for run in runs:
-        # Each stopped once its processes had used the half minute (plus what stopping them took).
-        assert 0.5 <= run["cpu_minutes"] < 1.0 and run["sittings"] == 1
+        # Each stopped once its processes had used the minute (plus what stopping them took).
+        assert 1.0 <= run["cpu_minutes"] < 2.0 and run["sittings"] == 1
         # Its self-play client's share of that, found among the platform's processes, is kept beside it.
         assert 0.0 < run["selfplay_minutes"] < run["cpu_minutes"]
-        # How the half minute divides between self-play and training is the scheduler's: on a busy
+        # How the minute divides between self-play and training is the scheduler's: on a busy
         # machine the trainer got no more than 256 samples, so one export's worth is all that is asked.
         assert run["selfplay_games"] > 0 and run["rows"] > 0 and run["training_samples"] >= 256
         assert run["candidates"] >= 1 and 1 <= len(run["points"]) <= 2  # one share and the final one
@@ -145,7 +145,7 @@ def test_two_repetitions_are_run_rated_in_one_fit_and_reported(tmp_path):
     text = (out / "ablation-2026-01-02.md").read_text()
     assert "| the full method | 1 | " in text and "| the full method | 2 | " in text
     assert "| the full method | 2 of 2 | " in text and f"| full.seed2 | {second_run['points'][0]['network']}" in text
-    assert "--cpu-minutes 0.5 --board 5" in text and "--seeds 2" in text and "--report-dir" in text
+    assert "--cpu-minutes 1 --board 5" in text and "--seeds 2" in text and "--report-dir" in text
     assert (out / "ablation-2026-01-02.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
     # Started again: the repetitions are done and every pairing played; only the report is made again.
@@ -158,7 +158,7 @@ def test_two_repetitions_are_run_rated_in_one_fit_and_reported(tmp_path):
     assert again["games"] == report["games"] and again["arms"][0]["repetitions"] == runs
 
     changed = subprocess.run(
-        [*command[:5], "--cpu-minutes", "1", *command[7:]], cwd=ROOT, env=env, capture_output=True, text=True
+        [*command[:5], "--cpu-minutes", "2", *command[7:]], cwd=ROOT, env=env, capture_output=True, text=True
     )
     assert changed.returncode != 0
-    assert f"{data} holds an ablation on 5x5 with 0.5 CPU-minutes of platform per arm" in changed.stderr
+    assert f"{data} holds an ablation on 5x5 with 1.0 CPU-minutes of platform per arm" in changed.stderr
