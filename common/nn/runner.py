@@ -3,8 +3,8 @@
 On a GPU a reduced precision runs under autocast: convolutions and matrix products in fp16 or bf16,
 reductions and element-wise work in fp32. On the CPU it runs as a copy of the network's weights in
 bf16 in channels-last layout (oneDNN's fastest for bf16 convolutions), fed bf16 inputs: measured on
-a processor with AVX-512 BF16 (g170 b6c96, batches of 64), 1.2 times the speed of bf16 autocast on
-9x9 and 2 to 2.4 times fp32's.
+a processor with AVX-512 BF16 (g170 b6c96, batches of 64), 1.2 times the speed of bf16 autocast and
+2.1 (9x9) to 2.4 (19x19) times fp32's.
 """
 
 from __future__ import annotations
