@@ -62,8 +62,10 @@ class Contributor:
         if login:
             args += ["--username", "alice", "--password-stdin"]
         env = {k: v for k, v in os.environ.items() if not k.startswith("SENTE_")}
-        # At its default low priority, the client would wait for the other test process's cores.
-        env = env | {"SENTE_PRIORITY": "normal"} | (environ or {})
+        # At its default low priority, the client would wait for the other test process's cores. In
+        # fp32 it computes what the tests expect on any processor, as in the tests' own process
+        # (tests/conftest.py): on one with bf16 instructions its default would run bf16.
+        env = env | {"SENTE_PRIORITY": "normal", "SENTE_PRECISION": "fp32"} | (environ or {})
         env["PYTHONPATH"] = str(ROOT)
         if program is not None:  # the installed package alone, as a volunteer has it
             del env["PYTHONPATH"]
